@@ -1,0 +1,38 @@
+# One task runner; CI (.ci/run) runs `make check` exactly as the README says.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+
+.PHONY: install check lint types test test-all bench demo clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install --quiet -e '.[dev,testing]'
+
+lint: install
+	$(BIN)/ruff check src tests bench noxfile.py
+	$(BIN)/ruff format --check src tests bench noxfile.py
+
+types: install
+	$(BIN)/mypy
+
+test: install
+	$(BIN)/pytest -q
+
+check: lint types test
+
+test-all: install
+	$(BIN)/nox
+
+bench: install
+	$(PY) bench/identity.py
+
+demo: install
+	$(BIN)/kernel self-test
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .nox

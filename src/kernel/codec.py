@@ -1,0 +1,388 @@
+"""The one record codec: strict ``from_dict``/``to_dict`` and identity payloads.
+
+Every `kernel` record is an ``@attrs.frozen(kw_only=True)`` subclass of `Record`.
+The codec reads each record's field annotations once, compiles a parser and an
+encoder per field, and caches them per class.
+
+Rules enforced by ``from_dict`` (each failure is a `RecordError` naming the path,
+e.g. ``attempts[3].budget_charge.steps``):
+
+- the document is an exact ``dict`` (a JSON object); its input is never mutated;
+- unknown keys and missing keys are refused (every field is written out);
+- ``str`` fields take exact ``str``; ``int`` fields take ``int`` but never ``bool``;
+  ``bool`` fields take ``bool`` only; floats are never admitted;
+- enums are read by value; ``tuple[...]`` fields take JSON arrays; nested records
+  are parsed recursively; ``X | None`` admits ``null``;
+- the record's own validators then check invariants (digest shape, ordering);
+  their failures are reported with the same path;
+- a record that declares a recomputable identity is refused when the id in the
+  document does not reproduce, unless the caller passes ``verify_ids=False``.
+
+Identity (see ``Identity``): a record's id is SHA-256 over canonical JSON of its
+*identity payload*, the record's fields (all but ``exclude``, or exactly
+``include``) with the id field blanked to ``""`` when the id self-seals, or left
+out when it does not. Nested records enter a payload in their *nested form*:
+every field but their own ``exclude`` set, ids unblanked. ``explanation`` is in
+every default ``exclude`` set: prose never enters an identity.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, ClassVar, Final, Self, TypeVar
+
+import attrs
+
+from kernel.errors import RecordError
+from kernel.identity import sha256_prevalidated
+
+__all__ = [
+    "Identity",
+    "Record",
+    "compute_id",
+    "field_error",
+    "identity_payload",
+    "seal",
+]
+
+R = TypeVar("R", bound="Record")
+
+_Parser = Callable[[object, str, bool], object]
+_Encoder = Callable[[Any], object]
+
+_EXCLUDE_DEFAULT: Final = frozenset({"explanation"})
+
+
+@attrs.frozen(kw_only=True)
+class Identity:
+    """How a record's identity is computed.
+
+    Attributes:
+        field: the field that holds the id, or None when the record only has
+            a nested form (e.g. a span) or its id cannot be recomputed from it.
+        seals: True when the id field stays in its own payload as ``""``
+            ("self-seals"); False when it is left out.
+        include: when given, exactly these fields form the payload.
+        exclude: fields never in the payload (nor in the nested form).
+        recomputable: False for records whose id covers data they do not carry;
+            then ``from_dict`` cannot verify it and never tries.
+    """
+
+    field: str | None = None
+    seals: bool = True
+    include: tuple[str, ...] | None = None
+    exclude: frozenset[str] = _EXCLUDE_DEFAULT
+    recomputable: bool = True
+
+
+class Record:
+    """Base of every frozen record: strict parsing, JSON encoding, identity.
+
+    Subclasses are declared ``@attrs.frozen(kw_only=True)`` and may set
+    ``__identity__``. Never hand-write ``__eq__``/``__hash__`` on them.
+    """
+
+    __slots__ = ()
+    __identity__: ClassVar[Identity] = Identity()
+
+    @classmethod
+    def from_dict(cls, data: object, /, *, verify_ids: bool = True) -> Self:
+        """Parse a JSON object into this record (see module rules).
+
+        Args:
+            data: the decoded JSON object; never mutated.
+            verify_ids: when True (the default), refuse a document whose
+                recomputable ids (this record's and nested ones) do not reproduce.
+
+        Raises:
+            RecordError: naming the failing field path.
+        """
+        return _spec(cls).parse(data, "", verify_ids)  # type: ignore[return-value]
+
+    def to_dict(self) -> dict[str, Any]:
+        """This record as JSON types only (str, int, bool, None, list, dict)."""
+        return _spec(type(self)).encode(self)
+
+
+def identity_payload(record: Record) -> dict[str, Any]:
+    """The JSON identity payload of ``record`` (documented per record class)."""
+    spec = _spec(type(record))
+    full = spec.encode(record)
+    payload = {name: full[name] for name in spec.payload_fields}
+    ident = spec.identity
+    if ident.field is not None and ident.seals:
+        payload[ident.field] = ""
+    return payload
+
+
+def compute_id(record: Record) -> str:
+    """Recompute ``record``'s id from its identity payload (fast path).
+
+    Raises:
+        TypeError: the record class declares no identity field.
+    """
+    spec = _spec(type(record))
+    if spec.identity.field is None:
+        raise TypeError(f"{type(record).__name__} declares no identity field")
+    return sha256_prevalidated(spec.raw_payload(record), default=_nested_default)
+
+
+def seal(cls: type[R], /, **fields: Any) -> R:
+    """Build a record of ``cls`` and fill in its identity field.
+
+    The record is constructed (so every validator runs) with a placeholder id,
+    then its id is computed from the identity payload and set.
+    """
+    spec = _spec(cls)
+    id_field = spec.identity.field
+    if id_field is None:
+        raise TypeError(f"{cls.__name__} declares no identity field")
+    record = cls(**fields, **{id_field: _PLACEHOLDER_ID})
+    # The record is frozen and not yet shared; set the id the payload yields.
+    object.__setattr__(record, id_field, compute_id(record))
+    return record
+
+
+_PLACEHOLDER_ID: Final = "0" * 64
+
+
+def _nested_default(value: object) -> object:
+    """orjson ``default`` hook: a nested record enters a payload in nested form."""
+    if isinstance(value, Record):
+        return _spec(type(value)).raw_nested(value)
+    raise TypeError(f"{type(value).__name__} is not a record")
+
+
+class _Spec:
+    """Compiled parser/encoder for one record class."""
+
+    def __init__(self, cls: type[Record]) -> None:
+        self.cls = cls
+        self.identity = cls.__identity__
+        hints = typing.get_type_hints(cls)
+        self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[misc]
+        self.field_set = frozenset(self.fields)
+        self.parsers: dict[str, _Parser] = {}
+        self.encoders: list[tuple[str, _Encoder | None]] = []
+        for name in self.fields:
+            parser, encoder = _compile(hints[name], f"{cls.__name__}.{name}")
+            self.parsers[name] = parser
+            self.encoders.append((name, encoder))
+        ident = self.identity
+        for name in (ident.include or ()) + tuple(ident.exclude):
+            if name not in self.field_set and name != "explanation":
+                raise TypeError(f"{cls.__name__}.__identity__ names unknown field {name}")
+        if ident.field is not None and ident.field not in self.field_set:
+            raise TypeError(f"{cls.__name__}.__identity__.field {ident.field} unknown")
+        nested = tuple(n for n in self.fields if n not in ident.exclude)
+        self.nested_fields = nested
+        if ident.include is not None:
+            chosen = ident.include
+        else:
+            chosen = tuple(n for n in nested if n != ident.field)
+        self.payload_fields = tuple(n for n in chosen if n != ident.field)
+        self._get_payload = _getter(self.payload_fields)
+        self._get_nested = _getter(nested)
+
+    def encode(self, record: Record) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, encoder in self.encoders:
+            value = getattr(record, name)
+            out[name] = value if encoder is None else encoder(value)
+        return out
+
+    def raw_payload(self, record: Record) -> dict[str, object]:
+        """Payload with raw field values (enums, tuples, records) for orjson."""
+        payload = dict(zip(self.payload_fields, self._get_payload(record), strict=True))
+        ident = self.identity
+        if ident.field is not None and ident.seals:
+            payload[ident.field] = ""
+        return payload
+
+    def raw_nested(self, record: Record) -> dict[str, object]:
+        return dict(zip(self.nested_fields, self._get_nested(record), strict=True))
+
+    def parse(self, data: object, path: str, verify_ids: bool) -> Record:
+        if type(data) is not dict:
+            raise RecordError(path, f"expected an object, got {_json_type(data)}")
+        keys = data.keys()
+        if keys != self.field_set:
+            unknown = sorted(k for k in keys if k not in self.field_set)
+            if unknown:
+                raise RecordError(_join(path, str(unknown[0])), "unknown field")
+            missing = sorted(self.field_set - keys)
+            raise RecordError(_join(path, missing[0]), "missing field")
+        kwargs = {
+            name: parser(data[name], _join(path, name), verify_ids)
+            for name, parser in self.parsers.items()
+        }
+        try:
+            record = self.cls(**kwargs)
+        except (ValueError, TypeError) as e:
+            field = getattr(e, "kernel_field", None)
+            raise RecordError(_join(path, field) if field else path, str(e)) from e
+        ident = self.identity
+        if verify_ids and ident.field is not None and ident.recomputable:
+            expected = compute_id(record)
+            if getattr(record, ident.field) != expected:
+                raise RecordError(
+                    _join(path, ident.field),
+                    f"id does not reproduce from the record (expected {expected})",
+                )
+        return record
+
+
+_SPECS: dict[type, _Spec] = {}
+
+
+def _spec(cls: type[Record]) -> _Spec:
+    spec = _SPECS.get(cls)
+    if spec is None:
+        spec = _SPECS[cls] = _Spec(cls)
+    return spec
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    if not names:
+        return lambda _record: ()
+    if len(names) == 1:
+        single = operator.attrgetter(names[0])
+        return lambda record: (single(record),)
+    return operator.attrgetter(*names)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _json_type(value: object) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "boolean"
+        case int():
+            return "integer"
+        case float():
+            return "number"
+        case str():
+            return "string"
+        case list():
+            return "array"
+        case dict():
+            return "object"
+    return type(value).__name__
+
+
+def _compile(hint: Any, where: str) -> tuple[_Parser, _Encoder | None]:
+    """Parser and encoder (None when the value is already JSON) for one type."""
+    origin = typing.get_origin(hint)
+    if hint is str or hint is int or hint is bool:
+        return _exact(hint), None
+    if hint is type(None):
+        return _exact(type(None)), None
+    if origin in (types.UnionType, typing.Union):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(members) != 1 or len(typing.get_args(hint)) != 2:
+            raise TypeError(f"{where}: only `X | None` unions are supported")
+        inner_parse, inner_encode = _compile(members[0], where)
+
+        def parse_optional(value: object, path: str, verify: bool) -> object:
+            return None if value is None else inner_parse(value, path, verify)
+
+        if inner_encode is None:
+            return parse_optional, None
+        encode_inner = inner_encode
+        return parse_optional, lambda v: None if v is None else encode_inner(v)
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+
+        def parse_literal(value: object, path: str, _verify: bool) -> object:
+            if type(value) is not str or value not in allowed:
+                raise RecordError(path, f"expected one of {list(allowed)}, got {value!r}")
+            return value
+
+        return parse_literal, None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_parser(hint), operator.attrgetter("value")
+    if isinstance(hint, type) and issubclass(hint, Record):
+        record_cls = hint
+
+        def parse_record(value: object, path: str, verify: bool) -> object:
+            return _spec(record_cls).parse(value, path, verify)
+
+        return parse_record, operator.methodcaller("to_dict")
+    if origin is tuple:
+        return _compile_tuple(typing.get_args(hint), where)
+    raise TypeError(f"{where}: unsupported field type {hint!r}")
+
+
+def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder | None]:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item_parse, item_encode = _compile(args[0], where)
+
+        def parse_var(value: object, path: str, verify: bool) -> object:
+            if type(value) is not list and type(value) is not tuple:
+                raise RecordError(path, f"expected an array, got {_json_type(value)}")
+            return tuple(
+                item_parse(item, f"{path}[{i}]", verify)
+                for i, item in enumerate(value)  # type: ignore[arg-type]
+            )
+
+        if item_encode is None:
+            return parse_var, list
+        encode_item = item_encode
+        return parse_var, lambda v: [encode_item(x) for x in v]
+    compiled = [_compile(a, where) for a in args]
+    size = len(compiled)
+
+    def parse_fixed(value: object, path: str, verify: bool) -> object:
+        if type(value) is not list and type(value) is not tuple:
+            raise RecordError(path, f"expected an array, got {_json_type(value)}")
+        if len(value) != size:  # type: ignore[arg-type]
+            raise RecordError(path, f"expected {size} items, got {len(value)}")  # type: ignore[arg-type]
+        return tuple(
+            p(item, f"{path}[{i}]", verify)
+            for i, (item, (p, _)) in enumerate(zip(value, compiled, strict=True))  # type: ignore[call-overload]
+        )
+
+    encoders = [e for _, e in compiled]
+    if all(e is None for e in encoders):
+        return parse_fixed, list
+    return parse_fixed, lambda v: [x if e is None else e(x) for x, e in zip(v, encoders, strict=True)]
+
+
+def _exact(kind: type) -> _Parser:
+    name = {str: "string", int: "integer", bool: "boolean", type(None): "null"}[kind]
+
+    def parse_exact(value: object, path: str, _verify: bool) -> object:
+        # `type(...) is` so that bool is not int and no str/int subclass slips in.
+        if type(value) is not kind:
+            raise RecordError(path, f"expected {name}, got {_json_type(value)}")
+        return value
+
+    return parse_exact
+
+
+def _enum_parser(kind: type[enum.Enum]) -> _Parser:
+    values = {member.value: member for member in kind}
+    allowed = sorted(str(v) for v in values)
+
+    def parse_enum(value: object, path: str, _verify: bool) -> object:
+        member = values.get(value) if type(value) in (str, int) else None
+        if member is None:
+            raise RecordError(path, f"expected one of {allowed}, got {value!r}")
+        return member
+
+    return parse_enum
+
+
+def field_error(field: str, message: str) -> ValueError:
+    """A validator error that tells ``from_dict`` which field it concerns."""
+    error = ValueError(message)
+    error.kernel_field = field  # type: ignore[attr-defined]
+    return error

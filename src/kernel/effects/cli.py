@@ -1,0 +1,63 @@
+"""The `kernel` command: argument parsing and the single place where errors
+become messages and exit codes.
+
+Exit codes shared by every verb: 0 success, 1 a refusal / violation / mismatch
+(the verb documents which), 2 unusable input or usage, 3 verb-specific
+(``corroborate``: no consensus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+
+from kernel.errors import KernelError
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+def _command_modules() -> tuple[ModuleType, ...]:
+    # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
+    # Each verb module adds itself to this tuple (one line each).
+    from kernel.effects.commands import selftest
+
+    return (selftest,)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on usage errors already; keep the one-line form."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree (exposed for documentation and tests)."""
+    parser = _Parser(prog="kernel", description="Evidence records, checks and reports.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in _command_modules():
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `kernel` command; returns the process exit code, never raises."""
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except KernelError as e:
+        print(f"kernel {args.command}: error: {e.diagnostics()}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"kernel {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

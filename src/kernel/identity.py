@@ -1,0 +1,218 @@
+"""Canonical JSON bytes and SHA-256 identities: the one module that owns them.
+
+Definition (normative; golden vectors in ``fixtures/identity/`` pin it)::
+
+    canonical_json(v) == json.dumps(v, ensure_ascii=False, sort_keys=True,
+                                    separators=(",", ":")).encode("utf-8")
+    sha256_hex(v)     == hashlib.sha256(canonical_json(v)).hexdigest()
+
+The bytes are produced by orjson (``OPT_SORT_KEYS | OPT_STRICT_INTEGER``), which is
+byte-identical to the definition on the values this module admits; a hypothesis
+differential test holds the two together.
+
+Rules enforced (each refusal is a `CanonicalizationError` naming the JSON path):
+
+- only exact ``dict``, ``list``, ``tuple`` (encoded as a list), ``str``, ``int``,
+  ``bool`` and ``None``; subclasses (str/int enums, dict subclasses) and every
+  other type (floats, sets, bytes, datetimes, UUIDs, dataclasses, ...) are refused,
+  because orjson and the stdlib would encode them differently or not portably;
+- floats are refused outright: NaN/Infinity have no JSON form (orjson would write
+  ``null``) and float text differs between languages;
+- dict keys must be exact ``str``;
+- ints must lie within +/-(2**53 - 1), the I-JSON range every parser reads exactly;
+- strings must be valid Unicode (no lone surrogates);
+- containers may nest at most `MAX_DEPTH` deep.
+
+No other module may call ``json.dumps``, ``orjson`` or ``hashlib`` to make an
+identity; the static guard enforces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Final
+
+import orjson
+
+from kernel.errors import CanonicalizationError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SAFE_INT",
+    "Sha256Stream",
+    "canonical_json",
+    "canonical_json_prevalidated",
+    "is_digest",
+    "sha256_bytes",
+    "sha256_hex",
+    "sha256_prevalidated",
+]
+
+MAX_DEPTH: Final = 64
+"""Deepest container nesting admitted (the top-level container is depth 1)."""
+
+MAX_SAFE_INT: Final = 2**53 - 1
+"""Largest magnitude of an admitted int (I-JSON, RFC 7493 section 2.2)."""
+
+_OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_SCALARS: Final = frozenset({str, int, bool, type(None)})
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+_ADMITTED: Final = _SCALARS | _CONTAINERS
+_STR_ONLY: Final = frozenset({str})
+_DIGEST_RE: Final = re.compile(r"[0-9a-f]{64}")
+_IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def canonical_json(value: object) -> bytes:
+    """Return the canonical JSON bytes of ``value`` (see the module docstring).
+
+    Raises:
+        CanonicalizationError: ``value`` holds something that is not portable
+            canonical JSON; the error names its JSON path.
+    """
+    if not _admissible(value, 1):
+        _locate_refusal(value, "$", 1)
+    try:
+        return orjson.dumps(value, option=_OPTIONS)
+    except orjson.JSONEncodeError as e:
+        # orjson refuses lone surrogates and out-of-range ints natively; find where.
+        _locate_refusal(value, "$", 1)
+        raise CanonicalizationError("$", f"not encodable: {e}") from e
+
+
+def sha256_hex(value: object) -> str:
+    """SHA-256 of ``canonical_json(value)`` as 64 lowercase hex characters."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """SHA-256 of raw bytes (an artifact, a captured output) as lowercase hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_json_prevalidated(
+    value: object, *, default: Callable[[object], object] | None = None
+) -> bytes:
+    """Canonical bytes of a value whose shape typed construction already guarantees.
+
+    This is the record fast path: a frozen record's fields were type-checked when it
+    was built, so its identity payload needs no second walk. orjson still refuses what
+    it refuses natively (lone surrogates, ints outside the 53-bit range); ``default``
+    turns nested records into their payload dicts. Enum members encode as their value,
+    exactly as the stdlib encodes a ``str``/``int`` enum.
+
+    Only `kernel.codec` should call this; everything else uses `canonical_json`.
+    """
+    try:
+        return orjson.dumps(value, default=default, option=_OPTIONS)
+    except orjson.JSONEncodeError as e:
+        raise CanonicalizationError("$", f"record payload is not encodable: {e}") from e
+
+
+def sha256_prevalidated(
+    value: object, *, default: Callable[[object], object] | None = None
+) -> str:
+    """SHA-256 hex of `canonical_json_prevalidated`."""
+    return hashlib.sha256(canonical_json_prevalidated(value, default=default)).hexdigest()
+
+
+def is_digest(value: object) -> bool:
+    """True when ``value`` is exactly 64 lowercase hex characters (a bare SHA-256)."""
+    return type(value) is str and _DIGEST_RE.fullmatch(value) is not None
+
+
+class Sha256Stream:
+    """Incremental SHA-256 for streamed bytes (captured outputs, artifacts)."""
+
+    __slots__ = ("_hash", "size")
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.size = 0
+        """Number of bytes fed so far."""
+
+    def update(self, chunk: bytes | bytearray | memoryview) -> None:
+        """Feed the next chunk."""
+        self._hash.update(chunk)
+        self.size += len(chunk)
+
+    def hexdigest(self) -> str:
+        """Digest of every chunk fed so far (64 lowercase hex)."""
+        return self._hash.hexdigest()
+
+
+def _admissible(value: object, depth: int) -> bool:
+    """Fast structural check: False means "look closer", never a verdict by itself.
+
+    Type sets are built with ``set(map(type, ...))``, which runs in C, so a container
+    of scalars costs one pass at C speed instead of a Python-level loop per item.
+    """
+    kind = type(value)
+    if kind is dict:
+        if depth > MAX_DEPTH:
+            return False
+        items: object = value.values()  # type: ignore[attr-defined]
+        if not set(map(type, value)) <= _STR_ONLY:  # type: ignore[call-overload]
+            return False
+    elif kind is list or kind is tuple:
+        if depth > MAX_DEPTH:
+            return False
+        items = value
+    else:
+        return kind in _SCALARS
+    member_types = set(map(type, items))  # type: ignore[call-overload]
+    if member_types <= _SCALARS:
+        return True
+    if not member_types <= _ADMITTED:
+        return False
+    depth += 1
+    for item in items:  # type: ignore[attr-defined]
+        if type(item) in _CONTAINERS and not _admissible(item, depth):
+            return False
+    return True
+
+
+def _child_path(path: str, key: str) -> str:
+    if _IDENTIFIER_RE.fullmatch(key):
+        return f"{path}.{key}"
+    # Not an identifier: quote it so the path stays unambiguous (and printable).
+    return f"{path}[{key.encode('unicode_escape').decode('ascii')!r}]"
+
+
+def _locate_refusal(value: object, path: str, depth: int) -> None:
+    """Slow, exact walk that raises at the first value that is not admitted."""
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")  # type: ignore[attr-defined]
+        except UnicodeEncodeError as e:
+            raise CanonicalizationError(path, "string holds a lone surrogate") from e
+        return
+    if kind is int:
+        if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:  # type: ignore[operator]
+            raise CanonicalizationError(path, "int outside +/-(2**53 - 1)")
+        return
+    if kind is bool or value is None:
+        return
+    if kind is float:
+        raise CanonicalizationError(path, "floats are not admitted in canonical JSON")
+    if kind in _CONTAINERS and depth > MAX_DEPTH:
+        raise CanonicalizationError(path, f"nesting deeper than {MAX_DEPTH}")
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise CanonicalizationError(
+                    path, f"dict key {key!r} is {type(key).__name__}, not str"
+                )
+            _locate_refusal(key, f"{path}.<key>", depth)
+            _locate_refusal(item, _child_path(path, key), depth + 1)
+        return
+    if kind is list or kind is tuple:
+        for index, item in enumerate(value):  # type: ignore[arg-type]
+            _locate_refusal(item, f"{path}[{index}]", depth + 1)
+        return
+    raise CanonicalizationError(
+        path, f"{kind.__module__}.{kind.__qualname__} is not a canonical JSON type"
+    )
