@@ -1,0 +1,24 @@
+"""Hypothesis strategies that build valid `kernel` records by construction.
+
+For our own tests and for users' property-based suites. Needs the optional extra
+``evidence-kernel[testing]`` (hypothesis). One submodule per pure module; this
+package re-exports them all.
+"""
+
+from kernel.strategies.values import (
+    budget_charges,
+    digests,
+    json_values,
+    source_spans,
+    texts,
+    version_pairs,
+)
+
+__all__ = [
+    "budget_charges",
+    "digests",
+    "json_values",
+    "source_spans",
+    "texts",
+    "version_pairs",
+]
