@@ -1,0 +1,536 @@
+"""`RunEvidenceReport`: what the evidence of one run says, attempt by attempt.
+
+A report is a read-only aggregation of a `RunRecord`. It never selects, ranks or
+votes: ``human_decision`` is always pending with no selected attempt and every
+authority flag is false (both are fixed by the record types themselves).
+
+Evidence states (exactly one per attempt, `evidence_state_of`):
+
+=====================  =====================================================
+supported              verified; recommendation ``accept_candidate`` and every
+                       required check passed
+rejected               verified; recommendation ``reject_candidate``
+inconclusive           verified; ``escalate`` / ``insufficient_evidence``, or an
+                       acceptance that contradicts an unpassed required check
+worker_error           the worker failed before producing a manifest
+result_manifest_error  the manifest could not be collected, parsed or bound
+verification_error     a candidate exists but the verifier control path failed
+=====================  =====================================================
+
+``verification_disagreement`` is true when the verified attempts carry more than one
+distinct recommendation. Errored attempts are kept; nothing is dropped.
+
+`build_report` refuses (`ReportRefusal`) on digest drift between a verification and
+its manifest or the run's work unit, and between a manifest and the work unit.
+`check_report` re-derives every state, count, flag and warning from the report's own
+attempt data and refuses a report that is not self-consistent; given the run record,
+it also refuses a report that is not exactly the one that record yields.
+
+``RunEvidenceReport.digest`` is SHA-256 over the canonical JSON of the whole document:
+the value a `kernel.decision.HumanDecisionRecord` binds to.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from kernel.codec import Identity, Record, seal
+from kernel.identity import sha256_hex
+from kernel.runrecord import (
+    AttemptError,
+    AttemptRecord,
+    AttemptState,
+    ImportedFrom,
+    ManifestSummary,
+    RunAuthority,
+    RunRecord,
+    VerificationSummary,
+    WorkUnitRef,
+    attempt_shape_problem,
+    constant,
+)
+from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
+from kernel.verification import CheckStatus, Recommendation, WorkerStatus, nonblank, positive
+
+__all__ = [
+    "REPORT_KIND",
+    "REPORT_SCHEMA_VERSION",
+    "EvidenceState",
+    "PendingDecision",
+    "ReportAttempt",
+    "ReportCheck",
+    "ReportReason",
+    "ReportRefusal",
+    "ReportSummary",
+    "ReportWarning",
+    "RunEvidenceReport",
+    "build_report",
+    "check_report",
+    "evidence_state_of",
+]
+
+REPORT_KIND: Final = "kernel-run-evidence-report"
+REPORT_SCHEMA_VERSION: Final = "1"
+
+
+class EvidenceState(enum.StrEnum):
+    """The one evidence state of an attempt (see the module table)."""
+
+    SUPPORTED = "supported"
+    REJECTED = "rejected"
+    INCONCLUSIVE = "inconclusive"
+    WORKER_ERROR = "worker_error"
+    RESULT_MANIFEST_ERROR = "result_manifest_error"
+    VERIFICATION_ERROR = "verification_error"
+
+
+class ReportWarning(enum.StrEnum):
+    """Warnings a report carries, in this order (codes; render turns them into prose)."""
+
+    DECISION_SUPPORT_ONLY = "decision-support-only"
+    """Always present: the report selects, accepts and merges nothing."""
+    VERIFICATION_DISAGREEMENT = "verification-disagreement"
+    """Verified attempts carry more than one distinct recommendation."""
+    CONTROL_FAILURE = "control-failure-present"
+    """At least one attempt stopped on a worker, manifest or verifier failure."""
+    WORKER_SUCCESS_NOT_VERIFIED = "worker-success-not-verified"
+    """A worker reported success and its independent verifier rejected the candidate."""
+    RECOMMENDATION_CONTRADICTS_CHECKS = "recommendation-contradicts-checks"
+    """A verifier recommended acceptance although a required check did not pass."""
+    NO_SUPPORTED_ATTEMPT = "no-supported-attempt"
+    """No attempt is supported by independent evidence."""
+
+
+class ReportReason(enum.StrEnum):
+    """Why a report is not built or not self-consistent (check order)."""
+
+    MANIFEST_WORK_UNIT_DRIFT = "manifest-work-unit-digest-drift"
+    """A manifest binds to another work unit digest than the run's."""
+    VERIFICATION_MANIFEST_DRIFT = "verification-manifest-digest-drift"
+    """A verification binds to another manifest digest than the attempt's manifest."""
+    VERIFICATION_WORK_UNIT_DRIFT = "verification-work-unit-digest-drift"
+    """A verification binds to another work unit digest than the run's."""
+    ATTEMPT_ORDER = "attempt-order-invalid"
+    """Attempt orders are not 1..N in sequence."""
+    DUPLICATE_ATTEMPT = "duplicate-attempt-id"
+    """Two attempts share an id."""
+    ATTEMPT_SHAPE = "attempt-shape-invalid"
+    """An attempt carries what its state forbids (or lacks what it needs)."""
+    EVIDENCE_STATE = "evidence-state-mismatch"
+    """An attempt's evidence state is not the one its data yields."""
+    SUMMARY_COUNTS = "summary-count-mismatch"
+    """A summary count is not the count of the attempts' states."""
+    DISAGREEMENT = "disagreement-mismatch"
+    """The disagreement flag or the recommendation list does not match the attempts."""
+    WARNINGS = "warnings-mismatch"
+    """The warnings are not the ones the attempts yield."""
+    SOURCE = "source-mismatch"
+    """The report is not exactly the report the given run record yields."""
+
+
+@attrs.frozen(kw_only=True)
+class ReportAttempt(Record):
+    """One attempt as a report shows it.
+
+    Cross-field consistency (state vs. what the attempt carries, evidence state vs.
+    recommendation) is deliberately *not* enforced at construction: `check_report`
+    refuses an inconsistent report with reason codes instead.
+    """
+
+    attempt_id: str = attrs.field(validator=nonblank)
+    """Attempt id."""
+    order: int = attrs.field(validator=positive)
+    """1-based launch position."""
+    adapter: str = attrs.field(validator=nonblank)
+    """Worker adapter kind."""
+    adapter_version: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    """Worker adapter version."""
+    state: AttemptState = attrs.field(validator=enum_member(AttemptState))
+    """Control-path state."""
+    evidence_state: EvidenceState = attrs.field(validator=enum_member(EvidenceState))
+    """Evidence state."""
+    manifest: ManifestSummary | None = attrs.field(
+        validator=attrs.validators.optional(exact(ManifestSummary))
+    )
+    """Manifest summary."""
+    verification: VerificationSummary | None = attrs.field(
+        validator=attrs.validators.optional(exact(VerificationSummary))
+    )
+    """Verification summary."""
+    error: AttemptError | None = attrs.field(
+        validator=attrs.validators.optional(exact(AttemptError))
+    )
+    """Control failure."""
+
+
+@attrs.frozen(kw_only=True)
+class ReportSummary(Record):
+    """Counts and flags, all re-derivable from the attempts."""
+
+    attempt_count: int = attrs.field(validator=positive)
+    """Number of attempts."""
+    supported: int = attrs.field(validator=non_negative)
+    """Attempts in state supported."""
+    rejected: int = attrs.field(validator=non_negative)
+    """Attempts in state rejected."""
+    inconclusive: int = attrs.field(validator=non_negative)
+    """Attempts in state inconclusive."""
+    worker_errors: int = attrs.field(validator=non_negative)
+    """Attempts in state worker_error."""
+    result_manifest_errors: int = attrs.field(validator=non_negative)
+    """Attempts in state result_manifest_error."""
+    verification_errors: int = attrs.field(validator=non_negative)
+    """Attempts in state verification_error."""
+    control_errors: int = attrs.field(validator=non_negative)
+    """Sum of the three error counts."""
+    control_failure_present: bool = attrs.field(validator=exact(bool))
+    """``control_errors > 0``."""
+    recommendations: tuple[Recommendation, ...] = attrs.field(validator=tuple_of(Recommendation))
+    """Distinct recommendations among verified attempts, in vocabulary order."""
+    verification_disagreement: bool = attrs.field(validator=exact(bool))
+    """More than one distinct recommendation among verified attempts."""
+
+
+@attrs.frozen(kw_only=True)
+class PendingDecision(Record):
+    """The human decision slot of a generated report: always pending, nothing selected."""
+
+    status: Literal["pending"] = attrs.field(default="pending", validator=constant("pending"))
+    """Always ``pending``."""
+    selected_attempt_id: None = attrs.field(default=None, validator=exact(type(None)))
+    """Always null: a report never selects."""
+    integration_authority: Literal["external_human_or_governance"] = attrs.field(
+        default="external_human_or_governance",
+        validator=constant("external_human_or_governance"),
+    )
+    """Who may decide: someone outside the report."""
+
+
+@attrs.frozen(kw_only=True)
+class RunEvidenceReport(Record):
+    """The evidence report of one run. ``digest``: SHA-256 of the whole document."""
+
+    kind: Literal["kernel-run-evidence-report"] = attrs.field(
+        default=REPORT_KIND, validator=constant(REPORT_KIND)
+    )
+    """Document kind."""
+    schema_version: Literal["1"] = attrs.field(
+        default=REPORT_SCHEMA_VERSION, validator=constant(REPORT_SCHEMA_VERSION)
+    )
+    """Document schema version."""
+    run_id: str = attrs.field(validator=nonblank)
+    """Run id."""
+    source_run_kind: str = attrs.field(validator=nonblank)
+    """Kind of the run record reported on."""
+    source_run_digest: str = attrs.field(validator=digest)
+    """Digest of the whole run record reported on."""
+    source_config_digest: str = attrs.field(validator=digest)
+    """The run's orchestration config digest."""
+    imported_from: ImportedFrom | None = attrs.field(
+        validator=attrs.validators.optional(exact(ImportedFrom))
+    )
+    """The foreign document the run record was converted from, if any."""
+    orchestrator: str = attrs.field(validator=nonblank)
+    """The run's orchestrator."""
+    work_unit: WorkUnitRef = attrs.field(validator=exact(WorkUnitRef))
+    """The run's work unit."""
+    verifier_policy_digest: str = attrs.field(validator=digest)
+    """The run's verifier policy digest."""
+    attempts: tuple[ReportAttempt, ...] = attrs.field(validator=tuple_of(ReportAttempt))
+    """Every attempt, in launch order."""
+    summary: ReportSummary = attrs.field(validator=exact(ReportSummary))
+    """Counts and flags."""
+    warnings: tuple[ReportWarning, ...] = attrs.field(validator=tuple_of(ReportWarning))
+    """Warning codes in `ReportWarning` order."""
+    human_decision: PendingDecision = attrs.field(validator=exact(PendingDecision))
+    """Always pending."""
+    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    """All false."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()``."""
+        return sha256_hex(self.to_dict())
+
+
+@attrs.frozen(kw_only=True)
+class ReportRefusal(Refusal):
+    """No report, or a report that does not check. ``refusal_id`` self-seals over every
+    field but ``explanation``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    run_id: str = attrs.field(validator=exact(str))
+    """The run concerned."""
+    source_run_digest: str = attrs.field(validator=digest)
+    """The run record (or the report's recorded source) concerned."""
+    attempt_ids: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    """Attempts where a check failed, first failure order, no duplicates."""
+    reason_codes: tuple[ReportReason, ...] = attrs.field(validator=tuple_of(ReportReason))
+    """Failed checks, in `ReportReason` order."""
+
+
+@attrs.frozen(kw_only=True)
+class ReportCheck(Record):
+    """A report that checks: its digest and the run it reports on."""
+
+    report_digest: str = attrs.field(validator=digest)
+    """The checked report's digest."""
+    source_run_digest: str = attrs.field(validator=digest)
+    """The run record it reports on."""
+
+
+_ACCEPT: Final = Recommendation.ACCEPT_CANDIDATE
+_REJECT: Final = Recommendation.REJECT_CANDIDATE
+_ERROR_STATES: Final = {
+    AttemptState.WORKER_ERROR: EvidenceState.WORKER_ERROR,
+    AttemptState.RESULT_MANIFEST_ERROR: EvidenceState.RESULT_MANIFEST_ERROR,
+    AttemptState.VERIFICATION_ERROR: EvidenceState.VERIFICATION_ERROR,
+}
+_RECOMMENDATION_ORDER: Final = {r: i for i, r in enumerate(Recommendation)}
+
+
+def _contradicts(verification: VerificationSummary) -> bool:
+    """Acceptance recommended although a required check did not pass."""
+    return verification.recommendation is _ACCEPT and any(
+        c.required and c.status is not CheckStatus.PASSED for c in verification.checks
+    )
+
+
+def evidence_state_of(
+    state: AttemptState, verification: VerificationSummary | None
+) -> EvidenceState:
+    """The evidence state of an attempt (module table). Pure, total."""
+    if state is not AttemptState.VERIFIED or verification is None:
+        return _ERROR_STATES.get(state, EvidenceState.INCONCLUSIVE)
+    if verification.recommendation is _ACCEPT:
+        return EvidenceState.INCONCLUSIVE if _contradicts(verification) else EvidenceState.SUPPORTED
+    if verification.recommendation is _REJECT:
+        return EvidenceState.REJECTED
+    return EvidenceState.INCONCLUSIVE
+
+
+def _summarize(
+    attempts: Sequence[ReportAttempt], states: Sequence[EvidenceState]
+) -> tuple[ReportSummary, tuple[ReportWarning, ...]]:
+    counts = dict.fromkeys(EvidenceState, 0)
+    for state in states:
+        counts[state] += 1
+    seen: set[Recommendation] = set()
+    worker_success_rejected = contradiction = False
+    for attempt, state in zip(attempts, states, strict=True):
+        verification = attempt.verification
+        if attempt.state is AttemptState.VERIFIED and verification is not None:
+            seen.add(verification.recommendation)
+            contradiction = contradiction or _contradicts(verification)
+            worker_success_rejected = worker_success_rejected or (
+                state is EvidenceState.REJECTED
+                and attempt.manifest is not None
+                and attempt.manifest.worker_status is WorkerStatus.SUCCEEDED
+            )
+    control = (
+        counts[EvidenceState.WORKER_ERROR]
+        + counts[EvidenceState.RESULT_MANIFEST_ERROR]
+        + counts[EvidenceState.VERIFICATION_ERROR]
+    )
+    disagreement = len(seen) > 1
+    summary = ReportSummary(
+        attempt_count=len(attempts) or 1,
+        supported=counts[EvidenceState.SUPPORTED],
+        rejected=counts[EvidenceState.REJECTED],
+        inconclusive=counts[EvidenceState.INCONCLUSIVE],
+        worker_errors=counts[EvidenceState.WORKER_ERROR],
+        result_manifest_errors=counts[EvidenceState.RESULT_MANIFEST_ERROR],
+        verification_errors=counts[EvidenceState.VERIFICATION_ERROR],
+        control_errors=control,
+        control_failure_present=control > 0,
+        recommendations=tuple(sorted(seen, key=_RECOMMENDATION_ORDER.__getitem__)),
+        verification_disagreement=disagreement,
+    )
+    flags = {
+        ReportWarning.DECISION_SUPPORT_ONLY: True,
+        ReportWarning.VERIFICATION_DISAGREEMENT: disagreement,
+        ReportWarning.CONTROL_FAILURE: control > 0,
+        ReportWarning.WORKER_SUCCESS_NOT_VERIFIED: worker_success_rejected,
+        ReportWarning.RECOMMENDATION_CONTRADICTS_CHECKS: contradiction,
+        ReportWarning.NO_SUPPORTED_ATTEMPT: counts[EvidenceState.SUPPORTED] == 0,
+    }
+    return summary, tuple(w for w in ReportWarning if flags[w])
+
+
+def _drift(
+    work_unit_digest: str,
+    manifest: ManifestSummary | None,
+    verification: VerificationSummary | None,
+) -> list[ReportReason]:
+    reasons: list[ReportReason] = []
+    if (
+        manifest is not None
+        and manifest.work_unit_digest is not None
+        and manifest.work_unit_digest != work_unit_digest
+    ):
+        reasons.append(ReportReason.MANIFEST_WORK_UNIT_DRIFT)
+    if verification is not None:
+        # IDKMesh rule: VerificationResult.result_manifest_digest == summarized manifest digest.
+        if manifest is None or verification.result_manifest_digest != manifest.digest:
+            reasons.append(ReportReason.VERIFICATION_MANIFEST_DRIFT)
+        # IDKMesh rule: VerificationResult.work_unit_digest == run work unit digest.
+        if verification.work_unit_digest != work_unit_digest:
+            reasons.append(ReportReason.VERIFICATION_WORK_UNIT_DRIFT)
+    return reasons
+
+
+class _Problems:
+    """Collects reason codes and attempt ids; emits them in canonical order."""
+
+    def __init__(self) -> None:
+        self.reasons: set[ReportReason] = set()
+        self.attempt_ids: dict[str, None] = {}
+
+    def add(self, reasons: Iterable[ReportReason], attempt_id: str | None = None) -> None:
+        for reason in reasons:
+            self.reasons.add(reason)
+            if attempt_id is not None:
+                self.attempt_ids.setdefault(attempt_id)
+
+    def refusal(self, run_id: str, source_run_digest: str) -> ReportRefusal | None:
+        if not self.reasons:
+            return None
+        codes = tuple(r for r in ReportReason if r in self.reasons)
+        return seal(
+            ReportRefusal,
+            run_id=run_id,
+            source_run_digest=source_run_digest,
+            attempt_ids=tuple(self.attempt_ids),
+            reason_codes=codes,
+            explanation="report refused: " + ", ".join(codes),
+        )
+
+
+def _report_attempt(attempt: AttemptRecord) -> ReportAttempt:
+    return ReportAttempt(
+        attempt_id=attempt.attempt_id,
+        order=attempt.order,
+        adapter=attempt.adapter,
+        adapter_version=attempt.adapter_version,
+        state=attempt.state,
+        evidence_state=evidence_state_of(attempt.state, attempt.verification),
+        manifest=attempt.manifest,
+        verification=attempt.verification,
+        error=attempt.error,
+    )
+
+
+def build_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
+    """Build the evidence report of ``run``; refuse on digest drift.
+
+    Args:
+        run: a well-formed run record (its construction already guarantees N >= 1,
+            unique ids, launch order and per-state shape).
+
+    Returns:
+        The report, or a `ReportRefusal` naming every drifted attempt. No partial report.
+    """
+    problems = _Problems()
+    wu_digest = run.work_unit.digest
+    for attempt in run.attempts:
+        problems.add(_drift(wu_digest, attempt.manifest, attempt.verification), attempt.attempt_id)
+    run_digest = run.digest
+    refusal = problems.refusal(run.run_id, run_digest)
+    if refusal is not None:
+        return refusal
+    attempts = tuple(_report_attempt(a) for a in run.attempts)
+    summary, warnings = _summarize(attempts, [a.evidence_state for a in attempts])
+    return RunEvidenceReport(
+        run_id=run.run_id,
+        source_run_kind=run.kind,
+        source_run_digest=run_digest,
+        source_config_digest=run.config_digest,
+        imported_from=run.imported_from,
+        orchestrator=run.orchestrator,
+        work_unit=run.work_unit,
+        verifier_policy_digest=run.verifier_policy_digest,
+        attempts=attempts,
+        summary=summary,
+        warnings=warnings,
+        human_decision=PendingDecision(),
+        authority=RunAuthority.none(),
+    )
+
+
+def check_report(
+    report: RunEvidenceReport, *, run: RunRecord | None = None
+) -> ReportCheck | ReportRefusal:
+    """Re-derive everything a report claims from its own attempt data.
+
+    Checks, in `ReportReason` order: digest drift per attempt; attempt orders 1..N;
+    unique attempt ids; per-state shape; each evidence state; every summary count; the
+    disagreement flag and recommendation list; the warnings; and, when ``run`` is
+    given, that the report is exactly ``build_report(run)``.
+
+    Returns:
+        `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
+    """
+    problems = _Problems()
+    # Vacuous input is refused: a report with no attempt reports nothing.
+    if not report.attempts:
+        problems.add([ReportReason.ATTEMPT_ORDER])
+    wu_digest = report.work_unit.digest
+    seen: set[str] = set()
+    derived: list[EvidenceState] = []
+    for index, attempt in enumerate(report.attempts):
+        aid = attempt.attempt_id
+        problems.add(_drift(wu_digest, attempt.manifest, attempt.verification), aid)
+        if attempt.order != index + 1:
+            problems.add([ReportReason.ATTEMPT_ORDER], aid)
+        if aid in seen:
+            problems.add([ReportReason.DUPLICATE_ATTEMPT], aid)
+        seen.add(aid)
+        has_manifest = attempt.manifest is not None
+        has_verification = attempt.verification is not None
+        if attempt_shape_problem(attempt.state, has_manifest, has_verification, attempt.error):
+            problems.add([ReportReason.ATTEMPT_SHAPE], aid)
+        state = evidence_state_of(attempt.state, attempt.verification)
+        derived.append(state)
+        if state is not attempt.evidence_state:
+            problems.add([ReportReason.EVIDENCE_STATE], aid)
+    summary, warnings = _summarize(report.attempts, derived)
+    claimed = report.summary
+    if _counts(claimed) != _counts(summary) or not report.attempts:
+        problems.add([ReportReason.SUMMARY_COUNTS])
+    if (
+        claimed.verification_disagreement != summary.verification_disagreement
+        or claimed.recommendations != summary.recommendations
+    ):
+        problems.add([ReportReason.DISAGREEMENT])
+    if report.warnings != warnings:
+        problems.add([ReportReason.WARNINGS])
+    if run is not None:
+        rebuilt = build_report(run)
+        if not isinstance(rebuilt, RunEvidenceReport) or rebuilt != report:
+            problems.add([ReportReason.SOURCE])
+    refusal = problems.refusal(report.run_id, report.source_run_digest)
+    if refusal is not None:
+        return refusal
+    return ReportCheck(report_digest=report.digest, source_run_digest=report.source_run_digest)
+
+
+def _counts(summary: ReportSummary) -> tuple[Any, ...]:
+    return (
+        summary.attempt_count,
+        summary.supported,
+        summary.rejected,
+        summary.inconclusive,
+        summary.worker_errors,
+        summary.result_manifest_errors,
+        summary.verification_errors,
+        summary.control_errors,
+        summary.control_failure_present,
+    )

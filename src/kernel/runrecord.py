@@ -1,0 +1,423 @@
+"""`RunRecord`: one multi-attempt run, every attempt in launch order, every failure kept.
+
+Rules enforced at construction (a record that exists is well formed):
+
+- a run has at least one attempt (vacuous runs are refused); attempt ids are unique and
+  ``order`` is the 1-based launch position (``attempts[i].order == i + 1``);
+- each attempt's ``state`` fixes what it carries: ``verified`` has a manifest summary and
+  a verification summary and no error; ``worker_error`` has neither and an error;
+  ``result_manifest_error`` has no verification and an error; ``verification_error`` has a
+  manifest summary, no verification and an error;
+- an error is a closed `AttemptErrorCode` plus a message that holds no absolute path
+  (so a failure run's digest does not depend on where the checkout lives);
+- the authority block is all false: a run record grants nothing;
+- no timestamps and no host data: the same config gives the same bytes.
+
+``RunRecord.digest`` is SHA-256 over the canonical JSON of the whole ``to_dict()``
+document: the value a report binds to (``source_run_digest``) and replay compares.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+from typing import Any, Final, Literal
+
+import attrs
+
+from kernel.codec import Record, field_error
+from kernel.identity import sha256_hex
+from kernel.values import digest, enum_member, exact, optional_digest, tuple_of
+from kernel.verification import (
+    CheckStatus,
+    Recommendation,
+    ResultManifest,
+    VerificationResult,
+    VerificationStatus,
+    WorkerStatus,
+    WorkUnit,
+    nonblank,
+    positive,
+)
+
+__all__ = [
+    "RUN_RECORD_KIND",
+    "RUN_RECORD_SCHEMA_VERSION",
+    "AttemptError",
+    "AttemptErrorCode",
+    "AttemptRecord",
+    "AttemptState",
+    "CheckSummary",
+    "ImportedFrom",
+    "ManifestSummary",
+    "RunAuthority",
+    "RunRecord",
+    "VerificationSummary",
+    "WorkUnitRef",
+    "attempt_shape_problem",
+    "constant",
+    "first_difference",
+    "has_absolute_path",
+    "redact_absolute_paths",
+]
+
+RUN_RECORD_KIND: Final = "kernel-run-record"
+RUN_RECORD_SCHEMA_VERSION: Final = "1"
+
+# An absolute POSIX path, a home-relative path, a Windows drive path or a file URL,
+# starting a token (start of text, after whitespace, a quote, a bracket or '=').
+_ABSOLUTE_PATH: Final = re.compile(r"""(?:^|[\s'"(\[=<])(?:/[^/\s]|~/|[A-Za-z]:[\\/])|file:/""")
+
+
+def has_absolute_path(text: str) -> bool:
+    """True when ``text`` appears to embed an absolute filesystem path."""
+    return _ABSOLUTE_PATH.search(text) is not None
+
+
+_ABSOLUTE_TOKEN: Final = re.compile(r"""(^|[\s'"(\[=<])(?:/|~/|[A-Za-z]:[\\/]|file:/)[^\s'")\]>]*""")
+
+
+def redact_absolute_paths(text: str) -> str:
+    """``text`` with every absolute-path token replaced by ``<path>`` (portable messages)."""
+    redacted = _ABSOLUTE_TOKEN.sub(lambda m: m.group(1) + "<path>", text)
+    # A token the first pattern misses (e.g. a bare file URL mid-word) is cut outright.
+    return redacted if not has_absolute_path(redacted) else _ABSOLUTE_PATH.sub(" <path>", redacted)
+
+
+def constant(expected: str) -> Any:
+    """attrs validator: exactly the string ``expected`` (document kinds and versions)."""
+
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) is not str or value != expected:
+            raise field_error(attribute.name, f"expected {expected!r}, got {value!r}")
+
+    return check
+
+
+def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not False:
+        raise field_error(attribute.name, f"authority must be false, got {value!r}")
+
+
+class AttemptState(enum.StrEnum):
+    """How far an attempt's control path got."""
+
+    VERIFIED = "verified"
+    WORKER_ERROR = "worker_error"
+    RESULT_MANIFEST_ERROR = "result_manifest_error"
+    VERIFICATION_ERROR = "verification_error"
+
+
+class AttemptErrorCode(enum.StrEnum):
+    """Why an attempt's control path stopped (one code per failure point)."""
+
+    WORKER_FAILED = "worker-failed"
+    """The worker adapter reported a failure before producing a manifest."""
+    MANIFEST_MISSING = "manifest-missing"
+    """The worker produced no result manifest."""
+    MANIFEST_UNREADABLE = "manifest-unreadable"
+    """The manifest is not readable JSON."""
+    MANIFEST_INVALID = "manifest-invalid"
+    """The manifest does not parse into a `ResultManifest`."""
+    MANIFEST_BINDING = "manifest-binding-mismatch"
+    """The manifest reports on another work unit (id, version or digest)."""
+    VERIFIER_FAILED = "verifier-failed"
+    """The verifier could not run to a result (e.g. no candidate to inspect)."""
+    VERIFICATION_BINDING = "verification-binding-mismatch"
+    """The verifier's result does not bind to the manifest and work unit."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkUnitRef(Record):
+    """Which work unit a run worked on."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Work unit id."""
+    version: int = attrs.field(validator=positive)
+    """Work unit version."""
+    digest: str = attrs.field(validator=digest)
+    """Work unit digest."""
+
+    @classmethod
+    def of(cls, work_unit: WorkUnit) -> WorkUnitRef:
+        """The reference to ``work_unit``."""
+        return cls(id=work_unit.id, version=work_unit.version, digest=work_unit.digest)
+
+
+@attrs.frozen(kw_only=True)
+class ManifestSummary(Record):
+    """What a run keeps of a worker's `ResultManifest`."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Manifest id."""
+    digest: str = attrs.field(validator=digest)
+    """Manifest digest (the whole document)."""
+    work_unit_digest: str | None = attrs.field(validator=optional_digest)
+    """Work unit digest the manifest binds to (None when the source did not record it)."""
+    worker_id: str = attrs.field(validator=nonblank)
+    """Worker id."""
+    worker_status: WorkerStatus = attrs.field(validator=enum_member(WorkerStatus))
+    """The worker's self-reported status."""
+    attempt: int = attrs.field(validator=positive)
+    """The worker's attempt counter."""
+
+    @classmethod
+    def of(cls, manifest: ResultManifest) -> ManifestSummary:
+        """Summarize ``manifest``."""
+        return cls(
+            id=manifest.id,
+            digest=manifest.digest,
+            work_unit_digest=manifest.work_unit_digest,
+            worker_id=manifest.worker.id,
+            worker_status=manifest.status,
+            attempt=manifest.attempt,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class CheckSummary(Record):
+    """One verifier check as a run keeps it."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Check id."""
+    required: bool = attrs.field(validator=exact(bool))
+    """Required for acceptance."""
+    status: CheckStatus = attrs.field(validator=enum_member(CheckStatus))
+    """Outcome."""
+
+
+@attrs.frozen(kw_only=True)
+class VerificationSummary(Record):
+    """What a run keeps of an independent `VerificationResult`."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Verification id."""
+    verifier_id: str = attrs.field(validator=nonblank)
+    """Verifier id."""
+    status: VerificationStatus = attrs.field(validator=enum_member(VerificationStatus))
+    """Verifier run outcome."""
+    recommendation: Recommendation = attrs.field(validator=enum_member(Recommendation))
+    """Decision support."""
+    checks: tuple[CheckSummary, ...] = attrs.field(validator=tuple_of(CheckSummary))
+    """Named checks."""
+    result_manifest_digest: str = attrs.field(validator=digest)
+    """Manifest digest the verification binds to."""
+    work_unit_digest: str = attrs.field(validator=digest)
+    """Work unit digest the verification binds to."""
+    semantic_digest: str = attrs.field(validator=digest)
+    """The verification's semantic digest."""
+
+    @classmethod
+    def of(cls, verification: VerificationResult) -> VerificationSummary:
+        """Summarize ``verification``."""
+        return cls(
+            id=verification.id,
+            verifier_id=verification.verifier.id,
+            status=verification.status,
+            recommendation=verification.recommendation,
+            checks=tuple(
+                CheckSummary(id=c.id, required=c.required, status=c.status)
+                for c in verification.checks
+            ),
+            result_manifest_digest=verification.result_manifest_digest,
+            work_unit_digest=verification.work_unit_digest,
+            semantic_digest=verification.semantic_digest,
+        )
+
+
+def _portable_message(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not str or not value.strip():
+        raise field_error(attribute.name, f"expected a non-blank string, got {value!r}")
+    if has_absolute_path(value):
+        raise field_error(attribute.name, "error messages may not embed absolute paths")
+
+
+@attrs.frozen(kw_only=True)
+class AttemptError(Record):
+    """Why an attempt stopped: a closed code and a portable message."""
+
+    code: AttemptErrorCode = attrs.field(validator=enum_member(AttemptErrorCode))
+    """Closed reason code."""
+    message: str = attrs.field(validator=_portable_message)
+    """Human message; never an absolute path."""
+
+
+@attrs.frozen(kw_only=True)
+class AttemptRecord(Record):
+    """One attempt of a run, whatever happened to it."""
+
+    attempt_id: str = attrs.field(validator=nonblank)
+    """Attempt id, unique within the run."""
+    order: int = attrs.field(validator=positive)
+    """1-based launch position."""
+    adapter: str = attrs.field(validator=nonblank)
+    """Worker adapter kind (``fixture-result``, ``fixture-failure``, later ``command``)."""
+    adapter_version: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    """Worker adapter version (None when the source did not record it)."""
+    state: AttemptState = attrs.field(validator=enum_member(AttemptState))
+    """How far the control path got."""
+    manifest: ManifestSummary | None = attrs.field(
+        validator=attrs.validators.optional(exact(ManifestSummary))
+    )
+    """The manifest summary, when one was collected."""
+    verification: VerificationSummary | None = attrs.field(
+        validator=attrs.validators.optional(exact(VerificationSummary))
+    )
+    """The verification summary, when the verifier produced one."""
+    error: AttemptError | None = attrs.field(
+        validator=attrs.validators.optional(exact(AttemptError))
+    )
+    """The control failure, when there was one."""
+
+    def __attrs_post_init__(self) -> None:
+        problem = attempt_shape_problem(
+            self.state, self.manifest is not None, self.verification is not None, self.error
+        )
+        if problem is not None:
+            raise field_error("state", problem)
+
+
+def attempt_shape_problem(
+    state: AttemptState, has_manifest: bool, has_verification: bool, error: object
+) -> str | None:
+    """Why an attempt of ``state`` may not carry what it carries, or None.
+
+    Shared by `AttemptRecord` (which raises) and `kernel.report.check_report` (which
+    refuses).
+    """
+    if state is AttemptState.VERIFIED:
+        if not (has_manifest and has_verification) or error is not None:
+            return "a verified attempt has a manifest, a verification and no error"
+        return None
+    if error is None or has_verification:
+        return f"a {state} attempt has an error and no verification"
+    if state is AttemptState.WORKER_ERROR and has_manifest:
+        return "a worker_error attempt has no manifest"
+    if state is AttemptState.VERIFICATION_ERROR and not has_manifest:
+        return "a verification_error attempt has a manifest"
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class RunAuthority(Record):
+    """What a run (and a report on it) may do: nothing. Every field is false."""
+
+    canonical_state_write: bool = attrs.field(validator=_false)
+    """May write canonical project state."""
+    git_push: bool = attrs.field(validator=_false)
+    """May push."""
+    merge: bool = attrs.field(validator=_false)
+    """May merge."""
+    automatic_candidate_selection: bool = attrs.field(validator=_false)
+    """May select a candidate on its own."""
+
+    @classmethod
+    def none(cls) -> RunAuthority:
+        """The only admitted value: all false."""
+        return cls(
+            canonical_state_write=False,
+            git_push=False,
+            merge=False,
+            automatic_candidate_selection=False,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ImportedFrom(Record):
+    """The foreign document a run record was converted from (e.g. IDKMesh v0.1)."""
+
+    kind: str = attrs.field(validator=nonblank)
+    """The foreign document's kind (``idkmesh-two-attempt-run``)."""
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of the canonical JSON of the foreign document as read."""
+
+
+def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    tuple_of(AttemptRecord)(_instance, attribute, value)
+    # Vacuous input is refused: a run has at least one attempt.
+    if not value:
+        raise field_error(attribute.name, "a run has at least one attempt")
+    seen: set[str] = set()
+    for index, attempt in enumerate(value):
+        if attempt.order != index + 1:
+            raise field_error(
+                f"{attribute.name}[{index}].order",
+                f"order {attempt.order} is not the launch position {index + 1}",
+            )
+        if attempt.attempt_id in seen:
+            raise field_error(
+                f"{attribute.name}[{index}].attempt_id",
+                f"duplicate attempt id {attempt.attempt_id!r}",
+            )
+        seen.add(attempt.attempt_id)
+
+
+@attrs.frozen(kw_only=True)
+class RunRecord(Record):
+    """One multi-attempt run: attempts in launch order, every failure kept.
+
+    ``digest`` is SHA-256 over the canonical JSON of the whole document.
+    """
+
+    kind: Literal["kernel-run-record"] = attrs.field(
+        default=RUN_RECORD_KIND, validator=constant(RUN_RECORD_KIND)
+    )
+    """Document kind."""
+    schema_version: Literal["1"] = attrs.field(
+        default=RUN_RECORD_SCHEMA_VERSION, validator=constant(RUN_RECORD_SCHEMA_VERSION)
+    )
+    """Document schema version."""
+    run_id: str = attrs.field(validator=nonblank)
+    """Run id."""
+    orchestrator: str = attrs.field(validator=nonblank)
+    """Orchestrator name and version (e.g. ``kernel.effects.orchestrate/1``)."""
+    work_unit: WorkUnitRef = attrs.field(validator=exact(WorkUnitRef))
+    """The work unit every attempt worked on."""
+    config_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the canonical orchestration config."""
+    verifier_policy_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the canonical verifier policy."""
+    imported_from: ImportedFrom | None = attrs.field(
+        validator=attrs.validators.optional(exact(ImportedFrom))
+    )
+    """The foreign run document this record was converted from, if any."""
+    attempts: tuple[AttemptRecord, ...] = attrs.field(validator=_attempts)
+    """Attempts in launch order (at least one)."""
+    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    """All false."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()``."""
+        return sha256_hex(self.to_dict())
+
+
+def first_difference(left: object, right: object, path: str = "$") -> str | None:
+    """The JSON path of the first place where two JSON values differ, or None.
+
+    Object keys are visited in sorted order, arrays by index (then by length), so the
+    answer is deterministic. Types are compared exactly (``1`` differs from ``True``).
+    """
+    if type(left) is not type(right):
+        return path
+    if isinstance(left, dict):
+        assert isinstance(right, dict)
+        for key in sorted(left.keys() | right.keys()):
+            child = f"{path}.{key}"
+            if key not in left or key not in right:
+                return child
+            found = first_difference(left[key], right[key], child)
+            if found is not None:
+                return found
+        return None
+    if isinstance(left, list | tuple):
+        assert isinstance(right, list | tuple)
+        for index, (a, b) in enumerate(zip(left, right, strict=False)):
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        if len(left) != len(right):
+            return f"{path}[{min(len(left), len(right))}]"
+        return None
+    return None if left == right else path

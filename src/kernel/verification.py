@@ -1,0 +1,479 @@
+"""Work units, worker result manifests, independent verification results, and their binding.
+
+The trust pipeline these records describe::
+
+    WorkUnit -> worker attempt -> ResultManifest (worker self-report)
+             -> independent verifier -> VerificationResult (evidence + recommendation)
+             -> human / governance decision (`kernel.decision`)
+
+Rules enforced at construction (a record that exists is well formed):
+
+- ids, names and adapters are non-blank strings; versions and attempts are >= 1;
+- every digest is a bare 64-char lowercase SHA-256 (no ``sha256:`` prefix);
+- a `ResultManifest` has no acceptance field: a worker reports what it did, never
+  whether it is right;
+- a `VerificationResult` names at least one check, check ids are unique, and its
+  recommendation is one of `Recommendation` (decision support, not a decision).
+
+Document digests (each documented on its record):
+
+- ``WorkUnit.digest`` and ``ResultManifest.digest``: SHA-256 of the canonical JSON of
+  the whole ``to_dict()`` document;
+- ``VerificationResult.semantic_digest``: SHA-256 of the canonical JSON of every field
+  but ``rationale`` (prose never enters an identity).
+
+`check_binding` re-checks every cross-record binding (the checks IDKMesh v0.1's
+provenance check makes, plus the verifier-independence and check-coverage facts) and
+returns a `Binding` or a `BindingRefusal`; it never raises on bad data.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from typing import Any
+
+import attrs
+
+from kernel.codec import Identity, Record, field_error, seal
+from kernel.identity import is_digest, sha256_hex
+from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+
+__all__ = [
+    "ActorType",
+    "Actor",
+    "Artifact",
+    "Binding",
+    "BindingReason",
+    "BindingRefusal",
+    "CheckResult",
+    "CheckStatus",
+    "Independence",
+    "Recommendation",
+    "ResultManifest",
+    "VerificationResult",
+    "VerificationStatus",
+    "WorkInput",
+    "WorkUnit",
+    "WorkerStatus",
+    "check_binding",
+    "check_manifest_binding",
+    "digests",
+    "nonblank",
+    "positive",
+]
+
+
+def nonblank(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an exact ``str`` that is not empty or whitespace only."""
+    if type(value) is not str or not value.strip():
+        raise field_error(attribute.name, f"expected a non-blank string, got {value!r}")
+
+
+def positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an exact int >= 1."""
+    if type(value) is not int or value < 1:
+        raise field_error(attribute.name, f"expected an integer >= 1, got {value!r}")
+
+
+def digests(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a tuple of 64-char lowercase hex digests."""
+    for index, item in enumerate(value):
+        if not is_digest(item):
+            raise field_error(
+                f"{attribute.name}[{index}]", f"not a 64-char lowercase hex digest: {item!r}"
+            )
+
+
+def _unique_ids(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a tuple of records whose ``id`` fields are unique."""
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if item.id in seen:
+            raise field_error(f"{attribute.name}[{index}].id", f"duplicate id {item.id!r}")
+        seen.add(item.id)
+
+
+def _unique_strings(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if len(set(value)) != len(value):
+        raise field_error(attribute.name, "items must be unique")
+
+
+class ActorType(enum.StrEnum):
+    """Who a worker or verifier is."""
+
+    HUMAN = "human"
+    AGENT = "agent"
+    SYSTEM = "system"
+    HYBRID = "hybrid"
+
+
+class WorkerStatus(enum.StrEnum):
+    """What the worker says happened (self-report; never a correctness claim)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+class VerificationStatus(enum.StrEnum):
+    """Outcome of the verifier's run as a whole."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+class CheckStatus(enum.StrEnum):
+    """Outcome of one named verifier check."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+
+
+class Recommendation(enum.StrEnum):
+    """A verifier's recommendation: decision support, never the decision itself."""
+
+    ACCEPT_CANDIDATE = "accept_candidate"
+    REJECT_CANDIDATE = "reject_candidate"
+    ESCALATE = "escalate"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+
+
+@attrs.frozen(kw_only=True)
+class WorkInput(Record):
+    """One input of a work unit, pinned by the digest of its bytes."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Input name, unique within the work unit."""
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of the input's bytes."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkUnit(Record):
+    """A unit of work that several attempts may try.
+
+    ``digest`` is SHA-256 over the canonical JSON of the whole document.
+    """
+
+    id: str = attrs.field(validator=nonblank)
+    """Work unit id, stable across versions."""
+    version: int = attrs.field(validator=positive)
+    """Version of this work unit (>= 1)."""
+    objective: str = attrs.field(validator=nonblank)
+    """What a successful attempt achieves (prose, but part of the digest)."""
+    inputs: tuple[WorkInput, ...] = attrs.field(validator=[tuple_of(WorkInput), _unique_ids])
+    """Inputs with digests, in declaration order."""
+    required_validators: tuple[str, ...] = attrs.field(validator=[tuple_of(str), _unique_strings])
+    """Ids of the verifier checks that must run as required checks."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()``."""
+        return sha256_hex(self.to_dict())
+
+
+@attrs.frozen(kw_only=True)
+class Actor(Record):
+    """The identity of a worker or a verifier and the adapter that ran it."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Actor id (e.g. ``fixture-good-worker``)."""
+    type: ActorType = attrs.field(validator=enum_member(ActorType))
+    """Kind of actor."""
+    adapter: str = attrs.field(validator=nonblank)
+    """Adapter kind that ran the actor (e.g. ``fixture-result``, later ``command``)."""
+    adapter_version: str = attrs.field(validator=nonblank)
+    """Adapter version."""
+
+
+@attrs.frozen(kw_only=True)
+class Artifact(Record):
+    """One artifact an attempt produced, pinned by the digest of its bytes."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Artifact id, unique within the manifest."""
+    locator: str = attrs.field(validator=nonblank)
+    """Where the bytes are, relative to the candidate root."""
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of the artifact's bytes, as the worker claims it."""
+    media_type: str = attrs.field(validator=exact(str))
+    """Media type, ``""`` when unknown."""
+
+
+@attrs.frozen(kw_only=True)
+class ResultManifest(Record):
+    """A worker's self-report for one attempt. It has no acceptance field.
+
+    ``digest`` is SHA-256 over the canonical JSON of the whole document.
+    """
+
+    id: str = attrs.field(validator=nonblank)
+    """Manifest id (worker-chosen)."""
+    work_unit_id: str = attrs.field(validator=nonblank)
+    """Id of the work unit this attempt worked on."""
+    work_unit_version: int = attrs.field(validator=positive)
+    """Version of that work unit."""
+    work_unit_digest: str = attrs.field(validator=digest)
+    """Digest of that work unit (binds the manifest to its exact bytes)."""
+    attempt: int = attrs.field(validator=positive)
+    """The worker's own attempt counter (>= 1)."""
+    worker: Actor = attrs.field(validator=exact(Actor))
+    """Who did the work, through which adapter."""
+    status: WorkerStatus = attrs.field(validator=enum_member(WorkerStatus))
+    """What the worker says happened."""
+    artifacts: tuple[Artifact, ...] = attrs.field(validator=[tuple_of(Artifact), _unique_ids])
+    """Produced artifacts with byte digests."""
+    claims: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    """The worker's claims, verbatim (untrusted text)."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()``."""
+        return sha256_hex(self.to_dict())
+
+
+@attrs.frozen(kw_only=True)
+class Independence(Record):
+    """Facts about how independent the verifier is from the worker it checked."""
+
+    independent_from_worker: bool = attrs.field(validator=exact(bool))
+    """The verifier did not share code, policy or control with the worker."""
+    worker_id_observed: str = attrs.field(validator=nonblank)
+    """The worker id the verifier saw in the manifest it checked."""
+    shared_model_family: bool = attrs.field(validator=exact(bool))
+    """Worker and verifier use the same model family (correlated failures)."""
+    shared_runtime: bool = attrs.field(validator=exact(bool))
+    """Worker and verifier ran in the same runtime."""
+
+
+@attrs.frozen(kw_only=True)
+class CheckResult(Record):
+    """One named verifier check."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Check id (matches a work unit's required validator id when required)."""
+    required: bool = attrs.field(validator=exact(bool))
+    """Whether the check is required for acceptance."""
+    status: CheckStatus = attrs.field(validator=enum_member(CheckStatus))
+    """Outcome of the check."""
+    evidence_digests: tuple[str, ...] = attrs.field(validator=[tuple_of(str), digests])
+    """Digests of the evidence the check produced (observed bytes, outputs)."""
+
+
+@attrs.frozen(kw_only=True)
+class VerificationResult(Record):
+    """An independent verifier's evidence and recommendation for one manifest.
+
+    ``semantic_digest`` is SHA-256 over the canonical JSON of every field but
+    ``rationale``.
+    """
+
+    id: str = attrs.field(validator=nonblank)
+    """Verification id."""
+    result_manifest_id: str = attrs.field(validator=nonblank)
+    """Id of the manifest verified."""
+    result_manifest_digest: str = attrs.field(validator=digest)
+    """Digest of the manifest verified."""
+    work_unit_id: str = attrs.field(validator=nonblank)
+    """Id of the work unit the verifier checked against."""
+    work_unit_version: int = attrs.field(validator=positive)
+    """Version of that work unit."""
+    work_unit_digest: str = attrs.field(validator=digest)
+    """Digest of that work unit."""
+    attempt: int = attrs.field(validator=positive)
+    """The manifest's attempt counter, as the verifier read it."""
+    verifier: Actor = attrs.field(validator=exact(Actor))
+    """Who verified, through which adapter."""
+    independence: Independence = attrs.field(validator=exact(Independence))
+    """Independence facts."""
+    status: VerificationStatus = attrs.field(validator=enum_member(VerificationStatus))
+    """Outcome of the verifier run."""
+    checks: tuple[CheckResult, ...] = attrs.field(validator=[tuple_of(CheckResult), _unique_ids])
+    """Named checks, at least one."""
+    recommendation: Recommendation = attrs.field(validator=enum_member(Recommendation))
+    """Decision support for a human; never a decision."""
+    rationale: str = attrs.field(validator=exact(str))
+    """Why (prose; not in the semantic digest)."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.checks:
+            raise field_error("checks", "a verification names at least one check")
+
+    @functools.cached_property
+    def semantic_digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()`` without ``rationale``."""
+        document = self.to_dict()
+        del document["rationale"]
+        return sha256_hex(document)
+
+
+class BindingReason(enum.StrEnum):
+    """Why a work unit / manifest / verification triple does not bind (check order)."""
+
+    MANIFEST_WORK_UNIT_ID = "manifest-work-unit-id-mismatch"
+    """The manifest names another work unit id."""
+    MANIFEST_WORK_UNIT_VERSION = "manifest-work-unit-version-mismatch"
+    """The manifest names another work unit version."""
+    MANIFEST_WORK_UNIT_DIGEST = "manifest-work-unit-digest-mismatch"
+    """The manifest's work unit digest is not the work unit's digest."""
+    VERIFICATION_MANIFEST_ID = "verification-manifest-id-mismatch"
+    """The verification names another manifest id."""
+    VERIFICATION_MANIFEST_DIGEST = "verification-manifest-digest-mismatch"
+    """The verification's manifest digest is not the manifest's digest."""
+    VERIFICATION_WORK_UNIT_ID = "verification-work-unit-id-mismatch"
+    """The verification names another work unit id."""
+    VERIFICATION_WORK_UNIT_VERSION = "verification-work-unit-version-mismatch"
+    """The verification names another work unit version."""
+    VERIFICATION_WORK_UNIT_DIGEST = "verification-work-unit-digest-mismatch"
+    """The verification's work unit digest is not the work unit's digest."""
+    VERIFICATION_ATTEMPT = "verification-attempt-mismatch"
+    """The verification's attempt counter is not the manifest's."""
+    OBSERVED_OTHER_WORKER = "verifier-observed-other-worker"
+    """The worker the verifier observed is not the manifest's worker."""
+    NOT_INDEPENDENT = "verifier-not-independent"
+    """The verifier says it is not independent, or it is the worker itself."""
+    REQUIRED_CHECK_MISSING = "required-check-missing"
+    """A validator the work unit requires is missing or not marked required."""
+    ACCEPT_WITH_UNPASSED_CHECK = "accept-with-unpassed-required-check"
+    """The verifier recommends acceptance although a required check did not pass."""
+
+
+@attrs.frozen(kw_only=True)
+class Binding(Record):
+    """A triple that binds: the three digests that were checked together."""
+
+    work_unit_digest: str = attrs.field(validator=digest)
+    """The work unit's digest."""
+    result_manifest_digest: str = attrs.field(validator=digest)
+    """The manifest's digest."""
+    verification_semantic_digest: str | None = attrs.field(validator=optional_digest)
+    """The verification's semantic digest (None when only the manifest was bound)."""
+
+
+@attrs.frozen(kw_only=True)
+class BindingRefusal(Refusal):
+    """A triple that does not bind. ``refusal_id`` self-seals over every field but
+    ``explanation``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    work_unit_digest: str = attrs.field(validator=digest)
+    """The work unit's digest (always computable)."""
+    result_manifest_digest: str = attrs.field(validator=digest)
+    """The manifest's digest (always computable)."""
+    verification_semantic_digest: str | None = attrs.field(validator=optional_digest)
+    """The verification's semantic digest, None when no verification was given."""
+    reason_codes: tuple[BindingReason, ...] = attrs.field(validator=tuple_of(BindingReason))
+    """Failed checks in check order."""
+
+
+def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> list[BindingReason]:
+    reasons: list[BindingReason] = []
+    if manifest.work_unit_id != work_unit.id:
+        reasons.append(BindingReason.MANIFEST_WORK_UNIT_ID)
+    if manifest.work_unit_version != work_unit.version:
+        reasons.append(BindingReason.MANIFEST_WORK_UNIT_VERSION)
+    if manifest.work_unit_digest != work_unit.digest:
+        reasons.append(BindingReason.MANIFEST_WORK_UNIT_DIGEST)
+    return reasons
+
+
+def _verification_reasons(
+    work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
+) -> list[BindingReason]:
+    reasons: list[BindingReason] = []
+    # IDKMesh provenance check: the verification names exactly this manifest ...
+    if verification.result_manifest_id != manifest.id:
+        reasons.append(BindingReason.VERIFICATION_MANIFEST_ID)
+    if verification.result_manifest_digest != manifest.digest:
+        reasons.append(BindingReason.VERIFICATION_MANIFEST_DIGEST)
+    # ... and exactly this work unit.
+    if verification.work_unit_id != work_unit.id:
+        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_ID)
+    if verification.work_unit_version != work_unit.version:
+        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_VERSION)
+    if verification.work_unit_digest != work_unit.digest:
+        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_DIGEST)
+    if verification.attempt != manifest.attempt:
+        reasons.append(BindingReason.VERIFICATION_ATTEMPT)
+    # Independence: the verifier saw this worker and is not that worker.
+    if verification.independence.worker_id_observed != manifest.worker.id:
+        reasons.append(BindingReason.OBSERVED_OTHER_WORKER)
+    if (
+        not verification.independence.independent_from_worker
+        or verification.verifier.id == manifest.worker.id
+    ):
+        reasons.append(BindingReason.NOT_INDEPENDENT)
+    # Coverage: every validator the work unit requires ran as a required check.
+    required = {check.id for check in verification.checks if check.required}
+    if not required.issuperset(work_unit.required_validators):
+        reasons.append(BindingReason.REQUIRED_CHECK_MISSING)
+    if verification.recommendation is Recommendation.ACCEPT_CANDIDATE and any(
+        check.required and check.status is not CheckStatus.PASSED for check in verification.checks
+    ):
+        reasons.append(BindingReason.ACCEPT_WITH_UNPASSED_CHECK)
+    return reasons
+
+
+def check_manifest_binding(
+    work_unit: WorkUnit, manifest: ResultManifest
+) -> Binding | BindingRefusal:
+    """Check that ``manifest`` reports on exactly ``work_unit`` (id, version, digest).
+
+    Returns:
+        A `Binding` with ``verification_semantic_digest=None``, or a `BindingRefusal`.
+    """
+    return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
+
+
+def check_binding(
+    work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
+) -> Binding | BindingRefusal:
+    """Check every cross-record binding of one attempt's evidence.
+
+    Checks, in order (each yields its `BindingReason` when it fails): the manifest's
+    work unit id, version and digest; the verification's manifest id and digest,
+    work unit id, version and digest, and attempt; the observed worker; verifier
+    independence; required-check coverage; acceptance despite an unpassed required check.
+
+    Returns:
+        `Binding` when every check passes, else `BindingRefusal` with every failed check.
+    """
+    reasons = _manifest_reasons(work_unit, manifest)
+    reasons += _verification_reasons(work_unit, manifest, verification)
+    return _outcome(work_unit, manifest, verification, reasons)
+
+
+def _outcome(
+    work_unit: WorkUnit,
+    manifest: ResultManifest,
+    verification: VerificationResult | None,
+    reasons: list[BindingReason],
+) -> Binding | BindingRefusal:
+    semantic = None if verification is None else verification.semantic_digest
+    if reasons:
+        return seal(
+            BindingRefusal,
+            work_unit_digest=work_unit.digest,
+            result_manifest_digest=manifest.digest,
+            verification_semantic_digest=semantic,
+            reason_codes=tuple(reasons),
+            explanation="evidence does not bind: " + ", ".join(reasons),
+        )
+    return Binding(
+        work_unit_digest=work_unit.digest,
+        result_manifest_digest=manifest.digest,
+        verification_semantic_digest=semantic,
+    )
