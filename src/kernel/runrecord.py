@@ -67,7 +67,7 @@ RUN_RECORD_SCHEMA_VERSION: Final = "1"
 
 # An absolute POSIX path, a home-relative path, a Windows drive path or a file URL,
 # starting a token (start of text, after whitespace, a quote, a bracket or '=').
-_ABSOLUTE_PATH: Final = re.compile(r"""(?:^|[\s'"(\[=<])(?:/[^/\s]|~/|[A-Za-z]:[\\/])|file:/""")
+_ABSOLUTE_PATH: Final = re.compile(r"""(?:^|[\s'"(\[=])(?:/[^/\s]|~/|[A-Za-z]:[\\/])|file:/""")
 
 
 def has_absolute_path(text: str) -> bool:
@@ -75,7 +75,7 @@ def has_absolute_path(text: str) -> bool:
     return _ABSOLUTE_PATH.search(text) is not None
 
 
-_ABSOLUTE_TOKEN: Final = re.compile(r"""(^|[\s'"(\[=<])(?:/|~/|[A-Za-z]:[\\/]|file:/)[^\s'")\]>]*""")
+_ABSOLUTE_TOKEN: Final = re.compile(r"""(^|[\s'"(\[=])(?:/|~/|[A-Za-z]:[\\/]|file:/)[^\s'")\]>]*""")
 
 
 def redact_absolute_paths(text: str) -> str:

@@ -1,0 +1,352 @@
+"""`HumanDecisionRecord`: a human's decision on exactly one evidence report.
+
+A decision record documents that a decision was made; it executes nothing (its
+authority block is all false). It names the report it decides on by kind, schema
+version, run id and the canonical digest of the *whole* report document, never by a
+file name, so a swapped, edited or regenerated report fails `verify_decision`.
+
+`record_decision` (pure; ``decided_at`` is passed in, the CLI's clock lives in
+effects) refuses, with `DecisionReason` codes in check order:
+
+- a report that fails `kernel.report.check_report` (``report-inconsistent``);
+- the report's own vocabulary (``accept_candidate``...) as a decision
+  (``report-vocabulary``), any other value outside accept|reject|escalate
+  (``unknown-decision``);
+- a blank decision id, rationale or decider id; an unknown decider type;
+- ``decided_at`` that is not RFC 3339 UTC ``YYYY-MM-DDTHH:MM:SS[.fff]Z``;
+- a selected attempt the report does not contain (``unknown-attempt``); an ``accept``
+  without a selected attempt, or selecting an attempt with no verification.
+
+Identity: ``record_id`` self-seals over every field, rationale included: the rationale
+is the decider's own statement and part of what was decided, so editing it must change
+the id (this is the one record where free text enters an identity, on purpose).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import re
+from typing import Any, Final, Literal
+
+import attrs
+
+from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.report import REPORT_KIND, ReportCheck, RunEvidenceReport, check_report
+from kernel.runrecord import AttemptState, constant
+from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.verification import Recommendation, nonblank
+
+__all__ = [
+    "DECISION_KIND",
+    "DECISION_SCHEMA_VERSION",
+    "Decider",
+    "DeciderType",
+    "Decision",
+    "DecisionAuthority",
+    "DecisionReason",
+    "DecisionRefusal",
+    "DecisionVerified",
+    "EvidenceReportRef",
+    "HumanDecisionRecord",
+    "record_decision",
+    "rfc3339_utc_problem",
+    "verify_decision",
+]
+
+DECISION_KIND: Final = "kernel-human-decision-record"
+DECISION_SCHEMA_VERSION: Final = "1"
+_RFC3339_UTC: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
+
+
+def rfc3339_utc_problem(value: object) -> str | None:
+    """Why ``value`` is not an RFC 3339 UTC timestamp (``...Z``), or None."""
+    if type(value) is not str or not _RFC3339_UTC.fullmatch(value):
+        return f"expected RFC 3339 UTC like 2026-01-01T00:00:00Z, got {value!r}"
+    try:
+        datetime.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return f"not a real date and time: {value!r}"
+    return None
+
+
+def _timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    problem = rfc3339_utc_problem(value)
+    if problem is not None:
+        raise field_error(attribute.name, problem)
+
+
+def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not False:
+        raise field_error(attribute.name, f"authority must be false, got {value!r}")
+
+
+class Decision(enum.StrEnum):
+    """A human's decision: deliberately not the report's recommendation vocabulary."""
+
+    ACCEPT = "accept"
+    REJECT = "reject"
+    ESCALATE = "escalate"
+
+
+class DeciderType(enum.StrEnum):
+    """Who decided."""
+
+    HUMAN = "human"
+    GOVERNANCE_BODY = "governance_body"
+
+
+@attrs.frozen(kw_only=True)
+class Decider(Record):
+    """The decider's identity."""
+
+    id: str = attrs.field(validator=nonblank)
+    """Decider id (e-mail, handle, body name)."""
+    type: DeciderType = attrs.field(validator=enum_member(DeciderType))
+    """Human or governance body."""
+
+
+@attrs.frozen(kw_only=True)
+class EvidenceReportRef(Record):
+    """Which report was decided on: by content, never by file name."""
+
+    kind: str = attrs.field(validator=nonblank)
+    """The report's kind."""
+    schema_version: str = attrs.field(validator=nonblank)
+    """The report's schema version."""
+    run_id: str = attrs.field(validator=nonblank)
+    """The report's run id."""
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of the canonical JSON of the whole report document."""
+
+
+@attrs.frozen(kw_only=True)
+class DecisionAuthority(Record):
+    """What a decision record may do: nothing. Every field is false."""
+
+    canonical_state_write: bool = attrs.field(validator=_false)
+    """May write canonical project state."""
+    git_push: bool = attrs.field(validator=_false)
+    """May push."""
+    merge: bool = attrs.field(validator=_false)
+    """May merge."""
+
+
+@attrs.frozen(kw_only=True)
+class HumanDecisionRecord(Record):
+    """A recorded human decision. ``record_id`` self-seals over every field."""
+
+    __identity__ = Identity(field="record_id", seals=True, exclude=frozenset())
+
+    kind: Literal["kernel-human-decision-record"] = attrs.field(
+        default=DECISION_KIND, validator=constant(DECISION_KIND)
+    )
+    """Document kind."""
+    schema_version: Literal["1"] = attrs.field(
+        default=DECISION_SCHEMA_VERSION, validator=constant(DECISION_SCHEMA_VERSION)
+    )
+    """Document schema version."""
+    record_id: str = attrs.field(validator=digest)
+    """Self-sealed id over every field."""
+    decision_id: str = attrs.field(validator=nonblank)
+    """The decider's id for this decision."""
+    decision: Decision = attrs.field(validator=enum_member(Decision))
+    """accept, reject or escalate."""
+    rationale: str = attrs.field(validator=nonblank)
+    """Why (the decider's words)."""
+    decider: Decider = attrs.field(validator=exact(Decider))
+    """Who decided."""
+    decided_at: str = attrs.field(validator=_timestamp)
+    """When, RFC 3339 UTC (passed in by the caller)."""
+    selected_attempt_id: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    """The attempt decided on, or None."""
+    evidence_report: EvidenceReportRef = attrs.field(validator=exact(EvidenceReportRef))
+    """The report decided on."""
+    authority: DecisionAuthority = attrs.field(validator=exact(DecisionAuthority))
+    """All false."""
+
+
+class DecisionReason(enum.StrEnum):
+    """Why a decision is not recorded or does not verify (check order)."""
+
+    REPORT_INCONSISTENT = "report-inconsistent"
+    """The report fails `check_report` (e.g. a relabelled attempt)."""
+    REPORT_KIND = "report-kind-mismatch"
+    """The decision names another report kind or schema version."""
+    REPORT_RUN_ID = "report-run-id-mismatch"
+    """The decision names another run."""
+    REPORT_DIGEST = "report-digest-mismatch"
+    """The report's canonical digest is not the one decided on."""
+    RECORD_ID = "record-id-mismatch"
+    """The decision record's id does not reproduce (the record was edited)."""
+    BLANK_DECISION_ID = "blank-decision-id"
+    """The decision id is blank."""
+    REPORT_VOCABULARY = "report-vocabulary"
+    """The decision echoes a verifier recommendation instead of accept|reject|escalate."""
+    UNKNOWN_DECISION = "unknown-decision"
+    """The decision is not accept, reject or escalate."""
+    BLANK_RATIONALE = "blank-rationale"
+    """The rationale is blank."""
+    BLANK_DECIDER = "blank-decider"
+    """The decider id is blank."""
+    UNKNOWN_DECIDER_TYPE = "unknown-decider-type"
+    """The decider type is not human or governance_body."""
+    BAD_TIMESTAMP = "bad-decided-at"
+    """``decided_at`` is not RFC 3339 UTC."""
+    UNKNOWN_ATTEMPT = "unknown-attempt"
+    """The selected attempt is not in the report."""
+    ACCEPT_WITHOUT_SELECTION = "accept-without-selection"
+    """``accept`` names no attempt: there is nothing to accept."""
+    SELECTED_WITHOUT_EVIDENCE = "selected-attempt-without-verification"
+    """``accept`` names an attempt that has no independent verification."""
+
+
+@attrs.frozen(kw_only=True)
+class DecisionRefusal(Refusal):
+    """A decision not recorded, or one that does not verify. ``refusal_id`` self-seals
+    over every field but ``explanation``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    report_digest: str | None = attrs.field(validator=optional_digest)
+    """The canonical digest of the report presented."""
+    decision_id: str = attrs.field(validator=exact(str))
+    """The decision id presented (may be blank: that is one of the refusals)."""
+    reason_codes: tuple[DecisionReason, ...] = attrs.field(validator=tuple_of(DecisionReason))
+    """Failed checks in check order."""
+
+
+@attrs.frozen(kw_only=True)
+class DecisionVerified(Record):
+    """A decision record that verifies against the report presented."""
+
+    record_id: str = attrs.field(validator=digest)
+    """The decision record's id."""
+    report_digest: str = attrs.field(validator=digest)
+    """The report's canonical digest (equal to the one decided on)."""
+
+
+def _refuse(
+    report_digest: str | None, decision_id: str, reasons: list[DecisionReason]
+) -> DecisionRefusal:
+    codes = tuple(r for r in DecisionReason if r in reasons)
+    return seal(
+        DecisionRefusal,
+        report_digest=report_digest,
+        decision_id=decision_id,
+        reason_codes=codes,
+        explanation="decision refused: " + ", ".join(codes),
+    )
+
+
+def _blank(value: object) -> bool:
+    return type(value) is not str or not value.strip()
+
+
+def record_decision(
+    report: RunEvidenceReport,
+    *,
+    decision_id: str,
+    decision: str,
+    rationale: str,
+    decider_id: str,
+    decided_at: str,
+    decider_type: str = DeciderType.HUMAN,
+    selected_attempt_id: str | None = None,
+) -> HumanDecisionRecord | DecisionRefusal:
+    """Record a human decision on ``report``; refuse per the module rules.
+
+    Args:
+        report: the evidence report decided on; must pass `check_report`.
+        decision: ``accept``, ``reject`` or ``escalate`` (strings, so that the report's
+            own vocabulary can be refused with its own code).
+        decided_at: RFC 3339 UTC timestamp, supplied by the caller's clock.
+
+    Returns:
+        The sealed record, or a `DecisionRefusal` listing every failed check.
+    """
+    reasons: list[DecisionReason] = []
+    report_digest = report.digest
+    if not isinstance(check_report(report), ReportCheck):
+        reasons.append(DecisionReason.REPORT_INCONSISTENT)
+    if _blank(decision_id):
+        reasons.append(DecisionReason.BLANK_DECISION_ID)
+    chosen = Decision(decision) if decision in Decision.__members__.values() else None
+    if chosen is None:
+        reasons.append(
+            DecisionReason.REPORT_VOCABULARY
+            if decision in Recommendation.__members__.values()
+            else DecisionReason.UNKNOWN_DECISION
+        )
+    if _blank(rationale):
+        reasons.append(DecisionReason.BLANK_RATIONALE)
+    if _blank(decider_id):
+        reasons.append(DecisionReason.BLANK_DECIDER)
+    kind = DeciderType(decider_type) if decider_type in DeciderType.__members__.values() else None
+    if kind is None:
+        reasons.append(DecisionReason.UNKNOWN_DECIDER_TYPE)
+    if rfc3339_utc_problem(decided_at) is not None:
+        reasons.append(DecisionReason.BAD_TIMESTAMP)
+    attempts = {a.attempt_id: a for a in report.attempts}
+    selected = None if selected_attempt_id is None else attempts.get(selected_attempt_id)
+    if selected_attempt_id is not None and (selected is None or _blank(selected_attempt_id)):
+        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
+    if chosen is Decision.ACCEPT and selected_attempt_id is None:
+        reasons.append(DecisionReason.ACCEPT_WITHOUT_SELECTION)
+    if (
+        chosen is Decision.ACCEPT
+        and selected is not None
+        and (selected.state is not AttemptState.VERIFIED or selected.verification is None)
+    ):
+        reasons.append(DecisionReason.SELECTED_WITHOUT_EVIDENCE)
+    if reasons or chosen is None or kind is None:
+        return _refuse(report_digest, decision_id if type(decision_id) is str else "", reasons)
+    return seal(
+        HumanDecisionRecord,
+        decision_id=decision_id,
+        decision=chosen,
+        rationale=rationale,
+        decider=Decider(id=decider_id, type=kind),
+        decided_at=decided_at,
+        selected_attempt_id=selected_attempt_id,
+        evidence_report=EvidenceReportRef(
+            kind=report.kind,
+            schema_version=report.schema_version,
+            run_id=report.run_id,
+            digest=report_digest,
+        ),
+        authority=DecisionAuthority(canonical_state_write=False, git_push=False, merge=False),
+    )
+
+
+def verify_decision(
+    record: HumanDecisionRecord, report: RunEvidenceReport
+) -> DecisionVerified | DecisionRefusal:
+    """Check that ``record`` decides on exactly ``report``; fail closed otherwise.
+
+    Checks, in order: the report is self-consistent; the decision names this report's
+    kind and schema version, run id and canonical digest; the record's own id
+    reproduces; the selected attempt (if any) is in the report.
+    """
+    reasons: list[DecisionReason] = []
+    report_digest = report.digest
+    ref = record.evidence_report
+    if not isinstance(check_report(report), ReportCheck):
+        reasons.append(DecisionReason.REPORT_INCONSISTENT)
+    if ref.kind != REPORT_KIND or ref.schema_version != report.schema_version:
+        reasons.append(DecisionReason.REPORT_KIND)
+    if ref.run_id != report.run_id:
+        reasons.append(DecisionReason.REPORT_RUN_ID)
+    if ref.digest != report_digest:
+        reasons.append(DecisionReason.REPORT_DIGEST)
+    if compute_id(record) != record.record_id:
+        reasons.append(DecisionReason.RECORD_ID)
+    if record.selected_attempt_id is not None and record.selected_attempt_id not in {
+        a.attempt_id for a in report.attempts
+    }:
+        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
+    if reasons:
+        return _refuse(report_digest, record.decision_id, reasons)
+    return DecisionVerified(record_id=record.record_id, report_digest=report_digest)
