@@ -1,0 +1,385 @@
+"""Checking a source tree: file discovery, module names, the cache, transitive reach.
+
+Rules this module enforces:
+
+- every ``*.py`` file under the import root is a module named by its path
+  (``a/b/__init__.py`` is ``a.b``); hidden directories and ``__pycache__`` are skipped;
+- a file is scanned in full when a rule covers its module, for imports only when a
+  ``transitive`` rule needs the import graph, and not at all otherwise;
+- per-file results (imports and findings) are cached by SHA-256 of the file's content
+  (`kernel.identity.sha256_bytes`) in a cache file keyed by the policy hash and the
+  tool version (a hash of the guard's own source); a file whose size, mtime and inode
+  are unchanged since an entry older than the racy window is not re-read, as git does;
+- transitive reach (`ViolationCode.TRANSITIVE_IMPORT`) follows runtime and literal
+  dynamic imports (never typing-only ones) through the project's own modules,
+  including package ``__init__`` re-exports, and reports the shortest chain to each
+  forbidden module with the line of every hop;
+- an empty source tree is refused with `ConfigError` (never a vacuous pass).
+"""
+
+from __future__ import annotations
+
+import collections
+import marshal
+import os
+import time
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from kernel.errors import ConfigError
+from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
+from kernel.guard.patterns import CallMatcher, covers, module_matches
+from kernel.guard.policy import policy_hash
+from kernel.guard.scan import ImportFact, RawFinding, scan_source
+from kernel.identity import sha256_bytes
+
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "GUARD_VERSION",
+    "check_paths",
+    "check_source",
+    "check_tree",
+    "discover_modules",
+    "tool_version",
+]
+
+GUARD_VERSION = "1.0"
+"""Version of the guard's findings format; the cache key adds a hash of the source."""
+
+DEFAULT_CACHE_DIR = ".kernel-guard-cache"
+"""Cache directory, relative to the working directory, used by the ``kernel guard`` verb."""
+
+_RACY_NS = 2_000_000_000
+_CACHE_MAGIC = "kernel-guard-cache/1"
+
+_Entry = tuple[int, int, int, str, list[ImportFact], list[RawFinding]]
+"""``(size, mtime_ns, inode, content sha256, imports, findings)``."""
+
+
+@lru_cache(maxsize=1)
+def tool_version() -> str:
+    """``GUARD_VERSION`` plus a hash of the guard package's own source files."""
+    here = Path(__file__).parent
+    blob = b"".join(p.read_bytes() for p in sorted(here.glob("*.py")))
+    return f"{GUARD_VERSION}+{sha256_bytes(blob)[:16]}"
+
+
+def _module_name(rel: Sequence[str]) -> tuple[str, bool]:
+    parts = list(rel)
+    last = parts[-1][:-3]
+    if last == "__init__":
+        return ".".join(parts[:-1]), True
+    parts[-1] = last
+    return ".".join(parts), False
+
+
+def discover_modules(
+    root: Path | str, *, exclude: Iterable[str] = ()
+) -> list[tuple[str, str, bool]]:
+    """``(file path, module name, is package)`` for every ``*.py`` under ``root``, sorted.
+
+    ``exclude`` names directories (by base name) not to descend into.
+    """
+    skip = {"__pycache__", *exclude}
+    top = os.fspath(root)
+    out: list[tuple[str, str, bool]] = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in skip and not d.startswith("."))
+        rel = os.path.relpath(folder, top)
+        prefix = [] if rel == "." else rel.split(os.sep)
+        for name in sorted(files):
+            if name.endswith(".py"):
+                module, is_package = _module_name([*prefix, name])
+                if module:
+                    out.append((os.path.join(folder, name), module, is_package))
+    return out
+
+
+class _Cache:
+    """One marshal file per (policy hash, tool version): path -> `_Entry`."""
+
+    def __init__(self, directory: Path | None, key: str) -> None:
+        self.file = None if directory is None else directory / f"{key}.marshal"
+        self.entries: dict[str, _Entry] = {}
+        self.saved_ns = 0
+        self.dirty = False
+        if self.file is None:
+            return
+        try:
+            with open(self.file, "rb") as fh:
+                # The cache is written by this tool into the project's own ignored
+                # directory; its shape is checked and any damage means a cold run.
+                magic, saved_ns, entries = marshal.load(fh)  # noqa: S302
+            if magic == _CACHE_MAGIC and isinstance(entries, dict):
+                self.entries, self.saved_ns = entries, saved_ns
+        except (OSError, EOFError, ValueError, TypeError):
+            self.entries = {}  # a missing or damaged cache is a cold run, never an error
+
+    def save(self, keep: set[str]) -> None:
+        if self.file is None or not (self.dirty or set(self.entries) - keep):
+            return
+        entries = {k: v for k, v in self.entries.items() if k in keep}
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                marshal.dump((_CACHE_MAGIC, time.time_ns(), entries), fh)
+            os.replace(tmp, self.file)
+        except OSError:
+            pass  # the cache is an optimisation; failing to write it changes no result
+
+
+class _Context:
+    """Per-policy precomputation shared by every file of one check."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.transitive = tuple(r for r in policy.rules if r.transitive)
+        self._by_rules: dict[tuple[int, ...], tuple[tuple[Rule, ...], CallMatcher]] = {}
+
+    def rules_for(self, module: str) -> tuple[tuple[Rule, ...], CallMatcher]:
+        idx = tuple(i for i, r in enumerate(self.policy.rules) if covers(r.modules, module))
+        got = self._by_rules.get(idx)
+        if got is None:
+            rules = tuple(self.policy.rules[i] for i in idx)
+            matcher = CallMatcher((r.name, p) for r in rules for p in r.forbid_calls)
+            got = self._by_rules[idx] = (rules, matcher)
+        return got
+
+
+def check_paths(
+    files: Sequence[tuple[str, str, bool]],
+    policy: Policy,
+    *,
+    cache_dir: Path | str | None = None,
+    display: dict[str, str] | None = None,
+) -> GuardReport:
+    """Check ``(path, module, is_package)`` files against ``policy``.
+
+    Args:
+        files: the modules of the project (see `discover_modules`).
+        policy: the rules.
+        cache_dir: where to keep the per-file cache; ``None`` disables it.
+        display: optional path -> displayed path mapping for findings.
+
+    Raises:
+        ConfigError: ``files`` is empty.
+    """
+    if not files:
+        raise ConfigError("no Python files to check")
+    ctx = _Context(policy)
+    key = f"{policy_hash(policy)[:24]}-{tool_version().replace('+', '-')}"
+    cache = _Cache(None if cache_dir is None else Path(cache_dir), key)
+    now_ok = cache.saved_ns - _RACY_NS
+    results: dict[str, tuple[list[ImportFact], list[RawFinding]]] = {}
+    modules: dict[str, str] = {}
+    covered_any: set[str] = set()
+    cached = checked = 0
+    need_graph = bool(ctx.transitive)
+    for path, module, is_package in files:
+        modules.setdefault(module, path)
+        rules, matcher = ctx.rules_for(module)
+        for r in rules:
+            covered_any.add(r.name)
+        if not rules and not need_graph:
+            continue
+        checked += 1
+        entry = cache.entries.get(path)
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            results[path] = ([], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")])
+            continue
+        if (
+            entry is not None
+            and entry[0] == st.st_size
+            and entry[1] == st.st_mtime_ns
+            and entry[2] == st.st_ino
+            and st.st_mtime_ns < now_ok
+        ):
+            results[path] = (entry[4], entry[5])
+            cached += 1
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            results[path] = ([], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")])
+            continue
+        digest = sha256_bytes(data)
+        if entry is not None and entry[3] == digest:
+            cached += 1
+            imports, findings = entry[4], entry[5]
+        else:
+            imports, findings = scan_source(
+                data,
+                module=module,
+                is_package=is_package,
+                rules=rules,
+                matcher=matcher,
+                filename=path,
+            )
+        cache.entries[path] = (st.st_size, st.st_mtime_ns, st.st_ino, digest, imports, findings)
+        cache.dirty = True
+        results[path] = (imports, findings)
+    cache.save(set(results))
+    show = display or {}
+    violations = [
+        Violation(
+            path=show.get(path, path),
+            line=line,
+            column=col,
+            code=ViolationCode(code),
+            rule=rule,
+            message=message,
+        )
+        for path, (_imports, findings) in results.items()
+        for line, col, code, rule, message in findings
+    ]
+    if ctx.transitive:
+        violations.extend(_transitive(ctx, files, results, modules, show))
+    violations.sort(key=Violation.sort_key)
+    unmatched = tuple(r.name for r in policy.rules if r.name not in covered_any)
+    return GuardReport(
+        violations=tuple(violations),
+        files_checked=checked,
+        files_cached=cached,
+        unmatched_rules=unmatched,
+    )
+
+
+def _edges(imports: Sequence[ImportFact]) -> list[tuple[str, int, int]]:
+    out: list[tuple[str, int, int]] = []
+    for module, name, line, col, kind in imports:
+        if kind == "typing":
+            continue
+        out.append((module, line, col))
+        if name:
+            out.append((f"{module}.{name}", line, col))
+    return out
+
+
+def _transitive(
+    ctx: _Context,
+    files: Sequence[tuple[str, str, bool]],
+    results: dict[str, tuple[list[ImportFact], list[RawFinding]]],
+    modules: dict[str, str],
+    show: dict[str, str],
+) -> list[Violation]:
+    graph: dict[str, list[tuple[str, int, int]]] = {}
+    for module, path in modules.items():
+        got = results.get(path)
+        graph[module] = _edges(got[0]) if got else []
+    out: list[Violation] = []
+    for rule in ctx.transitive:
+        for _path, module, _pkg in files:
+            if not covers(rule.modules, module):
+                continue
+            out.extend(_reach(rule, module, graph, modules, show))
+    return out
+
+
+def _reach(
+    rule: Rule,
+    start: str,
+    graph: dict[str, list[tuple[str, int, int]]],
+    modules: dict[str, str],
+    show: dict[str, str],
+) -> list[Violation]:
+    """BFS from ``start`` through project modules; shortest chain per forbidden module."""
+    parent: dict[str, tuple[str, int, int]] = {start: ("", 0, 0)}
+    queue = collections.deque([start])
+    found: dict[str, tuple[str, str, int, int]] = {}
+    while queue:
+        current = queue.popleft()
+        for target, line, col in graph.get(current, ()):
+            if current != start and target not in found:
+                pattern = next((p for p in rule.forbid_imports if module_matches(p, target)), None)
+                if pattern is not None:
+                    found[target] = (current, pattern, line, col)
+            if target in modules and target not in parent:
+                parent[target] = (current, line, col)
+                queue.append(target)
+    violations: list[Violation] = []
+    for target, (last, pattern, line, _col) in sorted(found.items()):
+        hops = [
+            ChainLink(
+                module=last, path=show.get(modules[last], modules[last]), line=line, imports=target
+            )
+        ]
+        node = last
+        while node != start:
+            prev, pline, _pcol = parent[node]
+            hops.append(
+                ChainLink(
+                    module=prev,
+                    path=show.get(modules[prev], modules[prev]),
+                    line=pline,
+                    imports=node,
+                )
+            )
+            node = prev
+        hops.reverse()
+        first = hops[0]
+        # The chain has at least two hops (direct imports are KG001, not KG007).
+        first_col = parent[hops[1].module][2]
+        trail = " -> ".join(f"{h.module}:{h.line}" for h in hops)
+        violations.append(
+            Violation(
+                path=first.path,
+                line=first.line,
+                column=first_col + 1,
+                code=ViolationCode.TRANSITIVE_IMPORT,
+                rule=rule.name,
+                message=(
+                    f"reaches forbidden {target!r} (forbid-imports {pattern!r}) "
+                    f"through {trail} -> {target}"
+                ),
+                chain=tuple(hops),
+            )
+        )
+    return violations
+
+
+def check_tree(
+    src: Path | str,
+    policy: Policy,
+    *,
+    cache_dir: Path | str | None = None,
+    exclude: Iterable[str] = (),
+) -> GuardReport:
+    """Check every module under the import root ``src`` against ``policy``.
+
+    Raises:
+        ConfigError: ``src`` is not a directory or holds no Python file.
+    """
+    if not Path(src).is_dir():
+        raise ConfigError(f"--src {src}: not a directory")
+    files = discover_modules(src, exclude=exclude)
+    if not files:
+        raise ConfigError(f"--src {src}: no Python files found")
+    return check_paths(files, policy, cache_dir=cache_dir)
+
+
+def check_source(
+    source: str | bytes,
+    policy: Policy,
+    *,
+    module: str,
+    is_package: bool = False,
+    path: str = "<source>",
+) -> tuple[Violation, ...]:
+    """Findings of ``policy`` for one module's source (no cache, no transitive reach)."""
+    rules = tuple(r for r in policy.rules if covers(r.modules, module))
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    _imports, findings = scan_source(
+        data, module=module, is_package=is_package, rules=rules, filename=path
+    )
+    out = [
+        Violation(
+            path=path, line=line, column=col, code=ViolationCode(code), rule=rule, message=message
+        )
+        for line, col, code, rule, message in findings
+    ]
+    return tuple(sorted(out, key=Violation.sort_key))

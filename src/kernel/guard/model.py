@@ -1,0 +1,212 @@
+"""Records of the static guard: rules, policies, findings and reports.
+
+Rules this module enforces:
+
+- every record is a frozen, keyword-only attrs class (STYLE rule 1);
+- a `Rule` checks something: at least one of ``allow-imports``, ``forbid-imports``,
+  ``forbid-calls`` is given, and ``modules`` is not empty (STYLE rule 7);
+- a `Policy` holds at least one rule and rule names are unique (an empty policy is
+  refused, never vacuously true);
+- finding codes form a closed `ViolationCode` enum; each code is produced by exactly
+  one check of `kernel.guard.scan` / `kernel.guard.engine`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "ChainLink",
+    "GuardReport",
+    "Policy",
+    "Rule",
+    "Violation",
+    "ViolationCode",
+]
+
+
+class ViolationCode(enum.StrEnum):
+    """Closed set of finding codes (text, JSON and SARIF rule ids)."""
+
+    FORBIDDEN_IMPORT = "KG001"
+    """An import (static, relative or literal dynamic) matches ``forbid-imports``."""
+    IMPORT_NOT_ALLOWED = "KG002"
+    """The rule has ``allow-imports`` and the import matches none of it."""
+    STAR_IMPORT = "KG003"
+    """``from x import *`` in a guarded module: its names cannot be resolved."""
+    FORBIDDEN_CALL = "KG004"
+    """A reference (call, attribute read, alias, import binding) matches ``forbid-calls``."""
+    UNRESOLVABLE_DYNAMIC = "KG005"
+    """``__import__``/``importlib.import_module``/``getattr`` on a guarded name without
+    a literal argument, or a relative import beyond the top-level package."""
+    TYPING_ONLY_IMPORT = "KG006"
+    """A forbidden or not-allowed import under ``if TYPE_CHECKING:`` that the rule's
+    ``allow-typing-imports`` does not permit (reported apart from runtime imports)."""
+    TRANSITIVE_IMPORT = "KG007"
+    """A forbidden module reached through the project's own modules (``transitive``)."""
+    UNPARSEABLE = "KG010"
+    """The file could not be read or parsed as Python; nothing in it was checked."""
+
+    @property
+    def slug(self) -> str:
+        """Short kebab-case name of the code (SARIF ``rule.name``)."""
+        return _TITLES[self]
+
+
+_TITLES = {
+    ViolationCode.FORBIDDEN_IMPORT: "forbidden-import",
+    ViolationCode.IMPORT_NOT_ALLOWED: "import-not-allowed",
+    ViolationCode.STAR_IMPORT: "star-import",
+    ViolationCode.FORBIDDEN_CALL: "forbidden-call",
+    ViolationCode.UNRESOLVABLE_DYNAMIC: "unresolvable-dynamic",
+    ViolationCode.TYPING_ONLY_IMPORT: "typing-only-import",
+    ViolationCode.TRANSITIVE_IMPORT: "transitive-import",
+    ViolationCode.UNPARSEABLE: "unparseable",
+}
+
+
+def _tuple_of_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(v, str) and v for v in value):
+        raise TypeError(f"{attribute.name} must be a tuple of non-empty strings")
+
+
+@attrs.frozen(kw_only=True)
+class Rule:
+    """One guard rule: which modules it covers and what they may import or reference."""
+
+    name: str
+    """Unique name, quoted in every finding the rule produces."""
+    modules: tuple[str, ...] = attrs.field(validator=_tuple_of_str)
+    """Dotted module patterns (``*`` globs, ``!pattern`` excludes; the last match wins)."""
+    allow_imports: tuple[str, ...] | None = None
+    """If not ``None``: the only modules the covered modules may import."""
+    forbid_imports: tuple[str, ...] = attrs.field(default=(), validator=_tuple_of_str)
+    """Modules that may not be imported (a package covers its submodules)."""
+    forbid_calls: tuple[str, ...] = attrs.field(default=(), validator=_tuple_of_str)
+    """Qualified names that may not be referenced: ``open``, ``os.system``, ``time.*``."""
+    allow_typing_imports: tuple[str, ...] = attrs.field(default=(), validator=_tuple_of_str)
+    """Modules that may be imported under ``if TYPE_CHECKING:`` despite the import lists."""
+    transitive: bool = False
+    """Also report forbidden modules reached through the project's own modules."""
+    source: str = attrs.field(default="", eq=False)
+    """Where the rule was read (file, and block for Markdown); not part of identity."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("rule name must not be empty")
+        if not self.modules:
+            raise ValueError(f"rule {self.name!r}: modules must not be empty")
+        if self.allow_imports is None and not self.forbid_imports and not self.forbid_calls:
+            raise ValueError(f"rule {self.name!r} checks nothing")
+
+    def to_dict(self) -> dict[str, object]:
+        """The rule in policy-file shape (keys as written in TOML)."""
+        out: dict[str, object] = {"name": self.name, "modules": list(self.modules)}
+        if self.allow_imports is not None:
+            out["allow-imports"] = list(self.allow_imports)
+        out["forbid-imports"] = list(self.forbid_imports)
+        out["forbid-calls"] = list(self.forbid_calls)
+        out["allow-typing-imports"] = list(self.allow_typing_imports)
+        out["transitive"] = self.transitive
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """A non-empty set of uniquely named rules, plus the files they came from."""
+
+    rules: tuple[Rule, ...]
+    """The rules, in the order they were read."""
+    sources: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """Files the rules were read from (for messages only)."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.rules:
+            raise ValueError("a policy needs at least one rule")
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.name in seen:
+                raise ValueError(f"duplicate rule name {rule.name!r}")
+            seen.add(rule.name)
+
+    def to_dict(self) -> dict[str, object]:
+        """The policy as ``{"rules": [...]}`` (the input of `policy_hash`)."""
+        return {"rules": [rule.to_dict() for rule in self.rules]}
+
+
+@attrs.frozen(kw_only=True)
+class ChainLink:
+    """One hop of a transitive import chain: ``module`` imports ``imports`` at ``line``."""
+
+    module: str
+    """The importing module."""
+    path: str
+    """Its file, as displayed in findings."""
+    line: int
+    """1-based line of the import statement."""
+    imports: str
+    """The imported module."""
+
+
+@attrs.frozen(kw_only=True)
+class Violation:
+    """One finding: ``path:line:column: code message``."""
+
+    path: str
+    """File path as displayed (relative to the working directory when possible)."""
+    line: int
+    """1-based line."""
+    column: int
+    """1-based column counted in characters (not UTF-8 bytes)."""
+    code: ViolationCode
+    """What was found."""
+    rule: str
+    """Name of the rule(s) broken, comma-separated; empty for `UNPARSEABLE`."""
+    message: str
+    """Human-readable explanation."""
+    chain: tuple[ChainLink, ...] = ()
+    """For `TRANSITIVE_IMPORT`: the import chain, first hop first."""
+
+    def sort_key(self) -> tuple[str, int, int, str, str, str]:
+        """Findings are reported sorted by path, line, column, code, rule, message."""
+        return (self.path, self.line, self.column, self.code.value, self.rule, self.message)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON shape of the finding."""
+        out: dict[str, object] = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code.value,
+            "name": self.code.slug,
+            "rule": self.rule,
+            "message": self.message,
+        }
+        if self.chain:
+            out["chain"] = [
+                {"module": c.module, "path": c.path, "line": c.line, "imports": c.imports}
+                for c in self.chain
+            ]
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class GuardReport:
+    """Result of checking a source tree against a policy."""
+
+    violations: tuple[Violation, ...]
+    """All findings, sorted by `Violation.sort_key`."""
+    files_checked: int
+    """Python files looked at (parsed or served from the cache)."""
+    files_cached: int
+    """Of those, files whose result came from the cache."""
+    unmatched_rules: tuple[str, ...] = ()
+    """Rules whose ``modules`` matched no file (not an error: modules may not exist yet)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no finding."""
+        return not self.violations

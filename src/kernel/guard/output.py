@@ -1,0 +1,138 @@
+"""Rendering a `GuardReport` as text, JSON or SARIF 2.1.0.
+
+Rules this module enforces:
+
+- text is one ``path:line:col: CODE message`` line per finding, sorted by path, line
+  and column (the report is already sorted), then a one-line summary on its own;
+- JSON is an object with ``version``, ``files_checked``, ``files_cached``,
+  ``unmatched_rules`` and ``violations`` (see `Violation.to_dict`);
+- SARIF is a single run of a ``kernel-guard`` driver whose rules are the
+  `ViolationCode` members; columns are declared ``unicodeCodePoints`` (they count
+  characters); a transitive finding carries its chain as ``relatedLocations``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from kernel.guard.model import GuardReport, ViolationCode
+
+__all__ = ["FORMATS", "render", "render_json", "render_sarif", "render_text"]
+
+FORMATS = ("text", "json", "sarif")
+"""Accepted values of ``--format``."""
+
+_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_HELP = "https://github.com/kernel/kernel/blob/main/docs/guard.md"
+
+
+def render_text(report: GuardReport) -> str:
+    """``path:line:col: CODE message`` lines and a summary line."""
+    lines = [
+        f"{v.path}:{v.line}:{v.column}: {v.code.value} {v.message} [{v.rule}]"
+        if v.rule
+        else f"{v.path}:{v.line}:{v.column}: {v.code.value} {v.message}"
+        for v in report.violations
+    ]
+    count = len(report.violations)
+    lines.append(
+        f"{count} finding{'s' if count != 1 else ''} in {report.files_checked} files "
+        f"({report.files_cached} from cache)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: GuardReport, version: str) -> str:
+    """The report as a JSON document (sorted keys, two-space indent)."""
+    doc = {
+        "version": version,
+        "files_checked": report.files_checked,
+        "files_cached": report.files_cached,
+        "unmatched_rules": list(report.unmatched_rules),
+        "violations": [v.to_dict() for v in report.violations],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _uri(path: str) -> str:
+    return PurePath(path).as_posix()
+
+
+def render_sarif(report: GuardReport, version: str) -> str:
+    """The report as a SARIF 2.1.0 log with one run."""
+    codes = list(ViolationCode)
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for v in report.violations:
+        result: dict[str, object] = {
+            "ruleId": v.code.value,
+            "ruleIndex": index[v.code],
+            "level": "error",
+            "message": {"text": f"{v.message} [{v.rule}]" if v.rule else v.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(v.path)},
+                        "region": {"startLine": v.line, "startColumn": v.column},
+                    }
+                }
+            ],
+        }
+        if v.rule:
+            result["properties"] = {"guardRule": v.rule}
+        if v.chain:
+            result["relatedLocations"] = [
+                {
+                    "id": i,
+                    "message": {"text": f"{link.module} imports {link.imports}"},
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(link.path)},
+                        "region": {"startLine": link.line},
+                    },
+                }
+                for i, link in enumerate(v.chain)
+            ]
+        results.append(result)
+    doc = {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kernel-guard",
+                        "version": version,
+                        "informationUri": _HELP,
+                        "rules": [
+                            {
+                                "id": code.value,
+                                "name": code.slug,
+                                "shortDescription": {"text": code.slug.replace("-", " ")},
+                                "defaultConfiguration": {"level": "error"},
+                            }
+                            for code in codes
+                        ],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render(report: GuardReport, fmt: str, version: str) -> str:
+    """Dispatch on ``fmt`` (one of `FORMATS`).
+
+    Raises:
+        ValueError: unknown format.
+    """
+    if fmt == "text":
+        return render_text(report)
+    if fmt == "json":
+        return render_json(report, version)
+    if fmt == "sarif":
+        return render_sarif(report, version)
+    raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")

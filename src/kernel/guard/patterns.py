@@ -1,0 +1,133 @@
+"""Matching of dotted module and qualified-name patterns.
+
+Rules this module enforces:
+
+- a module pattern ``a.b`` matches ``a.b`` and every submodule ``a.b.*``; ``*`` globs
+  (``kernel.effects.*``) match any characters, dots included;
+- in a rule's ``modules`` list a ``!pattern`` excludes, and the last matching entry wins;
+- a ``forbid-calls`` pattern names a qualified object: ``os.environ`` matches
+  ``os.environ`` and everything reached through it (``os.environ.get``); ``time.*``
+  matches every member of ``time`` but not a bare ``import time`` (that is what
+  ``forbid-imports`` is for); a dot-less name of a builtin (``open``, ``eval``) means
+  ``builtins.<name>``, so ``open`` and ``builtins.open`` are the same pattern.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "CallMatcher",
+    "PATTERN_RE",
+    "covers",
+    "module_matches",
+    "normalize_call",
+]
+
+PATTERN_RE = re.compile(r"!?[A-Za-z_*?\[\]][\w*?\[\]!]*(\.[\w*?\[\]!]+)*(\.\*)?")
+"""Syntax of every pattern (identifiers, dots, glob characters, optional ``!``)."""
+
+_GLOB = frozenset("*?[")
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _has_glob(pattern: str) -> bool:
+    return any(c in _GLOB for c in pattern)
+
+
+def module_matches(pattern: str, module: str) -> bool:
+    """True if ``module`` is ``pattern``, a submodule of it, or matches it as a glob."""
+    if _has_glob(pattern):
+        if fnmatch.fnmatchcase(module, pattern):
+            return True
+        return any(
+            fnmatch.fnmatchcase(module[:i], pattern) for i in range(len(module)) if module[i] == "."
+        )
+    return module == pattern or module.startswith(pattern + ".")
+
+
+def covers(patterns: Sequence[str], module: str) -> bool:
+    """Whether a rule's ``modules`` list covers ``module`` (globs; last ``!`` wins)."""
+    covered = False
+    for pattern in patterns:
+        if pattern.startswith("!"):
+            if covered and fnmatch.fnmatchcase(module, pattern[1:]):
+                covered = False
+        elif not covered and fnmatch.fnmatchcase(module, pattern):
+            covered = True
+    return covered
+
+
+def normalize_call(pattern: str) -> str:
+    """``open`` -> ``builtins.open``; every other pattern is returned unchanged."""
+    head = pattern.split(".", 1)[0]
+    if "." not in pattern and head in _BUILTIN_NAMES:
+        return f"builtins.{pattern}"
+    if pattern == "__builtins__" or pattern.startswith("__builtins__."):
+        return "builtins" + pattern[len("__builtins__") :]
+    return pattern
+
+
+class CallMatcher:
+    """Answers "which (rule, pattern) pairs does qualified name ``q`` break?" quickly.
+
+    Exact patterns are looked up by every dotted prefix of ``q``; ``x.*`` patterns by
+    every strict prefix; glob patterns fall back to `fnmatch`.
+    """
+
+    __slots__ = ("_exact", "_globs", "_interesting", "_star")
+
+    def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
+        """``entries`` are ``(rule name, forbid-calls pattern)`` pairs."""
+        self._exact: dict[str, list[tuple[str, str]]] = {}
+        self._star: dict[str, list[tuple[str, str]]] = {}
+        self._globs: list[tuple[str, str, str]] = []
+        self._interesting: set[str] = set()
+        for rule, raw in entries:
+            pattern = normalize_call(raw)
+            if pattern.endswith(".*") and not _has_glob(pattern[:-2]):
+                base = pattern[:-2]
+                self._star.setdefault(base, []).append((rule, raw))
+            elif _has_glob(pattern):
+                self._globs.append((rule, raw, pattern))
+                literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0].rstrip(".")
+                base = literal.rsplit(".", 1)[0] if "." in literal else literal
+            else:
+                base = pattern
+                self._exact.setdefault(base, []).append((rule, raw))
+            parts = base.split(".")
+            for i in range(1, len(parts) + 1):
+                self._interesting.add(".".join(parts[:i]))
+
+    def __bool__(self) -> bool:
+        return bool(self._exact or self._star or self._globs)
+
+    def interesting(self, qualname: str) -> bool:
+        """Could ``qualname`` or something reached through it break a pattern?"""
+        if qualname in self._interesting:
+            return True
+        return bool(self.match(qualname))
+
+    def match(self, qualname: str) -> list[tuple[str, str]]:
+        """The ``(rule, pattern)`` pairs broken by a reference to ``qualname``."""
+        found: list[tuple[str, str]] = []
+        end = -1
+        while True:
+            end = qualname.find(".", end + 1)
+            prefix = qualname if end < 0 else qualname[:end]
+            hit = self._exact.get(prefix)
+            if hit:
+                found.extend(hit)
+            if end >= 0:
+                hit = self._star.get(prefix)
+                if hit:
+                    found.extend(hit)
+            else:
+                break
+        for rule, raw, pattern in self._globs:
+            if module_matches(pattern, qualname):
+                found.append((rule, raw))
+        return found
