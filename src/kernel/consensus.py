@@ -1,0 +1,604 @@
+"""Corroboration by independent reruns: run captures -> `Consensus` | `NoConsensus`.
+
+Pure: no I/O, no clock, no randomness, no environment. The effect shell
+(`kernel.effects.sandbox`, `kernel.effects.rerun`) launches the runs and hands their
+observations here.
+
+Rules enforced (seed "Corroborate by independent reruns"):
+
+- C1 ``N >= 1``: zero launched runs is refused (``no_runs_launched``), never a vacuous
+  agreement; the observations are the launched runs, indexed ``0..N-1`` in order
+  (``run_indexes_not_sequential`` otherwise).
+- C2 a failed run (non-zero exit, signal, timeout, sandbox or capture error: any
+  status but ``ok``) counts as launched and joins no group.
+- C3 a no-change run (output empty, or byte-identical to the given baseline output)
+  is excluded from grouping and never carries consensus.
+- C4 the remaining outputs are grouped by byte identity (their SHA-256 digest).
+- C5 consensus needs one group that is a strict majority of the *launched* runs
+  (``count * 2 > N``), never a plurality; otherwise `NoConsensus` with every group.
+- C6 the candidate being corroborated is an input: the outcome says whether the
+  majority output is byte-identical to it and which runs reproduced it exactly.
+- C7 byte identity is a corroboration signal, never a correctness claim: no record
+  here carries a correctness field.
+
+Identity payloads (SHA-256 of canonical JSON; ``explanation`` never enters):
+
+- `Consensus`: every field, ``consensus_id`` blanked to ``""`` (self-sealed).
+- `NoConsensus`: every field, ``no_consensus_id`` blanked (self-sealed).
+- `ConsensusRefusal`: ``reason_codes``, ``runs_launched``, ``refusal_id`` blanked.
+- `CorroborationReport`: every field but ``explanation``, ``report_id`` blanked.
+- `RunObservation`, `ClassifiedRun`, `OutputGroup`: nested form, every field.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Sequence
+from typing import Any, Final
+
+import attrs
+
+from kernel.codec import Identity, Record, field_error, seal
+from kernel.identity import is_digest
+from kernel.values import (
+    Refusal,
+    digest,
+    enum_member,
+    exact,
+    non_negative,
+    optional_digest,
+    tuple_of,
+)
+
+__all__ = [
+    "EMPTY_SHA256",
+    "CaptureMode",
+    "CaptureStatus",
+    "ClassifiedRun",
+    "Consensus",
+    "ConsensusOutcome",
+    "ConsensusRefusal",
+    "ConsensusRefusalReason",
+    "CorroborationReport",
+    "Isolation",
+    "NoConsensus",
+    "NoConsensusReason",
+    "OutputGroup",
+    "RunObservation",
+    "RunStatus",
+    "build_consensus",
+    "build_report",
+]
+
+EMPTY_SHA256: Final = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+"""SHA-256 of zero bytes: an empty output is a no-change output (rule C3)."""
+
+CORROBORATION_NOTICE: Final = (
+    "Byte identity across reruns is a corroboration signal, not a correctness claim."
+)
+
+
+class Isolation(enum.StrEnum):
+    """How strongly a run was isolated, strongest first (recorded with every capture)."""
+
+    OVERLAY = "overlay"
+    """User + mount + network + PID namespaces, overlay of the baseline, read-only rest."""
+    NAMESPACE_COPY = "namespace_copy"
+    """The same namespaces around a private copy of the baseline (no overlayfs)."""
+    COPY = "copy"
+    """A private copy only: no namespaces; the command could write elsewhere."""
+
+
+_ISOLATION_RANK: Final = {Isolation.OVERLAY: 0, Isolation.NAMESPACE_COPY: 1, Isolation.COPY: 2}
+
+
+class CaptureMode(enum.StrEnum):
+    """What a run's output is."""
+
+    STDOUT = "stdout"
+    """The bytes the command wrote to standard output."""
+    PATCH = "patch"
+    """A byte-stable diff of the run's final tree against the baseline."""
+
+
+class CaptureStatus(enum.StrEnum):
+    """How a launched run ended, as the sandbox saw it."""
+
+    OK = "ok"
+    """Exit status 0 and the output was captured whole."""
+    FAILED = "failed"
+    """Non-zero exit, killed by a signal, or the command could not start."""
+    TIMEOUT = "timeout"
+    """The run hit its time limit; its whole process tree was killed."""
+    SANDBOX_ERROR = "sandbox_error"
+    """The sandbox could not be set up or the output could not be captured."""
+
+
+class RunStatus(enum.StrEnum):
+    """A run's status in a consensus: `CaptureStatus` plus ``no_change`` (rule C3)."""
+
+    OK = "ok"
+    NO_CHANGE = "no_change"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    SANDBOX_ERROR = "sandbox_error"
+
+
+class NoConsensusReason(enum.StrEnum):
+    """Why a set of runs has no consensus."""
+
+    NO_CANDIDATE_OUTPUT = "no_candidate_output"
+    """Every launched run failed or made no change: there is nothing to group (C2, C3)."""
+    NO_STRICT_MAJORITY = "no_strict_majority"
+    """Outputs exist but no byte-identical group has more than N/2 runs (C5)."""
+
+
+class ConsensusRefusalReason(enum.StrEnum):
+    """Closed reason codes of `ConsensusRefusal`, in check order."""
+
+    NO_RUNS_LAUNCHED = "no_runs_launched"
+    """C1: zero observations."""
+    RUN_INDEXES_NOT_SEQUENTIAL = "run_indexes_not_sequential"
+    """C1: the observations are not runs ``0..N-1`` in order."""
+    INVALID_BASELINE_OUTPUT_DIGEST = "invalid_baseline_output_digest"
+    """C3: the baseline output digest is not a 64-char lowercase hex digest."""
+    INVALID_CANDIDATE_DIGEST = "invalid_candidate_digest"
+    """C6: the candidate digest is not a 64-char lowercase hex digest."""
+
+
+def _pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: sorted, unique ``(name, value)`` string pairs (values may be empty)."""
+    if type(value) is not tuple:
+        raise field_error(attribute.name, "expected a tuple of (name, value) pairs")
+    previous: str | None = None
+    for index, pair in enumerate(value):
+        if (
+            type(pair) is not tuple
+            or len(pair) != 2
+            or type(pair[0]) is not str
+            or type(pair[1]) is not str
+            or not pair[0]
+        ):
+            raise field_error(f"{attribute.name}[{index}]", "not a (name, value) string pair")
+        if previous is not None and pair[0] <= previous:
+            raise field_error(f"{attribute.name}[{index}]", "names must be unique and ascending")
+        previous = pair[0]
+
+
+def _ascending_indexes(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: strictly ascending non-negative run indexes."""
+    tuple_of(int)(_instance, attribute, value)
+    assert isinstance(value, tuple)
+    if any(i < 0 for i in value) or any(a >= b for a, b in itertools.pairwise(value)):
+        raise field_error(attribute.name, "run indexes must be non-negative and ascending")
+
+
+def _optional_non_negative(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is not None:
+        non_negative(instance, attribute, value)
+
+
+def _optional_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and type(value) is not int:
+        raise field_error(attribute.name, f"expected an int or None, got {value!r}")
+
+
+def _optional_reason(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and type(value) is not NoConsensusReason:
+        raise field_error(attribute.name, f"expected a NoConsensusReason or None, got {value!r}")
+
+
+def _optional_bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and type(value) is not bool:
+        raise field_error(attribute.name, f"expected a bool or None, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RunObservation(Record):
+    """One launched run as the effect shell captured it (the input of `build_consensus`).
+
+    Nested form: every field. Invariants: an ``ok`` run exited 0 and has an output
+    digest and size; digest and size are both present or both absent.
+    """
+
+    index: int = attrs.field(validator=non_negative)
+    """``KERNEL_RUN_INDEX`` of the run, ``0..N-1``."""
+    status: CaptureStatus = attrs.field(validator=enum_member(CaptureStatus))
+    """How the run ended."""
+    exit_code: int | None = attrs.field(validator=_optional_int)
+    """Exit status; negative for a signal (``-9``); None when it never ran to an end."""
+    output_digest: str | None = attrs.field(validator=optional_digest)
+    """SHA-256 of the captured output bytes, when captured."""
+    output_size: int | None = attrs.field(validator=_optional_non_negative)
+    """Size in bytes of the captured output, when captured."""
+    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    """Isolation level the run actually obtained."""
+    duration_ms: int = attrs.field(validator=non_negative)
+    """Wall time of the run in milliseconds."""
+    variation: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_pairs)
+    """Per-run environment variation, sorted ``(name, value)`` pairs (e.g. ``TZ``)."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.output_digest is None) != (self.output_size is None):
+            raise field_error("output_size", "output digest and size go together")
+        if self.status is CaptureStatus.OK and (self.exit_code != 0 or self.output_digest is None):
+            raise field_error("status", "an ok run exits 0 and has a captured output")
+
+
+@attrs.frozen(kw_only=True)
+class ClassifiedRun(Record):
+    """One run after classification (rules C2, C3). Nested form: every field."""
+
+    index: int = attrs.field(validator=non_negative)
+    """Run index."""
+    status: RunStatus = attrs.field(validator=enum_member(RunStatus))
+    """``ok`` (joins a group), ``no_change``, or a failure status."""
+    exit_code: int | None = attrs.field(validator=_optional_int)
+    """Exit status as observed."""
+    output_digest: str | None = attrs.field(validator=optional_digest)
+    """SHA-256 of the output, when captured."""
+    output_size: int | None = attrs.field(validator=_optional_non_negative)
+    """Output size in bytes, when captured."""
+    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    """Isolation level obtained."""
+    duration_ms: int = attrs.field(validator=non_negative)
+    """Wall time in milliseconds."""
+    variation: tuple[tuple[str, str], ...] = attrs.field(validator=_pairs)
+    """Per-run environment variation."""
+
+
+@attrs.frozen(kw_only=True)
+class OutputGroup(Record):
+    """Runs whose outputs are byte-identical (rule C4). Nested form: every field."""
+
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of the shared output."""
+    size: int = attrs.field(validator=non_negative)
+    """Output size in bytes."""
+    run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs that produced it, ascending."""
+
+
+def _groups(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    tuple_of(OutputGroup)(_instance, attribute, value)
+
+
+def _runs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    tuple_of(ClassifiedRun)(_instance, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class Consensus(Record):
+    """A strict majority of the launched runs produced byte-identical output (C5).
+
+    Identity payload: every field, ``consensus_id`` blanked (self-sealed). This is
+    a corroboration signal only; nothing here claims the majority output is correct.
+    """
+
+    __identity__ = Identity(field="consensus_id", seals=True)
+
+    consensus_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    runs_launched: int = attrs.field(validator=non_negative)
+    """N, every launched run (failed ones included)."""
+    agreement_count: int = attrs.field(validator=non_negative)
+    """Runs in the majority group (``agreement_count * 2 > runs_launched``)."""
+    majority_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the majority output."""
+    majority_size: int = attrs.field(validator=non_negative)
+    """Size in bytes of the majority output."""
+    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    """Every group, largest first then by digest."""
+    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    """Every launched run, by index."""
+    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs excluded as no-change (C3)."""
+    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs that failed, timed out or hit a sandbox error (C2)."""
+    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the baseline output no-change runs were classified against."""
+    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the candidate being corroborated, when one was given (C6)."""
+    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    """Whether the majority output is byte-identical to the candidate; None without one."""
+    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs whose output is byte-identical to the candidate."""
+
+
+@attrs.frozen(kw_only=True)
+class NoConsensus(Record):
+    """No byte-identical group is a strict majority of the launched runs (C5).
+
+    Identity payload: every field, ``no_consensus_id`` blanked (self-sealed).
+    """
+
+    __identity__ = Identity(field="no_consensus_id", seals=True)
+
+    no_consensus_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    reason: NoConsensusReason = attrs.field(validator=enum_member(NoConsensusReason))
+    """Why there is no consensus."""
+    runs_launched: int = attrs.field(validator=non_negative)
+    """N, every launched run."""
+    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    """Every group, largest first then by digest (possibly none)."""
+    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    """Every launched run, by index."""
+    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs excluded as no-change."""
+    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs that failed, timed out or hit a sandbox error."""
+    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the baseline output, when given."""
+    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the candidate, when given."""
+    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    """False when a candidate was given (there is no majority), else None."""
+    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs whose output is byte-identical to the candidate."""
+
+
+@attrs.frozen(kw_only=True)
+class ConsensusRefusal(Refusal):
+    """The observations cannot be judged at all. Identity payload: see module docstring."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    runs_launched: int = attrs.field(validator=non_negative)
+    """Number of observations given."""
+    reason_codes: tuple[ConsensusRefusalReason, ...] = attrs.field(
+        validator=tuple_of(ConsensusRefusalReason)
+    )
+    """Failed checks, in check order."""
+
+
+ConsensusOutcome = Consensus | NoConsensus
+"""What `build_consensus` returns when it does not refuse."""
+
+
+def build_consensus(
+    observations: Sequence[RunObservation],
+    *,
+    baseline_output_digest: str | None = None,
+    candidate_digest: str | None = None,
+) -> Consensus | NoConsensus | ConsensusRefusal:
+    """Classify N launched runs and find a strict-majority byte-identical output.
+
+    Args:
+        observations: every launched run, indexed ``0..N-1`` in order.
+        baseline_output_digest: SHA-256 of the baseline output; a run whose output
+            has this digest is a no-change run (C3).
+        candidate_digest: SHA-256 of the candidate being corroborated (C6).
+
+    Returns:
+        `Consensus` when one group has more than N/2 runs, else `NoConsensus`;
+        `ConsensusRefusal` when the input cannot be judged (C1, bad digests).
+
+    Raises:
+        TypeError: ``observations`` holds something that is not a `RunObservation`
+            (a programmer error, not bad data).
+    """
+    runs = tuple(observations)
+    for item in runs:
+        if type(item) is not RunObservation:
+            raise TypeError(f"expected RunObservation, got {type(item).__name__}")
+    n = len(runs)
+    reasons: list[ConsensusRefusalReason] = []
+    # C1: N >= 1, and the observations are exactly the launched runs 0..N-1.
+    if n == 0:
+        reasons.append(ConsensusRefusalReason.NO_RUNS_LAUNCHED)
+    elif tuple(run.index for run in runs) != tuple(range(n)):
+        reasons.append(ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL)
+    if baseline_output_digest is not None and not is_digest(baseline_output_digest):
+        reasons.append(ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST)
+    if candidate_digest is not None and not is_digest(candidate_digest):
+        reasons.append(ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST)
+    if reasons:
+        return seal(
+            ConsensusRefusal,
+            runs_launched=n,
+            reason_codes=tuple(reasons),
+            explanation="cannot judge these runs: " + ", ".join(reasons),
+        )
+
+    classified = tuple(_classify(run, baseline_output_digest) for run in runs)
+    members: dict[str, list[int]] = {}
+    sizes: dict[str, int] = {}
+    for run in classified:
+        # C4: only ok (changed, successful) outputs are grouped, by byte identity.
+        if run.status is RunStatus.OK:
+            assert run.output_digest is not None
+            assert run.output_size is not None
+            members.setdefault(run.output_digest, []).append(run.index)
+            sizes[run.output_digest] = run.output_size
+    groups = tuple(
+        OutputGroup(digest=d, size=sizes[d], run_indexes=tuple(indexes))
+        for d, indexes in sorted(members.items(), key=lambda item: (-len(item[1]), item[0]))
+    )
+    no_change = tuple(r.index for r in classified if r.status is RunStatus.NO_CHANGE)
+    failed = tuple(
+        r.index for r in classified if r.status not in (RunStatus.OK, RunStatus.NO_CHANGE)
+    )
+    reproduced = (
+        ()
+        if candidate_digest is None
+        else tuple(
+            r.index
+            for r in classified
+            if r.status is RunStatus.OK and r.output_digest == candidate_digest
+        )
+    )
+    common: dict[str, Any] = {
+        "runs_launched": n,
+        "groups": groups,
+        "runs": classified,
+        "no_change_run_indexes": no_change,
+        "failed_run_indexes": failed,
+        "baseline_output_digest": baseline_output_digest,
+        "candidate_digest": candidate_digest,
+        "candidate_reproduced_by": reproduced,
+    }
+    # C5: a strict majority of the launched runs (count > N/2), never a plurality.
+    top = groups[0] if groups else None
+    if top is not None and len(top.run_indexes) * 2 > n:
+        return seal(
+            Consensus,
+            agreement_count=len(top.run_indexes),
+            majority_digest=top.digest,
+            majority_size=top.size,
+            candidate_matches_majority=(
+                None if candidate_digest is None else candidate_digest == top.digest
+            ),
+            **common,
+        )
+    return seal(
+        NoConsensus,
+        reason=(
+            NoConsensusReason.NO_CANDIDATE_OUTPUT
+            if not groups
+            else NoConsensusReason.NO_STRICT_MAJORITY
+        ),
+        candidate_matches_majority=None if candidate_digest is None else False,
+        **common,
+    )
+
+
+def _classify(run: RunObservation, baseline_output_digest: str | None) -> ClassifiedRun:
+    status: RunStatus
+    if run.status is not CaptureStatus.OK:
+        # C2: any failure counts as launched and joins no group.
+        status = RunStatus(run.status.value)
+    elif run.output_size == 0 or run.output_digest in (EMPTY_SHA256, baseline_output_digest):
+        # C3: empty, or byte-identical to the baseline output.
+        status = RunStatus.NO_CHANGE
+    else:
+        status = RunStatus.OK
+    return ClassifiedRun(
+        index=run.index,
+        status=status,
+        exit_code=run.exit_code,
+        output_digest=run.output_digest,
+        output_size=run.output_size,
+        isolation=run.isolation,
+        duration_ms=run.duration_ms,
+        variation=run.variation,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CorroborationReport(Record):
+    """The `kernel corroborate` report: one consensus outcome plus how it was obtained.
+
+    Identity payload: every field but ``explanation``, ``report_id`` blanked
+    (self-sealed). ``consensus`` is about byte agreement only; the report carries
+    no correctness field (C7).
+    """
+
+    __identity__ = Identity(field="report_id", seals=True)
+
+    report_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    consensus: bool = attrs.field(validator=exact(bool))
+    """True when a strict majority of the launched runs agreed byte for byte."""
+    agreement_count: int | None = attrs.field(validator=_optional_non_negative)
+    """Runs in the majority group, or None without consensus."""
+    runs_launched: int = attrs.field(validator=non_negative)
+    """N."""
+    majority_digest: str | None = attrs.field(validator=optional_digest)
+    """SHA-256 of the majority output, or None."""
+    majority_size: int | None = attrs.field(validator=_optional_non_negative)
+    """Size of the majority output, or None."""
+    no_consensus_reason: NoConsensusReason | None = attrs.field(validator=_optional_reason)
+    """Why there is no consensus, or None when there is one."""
+    outcome_id: str = attrs.field(validator=digest)
+    """``consensus_id`` or ``no_consensus_id`` of the outcome this report renders."""
+    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    """Every byte-identical group."""
+    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    """Every launched run, by index."""
+    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs excluded as no-change."""
+    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs that failed."""
+    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the baseline output, when given."""
+    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    """Digest of the candidate, when given."""
+    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    """Whether the majority output equals the candidate (None without a candidate)."""
+    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    """Runs that reproduced the candidate exactly."""
+    capture_mode: CaptureMode = attrs.field(validator=enum_member(CaptureMode))
+    """What each run's output is."""
+    command: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    """The argv every run executed."""
+    network: bool = attrs.field(validator=exact(bool))
+    """Whether runs had network access."""
+    timeout_ms: int | None = attrs.field(validator=_optional_non_negative)
+    """Per-run time limit, or None."""
+    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    """The weakest isolation level any run obtained."""
+    explanation: str = attrs.field(default=CORROBORATION_NOTICE, validator=exact(str))
+    """Prose (never in the id)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.consensus != (self.no_consensus_reason is None):
+            raise field_error("no_consensus_reason", "set exactly when there is no consensus")
+
+
+def build_report(
+    outcome: Consensus | NoConsensus,
+    *,
+    command: Sequence[str],
+    capture_mode: CaptureMode,
+    network: bool,
+    timeout_ms: int | None,
+) -> CorroborationReport:
+    """Render a consensus outcome as a self-sealed `CorroborationReport`.
+
+    The report's ``isolation`` is the weakest level any run obtained, so a single run
+    that fell back to a copy is never hidden behind the others.
+    """
+    weakest = max((run.isolation for run in outcome.runs), key=_ISOLATION_RANK.__getitem__)
+    fields: dict[str, Any] = {
+        "runs_launched": outcome.runs_launched,
+        "groups": outcome.groups,
+        "runs": outcome.runs,
+        "no_change_run_indexes": outcome.no_change_run_indexes,
+        "failed_run_indexes": outcome.failed_run_indexes,
+        "baseline_output_digest": outcome.baseline_output_digest,
+        "candidate_digest": outcome.candidate_digest,
+        "candidate_matches_majority": outcome.candidate_matches_majority,
+        "candidate_reproduced_by": outcome.candidate_reproduced_by,
+        "capture_mode": capture_mode,
+        "command": tuple(command),
+        "network": network,
+        "timeout_ms": timeout_ms,
+        "isolation": weakest,
+    }
+    if isinstance(outcome, Consensus):
+        return seal(
+            CorroborationReport,
+            consensus=True,
+            agreement_count=outcome.agreement_count,
+            majority_digest=outcome.majority_digest,
+            majority_size=outcome.majority_size,
+            no_consensus_reason=None,
+            outcome_id=outcome.consensus_id,
+            **fields,
+        )
+    return seal(
+        CorroborationReport,
+        consensus=False,
+        agreement_count=None,
+        majority_digest=None,
+        majority_size=None,
+        no_consensus_reason=outcome.reason,
+        outcome_id=outcome.no_consensus_id,
+        **fields,
+    )
