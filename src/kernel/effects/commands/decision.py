@@ -1,0 +1,121 @@
+"""`kernel decision record|verify`: human decision records bound to an evidence report.
+
+Exit codes: 0 recorded / verified; 1 refused (reason codes printed on one line);
+2 unusable input (missing, unreadable, non-JSON or schema-violating files), an output
+outside the output root, or an output that would overwrite an input. Nothing is written
+unless the decision is recorded.
+
+The default clock (``--decided-at`` omitted) lives here, in effects: the pure
+`kernel.decision.record_decision` only ever receives a timestamp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from collections.abc import Callable
+
+from kernel.decision import (
+    DeciderType,
+    DecisionRefusal,
+    HumanDecisionRecord,
+    record_decision,
+    verify_decision,
+)
+from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
+from kernel.effects.files import DEFAULT_OUTPUT_ROOT, load_json, write_canonical_json
+from kernel.errors import ConfigError, RecordError
+from kernel.report import ReportRefusal, check_report
+
+__all__ = ["register", "run_record", "run_verify", "utc_now"]
+
+
+def utc_now() -> str:
+    """The current time as RFC 3339 UTC with second precision (the default clock)."""
+    now = datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+CLOCK: Callable[[], str] = utc_now
+"""The clock `run_record` uses when ``--decided-at`` is omitted (tests may replace it)."""
+
+
+def _refused(verb: str, refusal: DecisionRefusal | ReportRefusal) -> int:
+    codes = ", ".join(refusal.reason_codes)
+    print(f"kernel decision {verb}: refused ({codes})")
+    return 1
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """Record a decision on an evidence report; refuse per `record_decision`."""
+    report = load_report(args.evidence_report)
+    inputs = [args.evidence_report]
+    run = None
+    if args.run_record is not None:
+        run = load_run_record(args.run_record)
+        inputs.append(args.run_record)
+    (target,) = plan_outputs(args.results_root, [args.output], inputs)
+    assert target is not None
+    if run is not None:
+        checked = check_report(report, run=run)
+        if isinstance(checked, ReportRefusal):
+            return _refused("record", checked)
+    outcome = record_decision(
+        report,
+        decision_id=args.decision_id,
+        decision=args.decision,
+        rationale=args.rationale,
+        decider_id=args.decider_id,
+        decider_type=args.decider_type,
+        decided_at=args.decided_at if args.decided_at is not None else CLOCK(),
+        selected_attempt_id=args.selected_attempt_id,
+    )
+    if isinstance(outcome, DecisionRefusal):
+        return _refused("record", outcome)
+    write_canonical_json(target, outcome.to_dict())
+    print(f"recorded {outcome.decision} on report {outcome.evidence_report.digest}")
+    print(f"wrote {target}")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Verify a decision record against the evidence report presented."""
+    document = load_json(args.decision_record, what="decision record")
+    try:
+        record = HumanDecisionRecord.from_dict(document)
+    except RecordError as e:
+        raise ConfigError(f"{args.decision_record}: {e}") from e
+    report = load_report(args.evidence_report)
+    outcome = verify_decision(record, report)
+    if isinstance(outcome, DecisionRefusal):
+        return _refused("verify", outcome)
+    print(f"verified: {record.decision_id} decides on report {outcome.report_digest}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``decision`` verb and its sub-commands."""
+    parser = subparsers.add_parser("decision", help="human decision records")
+    sub = parser.add_subparsers(dest="decision_command", required=True)
+    record = sub.add_parser("record", help="record a human decision on an evidence report")
+    record.add_argument("--evidence-report", required=True, help="evidence report (JSON)")
+    record.add_argument("--output", required=True, help="where to write the decision record")
+    record.add_argument("--decision-id", required=True)
+    # Free strings: the report's vocabulary is refused with its own reason code.
+    record.add_argument("--decision", required=True, help="accept | reject | escalate")
+    record.add_argument("--rationale", required=True)
+    record.add_argument("--decider-id", required=True)
+    record.add_argument(
+        "--decider-type", default=DeciderType.HUMAN.value, help="human | governance_body"
+    )
+    record.add_argument("--selected-attempt-id")
+    record.add_argument("--decided-at", help="RFC 3339 UTC (default: now)")
+    record.add_argument(
+        "--run-record", help="also require the report to be exactly this run's report"
+    )
+    record.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    record.set_defaults(handler=run_record)
+    verify = sub.add_parser("verify", help="verify a decision record against a report")
+    verify.add_argument("--decision-record", required=True)
+    verify.add_argument("--evidence-report", required=True)
+    verify.set_defaults(handler=run_verify)

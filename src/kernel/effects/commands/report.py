@@ -1,0 +1,224 @@
+"""`kernel report generate|render|replay-check`: run evidence reports from the command line.
+
+Exit codes: 0 success / replay match; 1 replay mismatch (the first differing path is
+printed); 2 unusable input (missing, unreadable, non-JSON, schema-violating or
+digest-drifted), an output path outside the output root, or an output that would
+overwrite an input. On exit 2 nothing is written: every input is read and checked and
+every output path is confined before the first (atomic) write.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from kernel.effects.files import (
+    DEFAULT_OUTPUT_ROOT,
+    OutputRoot,
+    atomic_write_bytes,
+    load_json,
+    write_canonical_json,
+)
+from kernel.effects.orchestrate import load_config, run_loaded
+from kernel.errors import CanonicalizationError, ConfigError, EffectError, RecordError
+from kernel.identity import sha256_hex
+from kernel.idkmesh import is_idkmesh_run, run_record_from_idkmesh
+from kernel.render import render_html, render_json, render_markdown
+from kernel.report import ReportRefusal, RunEvidenceReport, build_report
+from kernel.runrecord import RunRecord, first_difference
+
+__all__ = [
+    "load_report",
+    "load_run_record",
+    "plan_outputs",
+    "register",
+    "run_generate",
+    "run_render",
+    "run_replay_check",
+]
+
+
+def load_run_record(path: Path | str) -> RunRecord:
+    """Read a kernel run record, or an IDKMesh v0.1 run record (converted).
+
+    Raises:
+        EffectError: missing or unreadable file.
+        ConfigError: not JSON, or not a valid run record (message names file and field).
+    """
+    document = load_json(path, what="run record")
+    try:
+        if is_idkmesh_run(document):
+            return run_record_from_idkmesh(document)
+        return RunRecord.from_dict(document)
+    except RecordError as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+def load_report(path: Path | str) -> RunEvidenceReport:
+    """Read a run evidence report (strict).
+
+    Raises:
+        EffectError: missing or unreadable file.
+        ConfigError: not JSON, or not a valid report (message names file and field).
+    """
+    document = load_json(path, what="evidence report")
+    try:
+        return RunEvidenceReport.from_dict(document)
+    except RecordError as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+def plan_outputs(
+    root: Path | str, outputs: Sequence[Path | str | None], inputs: Sequence[Path | str]
+) -> list[Path | None]:
+    """Confine every requested output before anything is written.
+
+    Raises:
+        EffectError: an output escapes the root, names an input, or two outputs collide.
+    """
+    confined = OutputRoot(root)
+    planned: list[Path | None] = []
+    seen: set[Path] = set()
+    for requested in outputs:
+        if requested is None:
+            planned.append(None)
+            continue
+        target = confined.resolve(requested, inputs=inputs)
+        if target in seen:
+            raise EffectError(f"{requested}: named twice as an output")
+        seen.add(target)
+        planned.append(target)
+    return planned
+
+
+def _report_of(run: RunRecord, source: Path | str) -> RunEvidenceReport:
+    outcome = build_report(run)
+    if isinstance(outcome, ReportRefusal):
+        attempts = ", ".join(outcome.attempt_ids)
+        codes = ", ".join(outcome.reason_codes)
+        raise ConfigError(f"{source}: report refused ({codes}) at attempts {attempts}")
+    return outcome
+
+
+def _add_views(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report-json", required=True, help="evidence report (JSON)")
+    parser.add_argument("--report-markdown", required=True, help="evidence report (Markdown)")
+    parser.add_argument("--report-html", help="evidence report (self-contained HTML)")
+    parser.add_argument(
+        "--results-root",
+        default=str(DEFAULT_OUTPUT_ROOT),
+        help="every output must be inside this folder (default: results)",
+    )
+
+
+def _write_views(report: RunEvidenceReport, targets: Sequence[Path | None]) -> None:
+    json_path, markdown_path, html_path = targets
+    assert json_path is not None
+    assert markdown_path is not None
+    atomic_write_bytes(json_path, render_json(report))
+    atomic_write_bytes(markdown_path, render_markdown(report).encode("utf-8"))
+    if html_path is not None:
+        atomic_write_bytes(html_path, render_html(report).encode("utf-8"))
+
+
+def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) -> None:
+    s = report.summary
+    print(
+        f"report {report.run_id}: {s.attempt_count} attempts, supported {s.supported}, "
+        f"rejected {s.rejected}, inconclusive {s.inconclusive}, control errors "
+        f"{s.control_errors}, disagreement {'yes' if s.verification_disagreement else 'no'}, "
+        "decision pending"
+    )
+    print(f"report digest {report.digest}")
+    for target in targets:
+        if target is not None:
+            print(f"wrote {target}")
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """Run a config, then write the run record and the report views."""
+    loaded = load_config(args.config)
+    targets = plan_outputs(
+        args.results_root,
+        [args.run_output, args.report_json, args.report_markdown, args.report_html],
+        loaded.inputs,
+    )
+    run = run_loaded(loaded)
+    report = _report_of(run, args.config)
+    run_path = targets[0]
+    assert run_path is not None
+    write_canonical_json(run_path, run.to_dict())
+    _write_views(report, targets[1:])
+    _print_summary(report, targets)
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    """Write the report views of a saved run record (kernel or IDKMesh v0.1)."""
+    run = load_run_record(args.run_record)
+    targets = plan_outputs(
+        args.results_root,
+        [args.report_json, args.report_markdown, args.report_html],
+        [args.run_record],
+    )
+    report = _report_of(run, args.run_record)
+    _write_views(report, targets)
+    _print_summary(report, targets)
+    return 0
+
+
+def run_replay_check(args: argparse.Namespace) -> int:
+    """Check the config digest, replay the config, compare canonical SHA-256.
+
+    Exit 0 when the replay reproduces the saved record byte for byte (canonically),
+    1 on any mismatch (the config digest first, then the first differing path).
+    """
+    loaded = load_config(args.config)
+    saved = load_json(args.run_record, what="run record")
+    recorded = saved.get("config_digest") if isinstance(saved, dict) else None
+    # Step 1: the record must be a run of *this* config, before anything is re-run.
+    if recorded != loaded.config_digest:
+        print(
+            f"replay mismatch: {args.run_record} config_digest {recorded!r} is not the "
+            f"digest of {args.config} ({loaded.config_digest})"
+        )
+        return 1
+    # Step 2: re-run and compare the canonical digests of the whole documents.
+    replayed = run_loaded(loaded).to_dict()
+    try:
+        saved_digest = sha256_hex(saved)
+    except CanonicalizationError as e:
+        print(f"replay mismatch: {args.run_record} is not canonical JSON at {e.path}")
+        return 1
+    replayed_digest = sha256_hex(replayed)
+    if saved_digest != replayed_digest:
+        path = first_difference(saved, replayed) or "$"
+        print(
+            f"replay mismatch: saved {saved_digest} != replayed {replayed_digest}; "
+            f"first difference at {path}"
+        )
+        return 1
+    print(f"replay match: {saved_digest}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``report`` verb and its sub-commands."""
+    parser = subparsers.add_parser("report", help="run evidence reports")
+    sub = parser.add_subparsers(dest="report_command", required=True)
+    generate = sub.add_parser("generate", help="run a config, write run record + report")
+    generate.add_argument("--config", required=True, help="orchestration config (JSON)")
+    generate.add_argument("--run-output", required=True, help="where to write the run record")
+    _add_views(generate)
+    generate.set_defaults(handler=run_generate)
+    render = sub.add_parser("render", help="report on a saved run record")
+    render.add_argument(
+        "--run-record", required=True, help="kernel or IDKMesh v0.1 run record (JSON)"
+    )
+    _add_views(render)
+    render.set_defaults(handler=run_render)
+    replay = sub.add_parser("replay-check", help="replay a config against a saved run")
+    replay.add_argument("--config", required=True, help="orchestration config (JSON)")
+    replay.add_argument("--run-record", required=True, help="saved run record (JSON)")
+    replay.set_defaults(handler=run_replay_check)
