@@ -287,22 +287,27 @@ def _reach(
     modules: dict[str, str],
     show: dict[str, str],
 ) -> list[Violation]:
-    """BFS from ``start`` through project modules; shortest chain per forbidden module."""
+    """BFS from ``start`` through project modules; shortest chain per broken pattern.
+
+    The search does not continue through a forbidden module: the first forbidden hop
+    is the finding, what lies behind it is noise.
+    """
     parent: dict[str, tuple[str, int, int]] = {start: ("", 0, 0)}
     queue = collections.deque([start])
-    found: dict[str, tuple[str, str, int, int]] = {}
+    found: dict[str, tuple[str, str, int]] = {}  # pattern -> (last module, target, line)
     while queue:
         current = queue.popleft()
         for target, line, col in graph.get(current, ()):
-            if current != start and target not in found:
-                pattern = next((p for p in rule.forbid_imports if module_matches(p, target)), None)
-                if pattern is not None:
-                    found[target] = (current, pattern, line, col)
+            pattern = next((p for p in rule.forbid_imports if module_matches(p, target)), None)
+            if pattern is not None:
+                if current != start and pattern not in found:
+                    found[pattern] = (current, target, line)
+                continue
             if target in modules and target not in parent:
                 parent[target] = (current, line, col)
                 queue.append(target)
     violations: list[Violation] = []
-    for target, (last, pattern, line, _col) in sorted(found.items()):
+    for pattern, (last, target, line) in sorted(found.items()):
         hops = [
             ChainLink(
                 module=last, path=show.get(modules[last], modules[last]), line=line, imports=target
