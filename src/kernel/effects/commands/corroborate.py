@@ -1,0 +1,144 @@
+"""`kernel corroborate`: N isolated reruns of one command, judged by byte identity.
+
+    kernel corroborate -n N [--candidate FILE] [--baseline DIR] [--capture stdout|patch]
+        [--baseline-output FILE] [--timeout S] [--network] [--vary tz,locale,...]
+        [--output REPORT.json] [--majority-output FILE] -- CMD [ARGS...]
+
+Exit codes: 0 consensus (a strict majority of the launched runs agreed byte for
+byte), 3 no consensus, 2 unusable input (N < 1, missing baseline, unreadable
+candidate or baseline output, a command that cannot start, an output path outside
+the output root); in that case nothing is written. Writes only the named report
+(canonical JSON, atomically; stdout when ``--output`` is not given) and, when asked,
+the majority bytes. Progress goes to stderr when it is a terminal. Agreement is a
+corroboration signal, never a correctness claim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernel.consensus import CaptureMode, Consensus, Isolation
+from kernel.effects.files import DEFAULT_OUTPUT_ROOT, OutputRoot, write_canonical_json
+from kernel.effects.rerun import corroborate
+from kernel.effects.sandbox import Capture, Variation
+from kernel.errors import ConfigError, EffectError
+from kernel.identity import canonical_json
+
+__all__ = ["EXIT_CONSENSUS", "EXIT_NO_CONSENSUS", "register", "run"]
+
+EXIT_CONSENSUS = 0
+EXIT_NO_CONSENSUS = 3
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``corroborate`` verb."""
+    parser = subparsers.add_parser(
+        "corroborate",
+        help="run a command N times in isolated sandboxes and report byte agreement",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-n", "--runs", type=int, required=True, help="runs to launch (N >= 1)")
+    parser.add_argument("--candidate", type=Path, help="the candidate patch or answer")
+    parser.add_argument("--baseline", type=Path, help="directory each run starts from")
+    parser.add_argument(
+        "--capture", choices=[m.value for m in CaptureMode], default=CaptureMode.STDOUT.value
+    )
+    parser.add_argument("--baseline-output", type=Path, help="output that means 'no change'")
+    parser.add_argument("--timeout", type=float, help="per-run time limit in seconds")
+    parser.add_argument("--network", action="store_true", help="give runs network access")
+    parser.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        help="per-run variations, comma-separated: " + ",".join(v.value for v in Variation),
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=[level.value for level in Isolation],
+        help="require this isolation level (default: the strongest available)",
+    )
+    parser.add_argument("--output", type=Path, help="report path (default: stdout)")
+    parser.add_argument("--majority-output", type=Path, help="write the majority bytes here")
+    parser.add_argument(
+        "--output-root",
+        type=Path,
+        default=DEFAULT_OUTPUT_ROOT,
+        help="outputs must lie inside this folder (default: results/)",
+    )
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    parser.set_defaults(handler=run)
+
+
+def _variations(values: list[str]) -> tuple[Variation, ...]:
+    chosen: list[Variation] = []
+    for value in values:
+        for name in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                variation = Variation(name)
+            except ValueError as e:
+                allowed = ", ".join(v.value for v in Variation)
+                raise ConfigError(f"--vary: unknown variation {name!r} (one of {allowed})") from e
+            if variation not in chosen:
+                chosen.append(variation)
+    return tuple(chosen)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the verb; 0 consensus, 3 no consensus (usage errors raise `KernelError`)."""
+    command = list(args.cmd)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if args.runs < 1:
+        raise ConfigError(f"-n must be >= 1, got {args.runs}")
+    if not command:
+        raise ConfigError("no command given (put it after --)")
+    if args.timeout is not None and args.timeout <= 0:
+        raise ConfigError(f"--timeout must be positive, got {args.timeout}")
+    variations = _variations(args.vary)
+    if args.baseline is not None and not args.baseline.is_dir():
+        raise EffectError(f"{args.baseline}: baseline directory not found")
+    inputs = [p for p in (args.candidate, args.baseline_output) if p is not None]
+    for path in inputs:
+        if not path.is_file():
+            raise EffectError(f"{path}: not a readable file")
+    root = OutputRoot(args.output_root)
+    # Every output path is checked before anything runs, so a refusal writes nothing.
+    report_path = None if args.output is None else root.resolve(args.output, inputs=inputs)
+    majority_path = (
+        None if args.majority_output is None else root.resolve(args.majority_output, inputs=inputs)
+    )
+    if report_path is not None and report_path == majority_path:
+        raise EffectError(f"{args.output}: report and majority output are the same file")
+    progress = sys.stderr.isatty()
+
+    def show(capture: Capture) -> None:
+        if progress:
+            print(
+                f"run {capture.run_index}: {capture.status} ({capture.duration_ms} ms)",
+                file=sys.stderr,
+            )
+
+    result = corroborate(
+        command,
+        runs=args.runs,
+        baseline=args.baseline,
+        capture=CaptureMode(args.capture),
+        candidate=args.candidate,
+        baseline_output=args.baseline_output,
+        timeout_s=args.timeout,
+        network=args.network,
+        variations=variations,
+        isolation=None if args.isolation is None else Isolation(args.isolation),
+        majority_output_path=majority_path,
+        on_capture=show,
+    )
+    document = result.report.to_dict()
+    if report_path is None:
+        sys.stdout.buffer.write(canonical_json(document) + b"\n")
+        sys.stdout.flush()
+    else:
+        write_canonical_json(report_path, document)
+    return EXIT_CONSENSUS if isinstance(result.outcome, Consensus) else EXIT_NO_CONSENSUS
