@@ -1,0 +1,921 @@
+"""ADR-0232: bind one candidate operator result to one immutable search run.
+
+``bind_candidate_attempt_to_run(original_run=..., candidate_operator_result=...)``
+returns a `CandidateAttemptRunBinding` (membership evidence only: the attempt is
+structurally admissible as a member of that run episode) or a
+`CandidateAttemptRunBindingRefusal`. It never raises on bad data, never mutates its
+inputs, never produces a new ``run_id``, and decides nothing about truth, ranking,
+selection, replay, sealing or serving.
+
+Check order (first failure wins, exactly one reason code per refusal). Checks 1-14
+are those of the reference implementation, in its order, so a refusal's id agrees
+with the reference's whenever the reference refuses too:
+
+1-3. ``original_run`` is a `GeometricSearchRun`, ``candidate_operator_result`` a
+     `CandidateOperatorResult`, its attempt a `CandidateAttempt`
+     -> ``invalid_binding_input``;
+4.   ``schema_versions``/``policy_versions`` are tuples of non-empty ``(name,
+     version)`` str pairs, names strictly ascending -> ``unsupported_schema_version``;
+5.   result's ``geometric_search_run_id`` == ``run_id`` -> ``run_result_mismatch``;
+6.   result vs attempt: ``attempt_id``, ``attempt_index``, ``candidate_digest``,
+     ``input_digest``, ``operator_name``/``operator_id``, ``operator_version``
+     -> ``attempt_result_mismatch``;
+7.   (kernel: the reconstruction exists -> ``missing_candidate_reconstruction``)
+     reconstruction's ``candidate_digest`` then ``candidate_reconstruction_digest``
+     vs the result -> ``reconstruction_result_mismatch``;
+8.   attempt replay status is pending -> ``replay_status_not_pending``;
+9.   attempt has no replay blockers -> ``replay_blockers_present``;
+10.  reconstruction's source residual is one of the run's, its problem frame and
+     assessment are the run's -> ``run_identity_mismatch``;
+11.  the run's operator set id and version are in the reconstruction's provenance
+     -> ``operator_set_mismatch``;
+12.  attempt spans are valid; result and reconstruction spans equal them
+     -> ``malformed_evidence_span``;
+13.  per existing attempt, in order: index, id, candidate digest differ
+     -> ``duplicate_attempt_index`` / ``duplicate_attempt_id`` /
+     ``duplicate_candidate_digest``;
+14.  (kernel: the attempt has a budget charge -> ``missing_budget_charge``) charge,
+     depth and step index are non-negative, ``considered + charge <= max_candidates``,
+     ``steps_used + charge <= max_steps``, ``max(depth_reached, depth) <= max_depth``,
+     ``parallelism_used <= max_parallelism`` -> ``budget_charge_exceeds_remaining``.
+
+Then the ADR-0232 rules the reference skips (kernel is stricter; docs/adr explains):
+
+15.  every int the binding reads is an exact int (``bool`` is not) and
+     ``explanation`` is a str -> ``malformed_input_field``;
+16.  run policy and schema are the v1 ones -> ``unsupported_run_policy``;
+17.  operator policy is the v1 one -> ``unsupported_operator_policy``;
+18.  ``policy_versions`` declares no binding policy but this one
+     -> ``unsupported_binding_policy``;
+19.  charge candidates and steps are positive -> ``non_positive_budget_charge``;
+20.  ``max_parallelism == 1`` -> ``unsupported_parallelism``;
+21.  existing attempts hold indices ``0..n-1`` in order -> ``ambiguous_attempt_order``;
+22.  the declared index is ``n`` (no gap) -> ``attempt_index_gap``;
+23.  every span sentence index is non-negative -> ``malformed_evidence_span``;
+24.  every value entering an id has its record shape and is encodable (a record
+     altered after construction is caught here) -> ``malformed_input_field``.
+
+A binding is stateless: two bindings of different candidates against the same run
+may each succeed while together exceeding its budget. `verify_binding_set` checks a
+set of bindings of one run together.
+
+Identity payloads (tests recompute them with the stdlib):
+
+- ``input_digest`` = H(every `CandidateAttemptRunBindingInput` field but itself);
+- ``candidate_attempt_ref`` = H(the attempt's nested form: every field but
+  ``explanation``, real ``attempt_id``);
+- ``binding_id`` self-seals over every binding field but ``explanation``
+  (``run_attempt_membership = "structurally_bound"``, ``reason_codes = []``);
+- ``binding_refusal_id`` self-seals over every refusal field but ``explanation``;
+  a refusal's ``input_digest`` is always null (as in the reference) and an identity
+  is filled in only once its record's type was validated.
+
+Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`/
+`search` only; the fenced ``guard`` block of docs/adr/ADR-0232 pins this.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any, Final, TypeAlias, TypeVar
+
+import attrs
+
+from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.errors import CanonicalizationError
+from kernel.identity import MAX_SAFE_INT, is_digest, sha256_hex
+from kernel.search import (
+    CANDIDATE_OPERATOR_POLICY_VERSION,
+    GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
+    GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
+    BudgetCharge,
+    BudgetConsumed,
+    CandidateAttempt,
+    CandidateOperatorResult,
+    CandidateReconstruction,
+    CandidateReplayStatus,
+    GeometricSearchRun,
+)
+from kernel.values import (
+    Refusal,
+    SourceSpan,
+    digest,
+    enum_member,
+    exact,
+    optional_digest,
+    tuple_of,
+    version_pair_problem,
+    version_pairs,
+)
+
+__all__ = [
+    "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
+    "RunAttemptBindingRefusalReason",
+    "CandidateAttemptRunBindingInput",
+    "CandidateAttemptRunBinding",
+    "CandidateAttemptRunBindingRefusal",
+    "CandidateAttemptRunBindingOutcome",
+    "bind_candidate_attempt_to_run",
+    "BINDING_POLICY_NAME",
+    "RunAttemptMembership",
+    "verify_binding",
+    "verify_binding_set",
+]
+
+CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION: Final = "candidate_attempt_run_binding.v1"
+"""The binding policy this module implements."""
+
+BINDING_POLICY_NAME: Final = "candidate_attempt_run_binding"
+"""Name under which ``policy_versions`` may declare the binding policy (check 18)."""
+
+_BOUND_EXPLANATION: Final = "CandidateAttempt structurally bound to GeometricSearchRun."
+
+
+class RunAttemptBindingRefusalReason(enum.StrEnum):
+    """Closed reason codes of the binding and its verifiers (check numbers: module doc)."""
+
+    INVALID_BINDING_INPUT = "invalid_binding_input"
+    """1-3: an argument is not the record it must be."""
+    UNSUPPORTED_BINDING_POLICY = "unsupported_binding_policy"
+    """18: another binding policy was declared (verifiers: the binding's own policy)."""
+    RUN_RESULT_MISMATCH = "run_result_mismatch"
+    """5: the result was built for another run."""
+    ATTEMPT_RESULT_MISMATCH = "attempt_result_mismatch"
+    """6: the result and its attempt disagree."""
+    RECONSTRUCTION_RESULT_MISMATCH = "reconstruction_result_mismatch"
+    """7: the result and its reconstruction disagree."""
+    REPLAY_STATUS_NOT_PENDING = "replay_status_not_pending"
+    """8: the attempt was already replayed."""
+    REPLAY_BLOCKERS_PRESENT = "replay_blockers_present"
+    """9: the attempt carries replay blockers."""
+    DUPLICATE_ATTEMPT_INDEX = "duplicate_attempt_index"
+    """13: the run already holds an attempt at that index."""
+    DUPLICATE_ATTEMPT_ID = "duplicate_attempt_id"
+    """13: the run already holds that attempt."""
+    DUPLICATE_CANDIDATE_DIGEST = "duplicate_candidate_digest"
+    """13: the run already holds that candidate (refused in v1)."""
+    BUDGET_CHARGE_EXCEEDS_REMAINING = "budget_charge_exceeds_remaining"
+    """14: negative charge/depth/step, or the charge does not fit the run's budget."""
+    OPERATOR_SET_MISMATCH = "operator_set_mismatch"
+    """11: the candidate was not built by the run's operator set."""
+    RUN_IDENTITY_MISMATCH = "run_identity_mismatch"
+    """10: the candidate addresses another residual, problem frame or assessment."""
+    MALFORMED_EVIDENCE_SPAN = "malformed_evidence_span"
+    """12, 23: invalid spans, or span streams that differ."""
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+    """4: version pairs are not unique, sorted, non-empty str pairs."""
+    # -- kernel's stricter checks (ADR-0232 rules the reference skips) ---------------
+    MISSING_CANDIDATE_RECONSTRUCTION = "missing_candidate_reconstruction"
+    """7: the result carries no `CandidateReconstruction`."""
+    MISSING_BUDGET_CHARGE = "missing_budget_charge"
+    """14: the attempt carries no `BudgetCharge`."""
+    MALFORMED_INPUT_FIELD = "malformed_input_field"
+    """10-14, 15, 24: a field has a type or value its record refuses (bool as int, a
+    record altered after construction, an unencodable value)."""
+    UNSUPPORTED_RUN_POLICY = "unsupported_run_policy"
+    """16: run policy or schema is not the v1 one."""
+    UNSUPPORTED_OPERATOR_POLICY = "unsupported_operator_policy"
+    """17: operator policy is not the v1 one."""
+    NON_POSITIVE_BUDGET_CHARGE = "non_positive_budget_charge"
+    """19: a zero candidate or step charge (an attempt always consumes)."""
+    UNSUPPORTED_PARALLELISM = "unsupported_parallelism"
+    """20: v1 runs are sequential (``max_parallelism == 1``)."""
+    AMBIGUOUS_ATTEMPT_ORDER = "ambiguous_attempt_order"
+    """21: existing attempts are not exactly indices ``0..n-1`` in order."""
+    ATTEMPT_INDEX_GAP = "attempt_index_gap"
+    """22: the declared index is not the next one (``n``)."""
+    # -- verifiers (`verify_binding`, `verify_binding_set`) ---------------------------
+    BINDING_ID_MISMATCH = "binding_id_mismatch"
+    """The binding's ``binding_id`` does not reproduce from its own payload."""
+    INPUT_DIGEST_MISMATCH = "input_digest_mismatch"
+    """The binding's ``input_digest`` is not the one its inputs yield."""
+    CANDIDATE_ATTEMPT_REF_MISMATCH = "candidate_attempt_ref_mismatch"
+    """The binding's ``candidate_attempt_ref`` is not the attempt's content digest."""
+    BINDING_RECORD_MISMATCH = "binding_record_mismatch"
+    """Another binding field differs from what binding its inputs yields."""
+    EMPTY_BINDING_SET = "empty_binding_set"
+    """`verify_binding_set` was given no binding (vacuous input is refused)."""
+
+
+R = RunAttemptBindingRefusalReason
+_R = TypeVar("_R", bound=Record)
+_INT_LIKE: Final = frozenset({int, bool})
+_INT_ONLY: Final = frozenset({int})
+_STR_ONLY: Final = frozenset({str})
+_DIGEST_LENGTH: Final = frozenset({64})
+
+
+class RunAttemptMembership(enum.StrEnum):
+    """The closed semantic tag of a binding (ADR-0232 section 7)."""
+
+    STRUCTURALLY_BOUND = "structurally_bound"
+    """Admissible as a member of this run episode under the v1 policy; nothing more."""
+
+
+def _empty(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value != () or type(value) is not tuple:
+        raise field_error(attribute.name, "a binding carries no reason codes")
+
+
+def _one_reason(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not tuple or len(value) != 1 or type(value[0]) is not R:
+        raise field_error(attribute.name, "a refusal carries exactly one reason code")
+
+
+def _safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        raise field_error(
+            attribute.name, f"expected an integer within +/-(2**53 - 1), got {value!r}"
+        )
+
+
+def _digests(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not tuple or not all(is_digest(item) for item in value):
+        raise field_error(attribute.name, "expected a tuple of digests")
+
+
+_STR = exact(str)
+
+
+@attrs.frozen(kw_only=True)
+class CandidateAttemptRunBindingInput(Record):
+    """The structural input a binding hashes (ADR-0232 section 6).
+
+    Identity: ``input_digest`` covers every other field (not self-sealing).
+    """
+
+    __identity__ = Identity(field="input_digest", seals=False)
+
+    input_digest: str = attrs.field(validator=digest)
+    """Digest of every field below."""
+    binding_policy_version: str = attrs.field(validator=_STR)
+    """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
+    original_run_id: str = attrs.field(validator=digest)
+    """The run bound to."""
+    original_run_policy_version: str = attrs.field(validator=_STR)
+    """Its policy."""
+    original_run_input_digest: str = attrs.field(validator=digest)
+    """Its input digest."""
+    operator_result_id: str = attrs.field(validator=digest)
+    """The operator result bound."""
+    operator_policy_version: str = attrs.field(validator=_STR)
+    """Its policy."""
+    candidate_attempt_id: str = attrs.field(validator=digest)
+    """The attempt bound."""
+    attempt_index: int = attrs.field(validator=_safe_int)
+    """Its declared index."""
+    candidate_digest: str = attrs.field(validator=digest)
+    """The candidate's digest."""
+    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    """The reconstruction's digest."""
+    operator_set_id: str = attrs.field(validator=digest)
+    """The run's operator set."""
+    operator_set_version: str = attrs.field(validator=_STR)
+    """Its version."""
+    budget_id: str = attrs.field(validator=digest)
+    """The run's compute budget decision."""
+    gate_decision_id: str = attrs.field(validator=digest)
+    """The run's search gate decision."""
+    residual_ids: tuple[str, ...] = attrs.field(validator=_digests)
+    """The run's residuals, in order."""
+    problem_frame_digest: str = attrs.field(validator=digest)
+    """The run's problem frame."""
+    original_contract_assessment_id: str = attrs.field(validator=_STR)
+    """The run's contract assessment."""
+    schema_versions: tuple[tuple[str, str], ...] = attrs.field(validator=version_pairs)
+    """Caller-declared schema versions (sorted, unique)."""
+    policy_versions: tuple[tuple[str, str], ...] = attrs.field(validator=version_pairs)
+    """Caller-declared policy versions (sorted, unique)."""
+
+
+@attrs.frozen(kw_only=True)
+class CandidateAttemptRunBinding(Record):
+    """Membership evidence: one attempt is admissible in one run (ADR-0232 section 7).
+
+    Carries no answer, verdict, rank, score or selection. Identity: ``binding_id``
+    self-seals over every field but ``explanation``.
+    """
+
+    __identity__ = Identity(field="binding_id")
+
+    binding_id: str = attrs.field(validator=digest)
+    """Self-sealed id of the membership relation."""
+    binding_policy_version: str = attrs.field(validator=_STR)
+    """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
+    input_digest: str = attrs.field(validator=digest)
+    """`CandidateAttemptRunBindingInput.input_digest`."""
+    original_run_id: str = attrs.field(validator=digest)
+    """The run (unchanged; a binding never makes a run id)."""
+    operator_result_id: str = attrs.field(validator=digest)
+    """The operator result bound."""
+    candidate_attempt_id: str = attrs.field(validator=digest)
+    """The attempt bound."""
+    attempt_index: int = attrs.field(validator=_safe_int)
+    """Its declared index."""
+    candidate_digest: str = attrs.field(validator=digest)
+    """The candidate's digest."""
+    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    """The reconstruction's digest."""
+    candidate_attempt_ref: str = attrs.field(validator=digest)
+    """Content digest of the exact attempt (its nested form)."""
+    budget_charge: BudgetCharge = attrs.field(validator=attrs.validators.instance_of(BudgetCharge))
+    """The attempt's declared charge, copied (evidence, not an allocation)."""
+    depth: int = attrs.field(validator=_safe_int)
+    """The attempt's depth, copied."""
+    step_index: int = attrs.field(validator=_safe_int)
+    """The attempt's step index, copied."""
+    run_attempt_membership: RunAttemptMembership = attrs.field(
+        validator=enum_member(RunAttemptMembership)
+    )
+    """Always `RunAttemptMembership.STRUCTURALLY_BOUND`."""
+    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=tuple_of(SourceSpan))
+    """The attempt's spans, in order, duplicates kept."""
+    reason_codes: tuple[str, ...] = attrs.field(validator=_empty)
+    """Always empty for a binding."""
+    explanation: str = attrs.field(default="", validator=_STR)
+    """Prose; never part of an identity."""
+
+
+@attrs.frozen(kw_only=True)
+class CandidateAttemptRunBindingRefusal(Refusal):
+    """Why a candidate could not be bound; never a partial binding (ADR-0232 section 8).
+
+    Identity: ``binding_refusal_id`` self-seals over every field but ``explanation``.
+    Identities are filled in only when validated without guessing, else None.
+    """
+
+    __identity__ = Identity(field="binding_refusal_id")
+
+    binding_refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id of the refusal."""
+    binding_policy_version: str = attrs.field(validator=_STR)
+    """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
+    input_digest: str | None = attrs.field(validator=optional_digest)
+    """Always None (as in the reference): no input was accepted."""
+    original_run_id: str | None = attrs.field(validator=optional_digest)
+    """The run, once validated as a run."""
+    operator_result_id: str | None = attrs.field(validator=optional_digest)
+    """The operator result, once validated as one."""
+    candidate_attempt_id: str | None = attrs.field(validator=optional_digest)
+    """The attempt, once validated as one."""
+    reason_codes: tuple[RunAttemptBindingRefusalReason, ...] = attrs.field(validator=_one_reason)
+    """Exactly one code: the first failed check."""
+
+
+CandidateAttemptRunBindingOutcome: TypeAlias = (
+    CandidateAttemptRunBinding | CandidateAttemptRunBindingRefusal
+)
+"""What `bind_candidate_attempt_to_run` returns; callers ``match`` on the type."""
+
+_Ids = tuple[str | None, str | None, str | None]
+_NO_IDS: Final[_Ids] = (None, None, None)
+
+
+def _known(value: object) -> str | None:
+    """An identity usable in a refusal: a digest, else None (never guessed)."""
+    return value if is_digest(value) else None  # type: ignore[return-value]
+
+
+def _refusal(reason: R, ids: _Ids = _NO_IDS) -> CandidateAttemptRunBindingRefusal:
+    return seal(
+        CandidateAttemptRunBindingRefusal,
+        binding_policy_version=CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+        input_digest=None,
+        original_run_id=ids[0],
+        operator_result_id=ids[1],
+        candidate_attempt_id=ids[2],
+        reason_codes=(reason,),
+        explanation=f"CandidateAttempt run binding refused: {reason.value}.",
+    )
+
+
+def _valid_spans(spans: object) -> bool:
+    """Check 12's span validity (the reference's rule: exact ints, 0 <= start <= end)."""
+    if type(spans) is not tuple:
+        return False
+    for span in spans:
+        if type(span) is not SourceSpan:
+            return False
+        start, end, sentence = span.start, span.end, span.sentence_index
+        if (
+            type(span.text) is not str
+            or type(start) is not int
+            or type(end) is not int
+            or not 0 <= start <= end
+            or (sentence is not None and type(sentence) is not int)
+        ):
+            return False
+    return True
+
+
+def _declares_other_binding_policy(policy_versions: tuple[tuple[str, str], ...]) -> bool:
+    return any(
+        name == BINDING_POLICY_NAME and version != CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION
+        for name, version in policy_versions
+    )
+
+
+def _all_digests(values: tuple[object, ...]) -> bool:
+    """True when every value is a digest (one C-speed pass over their concatenation)."""
+    if set(map(type, values)) != _STR_ONLY or set(map(len, values)) != _DIGEST_LENGTH:  # type: ignore[arg-type]
+        return False
+    joined = "".join(values)  # type: ignore[arg-type]
+    try:
+        decoded = bytes.fromhex(joined)
+    except ValueError:
+        return False
+    # fromhex skips whitespace and reads upper case: refuse both.
+    return len(decoded) * 2 == len(joined) and joined == joined.lower()
+
+
+def _trusted(cls: type[_R], fields: dict[str, object], /) -> _R:
+    """Build a record from values the caller has already shape-checked.
+
+    The record constructor would re-run every field validator; the binding's hot
+    path has checked exactly those rules itself (checks 4, 12, 15, 24), so it sets
+    the fields directly, as the generated ``__init__`` would.
+    """
+    record = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(record, name, value)
+    return record
+
+
+def _bind(
+    original_run: object,
+    candidate_operator_result: object,
+    schema_versions: object,
+    policy_versions: object,
+    explanation: object,
+) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
+    """Every check of the module docstring, in order; the binding and its input."""
+    run = original_run
+    result = candidate_operator_result
+    # 1-3 (invalid_binding_input): exact record types; identities fill in as validated.
+    if type(run) is not GeometricSearchRun:
+        return _refusal(R.INVALID_BINDING_INPUT)
+    if type(result) is not CandidateOperatorResult:
+        return _refusal(R.INVALID_BINDING_INPUT, (_known(run.run_id), None, None))
+    attempt = result.candidate_attempt
+    if type(attempt) is not CandidateAttempt:
+        return _refusal(
+            R.INVALID_BINDING_INPUT, (_known(run.run_id), _known(result.operator_result_id), None)
+        )
+    ids: _Ids = (
+        _known(run.run_id),
+        _known(result.operator_result_id),
+        _known(attempt.attempt_id),
+    )
+    # 4 (unsupported_schema_version): caller-declared version pairs.
+    # (Empty tuples, the common case, need no walk.)
+    if (
+        type(schema_versions) is not tuple
+        or type(policy_versions) is not tuple
+        or schema_versions
+        or policy_versions
+    ) and (
+        version_pair_problem(schema_versions) is not None
+        or version_pair_problem(policy_versions) is not None
+    ):
+        return _refusal(R.UNSUPPORTED_SCHEMA_VERSION, ids)
+    # 5 (run_result_mismatch): the result was built for this run.
+    if result.geometric_search_run_id != run.run_id:
+        return _refusal(R.RUN_RESULT_MISMATCH, ids)
+    # 6 (attempt_result_mismatch): the result repeats its attempt faithfully.
+    if (
+        result.attempt_id != attempt.attempt_id
+        or result.attempt_index != attempt.attempt_index
+        or result.candidate_digest != attempt.candidate_digest
+        or result.input_digest != attempt.input_digest
+        or result.operator_name != attempt.operator_id
+        or result.operator_version != attempt.operator_version
+    ):
+        return _refusal(R.ATTEMPT_RESULT_MISMATCH, ids)
+    # 7 (missing_candidate_reconstruction, kernel; reconstruction_result_mismatch).
+    reconstruction = result.candidate_reconstruction
+    if type(reconstruction) is not CandidateReconstruction:
+        return _refusal(R.MISSING_CANDIDATE_RECONSTRUCTION, ids)
+    if reconstruction.candidate_digest != result.candidate_digest:
+        return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
+    if reconstruction.candidate_reconstruction_digest != result.candidate_reconstruction_digest:
+        return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
+    # 8 (replay_status_not_pending) and 9 (replay_blockers_present).
+    if attempt.replay_status is not CandidateReplayStatus.REPLAY_PENDING:
+        return _refusal(R.REPLAY_STATUS_NOT_PENDING, ids)
+    if attempt.replay_blockers != ():
+        return _refusal(R.REPLAY_BLOCKERS_PRESENT, ids)
+    # 10 (run_identity_mismatch): the candidate addresses this run's problem.
+    residual_ids = run.residual_ids
+    if type(residual_ids) is not tuple:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    if (
+        reconstruction.source_residual_id not in residual_ids
+        or reconstruction.problem_frame_digest != run.problem_frame_digest
+        or reconstruction.original_contract_assessment_id != run.contract_assessment_id
+    ):
+        return _refusal(R.RUN_IDENTITY_MISMATCH, ids)
+    # 11 (operator_set_mismatch): built by the run's operator set.
+    provenance = reconstruction.operator_provenance
+    if type(provenance) is not tuple:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    if ("operator_set_id", run.operator_set_id) not in provenance or (
+        "operator_set_version",
+        run.operator_set_version,
+    ) not in provenance:
+        return _refusal(R.OPERATOR_SET_MISMATCH, ids)
+    # 12 (malformed_evidence_span): valid, and one span stream, never merged.
+    spans = attempt.evidence_spans
+    if (
+        not _valid_spans(spans)
+        or result.evidence_spans != spans
+        or reconstruction.evidence_spans != spans
+    ):
+        return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
+    # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
+    # existing attempts hold exactly the indices 0..n-1 in order.
+    existing_attempts = run.candidate_attempts
+    if type(existing_attempts) is not tuple:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    index = attempt.attempt_index
+    attempt_id = attempt.attempt_id
+    candidate_digest = attempt.candidate_digest
+    ordered = True
+    for position, existing in enumerate(existing_attempts):
+        if type(existing) is not CandidateAttempt:
+            return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        existing_index = existing.attempt_index
+        if existing_index == index:
+            return _refusal(R.DUPLICATE_ATTEMPT_INDEX, ids)
+        if existing.attempt_id == attempt_id:
+            return _refusal(R.DUPLICATE_ATTEMPT_ID, ids)
+        if existing.candidate_digest == candidate_digest:
+            return _refusal(R.DUPLICATE_CANDIDATE_DIGEST, ids)
+        if type(existing_index) is not int or existing_index != position:
+            ordered = False
+    # 14 (missing_budget_charge, kernel; budget_charge_exceeds_remaining).
+    charge = attempt.budget_charge
+    if type(charge) is not BudgetCharge:
+        return _refusal(R.MISSING_BUDGET_CHARGE, ids)
+    consumed = run.budget_consumed
+    if type(consumed) is not BudgetConsumed:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    numbers = (
+        charge.candidates,
+        charge.steps,
+        attempt.depth,
+        attempt.step_index,
+        index,
+        result.attempt_index,
+        consumed.candidates_considered,
+        consumed.max_candidates,
+        consumed.depth_reached,
+        consumed.max_depth,
+        consumed.steps_used,
+        consumed.max_steps,
+        consumed.parallelism_used,
+        consumed.max_parallelism,
+    )
+    # The reference compares bools as ints here; anything else cannot be compared.
+    kinds = set(map(type, numbers))
+    if not kinds <= _INT_LIKE:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    depth = attempt.depth
+    if (
+        charge.candidates < 0
+        or charge.steps < 0
+        or depth < 0
+        or attempt.step_index < 0
+        or consumed.candidates_considered + charge.candidates > consumed.max_candidates
+        or consumed.steps_used + charge.steps > consumed.max_steps
+        or max(consumed.depth_reached, depth) > consumed.max_depth
+        or consumed.parallelism_used > consumed.max_parallelism
+    ):
+        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, ids)
+    # -- kernel's stricter checks, after every reference check --------------------
+    # 15 (malformed_input_field): bool is not int; explanation is prose, a str.
+    if kinds != _INT_ONLY or type(explanation) is not str:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # 16 (unsupported_run_policy) and 17 (unsupported_operator_policy).
+    if (
+        run.run_policy_version != GEOMETRIC_SEARCH_RUN_POLICY_VERSION
+        or run.schema_version != GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION
+    ):
+        return _refusal(R.UNSUPPORTED_RUN_POLICY, ids)
+    if result.operator_policy_version != CANDIDATE_OPERATOR_POLICY_VERSION:
+        return _refusal(R.UNSUPPORTED_OPERATOR_POLICY, ids)
+    # 18 (unsupported_binding_policy): the caller expects another binding policy.
+    if _declares_other_binding_policy(policy_versions):  # type: ignore[arg-type]
+        return _refusal(R.UNSUPPORTED_BINDING_POLICY, ids)
+    # 19 (non_positive_budget_charge): ADR section 10, a charge is positive.
+    if charge.candidates <= 0 or charge.steps <= 0:
+        return _refusal(R.NON_POSITIVE_BUDGET_CHARGE, ids)
+    # 20 (unsupported_parallelism): ADR section 10, v1 runs are sequential.
+    if consumed.max_parallelism != 1:
+        return _refusal(R.UNSUPPORTED_PARALLELISM, ids)
+    # 21 (ambiguous_attempt_order) and 22 (attempt_index_gap): ADR section 9, no
+    # inferred position, no gap: admissible only at index n after 0..n-1.
+    if not ordered:
+        return _refusal(R.AMBIGUOUS_ATTEMPT_ORDER, ids)
+    if index != len(existing_attempts):
+        return _refusal(R.ATTEMPT_INDEX_GAP, ids)
+    # 23 (malformed_evidence_span): the kernel's span rule adds sentence_index >= 0.
+    for span in spans:
+        if span.sentence_index is not None and span.sentence_index < 0:
+            return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
+    # 24 (malformed_input_field): everything that enters an id has its record shape
+    # (a record altered after construction fails here, never as an exception), and
+    # the canonical encoder accepts it (no lone surrogate, no int beyond 2**53 - 1).
+    parent = attempt.parent_attempt_id
+    digests = (
+        run.run_id,
+        run.input_digest,
+        run.operator_set_id,
+        run.budget_id,
+        run.gate_decision_id,
+        run.problem_frame_digest,
+        result.operator_result_id,
+        attempt_id,
+        attempt.input_digest,
+        candidate_digest,
+        reconstruction.candidate_reconstruction_digest,
+        *residual_ids,
+        *(() if parent is None else (parent,)),
+    )
+    texts = (
+        run.run_policy_version,
+        run.operator_set_version,
+        run.contract_assessment_id,
+        result.operator_policy_version,
+        attempt.operator_id,
+        attempt.operator_version,
+    )
+    if not _all_digests(digests) or set(map(type, texts)) != _STR_ONLY:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids are
+    # computed from the explicit ADR section 15 payloads and the binding is built
+    # without re-running its validators (the hot path; a property test holds this
+    # equal to validated construction and to the codec's identity of each record).
+    charge_payload = {"candidates": charge.candidates, "steps": charge.steps}
+    span_payloads = [
+        {
+            "text": span.text,
+            "start": span.start,
+            "end": span.end,
+            "sentence_index": span.sentence_index,
+        }
+        for span in spans
+    ]
+    input_fields: dict[str, object] = {
+        "binding_policy_version": CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+        "original_run_id": run.run_id,
+        "original_run_policy_version": run.run_policy_version,
+        "original_run_input_digest": run.input_digest,
+        "operator_result_id": result.operator_result_id,
+        "operator_policy_version": result.operator_policy_version,
+        "candidate_attempt_id": attempt_id,
+        "attempt_index": index,
+        "candidate_digest": candidate_digest,
+        "candidate_reconstruction_digest": reconstruction.candidate_reconstruction_digest,
+        "operator_set_id": run.operator_set_id,
+        "operator_set_version": run.operator_set_version,
+        "budget_id": run.budget_id,
+        "gate_decision_id": run.gate_decision_id,
+        "residual_ids": residual_ids,
+        "problem_frame_digest": run.problem_frame_digest,
+        "original_contract_assessment_id": run.contract_assessment_id,
+        "schema_versions": schema_versions,
+        "policy_versions": policy_versions,
+    }
+    # The attempt's nested form: every field but explanation, the real attempt_id.
+    attempt_payload = {
+        "attempt_id": attempt_id,
+        "attempt_index": index,
+        "parent_attempt_id": parent,
+        "operator_id": attempt.operator_id,
+        "operator_version": attempt.operator_version,
+        "input_digest": attempt.input_digest,
+        "candidate_digest": candidate_digest,
+        "budget_charge": charge_payload,
+        "depth": depth,
+        "step_index": attempt.step_index,
+        "replay_status": CandidateReplayStatus.REPLAY_PENDING.value,
+        "replay_blockers": [],
+        "evidence_spans": span_payloads,
+    }
+    try:
+        input_digest = sha256_hex(input_fields)
+        candidate_attempt_ref = sha256_hex(attempt_payload)
+        binding_payload = {
+            "binding_id": "",
+            "binding_policy_version": CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+            "input_digest": input_digest,
+            "original_run_id": run.run_id,
+            "operator_result_id": result.operator_result_id,
+            "candidate_attempt_id": attempt_id,
+            "attempt_index": index,
+            "candidate_digest": candidate_digest,
+            "candidate_reconstruction_digest": reconstruction.candidate_reconstruction_digest,
+            "candidate_attempt_ref": candidate_attempt_ref,
+            "budget_charge": charge_payload,
+            "depth": depth,
+            "step_index": attempt.step_index,
+            "run_attempt_membership": RunAttemptMembership.STRUCTURALLY_BOUND.value,
+            "evidence_spans": span_payloads,
+            "reason_codes": [],
+        }
+        binding_id = sha256_hex(binding_payload)
+    except CanonicalizationError:
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # The binding holds the payload's values, with records where the payload has
+    # their JSON form, its id in place of "", and the explanation.
+    fields = binding_payload | {
+        "binding_id": binding_id,
+        "budget_charge": charge,
+        "run_attempt_membership": RunAttemptMembership.STRUCTURALLY_BOUND,
+        "evidence_spans": spans,
+        "reason_codes": (),
+        "explanation": explanation or _BOUND_EXPLANATION,
+    }
+    binding = _trusted(CandidateAttemptRunBinding, fields)
+    return binding, input_fields
+
+
+def bind_candidate_attempt_to_run(
+    *,
+    original_run: GeometricSearchRun,
+    candidate_operator_result: CandidateOperatorResult,
+    schema_versions: tuple[tuple[str, str], ...] = (),
+    policy_versions: tuple[tuple[str, str], ...] = (),
+    explanation: str = "",
+) -> CandidateAttemptRunBindingOutcome:
+    """Bind one candidate operator result to one immutable run episode (ADR-0232).
+
+    Args:
+        original_run: the run envelope; never mutated, its id never recomputed.
+        candidate_operator_result: the operator's result, with its attempt and
+            reconstruction; never mutated.
+        schema_versions: caller-declared ``(name, version)`` pairs, sorted, unique.
+        policy_versions: likewise; may declare ``BINDING_POLICY_NAME``.
+        explanation: prose for the binding (never in an id); a default when empty.
+
+    Returns:
+        The binding, or a refusal naming the first failed check (module docstring).
+        Never raises on bad data: wrong types, ``None``, foreign objects and records
+        altered after construction are refusals. Upstream ids are not re-verified
+        (`kernel.search.recompute_*`, ``from_dict`` and `verify_binding` do that).
+    """
+    outcome = _bind(
+        original_run, candidate_operator_result, schema_versions, policy_versions, explanation
+    )
+    if type(outcome) is tuple:
+        return outcome[0]
+    return outcome  # type: ignore[return-value]
+
+
+_COMPARED_FIELDS: Final = (
+    "binding_policy_version",
+    "original_run_id",
+    "operator_result_id",
+    "candidate_attempt_id",
+    "attempt_index",
+    "candidate_digest",
+    "candidate_reconstruction_digest",
+    "budget_charge",
+    "depth",
+    "step_index",
+    "run_attempt_membership",
+    "evidence_spans",
+    "reason_codes",
+)
+
+
+def verify_binding(
+    binding: CandidateAttemptRunBinding,
+    original_run: GeometricSearchRun,
+    candidate_operator_result: CandidateOperatorResult,
+    *,
+    schema_versions: tuple[tuple[str, str], ...] = (),
+    policy_versions: tuple[tuple[str, str], ...] = (),
+) -> CandidateAttemptRunBindingInput | CandidateAttemptRunBindingRefusal:
+    """Check that ``binding`` is exactly what binding these inputs yields.
+
+    Steps: (1) ``binding`` is a binding (``invalid_binding_input``); (2) its policy
+    is v1 (``unsupported_binding_policy``); (3) ``binding_id`` reproduces from the
+    binding's own payload (``binding_id_mismatch``); (4) the inputs still bind (the
+    bind refusal is returned as is); (5) ``input_digest``
+    (``input_digest_mismatch``), (6) ``candidate_attempt_ref``
+    (``candidate_attempt_ref_mismatch``) and (7) every other field but
+    ``explanation`` (``binding_record_mismatch``) equal the recomputed binding's.
+
+    Returns:
+        The `CandidateAttemptRunBindingInput` the binding bound, or a refusal.
+        ``schema_versions``/``policy_versions`` must be those passed when binding,
+        since the input digest covers them. Never raises on bad data.
+    """
+    # 1: the thing verified is a binding.
+    if type(binding) is not CandidateAttemptRunBinding:
+        return _refusal(R.INVALID_BINDING_INPUT)
+    ids: _Ids = (
+        _known(binding.original_run_id),
+        _known(binding.operator_result_id),
+        _known(binding.candidate_attempt_id),
+    )
+    # 2: a binding of another policy is not ours to verify.
+    if binding.binding_policy_version != CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION:
+        return _refusal(R.UNSUPPORTED_BINDING_POLICY, ids)
+    # 3: the binding is internally sealed.
+    try:
+        sealed = compute_id(binding) == binding.binding_id
+    except ValueError:
+        sealed = False
+    if not sealed:
+        return _refusal(R.BINDING_ID_MISMATCH, ids)
+    # 4: the inputs bind now.
+    outcome = _bind(original_run, candidate_operator_result, schema_versions, policy_versions, "")
+    if type(outcome) is not tuple:
+        return outcome  # type: ignore[return-value]
+    expected, input_fields = outcome
+    # 5-7: the binding is the one these inputs yield.
+    if binding.input_digest != expected.input_digest:
+        return _refusal(R.INPUT_DIGEST_MISMATCH, ids)
+    if binding.candidate_attempt_ref != expected.candidate_attempt_ref:
+        return _refusal(R.CANDIDATE_ATTEMPT_REF_MISMATCH, ids)
+    for name in _COMPARED_FIELDS:
+        if getattr(binding, name) != getattr(expected, name):
+            return _refusal(R.BINDING_RECORD_MISMATCH, ids)
+    return CandidateAttemptRunBindingInput(input_digest=expected.input_digest, **input_fields)  # type: ignore[arg-type]
+
+
+def verify_binding_set(
+    original_run: GeometricSearchRun,
+    bindings: Iterable[CandidateAttemptRunBinding],
+) -> tuple[CandidateAttemptRunBinding, ...] | CandidateAttemptRunBindingRefusal:
+    """Check that several bindings of one run could all be members together.
+
+    A single binding is stateless; this checks what only a set can show. Steps:
+    (1) ``original_run`` is a run and every item a binding of it
+    (``invalid_binding_input``, ``run_result_mismatch``); (2) the set is not empty
+    (``empty_binding_set``); (3) no two bindings, nor a binding and an existing
+    attempt, share an index, attempt id or candidate digest (``duplicate_*``);
+    (4) sorted by index, the bindings continue the run's indices without a gap
+    (``attempt_index_gap``); (5) their charges together fit the run's remaining
+    candidates and steps, and their depths its max depth
+    (``budget_charge_exceeds_remaining``).
+
+    Each binding should first pass `verify_binding` against its own inputs; this
+    function trusts each binding's fields and checks only the set.
+
+    Returns:
+        The bindings ordered by ``attempt_index``, or a refusal. Never raises on bad
+        data.
+    """
+    # 1: a run, and bindings of it.
+    if type(original_run) is not GeometricSearchRun:
+        return _refusal(R.INVALID_BINDING_INPUT)
+    run_ids: _Ids = (_known(original_run.run_id), None, None)
+    try:
+        items = tuple(bindings)
+    except TypeError:
+        return _refusal(R.INVALID_BINDING_INPUT, run_ids)
+    for item in items:
+        if type(item) is not CandidateAttemptRunBinding:
+            return _refusal(R.INVALID_BINDING_INPUT, run_ids)
+        if item.original_run_id != original_run.run_id:
+            return _refusal(R.RUN_RESULT_MISMATCH, run_ids)
+    # 2: vacuous input is refused, never a vacuous "ok".
+    if not items:
+        return _refusal(R.EMPTY_BINDING_SET, run_ids)
+    existing = original_run.candidate_attempts
+    # 3: duplicates across the set and the run.
+    indices = {attempt.attempt_index for attempt in existing}
+    attempt_ids = {attempt.attempt_id for attempt in existing}
+    digests = {attempt.candidate_digest for attempt in existing}
+    for item in items:
+        if item.attempt_index in indices:
+            return _refusal(R.DUPLICATE_ATTEMPT_INDEX, run_ids)
+        if item.candidate_attempt_id in attempt_ids:
+            return _refusal(R.DUPLICATE_ATTEMPT_ID, run_ids)
+        if item.candidate_digest in digests:
+            return _refusal(R.DUPLICATE_CANDIDATE_DIGEST, run_ids)
+        indices.add(item.attempt_index)
+        attempt_ids.add(item.candidate_attempt_id)
+        digests.add(item.candidate_digest)
+    # 4: contiguous after the run's attempts.
+    ordered = tuple(sorted(items, key=lambda item: item.attempt_index))
+    start = len(existing)
+    for offset, item in enumerate(ordered):
+        if item.attempt_index != start + offset:
+            return _refusal(R.ATTEMPT_INDEX_GAP, run_ids)
+    # 5: together within the run's remaining budget.
+    consumed = original_run.budget_consumed
+    candidates = sum(item.budget_charge.candidates for item in ordered)
+    steps = sum(item.budget_charge.steps for item in ordered)
+    depth = max(item.depth for item in ordered)
+    if (
+        consumed.candidates_considered + candidates > consumed.max_candidates
+        or consumed.steps_used + steps > consumed.max_steps
+        or max(consumed.depth_reached, depth) > consumed.max_depth
+    ):
+        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, run_ids)
+    return ordered
