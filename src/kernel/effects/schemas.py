@@ -1,0 +1,213 @@
+"""Generate ``schemas/*.schema.json`` (JSON Schema 2020-12) from the record classes.
+
+Usage::
+
+    python -m kernel.effects.schemas            # (re)write schemas/
+    python -m kernel.effects.schemas --check    # exit 1 when a file is stale or missing
+
+The schemas are derived from each record's field annotations (types, enums,
+``X | None``, nested records as ``$defs``) and from its validators (digest patterns,
+non-blank strings, minimum values, the all-false authority, non-empty attempts), so a
+change to a record that is not regenerated fails ``--check``. Files are canonical JSON
+(sorted keys, compact) plus a newline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+import types
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from kernel.codec import Record
+from kernel.decision import HumanDecisionRecord
+from kernel.effects.files import atomic_write_bytes
+from kernel.identity import canonical_json
+from kernel.report import RunEvidenceReport
+from kernel.runrecord import RunRecord
+from kernel.verification import ResultManifest, VerificationResult, WorkUnit
+
+__all__ = ["DOCUMENTS", "generate", "main", "schema_for"]
+
+DOCUMENTS: Final[dict[str, type[Record]]] = {
+    "run-record": RunRecord,
+    "run-evidence-report": RunEvidenceReport,
+    "human-decision-record": HumanDecisionRecord,
+    "work-unit": WorkUnit,
+    "result-manifest": ResultManifest,
+    "verification-result": VerificationResult,
+}
+"""Schema file stem -> record class. The first three are what the CLI writes."""
+
+_DIGEST: Final = "^[0-9a-f]{64}$"
+# Constraints implied by validators, keyed by validator function name.
+_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
+    "nonblank": {"minLength": 1, "pattern": "\\S"},
+    "_portable_message": {"minLength": 1, "pattern": "\\S"},
+    "positive": {"minimum": 1},
+    "non_negative": {"minimum": 0},
+    "digest": {"pattern": _DIGEST},
+    "optional_digest": {"pattern": _DIGEST},
+    "_false": {"const": False},
+    "_attempts": {"minItems": 1},
+    "_timestamp": {
+        "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
+    },
+}
+_ITEM_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
+    "digests": {"pattern": _DIGEST},
+}
+_UNIQUE: Final = frozenset({"_unique_strings"})
+
+
+def _validators(validator: object) -> list[Callable[..., object]]:
+    """Flatten attrs ``and_``/``optional`` wrappers into plain validator functions."""
+    if validator is None:
+        return []
+    inner = getattr(validator, "_validators", None)
+    if inner is not None:
+        return [v for item in inner for v in _validators(item)]
+    wrapped = getattr(validator, "validator", None)
+    if wrapped is not None:
+        return _validators(wrapped)
+    return [validator]  # type: ignore[list-item]
+
+
+def _name(function: object) -> str:
+    return str(getattr(function, "__name__", ""))
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.defs: dict[str, Any] = {}
+
+    def hint(self, hint: Any) -> dict[str, Any]:
+        origin = typing.get_origin(hint)
+        if hint is str:
+            return {"type": "string"}
+        if hint is int:
+            return {"type": "integer"}
+        if hint is bool:
+            return {"type": "boolean"}
+        if hint is type(None) or hint is None:
+            return {"type": "null"}
+        if origin in (types.UnionType, typing.Union):
+            members = [a for a in typing.get_args(hint) if a is not type(None)]
+            return {"anyOf": [self.hint(members[0]), {"type": "null"}]}
+        if origin is typing.Literal:
+            values = typing.get_args(hint)
+            return {"const": values[0]} if len(values) == 1 else {"enum": list(values)}
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return {"enum": [m.value for m in hint]}
+        if isinstance(hint, type) and issubclass(hint, Record):
+            self.record(hint)
+            return {"$ref": f"#/$defs/{hint.__name__}"}
+        if origin is tuple:
+            args = typing.get_args(hint)
+            if len(args) == 2 and args[1] is Ellipsis:
+                return {"type": "array", "items": self.hint(args[0])}
+            return {
+                "type": "array",
+                "prefixItems": [self.hint(a) for a in args],
+                "minItems": len(args),
+                "maxItems": len(args),
+            }
+        raise TypeError(f"no schema for {hint!r}")
+
+    def record(self, cls: type[Record]) -> dict[str, Any]:
+        name = cls.__name__
+        if name in self.defs:
+            return self.defs[name]  # type: ignore[no-any-return]
+        self.defs[name] = {}  # placeholder: recursion guard
+        hints = typing.get_type_hints(cls)
+        properties: dict[str, Any] = {}
+        for field in attrs.fields(cls):  # type: ignore[arg-type]
+            schema = self.hint(hints[field.name])
+            target = schema
+            if "anyOf" in schema and "$ref" not in schema["anyOf"][0]:
+                target = schema["anyOf"][0]
+            for validator in _validators(field.validator):
+                name_ = _name(validator)
+                if name_ in _CONSTRAINTS and "$ref" not in target:
+                    extra = _CONSTRAINTS[name_]
+                    if "const" in extra:
+                        target.pop("type", None)
+                    target.update(extra)
+                if name_ in _ITEM_CONSTRAINTS and "items" in target:
+                    target["items"].update(_ITEM_CONSTRAINTS[name_])
+                if name_ in _UNIQUE:
+                    target["uniqueItems"] = True
+            properties[field.name] = schema
+        doc = (cls.__doc__ or name).strip().split("\n\n")[0]
+        definition = {
+            "type": "object",
+            "description": " ".join(doc.split()),
+            "additionalProperties": False,
+            "required": sorted(properties),
+            "properties": properties,
+        }
+        self.defs[name] = definition
+        return definition
+
+
+def schema_for(stem: str, cls: type[Record]) -> dict[str, Any]:
+    """The JSON Schema (2020-12) document for records of ``cls``."""
+    builder = _Builder()
+    root = builder.record(cls)
+    defs = {k: v for k, v in builder.defs.items() if k != cls.__name__}
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:evidence-kernel:schema:{stem}",
+        "title": f"evidence-kernel {cls.__name__}",
+        **root,
+    }
+    if defs:
+        schema["$defs"] = dict(sorted(defs.items()))
+    return schema
+
+
+def generate() -> dict[str, bytes]:
+    """File name -> canonical bytes for every schema."""
+    return {
+        f"{stem}.schema.json": canonical_json(schema_for(stem, cls)) + b"\n"
+        for stem, cls in DOCUMENTS.items()
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the schemas, or with ``--check`` report stale ones (exit 1)."""
+    parser = argparse.ArgumentParser(prog="python -m kernel.effects.schemas")
+    parser.add_argument("--check", action="store_true", help="fail when schemas/ is stale")
+    parser.add_argument("--dir", default="schemas", help="schema folder (default: schemas)")
+    args = parser.parse_args(argv)
+    folder = Path(args.dir)
+    wanted = generate()
+    if args.check:
+        stale = []
+        for name, data in wanted.items():
+            path = folder / name
+            if not path.is_file() or path.read_bytes() != data:
+                stale.append(name)
+        if stale:
+            print(
+                f"stale schemas in {folder}/: {', '.join(stale)}; run "
+                "`python -m kernel.effects.schemas`",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"{len(wanted)} schemas up to date in {folder}/")
+        return 0
+    for name, data in wanted.items():
+        atomic_write_bytes(folder / name, data)
+        print(f"wrote {folder / name}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
