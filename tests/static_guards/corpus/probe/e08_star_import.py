@@ -1,0 +1,4 @@
+"""row: star import"""
+from os import *  # expect: KG003
+
+system("true")

@@ -1,0 +1,4 @@
+"""row: builtins.open"""
+import builtins
+
+builtins.open("/etc/hostname").close()  # expect: KG004

@@ -1,0 +1,2 @@
+"""A project module that the probe rules forbid (target of the relative-import row)."""
+value = 1
