@@ -5,6 +5,17 @@ For our own tests and for users' property-based suites. Needs the optional extra
 package re-exports them all.
 """
 
+from kernel.strategies.report import (
+    actors,
+    attempt_records,
+    decisions,
+    identifiers,
+    reports,
+    result_manifests,
+    run_records,
+    verification_results,
+    work_units,
+)
 from kernel.strategies.values import (
     budget_charges,
     digests,
@@ -15,6 +26,15 @@ from kernel.strategies.values import (
 )
 
 __all__ = [
+    "actors",
+    "attempt_records",
+    "decisions",
+    "identifiers",
+    "reports",
+    "result_manifests",
+    "run_records",
+    "verification_results",
+    "work_units",
     "budget_charges",
     "digests",
     "json_values",
