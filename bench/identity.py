@@ -1,0 +1,164 @@
+"""Canonical identity speed, as ratios against baselines run in this same process.
+
+(a) stdlib definition vs kernel.canonical_json (every refusal check on) on a
+    realistic 30-field dict (3-4 KB canonical) and on a 10,000-record list.
+(b) a frozen record's id, end to end (construct + seal), vs the stdlib definition
+    (json.dumps(attrs.asdict(x), ...) + sha256) and vs the floor (orjson of a
+    prebuilt dict + sha256); and a repeated read of a record's id.
+
+Targets (issue 2): (a) >= 2.5x the stdlib; (b) >= 6x the stdlib and <= 2x the floor
+for a fresh id; a repeated read < 0.1 us.
+
+    python bench/identity.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import orjson
+
+from kernel.codec import Identity, Record, seal
+from kernel.identity import canonical_json
+from kernel.values import SourceSpan, digest, exact, non_negative
+
+
+def stdlib(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+def best(fn: Callable[[], object], number: int) -> float:
+    """Best-of-5 seconds per call."""
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number
+
+
+def realistic_dict(i: int = 0) -> dict[str, Any]:
+    value: dict[str, Any] = {
+        "attempt_id": f"{i:064x}",
+        "run_id": "ab" * 32,
+        "operator_id": "missing_role_candidate",
+        "operator_version": "missing_role_candidate.v1",
+        "attempt_index": i,
+        "depth": 1,
+        "step_index": 0,
+        "replay_status": "replay_pending",
+        "replay_blockers": [],
+        "parent_attempt_id": None,
+        "exhausted": False,
+        "budget_charge": {"candidates": 1, "steps": 1},
+        "evidence_spans": [
+            {"text": f"évidence span {j} \U0001f600", "start": j * 10, "end": j * 10 + 8,
+             "sentence_index": j}
+            for j in range(6)
+        ],
+        "residual_ids": [f"{j:064x}" for j in range(8)],
+        "schema_versions": [["a.schema", "v1"], ["b.schema", "v2"]],
+    }
+    for j in range(15):
+        value[f"field_{j:02d}"] = f"value {j} with some prose ✓ " * 3
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class BenchRecord(Record):
+    """A 30-field record comparable to the realistic dict."""
+
+    __identity__ = Identity(field="record_id")
+
+    record_id: str = attrs.field(validator=digest)
+    run_id: str = attrs.field(validator=digest)
+    operator_id: str = attrs.field(validator=exact(str))
+    operator_version: str = attrs.field(validator=exact(str))
+    attempt_index: int = attrs.field(validator=non_negative)
+    depth: int = attrs.field(validator=non_negative)
+    step_index: int = attrs.field(validator=non_negative)
+    replay_status: str = attrs.field(validator=exact(str))
+    replay_blockers: tuple[str, ...]
+    parent_attempt_id: str | None
+    exhausted: bool
+    evidence_spans: tuple[SourceSpan, ...]
+    residual_ids: tuple[str, ...]
+    schema_versions: tuple[tuple[str, str], ...]
+    f00: str
+    f01: str
+    f02: str
+    f03: str
+    f04: str
+    f05: str
+    f06: str
+    f07: str
+    f08: str
+    f09: str
+    f10: str
+    f11: str
+    f12: str
+    f13: str
+    f14: str
+    explanation: str = ""
+
+
+def record_fields() -> dict[str, Any]:
+    d = realistic_dict(7)
+    fields: dict[str, Any] = {
+        "run_id": d["run_id"],
+        "operator_id": d["operator_id"],
+        "operator_version": d["operator_version"],
+        "attempt_index": 7,
+        "depth": 1,
+        "step_index": 0,
+        "replay_status": "replay_pending",
+        "replay_blockers": (),
+        "parent_attempt_id": None,
+        "exhausted": False,
+        "evidence_spans": tuple(SourceSpan(**s) for s in d["evidence_spans"]),
+        "residual_ids": tuple(d["residual_ids"]),
+        "schema_versions": (("a.schema", "v1"), ("b.schema", "v2")),
+    }
+    for j in range(15):
+        fields[f"f{j:02d}"] = d[f"field_{j:02d}"]
+    return fields
+
+
+def main() -> None:
+    one = realistic_dict()
+    many = [realistic_dict(i) for i in range(10_000)]
+    assert canonical_json(one) == stdlib(one)
+    print(f"realistic dict: {len(canonical_json(one))} canonical bytes")
+
+    t_std = best(lambda: stdlib(one), 2000)
+    t_k = best(lambda: canonical_json(one), 2000)
+    t_raw = best(lambda: orjson.dumps(one, option=orjson.OPT_SORT_KEYS), 2000)
+    print(f"(a) 30-field dict: stdlib {t_std * 1e6:.2f} us, kernel {t_k * 1e6:.2f} us "
+          f"(checks on) -> {t_std / t_k:.2f}x stdlib; bare orjson {t_raw * 1e6:.2f} us")
+    t_std_many = best(lambda: stdlib(many), 3)
+    t_k_many = best(lambda: canonical_json(many), 3)
+    print(f"(a) 10,000 records: stdlib {t_std_many * 1e3:.1f} ms, kernel {t_k_many * 1e3:.1f} ms "
+          f"-> {t_std_many / t_k_many:.2f}x stdlib")
+
+    fields = record_fields()
+    record = seal(BenchRecord, **fields)
+    prebuilt = record.to_dict()
+
+    def stdlib_id() -> str:
+        return hashlib.sha256(stdlib(attrs.asdict(record))).hexdigest()
+
+    def floor_id() -> str:
+        return hashlib.sha256(orjson.dumps(prebuilt, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    t_seal = best(lambda: seal(BenchRecord, **fields), 2000)
+    t_std_id = best(stdlib_id, 2000)
+    t_floor = best(floor_id, 2000)
+    t_read = best(lambda: record.record_id, 200_000)
+    print(f"(b) fresh record id (construct + seal): {t_seal * 1e6:.2f} us; stdlib definition "
+          f"{t_std_id * 1e6:.2f} us -> {t_std_id / t_seal:.2f}x stdlib; floor "
+          f"{t_floor * 1e6:.2f} us -> {t_seal / t_floor:.2f}x floor")
+    print(f"(b) repeated read of the id: {t_read * 1e9:.1f} ns")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""Tests for kernel.codec: strict parsing, encoding and identity payloads of records."""
+
+from __future__ import annotations
+
+import copy
+import enum
+import hashlib
+import json
+from typing import Any, Literal
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.codec import Identity, Record, compute_id, identity_payload, seal
+from kernel.errors import RecordError
+from kernel.strategies import digests, source_spans, texts, version_pairs
+from kernel.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
+from kernel.values import version_pairs as version_pairs_validator
+
+
+def independent_id(payload: dict[str, Any]) -> str:
+    """SHA-256 of the stdlib canonical definition, never through kernel."""
+    data = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+class Status(enum.StrEnum):
+    """A closed status vocabulary for the sample records."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@attrs.frozen(kw_only=True)
+class Leaf(Record):
+    """A nested record whose nested form drops its explanation."""
+
+    name: str
+    count: int = attrs.field(validator=non_negative)
+    explanation: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Sample(Record):
+    """A self-sealing record exercising every supported field type."""
+
+    __identity__ = Identity(field="sample_id")
+
+    sample_id: str = attrs.field(validator=digest)
+    status: Status
+    flag: bool
+    size: int = attrs.field(validator=non_negative)
+    parent: str | None = attrs.field(validator=optional_digest)
+    leaf: Leaf
+    leaves: tuple[Leaf, ...] = attrs.field(validator=tuple_of(Leaf))
+    spans: tuple[SourceSpan, ...]
+    tags: tuple[str, ...]
+    versions: tuple[tuple[str, str], ...] = attrs.field(validator=version_pairs_validator)
+    kind: Literal["sample"]
+    explanation: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Unsealed(Record):
+    """A record whose digest covers a subset of fields and omits itself."""
+
+    __identity__ = Identity(field="digest", seals=False, include=("a", "b"))
+
+    digest: str = attrs.field(validator=digest)
+    a: int
+    b: str
+    c: str
+    explanation: str = ""
+
+
+@st.composite
+def samples(draw: st.DrawFn) -> Sample:
+    """Valid Sample records."""
+    leaf = st.builds(Leaf, name=texts, count=st.integers(0, 100), explanation=texts)
+    return seal(
+        Sample,
+        status=draw(st.sampled_from(Status)),
+        flag=draw(st.booleans()),
+        size=draw(st.integers(0, 2**53 - 1)),
+        parent=draw(st.none() | digests),
+        leaf=draw(leaf),
+        leaves=tuple(draw(st.lists(leaf, max_size=3))),
+        spans=tuple(draw(st.lists(source_spans(), max_size=3))),
+        tags=tuple(draw(st.lists(texts, max_size=3))),
+        versions=draw(version_pairs),
+        kind="sample",
+        explanation=draw(texts),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(samples())
+def test_round_trip(sample: Sample) -> None:
+    """from_dict(to_dict(x)) == x, and to_dict is plain JSON."""
+    document = sample.to_dict()
+    assert json.loads(json.dumps(document)) == document
+    assert Sample.from_dict(document) == sample
+
+
+@settings(max_examples=200, deadline=None)
+@given(samples(), texts)
+def test_id_is_recomputed_independently_and_ignores_explanation(
+    sample: Sample, other: str
+) -> None:
+    """The sealed id equals stdlib json + hashlib over the documented payload."""
+    payload = sample.to_dict()
+    del payload["explanation"]
+    payload["sample_id"] = ""
+    payload["leaf"].pop("explanation")
+    for leaf in payload["leaves"]:
+        leaf.pop("explanation")
+    assert identity_payload(sample) == payload
+    assert sample.sample_id == independent_id(payload)
+    assert compute_id(sample) == sample.sample_id
+    changed = attrs.evolve(sample, explanation=other)
+    assert compute_id(changed) == sample.sample_id
+
+
+def test_non_sealing_identity_uses_only_included_fields() -> None:
+    """An include-list identity omits its own field and every other field."""
+    record = seal(Unsealed, a=1, b="x", c="ignored")
+    assert identity_payload(record) == {"a": 1, "b": "x"}
+    assert record.digest == independent_id({"a": 1, "b": "x"})
+    assert seal(Unsealed, a=1, b="x", c="other").digest == record.digest
+
+
+def base_document() -> dict[str, Any]:
+    """A valid Sample document."""
+    leaf = {"name": "n", "count": 1, "explanation": ""}
+    return seal(
+        Sample,
+        status=Status.OPEN,
+        flag=False,
+        size=3,
+        parent=None,
+        leaf=Leaf.from_dict(leaf),
+        leaves=(Leaf.from_dict(leaf),),
+        spans=(SourceSpan(text="t", start=0, end=1, sentence_index=None),),
+        tags=("a",),
+        versions=(("a", "1"),),
+        kind="sample",
+    ).to_dict()
+
+
+def edit(path: tuple[str | int, ...], value: object) -> dict[str, Any]:
+    """The base document with one field replaced (or deleted when value is ...)."""
+    document = base_document()
+    target: Any = document
+    for part in path[:-1]:
+        target = target[part]
+    if value is ...:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return document
+
+
+REFUSALS: list[tuple[str, dict[str, Any] | object, str]] = [
+    ("not an object", [1], ""),
+    ("unknown field", edit(("surprise",), 1), "surprise"),
+    ("missing field", edit(("flag",), ...), "flag"),
+    ("bool is not int", edit(("size",), True), "size"),
+    ("float is not int", edit(("size",), 3.0), "size"),
+    ("int is not bool", edit(("flag",), 0), "flag"),
+    ("str expected", edit(("leaf", "name"), 5), "leaf.name"),
+    ("negative count", edit(("leaves", 0, "count"), -1), "leaves[0].count"),
+    ("enum by value only", edit(("status",), "OPEN"), "status"),
+    ("list expected", edit(("tags",), "a"), "tags"),
+    ("tuple item type", edit(("tags", 0), None), "tags[0]"),
+    ("pair arity", edit(("versions", 0), ["a"]), "versions[0]"),
+    ("unsorted pairs", edit(("versions",), [["b", "1"], ["a", "1"]]), "versions"),
+    ("duplicate pairs", edit(("versions",), [["a", "1"], ["a", "2"]]), "versions"),
+    ("span end before start", edit(("spans", 0, "start"), 5), "spans[0].end"),
+    ("literal", edit(("kind",), "other"), "kind"),
+    ("bad digest shape", edit(("parent",), "ABC"), "parent"),
+    ("id does not reproduce", edit(("size",), 4), "sample_id"),
+    ("nested unknown field", edit(("leaf", "x"), 1), "leaf.x"),
+]
+
+
+@pytest.mark.parametrize(("document", "path"), [r[1:] for r in REFUSALS],
+                         ids=[r[0] for r in REFUSALS])
+def test_from_dict_refuses_with_the_field_path(document: object, path: str) -> None:
+    """Unknown, missing, mistyped or inconsistent fields raise RecordError naming the path."""
+    before = copy.deepcopy(document)
+    with pytest.raises(RecordError) as info:
+        Sample.from_dict(document)
+    assert info.value.path == path
+    assert document == before
+
+
+def test_from_dict_can_skip_id_verification() -> None:
+    """verify_ids=False admits a document whose id does not reproduce (documented escape)."""
+    document = edit(("size",), 4)
+    assert Sample.from_dict(document, verify_ids=False).size == 4
+
+
+def test_records_are_frozen_and_hashable() -> None:
+    """Records cannot be mutated and can be set members."""
+    record = Sample.from_dict(base_document())
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        record.size = 5  # type: ignore[misc]
+    assert len({record, Sample.from_dict(base_document())}) == 1
+
+
+def test_seal_runs_validators_first() -> None:
+    """seal() refuses invalid fields through the record's own validators."""
+    fields = Sample.from_dict(base_document()).to_dict()
+    del fields["sample_id"]
+    parsed = {k: getattr(Sample.from_dict(base_document()), k) for k in fields}
+    with pytest.raises(ValueError, match="non-negative"):
+        seal(Sample, **{**parsed, "size": -1})
+
+
+def test_compute_id_needs_an_identity_field() -> None:
+    """Records without an identity field have no id to compute."""
+    with pytest.raises(TypeError):
+        compute_id(Leaf(name="x", count=1))

@@ -1,0 +1,121 @@
+"""Tests for kernel.values: shared primitives, validators and the refusal helper."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+import pytest
+from hypothesis import given, settings
+
+from kernel.codec import Identity, seal
+from kernel.errors import RecordError, RefusedError
+from kernel.strategies import budget_charges, source_spans, version_pairs
+from kernel.values import (
+    BudgetCharge,
+    Refusal,
+    SourceSpan,
+    digest,
+    unwrap,
+    version_pair_problem,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(source_spans())
+def test_span_round_trip_and_nested_form(span: SourceSpan) -> None:
+    """A span round-trips and its JSON form has exactly the four reference keys."""
+    document = span.to_dict()
+    assert set(document) == {"text", "start", "end", "sentence_index"}
+    assert SourceSpan.from_dict(document) == span
+
+
+@settings(max_examples=100, deadline=None)
+@given(budget_charges)
+def test_budget_charge_round_trip(charge: BudgetCharge) -> None:
+    """A budget charge round-trips through its JSON form."""
+    assert BudgetCharge.from_dict(charge.to_dict()) == charge
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"text": "x", "start": 2, "end": 1},
+        {"text": "x", "start": -1, "end": 1},
+        {"text": "x", "start": True, "end": 1},
+        {"text": 1, "start": 0, "end": 1},
+        {"text": "x", "start": 0, "end": 1, "sentence_index": -1},
+    ],
+)
+def test_invalid_spans_cannot_exist(kwargs: dict[str, object]) -> None:
+    """A span with bad offsets or types is refused at construction."""
+    with pytest.raises(ValueError):  # noqa: PT011 - every validator error is a ValueError
+        SourceSpan(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bool_is_not_an_int_in_a_budget_charge() -> None:
+    """bool never passes for an int field."""
+    with pytest.raises(ValueError):  # noqa: PT011
+        BudgetCharge(candidates=True, steps=1)
+    with pytest.raises(RecordError):
+        BudgetCharge.from_dict({"candidates": 1, "steps": False})
+
+
+@settings(max_examples=100, deadline=None)
+@given(version_pairs)
+def test_generated_version_pairs_are_valid(pairs: tuple[tuple[str, str], ...]) -> None:
+    """The strategy only builds sorted, unique, non-empty pairs."""
+    assert version_pair_problem(pairs) is None
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("a", "1")],
+        (("b", "1"), ("a", "1")),
+        (("a", "1"), ("a", "2")),
+        (("a", ""),),
+        (("", "1"),),
+        (("a", "1", "x"),),
+        (("a", 1),),
+        (["a", "1"],),
+        None,
+    ],
+)
+def test_version_pair_problems(pairs: object) -> None:
+    """Lists, unsorted, duplicate, empty or ill-typed pairs each have a stated problem."""
+    assert version_pair_problem(pairs) is not None
+
+
+class Reason(enum.StrEnum):
+    """Reason codes of the sample refusal."""
+
+    BAD = "bad_input"
+
+
+@attrs.frozen(kw_only=True)
+class SampleRefusal(Refusal):
+    """A minimal refusal with a self-sealed id."""
+
+    __identity__ = Identity(field="refusal_id")
+
+    refusal_id: str = attrs.field(validator=digest)
+    reason_codes: tuple[Reason, ...]
+
+
+def test_unwrap_raises_refusals_and_passes_results() -> None:
+    """unwrap() returns results and raises RefusedError carrying the refusal."""
+    refusal = seal(SampleRefusal, reason_codes=(Reason.BAD,), explanation="why")
+    assert unwrap(5) == 5
+    with pytest.raises(RefusedError) as info:
+        unwrap(refusal)
+    assert info.value.refusal is refusal
+    assert "bad_input" in str(info.value)
+
+
+def test_refusal_explanation_never_enters_the_id() -> None:
+    """Two refusals differing only in explanation share their id."""
+    a = seal(SampleRefusal, reason_codes=(Reason.BAD,), explanation="one")
+    b = seal(SampleRefusal, reason_codes=(Reason.BAD,), explanation="two")
+    assert a.refusal_id == b.refusal_id
+    assert SampleRefusal.from_dict(a.to_dict()) == a
