@@ -229,11 +229,13 @@ def run_records(draw: st.DrawFn, max_attempts: int = 8) -> RunRecord:
 
 def reports(max_attempts: int = 8) -> st.SearchStrategy[RunEvidenceReport]:
     """Reports built from `run_records` (always accepted: their digests bind)."""
-    return (
-        run_records(max_attempts)
-        .map(build_report)
-        .filter(lambda r: isinstance(r, RunEvidenceReport))
-    )  # type: ignore[return-value]
+    return run_records(max_attempts).map(_built)
+
+
+def _built(run: RunRecord) -> RunEvidenceReport:
+    report = build_report(run)
+    assert isinstance(report, RunEvidenceReport), report
+    return report
 
 
 @st.composite
