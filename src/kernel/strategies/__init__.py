@@ -5,6 +5,7 @@ For our own tests and for users' property-based suites. Needs the optional extra
 package re-exports them all.
 """
 
+from kernel.strategies.consensus import branches, drafts, run_observations, tool_sets
 from kernel.strategies.report import (
     actors,
     attempt_records,
@@ -26,6 +27,10 @@ from kernel.strategies.values import (
 )
 
 __all__ = [
+    "branches",
+    "drafts",
+    "run_observations",
+    "tool_sets",
     "actors",
     "attempt_records",
     "decisions",

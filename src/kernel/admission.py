@@ -1,0 +1,305 @@
+"""Commit admission: verified branches versus merely corroborated ones.
+
+Pure: no I/O, no clock, no randomness, no environment.
+
+Seed "verified vs corroborated-only": a branch is *verified* when an independent
+verifier the drafters did not produce and cannot influence passed it; it is
+*corroborated* when other drafts agree. Agreement among drafters that share a
+context prefix and a tool surface is correlated: it carries about the information of
+one draft, and unanimity under correlation is the highest-risk signal.
+
+Rules enforced by `admit_to_commit` (decision boundary of the seed), in order:
+
+- A1 a branch without drafts is refused (``no_drafts``): never a vacuous admission;
+- A2 verifier passed -> `Admission` of class ``verified``, commit permitted;
+- A3 verifier failed -> refused (``verifier_rejected``) whatever the agreement;
+- A4 no verifier, unanimous (more than one draft, all byte-identical) and correlated
+  drafters -> refused (``unanimous_correlated_drafts``): corroboration treated as
+  verification is the boundary failure;
+- A5 otherwise no verifier -> `Admission` of class ``corroborated_only``: staging
+  only, commit not permitted, human or downstream confirmation required. Adding
+  drafts never crosses into ``verified``: only the verifier outcome does.
+
+Decorrelation (`drafts_are_decorrelated`): no two drafters share both their context
+digest and their tool set.
+
+Identity payloads (SHA-256 of canonical JSON; ``explanation`` never enters):
+
+- `Admission`: every field, ``admission_id`` blanked (self-sealed);
+- `CommitRefusal`: ``branch_id``, ``branch_digest``, ``reason_codes``, ``refusal_id``
+  blanked (self-sealed);
+- ``branch_digest``: SHA-256 of the branch's canonical ``to_dict()``.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from kernel.codec import Identity, Record, field_error, seal
+from kernel.consensus import CorroborationReport, RunStatus
+from kernel.errors import RefusedError
+from kernel.identity import sha256_hex
+from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+
+__all__ = [
+    "Admission",
+    "Branch",
+    "CommitBoundaryError",
+    "CommitRefusal",
+    "CommitRefusalReason",
+    "Draft",
+    "EvidenceClass",
+    "VerifierOutcome",
+    "admit_or_raise",
+    "admit_to_commit",
+    "branch_from_corroboration",
+    "drafts_are_decorrelated",
+    "require_verified",
+]
+
+
+class EvidenceClass(enum.StrEnum):
+    """What a branch's evidence is."""
+
+    VERIFIED = "verified"
+    """Checked by a held-out verifier the drafters could not influence."""
+    CORROBORATED_ONLY = "corroborated_only"
+    """Agreement among (possibly correlated) drafts; staging only."""
+
+
+class VerifierOutcome(enum.StrEnum):
+    """The independent verifier's verdict on a branch."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NONE = "none"
+    """No independent verifier ran."""
+
+
+class CommitRefusalReason(enum.StrEnum):
+    """Closed reason codes of `CommitRefusal` (one per rule)."""
+
+    NO_DRAFTS = "no_drafts"
+    """A1: the branch has no drafts."""
+    VERIFIER_REJECTED = "verifier_rejected"
+    """A3: the independent verifier failed the branch; rollback required."""
+    UNANIMOUS_CORRELATED_DRAFTS = "unanimous_correlated_drafts"
+    """A4: unanimous agreement among correlated drafters, no verifier."""
+
+
+def _tools(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    tuple_of(str)(_instance, attribute, value)
+    assert isinstance(value, tuple)
+    if any(a >= b for a, b in itertools.pairwise(value)):
+        raise field_error(attribute.name, "tool names must be unique and sorted")
+
+
+@attrs.frozen(kw_only=True)
+class Draft(Record):
+    """One drafter's output and what it shared with others. Nested form: every field."""
+
+    output_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the draft's output bytes."""
+    context_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the drafter's context (shared prefix, retrieval path)."""
+    tools: tuple[str, ...] = attrs.field(validator=_tools)
+    """The drafter's tool surface, sorted and unique."""
+
+
+@attrs.frozen(kw_only=True)
+class Branch(Record):
+    """A speculative branch up for commit. Nested form: every field."""
+
+    branch_id: str = attrs.field(validator=exact(str))
+    """The orchestrator's name for the branch."""
+    drafts: tuple[Draft, ...] = attrs.field(validator=tuple_of(Draft))
+    """Every draft of the branch."""
+    verifier: VerifierOutcome = attrs.field(validator=enum_member(VerifierOutcome))
+    """Outcome of the independent, held-out verifier (``none`` when none ran)."""
+    verifier_evidence_digest: str | None = attrs.field(default=None, validator=optional_digest)
+    """Digest of the verifier's own evidence record, when there is one."""
+
+
+@attrs.frozen(kw_only=True)
+class Admission(Record):
+    """A branch admitted, with its evidence class. Self-sealed ``admission_id``."""
+
+    __identity__ = Identity(field="admission_id", seals=True)
+
+    admission_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    branch_id: str = attrs.field(validator=exact(str))
+    """The branch admitted."""
+    branch_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the branch's canonical JSON."""
+    evidence_class: EvidenceClass = attrs.field(validator=enum_member(EvidenceClass))
+    """``verified`` or ``corroborated_only``."""
+    commit_permitted: bool = attrs.field(validator=exact(bool))
+    """True only for ``verified``."""
+    staging_only: bool = attrs.field(validator=exact(bool))
+    """True for ``corroborated_only``: reversible staging, confirmation required."""
+    unanimous: bool = attrs.field(validator=exact(bool))
+    """More than one draft and all byte-identical."""
+    decorrelated: bool = attrs.field(validator=exact(bool))
+    """No two drafters share both context and tools."""
+
+    def __attrs_post_init__(self) -> None:
+        verified = self.evidence_class is EvidenceClass.VERIFIED
+        if self.commit_permitted != verified or self.staging_only == verified:
+            raise field_error("commit_permitted", "only a verified branch may be committed")
+
+
+@attrs.frozen(kw_only=True)
+class CommitRefusal(Refusal):
+    """A branch that must not be admitted. Self-sealed ``refusal_id``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 of the identity payload."""
+    branch_id: str = attrs.field(validator=exact(str))
+    """The branch refused."""
+    branch_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the branch's canonical JSON."""
+    reason_codes: tuple[CommitRefusalReason, ...] = attrs.field(
+        validator=tuple_of(CommitRefusalReason)
+    )
+    """The rule that refused it."""
+
+
+class CommitBoundaryError(RefusedError):
+    """Raised when a branch would cross the commit boundary without verification."""
+
+
+def drafts_are_decorrelated(branch: Branch) -> bool:
+    """True when no two drafters share both their context digest and their tool set."""
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for draft in branch.drafts:
+        key = (draft.context_digest, draft.tools)
+        if key in seen:
+            return False
+        seen.add(key)
+    return True
+
+
+def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
+    """Apply the seed's decision boundary (rules A1-A5 in the module docstring).
+
+    Raises:
+        TypeError: ``branch`` is not a `Branch` (a programmer error).
+    """
+    if type(branch) is not Branch:
+        raise TypeError(f"expected Branch, got {type(branch).__name__}")
+    branch_digest = sha256_hex(branch.to_dict())
+    unanimous = len(branch.drafts) > 1 and len({d.output_digest for d in branch.drafts}) == 1
+    decorrelated = drafts_are_decorrelated(branch)
+
+    def refuse(reason: CommitRefusalReason, why: str) -> CommitRefusal:
+        return seal(
+            CommitRefusal,
+            branch_id=branch.branch_id,
+            branch_digest=branch_digest,
+            reason_codes=(reason,),
+            explanation=f"branch {branch.branch_id}: {why}",
+        )
+
+    # A1: vacuous input is refused.
+    if not branch.drafts:
+        return refuse(CommitRefusalReason.NO_DRAFTS, "no drafts to admit")
+    # A2: the only way to `verified` is an independent verifier's pass.
+    if branch.verifier is VerifierOutcome.PASSED:
+        evidence = EvidenceClass.VERIFIED
+    # A3: a verifier rejection wins over any agreement.
+    elif branch.verifier is VerifierOutcome.FAILED:
+        return refuse(
+            CommitRefusalReason.VERIFIER_REJECTED,
+            "independent verifier rejected the branch; rollback required",
+        )
+    # A4: unanimity among correlated drafters is the highest-risk signal.
+    elif unanimous and not decorrelated:
+        return refuse(
+            CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,
+            "unanimous agreement among correlated drafters is not verification",
+        )
+    # A5: agreement without a verifier stages only.
+    else:
+        evidence = EvidenceClass.CORROBORATED_ONLY
+    verified = evidence is EvidenceClass.VERIFIED
+    return seal(
+        Admission,
+        branch_id=branch.branch_id,
+        branch_digest=branch_digest,
+        evidence_class=evidence,
+        commit_permitted=verified,
+        staging_only=not verified,
+        unanimous=unanimous,
+        decorrelated=decorrelated,
+    )
+
+
+def admit_or_raise(branch: Branch) -> Admission:
+    """`admit_to_commit`, raising `CommitBoundaryError` on a refusal."""
+    outcome = admit_to_commit(branch)
+    if isinstance(outcome, CommitRefusal):
+        codes = ", ".join(outcome.reason_codes)
+        raise CommitBoundaryError(outcome, f"refused ({codes}): {outcome.explanation}")
+    return outcome
+
+
+def require_verified(branch: Branch) -> Admission:
+    """Admit for commit, raising `CommitBoundaryError` unless the branch is verified.
+
+    A ``corroborated_only`` admission is a refusal to commit here: promoting it would
+    be the corroboration-as-verification boundary failure.
+    """
+    admission = admit_or_raise(branch)
+    if admission.evidence_class is not EvidenceClass.VERIFIED:
+        raise CommitBoundaryError(
+            admission,
+            f"branch {branch.branch_id}: corroborated_only; stage it and get "
+            "independent verification or human confirmation before commit",
+        )
+    return admission
+
+
+def branch_from_corroboration(
+    report: CorroborationReport,
+    *,
+    branch_id: str,
+    context_digest: str | None = None,
+    tools: Sequence[str] = (),
+    verifier: VerifierOutcome = VerifierOutcome.NONE,
+    verifier_evidence_digest: str | None = None,
+) -> Branch:
+    """The branch whose drafts are the changed outputs of N reruns of one command.
+
+    Reruns of one command share its context and tools: they are correlated by
+    construction, so every draft gets the same context digest (default: the digest
+    of the report's command, capture mode and network flag) and the same tool set.
+    The branch can therefore only be ``verified`` through ``verifier``.
+    """
+    if context_digest is None:
+        context_digest = sha256_hex(
+            {
+                "command": list(report.command),
+                "capture_mode": report.capture_mode.value,
+                "network": report.network,
+            }
+        )
+    tool_set = tuple(sorted(set(tools)))
+    drafts = tuple(
+        Draft(output_digest=run.output_digest, context_digest=context_digest, tools=tool_set)
+        for run in report.runs
+        if run.status is RunStatus.OK and run.output_digest is not None
+    )
+    return Branch(
+        branch_id=branch_id,
+        drafts=drafts,
+        verifier=verifier,
+        verifier_evidence_digest=verifier_evidence_digest,
+    )

@@ -1,0 +1,236 @@
+"""Tests for kernel.admission: the seed's decision boundary (A1-A5), ids, properties."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.admission import (
+    Admission,
+    Branch,
+    CommitBoundaryError,
+    CommitRefusal,
+    CommitRefusalReason,
+    Draft,
+    EvidenceClass,
+    VerifierOutcome,
+    admit_or_raise,
+    admit_to_commit,
+    branch_from_corroboration,
+    drafts_are_decorrelated,
+    require_verified,
+)
+from kernel.codec import identity_payload
+from kernel.consensus import (
+    CaptureMode,
+    CaptureStatus,
+    ConsensusRefusal,
+    Isolation,
+    RunObservation,
+    build_consensus,
+    build_report,
+)
+from kernel.errors import RefusedError
+from kernel.strategies import branches, drafts
+
+OUT_A, OUT_B = "a" * 64, "b" * 64
+CTX_1, CTX_2, CTX_3 = "1" * 64, "2" * 64, "3" * 64
+
+
+def stdlib_id(payload: dict[str, Any]) -> str:
+    """The id definition, recomputed with the stdlib only."""
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def draft(out: str, ctx: str, tools: tuple[str, ...] = ("shell",)) -> Draft:
+    """A draft with the given output, context and tools."""
+    return Draft(output_digest=out, context_digest=ctx, tools=tools)
+
+
+def branch(verifier: VerifierOutcome, *items: Draft) -> Branch:
+    """A branch named 'b1'."""
+    return Branch(branch_id="b1", drafts=tuple(items), verifier=verifier)
+
+
+CORRELATED = (draft(OUT_A, CTX_1), draft(OUT_A, CTX_1), draft(OUT_A, CTX_1))
+DECORRELATED = (draft(OUT_A, CTX_1), draft(OUT_A, CTX_2), draft(OUT_A, CTX_3))
+DIVERGENT_CORRELATED = (draft(OUT_A, CTX_1), draft(OUT_B, CTX_1))
+
+V, E, R = VerifierOutcome, EvidenceClass, CommitRefusalReason
+
+ADMIT_TABLE = [
+    ("verified-correlated", V.PASSED, CORRELATED, E.VERIFIED),
+    ("verified-decorrelated", V.PASSED, DECORRELATED, E.VERIFIED),
+    ("verified-single", V.PASSED, (draft(OUT_A, CTX_1),), E.VERIFIED),
+    ("unanimous-decorrelated-no-verifier", V.NONE, DECORRELATED, E.CORROBORATED_ONLY),
+    ("divergent-no-verifier", V.NONE, DIVERGENT_CORRELATED, E.CORROBORATED_ONLY),
+    ("single-draft-no-verifier", V.NONE, (draft(OUT_A, CTX_1),), E.CORROBORATED_ONLY),
+]
+
+
+@pytest.mark.parametrize(("name", "verifier", "items", "evidence"), ADMIT_TABLE)
+def test_admissions(
+    name: str, verifier: VerifierOutcome, items: tuple[Draft, ...], evidence: EvidenceClass
+) -> None:
+    """Only a verifier pass is `verified`; otherwise agreement stages only (A2, A5)."""
+    outcome = admit_to_commit(branch(verifier, *items))
+    assert isinstance(outcome, Admission), name
+    assert outcome.evidence_class is evidence
+    assert outcome.commit_permitted is (evidence is E.VERIFIED)
+    assert outcome.staging_only is (evidence is E.CORROBORATED_ONLY)
+    assert outcome.admission_id == stdlib_id(identity_payload(outcome))
+    assert Admission.from_dict(outcome.to_dict()) == outcome
+
+
+REFUSE_TABLE = [
+    ("no-drafts-even-if-verified", V.PASSED, (), R.NO_DRAFTS),
+    ("no-drafts", V.NONE, (), R.NO_DRAFTS),
+    ("verifier-fail-unanimous", V.FAILED, DECORRELATED, R.VERIFIER_REJECTED),
+    ("verifier-fail-correlated", V.FAILED, CORRELATED, R.VERIFIER_REJECTED),
+    ("unanimous-correlated", V.NONE, CORRELATED, R.UNANIMOUS_CORRELATED_DRAFTS),
+    (
+        "two-share-prefix-and-tools",
+        V.NONE,
+        (draft(OUT_A, CTX_1), draft(OUT_A, CTX_2), draft(OUT_A, CTX_1)),
+        R.UNANIMOUS_CORRELATED_DRAFTS,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "verifier", "items", "reason"), REFUSE_TABLE)
+def test_refusals(
+    name: str, verifier: VerifierOutcome, items: tuple[Draft, ...], reason: CommitRefusalReason
+) -> None:
+    """Vacuous, rejected and correlated-unanimous branches are refused (A1, A3, A4)."""
+    outcome = admit_to_commit(branch(verifier, *items))
+    assert isinstance(outcome, CommitRefusal), name
+    assert outcome.reason_codes == (reason,)
+    assert outcome.refusal_id == stdlib_id(identity_payload(outcome))
+    assert CommitRefusal.from_dict(outcome.to_dict()) == outcome
+    with pytest.raises(CommitBoundaryError) as caught:
+        admit_or_raise(branch(verifier, *items))
+    assert caught.value.refusal == outcome
+
+
+def test_same_context_different_tools_is_decorrelated() -> None:
+    """Drafters are correlated only when they share both context and tools."""
+    items = (draft(OUT_A, CTX_1, ("grep",)), draft(OUT_A, CTX_1, ("shell",)))
+    assert drafts_are_decorrelated(branch(VerifierOutcome.NONE, *items))
+    assert not drafts_are_decorrelated(branch(VerifierOutcome.NONE, *CORRELATED))
+
+
+def test_require_verified_refuses_corroborated_only() -> None:
+    """Promoting a corroborated_only branch to commit raises the boundary error."""
+    with pytest.raises(CommitBoundaryError) as caught:
+        require_verified(branch(VerifierOutcome.NONE, *DECORRELATED))
+    assert isinstance(caught.value.refusal, Admission)
+    assert isinstance(caught.value, RefusedError)
+    assert require_verified(branch(VerifierOutcome.PASSED, *CORRELATED)).commit_permitted
+
+
+def test_wrong_type_is_a_programmer_error() -> None:
+    """admit_to_commit takes a Branch."""
+    with pytest.raises(TypeError):
+        admit_to_commit("b1")  # type: ignore[arg-type]
+
+
+def test_unsorted_tools_cannot_exist() -> None:
+    """A draft's tools are sorted and unique."""
+    with pytest.raises(ValueError):  # noqa: PT011
+        Draft(output_digest=OUT_A, context_digest=CTX_1, tools=("z", "a"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(branches)
+def test_branch_outcomes_round_trip_and_seal(item: Branch) -> None:
+    """Every outcome round-trips and its id reproduces with the stdlib definition."""
+    assert Branch.from_dict(item.to_dict()) == item
+    outcome = admit_to_commit(item)
+    assert type(outcome).from_dict(outcome.to_dict()) == outcome
+    own = outcome.admission_id if isinstance(outcome, Admission) else outcome.refusal_id
+    assert own == stdlib_id(identity_payload(outcome))
+
+
+@settings(max_examples=100, deadline=None)
+@given(branches, st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=4))
+def test_correlated_drafts_never_cross_into_verified(item: Branch, picks: list[int]) -> None:
+    """Adding drafts that copy an existing drafter's context and tools never yields `verified`.
+
+    Only the verifier outcome decides `verified` (seed: a fourth correlated drafter
+    does not cross the boundary).
+    """
+    before = admit_to_commit(item)
+    if not item.drafts:
+        return
+    extra = tuple(item.drafts[i % len(item.drafts)] for i in picks)
+    after = admit_to_commit(attrs.evolve(item, drafts=item.drafts + extra))
+    if item.verifier is not VerifierOutcome.PASSED:
+        assert not (isinstance(after, Admission) and after.evidence_class is EvidenceClass.VERIFIED)
+    if isinstance(before, Admission) and before.evidence_class is EvidenceClass.CORROBORATED_ONLY:
+        assert isinstance(after, CommitRefusal) or (
+            after.evidence_class is EvidenceClass.CORROBORATED_ONLY
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(drafts, st.integers(min_value=2, max_value=6))
+def test_unanimity_among_clones_is_refused_without_verifier(one: Draft, n: int) -> None:
+    """N identical drafters agreeing is the highest-risk signal, not a green light."""
+    outcome = admit_to_commit(
+        Branch(branch_id="x", drafts=(one,) * n, verifier=VerifierOutcome.NONE)
+    )
+    assert isinstance(outcome, CommitRefusal)
+    assert outcome.reason_codes == (CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,)
+
+
+def _report(*digests: str) -> Any:
+    observations = tuple(
+        RunObservation(
+            index=i,
+            status=CaptureStatus.OK,
+            exit_code=0,
+            output_digest=d,
+            output_size=4,
+            isolation=Isolation.OVERLAY,
+            duration_ms=1,
+        )
+        for i, d in enumerate(digests)
+    )
+    outcome = build_consensus(observations)
+    assert not isinstance(outcome, ConsensusRefusal)
+    return build_report(
+        outcome, command=("make", "test"), capture_mode=CaptureMode.PATCH, network=False,
+        timeout_ms=None,
+    )  # fmt: skip
+
+
+def test_corroboration_report_is_correlated_by_construction() -> None:
+    """Reruns of one command never become `verified` without an independent verifier."""
+    report = _report(OUT_A, OUT_A, OUT_A)
+    unverified = branch_from_corroboration(report, branch_id="r")
+    assert not drafts_are_decorrelated(unverified)
+    refused = admit_to_commit(unverified)
+    assert isinstance(refused, CommitRefusal)
+    assert refused.reason_codes == (CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,)
+    verified = admit_to_commit(
+        branch_from_corroboration(report, branch_id="r", verifier=VerifierOutcome.PASSED)
+    )
+    assert isinstance(verified, Admission)
+    assert verified.evidence_class is EvidenceClass.VERIFIED
+
+
+def test_divergent_reruns_stage_only() -> None:
+    """A split rerun report without verifier is corroborated_only at best."""
+    outcome = admit_to_commit(
+        branch_from_corroboration(_report(OUT_A, OUT_B, OUT_A), branch_id="r")
+    )
+    assert isinstance(outcome, Admission)
+    assert outcome.evidence_class is EvidenceClass.CORROBORATED_ONLY
+    assert not outcome.commit_permitted

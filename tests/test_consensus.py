@@ -1,0 +1,376 @@
+"""Tests for kernel.consensus: every corroboration rule (C1-C7), ids, round trips."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.codec import identity_payload
+from kernel.consensus import (
+    EMPTY_SHA256,
+    CaptureMode,
+    CaptureStatus,
+    Consensus,
+    ConsensusRefusal,
+    ConsensusRefusalReason,
+    CorroborationReport,
+    Isolation,
+    NoConsensus,
+    NoConsensusReason,
+    RunObservation,
+    RunStatus,
+    build_consensus,
+    build_report,
+)
+from kernel.strategies import run_observations
+
+A, B, C = "a" * 64, "b" * 64, "c" * 64
+
+
+def stdlib_id(payload: dict[str, Any]) -> str:
+    """The id definition, recomputed with the stdlib only (never the library helper)."""
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ok(index: int, digest: str, size: int = 5) -> RunObservation:
+    """A successful run with output ``digest``."""
+    return RunObservation(
+        index=index,
+        status=CaptureStatus.OK,
+        exit_code=0,
+        output_digest=digest,
+        output_size=size,
+        isolation=Isolation.OVERLAY,
+        duration_ms=3,
+    )
+
+
+def bad(index: int, status: CaptureStatus, exit_code: int | None = 1) -> RunObservation:
+    """A failed run (joins no group)."""
+    return RunObservation(
+        index=index,
+        status=status,
+        exit_code=exit_code,
+        output_digest=None,
+        output_size=None,
+        isolation=Isolation.OVERLAY,
+        duration_ms=3,
+    )
+
+
+def runs(*specs: str) -> tuple[RunObservation, ...]:
+    """Observations from short specs: a digest letter, 'fail', 'timeout', 'sbx', 'empty'."""
+    out: list[RunObservation] = []
+    for i, spec in enumerate(specs):
+        if spec == "fail":
+            out.append(bad(i, CaptureStatus.FAILED))
+        elif spec == "timeout":
+            out.append(bad(i, CaptureStatus.TIMEOUT, None))
+        elif spec == "sbx":
+            out.append(bad(i, CaptureStatus.SANDBOX_ERROR, None))
+        elif spec == "empty":
+            out.append(ok(i, EMPTY_SHA256, 0))
+        else:
+            out.append(ok(i, spec * 64))
+    return tuple(out)
+
+
+# -- C5: strict majority of launched runs, never a plurality ---------------------------
+
+CONSENSUS_TABLE = [
+    ("n1-one-output", ("a",), A, 1),
+    ("unanimous", ("a", "a", "a"), A, 3),
+    ("two-of-three", ("a", "b", "a"), A, 2),
+    ("majority-despite-a-failure", ("a", "a", "fail"), A, 2),
+    ("three-of-five-with-timeout", ("a", "timeout", "a", "b", "a"), A, 3),
+]
+
+
+@pytest.mark.parametrize(("name", "specs", "digest", "count"), CONSENSUS_TABLE)
+def test_strict_majority_gives_consensus(
+    name: str, specs: tuple[str, ...], digest: str, count: int
+) -> None:
+    """A group with more than N/2 of the launched runs is the consensus."""
+    outcome = build_consensus(runs(*specs))
+    assert isinstance(outcome, Consensus), name
+    assert outcome.majority_digest == digest
+    assert outcome.agreement_count == count
+    assert outcome.runs_launched == len(specs)
+
+
+NSM = NoConsensusReason.NO_STRICT_MAJORITY
+NCO = NoConsensusReason.NO_CANDIDATE_OUTPUT
+
+NO_CONSENSUS_TABLE = [
+    ("tie-two-two", ("a", "a", "b", "b"), NSM),
+    ("half-is-not-majority", ("a", "fail"), NSM),
+    ("plurality-is-not-majority", ("a", "a", "b", "c", "fail"), NSM),
+    ("failures-count-as-launched", ("a", "a", "fail", "fail"), NSM),
+    ("all-different", ("a", "b", "c"), NSM),
+    ("n1-failed", ("fail",), NCO),
+    ("all-failed", ("fail", "timeout", "sbx"), NCO),
+    ("all-no-change", ("empty", "empty", "empty"), NCO),
+    ("no-change-and-failed", ("empty", "fail"), NCO),
+]
+
+
+@pytest.mark.parametrize(("name", "specs", "reason"), NO_CONSENSUS_TABLE)
+def test_no_strict_majority_gives_no_consensus(
+    name: str, specs: tuple[str, ...], reason: NoConsensusReason
+) -> None:
+    """Ties, pluralities, all-failed and all-no-change never carry consensus."""
+    outcome = build_consensus(runs(*specs))
+    assert isinstance(outcome, NoConsensus), name
+    assert outcome.reason is reason
+    assert outcome.runs_launched == len(specs)
+
+
+def test_no_consensus_lists_every_group() -> None:
+    """No consensus reports the per-run groups, largest first, then by digest."""
+    outcome = build_consensus(runs("b", "a", "c", "b", "a", "fail"))
+    assert isinstance(outcome, NoConsensus)
+    assert [(g.digest, g.run_indexes) for g in outcome.groups] == [
+        (A, (1, 4)),
+        (B, (0, 3)),
+        (C, (2,)),
+    ]
+    assert outcome.failed_run_indexes == (5,)
+
+
+# -- C2, C3: failed and no-change runs -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (CaptureStatus.FAILED, RunStatus.FAILED),
+        (CaptureStatus.TIMEOUT, RunStatus.TIMEOUT),
+        (CaptureStatus.SANDBOX_ERROR, RunStatus.SANDBOX_ERROR),
+    ],
+)
+def test_failed_runs_join_no_group_even_with_output(
+    status: CaptureStatus, expected: RunStatus
+) -> None:
+    """A failed run whose output matches the majority's still joins no group (C2)."""
+    failing = RunObservation(
+        index=2,
+        status=status,
+        exit_code=3,
+        output_digest=A,
+        output_size=5,
+        isolation=Isolation.COPY,
+        duration_ms=1,
+    )
+    outcome = build_consensus((ok(0, A), ok(1, B), failing))
+    assert isinstance(outcome, NoConsensus)
+    assert outcome.runs[2].status is expected
+    assert outcome.failed_run_indexes == (2,)
+    assert all(2 not in g.run_indexes for g in outcome.groups)
+
+
+def test_output_equal_to_baseline_output_is_no_change() -> None:
+    """Runs byte-identical to the baseline output never carry consensus (C3)."""
+    outcome = build_consensus(runs("a", "a", "b"), baseline_output_digest=A)
+    assert isinstance(outcome, NoConsensus)
+    assert outcome.no_change_run_indexes == (0, 1)
+    assert [g.digest for g in outcome.groups] == [B]
+    assert outcome.reason is NoConsensusReason.NO_STRICT_MAJORITY
+
+
+def test_empty_output_is_no_change() -> None:
+    """An empty output is a no-change run, excluded but still launched (C3)."""
+    outcome = build_consensus(runs("a", "empty", "a"))
+    assert isinstance(outcome, Consensus)
+    assert outcome.no_change_run_indexes == (1,)
+    assert outcome.runs[1].status is RunStatus.NO_CHANGE
+    assert outcome.agreement_count == 2
+
+
+# -- C1: refusals ----------------------------------------------------------------------
+
+REFUSAL_TABLE = [
+    ("zero-runs", (), {}, (ConsensusRefusalReason.NO_RUNS_LAUNCHED,)),
+    (
+        "gap-in-indexes",
+        (ok(0, A), ok(2, A)),
+        {},
+        (ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,),
+    ),
+    (
+        "out-of-order",
+        (ok(1, A), ok(0, A)),
+        {},
+        (ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,),
+    ),
+    (
+        "bad-digests",
+        (ok(0, A),),
+        {"baseline_output_digest": "ABC", "candidate_digest": "sha256:" + A},
+        (
+            ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST,
+            ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST,
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "observations", "kwargs", "codes"), REFUSAL_TABLE)
+def test_refusals(
+    name: str,
+    observations: tuple[RunObservation, ...],
+    kwargs: dict[str, str],
+    codes: tuple[ConsensusRefusalReason, ...],
+) -> None:
+    """Unjudgeable input is refused with codes in check order, never raised."""
+    outcome = build_consensus(observations, **kwargs)
+    assert isinstance(outcome, ConsensusRefusal), name
+    assert outcome.reason_codes == codes
+    assert outcome.refusal_id == stdlib_id(identity_payload(outcome))
+    assert ConsensusRefusal.from_dict(outcome.to_dict()) == outcome
+
+
+def test_wrong_type_is_a_programmer_error() -> None:
+    """Passing something that is not an observation raises TypeError."""
+    with pytest.raises(TypeError):
+        build_consensus(["not an observation"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"status": CaptureStatus.OK, "exit_code": 1, "output_digest": A, "output_size": 1},
+        {"status": CaptureStatus.OK, "exit_code": 0, "output_digest": None, "output_size": None},
+        {"status": CaptureStatus.FAILED, "exit_code": 1, "output_digest": A, "output_size": None},
+    ],
+)
+def test_inconsistent_observations_cannot_exist(kwargs: dict[str, Any]) -> None:
+    """An ok run exits 0 with an output; digest and size come together."""
+    with pytest.raises(ValueError):  # noqa: PT011 - every validator error is a ValueError
+        RunObservation(index=0, isolation=Isolation.OVERLAY, duration_ms=0, **kwargs)
+
+
+# -- C6: the candidate is an input -----------------------------------------------------
+
+
+def test_candidate_matching_majority() -> None:
+    """With a candidate, the outcome says whether the majority equals it and who reproduced it."""
+    outcome = build_consensus(runs("a", "b", "a"), candidate_digest=A)
+    assert isinstance(outcome, Consensus)
+    assert outcome.candidate_matches_majority is True
+    assert outcome.candidate_reproduced_by == (0, 2)
+
+
+def test_candidate_in_minority() -> None:
+    """A candidate reproduced only by a minority does not match the majority."""
+    outcome = build_consensus(runs("a", "b", "a"), candidate_digest=B)
+    assert isinstance(outcome, Consensus)
+    assert outcome.candidate_matches_majority is False
+    assert outcome.candidate_reproduced_by == (1,)
+
+
+def test_candidate_without_consensus() -> None:
+    """Without consensus a candidate never matches a majority."""
+    outcome = build_consensus(runs("a", "b"), candidate_digest=A)
+    assert isinstance(outcome, NoConsensus)
+    assert outcome.candidate_matches_majority is False
+    assert outcome.candidate_reproduced_by == (0,)
+
+
+def test_no_candidate_reports_majority_alone() -> None:
+    """Without a candidate the candidate fields are null."""
+    outcome = build_consensus(runs("a", "a"))
+    assert isinstance(outcome, Consensus)
+    assert outcome.candidate_digest is None
+    assert outcome.candidate_matches_majority is None
+
+
+# -- C7 and identity -------------------------------------------------------------------
+
+
+def test_no_record_carries_a_correctness_field() -> None:
+    """Byte identity is never a correctness claim: no field says 'correct' or 'verified'."""
+    for cls in (Consensus, NoConsensus, CorroborationReport):
+        names = {f.name for f in attrs.fields(cls)}
+        assert not {n for n in names if "correct" in n or "verified" in n or "valid" in n}
+
+
+@settings(max_examples=60, deadline=None)
+@given(run_observations(), st.none() | st.sampled_from([A, B]))
+def test_outcome_ids_reproduce_and_round_trip(
+    observations: tuple[RunObservation, ...], candidate: str | None
+) -> None:
+    """Every outcome self-seals with the stdlib definition and round-trips strictly."""
+    outcome = build_consensus(observations, candidate_digest=candidate)
+    assert not isinstance(outcome, ConsensusRefusal)
+    assert type(outcome).from_dict(outcome.to_dict()) == outcome
+    own_id = outcome.consensus_id if isinstance(outcome, Consensus) else outcome.no_consensus_id
+    assert own_id == stdlib_id(identity_payload(outcome))
+    report = build_report(
+        outcome, command=("x",), capture_mode=CaptureMode.STDOUT, network=False, timeout_ms=5
+    )
+    assert CorroborationReport.from_dict(report.to_dict()) == report
+    assert report.report_id == stdlib_id(identity_payload(report))
+    assert "explanation" not in identity_payload(report)
+
+
+def _signature(outcome: Consensus | NoConsensus | ConsensusRefusal) -> tuple[object, ...]:
+    assert not isinstance(outcome, ConsensusRefusal)
+    groups = sorted((g.digest, g.size, len(g.run_indexes)) for g in outcome.groups)
+    if isinstance(outcome, Consensus):
+        return ("consensus", outcome.majority_digest, outcome.agreement_count, tuple(groups))
+    return ("none", outcome.reason, tuple(groups))
+
+
+@settings(max_examples=80, deadline=None)
+@given(run_observations(min_runs=1, max_runs=7), st.randoms(use_true_random=False))
+def test_result_depends_only_on_the_multiset_of_status_and_digest(
+    observations: tuple[RunObservation, ...], rnd: Any
+) -> None:
+    """Reordering runs (re-indexing them) never changes the verdict, majority or groups."""
+    shuffled = list(observations)
+    rnd.shuffle(shuffled)
+    reindexed = tuple(attrs.evolve(o, index=i) for i, o in enumerate(shuffled))
+    assert Counter((o.status, o.output_digest) for o in reindexed) == Counter(
+        (o.status, o.output_digest) for o in observations
+    )
+    assert _signature(build_consensus(observations)) == _signature(build_consensus(reindexed))
+
+
+@settings(max_examples=80, deadline=None)
+@given(run_observations())
+def test_consensus_is_exactly_a_strict_majority(observations: tuple[RunObservation, ...]) -> None:
+    """Consensus iff one changed, successful digest has more than N/2 runs (oracle)."""
+    counts = Counter(
+        o.output_digest
+        for o in observations
+        if o.status is CaptureStatus.OK and o.output_size != 0 and o.output_digest != EMPTY_SHA256
+    )
+    n = len(observations)
+    winners = [d for d, count in counts.items() if count * 2 > n]
+    outcome = build_consensus(observations)
+    if winners:
+        assert isinstance(outcome, Consensus)
+        assert outcome.majority_digest == winners[0]
+    else:
+        assert isinstance(outcome, NoConsensus)
+
+
+def test_report_isolation_is_the_weakest_level() -> None:
+    """One run that fell back to a copy makes the whole report say 'copy'."""
+    weak = attrs.evolve(ok(1, A), isolation=Isolation.COPY)
+    outcome = build_consensus((ok(0, A), weak, ok(2, A)))
+    assert not isinstance(outcome, ConsensusRefusal)
+    report = build_report(
+        outcome, command=("x",), capture_mode=CaptureMode.PATCH, network=False, timeout_ms=None
+    )
+    assert report.isolation is Isolation.COPY
+    assert report.consensus is True
+    assert report.no_consensus_reason is None
