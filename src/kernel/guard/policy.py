@@ -150,7 +150,7 @@ def _read(path: Path) -> str:
 
 
 def markdown_guard_blocks(text: str) -> list[tuple[int, str]]:
-    """Fenced code blocks tagged ``guard`` in Markdown, as ``(first line, content)``.
+    """Fenced code blocks tagged ``guard`` in Markdown, as ``(fence line, content)``.
 
     A fence is three or more backticks or tildes (indented at most three spaces); it is
     closed by a fence of the same character at least as long. Unclosed blocks run to

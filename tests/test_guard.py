@@ -1,0 +1,387 @@
+"""kernel.guard: policy parsing, resolution, columns, cache, output formats, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.cli import main
+from kernel.errors import ConfigError
+from kernel.guard import (
+    GuardReport,
+    Policy,
+    Rule,
+    ViolationCode,
+    check_source,
+    check_tree,
+    load_policy,
+    markdown_guard_blocks,
+    policy_hash,
+    render,
+)
+from kernel.guard.patterns import CallMatcher, covers, module_matches
+
+POLICY_MD = """\
+# ADR
+
+```guard
+[[rules]]
+name = "pure"
+modules = ["pkg.*", "!pkg.shell"]
+forbid-imports = ["subprocess"]
+forbid-calls = ["open", "os.system", "os.environ", "time.*"]
+```
+"""
+
+
+def _policy(**kw: object) -> Policy:
+    fields: dict[str, object] = {"name": "r", "modules": ("m",)}
+    fields.update(kw)
+    return Policy(rules=(Rule(**fields),))  # type: ignore[arg-type]
+
+
+def _codes(source: str, policy: Policy, module: str = "m") -> list[tuple[int, int, str]]:
+    return [(v.line, v.column, v.code.value) for v in check_source(source, policy, module=module)]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        path = src / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return src
+
+
+# ------------------------------------------------------------------ patterns
+
+
+def test_module_patterns_cover_submodules_and_globs() -> None:
+    """`a.b` covers `a.b.c`, not `a.bc`; globs match across dots."""
+    assert module_matches("os", "os.path")
+    assert not module_matches("os", "oss")
+    assert module_matches("kernel.effects.*", "kernel.effects.cli")
+    assert not module_matches("kernel.effects.*", "kernel.values")
+
+
+def test_rule_modules_last_match_wins() -> None:
+    """`!pattern` excludes, a later positive pattern re-includes."""
+    pats = ("kernel", "kernel.*", "!kernel.effects.*", "kernel.effects.pure")
+    assert covers(pats, "kernel")
+    assert covers(pats, "kernel.values")
+    assert not covers(pats, "kernel.effects.cli")
+    assert covers(pats, "kernel.effects.pure")
+
+
+def test_call_patterns_builtins_prefix_and_star() -> None:
+    """`open` == `builtins.open`; `os.environ` covers `os.environ.get`; `x.*` not `x`."""
+    m = CallMatcher([("r", "open"), ("r", "os.environ"), ("r", "time.*")])
+    assert m.match("builtins.open") == [("r", "open")]
+    assert m.match("os.environ.get") == [("r", "os.environ")]
+    assert m.match("time.time") == [("r", "time.*")]
+    assert m.match("time") == []
+    assert m.match("os.path.join") == []
+    assert m.interesting("os")
+
+
+# ------------------------------------------------------------------ policy
+
+
+def test_markdown_blocks_only_guard_fences() -> None:
+    """Only fences tagged `guard` are read; tildes and longer fences work."""
+    text = "```toml\nx=1\n```\n~~~~ guard\n[[rules]]\n~~~~\n````guard\na=1\n````\n"
+    blocks = markdown_guard_blocks(text)
+    assert [content for _line, content in blocks] == ["[[rules]]", "a=1"]
+    assert blocks[0][0] == 4  # 1-based line of the opening fence
+
+
+def test_load_policy_from_markdown_and_pyproject(tmp_path: Path) -> None:
+    """Both sources yield the same rule shape; the hash ignores where a rule came from."""
+    md = tmp_path / "adr.md"
+    md.write_text(POLICY_MD, encoding="utf-8")
+    py = tmp_path / "pyproject.toml"
+    body = POLICY_MD.split("```guard\n")[1].split("```")[0]
+    py.write_text(body.replace("[[rules]]", "[[tool.kernel.guard.rules]]"), encoding="utf-8")
+    a, b = load_policy([md]), load_policy([py])
+    assert a == b
+    assert policy_hash(a) == policy_hash(b)
+    assert a.rules[0].forbid_calls == ("open", "os.system", "os.environ", "time.*")
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-import=["os"]\n', "rules[0].forbid-import: unknown key"),
+        ('[[rules]]\nname="x"\nmodules="m"\nforbid-imports=["os"]\n', "rules[0].modules: expected a list"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\n', "checks nothing"),
+        ('[[rules]]\nname="x"\nmodules=[]\nforbid-imports=["os"]\n', "rules[0].modules: must name"),
+        ('[[rules]]\nmodules=["m"]\nforbid-imports=["os"]\n', "rules[0].name"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os x"]\n', "forbid-imports[0]"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["!os"]\n', "forbid-imports[0]"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-calls=["open"]\ntransitive=true\n', "transitive"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\ntransitive="yes"\n', "transitive"),
+        ('rules = 3\n', "rules: expected a non-empty array"),
+        ('[other]\n', "other: unknown key"),
+        ('[[rules]\n', "invalid TOML"),
+        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\n'
+         '[[rules]]\nname="x"\nmodules=["n"]\nforbid-imports=["os"]\n', "duplicate rule name"),
+    ],
+)
+def test_invalid_policy_names_file_and_key(tmp_path: Path, toml: str, needle: str) -> None:
+    """Every unusable policy raises ConfigError naming the file and the offending key."""
+    md = tmp_path / "bad.md"
+    md.write_text(f"```guard\n{toml}```\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_policy([md])
+    assert str(md) in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_no_policy_is_refused(tmp_path: Path) -> None:
+    """A named file without a policy, and an empty file list, are errors (never vacuous)."""
+    md = tmp_path / "empty.md"
+    md.write_text("# nothing here\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="no ```guard block"):
+        load_policy([md])
+    py = tmp_path / "pyproject.toml"
+    py.write_text("[project]\nname='x'\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"no \[tool.kernel.guard\]"):
+        load_policy([py])
+    with pytest.raises(ConfigError):
+        load_policy([])
+
+
+def test_records_refuse_vacuous_rules() -> None:
+    """A Rule that checks nothing and a Policy without rules cannot be built."""
+    with pytest.raises(ValueError, match="checks nothing"):
+        Rule(name="r", modules=("m",))
+    with pytest.raises(ValueError, match="at least one rule"):
+        Policy(rules=())
+
+
+# ------------------------------------------------------------------ resolution
+
+
+def test_shadowed_builtins_are_not_flagged() -> None:
+    """Parameters, locals and module-level definitions named like builtins are not them."""
+    policy = _policy(forbid_calls=("open", "compile"))
+    src = (
+        "import re\n"
+        "def f(open):\n    return open(1)\n"
+        "def g():\n    compile = re.compile\n    return compile('x')\n"
+        "h = lambda open: open()\n"
+    )
+    assert _codes(src, policy) == []
+    assert _codes("def k():\n    return open('x')\n", policy) == [(2, 12, "KG004")]
+
+
+def test_typing_only_variants() -> None:
+    """typing.TYPE_CHECKING, `not TYPE_CHECKING` else-branches and the False idiom."""
+    policy = _policy(forbid_imports=("socket",))
+    src = (
+        "import typing\n"
+        "if typing.TYPE_CHECKING:\n    import socket\n"
+        "if not typing.TYPE_CHECKING:\n    pass\nelse:\n    import socket\n"
+    )
+    assert _codes(src, policy) == [(3, 5, "KG006"), (7, 5, "KG006")]
+    runtime = "import typing\nif not typing.TYPE_CHECKING:\n    import socket\n"
+    assert _codes(runtime, policy) == [(3, 5, "KG001")]
+    allowed = _policy(forbid_imports=("socket",), allow_typing_imports=("socket",))
+    assert _codes("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import socket\n", allowed) == []
+
+
+def test_reassigned_type_checking_is_not_trusted() -> None:
+    """`from typing import TYPE_CHECKING` later overwritten makes the block runtime."""
+    policy = _policy(forbid_imports=("socket",))
+    src = "from typing import TYPE_CHECKING\nTYPE_CHECKING = 1\nif TYPE_CHECKING:\n    import socket\n"
+    assert _codes(src, policy) == [(4, 5, "KG001")]
+
+
+def test_relative_imports_resolve_from_packages_and_modules() -> None:
+    """`from . import x` resolves against the package; beyond the top is KG005."""
+    policy = _policy(modules=("pkg", "pkg.*"), forbid_imports=("pkg.secret",))
+    assert _codes("from . import secret\n", policy, module="pkg.mod") == [(1, 1, "KG001")]
+    found = check_source("from .secret import x\n", policy, module="pkg", is_package=True)
+    assert [v.code for v in found] == [ViolationCode.FORBIDDEN_IMPORT]
+    assert _codes("from ... import x\n", policy, module="pkg.mod") == [(1, 1, "KG005")]
+
+
+def test_allow_list_and_future_imports() -> None:
+    """allow-imports admits listed modules and submodules; __future__ is always fine."""
+    policy = _policy(allow_imports=("attrs", "kernel.identity"))
+    src = (
+        "from __future__ import annotations\nimport attrs\nfrom kernel.identity import x\n"
+        "from kernel import identity\nimport json\n"
+    )
+    assert _codes(src, policy) == [(5, 1, "KG002")]
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    """On a non-ASCII line the column counts characters (é is 2 bytes, 1 column)."""
+    policy = _policy(forbid_calls=("eval",))
+    found = check_source("x = 'éé'; eval('1')\n", policy, module="m")
+    assert [(v.line, v.column) for v in found] == [(1, 11)]
+
+
+def test_unparseable_source_is_a_finding_not_a_crash() -> None:
+    """Syntax errors and NUL bytes are KG010 findings for the file."""
+    policy = _policy(forbid_calls=("eval",))
+    assert [c for _l, _c, c in _codes("def (:\n", policy)] == ["KG010"]
+    assert [v.code for v in check_source(b"x = 1\0\n", policy, module="m")] == [
+        ViolationCode.UNPARSEABLE
+    ]
+
+
+def test_latin1_coding_cookie_and_crlf() -> None:
+    """A PEP 263 cookie and CRLF newlines keep lines and columns right."""
+    policy = _policy(forbid_calls=("eval",))
+    data = "# -*- coding: latin-1 -*-\r\nx = 'é'; eval('1')\r\n".encode("latin-1")
+    found = check_source(data, policy, module="m")
+    assert [(v.line, v.column) for v in found] == [(2, 10)]
+
+
+def test_annotations_are_skipped_only_under_future_annotations() -> None:
+    """Annotations are never evaluated with the future import, so they are not uses."""
+    policy = _policy(forbid_calls=("os.environ",))
+    lazy = "from __future__ import annotations\nimport os\ndef f(x: os.environ) -> None: ...\n"
+    eager = "import os\ndef f(x: os.environ) -> None: ...\n"
+    assert _codes(lazy, policy) == []
+    assert _codes(eager, policy) == [(2, 10, "KG004")]
+
+
+def test_rebinding_discovered_late_is_followed() -> None:
+    """A function using an alias defined further down is still caught (fixpoint)."""
+    policy = _policy(forbid_calls=("os.system",))
+    src = "import os\ndef run():\n    return runner('x')\nrunner = os.system\n"
+    assert _codes(src, policy) == [(3, 12, "KG004"), (4, 10, "KG004")]
+
+
+# ------------------------------------------------------------------ tree, cache, transitive
+
+
+def test_transitive_chain_and_typing_edges(tmp_path: Path) -> None:
+    """The chain names every hop with its line; typing-only edges are not followed."""
+    src = _tree(tmp_path, {
+        "app/__init__.py": "",
+        "app/top.py": "import os\nfrom app import mid\n",
+        "app/mid.py": "\nimport subprocess\n",
+        "app/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app import mid\n",
+    })  # fmt: skip
+    policy = Policy(rules=(Rule(name="t", modules=("app.top", "app.typed"),
+                                forbid_imports=("subprocess",), transitive=True),))
+    report = check_tree(src, policy)
+    assert [(Path(v.path).name, v.line, v.code.value) for v in report.violations] == [
+        ("top.py", 2, "KG007")
+    ]
+    chain = report.violations[0].chain
+    assert [(c.module, c.line, c.imports) for c in chain] == [
+        ("app.top", 2, "app.mid"), ("app.mid", 2, "subprocess")
+    ]
+
+
+def test_cache_serves_unchanged_files_and_sees_edits(tmp_path: Path) -> None:
+    """Second run is served from the cache; an edit (same size) is re-scanned."""
+    src = _tree(tmp_path, {"m.py": "eval('1')\n"})
+    policy = _policy(forbid_calls=("eval",))
+    cache = tmp_path / "cache"
+    first = check_tree(src, policy, cache_dir=cache)
+    second = check_tree(src, policy, cache_dir=cache)
+    assert (first.files_cached, second.files_cached) == (0, 1)
+    assert first.violations == second.violations
+    (src / "m.py").write_text("exec('1')\n", encoding="utf-8")
+    third = check_tree(src, policy, cache_dir=cache)
+    assert third.files_cached == 0
+    assert third.violations == ()
+    other = _policy(forbid_calls=("exec",))
+    assert check_tree(src, other, cache_dir=cache).files_cached == 0  # policy is in the key
+
+
+def test_stat_shortcut_after_racy_window(tmp_path: Path) -> None:
+    """Files older than the racy window are trusted by (size, mtime, inode)."""
+    src = _tree(tmp_path, {"m.py": "eval('1')\n"})
+    old = 1_000_000_000
+    os.utime(src / "m.py", (old, old))
+    policy = _policy(forbid_calls=("eval",))
+    cache = tmp_path / "cache"
+    check_tree(src, policy, cache_dir=cache)
+    assert check_tree(src, policy, cache_dir=cache).files_cached == 1
+
+
+def test_damaged_cache_is_a_cold_run(tmp_path: Path) -> None:
+    """A corrupt cache file is ignored, never an error."""
+    src = _tree(tmp_path, {"m.py": "eval('1')\n"})
+    policy = _policy(forbid_calls=("eval",))
+    cache = tmp_path / "cache"
+    check_tree(src, policy, cache_dir=cache)
+    for f in cache.iterdir():
+        f.write_bytes(b"garbage")
+    assert len(check_tree(src, policy, cache_dir=cache).violations) == 1
+
+
+def test_empty_tree_is_refused(tmp_path: Path) -> None:
+    """No Python file under --src is a configuration error, not a pass."""
+    (tmp_path / "src").mkdir()
+    with pytest.raises(ConfigError, match="no Python files"):
+        check_tree(tmp_path / "src", _policy(forbid_calls=("eval",)))
+    with pytest.raises(ConfigError, match="not a directory"):
+        check_tree(tmp_path / "missing", _policy(forbid_calls=("eval",)))
+
+
+# ------------------------------------------------------------------ output and CLI
+
+
+def _report(tmp_path: Path) -> GuardReport:
+    src = _tree(tmp_path, {"m.py": "import subprocess\nx = 'é'; eval('1')\n"})
+    return check_tree(src, _policy(forbid_imports=("subprocess",), forbid_calls=("eval",)))
+
+
+def test_text_output_is_sorted_path_line_col(tmp_path: Path) -> None:
+    """Text lines are `path:line:col: CODE message [rule]`, sorted, plus a summary."""
+    lines = render(_report(tmp_path), "text", "v").splitlines()
+    assert lines[0].endswith("m.py:1:1: KG001 import of 'subprocess' is forbidden "
+                             "(forbid-imports 'subprocess') [r]")
+    assert ":2:10: KG004 " in lines[1]
+    assert lines[2].startswith("2 findings in 1 files")
+
+
+def test_json_and_sarif_output(tmp_path: Path) -> None:
+    """JSON carries every finding; SARIF 2.1.0 has the driver rules and char columns."""
+    report = _report(tmp_path)
+    doc = json.loads(render(report, "json", "v"))
+    assert [v["code"] for v in doc["violations"]] == ["KG001", "KG004"]
+    sarif = json.loads(render(report, "sarif", "v"))
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    assert run["columnKind"] == "unicodeCodePoints"
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {c.value for c in ViolationCode}
+    region = run["results"][1]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 2, "startColumn": 10}
+    with pytest.raises(ValueError, match="unknown format"):
+        render(report, "xml", "v")
+
+
+def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    """0 clean, 1 findings, 2 unusable or missing policy (one line naming file and key)."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "docs" / "adr").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["guard", "--no-cache"]) == 2
+    assert "no guard policy found" in capsys.readouterr().err
+    (tmp_path / "docs" / "adr" / "x.md").write_text(POLICY_MD, encoding="utf-8")
+    assert main(["guard", "--cache-dir", str(tmp_path / "c")]) == 1
+    out = capsys.readouterr().out
+    assert "src/pkg/a.py:2:1: KG004" in out
+    assert main(["guard", "--format", "sarif", "--cache-dir", str(tmp_path / "c")]) == 1
+    assert json.loads(capsys.readouterr().out)["version"] == "2.1.0"
+    (tmp_path / "src" / "pkg" / "a.py").write_text("x = 1\n", encoding="utf-8")
+    assert main(["guard", "--no-cache"]) == 0
+    bad = tmp_path / "bad.md"
+    bad.write_text('```guard\n[[rules]]\nname="x"\nmodules=["m"]\nforbid=["os"]\n```\n', encoding="utf-8")
+    assert main(["guard", "--config", str(bad), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err
+    assert "rules[0].forbid" in err
