@@ -1,0 +1,677 @@
+"""Strategies for `kernel.search` records and `kernel.binding` inputs and outcomes.
+
+- one strategy per record (all sealed, ids reproduce);
+- `binding_pairs`: a ``(run, operator_result)`` pair that binds, with zero or more
+  existing attempts in the run;
+- `corrupted_binding_pairs`: such a pair with one cross-checked field changed
+  *without re-sealing any id* (as the reference's tests do), and the reason code
+  the binding must refuse it with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+from hypothesis import strategies as st
+
+from kernel.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    RunAttemptBindingRefusalReason,
+    bind_candidate_attempt_to_run,
+)
+from kernel.codec import seal
+from kernel.search import (
+    CANDIDATE_OPERATOR_POLICY_VERSION,
+    COMPUTE_BUDGET_POLICY_VERSION,
+    GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
+    GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
+    SEARCH_GATE_POLICY_VERSION,
+    BudgetConsumed,
+    CandidateAttempt,
+    CandidateOperatorResult,
+    CandidateReconstruction,
+    CandidateReplayStatus,
+    ComputeBudgetDecision,
+    ComputeBudgetStatus,
+    GeometricSearchRun,
+    RunExhaustionCode,
+    SearchGateDecision,
+    SearchGateStatus,
+    SearchRunDisposition,
+)
+from kernel.strategies.values import budget_charges, digests, source_spans, texts
+
+__all__ = [
+    "CORRUPTED_FIELDS",
+    "BindingPair",
+    "CorruptedPair",
+    "binding_pairs",
+    "binding_refusals",
+    "bindings",
+    "budget_consumed",
+    "candidate_attempts",
+    "candidate_operator_results",
+    "candidate_reconstructions",
+    "compute_budget_decisions",
+    "corrupted_binding_pairs",
+    "geometric_search_runs",
+    "search_gate_decisions",
+]
+
+BindingPair = tuple[GeometricSearchRun, CandidateOperatorResult]
+"""A run and an operator result that bind."""
+CorruptedPair = tuple[GeometricSearchRun, CandidateOperatorResult, RunAttemptBindingRefusalReason]
+"""A run, an operator result, and the code the binding must refuse them with."""
+
+R = RunAttemptBindingRefusalReason
+_SPANS = st.lists(source_spans(), max_size=3).map(tuple)
+_COUNTS = st.integers(min_value=0, max_value=50)
+
+
+def budget_consumed() -> st.SearchStrategy[BudgetConsumed]:
+    """Any well-formed `BudgetConsumed` (not necessarily one a binding accepts)."""
+    return st.builds(
+        BudgetConsumed,
+        candidates_considered=_COUNTS,
+        max_candidates=_COUNTS,
+        depth_reached=_COUNTS,
+        max_depth=_COUNTS,
+        steps_used=_COUNTS,
+        max_steps=_COUNTS,
+        parallelism_used=_COUNTS,
+        max_parallelism=_COUNTS,
+        exhausted=st.booleans(),
+    )
+
+
+@st.composite
+def candidate_attempts(
+    draw: st.DrawFn, *, index: int | None = None, pending: bool = False
+) -> CandidateAttempt:
+    """A sealed `CandidateAttempt` (pending with no blockers when ``pending``)."""
+    return seal(
+        CandidateAttempt,
+        attempt_index=draw(st.integers(0, 20)) if index is None else index,
+        parent_attempt_id=draw(st.none() | digests),
+        operator_id=draw(texts),
+        operator_version=draw(texts),
+        input_digest=draw(digests),
+        candidate_digest=draw(digests),
+        budget_charge=draw(budget_charges),
+        depth=draw(st.integers(0, 5)),
+        step_index=draw(st.integers(0, 5)),
+        replay_status=(
+            CandidateReplayStatus.REPLAY_PENDING
+            if pending
+            else draw(st.sampled_from(CandidateReplayStatus))
+        ),
+        replay_blockers=() if pending else draw(st.lists(texts, max_size=2).map(tuple)),
+        evidence_spans=draw(_SPANS),
+        explanation=draw(texts),
+    )
+
+
+@st.composite
+def geometric_search_runs(draw: st.DrawFn) -> GeometricSearchRun:
+    """A sealed `GeometricSearchRun` with up to three attempts (any consistency)."""
+    return seal(
+        GeometricSearchRun,
+        run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
+        schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
+        problem_frame_digest=draw(digests),
+        contract_assessment_id=draw(texts),
+        residual_ids=tuple(draw(st.lists(digests, min_size=1, max_size=3))),
+        gate_decision_id=draw(digests),
+        budget_id=draw(digests),
+        operator_set_id=draw(digests),
+        operator_set_version=draw(texts),
+        input_digest=draw(digests),
+        candidate_attempts=tuple(draw(st.lists(candidate_attempts(), max_size=3))),
+        budget_consumed=draw(budget_consumed()),
+        run_disposition=draw(st.sampled_from(SearchRunDisposition)),
+        exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
+        explanation=draw(texts),
+    )
+
+
+def search_gate_decisions() -> st.SearchStrategy[SearchGateDecision]:
+    """A `SearchGateDecision` with a reproducing ``decision_id``."""
+    return st.builds(
+        lambda **fields: seal(SearchGateDecision, **fields),
+        policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
+        input_digest=digests,
+        residual_ids=st.lists(digests, max_size=3).map(tuple),
+        candidate_organ=st.none() | texts,
+        status=st.sampled_from(SearchGateStatus),
+        reason_code=texts,
+        evidence_spans=_SPANS,
+        explanation=texts,
+    )
+
+
+def compute_budget_decisions() -> st.SearchStrategy[ComputeBudgetDecision]:
+    """A `ComputeBudgetDecision` with a reproducing ``budget_id``."""
+    return st.builds(
+        lambda **fields: seal(ComputeBudgetDecision, **fields),
+        policy_version=st.just(COMPUTE_BUDGET_POLICY_VERSION),
+        gate_decision_id=digests,
+        gate_policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
+        gate_input_digest=digests,
+        status=st.sampled_from(ComputeBudgetStatus),
+        reason_code=texts,
+        max_candidates=_COUNTS,
+        max_depth=_COUNTS,
+        max_steps=_COUNTS,
+        max_wallclock_ms=st.none() | _COUNTS,
+        max_parallelism=_COUNTS,
+        evidence_spans=_SPANS,
+        explanation=texts,
+    )
+
+
+_PAIRS = st.lists(st.tuples(texts, texts), max_size=3).map(tuple)
+
+
+def candidate_reconstructions() -> st.SearchStrategy[CandidateReconstruction]:
+    """Any well-formed `CandidateReconstruction` (its digest is taken as given)."""
+    return st.builds(
+        CandidateReconstruction,
+        candidate_digest=digests,
+        candidate_reconstruction_digest=digests,
+        candidate_organ=texts,
+        candidate_payload=_PAIRS,
+        evidence_spans=_SPANS,
+        operator_name=texts,
+        operator_version=texts,
+        operator_provenance=_PAIRS,
+        source_residual_id=digests,
+        problem_frame_digest=digests,
+        original_contract_assessment_id=texts,
+    )
+
+
+def candidate_operator_results() -> st.SearchStrategy[CandidateOperatorResult]:
+    """A sealed `CandidateOperatorResult` (bound to some run: see `binding_pairs`)."""
+    return binding_pairs(max_existing=0).map(lambda pair: pair[1])
+
+
+@st.composite
+def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
+    """A ``(run, operator_result)`` pair that binds, with 0..max_existing attempts."""
+    count = draw(st.integers(0, max_existing))
+    candidate_digests = draw(st.lists(digests, min_size=count + 1, max_size=count + 1, unique=True))
+    existing = tuple(
+        attrs.evolve(
+            draw(candidate_attempts(index=position)), candidate_digest=candidate_digests[position]
+        )
+        for position in range(count)
+    )
+    existing = tuple(seal(CandidateAttempt, **_fields(attempt)) for attempt in existing)
+    charge = draw(budget_charges)
+    depth = draw(st.integers(0, 4))
+    considered = sum(a.budget_charge.candidates for a in existing) + draw(st.integers(0, 2))
+    steps = sum(a.budget_charge.steps for a in existing) + draw(st.integers(0, 2))
+    reached = max((a.depth for a in existing), default=0)
+    consumed = BudgetConsumed(
+        candidates_considered=considered,
+        max_candidates=considered + charge.candidates + draw(st.integers(0, 3)),
+        depth_reached=reached,
+        max_depth=max(reached, depth) + draw(st.integers(0, 2)),
+        steps_used=steps,
+        max_steps=steps + charge.steps + draw(st.integers(0, 3)),
+        parallelism_used=draw(st.integers(0, 1)),
+        max_parallelism=1,
+        exhausted=draw(st.booleans()),
+    )
+    residual_ids = tuple(draw(st.lists(digests, min_size=1, max_size=3)))
+    run = seal(
+        GeometricSearchRun,
+        run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
+        schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
+        problem_frame_digest=draw(digests),
+        contract_assessment_id=draw(texts),
+        residual_ids=residual_ids,
+        gate_decision_id=draw(digests),
+        budget_id=draw(digests),
+        operator_set_id=draw(digests),
+        operator_set_version=draw(texts),
+        input_digest=draw(digests),
+        candidate_attempts=existing,
+        budget_consumed=consumed,
+        run_disposition=draw(st.sampled_from(SearchRunDisposition)),
+        exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
+        explanation=draw(texts),
+    )
+    spans = draw(_SPANS)
+    attempt = seal(
+        CandidateAttempt,
+        attempt_index=count,
+        parent_attempt_id=draw(
+            st.none() | st.sampled_from([a.attempt_id for a in existing]) if existing else st.none()
+        ),
+        operator_id=draw(texts),
+        operator_version=draw(texts),
+        input_digest=draw(digests),
+        candidate_digest=candidate_digests[count],
+        budget_charge=charge,
+        depth=depth,
+        step_index=draw(st.integers(0, 20)),
+        replay_status=CandidateReplayStatus.REPLAY_PENDING,
+        replay_blockers=(),
+        evidence_spans=spans,
+        explanation=draw(texts),
+    )
+    provenance = draw(
+        st.permutations(
+            [
+                ("operator_set_id", run.operator_set_id),
+                ("operator_set_version", run.operator_set_version),
+                *draw(st.lists(st.tuples(texts, texts), max_size=2)),
+            ]
+        )
+    )
+    reconstruction = CandidateReconstruction(
+        candidate_digest=attempt.candidate_digest,
+        candidate_reconstruction_digest=draw(digests),
+        candidate_organ=draw(texts),
+        candidate_payload=draw(_PAIRS),
+        evidence_spans=spans,
+        operator_name=attempt.operator_id,
+        operator_version=attempt.operator_version,
+        operator_provenance=tuple(provenance),
+        source_residual_id=draw(st.sampled_from(residual_ids)),
+        problem_frame_digest=run.problem_frame_digest,
+        original_contract_assessment_id=run.contract_assessment_id,
+    )
+    result = seal(
+        CandidateOperatorResult,
+        operator_policy_version=CANDIDATE_OPERATOR_POLICY_VERSION,
+        input_digest=attempt.input_digest,
+        geometric_search_run_id=run.run_id,
+        attempt_id=attempt.attempt_id,
+        attempt_index=attempt.attempt_index,
+        candidate_digest=attempt.candidate_digest,
+        candidate_reconstruction_digest=reconstruction.candidate_reconstruction_digest,
+        candidate_organ=reconstruction.candidate_organ,
+        operator_name=attempt.operator_id,
+        operator_version=attempt.operator_version,
+        candidate_attempt=attempt,
+        candidate_reconstruction=reconstruction,
+        reason_codes=tuple(draw(st.lists(texts, max_size=2))),
+        evidence_spans=spans,
+        explanation=draw(texts),
+    )
+    return run, result
+
+
+def _fields(record: CandidateAttempt) -> dict[str, object]:
+    """A sealed record's fields without its id (to re-seal after an edit)."""
+    names = [f.name for f in attrs.fields(CandidateAttempt) if f.name != "attempt_id"]
+    return {name: getattr(record, name) for name in names}
+
+
+def bindings() -> st.SearchStrategy[CandidateAttemptRunBinding]:
+    """Bindings of `binding_pairs`."""
+    return binding_pairs().map(_bound)
+
+
+def binding_refusals() -> st.SearchStrategy[CandidateAttemptRunBindingRefusal]:
+    """Refusals of `corrupted_binding_pairs`."""
+    return corrupted_binding_pairs().map(_refused)
+
+
+def _bound(pair: BindingPair) -> CandidateAttemptRunBinding:
+    outcome = bind_candidate_attempt_to_run(original_run=pair[0], candidate_operator_result=pair[1])
+    assert type(outcome) is CandidateAttemptRunBinding, outcome
+    return outcome
+
+
+def _refused(case: CorruptedPair) -> CandidateAttemptRunBindingRefusal:
+    outcome = bind_candidate_attempt_to_run(original_run=case[0], candidate_operator_result=case[1])
+    assert type(outcome) is CandidateAttemptRunBindingRefusal, outcome
+    return outcome
+
+
+# -- single-field corruptions (ids deliberately not re-sealed) ------------------------
+
+_Corruption = Callable[[st.DrawFn, GeometricSearchRun, CandidateOperatorResult], BindingPair | None]
+
+
+def _other(draw: st.DrawFn, value: str) -> str:
+    return draw(digests.filter(lambda d: d != value))
+
+
+def _other_text(draw: st.DrawFn, value: str) -> str:
+    return draw(texts.filter(lambda t: t != value))
+
+
+def _result(result: CandidateOperatorResult, **changes: object) -> CandidateOperatorResult:
+    return attrs.evolve(result, **changes)  # type: ignore[arg-type]
+
+
+def _attempt(result: CandidateOperatorResult, **changes: object) -> CandidateOperatorResult:
+    return attrs.evolve(result, candidate_attempt=attrs.evolve(result.candidate_attempt, **changes))  # type: ignore[arg-type]
+
+
+def _recon(result: CandidateOperatorResult, **changes: object) -> CandidateOperatorResult:
+    return attrs.evolve(
+        result,
+        candidate_reconstruction=attrs.evolve(result.candidate_reconstruction, **changes),  # type: ignore[arg-type]
+    )
+
+
+def _consumed(run: GeometricSearchRun, **changes: object) -> GeometricSearchRun:
+    return attrs.evolve(run, budget_consumed=attrs.evolve(run.budget_consumed, **changes))  # type: ignore[arg-type]
+
+
+def _both_index(result: CandidateOperatorResult, index: int) -> CandidateOperatorResult:
+    return _result(
+        result,
+        attempt_index=index,
+        candidate_attempt=attrs.evolve(result.candidate_attempt, attempt_index=index),
+    )
+
+
+def _existing_like(
+    draw: st.DrawFn, run: GeometricSearchRun, result: CandidateOperatorResult, **same: object
+) -> GeometricSearchRun | None:
+    """The run with one existing attempt replaced to share ``same`` with the new one."""
+    if not run.candidate_attempts:
+        return None
+    position = draw(st.integers(0, len(run.candidate_attempts) - 1))
+    changed = attrs.evolve(run.candidate_attempts[position], **same)  # type: ignore[arg-type]
+    attempts = list(run.candidate_attempts)
+    attempts[position] = changed
+    return attrs.evolve(run, candidate_attempts=tuple(attempts))
+
+
+def _span_other(draw: st.DrawFn, spans: tuple[object, ...]) -> tuple[object, ...]:
+    return draw(st.lists(source_spans(), max_size=3).map(tuple).filter(lambda s: s != spans))
+
+
+_CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
+    "result.geometric_search_run_id": (
+        R.RUN_RESULT_MISMATCH,
+        lambda d, run, res: (run, _result(res, geometric_search_run_id=_other(d, run.run_id))),
+    ),
+    "result.attempt_id": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (run, _result(res, attempt_id=_other(d, res.attempt_id))),
+    ),
+    "result.attempt_index": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _result(
+                res, attempt_index=d(st.integers(0, 50).filter(lambda i: i != res.attempt_index))
+            ),
+        ),
+    ),
+    "result.candidate_digest": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (run, _result(res, candidate_digest=_other(d, res.candidate_digest))),
+    ),
+    "result.input_digest": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (run, _result(res, input_digest=_other(d, res.input_digest))),
+    ),
+    "result.operator_name": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (run, _result(res, operator_name=_other_text(d, res.operator_name))),
+    ),
+    "result.operator_version": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _result(res, operator_version=_other_text(d, res.operator_version)),
+        ),
+    ),
+    "attempt.candidate_digest": (
+        R.ATTEMPT_RESULT_MISMATCH,
+        lambda d, run, res: (run, _attempt(res, candidate_digest=_other(d, res.candidate_digest))),
+    ),
+    "reconstruction.candidate_digest": (
+        R.RECONSTRUCTION_RESULT_MISMATCH,
+        lambda d, run, res: (run, _recon(res, candidate_digest=_other(d, res.candidate_digest))),
+    ),
+    "reconstruction.candidate_reconstruction_digest": (
+        R.RECONSTRUCTION_RESULT_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _recon(
+                res,
+                candidate_reconstruction_digest=_other(d, res.candidate_reconstruction_digest),
+            ),
+        ),
+    ),
+    "attempt.replay_status": (
+        R.REPLAY_STATUS_NOT_PENDING,
+        lambda d, run, res: (
+            run,
+            _attempt(
+                res,
+                replay_status=d(
+                    st.sampled_from(
+                        [CandidateReplayStatus.REPLAY_CLOSED, CandidateReplayStatus.REPLAY_REFUSED]
+                    )
+                ),
+            ),
+        ),
+    ),
+    "attempt.replay_blockers": (
+        R.REPLAY_BLOCKERS_PRESENT,
+        lambda d, run, res: (
+            run,
+            _attempt(res, replay_blockers=tuple(d(st.lists(texts, min_size=1, max_size=2)))),
+        ),
+    ),
+    "reconstruction.source_residual_id": (
+        R.RUN_IDENTITY_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _recon(res, source_residual_id=d(digests.filter(lambda x: x not in run.residual_ids))),
+        ),
+    ),
+    "reconstruction.problem_frame_digest": (
+        R.RUN_IDENTITY_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _recon(res, problem_frame_digest=_other(d, run.problem_frame_digest)),
+        ),
+    ),
+    "reconstruction.original_contract_assessment_id": (
+        R.RUN_IDENTITY_MISMATCH,
+        lambda d, run, res: (
+            run,
+            _recon(res, original_contract_assessment_id=_other_text(d, run.contract_assessment_id)),
+        ),
+    ),
+    "run.operator_set_id": (
+        R.OPERATOR_SET_MISMATCH,
+        lambda d, run, res: (
+            attrs.evolve(run, operator_set_id=_other(d, run.operator_set_id)),
+            res,
+        ),
+    ),
+    "run.operator_set_version": (
+        R.OPERATOR_SET_MISMATCH,
+        lambda d, run, res: (
+            attrs.evolve(run, operator_set_version=_other_text(d, run.operator_set_version)),
+            res,
+        ),
+    ),
+    "result.evidence_spans": (
+        R.MALFORMED_EVIDENCE_SPAN,
+        lambda d, run, res: (
+            run,
+            _result(res, evidence_spans=_span_other(d, res.candidate_attempt.evidence_spans)),
+        ),
+    ),
+    "reconstruction.evidence_spans": (
+        R.MALFORMED_EVIDENCE_SPAN,
+        lambda d, run, res: (
+            run,
+            _recon(res, evidence_spans=_span_other(d, res.candidate_attempt.evidence_spans)),
+        ),
+    ),
+    "run.candidate_attempts[i].attempt_index": (
+        R.DUPLICATE_ATTEMPT_INDEX,
+        lambda d, run, res: _pair_or_none(
+            _existing_like(d, run, res, attempt_index=res.attempt_index), res
+        ),
+    ),
+    "run.candidate_attempts[i].attempt_id": (
+        R.DUPLICATE_ATTEMPT_ID,
+        lambda d, run, res: _pair_or_none(
+            _existing_like(
+                d, run, res, attempt_id=res.attempt_id, attempt_index=res.attempt_index + 1
+            ),
+            res,
+        ),
+    ),
+    "run.candidate_attempts[i].candidate_digest": (
+        R.DUPLICATE_CANDIDATE_DIGEST,
+        lambda d, run, res: _pair_or_none(
+            _existing_like(
+                d,
+                run,
+                res,
+                candidate_digest=res.candidate_digest,
+                attempt_index=res.attempt_index + 1,
+            ),
+            res,
+        ),
+    ),
+    "attempt.budget_charge.candidates": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (run, _charge(res, candidates=_over(d, run, "candidates"))),
+    ),
+    "attempt.budget_charge.steps": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (run, _charge(res, steps=_over(d, run, "steps"))),
+    ),
+    "attempt.budget_charge negative": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (run, _charge(res, candidates=d(st.integers(-5, -1)))),
+    ),
+    "attempt.depth": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (
+            run,
+            _attempt(res, depth=run.budget_consumed.max_depth + d(st.integers(1, 3))),
+        ),
+    ),
+    "attempt.depth negative": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (run, _attempt(res, depth=d(st.integers(-5, -1)))),
+    ),
+    "attempt.step_index negative": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (run, _attempt(res, step_index=d(st.integers(-5, -1)))),
+    ),
+    "run.budget_consumed.parallelism_used": (
+        R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+        lambda d, run, res: (_consumed(run, parallelism_used=d(st.integers(2, 4))), res),
+    ),
+    "run.run_policy_version": (
+        R.UNSUPPORTED_RUN_POLICY,
+        lambda d, run, res: (
+            attrs.evolve(
+                run, run_policy_version=_other_text(d, GEOMETRIC_SEARCH_RUN_POLICY_VERSION)
+            ),
+            res,
+        ),
+    ),
+    "run.schema_version": (
+        R.UNSUPPORTED_RUN_POLICY,
+        lambda d, run, res: (
+            attrs.evolve(run, schema_version=_other_text(d, GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION)),
+            res,
+        ),
+    ),
+    "result.operator_policy_version": (
+        R.UNSUPPORTED_OPERATOR_POLICY,
+        lambda d, run, res: (
+            run,
+            _result(res, operator_policy_version=_other_text(d, CANDIDATE_OPERATOR_POLICY_VERSION)),
+        ),
+    ),
+    "attempt.budget_charge zero": (
+        R.NON_POSITIVE_BUDGET_CHARGE,
+        lambda d, run, res: (
+            run,
+            _charge(res, **{d(st.sampled_from(["candidates", "steps"])): 0}),
+        ),
+    ),
+    "run.budget_consumed.max_parallelism": (
+        R.UNSUPPORTED_PARALLELISM,
+        lambda d, run, res: (_consumed(run, max_parallelism=d(st.integers(2, 8))), res),
+    ),
+    "run.candidate_attempts order": (
+        R.AMBIGUOUS_ATTEMPT_ORDER,
+        lambda d, run, res: (
+            (attrs.evolve(run, candidate_attempts=run.candidate_attempts[::-1]), res)
+            if len(run.candidate_attempts) >= 2
+            else None
+        ),
+    ),
+    "attempt_index gap": (
+        R.ATTEMPT_INDEX_GAP,
+        lambda d, run, res: (
+            run,
+            _both_index(res, len(run.candidate_attempts) + d(st.integers(1, 3))),
+        ),
+    ),
+    "attempt_index negative": (
+        R.ATTEMPT_INDEX_GAP,
+        lambda d, run, res: (run, _both_index(res, d(st.integers(-3, -1)))),
+    ),
+}
+"""Every single-field corruption, by the field it changes, with its expected code."""
+
+CORRUPTED_FIELDS: tuple[str, ...] = tuple(_CORRUPTIONS)
+"""Names of the corruptions `corrupted_binding_pairs` draws from."""
+
+
+def _pair_or_none(
+    run: GeometricSearchRun | None, result: CandidateOperatorResult
+) -> BindingPair | None:
+    return None if run is None else (run, result)
+
+
+def _charge(result: CandidateOperatorResult, **changes: int) -> CandidateOperatorResult:
+    charge = attrs.evolve(result.candidate_attempt.budget_charge, **changes)
+    return _attempt(result, budget_charge=charge)
+
+
+def _over(draw: st.DrawFn, run: GeometricSearchRun, kind: str) -> int:
+    consumed = run.budget_consumed
+    if kind == "candidates":
+        room = consumed.max_candidates - consumed.candidates_considered
+    else:
+        room = consumed.max_steps - consumed.steps_used
+    return room + draw(st.integers(1, 3))
+
+
+@st.composite
+def corrupted_binding_pairs(
+    draw: st.DrawFn, *, fields: tuple[str, ...] = CORRUPTED_FIELDS
+) -> CorruptedPair:
+    """A `binding_pairs` pair with one field corrupted (ids not re-sealed), and its code.
+
+    Args:
+        fields: restrict to these corruption names (default: all of `CORRUPTED_FIELDS`).
+    """
+    run, result = draw(binding_pairs())
+    name = draw(st.sampled_from(fields))
+    code, corrupt = _CORRUPTIONS[name]
+    corrupted = corrupt(draw, run, result)
+    if corrupted is None:  # not applicable to this pair (e.g. needs existing attempts)
+        run, result = draw(
+            binding_pairs().filter(lambda pair: len(pair[0].candidate_attempts) >= 2)
+        )
+        corrupted = corrupt(draw, run, result)
+    assert corrupted is not None
+    return corrupted[0], corrupted[1], code
