@@ -1,0 +1,277 @@
+"""Tests for kernel.verification: records, digests and check_binding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.errors import RecordError
+from kernel.strategies import result_manifests, verification_results, work_units
+from kernel.verification import (
+    Binding,
+    BindingReason,
+    BindingRefusal,
+    CheckStatus,
+    Recommendation,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+    check_binding,
+    check_manifest_binding,
+)
+
+
+def _digest(value: Any) -> str:
+    data = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+UNIT = WorkUnit.from_dict(
+    {
+        "id": "wu",
+        "version": 1,
+        "objective": "do it",
+        "inputs": [{"id": "in", "digest": "a" * 64}],
+        "required_validators": ["scope", "accept"],
+    }
+)
+MANIFEST = ResultManifest.from_dict(
+    {
+        "id": "m-1",
+        "work_unit_id": "wu",
+        "work_unit_version": 1,
+        "work_unit_digest": UNIT.digest,
+        "attempt": 1,
+        "worker": {"id": "w", "type": "agent", "adapter": "fixture-result", "adapter_version": "1"},
+        "status": "succeeded",
+        "artifacts": [{"id": "c", "locator": "c.json", "digest": "b" * 64, "media_type": ""}],
+        "claims": ["done"],
+    }
+)
+
+
+def _verification(**changes: Any) -> VerificationResult:
+    base = VerificationResult.from_dict(
+        {
+            "id": "v-1",
+            "result_manifest_id": "m-1",
+            "result_manifest_digest": MANIFEST.digest,
+            "work_unit_id": "wu",
+            "work_unit_version": 1,
+            "work_unit_digest": UNIT.digest,
+            "attempt": 1,
+            "verifier": {
+                "id": "v",
+                "type": "system",
+                "adapter": "fixture-policy",
+                "adapter_version": "1",
+            },
+            "independence": {
+                "independent_from_worker": True,
+                "worker_id_observed": "w",
+                "shared_model_family": False,
+                "shared_runtime": False,
+            },
+            "status": "passed",
+            "checks": [
+                {"id": "scope", "required": True, "status": "passed", "evidence_digests": []},
+                {
+                    "id": "accept",
+                    "required": True,
+                    "status": "passed",
+                    "evidence_digests": ["c" * 64],
+                },
+            ],
+            "recommendation": "accept_candidate",
+            "rationale": "all passed",
+        }
+    )
+    return attrs.evolve(base, **changes)
+
+
+def test_digests_recompute_with_the_stdlib() -> None:
+    """Work unit and manifest digests are SHA-256 of the stdlib canonical JSON of the document."""
+    assert UNIT.digest == _digest(UNIT.to_dict())
+    assert MANIFEST.digest == _digest(MANIFEST.to_dict())
+
+
+def test_semantic_digest_leaves_out_the_rationale() -> None:
+    """The semantic digest covers every field but the rationale."""
+    verification = _verification()
+    document = verification.to_dict()
+    del document["rationale"]
+    assert verification.semantic_digest == _digest(document)
+    assert _verification(rationale="other words").semantic_digest == verification.semantic_digest
+
+
+def test_a_binding_triple_binds() -> None:
+    """A consistent triple yields a Binding with the three digests."""
+    outcome = check_binding(UNIT, MANIFEST, _verification())
+    assert outcome == Binding(
+        work_unit_digest=UNIT.digest,
+        result_manifest_digest=MANIFEST.digest,
+        verification_semantic_digest=_verification().semantic_digest,
+    )
+
+
+def _evolved_check(index: int, **changes: Any) -> tuple[Any, ...]:
+    checks = list(_verification().checks)
+    checks[index] = attrs.evolve(checks[index], **changes)
+    return tuple(checks)
+
+
+REFUSALS = {
+    "manifest-work-unit-id": (
+        attrs.evolve(MANIFEST, work_unit_id="other"),
+        None,
+        (BindingReason.MANIFEST_WORK_UNIT_ID,),
+    ),
+    "manifest-work-unit-version": (
+        attrs.evolve(MANIFEST, work_unit_version=2),
+        None,
+        (BindingReason.MANIFEST_WORK_UNIT_VERSION,),
+    ),
+    "manifest-work-unit-digest": (
+        attrs.evolve(MANIFEST, work_unit_digest="0" * 64),
+        None,
+        (BindingReason.MANIFEST_WORK_UNIT_DIGEST,),
+    ),
+    "verification-manifest-id": (
+        MANIFEST,
+        {"result_manifest_id": "m-2"},
+        (BindingReason.VERIFICATION_MANIFEST_ID,),
+    ),
+    "verification-manifest-digest": (
+        MANIFEST,
+        {"result_manifest_digest": "0" * 64},
+        (BindingReason.VERIFICATION_MANIFEST_DIGEST,),
+    ),
+    "verification-work-unit-id": (
+        MANIFEST,
+        {"work_unit_id": "other"},
+        (BindingReason.VERIFICATION_WORK_UNIT_ID,),
+    ),
+    "verification-work-unit-version": (
+        MANIFEST,
+        {"work_unit_version": 3},
+        (BindingReason.VERIFICATION_WORK_UNIT_VERSION,),
+    ),
+    "verification-work-unit-digest": (
+        MANIFEST,
+        {"work_unit_digest": "1" * 64},
+        (BindingReason.VERIFICATION_WORK_UNIT_DIGEST,),
+    ),
+    "attempt": (MANIFEST, {"attempt": 2}, (BindingReason.VERIFICATION_ATTEMPT,)),
+    "observed-other-worker": (
+        MANIFEST,
+        {"independence": attrs.evolve(_verification().independence, worker_id_observed="x")},
+        (BindingReason.OBSERVED_OTHER_WORKER,),
+    ),
+    "not-independent": (
+        MANIFEST,
+        {"independence": attrs.evolve(_verification().independence, independent_from_worker=False)},
+        (BindingReason.NOT_INDEPENDENT,),
+    ),
+    "verifier-is-worker": (
+        MANIFEST,
+        {"verifier": attrs.evolve(_verification().verifier, id="w")},
+        (BindingReason.NOT_INDEPENDENT,),
+    ),
+    "required-check-missing": (
+        MANIFEST,
+        {"checks": _evolved_check(0, required=False)},
+        (BindingReason.REQUIRED_CHECK_MISSING,),
+    ),
+    "accept-with-failed-check": (
+        MANIFEST,
+        {"checks": _evolved_check(1, status=CheckStatus.FAILED)},
+        (BindingReason.ACCEPT_WITH_UNPASSED_CHECK,),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_binding_refusals(name: str) -> None:
+    """Each broken binding yields exactly its own reason code."""
+    manifest, changes, codes = REFUSALS[name]
+    verification = _verification(**(changes or {}))
+    if changes is None:
+        # The verification follows the drifted manifest, so only the manifest check fails.
+        verification = _verification(result_manifest_digest=manifest.digest)
+    outcome = check_binding(UNIT, manifest, verification)
+    assert isinstance(outcome, BindingRefusal)
+    assert outcome.reason_codes == codes
+    assert BindingRefusal.from_dict(outcome.to_dict()) == outcome
+
+
+def test_manifest_binding_alone() -> None:
+    """check_manifest_binding checks only the manifest's work unit binding."""
+    assert isinstance(check_manifest_binding(UNIT, MANIFEST), Binding)
+    refused = check_manifest_binding(UNIT, attrs.evolve(MANIFEST, work_unit_version=9))
+    assert isinstance(refused, BindingRefusal)
+    assert refused.verification_semantic_digest is None
+
+
+def test_rejecting_with_failed_check_is_consistent() -> None:
+    """A rejection with a failed required check binds (only acceptance must be backed)."""
+    verification = _verification(
+        checks=_evolved_check(1, status=CheckStatus.FAILED),
+        recommendation=Recommendation.REJECT_CANDIDATE,
+    )
+    assert isinstance(check_binding(UNIT, MANIFEST, verification), Binding)
+
+
+BAD_DOCUMENTS = {
+    "blank-id": ("id", " "),
+    "bool-version": ("version", True),
+    "zero-version": ("version", 0),
+    "prefixed-digest": ("inputs", [{"id": "in", "digest": "sha256:" + "a" * 64}]),
+    "duplicate-validators": ("required_validators", ["a", "a"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_DOCUMENTS))
+def test_work_unit_from_dict_refuses(name: str) -> None:
+    """Malformed work units are refused with the failing path."""
+    field, value = BAD_DOCUMENTS[name]
+    document = UNIT.to_dict()
+    document[field] = value
+    with pytest.raises(RecordError) as info:
+        WorkUnit.from_dict(document)
+    assert info.value.path.startswith(field)
+
+
+def test_manifest_has_no_acceptance_field() -> None:
+    """A worker cannot smuggle an acceptance verdict into its manifest."""
+    document = MANIFEST.to_dict()
+    document["accepted"] = True
+    with pytest.raises(RecordError) as info:
+        ResultManifest.from_dict(document)
+    assert info.value.path == "accepted"
+
+
+def test_verification_needs_a_check() -> None:
+    """A verification with no check is refused (vacuous evidence)."""
+    document = _verification().to_dict()
+    document["checks"] = []
+    with pytest.raises(RecordError):
+        VerificationResult.from_dict(document)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_round_trip_and_generated_triples_bind_or_refuse(data: st.DataObject) -> None:
+    """from_dict(to_dict(r)) == r; check_binding never raises on generated triples."""
+    unit = data.draw(work_units())
+    manifest = data.draw(result_manifests(unit))
+    verification = data.draw(verification_results(unit, manifest))
+    for record in (unit, manifest, verification):
+        assert type(record).from_dict(record.to_dict()) == record
+    outcome = check_binding(unit, manifest, verification)
+    assert isinstance(outcome, Binding | BindingRefusal)
