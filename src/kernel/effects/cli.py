@@ -23,13 +23,14 @@ EXIT_USAGE = 2
 def _command_modules() -> tuple[ModuleType, ...]:
     # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
     # Each verb module adds itself to this tuple (one line each).
+    from kernel.effects.commands import bind as bind_cmd
     from kernel.effects.commands import corroborate as corroborate_cmd
     from kernel.effects.commands import decision as decision_cmd
     from kernel.effects.commands import guard as guard_cmd
     from kernel.effects.commands import report as report_cmd
     from kernel.effects.commands import selftest
 
-    return (selftest, guard_cmd, report_cmd, decision_cmd, corroborate_cmd)
+    return (selftest, guard_cmd, report_cmd, decision_cmd, corroborate_cmd, bind_cmd)
 
 
 class _Parser(argparse.ArgumentParser):
