@@ -1,0 +1,146 @@
+"""Tests for kernel.effects.orchestrate: fixture adapters, determinism, config errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.orchestrate import (
+    AttemptContext,
+    ConfigSource,
+    WorkerAdapter,
+    WorkerFailed,
+    WorkerProduced,
+    load_config,
+    register_worker_adapter,
+    run_config,
+)
+from kernel.errors import ConfigError, EffectError
+from kernel.runrecord import AttemptErrorCode, AttemptState
+from kernel.verification import Recommendation
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
+
+
+def test_same_config_same_bytes_wherever_the_checkout_lives(tmp_path: Path) -> None:
+    """A copy of the fixtures elsewhere gives the identical run record (no absolute paths)."""
+    copy = tmp_path / "somewhere" / "else"
+    shutil.copytree(FIXTURES, copy)
+    for name in ("two-attempt-good-vs-bad", "nine-attempt-all-states"):
+        here = run_config(FIXTURES / f"{name}.json")
+        there = run_config(copy / f"{name}.json")
+        assert here.to_dict() == there.to_dict()
+        assert str(tmp_path) not in json.dumps(there.to_dict())
+
+
+def test_every_failure_point_has_its_state_and_code() -> None:
+    """The nine-attempt fixture covers each control failure with its own code."""
+    run = run_config(FIXTURES / "nine-attempt-all-states.json")
+    got = [(a.state, a.error.code if a.error else None) for a in run.attempts]
+    assert got == [
+        (AttemptState.VERIFIED, None),
+        (AttemptState.VERIFIED, None),
+        (AttemptState.WORKER_ERROR, AttemptErrorCode.WORKER_FAILED),
+        (AttemptState.RESULT_MANIFEST_ERROR, AttemptErrorCode.MANIFEST_INVALID),
+        (AttemptState.RESULT_MANIFEST_ERROR, AttemptErrorCode.MANIFEST_UNREADABLE),
+        (AttemptState.RESULT_MANIFEST_ERROR, AttemptErrorCode.MANIFEST_BINDING),
+        (AttemptState.VERIFICATION_ERROR, AttemptErrorCode.VERIFIER_FAILED),
+        (AttemptState.VERIFIED, None),
+        (AttemptState.VERIFIED, None),
+    ]
+    recommendations = [a.verification.recommendation for a in run.attempts if a.verification]
+    assert recommendations == [
+        Recommendation.ACCEPT_CANDIDATE,
+        Recommendation.REJECT_CANDIDATE,
+        Recommendation.INSUFFICIENT_EVIDENCE,
+        Recommendation.ESCALATE,
+    ]
+
+
+def test_larger_n_runs() -> None:
+    """N is not fixed at two: the hundred-attempt fixture keeps all hundred attempts."""
+    run = run_config(FIXTURES / "hundred-attempt-mixed.json")
+    assert len(run.attempts) == 100
+    assert [a.order for a in run.attempts] == list(range(1, 101))
+
+
+def test_missing_manifest_is_a_result_manifest_error(tmp_path: Path) -> None:
+    """A worker that names a manifest that does not exist yields manifest-missing."""
+    shutil.copytree(FIXTURES, tmp_path / "f")
+    (tmp_path / "f" / "candidates" / "bad" / "result-manifest.json").unlink()
+    run = run_config(tmp_path / "f" / "two-attempt-good-vs-bad.json")
+    error = run.attempts[1].error
+    assert error is not None
+    assert error.code is AttemptErrorCode.MANIFEST_MISSING
+
+
+def test_a_new_adapter_kind_plugs_in_through_the_registry(tmp_path: Path) -> None:
+    """A later adapter kind (e.g. "command") registers a factory; the run records it."""
+
+    class Refusing:
+        kind = "test-refusing"
+        version = "0"
+
+        def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
+            return WorkerFailed(message=f"{context.attempt_id} refused at /tmp/secret")
+
+    def factory(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
+        source.only_keys(entry, {"attempt_id", "adapter"}, "attempt")
+        return Refusing()
+
+    register_worker_adapter("test-refusing", factory)
+    shutil.copytree(FIXTURES, tmp_path / "f")
+    config = json.loads((FIXTURES / "two-attempt-good-vs-bad.json").read_text())
+    config["attempts"][1] = {"attempt_id": "attempt-002", "adapter": "test-refusing"}
+    (tmp_path / "f" / "c.json").write_text(json.dumps(config))
+    run = run_config(tmp_path / "f" / "c.json")
+    attempt = run.attempts[1]
+    assert (attempt.adapter, attempt.adapter_version) == ("test-refusing", "0")
+    assert attempt.error is not None
+    assert attempt.error.message == "attempt-002 refused at <path>"
+
+
+CONFIG_ERRORS = {
+    "unknown-key": (lambda c: c.update(extra=1), "$.extra"),
+    "missing-key": (lambda c: c.pop("attempts"), "$.attempts"),
+    "wrong-kind": (lambda c: c.update(kind="idkmesh"), "$.kind"),
+    "no-attempts": (lambda c: c.update(attempts=[]), "$.attempts"),
+    "duplicate-attempt": (
+        lambda c: c["attempts"][1].update(attempt_id="attempt-001"),
+        "$.attempts[1].attempt_id",
+    ),
+    "unknown-adapter": (
+        lambda c: c["attempts"][0].update(adapter="magic"),
+        "$.attempts[0].adapter",
+    ),
+    "escaping-path": (lambda c: c.update(work_unit="../x.json"), "$.work_unit"),
+    "absolute-path": (lambda c: c.update(work_unit="/etc/passwd"), "$.work_unit"),
+    "float": (lambda c: c.update(run_id=1.5), "$.run_id"),
+    "unknown-verifier": (lambda c: c["verifier"].update(adapter="x"), "$.verifier.adapter"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_ERRORS))
+def test_unusable_configs_are_refused_naming_file_and_key(name: str, tmp_path: Path) -> None:
+    """Config errors raise ConfigError naming the file and the key."""
+    shutil.copytree(FIXTURES, tmp_path / "f")
+    config = json.loads((FIXTURES / "two-attempt-good-vs-bad.json").read_text())
+    edit, key = CONFIG_ERRORS[name]
+    edit(config)
+    path = tmp_path / "f" / "c.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert key in str(info.value)
+
+
+def test_missing_config_is_an_effect_error(tmp_path: Path) -> None:
+    """A missing config file is an EffectError naming it."""
+    with pytest.raises(EffectError) as info:
+        load_config(tmp_path / "nope.json")
+    assert "nope.json" in str(info.value)

@@ -1,0 +1,126 @@
+"""Tests for kernel.render: canonical JSON, Markdown and HTML views, escaping."""
+
+from __future__ import annotations
+
+import html.parser
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from kernel.effects.orchestrate import run_config
+from kernel.identity import canonical_json
+from kernel.render import html_text, md_cell, render_html, render_json, render_markdown
+from kernel.report import RunEvidenceReport, build_report
+from kernel.strategies import identifiers
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
+
+
+def _report(name: str) -> RunEvidenceReport:
+    report = build_report(run_config(FIXTURES / f"{name}.json"))
+    assert isinstance(report, RunEvidenceReport)
+    return report
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+
+def _parse(page: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(page)
+    return parser
+
+
+def test_json_view_is_the_canonical_document() -> None:
+    """The JSON view is canonical bytes of to_dict() plus a newline."""
+    report = _report("two-attempt-good-vs-bad")
+    assert render_json(report) == canonical_json(report.to_dict()) + b"\n"
+
+
+def test_html_has_no_scripts_and_no_external_assets() -> None:
+    """The page is self-contained: no script, link, img, iframe, and no URLs."""
+    page = render_html(_report("nine-attempt-all-states"))
+    tags = _parse(page)
+    assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tags.tags)
+    assert not any(name in {"src", "href"} or name.startswith("on") for name, _ in tags.attrs)
+    assert "http://" not in page and "https://" not in page
+
+
+def test_html_shows_states_banner_digests_decision_authority() -> None:
+    """Coloured states, the disagreement banner, hover digests, pending decision, authority."""
+    report = _report("two-attempt-good-vs-bad")
+    page = render_html(report)
+    assert 'class="banner"' in page
+    assert ">supported</span>" in page and ">rejected</span>" in page
+    assert f'title="{report.source_run_digest}"' in page
+    assert f">{report.source_run_digest[:12]}\u2026</abbr>" in page
+    assert "Human decision: pending." in page
+    assert page.count("<td>no</td>") == 4
+
+
+def test_no_banner_without_disagreement() -> None:
+    """The disagreement banner only appears when verifiers disagree."""
+    assert 'class="banner"' not in render_html(_report("two-attempt-worker-failure"))
+
+
+def test_hostile_strings_cannot_inject_markup() -> None:
+    """Worker-provided markup is escaped in HTML and Markdown."""
+    report = _report("hostile-strings")
+    page = render_html(report)
+    tags = _parse(page)
+    assert "script" not in tags.tags and "i" not in tags.tags
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "hostile-&lt;b&gt;strings&lt;/b&gt;" in page
+    markdown = render_markdown(report)
+    assert "<script>" not in markdown and "<i>" not in markdown
+
+
+def _table_rows(markdown: str) -> list[str]:
+    lines = markdown.split("\n")
+    start = lines.index("## Attempts") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def _cells(row: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", row)) - 1
+
+
+def test_hostile_strings_cannot_break_the_markdown_table() -> None:
+    """Every attempt row has exactly the header's number of cells."""
+    rows = _table_rows(render_markdown(_report("hostile-strings")))
+    assert len(rows) == 4  # header, rule, two attempts
+    assert {_cells(row) for row in rows} == {10}
+
+
+@settings(max_examples=100, deadline=None)
+@given(identifiers)
+def test_md_cell_is_one_cell_without_raw_markup(value: str) -> None:
+    """md_cell output has no unescaped pipe, no line break and no raw < or >."""
+    cell = md_cell(value)
+    assert "|" not in cell.replace("\\\\", "").replace("\\|", "")
+    assert "\n" not in cell and "\r" not in cell
+    assert "<" not in cell and ">" not in cell
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [("<a href='x'>", "&lt;a href=&#x27;x&#x27;&gt;"), ('"&', "&quot;&amp;")],
+)
+def test_html_text_escapes_attribute_and_content_characters(raw: str, escaped: str) -> None:
+    """html_text escapes & < > " and '."""
+    assert html_text(raw) == escaped
