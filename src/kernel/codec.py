@@ -28,6 +28,7 @@ every default ``exclude`` set: prose never enters an identity.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import operator
 import types
@@ -86,7 +87,9 @@ class Record:
     ``__identity__``. Never hand-write ``__eq__``/``__hash__`` on them.
     """
 
-    __slots__ = ()
+    # One private slot caches the nested form: a frozen record's payload never changes,
+    # and nested records (spans, charges) are shared by many parents.
+    __slots__ = ("_kernel_nested",)
     __identity__: ClassVar[Identity] = Identity()
 
     @classmethod
@@ -155,6 +158,9 @@ def seal(cls: type[R], /, **fields: Any) -> R:
     record = cls(**fields, **{id_field: _PLACEHOLDER_ID})
     # The record is frozen and not yet shared; set the id the payload yields.
     object.__setattr__(record, id_field, compute_id(record))
+    # A nested form cached before the id was set would hold the placeholder.
+    with contextlib.suppress(AttributeError):
+        object.__delattr__(record, "_kernel_nested")
     return record
 
 
@@ -212,7 +218,7 @@ class _Spec:
 
     def raw_payload(self, record: Record) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""
-        payload = dict(zip(self.payload_fields, self._get_payload(record), strict=True))
+        payload = dict(zip(self.payload_fields, self._get_payload(record)))  # noqa: B905 - equal lengths
         for name, convert in self._payload_records:
             payload[name] = convert(payload[name])
         ident = self.identity
@@ -221,9 +227,14 @@ class _Spec:
         return payload
 
     def raw_nested(self, record: Record) -> dict[str, object]:
-        nested = dict(zip(self.nested_fields, self._get_nested(record), strict=True))
+        try:
+            return record._kernel_nested  # type: ignore[no-any-return]
+        except AttributeError:
+            pass
+        nested = dict(zip(self.nested_fields, self._get_nested(record)))  # noqa: B905
         for name, convert in self._nested_records:
             nested[name] = convert(nested[name])
+        object.__setattr__(record, "_kernel_nested", nested)
         return nested
 
     def parse(self, data: object, path: str, verify_ids: bool) -> Record:
