@@ -53,7 +53,8 @@ def test_html_has_no_scripts_and_no_external_assets() -> None:
     tags = _parse(page)
     assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tags.tags)
     assert not any(name in {"src", "href"} or name.startswith("on") for name, _ in tags.attrs)
-    assert "http://" not in page and "https://" not in page
+    assert "http://" not in page
+    assert "https://" not in page
 
 
 def test_html_shows_states_banner_digests_decision_authority() -> None:
@@ -61,7 +62,8 @@ def test_html_shows_states_banner_digests_decision_authority() -> None:
     report = _report("two-attempt-good-vs-bad")
     page = render_html(report)
     assert 'class="banner"' in page
-    assert ">supported</span>" in page and ">rejected</span>" in page
+    assert ">supported</span>" in page
+    assert ">rejected</span>" in page
     assert f'title="{report.source_run_digest}"' in page
     assert f">{report.source_run_digest[:12]}\u2026</abbr>" in page
     assert "Human decision: pending." in page
@@ -78,11 +80,13 @@ def test_hostile_strings_cannot_inject_markup() -> None:
     report = _report("hostile-strings")
     page = render_html(report)
     tags = _parse(page)
-    assert "script" not in tags.tags and "i" not in tags.tags
+    assert "script" not in tags.tags
+    assert "i" not in tags.tags
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "hostile-&lt;b&gt;strings&lt;/b&gt;" in page
     markdown = render_markdown(report)
-    assert "<script>" not in markdown and "<i>" not in markdown
+    assert "<script>" not in markdown
+    assert "<i>" not in markdown
 
 
 def _table_rows(markdown: str) -> list[str]:
@@ -113,8 +117,10 @@ def test_md_cell_is_one_cell_without_raw_markup(value: str) -> None:
     """md_cell output has no unescaped pipe, no line break and no raw < or >."""
     cell = md_cell(value)
     assert "|" not in cell.replace("\\\\", "").replace("\\|", "")
-    assert "\n" not in cell and "\r" not in cell
-    assert "<" not in cell and ">" not in cell
+    assert "\n" not in cell
+    assert "\r" not in cell
+    assert "<" not in cell
+    assert ">" not in cell
 
 
 @pytest.mark.parametrize(
