@@ -52,8 +52,12 @@ def realistic_dict(i: int = 0) -> dict[str, Any]:
         "exhausted": False,
         "budget_charge": {"candidates": 1, "steps": 1},
         "evidence_spans": [
-            {"text": f"évidence span {j} \U0001f600", "start": j * 10, "end": j * 10 + 8,
-             "sentence_index": j}
+            {
+                "text": f"évidence span {j} \U0001f600",
+                "start": j * 10,
+                "end": j * 10 + 8,
+                "sentence_index": j,
+            }
             for j in range(6)
         ],
         "residual_ids": [f"{j:064x}" for j in range(8)],
@@ -133,12 +137,16 @@ def main() -> None:
     t_std = best(lambda: stdlib(one), 2000)
     t_k = best(lambda: canonical_json(one), 2000)
     t_raw = best(lambda: orjson.dumps(one, option=orjson.OPT_SORT_KEYS), 2000)
-    print(f"(a) 30-field dict: stdlib {t_std * 1e6:.2f} us, kernel {t_k * 1e6:.2f} us "
-          f"(checks on) -> {t_std / t_k:.2f}x stdlib; bare orjson {t_raw * 1e6:.2f} us")
+    print(
+        f"(a) 30-field dict: stdlib {t_std * 1e6:.2f} us, kernel {t_k * 1e6:.2f} us "
+        f"(checks on) -> {t_std / t_k:.2f}x stdlib; bare orjson {t_raw * 1e6:.2f} us"
+    )
     t_std_many = best(lambda: stdlib(many), 3)
     t_k_many = best(lambda: canonical_json(many), 3)
-    print(f"(a) 10,000 records: stdlib {t_std_many * 1e3:.1f} ms, kernel {t_k_many * 1e3:.1f} ms "
-          f"-> {t_std_many / t_k_many:.2f}x stdlib")
+    print(
+        f"(a) 10,000 records: stdlib {t_std_many * 1e3:.1f} ms, kernel {t_k_many * 1e3:.1f} ms "
+        f"-> {t_std_many / t_k_many:.2f}x stdlib"
+    )
 
     fields = record_fields()
     record = seal(BenchRecord, **fields)
@@ -155,11 +163,14 @@ def main() -> None:
     t_std_id = best(stdlib_id, 2000)
     t_floor = best(floor_id, 2000)
     t_read = best(lambda: record.record_id, 200_000)
-    print(f"(b) fresh id of a record (compute_id): {t_id * 1e6:.2f} us; stdlib definition "
-          f"{t_std_id * 1e6:.2f} us -> {t_std_id / t_id:.2f}x stdlib; floor "
-          f"{t_floor * 1e6:.2f} us -> {t_id / t_floor:.2f}x floor")
+    print(
+        f"(b) fresh id of a record (compute_id): {t_id * 1e6:.2f} us; stdlib definition "
+        f"{t_std_id * 1e6:.2f} us -> {t_std_id / t_id:.2f}x stdlib; floor "
+        f"{t_floor * 1e6:.2f} us -> {t_id / t_floor:.2f}x floor"
+    )
     print(f"(b) construct + validate + seal a new record: {t_seal * 1e6:.2f} us")
     print(f"(b) repeated read of the id (stored field): {t_read * 1e9:.1f} ns")
+
 
 if __name__ == "__main__":
     main()

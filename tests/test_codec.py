@@ -106,9 +106,7 @@ def test_round_trip(sample: Sample) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(samples(), texts)
-def test_id_is_recomputed_independently_and_ignores_explanation(
-    sample: Sample, other: str
-) -> None:
+def test_id_is_recomputed_independently_and_ignores_explanation(sample: Sample, other: str) -> None:
     """The sealed id equals stdlib json + hashlib over the documented payload."""
     payload = sample.to_dict()
     del payload["explanation"]
@@ -185,8 +183,9 @@ REFUSALS: list[tuple[str, dict[str, Any] | object, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("document", "path"), [r[1:] for r in REFUSALS],
-                         ids=[r[0] for r in REFUSALS])
+@pytest.mark.parametrize(
+    ("document", "path"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS]
+)
 def test_from_dict_refuses_with_the_field_path(document: object, path: str) -> None:
     """Unknown, missing, mistyped or inconsistent fields raise RecordError naming the path."""
     before = copy.deepcopy(document)

@@ -91,6 +91,7 @@ class Record:
     # and nested records (spans, charges) are shared by many parents.
     __slots__ = ("_kernel_nested",)
     __identity__: ClassVar[Identity] = Identity()
+    _kernel_nested: dict[str, object]
 
     @classmethod
     def from_dict(cls, data: object, /, *, verify_ids: bool = True) -> Self:
@@ -181,7 +182,7 @@ class _Spec:
         self.cls = cls
         self.identity = cls.__identity__
         hints = typing.get_type_hints(cls)
-        self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[misc]
+        self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[arg-type]
         self.field_set = frozenset(self.fields)
         self.parsers: dict[str, _Parser] = {}
         self.encoders: list[tuple[str, _Encoder | None]] = []
@@ -228,7 +229,7 @@ class _Spec:
 
     def raw_nested(self, record: Record) -> dict[str, object]:
         try:
-            return record._kernel_nested  # type: ignore[no-any-return]
+            return record._kernel_nested
         except AttributeError:
             pass
         nested = dict(zip(self.nested_fields, self._get_nested(record)))  # noqa: B905
@@ -395,7 +396,7 @@ def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder
                 raise RecordError(path, f"expected an array, got {_json_type(value)}")
             return tuple(
                 item_parse(item, f"{path}[{i}]", verify)
-                for i, item in enumerate(value)  # type: ignore[arg-type]
+                for i, item in enumerate(value)
             )
 
         if item_encode is None:
@@ -408,17 +409,19 @@ def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder
     def parse_fixed(value: object, path: str, verify: bool) -> object:
         if type(value) is not list and type(value) is not tuple:
             raise RecordError(path, f"expected an array, got {_json_type(value)}")
-        if len(value) != size:  # type: ignore[arg-type]
-            raise RecordError(path, f"expected {size} items, got {len(value)}")  # type: ignore[arg-type]
+        if len(value) != size:
+            raise RecordError(path, f"expected {size} items, got {len(value)}")
         return tuple(
             p(item, f"{path}[{i}]", verify)
-            for i, (item, (p, _)) in enumerate(zip(value, compiled, strict=True))  # type: ignore[call-overload]
+            for i, (item, (p, _)) in enumerate(zip(value, compiled, strict=True))
         )
 
     encoders = [e for _, e in compiled]
     if all(e is None for e in encoders):
         return parse_fixed, list
-    return parse_fixed, lambda v: [x if e is None else e(x) for x, e in zip(v, encoders, strict=True)]
+    return parse_fixed, lambda v: [
+        x if e is None else e(x) for x, e in zip(v, encoders, strict=True)
+    ]
 
 
 def _exact(kind: type) -> _Parser:

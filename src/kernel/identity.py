@@ -108,9 +108,7 @@ def canonical_json_prevalidated(
         raise CanonicalizationError("$", f"record payload is not encodable: {e}") from e
 
 
-def sha256_prevalidated(
-    value: object, *, default: Callable[[object], object] | None = None
-) -> str:
+def sha256_prevalidated(value: object, *, default: Callable[[object], object] | None = None) -> str:
     """SHA-256 hex of `canonical_json_prevalidated`."""
     return hashlib.sha256(canonical_json_prevalidated(value, default=default)).hexdigest()
 

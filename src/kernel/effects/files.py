@@ -139,7 +139,9 @@ class OutputRoot:
         for part in ("", *target.relative_to(root).parts):
             probe = probe / part if part else probe
             if probe.is_symlink():
-                raise EffectError(f"{requested}: {probe} is a symlink; refusing to write through it")
+                raise EffectError(
+                    f"{requested}: {probe} is a symlink; refusing to write through it"
+                )
         if target.is_dir():
             raise EffectError(f"{requested}: is a directory")
         for source in inputs:
