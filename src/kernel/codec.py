@@ -394,10 +394,7 @@ def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder
         def parse_var(value: object, path: str, verify: bool) -> object:
             if type(value) is not list and type(value) is not tuple:
                 raise RecordError(path, f"expected an array, got {_json_type(value)}")
-            return tuple(
-                item_parse(item, f"{path}[{i}]", verify)
-                for i, item in enumerate(value)
-            )
+            return tuple(item_parse(item, f"{path}[{i}]", verify) for i, item in enumerate(value))
 
         if item_encode is None:
             return parse_var, list
