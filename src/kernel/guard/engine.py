@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kernel.errors import ConfigError
 from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
-from kernel.guard.patterns import CallMatcher, covers, module_matches
+from kernel.guard.patterns import CallMatcher, covers, module_set
 from kernel.guard.policy import policy_hash
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
 from kernel.identity import sha256_bytes
@@ -273,10 +273,11 @@ def _transitive(
         graph[module] = _edges(got[0]) if got else []
     out: list[Violation] = []
     for rule in ctx.transitive:
+        memo: dict[str, str | None] = {}
         for _path, module, _pkg in files:
             if not covers(rule.modules, module):
                 continue
-            out.extend(_reach(rule, module, graph, modules, show))
+            out.extend(_reach(rule, module, graph, modules, show, memo))
     return out
 
 
@@ -286,6 +287,7 @@ def _reach(
     graph: dict[str, list[tuple[str, int, int]]],
     modules: dict[str, str],
     show: dict[str, str],
+    memo: dict[str, str | None],
 ) -> list[Violation]:
     """BFS from ``start`` through project modules; shortest chain per broken pattern.
 
@@ -298,7 +300,10 @@ def _reach(
     while queue:
         current = queue.popleft()
         for target, line, col in graph.get(current, ()):
-            pattern = next((p for p in rule.forbid_imports if module_matches(p, target)), None)
+            if target in memo:
+                pattern = memo[target]
+            else:
+                pattern = memo[target] = module_set(rule.forbid_imports).match(target)
             if pattern is not None:
                 if current != start and pattern not in found:
                     found[pattern] = (current, target, line)

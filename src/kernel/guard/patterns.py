@@ -18,9 +18,12 @@ import builtins
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 __all__ = [
     "CallMatcher",
+    "ModuleSet",
+    "module_set",
     "PATTERN_RE",
     "covers",
     "module_matches",
@@ -49,16 +52,62 @@ def module_matches(pattern: str, module: str) -> bool:
     return module == pattern or module.startswith(pattern + ".")
 
 
+class ModuleSet:
+    """A list of module patterns, compiled: exact names in a set, globs apart."""
+
+    __slots__ = ("_exact", "_globs")
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        """``patterns`` as in ``forbid-imports`` (first match reported)."""
+        self._exact: dict[str, str] = {}
+        self._globs: list[str] = []
+        for p in patterns:
+            if _has_glob(p):
+                self._globs.append(p)
+            else:
+                self._exact.setdefault(p, p)
+
+    def match(self, module: str) -> str | None:
+        """The first pattern covering ``module`` (itself or a parent package), or None."""
+        exact = self._exact
+        if exact:
+            if module in exact:
+                return exact[module]
+            end = module.find(".")
+            while end > 0:
+                hit = exact.get(module[:end])
+                if hit is not None:
+                    return hit
+                end = module.find(".", end + 1)
+        for pattern in self._globs:
+            if module_matches(pattern, module):
+                return pattern
+        return None
+
+
+@lru_cache(maxsize=4096)
+def module_set(patterns: tuple[str, ...]) -> ModuleSet:
+    """Compiled `ModuleSet` for a pattern tuple (memoised)."""
+    return ModuleSet(patterns)
+
+
+@lru_cache(maxsize=4096)
+def _compiled_modules(patterns: tuple[str, ...]) -> tuple[tuple[bool, str, re.Pattern[str] | None], ...]:
+    out = []
+    for pattern in reversed(patterns):
+        positive = not pattern.startswith("!")
+        body = pattern if positive else pattern[1:]
+        rx = re.compile(fnmatch.translate(body)) if _has_glob(body) else None
+        out.append((positive, body, rx))
+    return tuple(out)
+
+
 def covers(patterns: Sequence[str], module: str) -> bool:
     """Whether a rule's ``modules`` list covers ``module`` (globs; last ``!`` wins)."""
-    covered = False
-    for pattern in patterns:
-        if pattern.startswith("!"):
-            if covered and fnmatch.fnmatchcase(module, pattern[1:]):
-                covered = False
-        elif not covered and fnmatch.fnmatchcase(module, pattern):
-            covered = True
-    return covered
+    for positive, body, rx in _compiled_modules(tuple(patterns)):
+        if (rx.match(module) is not None) if rx is not None else body == module:
+            return positive
+    return False
 
 
 def normalize_call(pattern: str) -> str:

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from kernel.guard.model import Rule, ViolationCode
-from kernel.guard.patterns import CallMatcher, module_matches
+from kernel.guard.patterns import CallMatcher, module_set
 
 __all__ = ["FileScan", "ImportFact", "RawFinding", "scan_source"]
 
@@ -49,7 +49,6 @@ RawFinding = tuple[int, int, str, str, str]
 
 FileScan = tuple[list[ImportFact], list[RawFinding]]
 
-_IMPORT_RX: Final = re.compile(rb"\bimport\b")
 _COOKIE_RX: Final = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _BUILTIN_NAMES: Final = frozenset(dir(builtins))
 _DYNAMIC_IMPORTERS: Final = frozenset(
@@ -77,32 +76,47 @@ def _span(stmt: ast.stmt) -> tuple[int, int]:
     return start, stmt.end_lineno or stmt.lineno
 
 
-def _lines_of(data: bytes, rx: re.Pattern[bytes]) -> list[int]:
-    """Sorted 1-based numbers of the lines where ``rx`` matches."""
+_BOUND_RX: dict[str, re.Pattern[bytes]] = {}
+_WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_RX_CACHE: dict[str, re.Pattern[bytes]] = {}
+_BUILTINS_CACHE: dict[int, tuple[CallMatcher, frozenset[str]]] = {}
+
+
+def _name_rx(name: str) -> re.Pattern[bytes]:
+    # A leading literal lets `re` skip ahead with a fast substring search; the word
+    # boundary before the name is checked by hand (``\bname`` would be 10x slower).
+    rx = _RX_CACHE.get(name)
+    if rx is None:
+        if len(_RX_CACHE) > 4096:
+            _RX_CACHE.clear()
+        rx = _RX_CACHE[name] = re.compile(re.escape(name.encode("utf-8")) + rb"\b")
+    return rx
+
+
+def _lines_of(data: bytes, names: Iterable[str]) -> list[int]:
+    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word.
+
+    A superset is fine (a string or comment only costs a visit); a miss is not: any
+    identifier that is one of ``names`` is found.
+    """
+    positions: list[int] = []
+    word = _WORD
+    for name in names:
+        for m in _name_rx(name).finditer(data):
+            start = m.start()
+            if start == 0 or data[start - 1] not in word:
+                positions.append(start)
+    if not positions:
+        return []
+    positions.sort()
     out: list[int] = []
     line, pos = 1, 0
-    for m in rx.finditer(data):
-        start = m.start()
+    for start in positions:
         line += data.count(b"\n", pos, start)
         pos = start
         if not out or out[-1] != line:
             out.append(line)
     return out
-
-
-_RX_CACHE: dict[frozenset[str], re.Pattern[bytes]] = {}
-_BUILTINS_CACHE: dict[int, tuple[CallMatcher, frozenset[str]]] = {}
-
-
-def _names_rx(names: Iterable[str]) -> re.Pattern[bytes]:
-    key = frozenset(names)
-    rx = _RX_CACHE.get(key)
-    if rx is None:
-        if len(_RX_CACHE) > 4096:
-            _RX_CACHE.clear()
-        alternatives = sorted({re.escape(n.encode("utf-8")) for n in key}, key=len, reverse=True)
-        rx = _RX_CACHE[key] = re.compile(rb"\b(?:" + b"|".join(alternatives) + rb")\b")
-    return rx
 
 
 def _interesting_builtins(matcher: CallMatcher) -> frozenset[str]:
@@ -184,10 +198,11 @@ class _Scanner:
         self.new_names = False
         self.functions: dict[int, _FunctionInfo] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
+        self.maybe_bound: dict[str, bool] = {}
 
     # ---------------------------------------------------------------- import pass
     def import_pass(self) -> None:
-        self.lines = _lines_of(self.data, _IMPORT_RX)
+        self.lines = _lines_of(self.data, ("import",))
         if self.lines:
             self._imports(self.tree.body, [])
 
@@ -368,7 +383,7 @@ class _Scanner:
             searched = names
             del self.imports[imports_before:]
             del self.findings[findings_before:]
-            self.lines = _lines_of(self.data, _names_rx(names))
+            self.lines = _lines_of(self.data, names)
             if not self.lines:
                 break
             self.new_names = False
@@ -589,11 +604,42 @@ class _Scanner:
         if name in _BUILTIN_NAMES:
             if name in self.module_shadows:
                 return None
+            if scope and not self._maybe_bound(name):
+                return f"builtins.{name}"
             for fn, info in scope:
                 if name in info.local_stores(fn):
                     return None
             return f"builtins.{name}"
         return None
+
+    def _maybe_bound(self, name: str) -> bool:
+        """Could ``name`` be bound anywhere in the file? (cheap, conservative)
+
+        Every binding form (assignment, parameter, ``for``/``with``/``except``/``import``
+        target, ``def``/``class``) has the name followed by something other than ``(``,
+        or preceded by ``def``/``class``; a file where every occurrence is ``name(``
+        never re-binds it, and the per-function walk is skipped.
+        """
+        known = self.maybe_bound.get(name)
+        if known is None:
+            rx = _BOUND_RX.get(name)
+            if rx is None:
+                n = re.escape(name.encode("utf-8"))
+                rx = _BOUND_RX[name] = re.compile(
+                    n + rb"\b(?!\s*\()|(?:def|class)\s+" + n + rb"\b"
+                )
+            known = False
+            for m in rx.finditer(self.data):
+                start = m.start()
+                if m.group(0).startswith((b"def", b"class")):
+                    known = True
+                    break
+                before = self.data[start - 1] if start else 32
+                if before not in _WORD and before != 0x2E:  # not part of a word, not `.name`
+                    known = True
+                    break
+            self.maybe_bound[name] = known
+        return known
 
     def _resolve(self, node: ast.expr, scope: _Scope) -> str | None:
         if isinstance(node, ast.Name):
@@ -671,9 +717,8 @@ class _Scanner:
                     continue
                 code, pattern = problem
                 if kind == "typing":
-                    if any(
-                        module_matches(p, t) for p in rule.allow_typing_imports for t in targets
-                    ):
+                    typing_ok = module_set(rule.allow_typing_imports)
+                    if any(typing_ok.match(t) is not None for t in targets):
                         continue
                     # KG006: typing-only imports are reported apart from runtime ones.
                     detail = (
@@ -713,14 +758,15 @@ class _Scanner:
 
 
 def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
-    for pattern in rule.forbid_imports:
-        for t in targets:
-            if module_matches(pattern, t):
-                return ViolationCode.FORBIDDEN_IMPORT, pattern
-    if rule.allow_imports is not None and not any(
-        module_matches(p, t) for p in rule.allow_imports for t in targets
-    ):
-        return ViolationCode.IMPORT_NOT_ALLOWED, ""
+    forbidden = module_set(rule.forbid_imports)
+    for t in targets:
+        pattern = forbidden.match(t)
+        if pattern is not None:
+            return ViolationCode.FORBIDDEN_IMPORT, pattern
+    if rule.allow_imports is not None:
+        allowed = module_set(rule.allow_imports)
+        if all(allowed.match(t) is None for t in targets):
+            return ViolationCode.IMPORT_NOT_ALLOWED, ""
     return None
 
 
