@@ -773,21 +773,23 @@ def bind_candidate_attempt_to_run(
     return outcome  # type: ignore[return-value]
 
 
-_COMPARED_FIELDS: Final = (
-    "binding_policy_version",
-    "original_run_id",
-    "operator_result_id",
-    "candidate_attempt_id",
-    "attempt_index",
-    "candidate_digest",
-    "candidate_reconstruction_digest",
-    "budget_charge",
-    "depth",
-    "step_index",
-    "run_attempt_membership",
-    "evidence_spans",
-    "reason_codes",
-)
+def _compared(binding: CandidateAttemptRunBinding) -> tuple[object, ...]:
+    """Every binding field `verify_binding` compares after the two digests."""
+    return (
+        binding.binding_policy_version,
+        binding.original_run_id,
+        binding.operator_result_id,
+        binding.candidate_attempt_id,
+        binding.attempt_index,
+        binding.candidate_digest,
+        binding.candidate_reconstruction_digest,
+        binding.budget_charge,
+        binding.depth,
+        binding.step_index,
+        binding.run_attempt_membership,
+        binding.evidence_spans,
+        binding.reason_codes,
+    )
 
 
 def verify_binding(
@@ -841,9 +843,8 @@ def verify_binding(
         return _refusal(R.INPUT_DIGEST_MISMATCH, ids)
     if binding.candidate_attempt_ref != expected.candidate_attempt_ref:
         return _refusal(R.CANDIDATE_ATTEMPT_REF_MISMATCH, ids)
-    for name in _COMPARED_FIELDS:
-        if getattr(binding, name) != getattr(expected, name):
-            return _refusal(R.BINDING_RECORD_MISMATCH, ids)
+    if _compared(binding) != _compared(expected):
+        return _refusal(R.BINDING_RECORD_MISMATCH, ids)
     return CandidateAttemptRunBindingInput(input_digest=expected.input_digest, **input_fields)  # type: ignore[arg-type]
 
 
