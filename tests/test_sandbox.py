@@ -1,0 +1,476 @@
+"""Tests for kernel.effects.sandbox: isolation against hostile commands, capture, cleanup."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kernel.consensus import CaptureMode, CaptureStatus, Isolation
+from kernel.effects import sandbox
+from kernel.effects.sandbox import (
+    SANDBOX_WORKDIR,
+    Capture,
+    SandboxSpec,
+    Variation,
+    available_isolation,
+    check_command_starts,
+    observation,
+    read_output,
+    run_sandboxed,
+    scratch_root,
+    variation_env,
+)
+from kernel.errors import EffectError
+
+NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
+ALL_LEVELS = (*NAMESPACED, Isolation.COPY)
+
+
+def _helpers_alive() -> list[str]:
+    """Command lines of live sandbox helpers or marked test processes."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "_sandbox_init()" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers() -> Iterator[None]:
+    """Every test leaves no sandbox process, scratch dir or host mount behind."""
+    mounts_before = Path("/proc/self/mountinfo").read_text()
+    yield
+    deadline = time.monotonic() + 5
+    while _helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _helpers_alive() == []
+    root = scratch_root()
+    assert not root.exists() or list(root.iterdir()) == []
+    assert Path("/proc/self/mountinfo").read_text() == mounts_before
+
+
+@pytest.fixture
+def spill(tmp_path: Path) -> Path:
+    """A spill directory owned by the test."""
+    path = tmp_path / "spill"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A baseline outside /tmp (so it stays visible, read-only, inside the sandbox)."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    try:
+        (base / "baseline").mkdir()
+        (base / "baseline" / "data.txt").write_text("original\n")
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+def run(spill: Path, *command: str, **kwargs: object) -> Capture:
+    """Run a shell-free argv in a sandbox with a generous time limit."""
+    kwargs.setdefault("timeout_s", 30.0)
+    return run_sandboxed(SandboxSpec(command=command, **kwargs), spill_dir=spill)  # type: ignore[arg-type]
+
+
+def sh(spill: Path, script: str, **kwargs: object) -> Capture:
+    """Run a /bin/sh script in a sandbox."""
+    return run(spill, "sh", "-c", script, **kwargs)
+
+
+def test_namespaces_and_overlay_are_available_here() -> None:
+    """This machine (and CI) provides the strongest level; the suite relies on it."""
+    assert available_isolation() is Isolation.OVERLAY
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_stdout_capture_and_run_index(spill: Path, level: Isolation) -> None:
+    """stdout is captured, hashed and spilled; KERNEL_RUN_INDEX is set; level recorded."""
+    capture = sh(spill, 'printf "run=%s" "$KERNEL_RUN_INDEX"', run_index=3, isolation=level)
+    assert capture.status is CaptureStatus.OK
+    assert capture.isolation is level
+    assert read_output(capture) == b"run=3"
+    assert capture.output_digest == hashlib.sha256(b"run=3").hexdigest()
+    assert capture.output_size == 5
+    assert Capture.from_dict(capture.to_dict()) == capture
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_hostile_write_to_baseline_absolute_path(
+    spill: Path, outside_tmp: Path, level: Isolation
+) -> None:
+    """Writing the baseline through its absolute path fails; the baseline is untouched."""
+    baseline = outside_tmp / "baseline"
+    script = f"""
+        echo pwned > {baseline}/data.txt; a=$?
+        touch {baseline}/new.txt; b=$?
+        rm -f {baseline}/data.txt; c=$?
+        echo "$a $b $c"
+        echo changed > data.txt
+    """
+    capture = sh(spill, script, baseline=str(baseline), isolation=level)
+    assert capture.status is CaptureStatus.OK
+    assert b"0" not in read_output(capture).split()  # every write failed
+    assert sorted(p.name for p in baseline.iterdir()) == ["data.txt"]
+    assert (baseline / "data.txt").read_text() == "original\n"
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_hostile_write_outside_the_tree(spill: Path, outside_tmp: Path, level: Isolation) -> None:
+    """Writes to .., to the host filesystem and to a host file via /proc fail."""
+    baseline = outside_tmp / "baseline"
+    script = f"""
+        echo x > ../escape.txt
+        echo x > {outside_tmp}/escape.txt
+        mkdir {outside_tmp}/escape-dir
+        echo x > /var/tmp/kernel-escape-$$.txt
+        mount -t tmpfs none {baseline} 2>/dev/null && echo mounted
+        echo done
+    """
+    capture = sh(spill, script, baseline=str(baseline), isolation=level)
+    assert read_output(capture) == b"done\n"
+    assert sorted(p.name for p in outside_tmp.iterdir()) == ["baseline"]
+    assert not list(Path("/var/tmp").glob("kernel-escape-*"))
+
+
+def test_hostile_cannot_regain_privileges(spill: Path) -> None:
+    """The command is not namespace root: no capabilities, no remount, no chroot escape."""
+    script = """
+        id -u
+        grep CapEff /proc/self/status
+        mount -o remount,rw / 2>/dev/null && echo remounted
+        touch /usr/kernel-escape 2>/dev/null && echo wrote-usr
+        echo end
+    """
+    capture = sh(spill, script)
+    lines = read_output(capture).decode().split("\n")
+    assert lines[0] == "1000"
+    assert lines[1].split() == ["CapEff:", "0000000000000000"]
+    assert "remounted" not in lines
+    assert "wrote-usr" not in lines
+    assert not Path("/usr/kernel-escape").exists()
+
+
+def test_hostile_write_to_another_runs_directory(spill: Path, tmp_path: Path) -> None:
+    """Concurrent runs cannot see or write each other's trees or scratch dirs."""
+    base = tmp_path / "base"
+    base.mkdir()
+    root = scratch_root()
+    victim = "echo mine > victim.txt; sleep 1.5"
+    attacker = f"""
+        sleep 0.5
+        for d in {root}/*/ {root}/*/upper/ {root}/*/root{SANDBOX_WORKDIR}/; do
+            echo pwned > "$d/pwned.txt" 2>/dev/null && echo "wrote $d"
+        done
+        ls {SANDBOX_WORKDIR}
+    """
+    (spill / "a").mkdir()
+    (spill / "b").mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(
+            run_sandboxed,
+            SandboxSpec(
+                command=("sh", "-c", victim), baseline=str(base), capture=CaptureMode.PATCH
+            ),
+            spill_dir=spill / "a",
+        )
+        second = pool.submit(
+            run_sandboxed,
+            SandboxSpec(command=("sh", "-c", attacker), baseline=str(base), run_index=1),
+            spill_dir=spill / "b",
+        )
+        victim_capture, attacker_capture = first.result(), second.result()
+    patch = read_output(victim_capture).decode()
+    assert "victim.txt" in patch
+    assert "pwned" not in patch
+    # The attacker only ever wrote into its own private /tmp, and saw an empty tree.
+    assert b"victim" not in read_output(attacker_capture)
+    assert list(base.iterdir()) == []
+
+
+def test_hostile_tcp_connection_to_localhost_is_refused(spill: Path) -> None:
+    """Network is off: a listener on 127.0.0.1 never sees a connection; --network allows it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    probe = textwrap.dedent(f"""
+        import socket, sys
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        except OSError as e:
+            print("refused", type(e).__name__)
+            sys.exit(3)
+        print("connected")
+    """)
+    try:
+        closed = run(spill, sys.executable, "-c", probe)
+        assert closed.status is CaptureStatus.FAILED
+        assert closed.exit_code == 3
+        assert read_output(closed).startswith(b"refused")
+        with pytest.raises(TimeoutError):
+            listener.accept()
+        opened = run(spill, sys.executable, "-c", probe, network=True, run_index=1)
+        assert opened.status is CaptureStatus.OK
+        assert read_output(opened) == b"connected\n"
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_timeout_kills_the_whole_process_tree(spill: Path, level: Isolation) -> None:
+    """A child that forks, leaves the session and outlives the timeout is killed too."""
+    script = "sleep 4242.5 & setsid sleep 4242.5 & (sleep 4242.5 &) ; sleep 4242.5"
+    if level is Isolation.COPY:
+        # Without namespaces a process that leaves the session escapes (weaker level).
+        script = "sleep 4242.5 & (sleep 4242.5 &) ; sleep 4242.5"
+    started = time.monotonic()
+    capture = sh(spill, script, timeout_s=1.0, isolation=level)
+    assert capture.status is CaptureStatus.TIMEOUT
+    assert capture.output_digest is None
+    assert time.monotonic() - started < 8
+    deadline = time.monotonic() + 3
+    while _helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _helpers_alive() == []
+
+
+def test_leftover_daemon_is_killed_when_the_command_exits(spill: Path) -> None:
+    """A background process left by a command that exits is killed with the sandbox."""
+    capture = sh(spill, "setsid sleep 4242.5 >/dev/null 2>&1 & echo started")
+    assert capture.status is CaptureStatus.OK
+    assert read_output(capture) == b"started\n"
+    assert _helpers_alive() == []
+
+
+def test_runner_killed_leaves_no_sandbox_behind(tmp_path: Path, spill: Path) -> None:
+    """SIGKILL of the runner kills the sandboxed tree; the next sandbox sweeps its scratch."""
+    runner = textwrap.dedent(f"""
+        from pathlib import Path
+        from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+        marker = "4244" + ".5"
+        run_sandboxed(SandboxSpec(command=("sleep", marker)), spill_dir=Path({str(tmp_path)!r}))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", runner])
+    try:
+        deadline = time.monotonic() + 20
+        while "sleep 4244.5 " not in _helpers_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "sleep 4244.5 " in _helpers_alive()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 5
+    while _helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _helpers_alive() == []
+    assert len(list(scratch_root().iterdir())) == 1  # the dead runner's scratch dir
+    stale = time.time() - 3600
+    for entry in scratch_root().iterdir():
+        os.utime(entry, (stale, stale))
+    assert sh(spill, "true").status is CaptureStatus.OK  # sweeps on start
+
+
+@pytest.mark.slow
+def test_one_gib_of_stdout_streams_with_flat_memory(spill: Path) -> None:
+    """1 GiB on stdout is hashed while streamed and spilled; runner memory stays flat."""
+    size = 1 << 30
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    capture = run(spill, "head", "-c", str(size), "/dev/zero", timeout_s=120.0)
+    elapsed = time.monotonic() - started
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert capture.status is CaptureStatus.OK
+    assert capture.output_size == size
+    expected = hashlib.sha256()
+    zeros = bytes(1 << 20)
+    for _ in range(size >> 20):
+        expected.update(zeros)
+    assert capture.output_digest == expected.hexdigest()
+    assert Path(str(capture.output_path)).stat().st_size == size
+    assert grown_kib < 64 * 1024, f"runner grew by {grown_kib} KiB"
+    assert elapsed < 60
+
+
+def test_output_limit_is_a_sandbox_error(spill: Path) -> None:
+    """An output over max_output_bytes is refused as a sandbox error, never truncated."""
+    capture = run(spill, "head", "-c", "5000", "/dev/zero", max_output_bytes=1000)
+    assert capture.status is CaptureStatus.SANDBOX_ERROR
+    assert capture.output_digest is None
+    assert capture.stdout_size == 5000
+
+
+def test_command_that_cannot_start(spill: Path) -> None:
+    """A missing program is a failed run marked start_failed; the preflight refuses it."""
+    capture = run(spill, "kernel-no-such-program")
+    assert capture.status is CaptureStatus.FAILED
+    assert capture.start_failed
+    with pytest.raises(EffectError):
+        check_command_starts(["kernel-no-such-program"])
+    with pytest.raises(EffectError):
+        check_command_starts([])
+    with pytest.raises(EffectError):
+        check_command_starts(["/nonexistent/program"])
+
+
+def test_missing_baseline_is_an_error(spill: Path, tmp_path: Path) -> None:
+    """A baseline that is not a directory raises before anything runs."""
+    with pytest.raises(EffectError):
+        run(spill, "true", baseline=str(tmp_path / "missing"))
+
+
+def test_failed_exit_keeps_the_output(spill: Path) -> None:
+    """A non-zero exit is `failed`; the output is still hashed for the record."""
+    capture = sh(spill, "echo partial; exit 4")
+    assert capture.status is CaptureStatus.FAILED
+    assert capture.exit_code == 4
+    assert observation(capture).output_digest is None  # never enters a group
+
+
+def test_variations_are_applied_and_recorded(spill: Path) -> None:
+    """TZ, locale, umask, HOME and seed vary per run and are recorded."""
+    pairs = variation_env(1, list(Variation))
+    capture = sh(
+        spill,
+        'echo "$TZ|$LC_ALL|$(umask)|$KERNEL_RUN_SEED"; touch "$HOME/ok" && echo home-ok',
+        variation=pairs,
+    )
+    assert capture.variation == pairs
+    first, second = read_output(capture).decode().splitlines()
+    assert first == "America/New_York|C|0077|2"
+    assert second == "home-ok"
+    assert variation_env(1, list(Variation)) == pairs
+    assert variation_env(0, [Variation.TZ]) == (("TZ", "UTC"),)
+
+
+# -- patch capture -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A small baseline with text, binary, executable and nested files."""
+    base = tmp_path / "tree"
+    (base / "src" / "deep").mkdir(parents=True)
+    (base / "README").write_text("hello\n")
+    (base / "src" / "a.py").write_text("x = 1\n")
+    (base / "src" / "deep" / "blob.bin").write_bytes(bytes(range(256)))
+    (base / "run.sh").write_text("#!/bin/sh\n")
+    return base
+
+
+def patch_of(spill: Path, tree: Path, script: str, level: Isolation = Isolation.OVERLAY) -> bytes:
+    """The patch a script produces against ``tree``."""
+    capture = sh(spill, script, baseline=str(tree), capture=CaptureMode.PATCH, isolation=level)
+    assert capture.status is CaptureStatus.OK, capture.error
+    return read_output(capture)
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_no_change_patches_are_empty(spill: Path, tree: Path, level: Isolation) -> None:
+    """Touch-only, create-then-delete and empty directories are no change."""
+    script = "touch README src/a.py; echo t > tmp.txt; rm tmp.txt; mkdir -p empty/dir"
+    assert patch_of(spill, tree, script, level) == b""
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_same_end_state_gives_the_same_bytes(spill: Path, tree: Path, level: Isolation) -> None:
+    """Order of operations does not matter: the patch is a function of the end state."""
+    one = """
+        echo new > z.txt; echo extra >> README; rm src/deep/blob.bin
+        printf '\\000\\001\\002' > bin.dat; chmod +x src/a.py; mkdir -p n/m; echo q > n/m/q
+    """
+    two = """
+        mkdir -p n/m; echo q > n/m/q; chmod +x src/a.py; printf '\\000\\001\\002' > bin.dat
+        echo tmp > README; rm src/deep/blob.bin; printf 'hello\\nextra\\n' > README
+        echo new > z.txt; touch run.sh
+    """
+    first = patch_of(spill, tree, one, level)
+    assert first == patch_of(spill, tree, two, level)
+    text = first.decode()
+    headers = [line for line in text.splitlines() if line.startswith("diff --git")]
+    assert headers == sorted(headers, key=lambda h: h.split()[2][2:])
+    assert "deleted file mode 100644" in text
+    assert "GIT binary patch" in text
+    assert "new mode 100755" in text
+
+
+def test_patch_applies_to_reproduce_the_end_state(spill: Path, tree: Path, tmp_path: Path) -> None:
+    """The captured patch applied to a copy of the baseline reproduces the run's tree."""
+    patch = patch_of(spill, tree, "echo more >> README; rm src/a.py; printf '\\377' > b.bin")
+    copy = tmp_path / "copy"
+    shutil.copytree(tree, copy)
+    (tmp_path / "p.patch").write_bytes(patch)
+    subprocess.run(["git", "apply", str(tmp_path / "p.patch")], cwd=copy, check=True)
+    assert (copy / "README").read_text() == "hello\nmore\n"
+    assert not (copy / "src" / "a.py").exists()
+    assert (copy / "b.bin").read_bytes() == b"\xff"
+
+
+def test_apply_patch_and_preload_before_the_command(
+    spill: Path, tree: Path, tmp_path: Path
+) -> None:
+    """A verifier can apply a worker's patch (and preload files) before its command runs."""
+    patch = patch_of(spill, tree, "echo patched > README")
+    (tmp_path / "w.patch").write_bytes(patch)
+    preload = tmp_path / "preload"
+    preload.mkdir()
+    (preload / "check.sh").write_text("cat README\n")
+    for level in ALL_LEVELS:
+        capture = sh(
+            spill,
+            "sh check.sh",
+            baseline=str(tree),
+            apply_patch=str(tmp_path / "w.patch"),
+            preload=str(preload),
+            isolation=level,
+        )
+        assert read_output(capture) == b"patched\n", level
+    assert (tree / "README").read_text() == "hello\n"
+
+
+def test_bad_patch_is_a_sandbox_error(spill: Path, tree: Path, tmp_path: Path) -> None:
+    """A patch that does not apply makes the run a sandbox error, not a command failure."""
+    (tmp_path / "bad.patch").write_text("not a patch at all\n")
+    capture = sh(spill, "true", baseline=str(tree), apply_patch=str(tmp_path / "bad.patch"))
+    assert capture.status is CaptureStatus.SANDBOX_ERROR
+
+
+def test_read_output_detects_tampering(spill: Path) -> None:
+    """read_output checks the spilled file against the recorded digest."""
+    capture = sh(spill, "echo data")
+    Path(str(capture.output_path)).write_bytes(b"other\n")
+    with pytest.raises(EffectError):
+        read_output(capture)
+
+
+def test_probe_falls_back_to_copy(monkeypatch: pytest.MonkeyPatch, spill: Path) -> None:
+    """Where namespaces fail, the probe settles on `copy` and captures record it."""
+    monkeypatch.setattr(sandbox, "_PROBED", {})
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    assert available_isolation() is Isolation.COPY
+    capture = sh(spill, "echo weak")
+    assert capture.isolation is Isolation.COPY
+    assert read_output(capture) == b"weak\n"
