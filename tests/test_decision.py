@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,7 @@ def test_escalate_without_selection_is_recorded() -> None:
     assert isinstance(_record(decision="escalate", selected_attempt_id=None), HumanDecisionRecord)
 
 
-VERIFY_REFUSALS = {
+VERIFY_REFUSALS: dict[str, tuple[Callable[[], RunEvidenceReport], None]] = {
     "swapped": (lambda: _report("nine-attempt-all-states"), None),
     "regenerated-differently": (lambda: _report("two-attempt-worker-failure"), None),
     "edited": (lambda: attrs.evolve(REPORT, orchestrator="someone/else"), None),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_a_new_adapter_kind_plugs_in_through_the_registry(tmp_path: Path) -> Non
     assert attempt.error.message == "attempt-002 refused at <path>"
 
 
-CONFIG_ERRORS = {
+CONFIG_ERRORS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "unknown-key": (lambda c: c.update(extra=1), "$.extra"),
     "missing-key": (lambda c: c.pop("attempts"), "$.attempts"),
     "wrong-kind": (lambda c: c.update(kind="idkmesh"), "$.kind"),

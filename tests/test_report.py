@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from kernel.report import (
     build_report,
     check_report,
 )
-from kernel.runrecord import AttemptState, CheckSummary, RunRecord
+from kernel.runrecord import AttemptState, CheckSummary, ManifestSummary, RunRecord
 from kernel.strategies import run_records
 from kernel.verification import CheckStatus, Recommendation
 
@@ -115,9 +116,8 @@ def test_seed_8_digest_binding_drift_is_refused(field: str, reason: ReportReason
     run = _run("two-attempt-good-vs-bad")
     attempt = run.attempts[1]
     assert attempt.verification is not None
-    drifted = attrs.evolve(
-        attempt, verification=attrs.evolve(attempt.verification, **{field: "0" * 64})
-    )
+    changes: dict[str, Any] = {field: "0" * 64}
+    drifted = attrs.evolve(attempt, verification=attrs.evolve(attempt.verification, **changes))
     outcome = build_report(attrs.evolve(run, attempts=(run.attempts[0], drifted)))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (reason,)
@@ -217,7 +217,15 @@ def test_fully_fabricated_attempt_is_refused_against_the_run() -> None:
     assert outcome.reason_codes == (ReportReason.SOURCE,)
 
 
-CHECK_REFUSALS = {
+def _manifest(report: RunEvidenceReport) -> ManifestSummary:
+    manifest = report.attempts[0].manifest
+    assert manifest is not None
+    return manifest
+
+
+CHECK_REFUSALS: dict[
+    str, tuple[Callable[[RunEvidenceReport], RunEvidenceReport], tuple[ReportReason, ...]]
+] = {
     "order": (lambda r: _forge(r, 0, order=2), (ReportReason.ATTEMPT_ORDER,)),
     "duplicate": (
         lambda r: _forge(r, 1, attempt_id="attempt-001"),
@@ -249,7 +257,7 @@ CHECK_REFUSALS = {
         ),
     ),
     "drift": (
-        lambda r: _forge(r, 0, manifest=attrs.evolve(r.attempts[0].manifest, digest="2" * 64)),
+        lambda r: _forge(r, 0, manifest=attrs.evolve(_manifest(r), digest="2" * 64)),
         (ReportReason.VERIFICATION_MANIFEST_DRIFT,),
     ),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def test_digest_recomputes_with_the_stdlib() -> None:
     assert run.digest == hashlib.sha256(text.encode()).hexdigest()
 
 
-INVALID = {
+INVALID: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "no-attempts": (lambda d: d.update(attempts=[]), "attempts"),
     "order-gap": (lambda d: d["attempts"][1].update(order=3), "attempts[1].order"),
     "duplicate-id": (

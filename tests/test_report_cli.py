@@ -1,0 +1,284 @@
+"""Tests for `kernel report generate|render|replay-check`: outputs, confinement, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernel.effects.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+SCHEMAS = ROOT / "schemas"
+
+
+def _validate(kind: str, path: Path) -> dict[str, Any]:
+    schema = json.loads((SCHEMAS / f"{kind}.schema.json").read_text())
+    document: dict[str, Any] = json.loads(path.read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    return document
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch project: fixtures copied in, cwd set, results/ as the output root."""
+    shutil.copytree(FIXTURES / "orchestration", tmp_path / "orchestration")
+    shutil.copytree(FIXTURES / "idkmesh", tmp_path / "idkmesh")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _generate(
+    config: str = "orchestration/two-attempt-good-vs-bad.json", out: str = "results/demo"
+) -> int:
+    return main(
+        [
+            "report", "generate", "--config", config,
+            "--run-output", f"{out}/run.json",
+            "--report-json", f"{out}/evidence.json",
+            "--report-markdown", f"{out}/evidence.md",
+            "--report-html", f"{out}/evidence.html",
+        ]
+    )  # fmt: skip
+
+
+def test_generate_writes_valid_documents(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """generate writes the run record, JSON, Markdown and HTML; JSON validates."""
+    assert _generate() == 0
+    run = _validate("run-record", work / "results/demo/run.json")
+    report = _validate("run-evidence-report", work / "results/demo/evidence.json")
+    assert report["source_run_digest"] != run["config_digest"]
+    assert report["summary"]["verification_disagreement"] is True
+    assert (work / "results/demo/evidence.md").read_text().startswith("# Run Evidence Report")
+    assert (work / "results/demo/evidence.html").read_text().startswith("<!DOCTYPE html>")
+    assert "decision pending" in capsys.readouterr().out
+
+
+def test_generate_every_fixture_validates(work: Path) -> None:
+    """Every shipped config generates schema-valid documents."""
+    for config in sorted((work / "orchestration").glob("*.json")):
+        out = f"results/{config.stem}"
+        assert _generate(f"orchestration/{config.name}", out) == 0, config
+        _validate("run-record", work / out / "run.json")
+        _validate("run-evidence-report", work / out / "evidence.json")
+
+
+def test_render_reads_kernel_and_idkmesh_run_records(work: Path) -> None:
+    """render accepts a saved kernel run record and an IDKMesh v0.1 run record."""
+    assert _generate() == 0
+    for source, out in (("results/demo/run.json", "again"), ("idkmesh/demo.run.json", "idk")):
+        code = main(
+            [
+                "report", "render", "--run-record", source,
+                "--report-json", f"results/{out}.json",
+                "--report-markdown", f"results/{out}.md",
+                "--report-html", f"results/{out}.html",
+            ]
+        )  # fmt: skip
+        assert code == 0
+        _validate("run-evidence-report", work / f"results/{out}.json")
+    again = (work / "results/again.json").read_bytes()
+    assert again == (work / "results/demo/evidence.json").read_bytes()
+    idk = json.loads((work / "results/idk.json").read_text())
+    assert idk["imported_from"]["kind"] == "idkmesh-two-attempt-run"
+
+
+def _replay(
+    record: str = "results/demo/run.json",
+    config: str = "orchestration/two-attempt-good-vs-bad.json",
+) -> int:
+    return main(["report", "replay-check", "--config", config, "--run-record", record])
+
+
+def test_replay_check_match_and_config_mismatch(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """replay-check: 0 on match; 1 when the config is not the record's config (checked first)."""
+    assert _generate() == 0
+    capsys.readouterr()
+    assert _replay() == 0
+    assert "replay match" in capsys.readouterr().out
+    assert _replay(config="orchestration/two-attempt-worker-failure.json") == 1
+    assert "config_digest" in capsys.readouterr().out
+
+
+def test_replay_check_names_the_first_differing_path(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tampered record fails with the first differing path named."""
+    assert _generate() == 0
+    path = work / "results/demo/run.json"
+    document = json.loads(path.read_text())
+    document["attempts"][1]["verification"]["recommendation"] = "accept_candidate"
+    path.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert _replay() == 1
+    assert "$.attempts[1].verification.recommendation" in capsys.readouterr().out
+
+
+def _scalar_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    out: list[tuple[Any, ...]] = []
+    for key, item in items:
+        if isinstance(item, dict | list) and item:
+            out += _scalar_paths(item, (*prefix, key))
+        else:
+            out.append((*prefix, key))
+    return out
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.data())
+def test_property_any_single_field_tamper_fails_replay_check(
+    work: Path, data: st.DataObject
+) -> None:
+    """Any single-field tamper of a saved run record fails replay-check (exit != 0)."""
+    if not (work / "results/saved.json").exists():
+        assert _generate(out="results/gen") == 0
+        shutil.copy(work / "results/gen/run.json", work / "results/saved.json")
+    document = json.loads((work / "results/saved.json").read_text())
+    path = data.draw(st.sampled_from(_scalar_paths(document)))
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    old = target[path[-1]]
+    new = data.draw(
+        st.sampled_from(["x", 0, 2, True, False, None, "0" * 64, 1.5]).filter(
+            lambda v: v != old or type(v) is not type(old)
+        )
+    )
+    target[path[-1]] = new
+    (work / "results/tampered.json").write_text(json.dumps(document))
+    assert _replay("results/tampered.json") != 0
+
+
+BAD_INPUTS = {
+    "missing": None,
+    "not-json": b"{ not json",
+    "schema-violating": b'{"kind": "kernel-run-record"}',
+    "wrong-type": b"[1, 2]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_run_record_is_one_line_exit_2_nothing_written(
+    name: str, work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Missing, non-JSON or schema-violating input: exit 2, one line naming the file."""
+    data = BAD_INPUTS[name]
+    if data is not None:
+        (work / "input.json").write_bytes(data)
+    code = main(
+        ["report", "render", "--run-record", "input.json",
+         "--report-json", "results/r.json", "--report-markdown", "results/r.md"]
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "input.json" in err
+    assert "Traceback" not in err
+    assert not (work / "results").exists() or not any((work / "results").iterdir())
+
+
+def test_digest_drifted_run_record_is_refused(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run record whose verification drifted from its manifest: exit 2, nothing written."""
+    assert _generate() == 0
+    document = json.loads((work / "results/demo/run.json").read_text())
+    document["attempts"][0]["verification"]["result_manifest_digest"] = "0" * 64
+    (work / "drifted.json").write_text(json.dumps(document))
+    capsys.readouterr()
+    code = main(
+        ["report", "render", "--run-record", "drifted.json",
+         "--report-json", "results/d.json", "--report-markdown", "results/d.md"]
+    )  # fmt: skip
+    assert code == 2
+    assert "verification-manifest-digest-drift" in capsys.readouterr().err
+    assert not (work / "results/d.json").exists()
+
+
+@pytest.mark.parametrize(
+    "target", ["../escape.json", "/tmp/kernel-escape.json", "elsewhere/x.json"]
+)
+def test_outputs_are_confined_to_the_root(target: str, work: Path) -> None:
+    """An output outside results/ is refused before anything is written."""
+    code = _generate_to(target)
+    assert code == 2
+    assert not (work / "results").exists() or not any((work / "results").rglob("*.json"))
+    assert not (work / target).exists()
+
+
+def _generate_to(report_json: str) -> int:
+    return main(
+        ["report", "generate", "--config", "orchestration/two-attempt-good-vs-bad.json",
+         "--run-output", "results/run.json", "--report-json", report_json,
+         "--report-markdown", "results/r.md"]
+    )  # fmt: skip
+
+
+def test_symlink_in_the_root_is_refused(work: Path, tmp_path: Path) -> None:
+    """A symlink inside results/ pointing elsewhere is refused."""
+    (work / "results").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, work / "results" / "link")
+    assert _generate_to("results/link/r.json") == 2
+    assert not any(outside.iterdir())
+
+
+def test_output_may_not_overwrite_an_input(work: Path) -> None:
+    """An output naming the run record input is refused."""
+    assert _generate() == 0
+    before = (work / "results/demo/run.json").read_bytes()
+    code = main(
+        ["report", "render", "--run-record", "results/demo/run.json",
+         "--report-json", "results/demo/run.json", "--report-markdown", "results/x.md"]
+    )  # fmt: skip
+    assert code == 2
+    assert (work / "results/demo/run.json").read_bytes() == before
+
+
+_KILLED_WRITER = """
+import os, sys, time
+from kernel.effects import files
+real_fsync = os.fsync
+def stall(fd):
+    print("writing", flush=True)
+    time.sleep(60)
+os.fsync = stall
+files.atomic_write_bytes(sys.argv[1], b"NEW" * 1_000_000)
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_the_old_file(tmp_path: Path) -> None:
+    """Killing the writer mid-write leaves the old report intact (or none at all)."""
+    target = tmp_path / "results" / "evidence.json"
+    target.parent.mkdir()
+    target.write_bytes(b'{"old": true}\n')
+    fresh = tmp_path / "results" / "fresh.json"
+    for path in (target, fresh):
+        with subprocess.Popen(
+            [sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE, text=True
+        ) as child:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "writing"
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+    time.sleep(0.05)
+    assert target.read_bytes() == b'{"old": true}\n'
+    assert not fresh.exists()
