@@ -1,0 +1,181 @@
+"""Tests for kernel.effects.rerun: N isolated runs through any executor -> consensus."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.consensus import (
+    CaptureMode,
+    Consensus,
+    Isolation,
+    NoConsensus,
+    NoConsensusReason,
+    RunStatus,
+)
+from kernel.effects.rerun import corroborate, digest_of
+from kernel.effects.sandbox import Variation, scratch_root
+from kernel.errors import ConfigError, EffectError
+
+
+@pytest.fixture(autouse=True)
+def no_scratch_left() -> Any:
+    """No sandbox scratch dir survives a test."""
+    yield
+    root = scratch_root()
+    assert not root.exists() or list(root.iterdir()) == []
+
+
+def test_unanimous_stdout_consensus_with_candidate() -> None:
+    """Three identical outputs corroborate the candidate; bytes are returned."""
+    result = corroborate(["echo", "answer"], runs=3, candidate=b"answer\n")
+    assert isinstance(result.outcome, Consensus)
+    assert result.report.agreement_count == 3
+    assert result.report.candidate_matches_majority is True
+    assert result.report.candidate_reproduced_by == (0, 1, 2)
+    assert result.majority_output == b"answer\n"
+    assert [c.run_index for c in result.captures] == [0, 1, 2]
+
+
+def test_run_index_decorrelates_outputs() -> None:
+    """Each run sees its own KERNEL_RUN_INDEX; distinct outputs give no consensus."""
+    result = corroborate(["sh", "-c", 'echo "$KERNEL_RUN_INDEX"'], runs=3)
+    assert isinstance(result.outcome, NoConsensus)
+    assert result.outcome.reason is NoConsensusReason.NO_STRICT_MAJORITY
+    assert len(result.report.groups) == 3
+    assert result.majority_output is None
+
+
+def test_patch_consensus_writes_majority_atomically(tmp_path: Path) -> None:
+    """Patch capture over a baseline: the majority patch is copied out before cleanup."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "f.txt").write_text("v1\n")
+    target = tmp_path / "out" / "majority.patch"
+    result = corroborate(
+        ["sh", "-c", "echo v2 > f.txt"],
+        runs=3,
+        baseline=base,
+        capture=CaptureMode.PATCH,
+        majority_output_path=target,
+    )
+    assert isinstance(result.outcome, Consensus)
+    assert target.read_bytes() == result.majority_output
+    assert b"+v2" in target.read_bytes()
+    assert (base / "f.txt").read_text() == "v1\n"
+    assert result.report.isolation is Isolation.OVERLAY
+
+
+def test_baseline_output_marks_no_change() -> None:
+    """Runs that reproduce the baseline output are no-change and carry no consensus."""
+    result = corroborate(["echo", "same"], runs=2, baseline_output=b"same\n")
+    assert isinstance(result.outcome, NoConsensus)
+    assert result.outcome.reason is NoConsensusReason.NO_CANDIDATE_OUTPUT
+    assert result.report.no_change_run_indexes == (0, 1)
+
+
+def test_timeouts_are_failed_runs() -> None:
+    """A run that times out counts as launched and joins no group."""
+    script = 'if [ "$KERNEL_RUN_INDEX" = 2 ]; then sleep 30; fi; echo ok'
+    result = corroborate(["sh", "-c", script], runs=3, timeout_s=2.0)
+    assert isinstance(result.outcome, Consensus)
+    assert result.report.agreement_count == 2
+    assert result.report.runs[2].status is RunStatus.TIMEOUT
+    assert result.report.failed_run_indexes == (2,)
+
+
+def test_variations_are_recorded_per_run() -> None:
+    """Each run's variation is in the report."""
+    result = corroborate(["true"], runs=2, variations=[Variation.TZ, Variation.SEED])
+    assert result.report.runs[0].variation == (
+        ("KERNEL_RUN_SEED", "1"),
+        ("PYTHONHASHSEED", "1"),
+        ("TZ", "UTC"),
+    )
+    assert result.report.runs[1].variation[2] == ("TZ", "America/New_York")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"runs": 0}, ConfigError),
+        ({"runs": True}, ConfigError),
+        ({"runs": 1, "baseline": "/nonexistent/baseline"}, EffectError),
+        ({"runs": 1, "baseline_output": Path("/nonexistent/out")}, EffectError),
+    ],
+)
+def test_bad_input_raises_before_launching(kwargs: dict[str, Any], error: type[Exception]) -> None:
+    """N < 1, a missing baseline or unreadable baseline output fail before any run."""
+    with pytest.raises(error):
+        corroborate(["true"], **kwargs)
+
+
+def test_command_that_cannot_start() -> None:
+    """A command missing everywhere is refused; one missing only inside the sandbox too."""
+    with pytest.raises(EffectError):
+        corroborate(["kernel-no-such-program"], runs=2)
+    with pytest.raises(EffectError):
+        corroborate(["./missing-script"], runs=2)
+
+
+class _Exploding(concurrent.futures.Executor):
+    """An executor whose run 1 raises: that run must become a sandbox error."""
+
+    def __init__(self) -> None:
+        self.inner = concurrent.futures.ThreadPoolExecutor(2)
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        if args[0].run_index == 1:
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            future.set_exception(RuntimeError("worker lost"))
+            return future
+        return self.inner.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.inner.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_lost_run_is_a_sandbox_error_not_dropped() -> None:
+    """A run whose future raises is still launched: a sandbox_error, never dropped."""
+    with _Exploding() as pool:
+        result = corroborate(["echo", "x"], runs=3, executor=pool)
+    assert result.report.runs[1].status is RunStatus.SANDBOX_ERROR
+    assert result.report.agreement_count == 2
+    assert result.report.runs_launched == 3
+
+
+def test_digest_of_streams_files(tmp_path: Path) -> None:
+    """digest_of hashes bytes and files identically."""
+    path = tmp_path / "blob"
+    path.write_bytes(b"x" * 3_000_000)
+    assert digest_of(path) == digest_of(b"x" * 3_000_000)
+    assert digest_of(b"abc") == hashlib.sha256(b"abc").hexdigest()
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_executor_runs_unchanged(tmp_path: Path) -> None:
+    """A Dask distributed client's executor runs the reruns without code changes."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=50,
+        ) as cluster,
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
+    ):
+        executor = client.get_executor()
+        result = corroborate(["echo", "dask"], runs=3, executor=executor, spill_root=tmp_path)
+    assert isinstance(result.outcome, Consensus)
+    assert result.majority_output == b"dask\n"
+    assert result.report.isolation is Isolation.OVERLAY
