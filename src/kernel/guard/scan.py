@@ -76,7 +76,7 @@ def _span(stmt: ast.stmt) -> tuple[int, int]:
     return start, stmt.end_lineno or stmt.lineno
 
 
-_BOUND_RX: dict[str, re.Pattern[bytes]] = {}
+_BOUND_RX: dict[str, tuple[re.Pattern[bytes], ...]] = {}
 _WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _RX_CACHE: dict[str, re.Pattern[bytes]] = {}
 _BUILTINS_CACHE: dict[int, tuple[CallMatcher, frozenset[str]]] = {}
@@ -198,7 +198,8 @@ class _Scanner:
         self.new_names = False
         self.functions: dict[int, _FunctionInfo] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
-        self.maybe_bound: dict[str, bool] = {}
+        self.maybe_bound: dict[str, list[int]] = {}
+        self.builtins_of_interest = _interesting_builtins(matcher)
 
     # ---------------------------------------------------------------- import pass
     def import_pass(self) -> None:
@@ -602,44 +603,60 @@ class _Scanner:
         if name == "__builtins__":
             return "builtins"
         if name in _BUILTIN_NAMES:
-            if name in self.module_shadows:
+            if name not in self.builtins_of_interest or name in self.module_shadows:
+                # Nothing reached through an uninteresting builtin can break a rule.
                 return None
-            if scope and not self._maybe_bound(name):
-                return f"builtins.{name}"
             for fn, info in scope:
-                if name in info.local_stores(fn):
+                if self._bound_in(name, fn) and name in info.local_stores(fn):
                     return None
             return f"builtins.{name}"
         return None
 
-    def _maybe_bound(self, name: str) -> bool:
-        """Could ``name`` be bound anywhere in the file? (cheap, conservative)
+    def _bound_lines(self, name: str) -> list[int]:
+        """Lines where ``name`` may be bound (cheap, conservative; sorted).
 
-        Every binding form (assignment, parameter, ``for``/``with``/``except``/``import``
-        target, ``def``/``class``) has the name followed by something other than ``(``,
-        or preceded by ``def``/``class``; a file where every occurrence is ``name(``
-        never re-binds it, and the per-function walk is skipped.
+        Every binding form has the name followed by ``=``, ``:``, ``,``, ``)``, ``]``,
+        ``;``, a comment, an augmented operator, ``in`` or the end of the line
+        (assignment, annotation, parameter, tuple/``for``/``with``/``except``/``import``
+        target, match capture), or preceded by ``def``/``class``. A function whose
+        lines hold no such occurrence does not re-bind the builtin, and its precise
+        walk is skipped.
         """
         known = self.maybe_bound.get(name)
         if known is None:
-            rx = _BOUND_RX.get(name)
-            if rx is None:
+            rxs = _BOUND_RX.get(name)
+            if rxs is None:
                 n = re.escape(name.encode("utf-8"))
-                rx = _BOUND_RX[name] = re.compile(
-                    n + rb"\b(?!\s*\()|(?:def|class)\s+" + n + rb"\b"
+                rxs = _BOUND_RX[name] = (
+                    re.compile(n + rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)"),
+                    re.compile(rb"def[ \t]+" + n + rb"\b"),
+                    re.compile(rb"class[ \t]+" + n + rb"\b"),
                 )
-            known = False
-            for m in rx.finditer(self.data):
-                start = m.start()
-                if m.group(0).startswith((b"def", b"class")):
-                    known = True
-                    break
-                before = self.data[start - 1] if start else 32
-                if before not in _WORD and before != 0x2E:  # not part of a word, not `.name`
-                    known = True
-                    break
+            positions = [
+                m.start()
+                for m in rxs[0].finditer(self.data)
+                if not m.start()
+                or (self.data[m.start() - 1] not in _WORD and self.data[m.start() - 1] != 0x2E)
+            ]
+            positions += [m.start() for rx in rxs[1:] for m in rx.finditer(self.data)]
+            positions.sort()
+            known = []
+            line, pos = 1, 0
+            for start in positions:
+                line += self.data.count(b"\n", pos, start)
+                pos = start
+                known.append(line)
             self.maybe_bound[name] = known
         return known
+
+    def _bound_in(self, name: str, fn: ast.AST) -> bool:
+        lines = self._bound_lines(name)
+        if not lines:
+            return False
+        start = getattr(fn, "lineno", 1)
+        end = getattr(fn, "end_lineno", None) or start
+        i = bisect.bisect_left(lines, start)
+        return i < len(lines) and lines[i] <= end
 
     def _resolve(self, node: ast.expr, scope: _Scope) -> str | None:
         if isinstance(node, ast.Name):
