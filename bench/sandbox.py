@@ -1,0 +1,126 @@
+"""Sandbox benchmarks: start-up against baseline size, capture throughput against SHA-256.
+
+Run: ``.venv/bin/python bench/sandbox.py [--quick]``.
+
+1. Start-up of one ``true`` run (helper, namespaces, mounts, capture, teardown) for a
+   10 MB and a 200 MB baseline of thousands of files, at each isolation level.
+   Targets: overlay start-up independent of baseline size, and >= 100x faster than
+   a copy at 200 MB.
+2. Streaming capture (``dd if=/dev/zero bs=1M`` through the sandbox: pipe, hash, spill)
+   against raw ``hashlib.sha256`` over the same bytes in memory. Target: >= 50 %.
+
+Prints one line per figure and a PASS/MISS line per target; exit status 1 on a miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernel.consensus import CaptureStatus, Isolation
+from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+
+MIB = 1 << 20
+
+
+def make_baseline(root: Path, total_mb: int, files: int) -> Path:
+    """A tree of ``files`` files in 100-file folders totalling ``total_mb`` MB."""
+    base = root / f"base-{total_mb}mb"
+    size = total_mb * 1_000_000 // files
+    chunk = bytes(range(256)) * (size // 256 + 1)
+    for index in range(files):
+        folder = base / f"d{index // 100:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{index:05d}.bin").write_bytes(chunk[:size])
+    return base
+
+
+def start_up(base: Path, level: Isolation, spill: Path, repeats: int) -> float:
+    """Median seconds for one trivial run against ``base`` at ``level``."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        capture = run_sandboxed(
+            SandboxSpec(command=("true",), baseline=str(base), isolation=level), spill_dir=spill
+        )
+        times.append(time.perf_counter() - started)
+        assert capture.status is CaptureStatus.OK, capture.error
+    return statistics.median(times)
+
+
+def capture_rate(spill: Path, size: int) -> float:
+    """Bytes per second through a sandboxed stdout capture."""
+    started = time.perf_counter()
+    capture = run_sandboxed(
+        SandboxSpec(command=("dd", "if=/dev/zero", "bs=1M", f"count={size // MIB}", "status=none")),
+        spill_dir=spill,
+    )
+    elapsed = time.perf_counter() - started
+    assert capture.output_size == size, capture.error
+    return size / elapsed
+
+
+def hash_rate(size: int) -> float:
+    """Bytes per second of raw hashlib SHA-256 over the same bytes, 1 MiB at a time."""
+    chunk = bytes(MIB)
+    digest = hashlib.sha256()
+    started = time.perf_counter()
+    for _ in range(size // MIB):
+        digest.update(chunk)
+    return size / (time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and report against the targets."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller capture")
+    args = parser.parse_args(argv)
+    repeats = 3 if args.quick else 7
+    copy_repeats = 1 if args.quick else 3
+    capture_size = (256 if args.quick else 1024) * MIB
+    misses = 0
+    with tempfile.TemporaryDirectory(prefix="kernel-bench-") as tmp:
+        root = Path(tmp)
+        spill = root / "spill"
+        spill.mkdir()
+        results: dict[tuple[int, Isolation], float] = {}
+        for total_mb, files in ((10, 1000), (200, 4000)):
+            base = make_baseline(root, total_mb, files)
+            for level in (Isolation.OVERLAY, Isolation.NAMESPACE_COPY, Isolation.COPY):
+                n = repeats if level is Isolation.OVERLAY else copy_repeats
+                seconds = start_up(base, level, spill, n)
+                results[total_mb, level] = seconds
+                print(
+                    f"start-up {total_mb:>4} MB, {files} files, {level.value:<15} "
+                    f"{seconds * 1000:9.1f} ms"
+                )
+            shutil.rmtree(base)
+        small, large = results[10, Isolation.OVERLAY], results[200, Isolation.OVERLAY]
+        ratio = results[200, Isolation.COPY] / large
+        independent = large <= max(1.5 * small, small + 0.010)
+        print(f"overlay 200 MB / 10 MB start-up: {large / small:.2f}x")
+        print(f"copy / overlay at 200 MB: {ratio:.0f}x")
+        print(f"{'PASS' if independent else 'MISS'} overlay start-up independent of size")
+        print(f"{'PASS' if ratio >= 100 else 'MISS'} overlay >= 100x faster than copy at 200 MB")
+        misses += (not independent) + (ratio < 100)
+        capture_rate(spill, 16 * MIB)  # warm-up
+        captured = capture_rate(spill, capture_size)
+        for leftover in spill.iterdir():
+            leftover.unlink()
+        raw = hash_rate(capture_size)
+        share = captured / raw
+        print(f"capture {capture_size // MIB} MiB: {captured / MIB:8.0f} MiB/s (hash, spill)")
+        print(f"raw hashlib SHA-256: {raw / MIB:8.0f} MiB/s")
+        print(f"{'PASS' if share >= 0.5 else 'MISS'} capture at {share:.0%} of raw SHA-256")
+        misses += share < 0.5
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
