@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 import statistics
 import sys
@@ -38,6 +39,7 @@ def make_baseline(root: Path, total_mb: int, files: int) -> Path:
         folder = base / f"d{index // 100:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{index:05d}.bin").write_bytes(chunk[:size])
+    os.sync()  # no writeback of the fresh tree competing with the measurement
     return base
 
 
