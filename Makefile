@@ -30,6 +30,7 @@ test-all: install
 
 bench: install
 	$(PY) bench/identity.py
+	$(PY) bench/sandbox.py --quick
 
 demo: install
 	$(BIN)/kernel self-test
