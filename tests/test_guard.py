@@ -103,7 +103,7 @@ def test_load_policy_from_markdown_and_pyproject(tmp_path: Path) -> None:
     md = tmp_path / "adr.md"
     md.write_text(POLICY_MD, encoding="utf-8")
     py = tmp_path / "pyproject.toml"
-    body = POLICY_MD.split("```guard\n")[1].split("```")[0]
+    body = POLICY_MD.split("```guard\n", 1)[1].split("```", 1)[0]
     py.write_text(body.replace("[[rules]]", "[[tool.kernel.guard.rules]]"), encoding="utf-8")
     a, b = load_policy([md]), load_policy([py])
     assert a == b
@@ -114,20 +114,35 @@ def test_load_policy_from_markdown_and_pyproject(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("toml", "needle"),
     [
-        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-import=["os"]\n', "rules[0].forbid-import: unknown key"),
-        ('[[rules]]\nname="x"\nmodules="m"\nforbid-imports=["os"]\n', "rules[0].modules: expected a list"),
+        (
+            '[[rules]]\nname="x"\nmodules=["m"]\nforbid-import=["os"]\n',
+            "rules[0].forbid-import: unknown key",
+        ),
+        (
+            '[[rules]]\nname="x"\nmodules="m"\nforbid-imports=["os"]\n',
+            "rules[0].modules: expected a list",
+        ),
         ('[[rules]]\nname="x"\nmodules=["m"]\n', "checks nothing"),
         ('[[rules]]\nname="x"\nmodules=[]\nforbid-imports=["os"]\n', "rules[0].modules: must name"),
         ('[[rules]]\nmodules=["m"]\nforbid-imports=["os"]\n', "rules[0].name"),
         ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os x"]\n', "forbid-imports[0]"),
         ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["!os"]\n', "forbid-imports[0]"),
-        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-calls=["open"]\ntransitive=true\n', "transitive"),
-        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\ntransitive="yes"\n', "transitive"),
-        ('rules = 3\n', "rules: expected a non-empty array"),
-        ('[other]\n', "other: unknown key"),
-        ('[[rules]\n', "invalid TOML"),
-        ('[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\n'
-         '[[rules]]\nname="x"\nmodules=["n"]\nforbid-imports=["os"]\n', "duplicate rule name"),
+        (
+            '[[rules]]\nname="x"\nmodules=["m"]\nforbid-calls=["open"]\ntransitive=true\n',
+            "transitive",
+        ),
+        (
+            '[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\ntransitive="yes"\n',
+            "transitive",
+        ),
+        ("rules = 3\n", "rules: expected a non-empty array"),
+        ("[other]\n", "other: unknown key"),
+        ("[[rules]\n", "invalid TOML"),
+        (
+            '[[rules]]\nname="x"\nmodules=["m"]\nforbid-imports=["os"]\n'
+            '[[rules]]\nname="x"\nmodules=["n"]\nforbid-imports=["os"]\n',
+            "duplicate rule name",
+        ),
     ],
 )
 def test_invalid_policy_names_file_and_key(tmp_path: Path, toml: str, needle: str) -> None:
@@ -190,13 +205,19 @@ def test_typing_only_variants() -> None:
     runtime = "import typing\nif not typing.TYPE_CHECKING:\n    import socket\n"
     assert _codes(runtime, policy) == [(3, 5, "KG001")]
     allowed = _policy(forbid_imports=("socket",), allow_typing_imports=("socket",))
-    assert _codes("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import socket\n", allowed) == []
+    assert (
+        _codes("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import socket\n", allowed)
+        == []
+    )
 
 
 def test_reassigned_type_checking_is_not_trusted() -> None:
     """`from typing import TYPE_CHECKING` later overwritten makes the block runtime."""
     policy = _policy(forbid_imports=("socket",))
-    src = "from typing import TYPE_CHECKING\nTYPE_CHECKING = 1\nif TYPE_CHECKING:\n    import socket\n"
+    src = (
+        "from typing import TYPE_CHECKING\nTYPE_CHECKING = 1\n"
+        "if TYPE_CHECKING:\n    import socket\n"
+    )
     assert _codes(src, policy) == [(4, 5, "KG001")]
 
 
@@ -268,17 +289,28 @@ def test_transitive_chain_and_typing_edges(tmp_path: Path) -> None:
         "app/__init__.py": "",
         "app/top.py": "import os\nfrom app import mid\n",
         "app/mid.py": "\nimport subprocess\n",
-        "app/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app import mid\n",
+        "app/typed.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app import mid\n"
+        ),
     })  # fmt: skip
-    policy = Policy(rules=(Rule(name="t", modules=("app.top", "app.typed"),
-                                forbid_imports=("subprocess",), transitive=True),))
+    policy = Policy(
+        rules=(
+            Rule(
+                name="t",
+                modules=("app.top", "app.typed"),
+                forbid_imports=("subprocess",),
+                transitive=True,
+            ),
+        )
+    )
     report = check_tree(src, policy)
     assert [(Path(v.path).name, v.line, v.code.value) for v in report.violations] == [
         ("top.py", 2, "KG007")
     ]
     chain = report.violations[0].chain
     assert [(c.module, c.line, c.imports) for c in chain] == [
-        ("app.top", 2, "app.mid"), ("app.mid", 2, "subprocess")
+        ("app.top", 2, "app.mid"),
+        ("app.mid", 2, "subprocess"),
     ]
 
 
@@ -341,8 +373,9 @@ def _report(tmp_path: Path) -> GuardReport:
 def test_text_output_is_sorted_path_line_col(tmp_path: Path) -> None:
     """Text lines are `path:line:col: CODE message [rule]`, sorted, plus a summary."""
     lines = render(_report(tmp_path), "text", "v").splitlines()
-    assert lines[0].endswith("m.py:1:1: KG001 import of 'subprocess' is forbidden "
-                             "(forbid-imports 'subprocess') [r]")
+    assert lines[0].endswith(
+        "m.py:1:1: KG001 import of 'subprocess' is forbidden (forbid-imports 'subprocess') [r]"
+    )
     assert ":2:10: KG004 " in lines[1]
     assert lines[2].startswith("2 findings in 1 files")
 
@@ -363,8 +396,9 @@ def test_json_and_sarif_output(tmp_path: Path) -> None:
         render(report, "xml", "v")
 
 
-def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """0 clean, 1 findings, 2 unusable or missing policy (one line naming file and key)."""
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
     (tmp_path / "docs" / "adr").mkdir(parents=True)
@@ -380,7 +414,9 @@ def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     (tmp_path / "src" / "pkg" / "a.py").write_text("x = 1\n", encoding="utf-8")
     assert main(["guard", "--no-cache"]) == 0
     bad = tmp_path / "bad.md"
-    bad.write_text('```guard\n[[rules]]\nname="x"\nmodules=["m"]\nforbid=["os"]\n```\n', encoding="utf-8")
+    bad.write_text(
+        '```guard\n[[rules]]\nname="x"\nmodules=["m"]\nforbid=["os"]\n```\n', encoding="utf-8"
+    )
     assert main(["guard", "--config", str(bad), "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err

@@ -77,9 +77,20 @@ def _kernel() -> dict[str, Counter[tuple[int, str]]]:
 
 def _ruff() -> dict[str, Counter[tuple[int, str]]]:
     proc = subprocess.run(
-        [_bin("ruff"), "check", "--no-cache", "--config", "ruff.toml", "--output-format",
-         "json", "probe"],
-        cwd=CORPUS, capture_output=True, text=True, check=False,
+        [
+            _bin("ruff"),
+            "check",
+            "--no-cache",
+            "--config",
+            "ruff.toml",
+            "--output-format",
+            "json",
+            "probe",
+        ],
+        cwd=CORPUS,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     out: dict[str, Counter[tuple[int, str]]] = {}
     for item in json.loads(proc.stdout):
@@ -92,7 +103,11 @@ def _lint_imports() -> dict[str, Counter[tuple[int, str]]]:
     env = {**os.environ, "PYTHONPATH": str(CORPUS)}
     proc = subprocess.run(
         [_bin("lint-imports"), "--config", ".importlinter", "--no-cache"],
-        cwd=CORPUS, capture_output=True, text=True, check=False, env=env,
+        cwd=CORPUS,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     out: dict[str, Counter[tuple[int, str]]] = {}
     for line in proc.stdout.splitlines():

@@ -44,7 +44,9 @@ def found() -> dict[str, Counter[tuple[int, str]]]:
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p.stem for p in PROBES])
-def test_probe_findings_match_markers(probe: Path, found: dict[str, Counter[tuple[int, str]]]) -> None:
+def test_probe_findings_match_markers(
+    probe: Path, found: dict[str, Counter[tuple[int, str]]]
+) -> None:
     """Each probe yields exactly its marked (line, code) findings: no miss, no extra."""
     assert found.get(probe.stem, Counter()) == _expected(probe)
 
@@ -66,6 +68,8 @@ def test_capability_table_is_current() -> None:
     """docs/guard.md's table equals a fresh run of all three tools (ruff, import-linter)."""
     proc = subprocess.run(
         [sys.executable, str(HERE / "capability.py"), "--check"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr

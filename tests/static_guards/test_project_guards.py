@@ -31,8 +31,9 @@ def _adr_policy() -> Policy:
 def _format(policy: Policy, names: set[str]) -> str:
     subset = Policy(rules=tuple(r for r in policy.rules if r.name in names))
     report = check_tree(SRC, subset)
-    return "\n".join(f"{v.path}:{v.line}:{v.column}: {v.code} {v.message} [{v.rule}]"
-                     for v in report.violations)
+    return "\n".join(
+        f"{v.path}:{v.line}:{v.column}: {v.code} {v.message} [{v.rule}]" for v in report.violations
+    )
 
 
 def test_every_adr_block_holds_over_src() -> None:
@@ -57,9 +58,23 @@ def test_pure_core_rule_bans_every_effect_family() -> None:
     assert rule.transitive
     for family in ("subprocess", "socket", "time", "random", "uuid", "importlib", "os"):
         assert family in rule.forbid_imports, family
-    for call in ("open", "builtins.open", "eval", "exec", "compile", "__import__",
-                 "importlib.*", "os.*", "subprocess.*", "time.*", "random.*", "uuid.*",
-                 "socket.*", "datetime.datetime.now", "pathlib.Path"):
+    for call in (
+        "open",
+        "builtins.open",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "importlib.*",
+        "os.*",
+        "subprocess.*",
+        "time.*",
+        "random.*",
+        "uuid.*",
+        "socket.*",
+        "datetime.datetime.now",
+        "pathlib.Path",
+    ):
         assert call in rule.forbid_calls, call
     assert _format(_adr_policy(), {"pure-core"}) == ""
 
@@ -70,7 +85,10 @@ def test_layer_rule_forbids_every_downstream_module(index: int) -> None:
     name = LAYERS[index]
     rule = next(r for r in _adr_policy().rules if r.name == f"layer-{name}")
     assert rule.modules == (f"kernel.{name}", f"kernel.{name}.*")
-    expected = {f"kernel.{later}" for later in LAYERS[index + 1 :]} | {"kernel.effects", "kernel.guard"}
+    expected = {f"kernel.{later}" for later in LAYERS[index + 1 :]} | {
+        "kernel.effects",
+        "kernel.guard",
+    }
     assert set(rule.forbid_imports) == expected
     assert _format(_adr_policy(), {rule.name}) == ""
 

@@ -20,10 +20,12 @@ Rules this module enforces:
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import marshal
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -148,6 +150,19 @@ class _Context:
         return got
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Syntax trees hold no reference cycles and are dropped file by file: the cyclic
+    # collector would only re-traverse them while they are built, so it is paused.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def check_paths(
     files: Sequence[tuple[str, str, bool]],
     policy: Policy,
@@ -177,52 +192,59 @@ def check_paths(
     covered_any: set[str] = set()
     cached = checked = 0
     need_graph = bool(ctx.transitive)
-    for path, module, is_package in files:
-        modules.setdefault(module, path)
-        rules, matcher = ctx.rules_for(module)
-        for r in rules:
-            covered_any.add(r.name)
-        if not rules and not need_graph:
-            continue
-        checked += 1
-        entry = cache.entries.get(path)
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            results[path] = ([], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")])
-            continue
-        if (
-            entry is not None
-            and entry[0] == st.st_size
-            and entry[1] == st.st_mtime_ns
-            and entry[2] == st.st_ino
-            and st.st_mtime_ns < now_ok
-        ):
-            results[path] = (entry[4], entry[5])
-            cached += 1
-            continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            results[path] = ([], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")])
-            continue
-        digest = sha256_bytes(data)
-        if entry is not None and entry[3] == digest:
-            cached += 1
-            imports, findings = entry[4], entry[5]
-        else:
-            imports, findings = scan_source(
-                data,
-                module=module,
-                is_package=is_package,
-                rules=rules,
-                matcher=matcher,
-                filename=path,
-            )
-        cache.entries[path] = (st.st_size, st.st_mtime_ns, st.st_ino, digest, imports, findings)
-        cache.dirty = True
-        results[path] = (imports, findings)
+    with _gc_paused():
+        for path, module, is_package in files:
+            modules.setdefault(module, path)
+            rules, matcher = ctx.rules_for(module)
+            for r in rules:
+                covered_any.add(r.name)
+            if not rules and not need_graph:
+                continue
+            checked += 1
+            entry = cache.entries.get(path)
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                results[path] = (
+                    [],
+                    [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")],
+                )
+                continue
+            if (
+                entry is not None
+                and entry[0] == st.st_size
+                and entry[1] == st.st_mtime_ns
+                and entry[2] == st.st_ino
+                and st.st_mtime_ns < now_ok
+            ):
+                results[path] = (entry[4], entry[5])
+                cached += 1
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                results[path] = (
+                    [],
+                    [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")],
+                )
+                continue
+            digest = sha256_bytes(data)
+            if entry is not None and entry[3] == digest:
+                cached += 1
+                imports, findings = entry[4], entry[5]
+            else:
+                imports, findings = scan_source(
+                    data,
+                    module=module,
+                    is_package=is_package,
+                    rules=rules,
+                    matcher=matcher,
+                    filename=path,
+                )
+            cache.entries[path] = (st.st_size, st.st_mtime_ns, st.st_ino, digest, imports, findings)
+            cache.dirty = True
+            results[path] = (imports, findings)
     cache.save(set(results))
     show = display or {}
     violations = [
@@ -277,16 +299,18 @@ def _transitive(
         for _path, module, _pkg in files:
             if not covers(rule.modules, module):
                 continue
-            out.extend(_reach(rule, module, graph, modules, show, memo))
+            out.extend(_reach(rule, module, graph, modules, show, memo=memo))
     return out
 
 
 def _reach(
     rule: Rule,
+    /,
     start: str,
     graph: dict[str, list[tuple[str, int, int]]],
     modules: dict[str, str],
     show: dict[str, str],
+    *,
     memo: dict[str, str | None],
 ) -> list[Violation]:
     """BFS from ``start`` through project modules; shortest chain per broken pattern.

@@ -92,7 +92,9 @@ def module_set(patterns: tuple[str, ...]) -> ModuleSet:
 
 
 @lru_cache(maxsize=4096)
-def _compiled_modules(patterns: tuple[str, ...]) -> tuple[tuple[bool, str, re.Pattern[str] | None], ...]:
+def _compiled_modules(
+    patterns: tuple[str, ...],
+) -> tuple[tuple[bool, str, re.Pattern[str] | None], ...]:
     out = []
     for pattern in reversed(patterns):
         positive = not pattern.startswith("!")
