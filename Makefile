@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint types test test-all bench demo clean
+.PHONY: install check lint types guard test test-all bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,10 @@ types: install
 test: install
 	$(BIN)/pytest -q
 
-check: lint types test
+guard: install
+	$(BIN)/kernel guard
+
+check: lint types guard test
 
 test-all: install
 	$(BIN)/nox
@@ -31,6 +34,7 @@ test-all: install
 bench: install
 	$(PY) bench/identity.py
 	$(PY) bench/sandbox.py --quick
+	$(PY) bench/guard.py
 
 demo: install
 	$(BIN)/kernel self-test
