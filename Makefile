@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint types guard test test-all bench demo clean
+.PHONY: install check lint types guard schemas test test-all bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,10 @@ test: install
 guard: install
 	$(BIN)/kernel guard
 
-check: lint types guard test
+schemas: install
+	$(PY) -m kernel.effects.schemas --check
+
+check: lint types guard schemas test
 
 test-all: install
 	$(BIN)/nox
@@ -35,9 +38,15 @@ bench: install
 	$(PY) bench/identity.py
 	$(PY) bench/sandbox.py --quick
 	$(PY) bench/guard.py
+	$(PY) bench/report.py
 
 demo: install
 	$(BIN)/kernel self-test
+	$(BIN)/kernel report generate --config fixtures/orchestration/two-attempt-good-vs-bad.json \
+		--run-output results/demo/run.json --report-json results/demo/evidence.json \
+		--report-markdown results/demo/evidence.md --report-html results/demo/evidence.html
+	$(BIN)/kernel report replay-check --config fixtures/orchestration/two-attempt-good-vs-bad.json \
+		--run-record results/demo/run.json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .nox
