@@ -374,3 +374,15 @@ def test_report_isolation_is_the_weakest_level() -> None:
     assert report.isolation is Isolation.COPY
     assert report.consensus is True
     assert report.no_consensus_reason is None
+
+
+def test_one_digest_with_two_sizes_is_refused() -> None:
+    """Two captures sharing a digest but not a size cannot be judged: refusal, not a verdict.
+
+    Regression: the multiset property once failed because group sizes came from
+    whichever run was seen last.
+    """
+    other_size = attrs.evolve(ok(1, A), output_size=99)
+    outcome = build_consensus((ok(0, A), other_size, ok(2, A)))
+    assert isinstance(outcome, ConsensusRefusal)
+    assert outcome.reason_codes == (ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,)

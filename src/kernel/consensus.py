@@ -145,6 +145,9 @@ class ConsensusRefusalReason(enum.StrEnum):
     """C3: the baseline output digest is not a 64-char lowercase hex digest."""
     INVALID_CANDIDATE_DIGEST = "invalid_candidate_digest"
     """C6: the candidate digest is not a 64-char lowercase hex digest."""
+    DIGEST_SIZE_CONFLICT = "digest_size_conflict"
+    """C4: two captured outputs share a digest but not a size: the captures were
+    tampered with or mis-recorded, so byte identity cannot be judged."""
 
 
 def _pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -398,6 +401,16 @@ def build_consensus(
         reasons.append(ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST)
     if candidate_digest is not None and not is_digest(candidate_digest):
         reasons.append(ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST)
+    # C4: one digest names one byte string, so it has exactly one size.
+    seen_sizes: dict[str, int] = {}
+    for run in runs:
+        if (
+            run.output_digest is not None
+            and run.output_size is not None
+            and seen_sizes.setdefault(run.output_digest, run.output_size) != run.output_size
+        ):
+            reasons.append(ConsensusRefusalReason.DIGEST_SIZE_CONFLICT)
+            break
     if reasons:
         return seal(
             ConsensusRefusal,

@@ -9,7 +9,8 @@ from kernel.consensus import CaptureStatus, Isolation, RunObservation
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]
 
-_FEW_DIGESTS = st.sampled_from(["a" * 64, "b" * 64, "c" * 64])
+_FEW_DIGESTS = st.sampled_from(["a" * 64, "b" * 64, "c" * 64, "0" * 64])
+_SIZES = (0, 1, 7)
 
 
 @st.composite
@@ -20,12 +21,14 @@ def _observation(draw: st.DrawFn, index: int, digests: st.SearchStrategy[str]) -
     else:
         exit_code = draw(st.none() | st.integers(min_value=-64, max_value=255).filter(bool))
     captured = status is CaptureStatus.OK or draw(st.booleans())
-    size = draw(st.sampled_from([0, 1, 7])) if captured else None
+    digest = draw(digests) if captured else None
+    # One digest names one byte string: derive its size from it, so captures agree.
+    size = None if digest is None else _SIZES[int(digest[0], 16) % len(_SIZES)]
     return RunObservation(
         index=index,
         status=status,
         exit_code=exit_code,
-        output_digest=draw(digests) if captured else None,
+        output_digest=digest,
         output_size=size,
         isolation=draw(st.sampled_from(list(Isolation))),
         duration_ms=draw(st.integers(min_value=0, max_value=10_000)),
