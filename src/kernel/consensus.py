@@ -403,11 +403,12 @@ def build_consensus(
         reasons.append(ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST)
     # C4: one digest names one byte string, so it has exactly one size.
     seen_sizes: dict[str, int] = {}
-    for run in runs:
+    for observed in runs:
         if (
-            run.output_digest is not None
-            and run.output_size is not None
-            and seen_sizes.setdefault(run.output_digest, run.output_size) != run.output_size
+            observed.output_digest is not None
+            and observed.output_size is not None
+            and seen_sizes.setdefault(observed.output_digest, observed.output_size)
+            != observed.output_size
         ):
             reasons.append(ConsensusRefusalReason.DIGEST_SIZE_CONFLICT)
             break
