@@ -42,7 +42,7 @@ import attrs
 
 from kernel.codec import Identity, Record, field_error, seal
 from kernel.consensus import CorroborationReport, RunStatus
-from kernel.errors import RefusedError
+from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
 from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
 
@@ -170,10 +170,6 @@ class CommitRefusal(Refusal):
         validator=tuple_of(CommitRefusalReason)
     )
     """The rule that refused it."""
-
-
-class CommitBoundaryError(RefusedError):
-    """Raised when a branch would cross the commit boundary without verification."""
 
 
 def drafts_are_decorrelated(branch: Branch) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "CanonicalizationError",
+    "CommitBoundaryError",
     "ConfigError",
     "EffectError",
     "KernelError",
@@ -68,3 +69,8 @@ class RefusedError(KernelError, ValueError):
     def __init__(self, refusal: object, message: str) -> None:
         super().__init__(message)
         self.refusal = refusal
+
+
+class CommitBoundaryError(RefusedError):
+    """Raised by `kernel.admission`'s raising helpers when a branch would cross the
+    commit boundary without independent verification (the refusal is attached)."""
