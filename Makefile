@@ -28,6 +28,7 @@ guard: install
 
 schemas: install
 	$(PY) -m kernel.effects.schemas --check
+	$(PY) -m kernel.effects.identity_docs --check
 
 check: lint types guard schemas test
 

@@ -1,0 +1,35 @@
+"""docs/identities.md is generated from the records and must be current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel.effects import identity_docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_identity_docs_are_current(capsys: pytest.CaptureFixture[str]) -> None:
+    """--check passes on the committed file (regenerate with the module when it fails)."""
+    assert identity_docs.main(["--check", "--root", str(ROOT)]) == 0
+    assert "current" in capsys.readouterr().out
+
+
+def test_identity_docs_check_fails_when_stale(tmp_path: Path) -> None:
+    """--check exits 1 for a missing or edited file, and writing makes it current."""
+    assert identity_docs.main(["--check", "--root", str(tmp_path)]) == 1
+    assert identity_docs.main(["--root", str(tmp_path)]) == 0
+    target = tmp_path / "docs" / "identities.md"
+    assert target.read_bytes() == identity_docs.generate()
+    target.write_text(target.read_text("utf-8").replace("`run_id`", "`runid`"), "utf-8")
+    assert identity_docs.main(["--check", "--root", str(tmp_path)]) == 1
+
+
+def test_every_self_sealed_id_is_documented() -> None:
+    """Each reference self-sealing id appears in the table as self-sealing."""
+    text = identity_docs.generate().decode("utf-8")
+    for name in ("run_id", "attempt_id", "operator_result_id", "binding_id", "binding_refusal_id"):
+        row = next(line for line in text.splitlines() if f"| `{name}` |" in line)
+        assert "| yes |" in row, row
