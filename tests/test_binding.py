@@ -337,6 +337,14 @@ VECTORS: dict[str, tuple[R, Callable[..., Any]]] = {
         R.MALFORMED_EVIDENCE_SPAN,
         _res(lambda o: forged(o, candidate_attempt=forged(o.candidate_attempt, evidence_spans=(
             forged(o.evidence_spans[0], start=True),))))),
+    "same invalid span in every stream (forged)": (
+        R.MALFORMED_EVIDENCE_SPAN,
+        lambda run, o: (run, _all_spans(o, forged(o.evidence_spans[0], end=1)), {})),
+    "same bool-start span in every stream (forged)": (
+        R.MALFORMED_EVIDENCE_SPAN,
+        lambda run, o: (run, _all_spans(o, forged(o.evidence_spans[0], start=False)), {})),
+    "same non-span in every stream (forged)": (
+        R.MALFORMED_EVIDENCE_SPAN, lambda run, o: (run, _all_spans(o, object()), {})),
     "span sentence_index negative (forged)": (
         R.MALFORMED_EVIDENCE_SPAN,
         lambda run, o: (run, _all_spans(o, forged(o.evidence_spans[0], sentence_index=-1)), {})),
@@ -475,7 +483,7 @@ VECTORS: dict[str, tuple[R, Callable[..., Any]]] = {
 }  # fmt: skip
 
 
-def _all_spans(result: CandidateOperatorResult, span: SourceSpan) -> Any:
+def _all_spans(result: CandidateOperatorResult, span: object) -> Any:
     spans = (span,)
     return forged(
         result,
@@ -581,6 +589,58 @@ def test_first_failure_wins_in_reference_order() -> None:
         # Budget and a kernel-only fault are present too, and never win.
         bad_run = evolve_consumed(run, max_parallelism=3, candidates_considered=5)
         assert code_of(bind(bad_run, changed, **kwargs)) is code
+
+
+REFERENCE_CODES = frozenset(list(R)[:15])
+
+
+@settings(max_examples=150)
+@given(
+    corrupted_binding_pairs().filter(lambda case: case[2] in REFERENCE_CODES),
+    st.sampled_from(["run policy", "operator policy", "parallelism", "gap", "zero charge"]),
+)
+def test_property_kernel_checks_never_preempt_a_reference_refusal(
+    case: tuple[GeometricSearchRun, CandidateOperatorResult, R], extra: str
+) -> None:
+    """Adding a kernel-only fault to a reference-refused pair keeps the reference code.
+
+    So a refusal's id agrees with the reference's whenever the reference refuses.
+    """
+    run, result, code = case
+    if extra == "run policy":
+        run = attrs.evolve(run, run_policy_version="x.v2")
+    elif extra == "operator policy":
+        result = attrs.evolve(result, operator_policy_version="x.v2")
+    elif extra == "parallelism":
+        run = evolve_consumed(run, max_parallelism=3)
+    elif extra == "gap":
+        run = forged(run, candidate_attempts=run.candidate_attempts[1:])
+    else:
+        charge = result.candidate_attempt.budget_charge
+        result = forged(
+            result,
+            candidate_attempt=forged(
+                result.candidate_attempt, budget_charge=forged(charge, steps=0)
+            ),
+        )
+    outcome = bind(run, result)
+    if code is R.BUDGET_CHARGE_EXCEEDS_REMAINING and extra in ("zero charge", "parallelism"):
+        return  # these faults change the reference's own budget inputs; nothing to compare
+    if code is R.DUPLICATE_ATTEMPT_INDEX and extra == "gap":
+        return  # dropping the first attempt may drop the duplicate itself
+    if code in (R.DUPLICATE_ATTEMPT_ID, R.DUPLICATE_CANDIDATE_DIGEST) and extra == "gap":
+        return
+    assert code_of(outcome) is code
+
+
+def test_budget_refusal_wins_over_a_gap() -> None:
+    """Budget (reference check 14) is reported before the kernel's gap check (22)."""
+    run, result = chain()
+    full = evolve_consumed(run, candidates_considered=5)
+    assert code_of(bind(full, _at_index(result, 3))) is R.BUDGET_CHARGE_EXCEEDS_REMAINING
+    existing = _existing(result, attempt_index=0, attempt_id=OTHER, candidate_digest=OTHER)
+    ahead = attrs.evolve(run, candidate_attempts=(existing,))
+    assert code_of(bind(ahead, result)) is R.DUPLICATE_ATTEMPT_INDEX
 
 
 def test_invalid_inputs_refuse() -> None:
