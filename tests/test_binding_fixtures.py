@@ -141,7 +141,7 @@ def _existing(chain: Doc, index: int, tag: str) -> Doc:
     attempt["input_digest"] = H({"input": tag})
     attempt["explanation"] = f"earlier attempt {tag}"
     attempt["attempt_id"] = attempt_id(attempt)
-    return attempt
+    return attempt  # type: ignore[no-any-return]
 
 
 def build_cases(chain: Doc) -> dict[str, Doc]:
@@ -426,8 +426,8 @@ def outcome_of(case: Doc) -> CandidateAttemptRunBinding | CandidateAttemptRunBin
     return bind_candidate_attempt_to_run(
         original_run=run,  # type: ignore[arg-type]
         candidate_operator_result=result,  # type: ignore[arg-type]
-        schema_versions=tuple(tuple(p) for p in case["schema_versions"]),  # type: ignore[arg-type]
-        policy_versions=tuple(tuple(p) for p in case["policy_versions"]),  # type: ignore[arg-type]
+        schema_versions=tuple(tuple(p) for p in case["schema_versions"]),
+        policy_versions=tuple(tuple(p) for p in case["policy_versions"]),
     )
 
 
