@@ -11,21 +11,27 @@ Pure functions (no I/O). Rules enforced:
   table row);
 - the HTML page has no scripts and no external assets: inline CSS only; digests are
   shortened with the full value in a ``title`` (shown on hover) and kept selectable;
-- the pending human decision and the all-false authority block are always shown.
+- the pending human decision and the all-false authority block are always shown;
+- extra sections (`TableSection`, e.g. the evidence classes of a run's candidate
+  groups) are plain text too: every title, note and cell is escaped here, never by
+  the caller, so a section cannot carry markup.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
+
+import attrs
 
 from kernel.identity import canonical_json
 from kernel.report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
 
 __all__ = [
     "WARNING_TEXT",
+    "TableSection",
     "html_text",
     "md_cell",
     "render_html",
@@ -75,6 +81,46 @@ _LINE_BREAKS: Final = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
+@attrs.frozen(kw_only=True)
+class TableSection:
+    """An extra report section: a title, notes and one table, all plain text."""
+
+    title: str
+    """Section heading."""
+    notes: tuple[str, ...]
+    """Paragraphs shown before the table."""
+    headers: tuple[str, ...]
+    """Column headings."""
+    rows: tuple[tuple[str, ...], ...]
+    """Cells, one tuple per row, as many as ``headers``."""
+
+    def __attrs_post_init__(self) -> None:
+        if any(len(row) != len(self.headers) for row in self.rows):
+            raise ValueError("every row has one cell per header")
+
+
+def _markdown_section(section: TableSection) -> list[str]:
+    lines = ["", f"## {md_cell(section.title)}", ""]
+    for note in section.notes:
+        lines += [md_cell(note), ""]
+    lines.append("| " + " | ".join(md_cell(h) for h in section.headers) + " |")
+    lines.append("| " + " | ".join("---" for _ in section.headers) + " |")
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in section.rows]
+    return lines
+
+
+def _html_section(section: TableSection) -> list[str]:
+    head = "".join(f"<th>{html_text(h)}</th>" for h in section.headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in section.rows
+    )
+    return [
+        f"<h2>{html_text(section.title)}</h2>",
+        *(f"<p>{html_text(note)}</p>" for note in section.notes),
+        f'<table class="extra"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
+    ]
+
+
 def render_json(report: RunEvidenceReport) -> bytes:
     """Canonical JSON bytes of the report, plus one trailing newline."""
     return canonical_json(report.to_dict()) + b"\n"
@@ -115,8 +161,8 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def render_markdown(report: RunEvidenceReport) -> str:
-    """A Markdown view of the report (GitHub-flavoured tables)."""
+def render_markdown(report: RunEvidenceReport, sections: Sequence[TableSection] = ()) -> str:
+    """A Markdown view of the report (GitHub-flavoured tables), then ``sections``."""
     s = report.summary
     lines = [
         "# Run Evidence Report",
@@ -175,6 +221,8 @@ def render_markdown(report: RunEvidenceReport) -> str:
             error,
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    for section in sections:
+        lines += _markdown_section(section)
     lines += ["", "## Warnings", ""]
     lines += [f"- {WARNING_TEXT[w]} (`{w}`)" for w in report.warnings]
     lines += [
@@ -279,8 +327,11 @@ def _attempt_row(a: ReportAttempt) -> str:
     )
 
 
-def render_html(report: RunEvidenceReport) -> str:
-    """One self-contained HTML page (inline CSS, no scripts, no external assets)."""
+def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()) -> str:
+    """One self-contained HTML page (inline CSS, no scripts, no external assets).
+
+    ``sections`` follow the attempt table; their text is escaped like everything else.
+    """
     s = report.summary
     meta = [
         ("Run", html_text(report.run_id)),
@@ -351,6 +402,7 @@ def render_html(report: RunEvidenceReport) -> str:
         "<th>Evidence state</th><th>Error</th></tr></thead><tbody>",
         *(_attempt_row(a) for a in report.attempts),
         "</tbody></table>",
+        *(line for section in sections for line in _html_section(section)),
         "<h2>Warnings</h2><ul>",
         *(
             f'<li>{html_text(WARNING_TEXT[w])} <span class="mono muted">{html_text(w)}</span></li>'

@@ -11,7 +11,11 @@ Rules enforced at construction (a record that exists is well formed):
 - an error is a closed `AttemptErrorCode` plus a message that holds no absolute path
   (so a failure run's digest does not depend on where the checkout lives);
 - the authority block is all false: a run record grants nothing;
-- no timestamps and no host data: the same config gives the same bytes.
+- no timestamps and no host data: the same config gives the same bytes;
+- a run of real (command) workers carries its `RunProvenance`: the replay it
+  declares (``deterministic`` or ``nondeterministic``) and the digests of what it ran
+  on (baseline tree, worker and verifier commands), so replay can check provenance
+  apart from outputs. Volatile facts (durations) are never in a run record.
 
 ``RunRecord.digest`` is SHA-256 over the canonical JSON of the whole ``to_dict()``
 document: the value a report binds to (``source_run_digest``) and replay compares.
@@ -49,9 +53,12 @@ __all__ = [
     "AttemptRecord",
     "AttemptState",
     "CheckSummary",
+    "DeclaredReplay",
     "ImportedFrom",
     "ManifestSummary",
+    "ProvenanceInput",
     "RunAuthority",
+    "RunProvenance",
     "RunRecord",
     "VerificationSummary",
     "WorkUnitRef",
@@ -114,6 +121,10 @@ class AttemptErrorCode(enum.StrEnum):
 
     WORKER_FAILED = "worker-failed"
     """The worker adapter reported a failure before producing a manifest."""
+    WORKER_TIMEOUT = "worker-timeout"
+    """The worker hit its time limit (its whole process tree was killed)."""
+    SANDBOX_ERROR = "sandbox-error"
+    """The worker's sandbox could not be set up or its output could not be captured."""
     MANIFEST_MISSING = "manifest-missing"
     """The worker produced no result manifest."""
     MANIFEST_UNREADABLE = "manifest-unreadable"
@@ -333,6 +344,42 @@ class ImportedFrom(Record):
     """SHA-256 of the canonical JSON of the foreign document as read."""
 
 
+class DeclaredReplay(enum.StrEnum):
+    """What a run's config declares about replaying it."""
+
+    DETERMINISTIC = "deterministic"
+    """The default: a replay is expected to reproduce the record (``exact`` replay)."""
+    NONDETERMINISTIC = "nondeterministic"
+    """Model/agent workers: replay checks provenance only; outputs are never compared."""
+
+
+def _inputs(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    tuple_of(ProvenanceInput)(_instance, attribute, value)
+    names = [item.name for item in value]
+    if names != sorted(set(names)):
+        raise field_error(attribute.name, "input names must be unique and ascending")
+
+
+@attrs.frozen(kw_only=True)
+class ProvenanceInput(Record):
+    """One thing a run ran on, pinned by a digest (e.g. ``baseline``, ``worker:a1``)."""
+
+    name: str = attrs.field(validator=nonblank)
+    """What it is: ``baseline``, ``worker:<attempt id>`` or ``verifier``."""
+    digest: str = attrs.field(validator=digest)
+    """SHA-256 of its canonical description (tree digest, command and program bytes)."""
+
+
+@attrs.frozen(kw_only=True)
+class RunProvenance(Record):
+    """What a run of real workers ran on, apart from its outputs."""
+
+    declared_replay: DeclaredReplay = attrs.field(validator=enum_member(DeclaredReplay))
+    """The replay the config declares."""
+    inputs: tuple[ProvenanceInput, ...] = attrs.field(validator=_inputs)
+    """Input digests, sorted by name, unique."""
+
+
 def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     tuple_of(AttemptRecord)(_instance, attribute, value)
     # Vacuous input is refused: a run has at least one attempt.
@@ -386,6 +433,10 @@ class RunRecord(Record):
     """Attempts in launch order (at least one)."""
     authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
     """All false."""
+    provenance: RunProvenance | None = attrs.field(
+        default=None, validator=attrs.validators.optional(exact(RunProvenance))
+    )
+    """What the run ran on (command runs); None for fixture and imported runs."""
 
     @functools.cached_property
     def digest(self) -> str:

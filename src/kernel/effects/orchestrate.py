@@ -18,6 +18,16 @@ Built-in adapters (fixtures, deterministic):
 - verifier ``fixture-policy``: checks the candidate against a verifier policy with the
   checks ``artifact-digest``, ``candidate-scope`` and ``independent-acceptance``.
 
+Built-in adapters for real runs (`kernel.effects.command_adapters`, loaded on first
+use so a config never needs an import): worker ``command`` and verifier ``command``.
+
+Attempts run in parallel through a `concurrent.futures.Executor` (default: a local
+thread pool sized to the machine); the record lists them in launch order whatever
+order they finish in, and an attempt whose future raised is a ``worker_error``,
+never dropped. Each attempt gets a private scratch folder (removed after the run).
+Adapters may `note` volatile facts (durations, isolation, output sizes); they go to
+`RunOutcome.volatile`, never into the record.
+
 Config document (JSON; relative paths are resolved against the config's folder)::
 
     {"kind": "kernel-orchestration-config", "schema_version": "1",
@@ -26,16 +36,25 @@ Config document (JSON; relative paths are resolved against the config's folder):
      "attempts": [{"attempt_id": "...", "adapter": "fixture-result",
                    "result_manifest": "<path>", "candidate_root": "<path>"},
                   {"attempt_id": "...", "adapter": "fixture-failure",
-                   "failure": "<message>"}]}
+                   "failure": "<message>"}],
+     "replay": "deterministic" | "nondeterministic"}     (optional, default deterministic)
 
 ``config_digest`` is SHA-256 of the canonical JSON of the config document as read.
+Adapters that run real commands report provenance (`ProvenanceSource`): the digests
+of what they run on, recorded in the run's `RunProvenance` with the declared replay.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
+import os
+import shutil
+import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
@@ -53,8 +72,11 @@ from kernel.runrecord import (
     AttemptErrorCode,
     AttemptRecord,
     AttemptState,
+    DeclaredReplay,
     ManifestSummary,
+    ProvenanceInput,
     RunAuthority,
+    RunProvenance,
     RunRecord,
     VerificationSummary,
     WorkUnitRef,
@@ -81,16 +103,22 @@ __all__ = [
     "CONFIG_KIND",
     "ORCHESTRATOR",
     "AttemptContext",
+    "AttemptOutcome",
+    "ConfigSource",
     "LoadedConfig",
+    "ProvenanceSource",
+    "RunOutcome",
     "VerifierAdapter",
     "VerifierFailure",
     "WorkerAdapter",
     "WorkerFailed",
     "WorkerProduced",
     "load_config",
+    "note",
     "register_verifier_adapter",
     "register_worker_adapter",
     "run_config",
+    "run_detailed",
     "run_loaded",
 ]
 
@@ -110,6 +138,10 @@ class AttemptContext:
     """The config's folder (relative paths in the config resolve against it)."""
     work_unit: WorkUnit
     """The work unit to work on."""
+    scratch: Path | None = None
+    """A private, empty folder for this attempt's outputs (removed after the run)."""
+    run_id: str = ""
+    """The run's id."""
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +164,8 @@ class WorkerFailed:
 
     message: str
     """Portable message (no absolute paths)."""
+    code: AttemptErrorCode = AttemptErrorCode.WORKER_FAILED
+    """Which failure: the worker failed, timed out, or its sandbox failed."""
 
 
 class WorkerAdapter(Protocol):
@@ -180,6 +214,31 @@ class VerifierAdapter(Protocol):
         ...
 
 
+@runtime_checkable
+class ProvenanceSource(Protocol):
+    """An adapter that can say what it runs on (command adapters)."""
+
+    def provenance(self) -> tuple[tuple[str, str], ...]:
+        """``(name, digest)`` pairs, e.g. ``("worker:a1", ...)``, ``("baseline:repo", ...)``."""
+        ...
+
+
+_NOTES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
+    "kernel_attempt_notes", default=None
+)
+
+
+def note(key: str, value: object) -> None:
+    """Record a volatile fact about the current attempt (durations, sizes, isolation).
+
+    Notes go to `RunOutcome.volatile`, never into the run record. Outside an attempt
+    this does nothing.
+    """
+    notes = _NOTES.get()
+    if notes is not None:
+        notes[key] = value
+
+
 WorkerFactory = Callable[[Mapping[str, object], "ConfigSource"], WorkerAdapter]
 VerifierFactory = Callable[[Mapping[str, object], "ConfigSource"], tuple[VerifierAdapter, str]]
 """A verifier factory returns the adapter and the verifier policy digest."""
@@ -204,6 +263,8 @@ class ConfigSource:
 
     path: Path
     """The config file (as the user named it)."""
+    cache: dict[object, object] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
+    """Per-load memo for adapters (e.g. one baseline tree digest per folder)."""
 
     @property
     def base_dir(self) -> Path:
@@ -229,9 +290,15 @@ class ConfigSource:
             raise self.error(f"{where}.{key}", f"must be a relative path without '..': {value!r}")
         return value
 
-    def only_keys(self, entry: Mapping[str, object], keys: set[str], where: str) -> None:
-        """Refuse unknown keys and missing keys."""
-        unknown = sorted(set(entry) - keys)
+    def only_keys(
+        self,
+        entry: Mapping[str, object],
+        keys: set[str],
+        where: str,
+        optional: frozenset[str] = frozenset(),
+    ) -> None:
+        """Refuse unknown keys and missing keys (``optional`` keys may be absent)."""
+        unknown = sorted(set(entry) - keys - optional)
         if unknown:
             raise self.error(f"{where}.{unknown[0]}", "unknown key")
         missing = sorted(keys - set(entry))
@@ -492,6 +559,33 @@ class LoadedConfig:
     """``(attempt_id, adapter)`` in launch order."""
     inputs: tuple[Path, ...]
     """Every file the config names that must exist (for output confinement)."""
+    declared_replay: DeclaredReplay = DeclaredReplay.DETERMINISTIC
+    """What the config declares about replay."""
+    provenance: RunProvenance | None = None
+    """What the run runs on (when an adapter reports it, or replay is declared)."""
+
+
+def _builtin_adapters() -> None:
+    # The command adapters register themselves on import; importing here (not at
+    # module level) avoids an import cycle and keeps fixture-only use light.
+    from kernel.effects import command_adapters  # noqa: F401
+
+
+def _provenance(
+    declared: DeclaredReplay, explicit: bool, adapters: list[object], source: ConfigSource
+) -> RunProvenance | None:
+    inputs: dict[str, str] = {}
+    for adapter in adapters:
+        if isinstance(adapter, ProvenanceSource):
+            for name, value in adapter.provenance():
+                if inputs.setdefault(name, value) != value:
+                    raise source.error("$", f"two different digests for input {name!r}")
+    if not inputs and not explicit:
+        return None
+    return RunProvenance(
+        declared_replay=declared,
+        inputs=tuple(ProvenanceInput(name=n, digest=d) for n, d in sorted(inputs.items())),
+    )
 
 
 def load_config(path: Path | str) -> LoadedConfig:
@@ -501,10 +595,14 @@ def load_config(path: Path | str) -> LoadedConfig:
         EffectError: a file is missing or unreadable.
         ConfigError: a document is unusable (message names the file and key).
     """
+    _builtin_adapters()
     source = ConfigSource(path=Path(path))
     document = _load_object(source.path, "orchestration config")
     source.only_keys(
-        document, {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"}, "$"
+        document,
+        {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
+        "$",
+        optional=frozenset({"replay"}),
     )
     if document["kind"] != CONFIG_KIND:
         raise source.error("$.kind", f"expected {CONFIG_KIND!r}, got {document['kind']!r}")
@@ -515,6 +613,13 @@ def load_config(path: Path | str) -> LoadedConfig:
     except CanonicalizationError as e:
         raise source.error(e.path, e.reason) from e
     run_id = source.string(document, "run_id", "$")
+    declared = DeclaredReplay.DETERMINISTIC
+    if "replay" in document:
+        try:
+            declared = DeclaredReplay(source.string(document, "replay", "$"))
+        except ValueError as e:
+            allowed = ", ".join(d.value for d in DeclaredReplay)
+            raise source.error("$.replay", f"expected one of {allowed}") from e
     unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
     try:
         work_unit = WorkUnit.from_dict(load_json(unit_path, what="work unit"))
@@ -547,6 +652,9 @@ def load_config(path: Path | str) -> LoadedConfig:
         if factory is None:
             raise source.error(f"{where}.adapter", f"unknown worker adapter {adapter_kind!r}")
         attempts.append((attempt_id, factory(entry, source)))
+    provenance = _provenance(
+        declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
+    )
     return LoadedConfig(
         source=source,
         run_id=run_id,
@@ -556,6 +664,8 @@ def load_config(path: Path | str) -> LoadedConfig:
         verifier_policy_digest=policy_digest,
         attempts=tuple(attempts),
         inputs=(source.path, unit_path),
+        declared_replay=declared,
+        provenance=provenance,
     )
 
 
@@ -602,85 +712,272 @@ def _collect_manifest(
     return manifest
 
 
+@attrs.frozen(kw_only=True)
+class AttemptOutcome:
+    """One attempt's record, its manifest when collected, and its volatile notes."""
+
+    record: AttemptRecord
+    """What the run record keeps."""
+    manifest: ResultManifest | None
+    """The collected manifest (its artifacts name the candidate's digests)."""
+    notes: Mapping[str, object]
+    """Volatile facts (durations, isolation); never compared, never in the record."""
+    artifacts: Mapping[str, bytes] = attrs.field(factory=dict)
+    """Artifact id -> bytes, for manifest artifacts found in the candidate folder with
+    their claimed digest (only when the run keeps artifacts)."""
+
+
+_MAX_KEPT_BYTES: Final = 64 << 20
+
+
+def _kept(manifest: ResultManifest | None, produced: WorkerProduced | None) -> dict[str, bytes]:
+    """The manifest's artifacts that exist in the candidate folder with their digest."""
+    kept: dict[str, bytes] = {}
+    if manifest is None or produced is None:
+        return kept
+    for artifact in manifest.artifacts:
+        locator = PurePosixPath(artifact.locator)
+        if locator.is_absolute() or ".." in locator.parts:
+            continue
+        path = produced.candidate_root / artifact.locator
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            with path.open("rb") as handle:
+                data = handle.read(_MAX_KEPT_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) <= _MAX_KEPT_BYTES and sha256_bytes(data) == artifact.digest:
+            kept[artifact.id] = data
+    return kept
+
+
+def _attempt_in_scratch(
+    loaded: LoadedConfig,
+    order: int,
+    attempt_id: str,
+    worker: WorkerAdapter,
+    scratch: Path,
+    *,
+    keep_artifacts: bool,
+) -> AttemptOutcome:
+    notes: dict[str, object] = {}
+    token = _NOTES.set(notes)
+    started = time.monotonic()
+    folder = scratch / f"attempt-{order}"
+    try:
+        folder.mkdir()
+        record, manifest, produced = _run_attempt(loaded, order, attempt_id, worker, folder)
+        kept = _kept(manifest, produced) if keep_artifacts else {}
+    finally:
+        notes["attempt_ms"] = int((time.monotonic() - started) * 1000)
+        _NOTES.reset(token)
+        shutil.rmtree(folder, ignore_errors=True)
+    return AttemptOutcome(record=record, manifest=manifest, notes=notes, artifacts=kept)
+
+
 def _run_attempt(
-    loaded: LoadedConfig, order: int, attempt_id: str, worker: WorkerAdapter
-) -> AttemptRecord:
+    loaded: LoadedConfig, order: int, attempt_id: str, worker: WorkerAdapter, scratch: Path
+) -> tuple[AttemptRecord, ResultManifest | None, WorkerProduced | None]:
     context = AttemptContext(
-        attempt_id=attempt_id, base_dir=loaded.source.base_dir, work_unit=loaded.work_unit
+        attempt_id=attempt_id,
+        base_dir=loaded.source.base_dir,
+        work_unit=loaded.work_unit,
+        scratch=scratch,
+        run_id=loaded.run_id,
     )
     outcome = worker.run(context)
     if isinstance(outcome, WorkerFailed):
-        return _error(
-            attempt_id,
-            order,
-            worker,
-            state=AttemptState.WORKER_ERROR,
-            code=AttemptErrorCode.WORKER_FAILED,
-            message=outcome.message,
+        return (
+            _error(
+                attempt_id,
+                order,
+                worker,
+                state=AttemptState.WORKER_ERROR,
+                code=outcome.code,
+                message=outcome.message,
+            ),
+            None,
+            None,
         )
     collected = _collect_manifest(outcome, loaded.work_unit)
     if not isinstance(collected, ResultManifest):
         code, message = collected
-        return _error(
-            attempt_id,
-            order,
-            worker,
-            state=AttemptState.RESULT_MANIFEST_ERROR,
-            code=code,
-            message=message,
+        return (
+            _error(
+                attempt_id,
+                order,
+                worker,
+                state=AttemptState.RESULT_MANIFEST_ERROR,
+                code=code,
+                message=message,
+            ),
+            None,
+            None,
         )
     summary = ManifestSummary.of(collected)
     try:
         verification = loaded.verifier.verify(loaded.work_unit, collected, outcome)
     except VerifierFailure as e:
-        return _error(
-            attempt_id,
-            order,
-            worker,
-            state=AttemptState.VERIFICATION_ERROR,
-            code=AttemptErrorCode.VERIFIER_FAILED,
-            message=str(e),
-            manifest=summary,
+        return (
+            _error(
+                attempt_id,
+                order,
+                worker,
+                state=AttemptState.VERIFICATION_ERROR,
+                code=AttemptErrorCode.VERIFIER_FAILED,
+                message=str(e),
+                manifest=summary,
+            ),
+            collected,
+            outcome,
         )
     binding = check_binding(loaded.work_unit, collected, verification)
     if isinstance(binding, BindingRefusal):
-        return _error(
-            attempt_id,
-            order,
-            worker,
-            state=AttemptState.VERIFICATION_ERROR,
-            code=AttemptErrorCode.VERIFICATION_BINDING,
-            message="verification does not bind: " + ", ".join(binding.reason_codes),
-            manifest=summary,
+        return (
+            _error(
+                attempt_id,
+                order,
+                worker,
+                state=AttemptState.VERIFICATION_ERROR,
+                code=AttemptErrorCode.VERIFICATION_BINDING,
+                message="verification does not bind: " + ", ".join(binding.reason_codes),
+                manifest=summary,
+            ),
+            collected,
+            outcome,
         )
-    return AttemptRecord(
-        attempt_id=attempt_id,
-        order=order,
-        adapter=worker.kind,
-        adapter_version=worker.version,
-        state=AttemptState.VERIFIED,
-        manifest=summary,
-        verification=VerificationSummary.of(verification),
-        error=None,
+    return (
+        AttemptRecord(
+            attempt_id=attempt_id,
+            order=order,
+            adapter=worker.kind,
+            adapter_version=worker.version,
+            state=AttemptState.VERIFIED,
+            manifest=summary,
+            verification=VerificationSummary.of(verification),
+            error=None,
+        ),
+        collected,
+        outcome,
     )
 
 
-def run_loaded(loaded: LoadedConfig) -> RunRecord:
-    """Run every attempt of a loaded config, in order, and return the run record."""
-    attempts = tuple(
-        _run_attempt(loaded, order, attempt_id, worker)
-        for order, (attempt_id, worker) in enumerate(loaded.attempts, start=1)
+@attrs.frozen(kw_only=True)
+class RunOutcome:
+    """A run record plus what is kept apart from it."""
+
+    record: RunRecord
+    """The run record (byte-stable: what replay compares)."""
+    attempts: tuple[AttemptOutcome, ...]
+    """Per attempt, launch order: record, manifest, volatile notes."""
+    wall_ms: int
+    """Wall time of the whole run (volatile)."""
+
+    def volatile(self) -> dict[str, object]:
+        """The volatile companion document (JSON types): durations, isolation, sizes."""
+        return {
+            "kind": "kernel-run-volatile",
+            "schema_version": "1",
+            "run_id": self.record.run_id,
+            "source_run_digest": self.record.digest,
+            "wall_ms": self.wall_ms,
+            "attempts": [
+                {"attempt_id": a.record.attempt_id, **dict(sorted(a.notes.items()))}
+                for a in self.attempts
+            ],
+        }
+
+
+def _crashed(
+    attempt_id: str, order: int, worker: WorkerAdapter, error: BaseException
+) -> AttemptOutcome:
+    # Never a dropped attempt: an adapter or executor failure is a worker_error.
+    record = _error(
+        attempt_id,
+        order,
+        worker,
+        state=AttemptState.WORKER_ERROR,
+        code=AttemptErrorCode.WORKER_FAILED,
+        message=f"attempt did not complete: {type(error).__name__}: {error}",
     )
-    return RunRecord(
+    return AttemptOutcome(record=record, manifest=None, notes={})
+
+
+def run_detailed(
+    loaded: LoadedConfig,
+    *,
+    executor: concurrent.futures.Executor | None = None,
+    keep_artifacts: bool = False,
+) -> RunOutcome:
+    """Run every attempt of a loaded config in parallel; keep launch order in the record.
+
+    Args:
+        loaded: the parsed config.
+        executor: where attempts run (None: a local thread pool sized to the machine).
+        keep_artifacts: return each attempt's verified-digest artifacts (e.g. the patch)
+            in `AttemptOutcome.artifacts` before its scratch folder is removed.
+
+    Raises:
+        EffectError: the run's scratch folder cannot be created.
+    """
+    started = time.monotonic()
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="kernel-run-"))
+    except OSError as e:
+        raise EffectError(f"cannot create a scratch folder for the run: {e.strerror}") from e
+    own = executor is None
+    pool = executor or concurrent.futures.ThreadPoolExecutor(
+        max_workers=max(1, min(len(loaded.attempts), os.cpu_count() or 1))
+    )
+    try:
+        futures = [
+            pool.submit(
+                _attempt_in_scratch,
+                loaded,
+                order,
+                attempt_id,
+                worker,
+                scratch,
+                keep_artifacts=keep_artifacts,
+            )
+            for order, (attempt_id, worker) in enumerate(loaded.attempts, start=1)
+        ]
+        outcomes: list[AttemptOutcome] = []
+        for order, ((attempt_id, worker), future) in enumerate(
+            zip(loaded.attempts, futures, strict=True), start=1
+        ):
+            try:
+                outcomes.append(future.result())
+            except Exception as e:
+                outcomes.append(_crashed(attempt_id, order, worker, e))
+    finally:
+        if own:
+            pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    record = RunRecord(
         run_id=loaded.run_id,
         orchestrator=ORCHESTRATOR,
         work_unit=WorkUnitRef.of(loaded.work_unit),
         config_digest=loaded.config_digest,
         verifier_policy_digest=loaded.verifier_policy_digest,
         imported_from=None,
-        attempts=attempts,
+        attempts=tuple(o.record for o in outcomes),
         authority=RunAuthority.none(),
+        provenance=loaded.provenance,
     )
+    return RunOutcome(
+        record=record,
+        attempts=tuple(outcomes),
+        wall_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def run_loaded(
+    loaded: LoadedConfig, *, executor: concurrent.futures.Executor | None = None
+) -> RunRecord:
+    """Run every attempt of a loaded config and return the run record (`run_detailed`)."""
+    return run_detailed(loaded, executor=executor).record
 
 
 def run_config(path: Path | str) -> RunRecord:

@@ -8,7 +8,10 @@ Usage::
 The schemas are derived from each record's field annotations (types, enums,
 ``X | None``, nested records as ``$defs``) and from its validators (digest patterns,
 non-blank strings, minimum values, the all-false authority, non-empty attempts), so a
-change to a record that is not regenerated fails ``--check``. Files are canonical JSON
+change to a record that is not regenerated fails ``--check``. A field added to a
+published document with a ``None`` default (``RunRecord.provenance``) is optional in
+the schema: documents written before it existed stay valid, and the CLI readers take
+its absence as ``null``. Files are canonical JSON
 (sorted keys, compact) plus a newline.
 """
 
@@ -29,7 +32,9 @@ from kernel.codec import Record
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
 from kernel.identity import canonical_json
+from kernel.replay import ReplayCheck
 from kernel.report import RunEvidenceReport
+from kernel.runadmission import RunAdmission
 from kernel.runrecord import RunRecord
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 
@@ -42,8 +47,10 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
     "work-unit": WorkUnit,
     "result-manifest": ResultManifest,
     "verification-result": VerificationResult,
+    "run-admission": RunAdmission,
+    "replay-check": ReplayCheck,
 }
-"""Schema file stem -> record class. The first three are what the CLI writes."""
+"""Schema file stem -> record class. The CLI writes the first three and the last two."""
 
 _DIGEST: Final = "^[0-9a-f]{64}$"
 # Constraints implied by validators, keyed by validator function name.
@@ -64,6 +71,8 @@ _ITEM_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "digests": {"pattern": _DIGEST},
 }
 _UNIQUE: Final = frozenset({"_unique_strings"})
+# Fields added to a published document later, with a None default (module docstring).
+_OPTIONAL: Final = frozenset({("RunRecord", "provenance")})
 
 
 def _validators(validator: object) -> list[Callable[..., object]]:
@@ -127,7 +136,10 @@ class _Builder:
         self.defs[name] = {}  # placeholder: recursion guard
         hints = typing.get_type_hints(cls)
         properties: dict[str, Any] = {}
+        optional: set[str] = set()
         for field in attrs.fields(cls):  # type: ignore[arg-type]
+            if (name, field.name) in _OPTIONAL:
+                optional.add(field.name)
             schema = self.hint(hints[field.name])
             target = schema
             if "anyOf" in schema and "$ref" not in schema["anyOf"][0]:
@@ -149,7 +161,7 @@ class _Builder:
             "type": "object",
             "description": " ".join(doc.split()),
             "additionalProperties": False,
-            "required": sorted(properties),
+            "required": sorted(set(properties) - optional),
             "properties": properties,
         }
         self.defs[name] = definition

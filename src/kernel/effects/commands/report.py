@@ -1,5 +1,14 @@
 """`kernel report generate|render|replay-check`: run evidence reports from the command line.
 
+``replay-check --mode exact|provenance|semantic|nondeterministic`` (default: what the
+config declares, ``exact`` when it declares nothing) prints the mode it compared and,
+with ``--output``, writes the `kernel.replay.ReplayCheck` document. ``nondeterministic``
+on a config that does not declare it is refused (exit 2): a mode never silently
+weakens another.
+
+A saved run record written before ``provenance`` existed is read as ``provenance:
+null`` (documents stay readable; nothing else is filled in).
+
 Exit codes: 0 success / replay match; 1 replay mismatch (the first differing path is
 printed); 2 unusable input (missing, unreadable, non-JSON, schema-violating or
 digest-drifted), an output path outside the output root, or an output that would
@@ -20,19 +29,27 @@ from kernel.effects.files import (
     load_json,
     write_canonical_json,
 )
-from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.errors import CanonicalizationError, ConfigError, EffectError, RecordError
-from kernel.identity import sha256_hex
+from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
+from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.idkmesh import is_idkmesh_run, run_record_from_idkmesh
 from kernel.render import render_html, render_json, render_markdown
+from kernel.replay import (
+    ReplayCheck,
+    ReplayMode,
+    ReplayReason,
+    check_replay,
+    default_mode,
+    preflight,
+)
 from kernel.report import ReportRefusal, RunEvidenceReport, build_report
-from kernel.runrecord import RunRecord, first_difference
+from kernel.runrecord import DeclaredReplay, RunRecord
 
 __all__ = [
     "load_report",
     "load_run_record",
     "plan_outputs",
     "register",
+    "replay",
     "run_generate",
     "run_render",
     "run_replay_check",
@@ -46,13 +63,24 @@ def load_run_record(path: Path | str) -> RunRecord:
         EffectError: missing or unreadable file.
         ConfigError: not JSON, or not a valid run record (message names file and field).
     """
-    document = load_json(path, what="run record")
+    document = _with_provenance(load_json(path, what="run record"))
     try:
         if is_idkmesh_run(document):
             return run_record_from_idkmesh(document)
         return RunRecord.from_dict(document)
     except RecordError as e:
         raise ConfigError(f"{path}: {e}") from e
+
+
+def _with_provenance(document: object) -> object:
+    """A kernel run record written before ``provenance`` existed reads as ``null``."""
+    if (
+        isinstance(document, dict)
+        and document.get("kind") == "kernel-run-record"
+        and "provenance" not in document
+    ):
+        return {**document, "provenance": None}
+    return document
 
 
 def load_report(path: Path | str) -> RunEvidenceReport:
@@ -168,39 +196,74 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_replay_check(args: argparse.Namespace) -> int:
-    """Check the config digest, replay the config, compare canonical SHA-256.
+def replay(
+    loaded: LoadedConfig, saved: object, mode: ReplayMode | None
+) -> tuple[ReplayCheck, RunRecord | None]:
+    """Replay ``loaded`` against a saved run record document (decoded JSON).
 
-    Exit 0 when the replay reproduces the saved record byte for byte (canonically),
-    1 on any mismatch (the config digest first, then the first differing path).
+    The config digest is compared first: a record of another config is a mismatch
+    before anything is re-run (the replayed record is then None).
+
+    Raises:
+        ConfigError: ``nondeterministic`` asked for a config that does not declare it.
+    """
+    chosen = default_mode(loaded.declared_replay) if mode is None else mode
+    if (
+        chosen is ReplayMode.NONDETERMINISTIC
+        and loaded.declared_replay is not DeclaredReplay.NONDETERMINISTIC
+    ):
+        raise ConfigError(
+            f"{loaded.source.path}: --mode nondeterministic needs the config to declare "
+            '"replay": "nondeterministic"; it would silently weaken exact replay'
+        )
+    saved = _with_provenance(saved)
+    declared = loaded.declared_replay
+    digest = loaded.config_digest
+    failed = preflight(saved, mode=chosen, declared=declared, config_digest=digest)
+    replayed = None if failed else run_loaded(loaded)
+    check = check_replay(saved, replayed, mode=chosen, declared=declared, config_digest=digest)
+    return check, replayed
+
+
+def describe_replay(
+    check: ReplayCheck, saved: object, record_path: Path | str, loaded: LoadedConfig
+) -> str:
+    """One line naming the mode and the outcome."""
+    mode = f"mode {check.mode}" + ("" if check.outputs_compared else ", outputs not compared")
+    if check.match:
+        return f"replay match ({mode}): {check.saved_compared_digest}"
+    if ReplayReason.CONFIG_DIGEST in check.reason_codes:
+        recorded = saved.get("config_digest") if isinstance(saved, dict) else None
+        return (
+            f"replay mismatch ({mode}): {record_path} config_digest {recorded!r} is not the "
+            f"digest of {loaded.source.path} ({loaded.config_digest})"
+        )
+    if ReplayReason.NOT_CANONICAL in check.reason_codes:
+        return f"replay mismatch ({mode}): {record_path} is not canonical JSON"
+    return (
+        f"replay mismatch ({mode}): saved {check.saved_compared_digest} != replayed "
+        f"{check.replayed_compared_digest}; first difference at {check.first_difference}"
+    )
+
+
+def run_replay_check(args: argparse.Namespace) -> int:
+    """Check the config digest, replay the config, compare in the chosen mode.
+
+    Exit 0 when the replay matches in that mode, 1 on any mismatch (the config digest
+    first, then the first differing path), 2 on unusable input.
     """
     loaded = load_config(args.config)
+    mode = None if args.mode is None else ReplayMode(args.mode)
+    target = None
+    if args.output is not None:
+        (target,) = plan_outputs(args.results_root, [args.output], [args.config, args.run_record])
     saved = load_json(args.run_record, what="run record")
-    recorded = saved.get("config_digest") if isinstance(saved, dict) else None
-    # Step 1: the record must be a run of *this* config, before anything is re-run.
-    if recorded != loaded.config_digest:
-        print(
-            f"replay mismatch: {args.run_record} config_digest {recorded!r} is not the "
-            f"digest of {args.config} ({loaded.config_digest})"
-        )
-        return 1
-    # Step 2: re-run and compare the canonical digests of the whole documents.
-    replayed = run_loaded(loaded).to_dict()
-    try:
-        saved_digest = sha256_hex(saved)
-    except CanonicalizationError as e:
-        print(f"replay mismatch: {args.run_record} is not canonical JSON at {e.path}")
-        return 1
-    replayed_digest = sha256_hex(replayed)
-    if saved_digest != replayed_digest:
-        path = first_difference(saved, replayed) or "$"
-        print(
-            f"replay mismatch: saved {saved_digest} != replayed {replayed_digest}; "
-            f"first difference at {path}"
-        )
-        return 1
-    print(f"replay match: {saved_digest}")
-    return 0
+    check, _ = replay(loaded, saved, mode)
+    print(describe_replay(check, saved, args.run_record, loaded))
+    if target is not None:
+        write_canonical_json(target, check.to_dict())
+        print(f"wrote {target}")
+    return 0 if check.match else 1
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -221,4 +284,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     replay = sub.add_parser("replay-check", help="replay a config against a saved run")
     replay.add_argument("--config", required=True, help="orchestration config (JSON)")
     replay.add_argument("--run-record", required=True, help="saved run record (JSON)")
+    replay.add_argument(
+        "--mode",
+        choices=[m.value for m in ReplayMode],
+        help="comparison (default: the config's declared replay; exact when none)",
+    )
+    replay.add_argument("--output", help="write the replay check document (JSON) here")
+    replay.add_argument(
+        "--results-root",
+        default=str(DEFAULT_OUTPUT_ROOT),
+        help="--output must be inside this folder (default: results)",
+    )
     replay.set_defaults(handler=run_replay_check)

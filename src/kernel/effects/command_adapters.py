@@ -1,0 +1,814 @@
+"""Worker and verifier adapters that run real commands in sandboxes (adapter ``command``).
+
+Registered with `kernel.effects.orchestrate` on import; `load_config` imports this
+module itself, so a config naming ``"adapter": "command"`` needs nothing else.
+
+Worker entry (an item of the config's ``attempts``; paths relative to the config)::
+
+    {"attempt_id": "a1", "adapter": "command", "worker_id": "fixer",
+     "command": ["workers/fix.sh", "--fast"], "baseline": "repo",
+     "timeout_s": 60, "env": {"NAME": "value"}, "network": false,
+     "actor_type": "system"}                       (the last four are optional)
+
+Verifier entry::
+
+    {"adapter": "command", "verifier_id": "tests", "baseline": "repo",
+     "checks": [{"id": "unit-tests", "command": ["python3", "-m", "unittest"],
+                 "required": true, "timeout_s": 120}],
+     "protected": ["test_*.py"], "env": {...}}    (protected, env, required,
+                                                    timeout_s optional)
+
+Rules enforced:
+
+- a command's program (``command[0]``) is a path relative to the config folder when it
+  contains ``/`` (it must be an executable file), else a name on the sandbox ``PATH``;
+  it is checked before anything runs: a missing command is a `ConfigError`;
+- the baseline must be a directory; an empty ``checks`` list is refused: an empty
+  verifier is not verification;
+- commands run with a pinned environment (``PATH``, ``LANG``/``LC_ALL`` C.UTF-8,
+  ``TZ=UTC``, ``HOME=/tmp``, no bytecode files, ``PYTHONHASHSEED=0``) plus the entry's
+  ``env``: nothing of the runner's environment (tokens, paths) leaks into a sandbox;
+- the worker runs once in a fresh sandbox of the baseline; its patch (byte-stable
+  ``git diff``), exit status and stdout/stderr digests become a `ResultManifest`
+  (artifacts ``patch``, ``stdout``, ``stderr``); a non-zero exit or signal, a timeout
+  and a sandbox failure are `WorkerFailed` with codes ``worker-failed``,
+  ``worker-timeout`` and ``sandbox-error``; its outputs are discarded once digested;
+- the verifier receives only the patch bytes (re-read from the attempt folder and
+  checked against the manifest's digest), copies them to its own private folder, and
+  runs each check in its *own fresh* sandbox of the baseline with the patch applied
+  (an empty patch applies nothing); ``protected`` paths touched by the patch fail the
+  built-in required check ``protected-paths`` (a worker may not rewrite the tests);
+- a check passes on exit 0, fails on a non-zero exit, and is ``error`` on a timeout or
+  when it cannot start; a sandbox failure is a `VerifierFailure`. The recommendation
+  follows the required checks: any failed -> ``reject_candidate``; all passed ->
+  ``accept_candidate`` (``escalate`` when the worker did not report success); else
+  ``insufficient_evidence``;
+- a check's evidence digest covers its id, command (as written), exit status and the
+  patch digest; its stdout/stderr digests and every duration are volatile notes
+  (`kernel.effects.orchestrate.note`), never in the record, so test runners that print
+  timings do not break exact replay;
+- nothing recorded holds an absolute path: commands are recorded as written, messages
+  are redacted.
+
+Provenance (`ProvenanceSource`): ``baseline:<path>`` (tree digest: sorted relative
+paths, kinds, executable bits, content digests, symlink targets), ``worker:<attempt>``
+(command as written, program bytes, baseline digest, timeout, env, network) and
+``verifier`` (the verifier policy digest).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import signal
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+import attrs
+
+from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus
+from kernel.effects.files import atomic_write_bytes, write_canonical_json
+from kernel.effects.orchestrate import (
+    AttemptContext,
+    ConfigSource,
+    VerifierAdapter,
+    VerifierFailure,
+    WorkerAdapter,
+    WorkerFailed,
+    WorkerProduced,
+    note,
+    register_verifier_adapter,
+    register_worker_adapter,
+)
+from kernel.effects.sandbox import (
+    Capture,
+    SandboxSpec,
+    check_command_starts,
+    read_output,
+    run_sandboxed,
+)
+from kernel.errors import CanonicalizationError, EffectError
+from kernel.identity import Sha256Stream, sha256_bytes, sha256_hex
+from kernel.runrecord import AttemptErrorCode, redact_absolute_paths
+from kernel.verification import (
+    Actor,
+    ActorType,
+    Artifact,
+    CheckResult,
+    CheckStatus,
+    Independence,
+    Recommendation,
+    ResultManifest,
+    VerificationResult,
+    VerificationStatus,
+    WorkerStatus,
+    WorkUnit,
+)
+
+__all__ = [
+    "ADAPTER_KIND",
+    "ADAPTER_VERSION",
+    "BASE_ENV",
+    "PROTECTED_CHECK",
+    "CheckSpec",
+    "CommandSpec",
+    "CommandVerifier",
+    "CommandWorker",
+    "patch_paths",
+    "tree_digest",
+]
+
+ADAPTER_KIND: Final = "command"
+ADAPTER_VERSION: Final = "1"
+PROTECTED_CHECK: Final = "protected-paths"
+PATCH_FILE: Final = "candidate.patch"
+DEFAULT_TIMEOUT_S: Final = 300
+_MAX_PATCH_BYTES: Final = 256 << 20
+BASE_ENV: Final = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "HOME": "/tmp",  # noqa: S108 - the sandbox's private /tmp
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+}
+"""The environment every sandboxed command starts from (the entry's ``env`` is added)."""
+
+
+# --- config parsing -------------------------------------------------------------------
+
+
+def tree_digest(root: Path) -> str:
+    """SHA-256 of a directory tree: sorted relative paths, kinds, exec bits, contents.
+
+    Raises:
+        EffectError: a file cannot be read.
+    """
+    entries: list[list[str]] = []
+    try:
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            dirs.sort()
+            base = Path(folder)
+            for name in sorted([*dirs, *files]):
+                path = base / name
+                relative = path.relative_to(root).as_posix()
+                info = path.lstat()
+                if stat.S_ISLNK(info.st_mode):
+                    entries.append([relative, "link", os.readlink(path)])
+                elif stat.S_ISDIR(info.st_mode):
+                    entries.append([relative, "dir", ""])
+                elif stat.S_ISREG(info.st_mode):
+                    kind = "exec" if info.st_mode & 0o111 else "file"
+                    entries.append([relative, kind, _file_digest(path)])
+                else:
+                    entries.append([relative, "other", ""])
+    except OSError as e:
+        raise EffectError(f"{root}: cannot read baseline: {e.strerror}") from e
+    return sha256_hex(entries)
+
+
+def _file_digest(path: Path) -> str:
+    stream = Sha256Stream()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            stream.update(chunk)
+    return stream.hexdigest()
+
+
+def _string_list(
+    source: ConfigSource, entry: Mapping[str, object], key: str, where: str
+) -> list[str]:
+    value = entry.get(key)
+    if type(value) is not list or not value or not all(type(v) is str and v for v in value):
+        raise source.error(
+            f"{where}.{key}", f"expected a non-empty array of strings, got {value!r}"
+        )
+    return [str(v) for v in value]
+
+
+def _timeout(source: ConfigSource, entry: Mapping[str, object], where: str) -> int:
+    value = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if type(value) is not int or value < 1:
+        raise source.error(f"{where}.timeout_s", f"expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _env(
+    source: ConfigSource, entry: Mapping[str, object], where: str
+) -> tuple[tuple[str, str], ...]:
+    value = entry.get("env", {})
+    if type(value) is not dict or not all(
+        type(k) is str and k and "=" not in k and type(v) is str for k, v in value.items()
+    ):
+        raise source.error(f"{where}.env", "expected an object of string values")
+    return tuple(sorted({**BASE_ENV, **value}.items()))
+
+
+def _baseline(
+    source: ConfigSource, entry: Mapping[str, object], where: str
+) -> tuple[str, Path, str]:
+    locator = source.relative_path(entry, "baseline", where)
+    path = (source.base_dir / locator).resolve()
+    if not path.is_dir():
+        raise source.error(f"{where}.baseline", f"{locator!r} is not a directory")
+    key = ("tree", str(path))
+    digest = source.cache.get(key)
+    if digest is None:
+        digest = tree_digest(path)
+        source.cache[key] = digest
+    assert isinstance(digest, str)
+    return locator, path, digest
+
+
+@attrs.frozen(kw_only=True)
+class CommandSpec:
+    """A command as written in the config, and how to run it."""
+
+    argv: tuple[str, ...]
+    """As written (recorded; relative program paths stay relative)."""
+    run_argv: tuple[str, ...]
+    """As run (the program resolved against the config folder)."""
+    program_digest: str | None
+    """SHA-256 of the program file's bytes when it is a file in the config folder."""
+    timeout_s: int
+    """Time limit of one sandboxed run."""
+    env: tuple[tuple[str, str], ...]
+    """The whole environment of the command."""
+    network: bool
+    """Network access (off unless asked for)."""
+
+    def describe(self) -> dict[str, object]:
+        """What the command's provenance digest covers (JSON types)."""
+        return {
+            "argv": list(self.argv),
+            "program_digest": self.program_digest,
+            "timeout_s": self.timeout_s,
+            "env": [list(pair) for pair in self.env],
+            "network": self.network,
+        }
+
+
+def _command(
+    source: ConfigSource, entry: Mapping[str, object], where: str, key: str = "command"
+) -> CommandSpec:
+    if key not in entry:
+        raise source.error(f"{where}.{key}", "missing command")
+    argv = _string_list(source, entry, key, where)
+    env = _env(source, entry, where)
+    network = entry.get("network", False)
+    if type(network) is not bool:
+        raise source.error(f"{where}.network", f"expected true or false, got {network!r}")
+    program = argv[0]
+    digest = None
+    run_argv = list(argv)
+    if "/" in program:
+        pure = PurePosixPath(program)
+        if pure.is_absolute() or ".." in pure.parts:
+            raise source.error(
+                f"{where}.{key}[0]", f"must be relative to the config folder: {program!r}"
+            )
+        path = (source.base_dir / program).resolve()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise source.error(f"{where}.{key}[0]", f"{program!r} is not an executable file")
+        digest = _file_digest(path)
+        run_argv[0] = str(path)
+    else:
+        try:
+            check_command_starts(argv, env=dict(env))
+        except EffectError as e:
+            raise source.error(f"{where}.{key}[0]", str(e)) from e
+    return CommandSpec(
+        argv=tuple(argv),
+        run_argv=tuple(run_argv),
+        program_digest=digest,
+        timeout_s=_timeout(source, entry, where),
+        env=env,
+        network=network,
+    )
+
+
+# --- worker ---------------------------------------------------------------------------
+
+
+def _excerpt(capture: Capture) -> str:
+    """The last non-blank stderr line (untrusted text, bounded, paths redacted)."""
+    try:
+        with open(capture.stderr_path, "rb") as handle:
+            handle.seek(max(0, capture.stderr_size - 4096))
+            tail = handle.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return redact_absolute_paths(lines[-1][:200]) if lines else ""
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+@attrs.frozen(kw_only=True)
+class CommandWorker:
+    """Worker ``command``: one sandboxed run of a command on the baseline."""
+
+    attempt_id: str
+    worker_id: str
+    actor_type: ActorType
+    command: CommandSpec
+    baseline_locator: str
+    baseline: Path
+    baseline_digest: str
+    kind: str = ADAPTER_KIND
+    version: str = ADAPTER_VERSION
+
+    def provenance(self) -> tuple[tuple[str, str], ...]:
+        """Baseline tree and command digests."""
+        described = {"baseline": self.baseline_digest, **self.command.describe()}
+        return (
+            (f"baseline:{self.baseline_locator}", self.baseline_digest),
+            (f"worker:{self.attempt_id}", sha256_hex(described)),
+        )
+
+    def context_digest(self) -> str:
+        """The worker's context (its provenance digest): what correlates two drafts."""
+        return self.provenance()[1][1]
+
+    def spec(self, *, run_index: int = 0) -> SandboxSpec:
+        """The sandbox run of this worker (also used for reruns)."""
+        return SandboxSpec(
+            command=self.command.run_argv,
+            baseline=str(self.baseline),
+            capture=CaptureMode.PATCH,
+            run_index=run_index,
+            timeout_s=float(self.command.timeout_s),
+            network=self.command.network,
+            env=self.command.env,
+            max_output_bytes=_MAX_PATCH_BYTES,
+        )
+
+    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
+        """Run the command once in a fresh sandbox; digest its patch and outputs."""
+        if context.scratch is None:
+            return WorkerFailed(message="command worker needs a scratch folder")
+        spill = context.scratch / "worker-spill"
+        spill.mkdir()
+        try:
+            try:
+                capture = run_sandboxed(self.spec(), spill_dir=spill)
+            except EffectError as e:
+                return WorkerFailed(
+                    message=f"sandbox could not run: {e}", code=AttemptErrorCode.SANDBOX_ERROR
+                )
+            note("worker_ms", capture.duration_ms)
+            note("worker_isolation", str(capture.isolation))
+            note("worker_stdout_bytes", capture.stdout_size)
+            note("worker_stderr_bytes", capture.stderr_size)
+            failed = self._failure(capture)
+            if failed is not None:
+                return failed
+            try:
+                patch = read_output(capture, max_bytes=_MAX_PATCH_BYTES)
+            except EffectError as e:
+                return WorkerFailed(
+                    message=f"patch capture: {e}", code=AttemptErrorCode.SANDBOX_ERROR
+                )
+        finally:
+            # The worker's outputs are digested; nothing of them outlives this call.
+            shutil.rmtree(spill, ignore_errors=True)
+        candidate = context.scratch / "candidate"
+        candidate.mkdir()
+        atomic_write_bytes(candidate / PATCH_FILE, patch)
+        manifest = self._manifest(context, capture, sha256_bytes(patch))
+        manifest_path = context.scratch / "result-manifest.json"
+        write_canonical_json(manifest_path, manifest.to_dict())
+        note("patch_bytes", len(patch))
+        return WorkerProduced(
+            manifest_path=manifest_path,
+            manifest_locator=f"{context.attempt_id}/result-manifest.json",
+            candidate_root=candidate,
+            candidate_locator=f"{context.attempt_id}/candidate",
+        )
+
+    def _failure(self, capture: Capture) -> WorkerFailed | None:
+        excerpt = _excerpt(capture)
+        tail = f"; stderr: {excerpt}" if excerpt else ""
+        if capture.status is CaptureStatus.TIMEOUT:
+            return WorkerFailed(
+                message=f"worker timed out after {self.command.timeout_s} s{tail}",
+                code=AttemptErrorCode.WORKER_TIMEOUT,
+            )
+        if capture.status is CaptureStatus.SANDBOX_ERROR:
+            why = redact_absolute_paths(capture.error or "unknown")
+            return WorkerFailed(
+                message=f"sandbox error: {why}", code=AttemptErrorCode.SANDBOX_ERROR
+            )
+        if capture.status is CaptureStatus.FAILED:
+            if capture.start_failed:
+                why = redact_absolute_paths(capture.error or "")
+                return WorkerFailed(message=f"worker command could not start: {why}")
+            return WorkerFailed(message=f"worker failed: {_exit_text(capture.exit_code)}{tail}")
+        return None
+
+    def _manifest(self, context: AttemptContext, capture: Capture, patch: str) -> ResultManifest:
+        unit = context.work_unit
+        return ResultManifest(
+            id=f"{context.attempt_id}/result-manifest",
+            work_unit_id=unit.id,
+            work_unit_version=unit.version,
+            work_unit_digest=unit.digest,
+            attempt=1,
+            worker=Actor(
+                id=self.worker_id,
+                type=self.actor_type,
+                adapter=self.kind,
+                adapter_version=self.version,
+            ),
+            status=WorkerStatus.SUCCEEDED,
+            artifacts=(
+                Artifact(id="patch", locator=PATCH_FILE, digest=patch, media_type="text/x-diff"),
+                Artifact(
+                    id="stdout", locator="stdout", digest=capture.stdout_digest, media_type=""
+                ),
+                Artifact(
+                    id="stderr", locator="stderr", digest=capture.stderr_digest, media_type=""
+                ),
+            ),
+            claims=(),
+        )
+
+
+_WORKER_KEYS: Final = {"attempt_id", "adapter", "worker_id", "command", "baseline"}
+_WORKER_OPTIONAL: Final = frozenset({"timeout_s", "env", "network", "actor_type"})
+
+
+def _command_worker(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
+    where = f"attempts[{entry.get('attempt_id')!r}]"
+    if "command" not in entry:
+        raise source.error(f"{where}.command", "missing command")
+    source.only_keys(entry, _WORKER_KEYS, where, optional=_WORKER_OPTIONAL)
+    actor = entry.get("actor_type", "system")
+    try:
+        actor_type = ActorType(str(actor))
+    except ValueError as e:
+        raise source.error(f"{where}.actor_type", f"unknown actor type {actor!r}") from e
+    locator, baseline, digest = _baseline(source, entry, where)
+    return CommandWorker(
+        attempt_id=source.string(entry, "attempt_id", where),
+        worker_id=source.string(entry, "worker_id", where),
+        actor_type=actor_type,
+        command=_command(source, entry, where),
+        baseline_locator=locator,
+        baseline=baseline,
+        baseline_digest=digest,
+    )
+
+
+# --- verifier -------------------------------------------------------------------------
+
+
+def _unquote(text: str) -> tuple[str, str] | None:
+    """Read one C-quoted git path from the start of ``text``: (path, rest) or None."""
+    if not text.startswith('"'):
+        return None
+    out = bytearray()
+    i = 1
+    escapes = {"n": 10, "t": 9, '"': 34, "\\": 92, "a": 7, "b": 8, "f": 12, "r": 13, "v": 11}
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return out.decode("utf-8", "replace"), text[i + 1 :]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in escapes:
+                out.append(escapes[nxt])
+                i += 2
+                continue
+            digits = text[i + 1 : i + 4]
+            if len(digits) == 3 and all(c in "01234567" for c in digits):
+                out.append(int(digits, 8))
+                i += 4
+                continue
+            return None
+        out += ch.encode("utf-8")
+        i += 1
+    return None
+
+
+def patch_paths(patch: bytes) -> tuple[str, ...] | None:
+    """The sorted paths a git patch touches, or None when a header cannot be read.
+
+    Reads every ``diff --git a/P b/P`` header (quoted or not; renames are never
+    produced by the sandbox's pinned diff) and the ``---``/``+++`` lines.
+    """
+    paths: set[str] = set()
+    for raw in patch.split(b"\n"):
+        if not raw.startswith((b"diff --git ", b"--- ", b"+++ ")):
+            continue
+        line = raw.decode("utf-8", "replace")
+        if line.startswith("diff --git "):
+            rest = line[len("diff --git ") :]
+            names: list[str] = []
+            while rest:
+                quoted = _unquote(rest)
+                if quoted is not None:
+                    name, rest = quoted
+                    rest = rest.lstrip(" ")
+                    names.append(name)
+                    continue
+                if len(names) == 0 and not rest.startswith('"') and '"' not in rest:
+                    # Unquoted "a/P b/P" with P equal on both sides.
+                    if (len(rest) - 5) % 2 or not rest.startswith("a/"):
+                        return None
+                    size = (len(rest) - 5) // 2
+                    names = [rest[: size + 2], rest[size + 3 :]]
+                    rest = ""
+                    continue
+                if not rest.startswith('"'):
+                    name, _, rest = rest.partition(" ")
+                    names.append(name)
+                    continue
+                return None
+            if len(names) != 2:
+                return None
+            for name in names:
+                if not name.startswith(("a/", "b/")):
+                    return None
+                paths.add(name[2:])
+        else:
+            rest = line[4:]
+            if rest.startswith("/dev/null"):
+                continue
+            quoted = _unquote(rest)
+            name = quoted[0] if quoted is not None else rest.split("\t", 1)[0]
+            if not name.startswith(("a/", "b/")):
+                return None
+            paths.add(name[2:])
+    return tuple(sorted(paths))
+
+
+@attrs.frozen(kw_only=True)
+class CheckSpec:
+    """One verifier check: a command run on the baseline with the patch applied."""
+
+    id: str
+    command: CommandSpec
+    required: bool
+
+
+@attrs.frozen(kw_only=True)
+class CommandVerifier:
+    """Verifier ``command``: each check in a fresh sandbox with the candidate patch."""
+
+    verifier_id: str
+    baseline_locator: str
+    baseline: Path
+    baseline_digest: str
+    checks: tuple[CheckSpec, ...]
+    protected: tuple[str, ...]
+    policy_digest: str
+    kind: str = ADAPTER_KIND
+    version: str = ADAPTER_VERSION
+
+    def provenance(self) -> tuple[tuple[str, str], ...]:
+        """Baseline tree and verifier policy digests."""
+        return (
+            (f"baseline:{self.baseline_locator}", self.baseline_digest),
+            ("verifier", self.policy_digest),
+        )
+
+    def _patch(self, manifest: ResultManifest, produced: WorkerProduced) -> bytes:
+        artifact = next((a for a in manifest.artifacts if a.id == "patch"), None)
+        if artifact is None:
+            raise VerifierFailure(f"{manifest.id}: the manifest names no patch artifact")
+        locator = PurePosixPath(artifact.locator)
+        if locator.is_absolute() or ".." in locator.parts:
+            raise VerifierFailure(f"{manifest.id}: patch locator escapes the candidate")
+        path = produced.candidate_root / artifact.locator
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise VerifierFailure(f"{produced.candidate_locator}: patch file is missing")
+            with open(path, "rb") as handle:
+                data = handle.read(_MAX_PATCH_BYTES + 1)
+        except OSError as e:
+            raise VerifierFailure(f"{produced.candidate_locator}: {e.strerror}") from e
+        # The verifier trusts only bytes that match the digest the manifest binds.
+        if len(data) > _MAX_PATCH_BYTES or sha256_bytes(data) != artifact.digest:
+            raise VerifierFailure(f"{produced.candidate_locator}: patch does not match its digest")
+        return data
+
+    def verify(
+        self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
+    ) -> VerificationResult:
+        """Run every check on a fresh sandbox of the baseline with the patch applied."""
+        data = self._patch(manifest, produced)
+        patch_digest = sha256_bytes(data)
+        required_ids = set(work_unit.required_validators)
+        results: list[CheckResult] = []
+        if self.protected:
+            touched = patch_paths(data)
+            hit = touched is None or any(
+                fnmatch.fnmatchcase(p, g) or fnmatch.fnmatchcase(PurePosixPath(p).name, g)
+                for p in touched
+                for g in self.protected
+            )
+            results.append(
+                CheckResult(
+                    id=PROTECTED_CHECK,
+                    required=True,
+                    status=CheckStatus.FAILED if hit else CheckStatus.PASSED,
+                    evidence_digests=(
+                        sha256_hex({"touched": None if touched is None else list(touched)}),
+                    ),
+                )
+            )
+        # The verifier's own folder: only the patch bytes cross from the worker.
+        private = Path(tempfile.mkdtemp(prefix="kernel-verify-"))
+        total_ms = 0
+        try:
+            patch_path = private / PATCH_FILE
+            patch_path.write_bytes(data)
+            for index, check in enumerate(self.checks):
+                spill = private / f"check-{index}"
+                spill.mkdir()
+                spec = SandboxSpec(
+                    command=check.command.run_argv,
+                    baseline=str(self.baseline),
+                    capture=CaptureMode.STDOUT,
+                    timeout_s=float(check.command.timeout_s),
+                    network=check.command.network,
+                    env=check.command.env,
+                    apply_patch=None if patch_digest == EMPTY_SHA256 else str(patch_path),
+                )
+                try:
+                    capture = run_sandboxed(spec, spill_dir=spill)
+                except EffectError as e:
+                    raise VerifierFailure(f"check {check.id}: sandbox could not run: {e}") from e
+                total_ms += capture.duration_ms
+                note(f"check:{check.id}:ms", capture.duration_ms)
+                note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
+                note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
+                note(f"check:{check.id}:isolation", str(capture.isolation))
+                results.append(self._result(check, capture, patch_digest, required_ids))
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+        note("verifier_ms", total_ms)
+        return self._verification(work_unit, manifest, tuple(results))
+
+    def _result(
+        self, check: CheckSpec, capture: Capture, patch_digest: str, required_ids: set[str]
+    ) -> CheckResult:
+        if capture.status is CaptureStatus.SANDBOX_ERROR:
+            why = redact_absolute_paths(capture.error or "unknown")
+            raise VerifierFailure(f"check {check.id}: sandbox error: {why}")
+        if capture.status is CaptureStatus.OK:
+            status = CheckStatus.PASSED
+        elif capture.status is CaptureStatus.FAILED and not capture.start_failed:
+            status = CheckStatus.FAILED
+        else:
+            status = CheckStatus.ERROR
+        evidence = sha256_hex(
+            {
+                "check": check.id,
+                "command": list(check.command.argv),
+                "exit_code": capture.exit_code,
+                "status": str(status),
+                "patch": patch_digest,
+            }
+        )
+        return CheckResult(
+            id=check.id,
+            required=check.required or check.id in required_ids,
+            status=status,
+            evidence_digests=(evidence,),
+        )
+
+    def _verification(
+        self, work_unit: WorkUnit, manifest: ResultManifest, checks: tuple[CheckResult, ...]
+    ) -> VerificationResult:
+        relevant = [c.status for c in checks if c.required] or [c.status for c in checks]
+        if CheckStatus.FAILED in relevant:
+            status, recommendation = VerificationStatus.FAILED, Recommendation.REJECT_CANDIDATE
+        elif all(s is CheckStatus.PASSED for s in relevant):
+            status = VerificationStatus.PASSED
+            # Checks pass but the worker reports no success: a human should look.
+            recommendation = (
+                Recommendation.ACCEPT_CANDIDATE
+                if manifest.status is WorkerStatus.SUCCEEDED
+                else Recommendation.ESCALATE
+            )
+        else:
+            status = VerificationStatus.ERROR
+            recommendation = Recommendation.INSUFFICIENT_EVIDENCE
+        return VerificationResult(
+            id=f"{manifest.id}/{self.verifier_id}/verification",
+            result_manifest_id=manifest.id,
+            result_manifest_digest=manifest.digest,
+            work_unit_id=work_unit.id,
+            work_unit_version=work_unit.version,
+            work_unit_digest=work_unit.digest,
+            attempt=manifest.attempt,
+            verifier=Actor(
+                id=self.verifier_id,
+                type=ActorType.SYSTEM,
+                adapter=self.kind,
+                adapter_version=self.version,
+            ),
+            independence=Independence(
+                independent_from_worker=True,
+                worker_id_observed=manifest.worker.id,
+                shared_model_family=False,
+                shared_runtime=False,
+            ),
+            status=status,
+            checks=checks,
+            recommendation=recommendation,
+            rationale=", ".join(f"{c.id}={c.status}" for c in checks),
+        )
+
+
+_VERIFIER_KEYS: Final = {"adapter", "verifier_id", "baseline", "checks"}
+_VERIFIER_OPTIONAL: Final = frozenset({"protected", "env"})
+_CHECK_KEYS: Final = {"id", "command"}
+_CHECK_OPTIONAL: Final = frozenset({"required", "timeout_s", "env", "network"})
+
+
+def _command_verifier(
+    entry: Mapping[str, object], source: ConfigSource
+) -> tuple[VerifierAdapter, str]:
+    where = "$.verifier"
+    checks_value = entry.get("checks")
+    # Vacuous input is refused: an empty verifier is not verification.
+    if type(checks_value) is not list or not checks_value:
+        raise source.error(f"{where}.checks", "no checks: an empty verifier is not verification")
+    source.only_keys(entry, _VERIFIER_KEYS, where, optional=_VERIFIER_OPTIONAL)
+    locator, baseline, digest = _baseline(source, entry, where)
+    verifier_env = entry.get("env", {})
+    checks: list[CheckSpec] = []
+    seen: set[str] = {PROTECTED_CHECK}
+    for index, item in enumerate(checks_value):
+        at = f"{where}.checks[{index}]"
+        if type(item) is not dict:
+            raise source.error(at, "expected an object")
+        source.only_keys(item, _CHECK_KEYS, at, optional=_CHECK_OPTIONAL)
+        check_id = source.string(item, "id", at)
+        if check_id in seen:
+            raise source.error(f"{at}.id", f"duplicate or reserved check id {check_id!r}")
+        seen.add(check_id)
+        required = item.get("required", True)
+        if type(required) is not bool:
+            raise source.error(f"{at}.required", f"expected true or false, got {required!r}")
+        merged = dict(item)
+        if type(verifier_env) is dict:
+            own = item.get("env")
+            merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
+        checks.append(
+            CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
+        )
+    protected: list[str] = []
+    if "protected" in entry:
+        protected = _string_list(source, entry, "protected", where)
+    verifier_id = source.string(entry, "verifier_id", where)
+    try:
+        policy_digest = sha256_hex(
+            {
+                "adapter": ADAPTER_KIND,
+                "adapter_version": ADAPTER_VERSION,
+                "verifier_id": verifier_id,
+                "baseline": digest,
+                "checks": [
+                    {"id": c.id, "required": c.required, **c.command.describe()} for c in checks
+                ],
+                "protected": protected,
+            }
+        )
+    except CanonicalizationError as e:
+        raise source.error(f"{where}{e.path[1:]}", e.reason) from e
+    verifier = CommandVerifier(
+        verifier_id=verifier_id,
+        baseline_locator=locator,
+        baseline=baseline,
+        baseline_digest=digest,
+        checks=tuple(checks),
+        protected=tuple(protected),
+        policy_digest=policy_digest,
+    )
+    return verifier, policy_digest
+
+
+def _register() -> None:
+    register_worker_adapter(ADAPTER_KIND, _command_worker)
+    register_verifier_adapter(ADAPTER_KIND, _command_verifier)
+
+
+_register()

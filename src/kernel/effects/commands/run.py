@@ -1,0 +1,281 @@
+"""`kernel run --config C [--output-dir DIR]`: the whole verified-run pipeline.
+
+    kernel run --config fixtures/demo/config.json --output-dir results/demo
+
+Steps: run every attempt (workers in sandboxes, each candidate checked by the
+independent verifier in its own fresh sandbox) -> run record -> evidence report ->
+corroboration of each candidate group by reruns of its worker -> evidence class of each
+group (admission) -> report views (JSON, Markdown, HTML with the admission section) ->
+replay check of the saved record in the config's declared mode. Then it prints where
+each file is and a five-line summary.
+
+Files written into the output folder (every path is confined to ``--results-root``,
+default ``results/``, and checked before anything runs):
+
+``run.json``             the run record (byte-stable; what replay compares)
+``run.volatile.json``    durations, isolation levels, check output digests (not compared)
+``evidence.json|.md|.html``  the run evidence report (Markdown/HTML add the admission section)
+``admission.json``       evidence classes of the candidate groups (bound to the report)
+``corroboration.json``   one corroboration report per candidate group (reruns)
+``replay.json``          the replay check (mode recorded)
+``patches/<digest>.patch``  each distinct candidate patch, for the human to read
+
+Exit codes: 0 the pipeline ran and the replay matched; 1 the replay did not match;
+2 unusable input (unknown adapter, missing command, baseline not a directory, a
+verifier with no checks, an output outside the root): one line, nothing written.
+Nothing here selects, merges or decides: the human decision stays pending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from kernel.consensus import CaptureMode, CorroborationReport
+from kernel.effects.command_adapters import CommandWorker
+from kernel.effects.commands.report import plan_outputs, replay
+from kernel.effects.files import (
+    DEFAULT_OUTPUT_ROOT,
+    OutputRoot,
+    atomic_write_bytes,
+    load_json,
+    write_canonical_json,
+)
+from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
+from kernel.effects.rerun import corroborate
+from kernel.errors import ConfigError
+from kernel.render import render_html, render_json, render_markdown
+from kernel.replay import ReplayCheck
+from kernel.report import ReportRefusal, RunEvidenceReport, build_report
+from kernel.runadmission import RunAdmission, admission_section, build_run_admission
+
+__all__ = ["DEFAULT_RERUNS", "PipelineResult", "register", "run", "run_pipeline", "summary_lines"]
+
+DEFAULT_RERUNS: Final = 3
+_FILES: Final = (
+    "run.json",
+    "run.volatile.json",
+    "evidence.json",
+    "evidence.md",
+    "evidence.html",
+    "admission.json",
+    "corroboration.json",
+    "replay.json",
+)
+
+
+@attrs.frozen(kw_only=True)
+class PipelineResult:
+    """Everything one pipeline run produced (the files hold the same)."""
+
+    outcome: RunOutcome
+    """The run record, per-attempt outcomes and volatile notes."""
+    report: RunEvidenceReport
+    """The evidence report."""
+    corroborations: Mapping[str, CorroborationReport]
+    """Candidate digest -> corroboration report of reruns."""
+    admission: RunAdmission
+    """Evidence classes of the candidate groups."""
+    replay: ReplayCheck
+    """The replay check of the saved record."""
+    files: Mapping[str, Path]
+    """Name -> path of every file written."""
+    wall_ms: int
+    """Wall time of the whole pipeline."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``run`` verb."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run a config end to end: attempts, verifier, report, corroboration, replay",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", required=True, help="orchestration config (JSON)")
+    parser.add_argument(
+        "--output-dir", default="results/run", help="output folder (default: results/run)"
+    )
+    parser.add_argument(
+        "--reruns",
+        type=int,
+        default=DEFAULT_RERUNS,
+        help=f"reruns per candidate group for corroboration (default {DEFAULT_RERUNS})",
+    )
+    parser.add_argument(
+        "--results-root",
+        default=str(DEFAULT_OUTPUT_ROOT),
+        help="the output folder must be inside this folder (default: results)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _report(outcome: RunOutcome, config: Path) -> RunEvidenceReport:
+    report = build_report(outcome.record)
+    if isinstance(report, ReportRefusal):
+        codes = ", ".join(report.reason_codes)
+        raise ConfigError(f"{config}: report refused ({codes})")
+    return report
+
+
+def _corroborate(
+    loaded: LoadedConfig, outcome: RunOutcome, reruns: int
+) -> tuple[dict[str, str], dict[str, str], dict[str, CorroborationReport], dict[str, bytes]]:
+    """Candidates, contexts, one corroboration per candidate group, and the patches."""
+    workers = dict(loaded.attempts)
+    candidates: dict[str, str] = {}
+    contexts: dict[str, str] = {}
+    patches: dict[str, bytes] = {}
+    first: dict[str, CommandWorker] = {}
+    for attempt in outcome.attempts:
+        aid = attempt.record.attempt_id
+        worker = workers[aid]
+        if isinstance(worker, CommandWorker):
+            contexts[aid] = worker.context_digest()
+        manifest = attempt.manifest
+        patch = next((a for a in manifest.artifacts if a.id == "patch"), None) if manifest else None
+        if patch is None or "patch" not in attempt.artifacts:
+            continue
+        candidates[aid] = patch.digest
+        patches.setdefault(patch.digest, attempt.artifacts["patch"])
+        if isinstance(worker, CommandWorker):
+            first.setdefault(patch.digest, worker)
+    reports: dict[str, CorroborationReport] = {}
+    for digest, worker in first.items():
+        spec = worker.spec()
+        result = corroborate(
+            spec.command,
+            runs=reruns,
+            baseline=spec.baseline,
+            capture=CaptureMode.PATCH,
+            candidate=patches[digest],
+            timeout_s=spec.timeout_s,
+            network=spec.network,
+            env=dict(spec.env or ()),
+        )
+        reports[digest] = result.report
+    return candidates, contexts, reports, patches
+
+
+def run_pipeline(
+    config: Path | str,
+    output_dir: Path | str,
+    *,
+    reruns: int = DEFAULT_RERUNS,
+    results_root: Path | str = DEFAULT_OUTPUT_ROOT,
+) -> PipelineResult:
+    """Run the whole pipeline for ``config`` into ``output_dir`` (module docstring).
+
+    Raises:
+        ConfigError: unusable config, adapter, command, baseline or verifier; reruns < 1.
+        EffectError: a file cannot be read or written, or an output escapes the root.
+    """
+    started = time.monotonic()
+    if type(reruns) is not int or reruns < 1:
+        raise ConfigError(f"--reruns must be an integer >= 1, got {reruns!r}")
+    loaded = load_config(config)
+    # Every output path is confined before anything runs: a refusal writes nothing.
+    folder = Path(output_dir)
+    OutputRoot(results_root).resolve(folder / "patches" / "probe", inputs=loaded.inputs)
+    planned = plan_outputs(results_root, [folder / name for name in _FILES], loaded.inputs)
+    files = {name: path for name, path in zip(_FILES, planned, strict=True) if path is not None}
+    outcome = run_detailed(loaded, keep_artifacts=True)
+    report = _report(outcome, Path(config))
+    candidates, contexts, corroborations, patches = _corroborate(loaded, outcome, reruns)
+    admission = build_run_admission(
+        report, candidates=candidates, contexts=contexts, corroborations=corroborations
+    )
+    sections = [admission_section(admission)]
+    write_canonical_json(files["run.json"], outcome.record.to_dict())
+    write_canonical_json(files["run.volatile.json"], outcome.volatile())
+    atomic_write_bytes(files["evidence.json"], render_json(report))
+    atomic_write_bytes(files["evidence.md"], render_markdown(report, sections).encode("utf-8"))
+    atomic_write_bytes(files["evidence.html"], render_html(report, sections).encode("utf-8"))
+    write_canonical_json(files["admission.json"], admission.to_dict())
+    write_canonical_json(
+        files["corroboration.json"],
+        {
+            "kind": "kernel-corroboration-set",
+            "schema_version": "1",
+            "run_id": report.run_id,
+            "reports": {d: r.to_dict() for d, r in sorted(corroborations.items())},
+        },
+    )
+    for digest, data in sorted(patches.items()):
+        path = folder / "patches" / f"{digest}.patch"
+        atomic_write_bytes(path, data)
+        files[f"patches/{digest[:12]}"] = path.resolve()
+    # Replay reads the record back as a user would, and re-runs the config.
+    check, _ = replay(loaded, load_json(files["run.json"], what="run record"), None)
+    write_canonical_json(files["replay.json"], check.to_dict())
+    return PipelineResult(
+        outcome=outcome,
+        report=report,
+        corroborations=corroborations,
+        admission=admission,
+        replay=check,
+        files=files,
+        wall_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _groups_line(admission: RunAdmission) -> str:
+    parts = []
+    for group in admission.groups:
+        label = group.candidate_digest[:12] + (" (no change)" if group.no_change else "")
+        verdict = (
+            str(group.evidence_class)
+            if group.evidence_class is not None
+            else "not admitted: " + ", ".join(group.refusal_reasons)
+        )
+        parts.append(f"{label} [{', '.join(group.attempt_ids)}] {verdict}")
+    return "; ".join(parts) if parts else "no candidate produced"
+
+
+def summary_lines(result: PipelineResult) -> list[str]:
+    """The five-line summary (plain text; ids come from the config)."""
+    s = result.report.summary
+    record = result.outcome.record
+    reruns = sum(r.runs_launched for r in result.corroborations.values())
+    agreeing = sum(1 for r in result.corroborations.values() if r.consensus)
+    check = result.replay
+    replay_text = (
+        f"mode {check.mode}, "
+        + ("match " if check.match else "MISMATCH ")
+        + (
+            f"({check.saved_compared_digest})"
+            if check.match
+            else f"({', '.join(check.reason_codes)} at {check.first_difference})"
+        )
+    )
+    return [
+        f"run {record.run_id}: {s.attempt_count} attempts in {result.outcome.wall_ms} ms: "
+        f"supported {s.supported}, rejected {s.rejected}, inconclusive {s.inconclusive}, "
+        f"control errors {s.control_errors}; verifiers disagree: "
+        f"{'yes' if s.verification_disagreement else 'no'}",
+        f"evidence classes: {_groups_line(result.admission)}",
+        f"corroboration: {len(result.corroborations)} candidate groups, {reruns} reruns, "
+        f"{agreeing} with a strict-majority byte agreement (a signal, not correctness)",
+        f"replay: {replay_text}",
+        "human decision: pending (nothing was selected, merged or pushed; record one with "
+        "`kernel decision record`)",
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the verb; 0 done and replay matched, 1 replay mismatch."""
+    result = run_pipeline(
+        args.config, args.output_dir, reruns=args.reruns, results_root=args.results_root
+    )
+    for name, path in result.files.items():
+        print(f"{name:<20} {path}")
+    print()
+    for line in summary_lines(result):
+        print(line)
+    print(f"(pipeline wall time {result.wall_ms} ms)")
+    return 0 if result.replay.match else 1

@@ -1,0 +1,285 @@
+"""Admission over a run: the evidence class of each candidate group, as a report section.
+
+Pure: no I/O, no clock, no environment. Built from a `RunEvidenceReport`, the patch
+digest of each attempt that produced a candidate, the provenance (context) digest of
+each attempt's worker, and the corroboration reports of reruns of the workers.
+
+Rules enforced by `build_run_admission`:
+
+- G1 attempts with a candidate are grouped by candidate (patch) digest, groups in the
+  launch order of their first attempt; attempts without a candidate (worker or
+  manifest errors) join no group and stay in the report as they are;
+- G2 the verifier outcome of a group is ``failed`` when any independent verification
+  of its attempts rejected it (fail closed, whatever else passed), else ``passed`` when
+  one supported it, else ``none``;
+- G3 drafts are the group's attempts plus the changed outputs of the reruns; an attempt
+  whose worker context is unknown shares one "unknown" context with every other such
+  attempt (correlated: unknown is never counted as independent); a no-change candidate
+  (empty patch) contributes no draft, so it is never admitted and carries no consensus;
+- G4 each group's branch goes through `kernel.admission.admit_to_commit`: ``verified``
+  only through the independent verifier, ``corroborated_only`` when only reruns agree,
+  otherwise the refusal's reason codes;
+- G5 the section is not a selection: ``human_decision`` stays pending, every authority
+  flag false, and it binds to the report by ``report_digest``.
+
+``RunAdmission.digest`` is SHA-256 over the canonical JSON of the whole document.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import attrs
+
+from kernel.admission import (
+    Admission,
+    Branch,
+    CommitRefusalReason,
+    Draft,
+    EvidenceClass,
+    VerifierOutcome,
+    admit_to_commit,
+    branch_from_corroboration,
+)
+from kernel.codec import Record, field_error
+from kernel.consensus import EMPTY_SHA256, CorroborationReport
+from kernel.identity import sha256_hex
+from kernel.render import TableSection, short_digest
+from kernel.report import EvidenceState, PendingDecision, RunEvidenceReport
+from kernel.runrecord import RunAuthority, constant
+from kernel.values import digest, enum_member, exact, non_negative, optional_digest, tuple_of
+from kernel.verification import nonblank
+
+__all__ = [
+    "RUN_ADMISSION_KIND",
+    "CandidateGroup",
+    "RunAdmission",
+    "admission_section",
+    "build_run_admission",
+]
+
+RUN_ADMISSION_KIND: Final = "kernel-run-admission"
+UNKNOWN_CONTEXT: Final = sha256_hex({"context": "unknown"})
+"""The one context shared by every attempt whose worker context is unknown (G3)."""
+
+_SECTION_NOTE: Final = (
+    "Each candidate group (attempts whose patches are byte-identical) gets an evidence "
+    "class: verified only when an independent verifier passed it, corroborated_only when "
+    "only reruns agree. This is not a selection: the human decision stays pending."
+)
+
+
+def _optional_class(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and type(value) is not EvidenceClass:
+        raise field_error(attribute.name, f"expected an EvidenceClass or None, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class CandidateGroup(Record):
+    """Attempts whose candidates are byte-identical, and what their evidence is."""
+
+    candidate_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the candidate (patch) bytes."""
+    no_change: bool = attrs.field(validator=exact(bool))
+    """The candidate is empty: the worker changed nothing."""
+    attempt_ids: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    """Attempts in the group, launch order."""
+    evidence_states: tuple[EvidenceState, ...] = attrs.field(validator=tuple_of(EvidenceState))
+    """Each attempt's evidence state, same order."""
+    verifier: VerifierOutcome = attrs.field(validator=enum_member(VerifierOutcome))
+    """Independent verifier outcome of the group (G2)."""
+    reruns_launched: int = attrs.field(validator=non_negative)
+    """Reruns of the group's worker (0 when none ran)."""
+    reruns_reproduced: int = attrs.field(validator=non_negative)
+    """Reruns whose output is byte-identical to the candidate."""
+    rerun_consensus: bool = attrs.field(validator=exact(bool))
+    """A strict majority of the reruns agreed byte for byte (on any output)."""
+    corroboration_report_id: str | None = attrs.field(validator=optional_digest)
+    """The corroboration report of the reruns, when they ran."""
+    evidence_class: EvidenceClass | None = attrs.field(validator=_optional_class)
+    """``verified`` or ``corroborated_only``; None when admission refused the group."""
+    refusal_reasons: tuple[CommitRefusalReason, ...] = attrs.field(
+        validator=tuple_of(CommitRefusalReason)
+    )
+    """Why admission refused the group (empty when it has a class)."""
+    admission_digest: str = attrs.field(validator=digest)
+    """``admission_id`` or ``refusal_id`` of the admission outcome."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.evidence_class is None) == (not self.refusal_reasons):
+            raise field_error("evidence_class", "a group has a class or refusal reasons")
+        if len(self.attempt_ids) != len(self.evidence_states) or not self.attempt_ids:
+            raise field_error("evidence_states", "one state per attempt, at least one")
+
+
+@attrs.frozen(kw_only=True)
+class RunAdmission(Record):
+    """The evidence classes of a run's candidate groups. ``digest``: the whole document."""
+
+    kind: Literal["kernel-run-admission"] = attrs.field(
+        default=RUN_ADMISSION_KIND, validator=constant(RUN_ADMISSION_KIND)
+    )
+    """Document kind."""
+    schema_version: Literal["1"] = attrs.field(default="1", validator=constant("1"))
+    """Document schema version."""
+    run_id: str = attrs.field(validator=nonblank)
+    """The run."""
+    source_run_digest: str = attrs.field(validator=digest)
+    """The run record's digest."""
+    report_digest: str = attrs.field(validator=digest)
+    """The evidence report this section belongs to."""
+    groups: tuple[CandidateGroup, ...] = attrs.field(validator=tuple_of(CandidateGroup))
+    """Candidate groups, launch order of their first attempt."""
+    human_decision: PendingDecision = attrs.field(validator=exact(PendingDecision))
+    """Always pending."""
+    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    """All false."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of ``to_dict()``."""
+        return sha256_hex(self.to_dict())
+
+
+def _verifier(states: tuple[EvidenceState, ...]) -> VerifierOutcome:
+    # G2: a rejection wins (fail closed); a pass needs a supporting verification.
+    if EvidenceState.REJECTED in states:
+        return VerifierOutcome.FAILED
+    if EvidenceState.SUPPORTED in states:
+        return VerifierOutcome.PASSED
+    return VerifierOutcome.NONE
+
+
+def _group(
+    candidate: str,
+    attempt_ids: tuple[str, ...],
+    states: tuple[EvidenceState, ...],
+    contexts: Mapping[str, str],
+    corroboration: CorroborationReport | None,
+) -> CandidateGroup:
+    no_change = candidate == EMPTY_SHA256
+    verifier = _verifier(states)
+    first_context = contexts.get(attempt_ids[0], UNKNOWN_CONTEXT)
+    # G3: the attempts' own drafts (none for a no-change candidate) ...
+    drafts: list[Draft] = (
+        []
+        if no_change
+        else [
+            Draft(
+                output_digest=candidate,
+                context_digest=contexts.get(a, UNKNOWN_CONTEXT),
+                tools=(),
+            )
+            for a in attempt_ids
+        ]
+    )
+    # ... plus the reruns' changed outputs (reruns of one worker share its context).
+    if corroboration is not None:
+        reruns = branch_from_corroboration(
+            corroboration, branch_id=candidate, context_digest=first_context
+        )
+        drafts += list(reruns.drafts)
+    branch = Branch(branch_id=candidate, drafts=tuple(drafts), verifier=verifier)
+    # G4: the only way to a class is the admission boundary.
+    outcome = admit_to_commit(branch)
+    if isinstance(outcome, Admission):
+        evidence_class: EvidenceClass | None = outcome.evidence_class
+        reasons: tuple[CommitRefusalReason, ...] = ()
+        outcome_digest = outcome.admission_id
+    else:
+        evidence_class, reasons, outcome_digest = None, outcome.reason_codes, outcome.refusal_id
+    return CandidateGroup(
+        candidate_digest=candidate,
+        no_change=no_change,
+        attempt_ids=attempt_ids,
+        evidence_states=states,
+        verifier=verifier,
+        reruns_launched=0 if corroboration is None else corroboration.runs_launched,
+        reruns_reproduced=0
+        if corroboration is None
+        else len(corroboration.candidate_reproduced_by),
+        rerun_consensus=corroboration is not None and corroboration.consensus,
+        corroboration_report_id=None if corroboration is None else corroboration.report_id,
+        evidence_class=evidence_class,
+        refusal_reasons=reasons,
+        admission_digest=outcome_digest,
+    )
+
+
+def build_run_admission(
+    report: RunEvidenceReport,
+    *,
+    candidates: Mapping[str, str],
+    contexts: Mapping[str, str],
+    corroborations: Mapping[str, CorroborationReport],
+) -> RunAdmission:
+    """The admission section of ``report`` (rules G1-G5 in the module docstring).
+
+    Args:
+        report: the run's evidence report.
+        candidates: attempt id -> candidate (patch) digest, for attempts with a candidate.
+        contexts: attempt id -> digest of the worker's context (its command provenance).
+        corroborations: candidate digest -> corroboration report of reruns.
+
+    Raises:
+        ValueError: a candidate names an attempt the report does not have (misuse).
+    """
+    states = {a.attempt_id: a.evidence_state for a in report.attempts}
+    unknown = sorted(set(candidates) - set(states))
+    if unknown:
+        raise ValueError(f"candidates name attempts the report does not have: {unknown}")
+    members: dict[str, list[str]] = {}
+    # G1: group by candidate digest, in launch order.
+    for attempt in report.attempts:
+        candidate = candidates.get(attempt.attempt_id)
+        if candidate is not None:
+            members.setdefault(candidate, []).append(attempt.attempt_id)
+    groups = tuple(
+        _group(
+            candidate,
+            tuple(ids),
+            tuple(states[a] for a in ids),
+            contexts,
+            corroborations.get(candidate),
+        )
+        for candidate, ids in members.items()
+    )
+    # G5: a section, not a selection.
+    return RunAdmission(
+        run_id=report.run_id,
+        source_run_digest=report.source_run_digest,
+        report_digest=report.digest,
+        groups=groups,
+        human_decision=PendingDecision(),
+        authority=RunAuthority.none(),
+    )
+
+
+def _class_text(group: CandidateGroup) -> str:
+    if group.evidence_class is not None:
+        return str(group.evidence_class)
+    return "not admitted (" + ", ".join(group.refusal_reasons) + ")"
+
+
+def admission_section(admission: RunAdmission) -> TableSection:
+    """The evidence-class section for the Markdown and HTML views (plain text cells)."""
+    rows = tuple(
+        (
+            short_digest(g.candidate_digest) + (" (no change)" if g.no_change else ""),
+            ", ".join(g.attempt_ids),
+            ", ".join(str(s) for s in g.evidence_states),
+            str(g.verifier),
+            f"{g.reruns_reproduced}/{g.reruns_launched} reproduced"
+            + (", consensus" if g.rerun_consensus else ", no consensus"),
+            _class_text(g),
+        )
+        for g in admission.groups
+    )
+    return TableSection(
+        title="Evidence classes of candidate groups",
+        notes=(_SECTION_NOTE, f"Human decision: {admission.human_decision.status}."),
+        headers=("Candidate", "Attempts", "Evidence states", "Verifier", "Reruns", "Class"),
+        rows=rows,
+    )
