@@ -214,7 +214,7 @@ def test_seal_runs_validators_first() -> None:
     fields = Sample.from_dict(base_document()).to_dict()
     del fields["sample_id"]
     parsed = {k: getattr(Sample.from_dict(base_document()), k) for k in fields}
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="0..2"):
         seal(Sample, **{**parsed, "size": -1})
 
 
@@ -222,3 +222,14 @@ def test_compute_id_needs_an_identity_field() -> None:
     """Records without an identity field have no id to compute."""
     with pytest.raises(TypeError):
         compute_id(Leaf(name="x", count=1))
+
+
+def test_ints_outside_the_canonical_range_are_refused_with_a_path() -> None:
+    """A document int beyond +/-(2**53 - 1) is a RecordError at its path, not a crash."""
+    for bad in (2**53, -(2**53), 2**64):
+        with pytest.raises(RecordError) as info:
+            Sample.from_dict(edit(("leaves", 0, "count"), bad))
+        assert info.value.path == "leaves[0].count"
+    with pytest.raises(RecordError) as span_info:
+        SourceSpan.from_dict({"text": "t", "start": 0, "end": 2**53, "sentence_index": None})
+    assert span_info.value.path == "end"

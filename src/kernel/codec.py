@@ -9,7 +9,8 @@ e.g. ``attempts[3].budget_charge.steps``):
 
 - the document is an exact ``dict`` (a JSON object); its input is never mutated;
 - unknown keys and missing keys are refused (every field is written out);
-- ``str`` fields take exact ``str``; ``int`` fields take ``int`` but never ``bool``;
+- ``str`` fields take exact ``str``; ``int`` fields take ``int`` but never ``bool``,
+  and only within +/-(2**53 - 1) so every record stays canonical JSON;
   ``bool`` fields take ``bool`` only; floats are never admitted;
 - enums are read by value; ``tuple[...]`` fields take JSON arrays; nested records
   are parsed recursively; ``X | None`` admits ``null``;
@@ -39,7 +40,7 @@ from typing import Any, ClassVar, Final, Self, TypeVar
 import attrs
 
 from kernel.errors import RecordError
-from kernel.identity import sha256_prevalidated
+from kernel.identity import MAX_SAFE_INT, sha256_prevalidated
 
 __all__ = [
     "Identity",
@@ -423,6 +424,8 @@ def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder
 
 def _exact(kind: type) -> _Parser:
     name = {str: "string", int: "integer", bool: "boolean", type(None): "null"}[kind]
+    if kind is int:
+        return _parse_int
 
     def parse_exact(value: object, path: str, _verify: bool) -> object:
         # `type(...) is` so that bool is not int and no str/int subclass slips in.
@@ -431,6 +434,16 @@ def _exact(kind: type) -> _Parser:
         return value
 
     return parse_exact
+
+
+def _parse_int(value: object, path: str, _verify: bool) -> object:
+    # `type(...) is int` so that bool is not int; the range keeps every record
+    # encodable as canonical JSON, so an id can always be computed from it.
+    if type(value) is not int:
+        raise RecordError(path, f"expected integer, got {_json_type(value)}")
+    if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        raise RecordError(path, "integer outside +/-(2**53 - 1)")
+    return value
 
 
 def _enum_parser(kind: type[enum.Enum]) -> _Parser:

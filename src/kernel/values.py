@@ -23,7 +23,7 @@ import attrs
 
 from kernel.codec import Identity, Record, field_error
 from kernel.errors import RefusedError
-from kernel.identity import is_digest
+from kernel.identity import MAX_SAFE_INT, is_digest
 
 __all__ = [
     "BudgetCharge",
@@ -72,9 +72,9 @@ def exact(kind: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
 
 
 def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact int >= 0."""
-    if type(value) is not int or value < 0:
-        raise field_error(attribute.name, f"expected a non-negative integer, got {value!r}")
+    """attrs validator: an exact int in ``0 .. 2**53 - 1`` (canonical JSON's range)."""
+    if type(value) is not int or not 0 <= value <= MAX_SAFE_INT:
+        raise field_error(attribute.name, f"expected an integer in 0..2**53-1, got {value!r}")
 
 
 def enum_member(kind: type[enum.Enum]) -> Callable[[object, attrs.Attribute[Any], object], None]:
