@@ -214,7 +214,7 @@ def test_seal_runs_validators_first() -> None:
     fields = Sample.from_dict(base_document()).to_dict()
     del fields["sample_id"]
     parsed = {k: getattr(Sample.from_dict(base_document()), k) for k in fields}
-    with pytest.raises(ValueError, match="0..2"):
+    with pytest.raises(ValueError, match=r"0\.\.2"):
         seal(Sample, **{**parsed, "size": -1})
 
 
