@@ -51,9 +51,11 @@ EXPECTED = {
     "ResultManifest",
     "RunAttemptBindingRefusalReason",
     "RunEvidenceReport",
+    "RunExhaustionCode",
     "RunObservation",
     "RunRecord",
     "SearchGateDecision",
+    "SearchRunDisposition",
     "SourceSpan",
     "VerificationResult",
     "VerifierOutcome",
@@ -80,6 +82,7 @@ EXPECTED = {
     "sha256_hex",
     "unwrap",
     "verify_binding",
+    "verify_binding_set",
     "verify_decision",
 }
 

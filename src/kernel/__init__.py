@@ -28,6 +28,7 @@ from kernel.binding import (
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
     verify_binding,
+    verify_binding_set,
 )
 from kernel.codec import Identity, Record, compute_id, identity_payload, seal
 from kernel.consensus import (
@@ -71,7 +72,9 @@ from kernel.search import (
     CandidateReplayStatus,
     ComputeBudgetDecision,
     GeometricSearchRun,
+    RunExhaustionCode,
     SearchGateDecision,
+    SearchRunDisposition,
 )
 from kernel.values import BudgetCharge, Refusal, SourceSpan, unwrap
 from kernel.verification import (
@@ -126,9 +129,11 @@ __all__ = [
     "ResultManifest",
     "RunAttemptBindingRefusalReason",
     "RunEvidenceReport",
+    "RunExhaustionCode",
     "RunObservation",
     "RunRecord",
     "SearchGateDecision",
+    "SearchRunDisposition",
     "SourceSpan",
     "VerificationResult",
     "VerifierOutcome",
@@ -155,6 +160,7 @@ __all__ = [
     "sha256_hex",
     "unwrap",
     "verify_binding",
+    "verify_binding_set",
     "verify_decision",
 ]
 
