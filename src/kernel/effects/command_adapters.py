@@ -21,8 +21,9 @@ Verifier entry::
 Rules enforced:
 
 - a command's program (``command[0]``) is a path relative to the config folder when it
-  contains ``/`` (it must be an executable file), else a name on the sandbox ``PATH``;
-  it is checked before anything runs: a missing command is a `ConfigError`;
+  contains ``/`` (it must be an executable file outside ``/tmp`` and ``/dev/shm``,
+  which a namespace sandbox replaces with private ones), else a name on the sandbox
+  ``PATH``; it is checked before anything runs: a missing command is a `ConfigError`;
 - the baseline must be a directory; an empty ``checks`` list is refused: an empty
   verifier is not verification;
 - commands run with a pinned environment (``PATH``, ``LANG``/``LC_ALL`` C.UTF-8,
@@ -70,7 +71,7 @@ from typing import Final
 
 import attrs
 
-from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus
+from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
 from kernel.effects.files import atomic_write_bytes, write_canonical_json
 from kernel.effects.orchestrate import (
     AttemptContext,
@@ -87,6 +88,7 @@ from kernel.effects.orchestrate import (
 from kernel.effects.sandbox import (
     Capture,
     SandboxSpec,
+    available_isolation,
     check_command_starts,
     read_output,
     run_sandboxed,
@@ -128,6 +130,8 @@ PROTECTED_CHECK: Final = "protected-paths"
 PATCH_FILE: Final = "candidate.patch"
 DEFAULT_TIMEOUT_S: Final = 300
 _MAX_PATCH_BYTES: Final = 256 << 20
+# Mounted privately inside a namespace sandbox: host files there are invisible to it.
+_SANDBOX_PRIVATE: Final = (Path("/tmp"), Path("/dev/shm"))  # noqa: S108
 BASE_ENV: Final = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -275,6 +279,13 @@ def _command(
         path = (source.base_dir / program).resolve()
         if not path.is_file() or not os.access(path, os.X_OK):
             raise source.error(f"{where}.{key}[0]", f"{program!r} is not an executable file")
+        hidden = next((h for h in _SANDBOX_PRIVATE if path.is_relative_to(h)), None)
+        if hidden is not None and available_isolation() is not Isolation.COPY:
+            raise source.error(
+                f"{where}.{key}[0]",
+                f"{program!r} lies under {hidden}, which a sandboxed command cannot see "
+                "(the sandbox has a private one); keep programs outside it",
+            )
         digest = _file_digest(path)
         run_argv[0] = str(path)
     else:

@@ -1,0 +1,123 @@
+"""The demo's HTML report opened in headless Chromium (Debian ``chromium``).
+
+Skipped, with the reason, only where no Chromium binary can be found (CI installs it:
+``apt-get install -y chromium``). The page must render the attempt table, run no
+script, and a screenshot is saved as ``results/demo/evidence.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.commands.run import PipelineResult, run_pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo"
+SCREENSHOT = ROOT / "results" / "demo" / "evidence.png"
+HOSTILE_ID = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+CHROMIUM = _chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium binary on PATH (install Debian's: apt-get install -y chromium)",
+)
+
+
+def _browse(page: Path, *extra: str) -> str:
+    """Run headless Chromium on ``page``; return stdout. Its whole process group dies."""
+    assert CHROMIUM is not None
+    with tempfile.TemporaryDirectory(prefix="kernel-chromium-") as profile:
+        argv = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--window-size=1400,1100",
+            *extra,
+            page.as_uri(),
+        ]
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=profile,
+        )
+        try:
+            out, _ = proc.communicate(timeout=90)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return out.decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def report() -> Iterator[tuple[Path, PipelineResult]]:
+    """The demo, plus one attempt with a hostile id, run into a scratch folder."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    try:
+        shutil.copytree(DEMO, base / "demo")
+        config = base / "demo/config.json"
+        text = config.read_text().replace('"attempt-4"', '"' + HOSTILE_ID.replace('"', "") + '"')
+        config.write_text(text)
+        result = run_pipeline(
+            config, base / "results/demo", reruns=1, results_root=base / "results"
+        )
+        yield base / "results/demo/evidence.html", result
+    finally:
+        shutil.rmtree(base)
+
+
+def test_page_renders_the_attempt_table_and_runs_no_script(
+    report: tuple[Path, PipelineResult],
+) -> None:
+    """The DOM after load holds the attempt table (every attempt, a row) and no script."""
+    page, result = report
+    dom = _browse(page, "--dump-dom")
+    assert "<h2>Attempts</h2>" in dom
+    for attempt in result.report.attempts:
+        if attempt.attempt_id != HOSTILE_ID:
+            assert f"<td>{attempt.attempt_id}</td>" in dom
+    assert "<script" not in dom
+    assert "<img" not in dom
+    assert "&lt;script&gt;" in dom  # the hostile id is text, not an element
+    assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
+    assert "Evidence classes of candidate groups" in dom
+
+
+def test_screenshot_saved_under_results_demo(report: tuple[Path, PipelineResult]) -> None:
+    """A screenshot of the rendered page is saved as results/demo/evidence.png."""
+    page, _ = report
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        SCREENSHOT.unlink()
+    _browse(page, f"--screenshot={SCREENSHOT}")
+    data = SCREENSHOT.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(data) > 10_000

@@ -1,0 +1,219 @@
+"""Tests for the ``command`` worker and verifier adapters (sandboxed real commands)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.effects import command_adapters
+from kernel.effects.command_adapters import PROTECTED_CHECK, patch_paths, tree_digest
+from kernel.effects.commands.run import run_pipeline
+from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.errors import EffectError
+from kernel.render import render_html, render_markdown
+from kernel.report import EvidenceState, RunEvidenceReport, build_report
+from kernel.runadmission import admission_section
+from kernel.runrecord import AttemptErrorCode
+from kernel.verification import CheckStatus
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo"
+MARKUP = (
+    "<script>alert(1)</script> | **bold** [x](javascript:alert(1)) <img src=x onerror=alert(2)>"
+)
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A demo copy in a folder sandboxed commands can see (not the private /tmp)."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    try:
+        shutil.copytree(DEMO, base / "demo")
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def _config(base: Path, attempts: list[dict[str, Any]], **verifier: Any) -> Path:
+    checks = verifier.pop(
+        "checks", [{"id": "unit-tests", "command": ["python3", "-m", "unittest", "-q"]}]
+    )
+    document = {
+        "kind": "kernel-orchestration-config",
+        "schema_version": "1",
+        "run_id": "test/run",
+        "work_unit": "work-unit.json",
+        "verifier": {
+            "adapter": "command",
+            "verifier_id": "test-verifier",
+            "baseline": "repo",
+            "checks": checks,
+            "protected": ["test_*.py"],
+            **verifier,
+        },
+        "attempts": [
+            {"adapter": "command", "baseline": "repo", "timeout_s": 30, **a} for a in attempts
+        ],
+    }
+    path = base / "demo" / "test-config.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def _report(config: Path) -> RunEvidenceReport:
+    report = build_report(run_detailed(load_config(config)).record)
+    assert isinstance(report, RunEvidenceReport)
+    return report
+
+
+def _attempt(aid: str, worker: str, script: str) -> dict[str, Any]:
+    return {"attempt_id": aid, "worker_id": worker, "command": [script]}
+
+
+def test_worker_timeout_is_a_worker_error(scratch: Path) -> None:
+    """A worker past its time limit is worker_error / worker-timeout, peers unaffected."""
+    _script(scratch / "demo/workers/slow.sh", "sleep 30\n")
+    slow = {**_attempt("slow", "w-slow", "workers/slow.sh"), "timeout_s": 1}
+    config = _config(scratch, [slow, _attempt("good", "w-good", "workers/correct_fix.sh")])
+    report = _report(config)
+    first, second = report.attempts
+    assert first.evidence_state is EvidenceState.WORKER_ERROR
+    assert first.error is not None
+    assert first.error.code is AttemptErrorCode.WORKER_TIMEOUT
+    assert second.evidence_state is EvidenceState.SUPPORTED
+
+
+def test_sandbox_failure_is_a_worker_error(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sandbox that cannot run becomes worker_error / sandbox-error, never a dropped attempt."""
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise EffectError("no namespaces today")
+
+    config = _config(scratch, [_attempt("a", "w", "workers/correct_fix.sh")])
+    loaded = load_config(config)
+    monkeypatch.setattr(command_adapters, "run_sandboxed", broken)
+    record = run_detailed(loaded).record
+    (attempt,) = record.attempts
+    assert attempt.error is not None
+    assert attempt.error.code is AttemptErrorCode.SANDBOX_ERROR
+    assert "no namespaces today" in attempt.error.message
+
+
+def test_check_timeout_is_inconclusive(scratch: Path) -> None:
+    """A check that times out is an error check: insufficient evidence, inconclusive."""
+    checks = [{"id": "unit-tests", "command": ["sleep", "30"], "timeout_s": 1}]
+    config = _config(scratch, [_attempt("a", "w", "workers/correct_fix.sh")], checks=checks)
+    (attempt,) = _report(config).attempts
+    assert attempt.evidence_state is EvidenceState.INCONCLUSIVE
+    assert attempt.verification is not None
+    statuses = {c.id: c.status for c in attempt.verification.checks}
+    assert statuses == {PROTECTED_CHECK: CheckStatus.PASSED, "unit-tests": CheckStatus.ERROR}
+
+
+def test_verifier_sees_only_the_patch(scratch: Path) -> None:
+    """A worker's side files outside its patch never reach the verifier's sandbox."""
+    # The worker leaves a file in its private /tmp that would make the check pass.
+    _script(scratch / "demo/workers/leak.sh", "echo ok > /tmp/leak\n")
+    checks = [{"id": "unit-tests", "command": ["test", "-e", "/tmp/leak"]}]
+    config = _config(scratch, [_attempt("a", "w", "workers/leak.sh")], checks=checks)
+    (attempt,) = _report(config).attempts
+    assert attempt.evidence_state is EvidenceState.REJECTED
+
+
+def test_hostile_worker_changes_nothing_outside_its_attempt(scratch: Path) -> None:
+    """Writes outside, test tampering and markup: confined, rejected, rendered inert."""
+    outside = scratch / "outside"
+    outside.mkdir()
+    (outside / "verifier-file.txt").write_text("original\n")
+    baseline = scratch / "demo/repo"
+    before = tree_digest(baseline)
+    _script(
+        scratch / "demo/workers/tamper.sh",
+        f"""echo pwned > "$OUTSIDE/new-file" 2>/dev/null
+echo pwned >> "$OUTSIDE/verifier-file.txt" 2>/dev/null
+echo pwned >> "$BASELINE/stats.py" 2>/dev/null
+printf 'import unittest\\n' > test_stats.py
+printf '%s\\n' '{MARKUP}'
+exit 0
+""",
+    )
+    _script(
+        scratch / "demo/workers/markup.sh",
+        f"printf '%s\\n' '{MARKUP}'\nprintf '%s\\n' '{MARKUP}' >&2\nexit 3\n",
+    )
+    env = {"OUTSIDE": str(outside), "BASELINE": str(baseline)}
+    attempts = [
+        _attempt("good", "w-good", "workers/correct_fix.sh"),
+        {**_attempt("tamper", "w-tamper", "workers/tamper.sh"), "env": env},
+        _attempt(MARKUP, "w-markup", "workers/markup.sh"),
+    ]
+    config = _config(scratch, attempts)
+    result = run_pipeline(
+        config, scratch / "results/run", reruns=2, results_root=scratch / "results"
+    )
+    # Nothing outside the attempt changed: baseline, the other folder, the peers.
+    assert tree_digest(baseline) == before
+    assert sorted(p.name for p in outside.iterdir()) == ["verifier-file.txt"]
+    assert (outside / "verifier-file.txt").read_text() == "original\n"
+    good, tamper, markup = result.report.attempts
+    assert good.evidence_state is EvidenceState.SUPPORTED
+    # Rewriting the tests is caught by the verifier's protected-paths check.
+    assert tamper.evidence_state is EvidenceState.REJECTED
+    assert tamper.verification is not None
+    assert {c.id: c.status for c in tamper.verification.checks}[PROTECTED_CHECK] == "failed"
+    assert markup.evidence_state is EvidenceState.WORKER_ERROR
+    assert markup.error is not None
+    assert "<script>" in markup.error.message
+    # Rendered inert: no markup survives in HTML, no raw HTML or table break in Markdown.
+    sections = [admission_section(result.admission)]
+    html = render_html(result.report, sections)
+    assert "<script" not in html
+    assert "<img" not in html
+    assert "&lt;script&gt;" in html
+    markdown = render_markdown(result.report, sections)
+    assert "<script" not in markdown
+    assert "<img" not in markdown
+    row = next(line for line in markdown.splitlines() if "w-markup" in line or "onerror" in line)
+    assert row.count(" | ") == 9  # ten cells: the hostile "|" is escaped
+    on_disk = (scratch / "results/run/evidence.html").read_text()
+    assert "<script" not in on_disk
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        (b"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n", ("x.py",)),
+        (b"diff --git a/a b.py b/a b.py\nnew file mode 100644\n", ("a b.py",)),
+        (b'diff --git "a/t\\303\\251st.py" "b/t\\303\\251st.py"\n', ("t\u00e9st.py",)),
+        (b"diff --git a/bin b/bin\nGIT binary patch\n", ("bin",)),
+        (b"diff --git a/x b/x\n--- /dev/null\n+++ b/x\n", ("x",)),
+        (b"", ()),
+        (b"diff --git nonsense\n", None),
+    ],
+)
+def test_patch_paths(patch: bytes, expected: tuple[str, ...] | None) -> None:
+    """Paths are read from git headers, quoted or not; an unreadable header is None."""
+    assert patch_paths(patch) == expected
+
+
+def test_tree_digest_sees_content_mode_and_links(tmp_path: Path) -> None:
+    """The tree digest changes with content, the executable bit and symlink targets."""
+    (tmp_path / "f").write_text("x")
+    first = tree_digest(tmp_path)
+    (tmp_path / "f").chmod(0o755)
+    second = tree_digest(tmp_path)
+    (tmp_path / "l").symlink_to("f")
+    third = tree_digest(tmp_path)
+    assert len({first, second, third}) == 3
+    assert tree_digest(tmp_path) == third

@@ -1,0 +1,125 @@
+"""Tests for `kernel run`: bad input is one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.effects.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo"
+
+
+@pytest.fixture
+def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A scratch project holding a demo copy, outside the sandbox-private /tmp."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    try:
+        shutil.copytree(DEMO, base / "demo")
+        monkeypatch.chdir(base)
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+def _edit(work: Path, change: Callable[[dict[str, Any]], None]) -> str:
+    document = json.loads((DEMO / "config.json").read_text())
+    change(document)
+    path = work / "demo" / "bad.json"
+    path.write_text(json.dumps(document))
+    return "demo/bad.json"
+
+
+def _unknown_worker(d: dict[str, Any]) -> None:
+    d["attempts"][0]["adapter"] = "telepathy"
+
+
+def _unknown_verifier(d: dict[str, Any]) -> None:
+    d["verifier"]["adapter"] = "vibes"
+
+
+def _missing_command(d: dict[str, Any]) -> None:
+    del d["attempts"][1]["command"]
+
+
+def _command_not_found(d: dict[str, Any]) -> None:
+    d["attempts"][1]["command"] = ["workers/does-not-exist.sh"]
+
+
+def _program_not_on_path(d: dict[str, Any]) -> None:
+    d["verifier"]["checks"][0]["command"] = ["no-such-program-kernel-test"]
+
+
+def _baseline_not_a_directory(d: dict[str, Any]) -> None:
+    d["attempts"][0]["baseline"] = "repo/stats.py"
+
+
+def _verifier_no_checks(d: dict[str, Any]) -> None:
+    d["verifier"]["checks"] = []
+
+
+def _bad_replay(d: dict[str, Any]) -> None:
+    d["replay"] = "sometimes"
+
+
+def _program_in_private_tmp(d: dict[str, Any]) -> None:
+    d["attempts"][0]["command"] = ["tmp-link/stats.py"]
+
+
+BAD_CONFIGS = {
+    "unknown-worker-adapter": (_unknown_worker, "unknown worker adapter"),
+    "unknown-verifier-adapter": (_unknown_verifier, "unknown verifier adapter"),
+    "missing-command": (_missing_command, "missing command"),
+    "command-not-found": (_command_not_found, "not an executable file"),
+    "program-not-on-path": (_program_not_on_path, "command not found"),
+    "baseline-not-a-directory": (_baseline_not_a_directory, "is not a directory"),
+    "verifier-without-checks": (_verifier_no_checks, "an empty verifier is not verification"),
+    "unknown-replay-declaration": (_bad_replay, "$.replay"),
+    "program-in-private-tmp": (_program_in_private_tmp, "which a sandboxed command cannot see"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_is_one_line_exit_2_nothing_written(
+    work: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each bad config: exit 2, one stderr line naming the problem, no results folder."""
+    change, expected = BAD_CONFIGS[case]
+    config = _edit(work, change)
+    with tempfile.TemporaryDirectory() as private:
+        program = Path(private) / "stats.py"
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+        (work / "demo" / "tmp-link").symlink_to(private)
+        code = main(["run", "--config", config, "--output-dir", "results/demo"])
+    assert code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert expected in lines[0]
+    assert lines[0].startswith("kernel run: error: ")
+    assert not (work / "results").exists()
+
+
+def test_output_outside_the_root_is_refused(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An output folder outside results/ is refused before anything runs."""
+    assert main(["run", "--config", "demo/config.json", "--output-dir", "elsewhere"]) == 2
+    assert "output root" in capsys.readouterr().err
+    assert not (work / "elsewhere").exists()
+    assert not (work / "results").exists()
+
+
+def test_missing_config_and_bad_reruns(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing config file and --reruns 0 are usage errors with nothing written."""
+    assert main(["run", "--config", "demo/nope.json"]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["run", "--config", "demo/config.json", "--reruns", "0"]) == 2
+    assert "--reruns" in capsys.readouterr().err
+    assert not (work / "results").exists()
