@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import resource
@@ -40,18 +41,68 @@ NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
 ALL_LEVELS = (*NAMESPACED, Isolation.COPY)
 
 
+def _cmdline(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _sandboxed(cmdline: str) -> bool:
+    return "_sandbox_init()" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline
+
+
+def _foreign(pid: int) -> bool:
+    """True when ``pid`` belongs to a live runner other than this test process.
+
+    Other sessions may run sandboxes on this machine at the same time; their helpers
+    and scratch dirs are not leftovers of this suite. A runner is the first ancestor
+    that is not a helper or marked process; ours is this process or a descendant. A
+    dead runner or an orphan counts as ours (a leftover).
+    """
+    runner = pid
+    while runner > 1 and _sandboxed(_cmdline(runner) or ""):
+        runner = _parent(runner)
+    if runner <= 1 or _cmdline(runner) is None:
+        return False
+    while runner > 1:
+        if runner == os.getpid():
+            return False
+        runner = _parent(runner)
+    return True
+
+
 def _helpers_alive() -> list[str]:
-    """Command lines of live sandbox helpers or marked test processes."""
+    """Command lines of live sandbox helpers or marked test processes of this suite."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "_sandbox_init()" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline:
+        cmdline = _cmdline(int(entry.name))
+        if cmdline is not None and _sandboxed(cmdline) and not _foreign(int(entry.name)):
             found.append(cmdline)
+    return found
+
+
+def _scratch_dirs() -> list[Path]:
+    """Scratch dirs under `scratch_root` except those of another live runner."""
+    root = scratch_root()
+    if not root.exists():
+        return []
+    found = []
+    for entry in root.iterdir():
+        owner = entry.name.split("-")[1] if entry.name.startswith("sbx-") else ""
+        if owner.isdigit() and _foreign(int(owner)):
+            continue
+        found.append(entry)
     return found
 
 
@@ -64,8 +115,7 @@ def no_leftovers() -> Iterator[None]:
     while _helpers_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _helpers_alive() == []
-    root = scratch_root()
-    assert not root.exists() or list(root.iterdir()) == []
+    assert _scratch_dirs() == []
     assert Path("/proc/self/mountinfo").read_text() == mounts_before
 
 
@@ -287,9 +337,9 @@ def test_runner_killed_leaves_no_sandbox_behind(tmp_path: Path, spill: Path) -> 
     while _helpers_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _helpers_alive() == []
-    assert len(list(scratch_root().iterdir())) == 1  # the dead runner's scratch dir
+    assert len(_scratch_dirs()) == 1  # the dead runner's scratch dir
     stale = time.time() - 3600
-    for entry in scratch_root().iterdir():
+    for entry in _scratch_dirs():
         os.utime(entry, (stale, stale))
     assert sh(spill, "true").status is CaptureStatus.OK  # sweeps on start
 
@@ -321,6 +371,37 @@ def test_output_limit_is_a_sandbox_error(spill: Path) -> None:
     assert capture.status is CaptureStatus.SANDBOX_ERROR
     assert capture.output_digest is None
     assert capture.stdout_size == 5000
+
+
+@pytest.mark.parametrize("limit", [None, 3 << 20])
+def test_sink_keeps_order_across_the_hashing_thread(tmp_path: Path, limit: int | None) -> None:
+    """Small chunks hash inline, large ones on the sink's thread: digest and spill exact.
+
+    With a limit, the spill stops at the overflow but the hash and size cover every byte.
+    """
+    pieces = [b"a" * 10, os.urandom(300_000), b"b" * 7, os.urandom(1 << 20)] * 3
+    data = b"".join(pieces)
+    sink = sandbox._Sink(tmp_path / "out", limit)
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)  # a whole piece fits: no writer thread
+    sent = 0
+    for piece in pieces:
+        os.write(w, piece)
+        sent += len(piece)
+        while sink.size < sent:
+            assert sink.read_from(r)
+    os.close(w)
+    assert not sink.read_from(r)
+    os.close(r)
+    assert sink._worker is not None  # the large chunks went through the thread
+    sink.close()
+    assert sink.stream.size == sink.size == len(data)
+    assert sink.stream.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert sink.overflow is (limit is not None)
+    if limit is None:
+        assert (tmp_path / "out").read_bytes() == data
+    else:
+        assert data.startswith((tmp_path / "out").read_bytes())
 
 
 def test_command_that_cannot_start(spill: Path) -> None:
