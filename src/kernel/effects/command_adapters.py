@@ -72,7 +72,6 @@ from typing import Final
 import attrs
 
 from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
-from kernel.effects.files import atomic_write_bytes, write_canonical_json
 from kernel.effects.orchestrate import (
     AttemptContext,
     ConfigSource,
@@ -94,7 +93,7 @@ from kernel.effects.sandbox import (
     run_sandboxed,
 )
 from kernel.errors import CanonicalizationError, EffectError
-from kernel.identity import Sha256Stream, sha256_bytes, sha256_hex
+from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import AttemptErrorCode, redact_absolute_paths
 from kernel.verification import (
     Actor,
@@ -399,10 +398,11 @@ class CommandWorker:
             shutil.rmtree(spill, ignore_errors=True)
         candidate = context.scratch / "candidate"
         candidate.mkdir()
-        atomic_write_bytes(candidate / PATCH_FILE, patch)
+        # Private scratch, removed after the run: plain writes, no fsync needed.
+        (candidate / PATCH_FILE).write_bytes(patch)
         manifest = self._manifest(context, capture, sha256_bytes(patch))
         manifest_path = context.scratch / "result-manifest.json"
-        write_canonical_json(manifest_path, manifest.to_dict())
+        manifest_path.write_bytes(canonical_json(manifest.to_dict()))
         note("patch_bytes", len(patch))
         return WorkerProduced(
             manifest_path=manifest_path,

@@ -16,9 +16,12 @@ from kernel.runrecord import (
     AttemptRecord,
     AttemptState,
     CheckSummary,
+    DeclaredReplay,
     ImportedFrom,
     ManifestSummary,
+    ProvenanceInput,
     RunAuthority,
+    RunProvenance,
     RunRecord,
     VerificationSummary,
     WorkUnitRef,
@@ -46,6 +49,7 @@ __all__ = [
     "attempt_records",
     "decisions",
     "identifiers",
+    "provenances",
     "reports",
     "result_manifests",
     "run_records",
@@ -208,6 +212,16 @@ def attempt_records(
 
 
 @st.composite
+def provenances(draw: st.DrawFn) -> RunProvenance:
+    """Run provenance: a declared replay and sorted, unique named input digests."""
+    names = sorted(draw(st.lists(identifiers, unique=True, max_size=4)))
+    return RunProvenance(
+        declared_replay=draw(st.sampled_from(DeclaredReplay)),
+        inputs=tuple(ProvenanceInput(name=n, digest=draw(digests)) for n in names),
+    )
+
+
+@st.composite
 def run_records(draw: st.DrawFn, max_attempts: int = 8) -> RunRecord:
     """Run records with 1..max_attempts attempts whose digests bind."""
     unit = WorkUnitRef(id=draw(identifiers), version=draw(_small), digest=draw(digests))
@@ -224,6 +238,7 @@ def run_records(draw: st.DrawFn, max_attempts: int = 8) -> RunRecord:
             for i in range(1, count + 1)
         ),
         authority=RunAuthority.none(),
+        provenance=draw(st.none() | provenances()),
     )
 
 
