@@ -45,6 +45,7 @@ from kernel.report import ReportRefusal, RunEvidenceReport, build_report
 from kernel.runrecord import DeclaredReplay, RunRecord
 
 __all__ = [
+    "describe_replay",
     "load_report",
     "load_run_record",
     "plan_outputs",
