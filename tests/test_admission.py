@@ -234,3 +234,15 @@ def test_divergent_reruns_stage_only() -> None:
     assert isinstance(outcome, Admission)
     assert outcome.evidence_class is EvidenceClass.CORROBORATED_ONLY
     assert not outcome.commit_permitted
+
+
+def test_a_branch_that_cannot_be_digested_cannot_exist() -> None:
+    """Regression: a Branch whose id or tool names held a lone surrogate was built, and
+    admit_to_commit then raised CanonicalizationError instead of deciding; such a branch
+    is now refused at construction, so the validator only ever sees digestible branches."""
+    with pytest.raises(ValueError, match="lone surrogate") as bad_id:
+        Branch(branch_id="b\ud800", drafts=CORRELATED, verifier=V.PASSED)
+    assert getattr(bad_id.value, "kernel_field", None) == "branch_id"
+    with pytest.raises(ValueError, match="lone surrogate") as bad_tool:
+        draft(OUT_A, CTX_1, ("sh\udfff",))
+    assert getattr(bad_tool.value, "kernel_field", None) == "tools[0]"

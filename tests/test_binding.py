@@ -456,11 +456,13 @@ VECTORS: dict[str, tuple[R, Callable[..., Any]]] = {
         R.MALFORMED_INPUT_FIELD,
         lambda r, o: (r, forged(o, operator_name=7, candidate_attempt=forged(
             o.candidate_attempt, operator_id=7)), {})),
-    "lone surrogate (unencodable)": (
+    # A record holding a lone surrogate can no longer be built: forge one.
+    "lone surrogate (unencodable, forged)": (
         R.MALFORMED_INPUT_FIELD,
         lambda r, o: (
-            attrs.evolve(r, contract_assessment_id="\ud800"),
-            evolve_recon(o, original_contract_assessment_id="\ud800"), {})),
+            forged(r, contract_assessment_id="\ud800"),
+            forged(o, candidate_reconstruction=forged(
+                o.candidate_reconstruction, original_contract_assessment_id="\ud800")), {})),
     "int beyond 2**53 (forged)": (
         R.MALFORMED_INPUT_FIELD,
         lambda r, o: (

@@ -233,3 +233,50 @@ def test_ints_outside_the_canonical_range_are_refused_with_a_path() -> None:
     with pytest.raises(RecordError) as span_info:
         SourceSpan.from_dict({"text": "t", "start": 0, "end": 2**53, "sentence_index": None})
     assert span_info.value.path == "end"
+
+
+def test_from_dict_refuses_keys_of_mixed_types_with_record_error() -> None:
+    """Regression: a document with a non-str key beside an unknown str key raised a bare
+    TypeError (sorting mixed keys) instead of a RecordError naming the key."""
+    document: dict[Any, Any] = {**base_document(), 1: "x", "surprise": "y"}
+    before = copy.deepcopy(document)
+    with pytest.raises(RecordError) as info:
+        Sample.from_dict(document)
+    assert info.value.path == "surprise"
+    assert document == before
+    int_keyed: dict[Any, Any] = {**base_document(), 7: "x"}
+    with pytest.raises(RecordError) as only_int:
+        Sample.from_dict(int_keyed)
+    assert only_int.value.path == "7"
+
+
+@pytest.mark.parametrize(
+    ("path", "path_text"),
+    [
+        (("leaf", "name"), "leaf.name"),
+        (("tags", 0), "tags[0]"),
+        (("spans", 0, "text"), "spans[0].text"),
+    ],
+)
+def test_from_dict_refuses_lone_surrogates_at_their_path(
+    path: tuple[str | int, ...], path_text: str
+) -> None:
+    """Regression: a str field holding a lone surrogate parsed into a record that no id
+    could ever be computed for (a later identity raised); it is a RecordError at its path."""
+    with pytest.raises(RecordError) as info:
+        Sample.from_dict(edit(path, "ok\ud800"), verify_ids=False)
+    assert info.value.path == path_text
+
+
+def test_identity_payload_is_a_fresh_copy_of_the_cached_nested_form() -> None:
+    """Mutating what identity_payload returns (nested dicts and lists included) never
+    changes a later id or payload: the codec's per-record cache is not handed out."""
+    record = Sample.from_dict(base_document())
+    payload = identity_payload(record)
+    expected_id = compute_id(record)
+    payload["leaf"]["name"] = "changed"
+    payload["leaves"].append({"name": "x", "count": 1})
+    payload["leaves"][0]["count"] = 99
+    payload["spans"][0]["text"] = "changed"
+    assert identity_payload(record) == identity_payload(Sample.from_dict(base_document()))
+    assert compute_id(record) == expected_id == record.sample_id

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import attrs
 import pytest
 from hypothesis import given, settings
 
 from kernel.codec import Identity, seal
-from kernel.errors import RecordError, RefusedError
+from kernel.errors import CanonicalizationError, RecordError, RefusedError
 from kernel.strategies import budget_charges, source_spans, version_pairs
 from kernel.values import (
     BudgetCharge,
@@ -119,3 +120,21 @@ def test_refusal_explanation_never_enters_the_id() -> None:
     b = seal(SampleRefusal, reason_codes=(Reason.BAD,), explanation="two")
     assert a.refusal_id == b.refusal_id
     assert SampleRefusal.from_dict(a.to_dict()) == a
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: SourceSpan(text="a\udc80", start=0, end=1),
+        lambda: BudgetCharge(candidates=2**53, steps=1),
+        lambda: BudgetCharge(candidates=1, steps=-(2**53)),
+    ],
+    ids=["lone-surrogate-text", "charge-above-2**53-1", "charge-below--(2**53-1)"],
+)
+def test_records_that_could_never_have_an_id_cannot_exist(build: Any) -> None:
+    """Regression: a span with a lone surrogate or a charge beyond +/-(2**53 - 1) was
+    constructed, and every id computed over it later raised CanonicalizationError."""
+    with pytest.raises(ValueError, match=r"lone surrogate|2\*\*53") as info:
+        build()
+    assert not isinstance(info.value, CanonicalizationError)
+    assert getattr(info.value, "kernel_field", None) in {"text", "candidates", "steps"}

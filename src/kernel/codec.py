@@ -9,7 +9,8 @@ e.g. ``attempts[3].budget_charge.steps``):
 
 - the document is an exact ``dict`` (a JSON object); its input is never mutated;
 - unknown keys and missing keys are refused (every field is written out);
-- ``str`` fields take exact ``str``; ``int`` fields take ``int`` but never ``bool``,
+- ``str`` fields take exact ``str`` holding valid Unicode (a lone surrogate has no
+  canonical JSON form); ``int`` fields take ``int`` but never ``bool``,
   and only within +/-(2**53 - 1) so every record stays canonical JSON;
   ``bool`` fields take ``bool`` only; floats are never admitted;
 - enums are read by value; ``tuple[...]`` fields take JSON arrays; nested records
@@ -40,7 +41,7 @@ from typing import Any, ClassVar, Final, Self, TypeVar
 import attrs
 
 from kernel.errors import RecordError
-from kernel.identity import MAX_SAFE_INT, sha256_prevalidated
+from kernel.identity import MAX_SAFE_INT, is_canonical_str, sha256_prevalidated
 
 __all__ = [
     "Identity",
@@ -244,7 +245,12 @@ class _Spec:
             raise RecordError(path, f"expected an object, got {_json_type(data)}")
         keys = data.keys()
         if keys != self.field_set:
-            unknown = sorted(k for k in keys if k not in self.field_set)
+            # str keys first, in order; other keys (a JSON object has none) by repr, so
+            # that keys of mixed types never make the sort itself raise.
+            unknown = sorted(
+                (k for k in keys if k not in self.field_set),
+                key=lambda k: (0, k) if type(k) is str else (1, repr(k)),
+            )
             if unknown:
                 raise RecordError(_join(path, str(unknown[0])), "unknown field")
             missing = sorted(self.field_set - keys)
@@ -426,6 +432,8 @@ def _exact(kind: type) -> _Parser:
     name = {str: "string", int: "integer", bool: "boolean", type(None): "null"}[kind]
     if kind is int:
         return _parse_int
+    if kind is str:
+        return _parse_str
 
     def parse_exact(value: object, path: str, _verify: bool) -> object:
         # `type(...) is` so that bool is not int and no str/int subclass slips in.
@@ -434,6 +442,16 @@ def _exact(kind: type) -> _Parser:
         return value
 
     return parse_exact
+
+
+def _parse_str(value: object, path: str, _verify: bool) -> object:
+    # `type(...) is str` so that no str subclass slips in; valid Unicode so that every
+    # record stays canonical JSON (an id can always be computed from it).
+    if type(value) is not str:
+        raise RecordError(path, f"expected string, got {_json_type(value)}")
+    if not is_canonical_str(value):
+        raise RecordError(path, "string holds a lone surrogate (not valid Unicode)")
+    return value
 
 
 def _parse_int(value: object, path: str, _verify: bool) -> object:

@@ -44,6 +44,7 @@ __all__ = [
     "Sha256Stream",
     "canonical_json",
     "canonical_json_prevalidated",
+    "is_canonical_str",
     "is_digest",
     "sha256_bytes",
     "sha256_hex",
@@ -111,6 +112,20 @@ def canonical_json_prevalidated(
 def sha256_prevalidated(value: object, *, default: Callable[[object], object] | None = None) -> str:
     """SHA-256 hex of `canonical_json_prevalidated`."""
     return hashlib.sha256(canonical_json_prevalidated(value, default=default)).hexdigest()
+
+
+def is_canonical_str(value: object) -> bool:
+    """True when ``value`` is an exact ``str`` that canonical JSON admits (valid Unicode:
+    no lone surrogate). ASCII text, the common case, is answered without encoding."""
+    if type(value) is not str:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def is_digest(value: object) -> bool:

@@ -41,6 +41,7 @@ is the binding's job so that a refusal carries the reference's reason code):
 - every ``*_id``/``*_digest`` field is a 64-char lowercase hex digest, except
   ``contract_assessment_id``/``original_contract_assessment_id`` (any string, as
   upstream assessment ids are not digests);
+- strings are exact ``str`` holding valid Unicode (no lone surrogate);
 - ints are exact ints (``bool`` is not) inside +/-(2**53 - 1); run budget counts
   (`BudgetConsumed`, `ComputeBudgetDecision` limits) are non-negative; an attempt's
   ``attempt_index``, ``depth`` and ``step_index`` may be negative here because the
@@ -57,7 +58,7 @@ from typing import Any, Final
 import attrs
 
 from kernel.codec import Identity, Record, compute_id, field_error
-from kernel.identity import MAX_SAFE_INT, is_digest
+from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 from kernel.values import (
     BudgetCharge,
     SourceSpan,
@@ -148,15 +149,15 @@ def _str_pairs(_instance: object, attribute: attrs.Attribute[Any], value: object
         if (
             type(pair) is not tuple
             or len(pair) != 2
-            or type(pair[0]) is not str
-            or type(pair[1]) is not str
+            or not is_canonical_str(pair[0])
+            or not is_canonical_str(pair[1])
         ):
             raise field_error(f"{attribute.name}[{index}]", "expected a (str, str) pair")
 
 
 def _optional_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and type(value) is not str:
-        raise field_error(attribute.name, f"expected str or None, got {type(value).__name__}")
+    if value is not None and not is_canonical_str(value):
+        raise field_error(attribute.name, f"expected str or None, got {value!r}")
 
 
 def _record(kind: type[Record]) -> _Validator:

@@ -3,7 +3,10 @@
 Rules enforced at construction (a record that exists is well formed):
 
 - a digest is exactly 64 lowercase hex characters (bare SHA-256, no prefix);
-- ints are exact ints (``bool`` is not an int) and counts are non-negative;
+- strings are exact ``str`` holding valid Unicode (no lone surrogate), so every record
+  can be encoded as canonical JSON and an id computed over it never raises;
+- ints are exact ints (``bool`` is not an int) inside +/-(2**53 - 1), and counts are
+  non-negative;
 - collections are tuples, never lists;
 - ``(name, version)`` pairs are non-empty strings, unique and sorted ascending;
 - a `SourceSpan` has ``0 <= start <= end``.
@@ -23,7 +26,7 @@ import attrs
 
 from kernel.codec import Identity, Record, field_error
 from kernel.errors import RefusedError
-from kernel.identity import MAX_SAFE_INT, is_digest
+from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
 __all__ = [
     "BudgetCharge",
@@ -59,14 +62,24 @@ def optional_digest(instance: object, attribute: attrs.Attribute[Any], value: ob
         digest(instance, attribute, value)
 
 
+def _text_problem(value: object) -> str | None:
+    """Why an exact ``str`` cannot enter canonical JSON, or None."""
+    if is_canonical_str(value):
+        return None
+    return "string holds a lone surrogate (not valid Unicode)"
+
+
 def exact(kind: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """attrs validator: ``type(value) is kind`` (so ``bool`` never passes as ``int``)."""
+    """attrs validator: ``type(value) is kind`` (so ``bool`` never passes as ``int``);
+    a ``str`` must also be valid Unicode (no lone surrogate)."""
 
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if type(value) is not kind:
             raise field_error(
                 attribute.name, f"expected {kind.__name__}, got {type(value).__name__}"
             )
+        if kind is str and (problem := _text_problem(value)) is not None:
+            raise field_error(attribute.name, problem)
 
     return check
 
@@ -75,6 +88,14 @@ def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: obje
     """attrs validator: an exact int in ``0 .. 2**53 - 1`` (canonical JSON's range)."""
     if type(value) is not int or not 0 <= value <= MAX_SAFE_INT:
         raise field_error(attribute.name, f"expected an integer in 0..2**53-1, got {value!r}")
+
+
+def _safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an exact int inside +/-(2**53 - 1) (any sign)."""
+    if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        raise field_error(
+            attribute.name, f"expected an integer within +/-(2**53 - 1), got {value!r}"
+        )
 
 
 def enum_member(kind: type[enum.Enum]) -> Callable[[object, attrs.Attribute[Any], object], None]:
@@ -99,6 +120,8 @@ def tuple_of(kind: type) -> Callable[[object, attrs.Attribute[Any], object], Non
                     f"{attribute.name}[{index}]",
                     f"expected {kind.__name__}, got {type(item).__name__}",
                 )
+            if kind is str and (problem := _text_problem(item)) is not None:
+                raise field_error(f"{attribute.name}[{index}]", problem)
 
     return check
 
@@ -163,9 +186,9 @@ class SourceSpan(Record):
 class BudgetCharge(Record):
     """What one candidate attempt declares it consumes. Nested form: both fields."""
 
-    candidates: int = attrs.field(validator=exact(int))
+    candidates: int = attrs.field(validator=_safe_int)
     """Candidates charged (validators require > 0 where the ADR does)."""
-    steps: int = attrs.field(validator=exact(int))
+    steps: int = attrs.field(validator=_safe_int)
     """Steps charged."""
 
 
