@@ -29,6 +29,7 @@ from kernel.consensus import (
     build_consensus,
     build_report,
 )
+from kernel.errors import RecordError
 from kernel.strategies import run_observations
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
@@ -386,3 +387,98 @@ def test_one_digest_with_two_sizes_is_refused() -> None:
     outcome = build_consensus((ok(0, A), other_size, ok(2, A)))
     assert isinstance(outcome, ConsensusRefusal)
     assert outcome.reason_codes == (ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,)
+
+
+# -- forged outcomes: a self-sealed id is not a signature ------------------------------
+
+
+def _resealed(document: dict[str, Any], id_field: str) -> dict[str, Any]:
+    """``document`` with its self-sealed id recomputed (what any forger can do)."""
+    document[id_field] = ""
+    document[id_field] = stdlib_id(document)
+    return document
+
+
+def _as_consensus(outcome: NoConsensus, **changes: Any) -> dict[str, Any]:
+    """A Consensus document forged from a NoConsensus (its first group as the majority)."""
+    document = outcome.to_dict()
+    del document["no_consensus_id"], document["reason"]
+    top: dict[str, Any] = document["groups"][0]
+    document |= {
+        "consensus_id": "",
+        "agreement_count": len(top.get("run_indexes", [])),
+        "majority_digest": top["digest"],
+        "majority_size": top["size"],
+    }
+    document |= changes
+    return _resealed(document, "consensus_id")
+
+
+def test_a_plurality_cannot_be_parsed_as_a_consensus() -> None:
+    """Regression: Consensus.from_dict accepted a resealed document whose 'majority' was
+    a plurality (2 of 5); every record invariant of C5 is now checked at construction."""
+    outcome = build_consensus(runs("a", "a", "b", "c", "fail"))
+    assert isinstance(outcome, NoConsensus)
+    with pytest.raises(RecordError):
+        Consensus.from_dict(_as_consensus(outcome))
+    with pytest.raises(RecordError):
+        Consensus.from_dict(_as_consensus(outcome, runs_launched=3))
+
+
+def test_no_change_runs_cannot_be_relabelled_into_a_consensus() -> None:
+    """Regression: relabelling baseline-identical runs 'ok' and grouping them gave a
+    Consensus.from_dict accepted (C3: no-change runs never carry consensus)."""
+    outcome = build_consensus(runs("a", "a", "a"), baseline_output_digest=A)
+    assert isinstance(outcome, NoConsensus)
+    document = outcome.to_dict()
+    for run in document["runs"]:
+        run["status"] = "ok"
+    document["no_change_run_indexes"] = []
+    document["groups"] = [{"digest": A, "size": 5, "run_indexes": [0, 1, 2]}]
+    del document["no_consensus_id"], document["reason"]
+    document |= {"agreement_count": 3, "majority_digest": A, "majority_size": 5}
+    with pytest.raises(RecordError):
+        Consensus.from_dict(_resealed(document | {"consensus_id": ""}, "consensus_id"))
+
+
+@pytest.mark.parametrize(
+    ("name", "edit"),
+    [
+        ("group-not-from-runs", lambda d: d["groups"][0].update(run_indexes=[0, 1, 2])),
+        ("failed-run-hidden", lambda d: d.update(failed_run_indexes=[])),
+        ("candidate-flag-flipped", lambda d: d.update(candidate_matches_majority=False)),
+        ("reproduced-by-invented", lambda d: d.update(candidate_reproduced_by=[0, 1, 2, 3])),
+        ("runs-dropped", lambda d: d.update(runs=d["runs"][:3])),
+    ],
+)
+def test_resealed_consensus_edits_are_refused(name: str, edit: Any) -> None:
+    """Regression: any edit of a Consensus that its runs contradict, resealed, parsed."""
+    outcome = build_consensus(runs("a", "b", "a", "a", "fail"), candidate_digest=A)
+    assert isinstance(outcome, Consensus)
+    document = outcome.to_dict()
+    edit(document)
+    with pytest.raises(RecordError):
+        Consensus.from_dict(_resealed(document, "consensus_id"))
+
+
+def test_a_report_cannot_claim_consensus_its_runs_do_not_show() -> None:
+    """Regression: CorroborationReport.from_dict accepted consensus=true resealed over a
+    plurality; downstream (run admission) reads that flag."""
+    outcome = build_consensus(runs("a", "a", "b", "c", "fail"))
+    assert isinstance(outcome, NoConsensus)
+    report = build_report(
+        outcome, command=("x",), capture_mode=CaptureMode.STDOUT, network=False, timeout_ms=None
+    )
+    document = report.to_dict() | {
+        "consensus": True,
+        "no_consensus_reason": None,
+        "agreement_count": 2,
+        "majority_digest": A,
+        "majority_size": 5,
+    }
+    with pytest.raises(RecordError):
+        CorroborationReport.from_dict(_resealed(document, "report_id"))
+    weaker = report.to_dict() | {"isolation": "overlay"}
+    weaker["runs"][0]["isolation"] = "copy"
+    with pytest.raises(RecordError):
+        CorroborationReport.from_dict(_resealed(weaker, "report_id"))

@@ -21,6 +21,12 @@ Rules enforced (seed "Corroborate by independent reruns"):
 - C7 byte identity is a corroboration signal, never a correctness claim: no record
   here carries a correctness field.
 
+A self-sealed id is not a signature: anyone can edit a document and reseal it. So
+`Consensus`, `NoConsensus` and `CorroborationReport` re-derive C1-C6 from their own
+``runs`` at construction (``from_dict`` included): a record whose groups, indexes,
+majority or candidate fields are not what its runs yield cannot exist, and a report
+must rebuild to the outcome named by its ``outcome_id``.
+
 Identity payloads (SHA-256 of canonical JSON; ``explanation`` never enters):
 
 - `Consensus`: every field, ``consensus_id`` blanked to ``""`` (self-sealed).
@@ -40,7 +46,7 @@ from typing import Any, Final
 import attrs
 
 from kernel.codec import Identity, Record, field_error, seal
-from kernel.identity import is_digest
+from kernel.identity import is_canonical_str, is_digest
 from kernel.values import (
     Refusal,
     digest,
@@ -159,8 +165,8 @@ def _pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) ->
         if (
             type(pair) is not tuple
             or len(pair) != 2
-            or type(pair[0]) is not str
-            or type(pair[1]) is not str
+            or not is_canonical_str(pair[0])
+            or not is_canonical_str(pair[1])
             or not pair[0]
         ):
             raise field_error(f"{attribute.name}[{index}]", "not a (name, value) string pair")
@@ -310,6 +316,22 @@ class Consensus(Record):
     candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
     """Runs whose output is byte-identical to the candidate."""
 
+    def __attrs_post_init__(self) -> None:
+        top = _check_derivation(self)
+        # C5: a strict majority of the launched runs, never a plurality.
+        if top is None:
+            raise field_error("agreement_count", "no group is a strict majority of the runs")
+        if (
+            self.agreement_count != len(top.run_indexes)
+            or self.majority_digest != top.digest
+            or self.majority_size != top.size
+        ):
+            raise field_error("agreement_count", "the majority is not the runs' largest group")
+        # C6: the candidate flag is what the majority output says.
+        expected = None if self.candidate_digest is None else self.candidate_digest == top.digest
+        if self.candidate_matches_majority != expected:
+            raise field_error("candidate_matches_majority", f"the runs yield {expected!r}")
+
 
 @attrs.frozen(kw_only=True)
 class NoConsensus(Record):
@@ -342,6 +364,85 @@ class NoConsensus(Record):
     """False when a candidate was given (there is no majority), else None."""
     candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
     """Runs whose output is byte-identical to the candidate."""
+
+    def __attrs_post_init__(self) -> None:
+        # C5: with a strict majority this would be a Consensus.
+        if _check_derivation(self) is not None:
+            raise field_error("groups", "a group is a strict majority: that is a consensus")
+        if self.reason is not _no_consensus_reason(self.groups):
+            raise field_error("reason", f"the runs yield {_no_consensus_reason(self.groups)}")
+        expected = None if self.candidate_digest is None else False
+        if self.candidate_matches_majority is not expected:
+            raise field_error("candidate_matches_majority", f"the runs yield {expected!r}")
+
+
+def _derive(
+    runs: tuple[ClassifiedRun, ...], baseline: str | None, candidate: str | None
+) -> dict[str, Any] | str:
+    """What rules C2-C4 and C6 make of classified runs: groups and index lists, or
+    why the runs' statuses contradict their captures."""
+    members: dict[str, list[int]] = {}
+    sizes: dict[str, int] = {}
+    for run in runs:
+        digest_, size = run.output_digest, run.output_size
+        if (digest_ is None) != (size is None):
+            return "output digest and size go together"
+        # C4: one digest names one byte string, so it has exactly one size.
+        if digest_ is not None and sizes.setdefault(digest_, size) != size:  # type: ignore[arg-type]
+            return "two captures share a digest but not a size"
+        if run.status is RunStatus.OK or run.status is RunStatus.NO_CHANGE:
+            if run.exit_code != 0 or digest_ is None:
+                return "an ok or no-change run exits 0 and has a captured output"
+            # C3: empty, or byte-identical to the baseline output.
+            no_change = size == 0 or digest_ in (EMPTY_SHA256, baseline)
+            if no_change != (run.status is RunStatus.NO_CHANGE):
+                return "a run's no-change status contradicts its output"
+            if not no_change:
+                members.setdefault(digest_, []).append(run.index)
+    groups = tuple(
+        OutputGroup(digest=d, size=sizes[d], run_indexes=tuple(indexes))
+        for d, indexes in sorted(members.items(), key=lambda item: (-len(item[1]), item[0]))
+    )
+    return {
+        "groups": groups,
+        "no_change_run_indexes": tuple(r.index for r in runs if r.status is RunStatus.NO_CHANGE),
+        # C2: any failure counts as launched and joins no group.
+        "failed_run_indexes": tuple(
+            r.index for r in runs if r.status not in (RunStatus.OK, RunStatus.NO_CHANGE)
+        ),
+        # C6: the runs that reproduced the candidate exactly.
+        "candidate_reproduced_by": ()
+        if candidate is None
+        else tuple(
+            r.index for r in runs if r.status is RunStatus.OK and r.output_digest == candidate
+        ),
+    }
+
+
+def _majority(groups: tuple[OutputGroup, ...], runs_launched: int) -> OutputGroup | None:
+    """C5: the first (largest) group when it is a strict majority of the launched runs."""
+    top = groups[0] if groups else None
+    return top if top is not None and len(top.run_indexes) * 2 > runs_launched else None
+
+
+def _no_consensus_reason(groups: tuple[OutputGroup, ...]) -> NoConsensusReason:
+    return NoConsensusReason.NO_STRICT_MAJORITY if groups else NoConsensusReason.NO_CANDIDATE_OUTPUT
+
+
+def _check_derivation(outcome: Consensus | NoConsensus | CorroborationReport) -> OutputGroup | None:
+    """Raise unless ``outcome``'s fields are what its own runs yield (C1-C4, C6);
+    return its strict-majority group, if any (C5)."""
+    n = outcome.runs_launched
+    # C1: N >= 1 launched runs, exactly the runs 0..N-1 in order.
+    if n < 1 or len(outcome.runs) != n or any(r.index != i for i, r in enumerate(outcome.runs)):
+        raise field_error("runs", "the runs are not the launched runs 0..N-1 (N >= 1)")
+    derived = _derive(outcome.runs, outcome.baseline_output_digest, outcome.candidate_digest)
+    if isinstance(derived, str):
+        raise field_error("runs", derived)
+    for name, value in derived.items():
+        if getattr(outcome, name) != value:
+            raise field_error(name, "not what the runs yield")
+    return _majority(outcome.groups, n)
 
 
 @attrs.frozen(kw_only=True)
@@ -421,45 +522,21 @@ def build_consensus(
         )
 
     classified = tuple(_classify(run, baseline_output_digest) for run in runs)
-    members: dict[str, list[int]] = {}
-    sizes: dict[str, int] = {}
-    for run in classified:
-        # C4: only ok (changed, successful) outputs are grouped, by byte identity.
-        if run.status is RunStatus.OK:
-            assert run.output_digest is not None
-            assert run.output_size is not None
-            members.setdefault(run.output_digest, []).append(run.index)
-            sizes[run.output_digest] = run.output_size
-    groups = tuple(
-        OutputGroup(digest=d, size=sizes[d], run_indexes=tuple(indexes))
-        for d, indexes in sorted(members.items(), key=lambda item: (-len(item[1]), item[0]))
-    )
-    no_change = tuple(r.index for r in classified if r.status is RunStatus.NO_CHANGE)
-    failed = tuple(
-        r.index for r in classified if r.status not in (RunStatus.OK, RunStatus.NO_CHANGE)
-    )
-    reproduced = (
-        ()
-        if candidate_digest is None
-        else tuple(
-            r.index
-            for r in classified
-            if r.status is RunStatus.OK and r.output_digest == candidate_digest
-        )
-    )
+    # C2-C4, C6: the same derivation every outcome record re-checks at construction
+    # (the observations were checked above, so it cannot find a contradiction).
+    derived = _derive(classified, baseline_output_digest, candidate_digest)
+    assert not isinstance(derived, str), derived
+    groups: tuple[OutputGroup, ...] = derived["groups"]
     common: dict[str, Any] = {
         "runs_launched": n,
-        "groups": groups,
         "runs": classified,
-        "no_change_run_indexes": no_change,
-        "failed_run_indexes": failed,
         "baseline_output_digest": baseline_output_digest,
         "candidate_digest": candidate_digest,
-        "candidate_reproduced_by": reproduced,
+        **derived,
     }
     # C5: a strict majority of the launched runs (count > N/2), never a plurality.
-    top = groups[0] if groups else None
-    if top is not None and len(top.run_indexes) * 2 > n:
+    top = _majority(groups, n)
+    if top is not None:
         return seal(
             Consensus,
             agreement_count=len(top.run_indexes),
@@ -472,11 +549,7 @@ def build_consensus(
         )
     return seal(
         NoConsensus,
-        reason=(
-            NoConsensusReason.NO_CANDIDATE_OUTPUT
-            if not groups
-            else NoConsensusReason.NO_STRICT_MAJORITY
-        ),
+        reason=_no_consensus_reason(groups),
         candidate_matches_majority=None if candidate_digest is None else False,
         **common,
     )
@@ -563,6 +636,51 @@ class CorroborationReport(Record):
     def __attrs_post_init__(self) -> None:
         if self.consensus != (self.no_consensus_reason is None):
             raise field_error("no_consensus_reason", "set exactly when there is no consensus")
+        # The report renders exactly one outcome: rebuilding it from the report's own
+        # fields runs that outcome's checks (C1-C6) and must give ``outcome_id``.
+        rebuilt = _outcome_of(self)
+        rebuilt_id = (
+            rebuilt.consensus_id if isinstance(rebuilt, Consensus) else rebuilt.no_consensus_id
+        )
+        if rebuilt_id != self.outcome_id:
+            raise field_error("outcome_id", "not the id of the outcome this report renders")
+        if self.isolation is not _weakest(self.runs):
+            raise field_error("isolation", "not the weakest isolation any run obtained")
+
+
+def _weakest(runs: tuple[ClassifiedRun, ...]) -> Isolation:
+    """The weakest isolation level any run obtained."""
+    return max((run.isolation for run in runs), key=_ISOLATION_RANK.__getitem__)
+
+
+def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:
+    """The outcome ``report`` renders, rebuilt (and so re-checked) from its fields."""
+    fields: dict[str, Any] = {
+        "runs_launched": report.runs_launched,
+        "groups": report.groups,
+        "runs": report.runs,
+        "no_change_run_indexes": report.no_change_run_indexes,
+        "failed_run_indexes": report.failed_run_indexes,
+        "baseline_output_digest": report.baseline_output_digest,
+        "candidate_digest": report.candidate_digest,
+        "candidate_matches_majority": report.candidate_matches_majority,
+        "candidate_reproduced_by": report.candidate_reproduced_by,
+    }
+    if report.consensus:
+        return seal(
+            Consensus,
+            agreement_count=report.agreement_count,
+            majority_digest=report.majority_digest,
+            majority_size=report.majority_size,
+            **fields,
+        )
+    if (
+        report.agreement_count is not None
+        or report.majority_digest is not None
+        or report.majority_size is not None
+    ):
+        raise field_error("agreement_count", "a report without consensus has no majority")
+    return seal(NoConsensus, reason=report.no_consensus_reason, **fields)
 
 
 def build_report(
@@ -578,7 +696,7 @@ def build_report(
     The report's ``isolation`` is the weakest level any run obtained, so a single run
     that fell back to a copy is never hidden behind the others.
     """
-    weakest = max((run.isolation for run in outcome.runs), key=_ISOLATION_RANK.__getitem__)
+    weakest = _weakest(outcome.runs)
     fields: dict[str, Any] = {
         "runs_launched": outcome.runs_launched,
         "groups": outcome.groups,
