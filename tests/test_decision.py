@@ -222,3 +222,61 @@ def test_property_any_edit_of_a_report_fails_verify(data: st.DataObject) -> None
     except RecordError:
         return
     assert isinstance(verify_decision(record, edited), DecisionRefusal)
+
+
+def _resealed_record(record: HumanDecisionRecord, **changes: Any) -> HumanDecisionRecord:
+    """``record`` edited and resealed with the stdlib (what any forger can do)."""
+    document = record.to_dict() | changes | {"record_id": ""}
+    text = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    document["record_id"] = hashlib.sha256(text.encode()).hexdigest()
+    return HumanDecisionRecord.from_dict(document)
+
+
+def test_verify_refuses_a_resealed_accept_of_an_unverified_attempt() -> None:
+    """Regression: record_decision refuses accepting an attempt without verification (or
+    accepting nothing), but verify_decision passed such a record once its id was resealed."""
+    report = _report("two-attempt-worker-failure")
+    reject = record_decision(
+        report, **{**GOOD, "decision": "reject", "selected_attempt_id": "attempt-002"}
+    )
+    assert isinstance(reject, HumanDecisionRecord)
+    forged = _resealed_record(reject, decision="accept")
+    outcome = verify_decision(forged, report)
+    assert isinstance(outcome, DecisionRefusal)
+    assert outcome.reason_codes == (DecisionReason.SELECTED_WITHOUT_EVIDENCE,)
+    escalate = _record(decision="escalate", selected_attempt_id=None)
+    assert isinstance(escalate, HumanDecisionRecord)
+    nothing = verify_decision(_resealed_record(escalate, decision="accept"), REPORT)
+    assert isinstance(nothing, DecisionRefusal)
+    assert nothing.reason_codes == (DecisionReason.ACCEPT_WITHOUT_SELECTION,)
+
+
+@pytest.mark.parametrize(
+    "decided_at",
+    [
+        "\uff12\uff10\uff12\uff16-01-01T00:00:00Z",  # fullwidth year
+        "\u0662\u0660\u0662\u0666-01-01T00:00:00Z",  # Arabic-Indic year
+        "2026-01-01T00:00:00.\u0663Z",  # Arabic-Indic fraction
+    ],
+)
+def test_decided_at_takes_ascii_digits_only(decided_at: str) -> None:
+    """Regression: ``\\d`` matched any Unicode digit, so fullwidth or Arabic-Indic digits
+    passed as RFC 3339 (a second spelling of one instant, and not RFC 3339 at all)."""
+    outcome = _record(decided_at=decided_at)
+    assert isinstance(outcome, DecisionRefusal)
+    assert outcome.reason_codes == (DecisionReason.BAD_TIMESTAMP,)
+
+
+@pytest.mark.parametrize("field", ["decision_id", "rationale", "decider_id", "selected_attempt_id"])
+def test_text_that_cannot_be_canonical_is_refused_not_raised(field: str) -> None:
+    """Regression: a lone surrogate (what argv decoding yields for invalid UTF-8) in any
+    text argument made record_decision raise CanonicalizationError instead of refusing."""
+    outcome = _record(**{field: "x\udcff"})
+    assert isinstance(outcome, DecisionRefusal)
+    expected = (
+        DecisionReason.UNKNOWN_ATTEMPT
+        if field == "selected_attempt_id"
+        else DecisionReason.UNENCODABLE_TEXT
+    )
+    assert outcome.reason_codes == (expected,)
+    assert DecisionRefusal.from_dict(outcome.to_dict()) == outcome

@@ -12,10 +12,16 @@ effects) refuses, with `DecisionReason` codes in check order:
 - the report's own vocabulary (``accept_candidate``...) as a decision
   (``report-vocabulary``), any other value outside accept|reject|escalate
   (``unknown-decision``);
-- a blank decision id, rationale or decider id; an unknown decider type;
-- ``decided_at`` that is not RFC 3339 UTC ``YYYY-MM-DDTHH:MM:SS[.fff]Z``;
+- a blank decision id, rationale or decider id; one that is not valid Unicode (a lone
+  surrogate, as undecodable command-line bytes give: ``unencodable-text``); an unknown
+  decider type;
+- ``decided_at`` that is not RFC 3339 UTC ``YYYY-MM-DDTHH:MM:SS[.fff]Z`` (ASCII digits);
 - a selected attempt the report does not contain (``unknown-attempt``); an ``accept``
   without a selected attempt, or selecting an attempt with no verification.
+
+`verify_decision` re-applies the checks that involve the report (the selection rules
+included): a record's self-sealed id is not a signature, so a resealed edit that
+`record_decision` would have refused must not verify either.
 
 Identity: ``record_id`` self-seals over every field, rationale included: the rationale
 is the decider's own statement and part of what was decided, so editing it must change
@@ -32,6 +38,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.identity import is_canonical_str
 from kernel.report import REPORT_KIND, ReportCheck, RunEvidenceReport, check_report
 from kernel.runrecord import AttemptState, constant
 from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
@@ -56,7 +63,8 @@ __all__ = [
 
 DECISION_KIND: Final = "kernel-human-decision-record"
 DECISION_SCHEMA_VERSION: Final = "1"
-_RFC3339_UTC: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
+# ASCII digits only: ``\d`` alone would admit fullwidth or Arabic-Indic digits.
+_RFC3339_UTC: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z", re.ASCII)
 
 
 def rfc3339_utc_problem(value: object) -> str | None:
@@ -189,6 +197,9 @@ class DecisionReason(enum.StrEnum):
     """The rationale is blank."""
     BLANK_DECIDER = "blank-decider"
     """The decider id is blank."""
+    UNENCODABLE_TEXT = "unencodable-text"
+    """The decision id, rationale or decider id is not valid Unicode (a lone surrogate):
+    it has no canonical JSON form, so no record could be sealed over it."""
     UNKNOWN_DECIDER_TYPE = "unknown-decider-type"
     """The decider type is not human or governance_body."""
     BAD_TIMESTAMP = "bad-decided-at"
@@ -245,6 +256,30 @@ def _blank(value: object) -> bool:
     return type(value) is not str or not value.strip()
 
 
+def _unencodable(value: object) -> bool:
+    return type(value) is str and not is_canonical_str(value)
+
+
+def _selection_problems(
+    report: RunEvidenceReport, chosen: Decision | None, selected_attempt_id: object
+) -> list[DecisionReason]:
+    """The checks that tie a decision's selection to the report (record and verify)."""
+    reasons: list[DecisionReason] = []
+    attempts = {a.attempt_id: a for a in report.attempts}
+    selected = attempts.get(selected_attempt_id) if type(selected_attempt_id) is str else None
+    if selected_attempt_id is not None and (selected is None or _blank(selected_attempt_id)):
+        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
+    if chosen is Decision.ACCEPT and selected_attempt_id is None:
+        reasons.append(DecisionReason.ACCEPT_WITHOUT_SELECTION)
+    if (
+        chosen is Decision.ACCEPT
+        and selected is not None
+        and (selected.state is not AttemptState.VERIFIED or selected.verification is None)
+    ):
+        reasons.append(DecisionReason.SELECTED_WITHOUT_EVIDENCE)
+    return reasons
+
+
 def record_decision(
     report: RunEvidenceReport,
     *,
@@ -284,25 +319,18 @@ def record_decision(
         reasons.append(DecisionReason.BLANK_RATIONALE)
     if _blank(decider_id):
         reasons.append(DecisionReason.BLANK_DECIDER)
+    if any(_unencodable(text) for text in (decision_id, rationale, decider_id)):
+        reasons.append(DecisionReason.UNENCODABLE_TEXT)
     kind = DeciderType(decider_type) if decider_type in DeciderType.__members__.values() else None
     if kind is None:
         reasons.append(DecisionReason.UNKNOWN_DECIDER_TYPE)
     if rfc3339_utc_problem(decided_at) is not None:
         reasons.append(DecisionReason.BAD_TIMESTAMP)
-    attempts = {a.attempt_id: a for a in report.attempts}
-    selected = None if selected_attempt_id is None else attempts.get(selected_attempt_id)
-    if selected_attempt_id is not None and (selected is None or _blank(selected_attempt_id)):
-        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
-    if chosen is Decision.ACCEPT and selected_attempt_id is None:
-        reasons.append(DecisionReason.ACCEPT_WITHOUT_SELECTION)
-    if (
-        chosen is Decision.ACCEPT
-        and selected is not None
-        and (selected.state is not AttemptState.VERIFIED or selected.verification is None)
-    ):
-        reasons.append(DecisionReason.SELECTED_WITHOUT_EVIDENCE)
+    reasons += _selection_problems(report, chosen, selected_attempt_id)
     if reasons or chosen is None or kind is None:
-        return _refuse(report_digest, decision_id if type(decision_id) is str else "", reasons)
+        # The refusal repeats the decision id only when it can enter an identity.
+        shown = decision_id if is_canonical_str(decision_id) else ""
+        return _refuse(report_digest, shown, reasons)
     return seal(
         HumanDecisionRecord,
         decision_id=decision_id,
@@ -328,7 +356,8 @@ def verify_decision(
 
     Checks, in order: the report is self-consistent; the decision names this report's
     kind and schema version, run id and canonical digest; the record's own id
-    reproduces; the selected attempt (if any) is in the report.
+    reproduces; the selected attempt (if any) is in the report; an ``accept`` names an
+    attempt, and one with independent verification (as `record_decision` requires).
     """
     reasons: list[DecisionReason] = []
     report_digest = report.digest
@@ -343,10 +372,7 @@ def verify_decision(
         reasons.append(DecisionReason.REPORT_DIGEST)
     if compute_id(record) != record.record_id:
         reasons.append(DecisionReason.RECORD_ID)
-    if record.selected_attempt_id is not None and record.selected_attempt_id not in {
-        a.attempt_id for a in report.attempts
-    }:
-        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
+    reasons += _selection_problems(report, record.decision, record.selected_attempt_id)
     if reasons:
         return _refuse(report_digest, record.decision_id, reasons)
     return DecisionVerified(record_id=record.record_id, report_digest=report_digest)
