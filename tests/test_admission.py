@@ -25,8 +25,9 @@ from kernel.admission import (
     branch_from_corroboration,
     drafts_are_decorrelated,
     require_verified,
+    verify_admission,
 )
-from kernel.codec import identity_payload
+from kernel.codec import identity_payload, seal
 from kernel.consensus import (
     CaptureMode,
     CaptureStatus,
@@ -246,3 +247,23 @@ def test_a_branch_that_cannot_be_digested_cannot_exist() -> None:
     with pytest.raises(ValueError, match="lone surrogate") as bad_tool:
         draft(OUT_A, CTX_1, ("sh\udfff",))
     assert getattr(bad_tool.value, "kernel_field", None) == "tools[0]"
+
+
+def test_verify_admission_accepts_exactly_the_derived_outcome() -> None:
+    """The admission (or refusal) admit_to_commit gives verifies against its branch."""
+    for item in (branch(V.NONE, *DECORRELATED), branch(V.FAILED, *DECORRELATED)):
+        assert verify_admission(admit_to_commit(item), item)
+
+
+def test_a_resealed_verified_admission_does_not_verify() -> None:
+    """Editing a corroborated_only admission to verified and resealing it is caught."""
+    item = branch(V.NONE, *DECORRELATED)
+    honest = admit_to_commit(item)
+    assert isinstance(honest, Admission)
+    fields = {k: getattr(honest, k) for k in honest.to_dict() if k != "admission_id"}
+    fields.update(evidence_class=E.VERIFIED, commit_permitted=True, staging_only=False)
+    forged = seal(Admission, **fields)
+    assert Admission.from_dict(forged.to_dict()) == forged
+    assert not verify_admission(forged, item)
+    assert not verify_admission(honest, branch(V.NONE, *CORRELATED[:2], DECORRELATED[1]))
+    assert not verify_admission(honest, "not a branch")  # type: ignore[arg-type]

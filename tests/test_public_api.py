@@ -81,6 +81,7 @@ EXPECTED = {
     "sha256_bytes",
     "sha256_hex",
     "unwrap",
+    "verify_admission",
     "verify_binding",
     "verify_binding_set",
     "verify_decision",

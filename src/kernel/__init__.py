@@ -18,6 +18,7 @@ from kernel.admission import (
     branch_from_corroboration,
     drafts_are_decorrelated,
     require_verified,
+    verify_admission,
 )
 from kernel.binding import (
     CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
@@ -159,6 +160,7 @@ __all__ = [
     "sha256_bytes",
     "sha256_hex",
     "unwrap",
+    "verify_admission",
     "verify_binding",
     "verify_binding_set",
     "verify_decision",

@@ -60,6 +60,7 @@ __all__ = [
     "branch_from_corroboration",
     "drafts_are_decorrelated",
     "require_verified",
+    "verify_admission",
 ]
 
 
@@ -236,6 +237,24 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
         unanimous=unanimous,
         decorrelated=decorrelated,
     )
+
+
+def verify_admission(outcome: Admission | CommitRefusal, branch: Branch) -> bool:
+    """True when ``outcome`` is exactly what `admit_to_commit` gives for ``branch``.
+
+    A self-sealed id is not a signature: anyone can edit an `Admission` document to
+    ``verified`` and reseal it. This re-derives the outcome from the branch itself and
+    compares identities (prose aside), so a stored admission can be trusted only
+    together with the branch it claims to admit.
+    """
+    if type(outcome) not in (Admission, CommitRefusal) or type(branch) is not Branch:
+        return False
+    derived = admit_to_commit(branch)
+    if type(derived) is not type(outcome):
+        return False
+    if isinstance(derived, Admission):
+        return derived.admission_id == outcome.admission_id  # type: ignore[union-attr]
+    return derived.refusal_id == outcome.refusal_id  # type: ignore[union-attr]
 
 
 def admit_or_raise(branch: Branch) -> Admission:
