@@ -40,14 +40,11 @@ bench: install
 	$(PY) bench/sandbox.py --quick
 	$(PY) bench/guard.py
 	$(PY) bench/report.py
+	$(PY) bench/binding.py
+	$(PY) bench/run.py --quick
 
 demo: install
-	$(BIN)/kernel self-test
-	$(BIN)/kernel report generate --config fixtures/orchestration/two-attempt-good-vs-bad.json \
-		--run-output results/demo/run.json --report-json results/demo/evidence.json \
-		--report-markdown results/demo/evidence.md --report-html results/demo/evidence.html
-	$(BIN)/kernel report replay-check --config fixtures/orchestration/two-attempt-good-vs-bad.json \
-		--run-record results/demo/run.json
+	$(BIN)/kernel run --config fixtures/demo/config.json --output-dir results/demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .nox
