@@ -21,7 +21,7 @@ types: install
 	$(BIN)/mypy
 
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --cov=kernel --cov-report=term:skip-covered
 
 guard: install
 	$(BIN)/kernel guard

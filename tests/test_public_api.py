@@ -9,6 +9,11 @@ import pkgutil
 import kernel
 
 EXPECTED = {
+    "ReplayCheck",
+    "ReplayMode",
+    "RunAdmission",
+    "build_run_admission",
+    "check_replay",
     "Admission",
     "AttemptState",
     "BindingRefusal",

@@ -57,6 +57,7 @@ from kernel.errors import (
 )
 from kernel.identity import canonical_json, sha256_bytes, sha256_hex
 from kernel.render import render_html, render_json, render_markdown
+from kernel.replay import ReplayCheck, ReplayMode, check_replay
 from kernel.report import (
     EvidenceState,
     ReportRefusal,
@@ -64,6 +65,7 @@ from kernel.report import (
     build_report,
     check_report,
 )
+from kernel.runadmission import RunAdmission, build_run_admission
 from kernel.runrecord import AttemptState, RunRecord
 from kernel.search import (
     BudgetConsumed,
@@ -88,6 +90,11 @@ from kernel.verification import (
 )
 
 __all__ = [
+    "ReplayCheck",
+    "ReplayMode",
+    "RunAdmission",
+    "build_run_admission",
+    "check_replay",
     "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
     "Admission",
     "AttemptState",
