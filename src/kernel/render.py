@@ -272,7 +272,8 @@ padding:.7rem 1rem;margin:1rem 0;border-radius:.25rem}
 .pending{border-left:.35rem solid #997404;background:#fff3cd;color:#664d03;
 padding:.7rem 1rem;margin:1rem 0;border-radius:.25rem}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
-th,td{border:1px solid #dee2e6;padding:.35rem .5rem;text-align:left;vertical-align:top}
+th,td{border:1px solid #dee2e6;padding:.35rem .5rem;text-align:left;vertical-align:top;
+overflow-wrap:break-word}
 th{background:#f1f3f5}tr:nth-child(even) td{background:#fcfcfd}
 .st{display:inline-block;border-radius:1rem;padding:.05rem .6rem;font-weight:600;
 white-space:nowrap}
