@@ -31,8 +31,8 @@ MARKUP = (
 
 @pytest.fixture
 def scratch() -> Iterator[Path]:
-    """A demo copy in a folder sandboxed commands can see (not the private /tmp)."""
-    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    """A demo copy in the system temp dir (usually /tmp: sandboxes see it read-only)."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-"))
     try:
         shutil.copytree(DEMO, base / "demo")
         yield base
@@ -123,7 +123,7 @@ def test_check_timeout_is_inconclusive(scratch: Path) -> None:
 
 def test_verifier_sees_only_the_patch(scratch: Path) -> None:
     """A worker's side files outside its patch never reach the verifier's sandbox."""
-    # The worker leaves a file in its private /tmp that would make the check pass.
+    # The worker leaves a file in its private /tmp layer that would make the check pass.
     _script(scratch / "demo/workers/leak.sh", "echo ok > /tmp/leak\n")
     checks = [{"id": "unit-tests", "command": ["test", "-e", "/tmp/leak"]}]
     config = _config(scratch, [_attempt("a", "w", "workers/leak.sh")], checks=checks)

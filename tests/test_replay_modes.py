@@ -162,7 +162,7 @@ def test_property_modes_are_ordered(run: RunRecord) -> None:
 
 @pytest.fixture
 def demo_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The demo copied outside the sandbox-private /tmp, cwd set there."""
+    """The demo copied to /var/tmp (outside the system temp dir), cwd set there."""
     base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
     try:
         shutil.copytree(FIXTURES / "demo", base / "demo")

@@ -42,6 +42,20 @@ def test_unanimous_stdout_consensus_with_candidate() -> None:
     assert [c.run_index for c in result.captures] == [0, 1, 2]
 
 
+def test_default_spill_folder_is_private_and_hidden_from_runs() -> None:
+    """Spills live under the scratch root, which no sandboxed run can list."""
+    seen: list[str] = []
+    result = corroborate(
+        ["sh", "-c", f"ls -A {scratch_root()}; echo end"],
+        runs=3,
+        on_capture=lambda c: seen.append(c.stdout_path),
+    )
+    assert isinstance(result.outcome, Consensus)
+    assert result.majority_output == b"end\n"
+    assert all(Path(path).parent.parent == scratch_root() for path in seen)
+    assert all(Path(path).parent.name.startswith("spill-") for path in seen)
+
+
 def test_run_index_decorrelates_outputs() -> None:
     """Each run sees its own KERNEL_RUN_INDEX; distinct outputs give no consensus."""
     result = corroborate(["sh", "-c", 'echo "$KERNEL_RUN_INDEX"'], runs=3)

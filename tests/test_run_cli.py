@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kernel.effects.cli import main
+from kernel.effects.sandbox import private_tempdir
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -19,7 +20,7 @@ DEMO = ROOT / "fixtures" / "demo"
 
 @pytest.fixture
 def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A scratch project holding a demo copy, outside the sandbox-private /tmp."""
+    """A scratch project holding a demo copy (sandboxes see it read-only)."""
     base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
     try:
         shutil.copytree(DEMO, base / "demo")
@@ -69,8 +70,8 @@ def _bad_replay(d: dict[str, Any]) -> None:
     d["replay"] = "sometimes"
 
 
-def _program_in_private_tmp(d: dict[str, Any]) -> None:
-    d["attempts"][0]["command"] = ["tmp-link/stats.py"]
+def _program_in_sandbox_scratch(d: dict[str, Any]) -> None:
+    d["attempts"][0]["command"] = ["scratch-link/stats.py"]
 
 
 BAD_CONFIGS = {
@@ -82,7 +83,7 @@ BAD_CONFIGS = {
     "baseline-not-a-directory": (_baseline_not_a_directory, "is not a directory"),
     "verifier-without-checks": (_verifier_no_checks, "an empty verifier is not verification"),
     "unknown-replay-declaration": (_bad_replay, "$.replay"),
-    "program-in-private-tmp": (_program_in_private_tmp, "which a sandboxed command cannot see"),
+    "program-in-sandbox-scratch": (_program_in_sandbox_scratch, "a sandboxed command sees empty"),
 }
 
 
@@ -93,11 +94,12 @@ def test_bad_config_is_one_line_exit_2_nothing_written(
     """Each bad config: exit 2, one stderr line naming the problem, no results folder."""
     change, expected = BAD_CONFIGS[case]
     config = _edit(work, change)
-    with tempfile.TemporaryDirectory() as private:
-        program = Path(private) / "stats.py"
+    # A folder every sandbox sees empty (under the scratch root, not /tmp: /tmp is seen).
+    with private_tempdir("test") as private:
+        program = private / "stats.py"
         program.write_text("#!/bin/sh\n")
         program.chmod(0o755)
-        (work / "demo" / "tmp-link").symlink_to(private)
+        (work / "demo" / "scratch-link").symlink_to(private)
         code = main(["run", "--config", config, "--output-dir", "results/demo"])
     assert code == 2
     captured = capsys.readouterr()

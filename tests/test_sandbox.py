@@ -30,6 +30,7 @@ from kernel.effects.sandbox import (
     available_isolation,
     check_command_starts,
     observation,
+    private_tempdir,
     read_output,
     run_sandboxed,
     scratch_root,
@@ -99,7 +100,8 @@ def _scratch_dirs() -> list[Path]:
         return []
     found = []
     for entry in root.iterdir():
-        owner = entry.name.split("-")[1] if entry.name.startswith("sbx-") else ""
+        # <kind>-<pid>-<random>: sandbox scratch dirs (sbx) and private_tempdir folders.
+        owner = entry.name.split("-")[1] if entry.name.count("-") >= 2 else ""
         if owner.isdigit() and _foreign(int(owner)):
             continue
         found.append(entry)
@@ -255,9 +257,113 @@ def test_hostile_write_to_another_runs_directory(spill: Path, tmp_path: Path) ->
     patch = read_output(victim_capture).decode()
     assert "victim.txt" in patch
     assert "pwned" not in patch
-    # The attacker only ever wrote into its own private /tmp, and saw an empty tree.
+    # The attacker only ever wrote into its own private /tmp layer, and saw an empty tree.
     assert b"victim" not in read_output(attacker_capture)
     assert list(base.iterdir()) == []
+
+
+@pytest.fixture
+def host_tmp() -> Iterator[Path]:
+    """A folder of the host's /tmp holding ``data.txt``."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/tmp"))
+    try:
+        (base / "data.txt").write_text("original\n")
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_host_tmp_is_visible_read_only(spill: Path, host_tmp: Path, level: Isolation) -> None:
+    """Host files under /tmp are readable; writes and deletes stay in the run's own layer."""
+    data = host_tmp / "data.txt"
+    before = data.stat()
+    script = f"""
+        cat {data}
+        echo changed > {data} && cat {data}
+        echo new > {host_tmp}/new.txt
+        rm {data} && test ! -e {data} && echo deleted
+        rm -rf {host_tmp} && test ! -e {host_tmp} && echo removed
+        mkdir /tmp/kernel-made-here && echo made
+    """
+    capture = sh(spill, script, isolation=level)
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert read_output(capture) == b"original\nchanged\ndeleted\nremoved\nmade\n"
+    assert data.read_text() == "original\n"
+    assert data.stat().st_mtime_ns == before.st_mtime_ns
+    assert sorted(p.name for p in host_tmp.iterdir()) == ["data.txt"]
+    assert not Path("/tmp/kernel-made-here").exists()
+    # A later run starts from the host's /tmp again, not from the last run's layer.
+    again = sh(spill, f"cat {data}; ls {host_tmp}", isolation=level, run_index=1)
+    assert read_output(again) == b"original\ndata.txt\n"
+
+
+def test_program_under_host_tmp_runs(spill: Path, host_tmp: Path) -> None:
+    """A program kept under the host's /tmp (e.g. a CI clone's venv) starts in a sandbox."""
+    program = host_tmp / "hello.sh"
+    program.write_text("#!/bin/sh\necho hello from $0\n")
+    program.chmod(0o755)
+    capture = run(spill, str(program))
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert read_output(capture) == f"hello from {program}\n".encode()
+
+
+@pytest.fixture(params=["system", "elsewhere"])
+def scratch_location(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """`scratch_root` in the system temp dir, or (``$TMPDIR`` elsewhere) in /var/tmp."""
+    if request.param == "system":
+        yield scratch_root()
+        return
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(base))
+        assert scratch_root() == base / "kernel-sandboxes"
+        yield scratch_root()
+    finally:
+        monkeypatch.undo()
+        shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_scratch_root_is_hidden(spill: Path, scratch_location: Path, level: Isolation) -> None:
+    """A sandbox cannot list, read or write any kernel scratch area (its own included)."""
+    with private_tempdir("verify") as private:
+        (private / "secret.txt").write_text("secret\n")
+        script = f"""
+            ls -A {scratch_location}
+            cat {private}/secret.txt 2>/dev/null && echo read-secret
+            ls {scratch_location}/sbx-* 2>/dev/null && echo saw-scratch
+            echo x > {scratch_location}/x.txt 2>/dev/null && echo wrote
+            echo x > {private}/x.txt 2>/dev/null && echo wrote-private
+            echo done
+        """
+        capture = sh(spill, script, isolation=level)
+        assert capture.status is CaptureStatus.OK, capture.error
+        assert read_output(capture) == b"done\n"
+        assert sorted(p.name for p in private.iterdir()) == [".lock", "secret.txt"]
+    assert not (scratch_location / "x.txt").exists()
+
+
+def test_private_tempdir_is_locked_removed_and_swept(spill: Path) -> None:
+    """In use it survives a sweep; on exit it is gone; a dead owner's one is swept."""
+    with pytest.raises(ValueError, match="alphanumeric"), private_tempdir("a-b"):
+        pass
+    stale = time.time() - 3600
+    with private_tempdir("test") as private:
+        assert private.parent == scratch_root()
+        assert private.name.startswith(f"test-{os.getpid()}-")
+        os.utime(private, (stale, stale))
+        assert sh(spill, "true").status is CaptureStatus.OK  # a sweep runs
+        assert private.is_dir()
+    assert not private.exists()
+    orphan = scratch_root() / "spill-1-orphan"
+    orphan.mkdir()
+    (orphan / ".lock").touch()
+    os.utime(orphan, (stale, stale))
+    assert sh(spill, "true").status is CaptureStatus.OK
+    assert not orphan.exists()
 
 
 def test_hostile_tcp_connection_to_localhost_is_refused(spill: Path) -> None:

@@ -21,9 +21,10 @@ Verifier entry::
 Rules enforced:
 
 - a command's program (``command[0]``) is a path relative to the config folder when it
-  contains ``/`` (it must be an executable file outside ``/tmp`` and ``/dev/shm``,
-  which a namespace sandbox replaces with private ones), else a name on the sandbox
-  ``PATH``; it is checked before anything runs: a missing command is a `ConfigError`;
+  contains ``/`` (it must be an executable file outside ``/dev/shm`` and the sandbox
+  scratch root, which a namespace sandbox shows empty; ``/tmp`` is fine: a sandbox
+  sees the host's files there read-only), else a name on the sandbox ``PATH``; it is
+  checked before anything runs: a missing command is a `ConfigError`;
 - the baseline must be a directory; an empty ``checks`` list is refused: an empty
   verifier is not verification;
 - commands run with a pinned environment (``PATH``, ``LANG``/``LC_ALL`` C.UTF-8,
@@ -35,7 +36,8 @@ Rules enforced:
   and a sandbox failure are `WorkerFailed` with codes ``worker-failed``,
   ``worker-timeout`` and ``sandbox-error``; its outputs are discarded once digested;
 - the verifier receives only the patch bytes (re-read from the attempt folder and
-  checked against the manifest's digest), copies them to its own private folder, and
+  checked against the manifest's digest), copies them to its own private folder (a
+  `kernel.effects.sandbox.private_tempdir`, invisible to every sandbox), and
   runs each check in its *own fresh* sandbox of the baseline with the patch applied
   (an empty patch applies nothing); ``protected`` paths touched by the patch fail the
   built-in required check ``protected-paths`` (a worker may not rewrite the tests);
@@ -64,7 +66,6 @@ import os
 import shutil
 import signal
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -89,8 +90,10 @@ from kernel.effects.sandbox import (
     SandboxSpec,
     available_isolation,
     check_command_starts,
+    private_tempdir,
     read_output,
     run_sandboxed,
+    scratch_root,
 )
 from kernel.errors import CanonicalizationError, EffectError
 from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
@@ -129,14 +132,12 @@ PROTECTED_CHECK: Final = "protected-paths"
 PATCH_FILE: Final = "candidate.patch"
 DEFAULT_TIMEOUT_S: Final = 300
 _MAX_PATCH_BYTES: Final = 256 << 20
-# Mounted privately inside a namespace sandbox: host files there are invisible to it.
-_SANDBOX_PRIVATE: Final = (Path("/tmp"), Path("/dev/shm"))  # noqa: S108
 BASE_ENV: Final = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "TZ": "UTC",
-    "HOME": "/tmp",  # noqa: S108 - the sandbox's private /tmp
+    "HOME": "/tmp",  # noqa: S108 - the sandbox's private /tmp (writes stay in the run)
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONHASHSEED": "0",
 }
@@ -144,6 +145,12 @@ BASE_ENV: Final = {
 
 
 # --- config parsing -------------------------------------------------------------------
+
+
+def _sandbox_hidden() -> tuple[Path, ...]:
+    """Host folders a namespace sandbox shows empty: its own ``/dev/shm`` and every
+    kernel scratch area (`scratch_root`); a program there would not be found."""
+    return (Path("/dev/shm"), Path(os.path.realpath(scratch_root())))  # noqa: S108
 
 
 def tree_digest(root: Path) -> str:
@@ -278,12 +285,12 @@ def _command(
         path = (source.base_dir / program).resolve()
         if not path.is_file() or not os.access(path, os.X_OK):
             raise source.error(f"{where}.{key}[0]", f"{program!r} is not an executable file")
-        hidden = next((h for h in _SANDBOX_PRIVATE if path.is_relative_to(h)), None)
+        hidden = next((h for h in _sandbox_hidden() if path.is_relative_to(h)), None)
         if hidden is not None and available_isolation() is not Isolation.COPY:
             raise source.error(
                 f"{where}.{key}[0]",
-                f"{program!r} lies under {hidden}, which a sandboxed command cannot see "
-                "(the sandbox has a private one); keep programs outside it",
+                f"{program!r} lies under {hidden}, which a sandboxed command sees empty; "
+                "keep programs outside it",
             )
         digest = _file_digest(path)
         run_argv[0] = str(path)
@@ -644,9 +651,8 @@ class CommandVerifier:
                 )
             )
         # The verifier's own folder: only the patch bytes cross from the worker.
-        private = Path(tempfile.mkdtemp(prefix="kernel-verify-"))
         total_ms = 0
-        try:
+        with private_tempdir("verify") as private:
             patch_path = private / PATCH_FILE
             patch_path.write_bytes(data)
             for index, check in enumerate(self.checks):
@@ -671,8 +677,6 @@ class CommandVerifier:
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
                 results.append(self._result(check, capture, patch_digest, required_ids))
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
         note("verifier_ms", total_ms)
         return self._verification(work_unit, manifest, tuple(results))
 

@@ -24,7 +24,8 @@ use so a config never needs an import): worker ``command`` and verifier ``comman
 Attempts run in parallel through a `concurrent.futures.Executor` (default: a local
 thread pool sized to the machine); the record lists them in launch order whatever
 order they finish in, and an attempt whose future raised is a ``worker_error``,
-never dropped. Each attempt gets a private scratch folder (removed after the run).
+never dropped. Each attempt gets a private scratch folder (removed after the run)
+inside the run's `kernel.effects.sandbox.private_tempdir`, which no sandbox can see.
 Adapters may `note` volatile facts (durations, isolation, output sizes); they go to
 `RunOutcome.volatile`, never into the record.
 
@@ -47,10 +48,10 @@ of what they run on, recorded in the run's `RunProvenance` with the declared rep
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import contextvars
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
@@ -59,6 +60,7 @@ from typing import Final, Protocol, runtime_checkable
 import attrs
 
 from kernel.effects.files import load_json
+from kernel.effects.sandbox import private_tempdir
 from kernel.errors import (
     CanonicalizationError,
     ConfigError,
@@ -922,15 +924,15 @@ def run_detailed(
         EffectError: the run's scratch folder cannot be created.
     """
     started = time.monotonic()
-    try:
-        scratch = Path(tempfile.mkdtemp(prefix="kernel-run-"))
-    except OSError as e:
-        raise EffectError(f"cannot create a scratch folder for the run: {e.strerror}") from e
     own = executor is None
-    pool = executor or concurrent.futures.ThreadPoolExecutor(
-        max_workers=max(1, min(len(loaded.attempts), os.cpu_count() or 1))
-    )
-    try:
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(private_tempdir("run"))
+        pool = executor or concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(len(loaded.attempts), os.cpu_count() or 1))
+        )
+        if own:
+            # Registered after the scratch folder: the pool is shut down before it goes.
+            stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         futures = [
             pool.submit(
                 _attempt_in_scratch,
@@ -951,10 +953,6 @@ def run_detailed(
                 outcomes.append(future.result())
             except Exception as e:
                 outcomes.append(_crashed(attempt_id, order, worker, e))
-    finally:
-        if own:
-            pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(scratch, ignore_errors=True)
     record = RunRecord(
         run_id=loaded.run_id,
         orchestrator=ORCHESTRATOR,

@@ -15,7 +15,9 @@ Rules enforced:
 - each run gets its own ``KERNEL_RUN_INDEX`` and recorded variation;
 - the majority output is copied out atomically (temp file in the destination
   folder, fsync, rename) before the spill directory is discarded;
-- spill files and sandboxes never outlive `corroborate`, also on failure.
+- spill files and sandboxes never outlive `corroborate`, also on failure; by default
+  the spill folder is a `kernel.effects.sandbox.private_tempdir`, which no sandboxed
+  run can see (a run never reads another run's output).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from kernel.effects.sandbox import (
     Variation,
     check_command_starts,
     observation,
+    private_tempdir,
     run_sandboxed,
     variation_env,
 )
@@ -127,7 +130,8 @@ def corroborate(
         isolation: require this isolation level (None: the strongest available).
         executor: where runs execute (None: a local thread pool).
         spill_root: where outputs are spilled (must be visible to the executor's
-            workers; None: the system temp dir). Removed before returning.
+            workers; None: a private folder under the sandbox scratch root, hidden
+            from every sandbox). Removed before returning.
         majority_output_path: write the majority output here, atomically.
         max_majority_bytes: keep the majority bytes in memory only up to this size.
         on_capture: called with each capture as it completes (progress).
@@ -162,7 +166,12 @@ def corroborate(
         )
         for index in range(runs)
     ]
-    with tempfile.TemporaryDirectory(prefix="kernel-corroborate-", dir=spill_root) as spill:
+    spill_dir = (
+        private_tempdir("spill")
+        if spill_root is None
+        else tempfile.TemporaryDirectory(prefix="kernel-corroborate-", dir=spill_root)
+    )
+    with spill_dir as spill:
         captures = _launch(specs, Path(spill), executor, on_capture)
         if all(c.start_failed for c in captures):
             raise EffectError(f"{command[0]}: command could not start ({captures[0].error})")

@@ -9,8 +9,12 @@ in every capture:
     creates user + mount + PID (+ network, unless asked for) namespaces, maps the
     runner to the unprivileged sandbox uid/gid 1000, and as PID 1 of the new PID
     namespace builds a new root: a recursive bind of ``/`` made read-only with one
-    ``mount_setattr(AT_RECURSIVE)``, a private tmpfs ``/tmp`` and ``/dev/shm``, a
-    fresh ``/proc``, and the baseline as an overlay (``userxattr``) at
+    ``mount_setattr(AT_RECURSIVE)``; a private ``/tmp``: an overlay (``userxattr``)
+    whose lower layer is the host's ``/tmp``, read-only like the rest of the
+    filesystem, and whose upper layer is a tmpfs of this namespace only (an empty
+    tmpfs when overlayfs refuses it); an empty private tmpfs ``/dev/shm``; an empty
+    read-only tmpfs over `scratch_root` (no run sees another run's scratch or the
+    runner's private folders); a fresh ``/proc``; and the baseline as an overlay at
     `SANDBOX_WORKDIR` whose upper dir holds the run's changes. The command runs
     chrooted there, with ``no_new_privs`` and, because its uid is not namespace root,
     no capabilities after ``execve``: it cannot remount, unmount, chroot out or
@@ -39,7 +43,9 @@ Rules enforced:
   directories are no change;
 - every scratch directory lives under `scratch_root()`, is locked by its owner with
   ``flock`` and removed after capture, also on failure; one left by a killed runner
-  is swept by the next sandbox that starts;
+  is swept by the next sandbox that starts; `private_tempdir` gives the runner's own
+  folders (spills, attempt folders, the verifier's files) the same treatment, so a
+  namespace sandbox sees none of them;
 - every run gets ``KERNEL_RUN_INDEX``; a `Variation` (TZ, locale, umask, HOME, seed)
   is applied per run and recorded in the capture.
 """
@@ -62,7 +68,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -85,13 +91,14 @@ __all__ = [
     "available_isolation",
     "check_command_starts",
     "observation",
+    "private_tempdir",
     "read_output",
     "run_sandboxed",
     "scratch_root",
     "variation_env",
 ]
 
-SANDBOX_WORKDIR: Final = "/tmp/kernel-sandbox"  # noqa: S108 - inside the private /tmp
+SANDBOX_WORKDIR: Final = "/tmp/kernel-sandbox"  # noqa: S108 - in the private /tmp layer
 """Where the baseline view is mounted inside a namespace sandbox (the command's cwd)."""
 SANDBOX_UID: Final = 1000
 """The command's uid inside the namespaces (never namespace root: no capabilities)."""
@@ -174,7 +181,7 @@ def variation_env(index: int, variations: Sequence[Variation]) -> tuple[tuple[st
         elif variation is Variation.UMASK:
             pairs["umask"] = _UMASKS[index % len(_UMASKS)]
         elif variation is Variation.HOME:
-            pairs["HOME"] = f"/tmp/kernel-home-{index}"  # noqa: S108 - private /tmp
+            pairs["HOME"] = f"/tmp/kernel-home-{index}"  # noqa: S108 - private /tmp layer
         else:
             pairs["KERNEL_RUN_SEED"] = str(index + 1)
             pairs["PYTHONHASHSEED"] = str(index + 1)
@@ -293,8 +300,34 @@ def read_output(capture: Capture, *, max_bytes: int = 1 << 30) -> bytes:
 
 
 def scratch_root() -> Path:
-    """Parent of every sandbox scratch directory (``$TMPDIR/kernel-sandboxes``)."""
+    """Parent of every sandbox scratch directory (``$TMPDIR/kernel-sandboxes``).
+
+    Namespace sandboxes mount an empty read-only tmpfs over it: nothing below it is
+    visible to a sandboxed command.
+    """
     return Path(tempfile.gettempdir()) / "kernel-sandboxes"
+
+
+@contextlib.contextmanager
+def private_tempdir(kind: str) -> Iterator[Path]:
+    """A new folder under `scratch_root`, hidden from every namespace sandbox.
+
+    For the runner's own scratch and spill folders. Named ``<kind>-<pid>-<random>``,
+    locked by this process while in use (a ``.lock`` file inside) and removed on
+    exit, also on failure; one left by a killed process is swept like a sandbox's
+    scratch dir.
+
+    Raises:
+        EffectError: the folder cannot be created.
+        ValueError: ``kind`` is not alphanumeric.
+    """
+    if not kind.isalnum():
+        raise ValueError(f"scratch kind must be alphanumeric, got {kind!r}")
+    scratch = _Scratch(kind)
+    try:
+        yield scratch.path
+    finally:
+        scratch.close()
 
 
 def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
@@ -335,11 +368,11 @@ def available_isolation() -> Isolation:
 
 def _probe() -> Isolation:
     for level in (Isolation.OVERLAY, Isolation.NAMESPACE_COPY):
-        with tempfile.TemporaryDirectory(prefix="kernel-probe-") as spill:
+        with private_tempdir("probe") as spill:
             try:
                 capture = run_sandboxed(
                     SandboxSpec(command=("true",), isolation=level, timeout_s=20.0),
-                    spill_dir=Path(spill),
+                    spill_dir=spill,
                 )
             except EffectError:
                 continue
@@ -355,12 +388,12 @@ def _probe() -> Isolation:
 class _Scratch:
     """A locked scratch directory: removed on close; swept if its owner died."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "sbx") -> None:
         root = scratch_root()
         try:
             root.mkdir(parents=True, exist_ok=True)
             _sweep(root)
-            self.path = Path(tempfile.mkdtemp(prefix=f"sbx-{os.getpid()}-", dir=root))
+            self.path = Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root))
             self._lock = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -672,7 +705,7 @@ def _run_namespaced(
     patch: _Sink | None,
     deadline: float | None,
 ) -> _Result:
-    for name in ("lower", "upper", "work", "root", "diff"):
+    for name in ("lower", "upper", "work", "root", "diff", "layer"):
         (scratch / name).mkdir()
     if baseline is None:
         baseline = scratch / "empty"
@@ -691,6 +724,7 @@ def _run_namespaced(
         "preload": spec.preload or "",
         "apply": spec.apply_patch or "",
         "home": home,
+        "hide": os.path.realpath(scratch_root()),
         "ppid": str(os.getpid()),
         "uid": str(SANDBOX_UID),
         "gid": str(SANDBOX_GID),
@@ -981,11 +1015,31 @@ def _sandbox_init() -> None:
     # The rest of the filesystem: a recursive bind of / made read-only in one call.
     mount("/", root, None, ms_bind | ms_rec, None)
     read_only(root, True)
-    # Private, writable /tmp and /dev/shm (tmpfs in this mount namespace only).
+    # Private, writable /tmp: the host's /tmp (read-only under root) as the lower layer
+    # of an overlay whose upper layer is a tmpfs of this mount namespace only; host
+    # files stay visible, every write lands in (and vanishes with) this run's layer.
     private_tmp, private_shm = root + "/tmp", root + "/dev/shm"  # noqa: S108
-    mount("tmpfs", private_tmp, "tmpfs", ms_nosuid | ms_nodev, "mode=1777")
+    layer = scratch + "/layer"
+    mount("tmpfs", layer, "tmpfs", ms_nosuid | ms_nodev, "mode=0700")
+    os.mkdir(layer + "/upper")
+    os.chmod(layer + "/upper", 0o1777)  # noqa: S103 - /tmp of this sandbox
+    os.mkdir(layer + "/work", 0o700)
+    data = f"lowerdir={private_tmp},upperdir={layer}/upper,workdir={layer}/work,userxattr"
+    ctypes.set_errno(0)
+    if libc.mount(
+        b"overlay", private_tmp.encode(), b"overlay", ms_nosuid | ms_nodev, data.encode()
+    ):
+        # No overlayfs here (or no userxattr): an empty private tmpfs, as before.
+        mount("tmpfs", private_tmp, "tmpfs", ms_nosuid | ms_nodev, "mode=1777")
+    # Empty private /dev/shm (host segments are not shared).
     if os.path.isdir(private_shm):
         mount("tmpfs", private_shm, "tmpfs", ms_nosuid | ms_nodev, "mode=1777")
+    # Every kernel scratch area (other runs' trees, spills, the verifier's private
+    # files) behind an empty read-only tmpfs; one that is not there is hidden already.
+    hidden = root + opts["hide"]
+    if os.path.isdir(hidden):
+        flags = ms_rdonly | ms_nosuid | ms_nodev | ms_noexec
+        mount("tmpfs", hidden, "tmpfs", flags, "mode=0555,size=4k")
     ctypes.set_errno(0)
     if libc.mount(
         b"proc", (root + "/proc").encode(), b"proc", ms_nosuid | ms_nodev | ms_noexec, None
