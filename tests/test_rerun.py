@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,32 @@ from kernel.effects.sandbox import Variation, scratch_root
 from kernel.errors import ConfigError, EffectError
 
 
+def _owned_elsewhere(name: str) -> bool:
+    """True when scratch dir ``name`` (``<kind>-<pid>-<random>``) belongs to a live
+    process that is neither this test process nor one of its descendants (another
+    session's runner on the same machine). A dead owner's dir is a leftover."""
+    parts = name.split("-")
+    if len(parts) < 3 or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    while pid > 1:
+        if pid == os.getpid():
+            return False
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return True
+
+
 @pytest.fixture(autouse=True)
 def no_scratch_left() -> Any:
-    """No sandbox scratch dir survives a test."""
+    """No sandbox scratch dir of this test survives it."""
     yield
     root = scratch_root()
-    assert not root.exists() or list(root.iterdir()) == []
+    left = [p.name for p in root.iterdir() if not _owned_elsewhere(p.name)] if root.exists() else []
+    assert left == []
 
 
 def test_unanimous_stdout_consensus_with_candidate() -> None:
