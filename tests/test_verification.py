@@ -17,13 +17,17 @@ from kernel.verification import (
     Binding,
     BindingReason,
     BindingRefusal,
+    CheckResult,
     CheckStatus,
     Recommendation,
     ResultManifest,
     VerificationResult,
+    VerificationStatus,
+    WorkerStatus,
     WorkUnit,
     check_binding,
     check_manifest_binding,
+    verdict_from_checks,
 )
 
 
@@ -275,3 +279,50 @@ def test_round_trip_and_generated_triples_bind_or_refuse(data: st.DataObject) ->
         assert type(record).from_dict(record.to_dict()) == record
     outcome = check_binding(unit, manifest, verification)
     assert isinstance(outcome, Binding | BindingRefusal)
+
+
+def _check(status: CheckStatus, required: bool = True) -> CheckResult:
+    """One check with the given status."""
+    return CheckResult(id=f"c-{status}", required=required, status=status, evidence_digests=())
+
+
+P, F, E, INC = CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.ERROR, CheckStatus.INCONCLUSIVE
+VERDICTS = [
+    ("no checks: never a vacuous pass", (), WorkerStatus.SUCCEEDED,
+     VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE),
+    ("all passed", (P, P), WorkerStatus.SUCCEEDED,
+     VerificationStatus.PASSED, Recommendation.ACCEPT_CANDIDATE),
+    ("passed but the worker failed", (P,), WorkerStatus.FAILED,
+     VerificationStatus.PASSED, Recommendation.ESCALATE),
+    ("one failed wins over errors", (P, E, F), WorkerStatus.SUCCEEDED,
+     VerificationStatus.FAILED, Recommendation.REJECT_CANDIDATE),
+    ("an error", (P, E), WorkerStatus.SUCCEEDED,
+     VerificationStatus.ERROR, Recommendation.INSUFFICIENT_EVIDENCE),
+    ("inconclusive", (P, INC), WorkerStatus.SUCCEEDED,
+     VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statuses", "worker", "status", "recommendation"),
+    [v[1:] for v in VERDICTS],
+    ids=[v[0] for v in VERDICTS],
+)
+def test_verdict_follows_the_checks(
+    statuses: tuple[CheckStatus, ...],
+    worker: WorkerStatus,
+    status: VerificationStatus,
+    recommendation: Recommendation,
+) -> None:
+    """The verifier's status and recommendation follow its checks (shared by all adapters)."""
+    checks = tuple(_check(s) for s in statuses)
+    assert verdict_from_checks(checks, worker) == (status, recommendation)
+
+
+def test_only_required_checks_count_when_some_are_required() -> None:
+    """A failing optional check does not reject when the required ones pass."""
+    checks = (_check(P), _check(F, required=False))
+    assert verdict_from_checks(checks, WorkerStatus.SUCCEEDED) == (
+        VerificationStatus.PASSED,
+        Recommendation.ACCEPT_CANDIDATE,
+    )

@@ -40,6 +40,7 @@ from kernel.identity import is_digest, sha256_hex
 from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
 
 __all__ = [
+    "verdict_from_checks",
     "ActorType",
     "Actor",
     "Artifact",
@@ -436,6 +437,36 @@ def check_manifest_binding(
         A `Binding` with ``verification_semantic_digest=None``, or a `BindingRefusal`.
     """
     return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
+
+
+def verdict_from_checks(
+    checks: tuple[CheckResult, ...], worker_status: WorkerStatus
+) -> tuple[VerificationStatus, Recommendation]:
+    """A verifier's overall status and recommendation, following its checks.
+
+    The checks that count are the required ones, or all of them when none is
+    required. Rules, in order:
+
+    - no check at all: ``inconclusive`` / ``insufficient_evidence`` (an empty
+      verifier is not verification, never a vacuous pass);
+    - any counted check failed: ``failed`` / ``reject_candidate``;
+    - every counted check passed: ``passed`` / ``accept_candidate``, or ``escalate``
+      when the worker itself does not report success (a human should look);
+    - any counted check errored: ``error`` / ``insufficient_evidence``;
+    - otherwise (skipped, inconclusive): ``inconclusive`` / ``insufficient_evidence``.
+    """
+    counted = [c.status for c in checks if c.required] or [c.status for c in checks]
+    if not counted:
+        return VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE
+    if CheckStatus.FAILED in counted:
+        return VerificationStatus.FAILED, Recommendation.REJECT_CANDIDATE
+    if all(status is CheckStatus.PASSED for status in counted):
+        if worker_status is WorkerStatus.SUCCEEDED:
+            return VerificationStatus.PASSED, Recommendation.ACCEPT_CANDIDATE
+        return VerificationStatus.PASSED, Recommendation.ESCALATE
+    if CheckStatus.ERROR in counted:
+        return VerificationStatus.ERROR, Recommendation.INSUFFICIENT_EVIDENCE
+    return VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE
 
 
 def check_binding(

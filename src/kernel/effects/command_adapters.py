@@ -105,12 +105,11 @@ from kernel.verification import (
     CheckResult,
     CheckStatus,
     Independence,
-    Recommendation,
     ResultManifest,
     VerificationResult,
-    VerificationStatus,
     WorkerStatus,
     WorkUnit,
+    verdict_from_checks,
 )
 
 __all__ = [
@@ -711,20 +710,7 @@ class CommandVerifier:
     def _verification(
         self, work_unit: WorkUnit, manifest: ResultManifest, checks: tuple[CheckResult, ...]
     ) -> VerificationResult:
-        relevant = [c.status for c in checks if c.required] or [c.status for c in checks]
-        if CheckStatus.FAILED in relevant:
-            status, recommendation = VerificationStatus.FAILED, Recommendation.REJECT_CANDIDATE
-        elif all(s is CheckStatus.PASSED for s in relevant):
-            status = VerificationStatus.PASSED
-            # Checks pass but the worker reports no success: a human should look.
-            recommendation = (
-                Recommendation.ACCEPT_CANDIDATE
-                if manifest.status is WorkerStatus.SUCCEEDED
-                else Recommendation.ESCALATE
-            )
-        else:
-            status = VerificationStatus.ERROR
-            recommendation = Recommendation.INSUFFICIENT_EVIDENCE
+        status, recommendation = verdict_from_checks(checks, manifest.status)
         return VerificationResult(
             id=f"{manifest.id}/{self.verifier_id}/verification",
             result_manifest_id=manifest.id,

@@ -91,14 +91,12 @@ from kernel.verification import (
     CheckResult,
     CheckStatus,
     Independence,
-    Recommendation,
     ResultManifest,
     VerificationResult,
-    VerificationStatus,
-    WorkerStatus,
     WorkUnit,
     check_binding,
     check_manifest_binding,
+    verdict_from_checks,
 )
 
 __all__ = [
@@ -429,20 +427,7 @@ class FixturePolicyVerifier:
             CheckResult(id=name, required=name in required, status=status, evidence_digests=ev)
             for name, (status, ev) in statuses.items()
         )
-        relevant = [c.status for c in checks if c.required] or [c.status for c in checks]
-        if CheckStatus.FAILED in relevant:
-            status, recommendation = VerificationStatus.FAILED, Recommendation.REJECT_CANDIDATE
-        elif all(s is CheckStatus.PASSED for s in relevant):
-            status = VerificationStatus.PASSED
-            # Checks pass but the worker itself reports no success: a human should look.
-            recommendation = (
-                Recommendation.ACCEPT_CANDIDATE
-                if manifest.status is WorkerStatus.SUCCEEDED
-                else Recommendation.ESCALATE
-            )
-        else:
-            status = VerificationStatus.INCONCLUSIVE
-            recommendation = Recommendation.INSUFFICIENT_EVIDENCE
+        status, recommendation = verdict_from_checks(checks, manifest.status)
         return VerificationResult(
             id=f"{manifest.id}/{self.policy_id}/verification",
             result_manifest_id=manifest.id,
