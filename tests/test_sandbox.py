@@ -396,6 +396,41 @@ def test_hostile_tcp_connection_to_localhost_is_refused(spill: Path) -> None:
         listener.close()
 
 
+def test_host_unix_socket_is_unreachable_without_network(spill: Path) -> None:
+    """Network off also cuts filesystem sockets (a docker.sock, an agent socket).
+
+    The read-only tree does not stop connect(); the seccomp filter refuses
+    socket(AF_UNIX) instead, while socketpair() keeps working. --network allows it.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="kernel-unix-", dir="/var/tmp"))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        path = folder / "agent.sock"
+        listener.bind(str(path))
+        listener.listen(4)
+        listener.settimeout(0.5)
+        probe = textwrap.dedent(f"""
+            import socket, sys
+            socket.socketpair()
+            try:
+                socket.socket(socket.AF_UNIX).connect({str(path)!r})
+            except OSError as e:
+                print("refused", e.errno)
+                sys.exit(3)
+            print("connected")
+        """)
+        closed = run(spill, sys.executable, "-c", probe)
+        assert closed.exit_code == 3
+        assert read_output(closed) == b"refused 13\n"
+        with pytest.raises(TimeoutError):
+            listener.accept()
+        opened = run(spill, sys.executable, "-c", probe, network=True, run_index=1)
+        assert read_output(opened) == b"connected\n"
+    finally:
+        listener.close()
+        shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize("level", ALL_LEVELS)
 def test_timeout_kills_the_whole_process_tree(spill: Path, level: Isolation) -> None:
     """A child that forks, leaves the session and outlives the timeout is killed too."""

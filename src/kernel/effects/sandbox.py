@@ -28,7 +28,10 @@ in every capture:
 Rules enforced:
 
 - the baseline, other runs and everything outside the sandbox are unchanged by a run
-  (``overlay``/``namespace_copy``); network is off unless ``network=True``;
+  (``overlay``/``namespace_copy``); network is off unless ``network=True``: a
+  network namespace cuts IP and abstract sockets, and a seccomp filter (x86_64,
+  aarch64) makes ``socket(AF_UNIX)`` fail, because a filesystem socket on the
+  read-only tree (``docker.sock``, an agent socket) still accepts ``connect()``;
 - die with the runner: the helper has ``PR_SET_PDEATHSIG=SIGKILL`` towards the
   runner and PID 1 towards the helper, and the kernel kills every process of a PID
   namespace when its PID 1 dies; a timeout kills the helper, hence the whole tree;
@@ -960,6 +963,49 @@ def _sandbox_init() -> None:
                             flags |= {"noexec": ms_noexec}.get(opt, 0) | atime.get(opt, 0)
                 mount("none", name, None, flags, None)
 
+    def deny_unix_sockets() -> None:
+        # A network namespace cuts IP and abstract sockets, but a filesystem socket
+        # (docker.sock, an agent socket) stays reachable through the read-only tree:
+        # connect() needs no write permission. With network off, a seccomp filter
+        # makes socket(AF_UNIX, ...) fail with EACCES; socketpair() stays allowed.
+        # Other architectures' syscalls (x32, 32-bit compat) are refused outright.
+        arch_nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+        machine = os.uname().machine
+        if machine not in arch_nr:
+            return  # no filter for this architecture (documented limitation)
+        arch, socket_nr = arch_nr[machine]
+        ld, jeq, ret = 0x20, 0x15, 0x06
+        deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO|EACCES, RET_ALLOW
+        program = [
+            (ld, 0, 0, 4),  # A = seccomp_data.arch
+            (jeq, 1, 0, arch),  # native architecture: go on, else deny
+            (ret, 0, 0, deny),
+            (ld, 0, 0, 0),  # A = seccomp_data.nr
+            (jeq, 3, 0, 0x40000000 | socket_nr),  # x32 socket(): deny
+            (jeq, 0, 3, socket_nr),  # socket(): check the family, else allow
+            (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
+            (jeq, 0, 1, 1),  # AF_UNIX: deny, else allow
+            (ret, 0, 0, deny),
+            (ret, 0, 0, allow),
+        ]
+
+        class SockFilter(ctypes.Structure):
+            _fields_ = (
+                ("code", ctypes.c_uint16),
+                ("jt", ctypes.c_uint8),
+                ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32),
+            )
+
+        class SockFprog(ctypes.Structure):
+            _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter)))
+
+        filters = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
+        fprog = SockFprog(len(program), filters)
+        pr_set_seccomp, seccomp_mode_filter = 22, 2
+        if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "cannot install the unix-socket filter")
+
     def spawn(argv: list[str], cwd: str, stdout: int, env: dict[str, str]) -> int:
         pid = os.fork()
         if pid == 0:
@@ -1095,6 +1141,8 @@ def _sandbox_init() -> None:
             os.chdir(opts["workdir"])
             os.umask(int(opts["umask"]))
             libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0)
+            if opts["net"] != "1":
+                deny_unix_sockets()
             os.closerange(3, error_w)
             os.closerange(error_w + 1, 1 << 16)
             os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
