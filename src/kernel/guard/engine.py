@@ -138,16 +138,18 @@ class _Context:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self.transitive = tuple(r for r in policy.rules if r.transitive)
-        self._by_rules: dict[tuple[int, ...], tuple[tuple[Rule, ...], CallMatcher]] = {}
+        self._matchers: dict[tuple[Rule, ...], CallMatcher] = {}
 
-    def rules_for(self, module: str) -> tuple[tuple[Rule, ...], CallMatcher]:
-        idx = tuple(i for i, r in enumerate(self.policy.rules) if covers(r.modules, module))
-        got = self._by_rules.get(idx)
-        if got is None:
-            rules = tuple(self.policy.rules[i] for i in idx)
+    def rules_for(self, module: str) -> tuple[Rule, ...]:
+        return tuple(r for r in self.policy.rules if covers(r.modules, module))
+
+    def matcher_for(self, rules: tuple[Rule, ...]) -> CallMatcher:
+        # Built only when a file is actually scanned: a warm run never needs one.
+        matcher = self._matchers.get(rules)
+        if matcher is None:
             matcher = CallMatcher((r.name, p) for r in rules for p in r.forbid_calls)
-            got = self._by_rules[idx] = (rules, matcher)
-        return got
+            self._matchers[rules] = matcher
+        return matcher
 
 
 @contextlib.contextmanager
@@ -195,7 +197,7 @@ def check_paths(
     with _gc_paused():
         for path, module, is_package in files:
             modules.setdefault(module, path)
-            rules, matcher = ctx.rules_for(module)
+            rules = ctx.rules_for(module)
             for r in rules:
                 covered_any.add(r.name)
             if not rules and not need_graph:
@@ -239,7 +241,7 @@ def check_paths(
                     module=module,
                     is_package=is_package,
                     rules=rules,
-                    matcher=matcher,
+                    matcher=ctx.matcher_for(rules),
                     filename=path,
                 )
             cache.entries[path] = (st.st_size, st.st_mtime_ns, st.st_ino, digest, imports, findings)

@@ -33,12 +33,12 @@ __all__ = [
 PATTERN_RE = re.compile(r"!?[A-Za-z_*?\[\]][\w*?\[\]!]*(\.[\w*?\[\]!]+)*(\.\*)?")
 """Syntax of every pattern (identifiers, dots, glob characters, optional ``!``)."""
 
-_GLOB = frozenset("*?[")
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _has_glob(pattern: str) -> bool:
-    return any(c in _GLOB for c in pattern)
+    # Three substring tests run in C; a generator over the characters cost 10x more.
+    return "*" in pattern or "?" in pattern or "[" in pattern
 
 
 def module_matches(pattern: str, module: str) -> bool:
