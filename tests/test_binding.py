@@ -432,6 +432,27 @@ VECTORS: dict[str, tuple[R, Callable[..., Any]]] = {
                 _existing(o, attempt_index=0, attempt_id="2" * 64, candidate_digest="2" * 64),
             )), candidates_considered=2, steps_used=2),
             _at_index(o, 2), {})),
+    "run understates candidates": (
+        R.RUN_ACCOUNTING_UNDERSTATED,
+        lambda r, o: (
+            evolve_consumed(attrs.evolve(r, candidate_attempts=(
+                _existing(o, attempt_index=0, attempt_id=OTHER, candidate_digest=OTHER),
+            )), candidates_considered=0, steps_used=1, depth_reached=1),
+            _at_index(o, 1), {})),
+    "run understates steps": (
+        R.RUN_ACCOUNTING_UNDERSTATED,
+        lambda r, o: (
+            evolve_consumed(attrs.evolve(r, candidate_attempts=(
+                _existing(o, attempt_index=0, attempt_id=OTHER, candidate_digest=OTHER),
+            )), candidates_considered=1, steps_used=0, depth_reached=1),
+            _at_index(o, 1), {})),
+    "run understates depth": (
+        R.RUN_ACCOUNTING_UNDERSTATED,
+        lambda r, o: (
+            evolve_consumed(attrs.evolve(r, candidate_attempts=(
+                _existing(o, attempt_index=0, attempt_id=OTHER, candidate_digest=OTHER),
+            )), candidates_considered=1, steps_used=1, depth_reached=0),
+            _at_index(o, 1), {})),
     "missing reconstruction (forged)": (
         R.MISSING_CANDIDATE_RECONSTRUCTION,
         _res(lambda o: forged(o, candidate_reconstruction=None))),
@@ -564,7 +585,10 @@ def test_continuation_after_existing_attempts_binds() -> None:
         _existing(result, attempt_index=1, attempt_id="2" * 64, candidate_digest="2" * 64),
     )
     run = evolve_consumed(
-        attrs.evolve(run, candidate_attempts=existing), candidates_considered=2, steps_used=2
+        attrs.evolve(run, candidate_attempts=existing),
+        candidates_considered=2,
+        steps_used=2,
+        depth_reached=1,
     )
     assert type(bind(run, _at_index(result, 2))) is CandidateAttemptRunBinding
     assert code_of(bind(run, _at_index(result, 3))) is R.ATTEMPT_INDEX_GAP
@@ -1105,3 +1129,16 @@ def test_25_smoke_lane() -> None:
     assert type(outcome) is CandidateAttemptRunBinding
     assert type(verify_binding(outcome, run, result)) is CandidateAttemptRunBindingInput
     assert verify_binding_set(run, [outcome]) == (outcome,)
+
+
+def test_an_honestly_accounted_continuation_binds() -> None:
+    """The boundary of check 25: a run declaring exactly its attempts' charges binds."""
+    run, result = chain()
+    first = _existing(result, attempt_index=0, attempt_id=OTHER, candidate_digest=OTHER)
+    honest = evolve_consumed(
+        attrs.evolve(run, candidate_attempts=(first,)),
+        candidates_considered=1,
+        steps_used=1,
+        depth_reached=1,
+    )
+    assert isinstance(bind(honest, _at_index(result, 1)), CandidateAttemptRunBinding)

@@ -181,6 +181,8 @@ def build_cases(chain: Doc) -> dict[str, Doc]:
         run["candidate_attempts"] = [_existing(chain, i, str(i)) for i in indices]
         consumed(run)["candidates_considered"] = len(indices)
         consumed(run)["steps_used"] = len(indices)
+        depths = [a["depth"] for a in run["candidate_attempts"]]
+        consumed(run)["depth_reached"] = max([consumed(run)["depth_reached"], *depths])
 
     def at_index(result: Doc, index: int) -> None:
         attempt(result)["attempt_index"] = index
@@ -390,6 +392,16 @@ def build_cases(chain: Doc) -> dict[str, Doc]:
         "the run already uses parallelism 2 > 1",
         sealed=True,
         edits=[lambda r, o: consumed(r).update(parallelism_used=2)],
+    )
+    case(
+        "run-accounting-understated-refuses",
+        "the run holds attempts 0 and 1 but declares one candidate considered",
+        sealed=True,
+        edits=[
+            lambda r, o: history(r, [0, 1]),
+            lambda r, o: consumed(r).update(candidates_considered=1),
+            lambda r, o: at_index(o, 2),
+        ],
     )
     case(
         "continuation-index-2-binds",

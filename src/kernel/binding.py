@@ -53,7 +53,9 @@ Then the ADR-0232 rules the reference skips (kernel is stricter; docs/adr explai
 22.  the declared index is ``n`` (no gap) -> ``attempt_index_gap``;
 23.  every span sentence index is non-negative -> ``malformed_evidence_span``;
 24.  every value entering an id has its record shape and is encodable (a record
-     altered after construction is caught here) -> ``malformed_input_field``.
+     altered after construction is caught here) -> ``malformed_input_field``;
+25.  the run's ``budget_consumed`` covers its existing attempts (sum of candidate and
+     step charges, deepest depth) -> ``run_accounting_understated``.
 
 A binding is stateless: two bindings of different candidates against the same run
 may each succeed while together exceeding its budget. `verify_binding_set` checks a
@@ -185,6 +187,9 @@ class RunAttemptBindingRefusalReason(enum.StrEnum):
     """21: existing attempts are not exactly indices ``0..n-1`` in order."""
     ATTEMPT_INDEX_GAP = "attempt_index_gap"
     """22: the declared index is not the next one (``n``)."""
+    RUN_ACCOUNTING_UNDERSTATED = "run_accounting_understated"
+    """25: the run declares less consumption (candidates, steps, depth) than its
+    existing attempts charged."""
     # -- verifiers (`verify_binding`, `verify_binding_set`) ---------------------------
     BINDING_ID_MISMATCH = "binding_id_mismatch"
     """The binding's ``binding_id`` does not reproduce from its own payload."""
@@ -541,6 +546,8 @@ def _bind(
     attempt_id = attempt.attempt_id
     candidate_digest = attempt.candidate_digest
     ordered = True
+    # What the existing attempts charged, for check 25 (None: not an exact charge).
+    charged: tuple[int, int, int] | None = (0, 0, 0)
     for position, existing in enumerate(existing_attempts):
         if type(existing) is not CandidateAttempt:
             return _refusal(R.MALFORMED_INPUT_FIELD, ids)
@@ -553,6 +560,21 @@ def _bind(
             return _refusal(R.DUPLICATE_CANDIDATE_DIGEST, ids)
         if type(existing_index) is not int or existing_index != position:
             ordered = False
+        prior = existing.budget_charge
+        if (
+            charged is None
+            or type(prior) is not BudgetCharge
+            or type(prior.candidates) is not int
+            or type(prior.steps) is not int
+            or type(existing.depth) is not int
+        ):
+            charged = None
+        else:
+            charged = (
+                charged[0] + prior.candidates,
+                charged[1] + prior.steps,
+                max(charged[2], existing.depth),
+            )
     # 14 (missing_budget_charge, kernel; budget_charge_exceeds_remaining).
     charge = attempt.budget_charge
     if type(charge) is not BudgetCharge:
@@ -652,6 +674,16 @@ def _bind(
     )
     if not _all_digests(digests) or set(map(type, texts)) != _STR_ONLY:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # 25 (run_accounting_understated): ADR section 10, the run's declared consumption
+    # covers what its existing attempts charged; an understated run would let this
+    # candidate in on budget the run no longer has.
+    if (
+        charged is None
+        or charged[0] > consumed.candidates_considered
+        or charged[1] > consumed.steps_used
+        or charged[2] > consumed.depth_reached
+    ):
+        return _refusal(R.RUN_ACCOUNTING_UNDERSTATED, ids)
     # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids are
     # computed from the explicit ADR section 15 payloads and the binding is built
     # without re-running its validators (the hot path; a property test holds this
