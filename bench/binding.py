@@ -56,6 +56,7 @@ def chain_with(existing: int) -> tuple[GeometricSearchRun, CandidateOperatorResu
         max_candidates=existing + 5,
         steps_used=existing,
         max_steps=existing + 10,
+        depth_reached=max((a.depth for a in attempts), default=run.budget_consumed.depth_reached),
     )
     run = attrs.evolve(run, candidate_attempts=attempts, budget_consumed=consumed)
     attempt = attrs.evolve(template, attempt_index=existing)
