@@ -282,3 +282,47 @@ def test_a_writer_killed_mid_write_leaves_the_old_file(tmp_path: Path) -> None:
     time.sleep(0.05)
     assert target.read_bytes() == b'{"old": true}\n'
     assert not fresh.exists()
+
+
+def test_output_below_an_existing_file_is_refused_before_any_write(work: Path) -> None:
+    """Regression: an output whose parent is a file was refused only at write time, after
+    the earlier outputs were already written (exit 2 with a partial set of files)."""
+    (work / "results").mkdir()
+    (work / "results/plain.json").write_bytes(b"{}\n")
+    code = main(
+        ["report", "generate", "--config", "orchestration/two-attempt-good-vs-bad.json",
+         "--run-output", "results/run.json", "--report-json", "results/r.json",
+         "--report-markdown", "results/plain.json/r.md"]
+    )  # fmt: skip
+    assert code == 2
+    assert sorted(p.name for p in (work / "results").iterdir()) == ["plain.json"]
+
+
+def test_overlong_output_name_is_one_line_exit_2_nothing_written(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: an output name longer than the filesystem allows escaped as a raw
+    OSError traceback instead of one line and exit 2."""
+    code = main(
+        ["report", "generate", "--config", "orchestration/two-attempt-good-vs-bad.json",
+         "--run-output", "results/run.json", "--report-json", "results/r.json",
+         "--report-markdown", "results/" + "m" * 300]
+    )  # fmt: skip
+    assert code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not (work / "results").exists() or not any((work / "results").iterdir())
+
+
+def test_longest_valid_output_name_is_written(work: Path) -> None:
+    """Regression: a 250-byte name (valid) was too long once wrapped into the temporary
+    file's name, so its write failed after the earlier outputs were written."""
+    name = "m" * 250
+    code = main(
+        ["report", "generate", "--config", "orchestration/two-attempt-good-vs-bad.json",
+         "--run-output", "results/run.json", "--report-json", "results/r.json",
+         "--report-markdown", f"results/{name}"]
+    )  # fmt: skip
+    assert code == 0
+    assert sorted(p.name for p in (work / "results").iterdir()) == sorted(
+        ["run.json", "r.json", name]
+    )

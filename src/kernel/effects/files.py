@@ -7,7 +7,8 @@ Rules enforced:
   old file or the new one, never a half-written one, also when the writer is killed;
 - outputs are confined to an output root (``results/`` by default): a path that
   escapes it through ``..``, an absolute path elsewhere, or a symlink anywhere on the
-  way is refused before anything is written;
+  way is refused before anything is written, and so is a path the filesystem cannot
+  hold (a folder on the way that is a file, a name too long);
 - an output may never overwrite one of the command's inputs;
 - every failure is a `kernel.errors.EffectError` (or `ConfigError` for unusable
   content) whose message names the file; nothing escapes as a raw OSError.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +37,11 @@ __all__ = [
 ]
 
 DEFAULT_OUTPUT_ROOT = Path("results")
+
+# The temporary file's name has a fixed length, so any target name the filesystem
+# accepts also has a temporary name it accepts (checked before the first write).
+_TMP_PREFIX = ".kernel-"
+_TMP_SUFFIX = ".tmp"
 
 
 def load_json(path: Path | str, *, what: str = "JSON document") -> object:
@@ -70,7 +77,7 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=folder)
     except OSError as e:
         raise EffectError(f"{path}: cannot create a file in {folder}: {e.strerror}") from e
     try:
@@ -125,7 +132,8 @@ class OutputRoot:
 
         Raises:
             EffectError: the path escapes the root (``..``, absolute elsewhere, a
-                symlink on the way), is the root itself, or names an input.
+                symlink on the way), is the root itself or a folder, cannot be a file
+                (a file on the way, a name too long), or names an input.
         """
         requested = Path(requested)
         root = Path(os.path.abspath(self.root))
@@ -134,20 +142,52 @@ class OutputRoot:
             raise EffectError(f"{requested}: output path may not contain '..'")
         if target == root or not target.is_relative_to(root):
             raise EffectError(f"{requested}: output must be inside the output root {self.root}/")
-        # No component from the root down may be a symlink: it could point anywhere.
+        try:
+            self._check_way(requested, root, target)
+            for source in inputs:
+                source_path = Path(source)
+                if source_path.exists() and target.exists() and source_path.samefile(target):
+                    raise EffectError(f"{requested}: output would overwrite the input {source}")
+                if Path(os.path.abspath(source_path)) == target:
+                    raise EffectError(f"{requested}: output would overwrite the input {source}")
+        except EffectError:
+            raise
+        except OSError as e:
+            # e.g. a name longer than the filesystem allows: refused before any write.
+            raise EffectError(f"{requested}: unusable output path: {e.strerror}") from e
+        return target
+
+    @staticmethod
+    def _check_way(requested: Path, root: Path, target: Path) -> None:
+        """Refuse a symlink on the way, a folder on the way that is not a folder, and a
+        target that is a folder; ``lstat`` raises for names the filesystem refuses."""
         probe = root
         for part in ("", *target.relative_to(root).parts):
             probe = probe / part if part else probe
-            if probe.is_symlink():
+            try:
+                mode = probe.lstat().st_mode
+            except FileNotFoundError:
+                # Nothing from here on exists: only the names' lengths can be checked.
+                _check_names(requested, probe.parent, target)
+                return
+            # No component from the root down may be a symlink: it could point anywhere.
+            if stat.S_ISLNK(mode):
                 raise EffectError(
                     f"{requested}: {probe} is a symlink; refusing to write through it"
                 )
-        if target.is_dir():
+            if probe != target and not stat.S_ISDIR(mode):
+                raise EffectError(f"{requested}: {probe} is not a folder")
+        if stat.S_ISDIR(mode):
             raise EffectError(f"{requested}: is a directory")
-        for source in inputs:
-            source_path = Path(source)
-            if source_path.exists() and target.exists() and source_path.samefile(target):
-                raise EffectError(f"{requested}: output would overwrite the input {source}")
-            if Path(os.path.abspath(source_path)) == target:
-                raise EffectError(f"{requested}: output would overwrite the input {source}")
-        return target
+
+
+def _check_names(requested: Path, existing: Path, target: Path) -> None:
+    """Refuse a name below the folder ``existing`` that the filesystem would not accept,
+    so that writing it never fails after other outputs were written."""
+    try:
+        limit = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in target.relative_to(existing).parts:
+        if len(os.fsencode(part)) > limit:
+            raise EffectError(f"{requested}: the name {part[:32]}... is longer than {limit} bytes")
