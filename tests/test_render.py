@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html.parser
 import re
+import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,14 @@ from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
 from kernel.identity import canonical_json
-from kernel.render import html_text, md_cell, render_html, render_json, render_markdown
+from kernel.render import (
+    TableSection,
+    html_text,
+    md_cell,
+    render_html,
+    render_json,
+    render_markdown,
+)
 from kernel.report import RunEvidenceReport, build_report
 from kernel.strategies import identifiers
 
@@ -130,3 +139,45 @@ def test_md_cell_is_one_cell_without_raw_markup(value: str) -> None:
 def test_html_text_escapes_attribute_and_content_characters(raw: str, escaped: str) -> None:
     """html_text escapes & < > " and '."""
     assert html_text(raw) == escaped
+
+
+_INVISIBLE = (
+    "\u202e\u202a\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff\u00ad"
+)
+
+
+@pytest.mark.parametrize("char", list(_INVISIBLE))
+def test_bidi_and_invisible_format_characters_are_made_visible(char: str) -> None:
+    """Regression: a bidi override (U+202E, isolates) or a zero-width character in a
+    worker string passed through raw, so it could reorder the rest of a Markdown row or
+    make two different ids look identical; both escapers now replace it."""
+    value = f"attempt{char}-001"
+    assert char not in md_cell(value)
+    assert char not in html_text(value)
+    assert md_cell(value) != md_cell("attempt-001")
+
+
+def test_section_notes_cannot_start_markdown_blocks() -> None:
+    """Regression: a `TableSection` note starts its own Markdown line, so a note such as
+    ``# Accepted`` or ``1. merged`` became a heading or a list (the module promises
+    sections are plain text, escaped here)."""
+    notes = ("# Accepted", "1. merged", "- item", "+ item", "    code", "===", "---", "2) x")
+    section = TableSection(title="t", notes=notes, headers=("h",), rows=())
+    lines = render_markdown(_report("two-attempt-good-vs-bad"), [section]).split("\n")
+    start = lines.index("## t")
+    rendered = [line for line in lines[start + 1 : start + 1 + 2 * len(notes)] if line]
+    assert len(rendered) == len(notes)
+    for line in rendered:
+        assert not re.match(r"( {4}|#|[-+*=]|\d+[.)])", line), line
+
+
+def test_every_format_and_control_character_is_made_visible() -> None:
+    """The escapers' list of invisible characters covers every Unicode format (Cf) and
+    control (Cc) character this Python knows (tab and line breaks are handled apart)."""
+    kept = set("\t\n\r\x0b\x0c\x85")
+    invisible = [
+        chr(c)
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in {"Cf", "Cc"} and chr(c) not in kept
+    ]
+    assert [c for c in invisible if c in html_text(c) or c in md_cell(c)] == []

@@ -9,6 +9,10 @@ Pure functions (no I/O). Rules enforced:
   Markdown (HTML entities plus backslash escapes for Markdown syntax, ``|`` escaped and
   line breaks flattened, so a hostile attempt can neither inject markup nor break a
   table row);
+- both first make invisible characters visible: control characters and Unicode format
+  characters (bidi overrides and isolates, zero-width characters, BOM, soft hyphen)
+  become U+FFFD, so a string can neither reorder the text after it nor pass for
+  another id;
 - the HTML page has no scripts and no external assets: inline CSS only; digests are
   shortened with the full value in a ``title`` (shown on hover) and kept selectable;
 - the pending human decision and the all-false authority block are always shown;
@@ -75,10 +79,19 @@ _STATE_COLOURS: Final = {
 }
 
 # Inline Markdown syntax. Block syntax (``#``, ``-``, ``+``, ``1.``) only acts at the
-# start of a line, and escaped text never starts one: it always follows a prefix.
+# start of a line: escaped text follows a prefix, except section notes (`_md_paragraph`).
 _MD_SPECIAL: Final = re.compile(r"([\\`*_{}\[\]()!|~])")
+_MD_BLOCK_START: Final = re.compile(r"^(?:([#=+-])|(\d+)([.]))")
 _LINE_BREAKS: Final = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+# Control characters (C0 but tab and line breaks, DEL, C1) and every Unicode format
+# character (category Cf: bidi embeddings, overrides, isolates and marks, zero-width
+# space / joiners, word joiner, invisible operators, BOM, soft hyphen, tag characters).
+_INVISIBLE: Final = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f"
+    "\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
+    "\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -102,7 +115,7 @@ class TableSection:
 def _markdown_section(section: TableSection) -> list[str]:
     lines = ["", f"## {md_cell(section.title)}", ""]
     for note in section.notes:
-        lines += [md_cell(note), ""]
+        lines += [_md_paragraph(note), ""]
     lines.append("| " + " | ".join(md_cell(h) for h in section.headers) + " |")
     lines.append("| " + " | ".join("---" for _ in section.headers) + " |")
     lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in section.rows]
@@ -128,19 +141,26 @@ def render_json(report: RunEvidenceReport) -> bytes:
 
 def html_text(value: str) -> str:
     """Escape text for HTML element content and quoted attribute values."""
-    return html.escape(_CONTROL.sub("\ufffd", value), quote=True)
+    return html.escape(_INVISIBLE.sub("\ufffd", value), quote=True)
 
 
 def md_cell(value: str) -> str:
     """Escape untrusted text for a Markdown table cell (or any inline Markdown).
 
-    Line breaks become spaces (a cell is one line), control characters become U+FFFD,
-    ``& < >`` become HTML entities (no raw HTML), and Markdown syntax characters,
-    including ``|``, are backslash-escaped.
+    Line breaks become spaces (a cell is one line), control and format characters
+    become U+FFFD, ``& < >`` become HTML entities (no raw HTML), and Markdown syntax
+    characters, including ``|``, are backslash-escaped.
     """
-    flat = _CONTROL.sub("\ufffd", _LINE_BREAKS.sub(" ", value))
+    flat = _INVISIBLE.sub("\ufffd", _LINE_BREAKS.sub(" ", value))
     entities = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", entities)
+
+
+def _md_paragraph(value: str) -> str:
+    """`md_cell` for text that starts its own line: no leading indentation (code block)
+    and an escaped heading, list, rule or setext marker."""
+    cell = md_cell(value).lstrip(" \t")
+    return _MD_BLOCK_START.sub(lambda m: "\\" + m[1] if m[1] else m[2] + "\\" + m[3], cell, count=1)
 
 
 def short_digest(value: str, size: int = 12) -> str:
