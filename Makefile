@@ -35,13 +35,15 @@ check: lint types guard schemas test
 test-all: install
 	$(BIN)/nox
 
+# Benches print figures (and PASS/MISS against the issues' targets); a MISS is a
+# finding to report, not a build failure, so every bench runs.
 bench: install
-	$(PY) bench/identity.py
-	$(PY) bench/sandbox.py --quick
-	$(PY) bench/guard.py
-	$(PY) bench/report.py
-	$(PY) bench/binding.py
-	$(PY) bench/run.py --quick
+	-$(PY) bench/identity.py
+	-$(PY) bench/sandbox.py --quick
+	-$(PY) bench/guard.py
+	-$(PY) bench/report.py
+	-$(PY) bench/binding.py
+	-$(PY) bench/run.py --quick
 
 demo: install
 	$(BIN)/kernel run --config fixtures/demo/config.json --output-dir results/demo
