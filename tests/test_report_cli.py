@@ -326,3 +326,33 @@ def test_longest_valid_output_name_is_written(work: Path) -> None:
     assert sorted(p.name for p in (work / "results").iterdir()) == sorted(
         ["run.json", "r.json", name]
     )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"kind": "kernel-run-evidence-report", "x": {"state": "rejected", "state": "supported"}}',
+    ],
+)
+def test_duplicate_keys_are_refused_at_load(document: bytes, tmp_path: Path) -> None:
+    """Regression: duplicate object keys were read silently (the last one wins), while
+    another JSON parser may keep the first: the same file would mean two different
+    documents to kernel and to a reviewer's tool (I-JSON requires unique names)."""
+    from kernel.effects.files import load_json
+    from kernel.errors import ConfigError
+
+    path = tmp_path / "dup.json"
+    path.write_bytes(document)
+    with pytest.raises(ConfigError, match="duplicate key"):
+        load_json(path)
+
+
+def test_canonical_and_hand_written_documents_still_load(tmp_path: Path) -> None:
+    """Unique keys load alike whether the file is canonical or hand-formatted."""
+    from kernel.effects.files import load_json
+
+    path = tmp_path / "doc.json"
+    for data in (b'{"a":[{"b":1},{"b":2}]}\n', b'{ "a": [ {"b": 1}, {"b": 2} ] }'):
+        path.write_bytes(data)
+        assert load_json(path) == {"a": [{"b": 1}, {"b": 2}]}

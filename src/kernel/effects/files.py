@@ -10,6 +10,8 @@ Rules enforced:
   way is refused before anything is written, and so is a path the filesystem cannot
   hold (a folder on the way that is a file, a name too long);
 - an output may never overwrite one of the command's inputs;
+- a document with a duplicate object key is refused (I-JSON, RFC 7493 §2.3): parsers
+  disagree on which value wins, so the file would mean two different documents;
 - every failure is a `kernel.errors.EffectError` (or `ConfigError` for unusable
   content) whose message names the file; nothing escapes as a raw OSError.
 """
@@ -17,6 +19,7 @@ Rules enforced:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, EffectError, KernelError
 from kernel.identity import canonical_json
 
 __all__ = [
@@ -49,7 +52,8 @@ def load_json(path: Path | str, *, what: str = "JSON document") -> object:
 
     Raises:
         EffectError: the file is missing or unreadable (message names it).
-        ConfigError: the bytes are not JSON (message names file and position).
+        ConfigError: the bytes are not JSON (message names file and position), or an
+            object repeats a key.
     """
     path = Path(path)
     try:
@@ -61,9 +65,35 @@ def load_json(path: Path | str, *, what: str = "JSON document") -> object:
     except OSError as e:
         raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON ({e})") from e
+    _refuse_duplicate_keys(path, data, value)
+    return value
+
+
+def _refuse_duplicate_keys(path: Path, data: bytes, value: object) -> None:
+    """orjson keeps the last of two equal keys silently; refuse such a document."""
+    if not isinstance(value, dict | list):
+        return
+    # Fast path: a canonical document (what kernel writes) has no duplicate key.
+    try:
+        if canonical_json(value) == data.strip(b" \t\r\n"):
+            return
+    except KernelError:
+        pass  # not canonically encodable (e.g. a float): the strict parse below decides
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):
+            repeated = next(k for i, k in enumerate(keys) if k in keys[:i])
+            raise ConfigError(f"{path}: not valid JSON (duplicate key {repeated!r})")
+        return dict(pairs)
+
+    try:
+        json.loads(data, object_pairs_hook=unique)
+    except RecursionError as e:
+        raise ConfigError(f"{path}: not valid JSON (nested too deeply)") from e
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
