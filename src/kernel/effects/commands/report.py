@@ -10,7 +10,10 @@ A saved run record written before ``provenance`` existed is read as ``provenance
 null`` (documents stay readable; nothing else is filled in).
 
 Exit codes: 0 success / replay match; 1 replay mismatch (the first differing path is
-printed); 2 unusable input (missing, unreadable, non-JSON, schema-violating or
+printed). For ``replay-check`` the saved run record is the evidence under test, not
+trusted input: a saved document that is valid JSON but not a valid run record (edited,
+truncated to another shape) is a *mismatch* (exit 1, with the reason), so that every
+tamper fails the same way. 2 unusable input (missing, unreadable, non-JSON, schema-violating or
 digest-drifted), an output path outside the output root, or an output that would
 overwrite an input. On exit 2 nothing is written: every input is read and checked and
 every output path is confined before the first (atomic) write.
