@@ -125,3 +125,21 @@ def test_missing_config_and_bad_reruns(work: Path, capsys: pytest.CaptureFixture
     assert main(["run", "--config", "demo/config.json", "--reruns", "0"]) == 2
     assert "--reruns" in capsys.readouterr().err
     assert not (work / "results").exists()
+
+
+def test_a_patch_path_that_cannot_be_written_is_refused_before_any_write(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder squatting on a patch's file name stops the run before run.json is written.
+
+    Regression: patch paths were confined only as a probe, so the pipeline wrote the
+    run record and reports, then failed on the patch (a partial set of outputs).
+    """
+    correct_fix = "8e7ada4e6bdc3c894b19a9453d81250f50d606d4a7f9bb97457db51ab5dab54a"
+    squat = work / "results" / "demo" / "patches" / f"{correct_fix}.patch"
+    squat.mkdir(parents=True)
+    code = main(["run", "--config", "demo/config.json", "--output-dir", "results/demo",
+                 "--reruns", "1"])  # fmt: skip
+    assert code == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert sorted(p.name for p in (work / "results" / "demo").iterdir()) == ["patches"]

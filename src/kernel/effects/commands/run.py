@@ -191,6 +191,12 @@ def run_pipeline(
         report, candidates=candidates, contexts=contexts, corroborations=corroborations
     )
     sections = [admission_section(admission)]
+    # Patch names are known only now: confine each one too before the first write.
+    root = OutputRoot(results_root)
+    patch_files = {
+        digest: root.resolve(folder / "patches" / f"{digest}.patch", inputs=loaded.inputs)
+        for digest in sorted(patches)
+    }
     write_canonical_json(files["run.json"], outcome.record.to_dict())
     write_canonical_json(files["run.volatile.json"], outcome.volatile())
     atomic_write_bytes(files["evidence.json"], render_json(report))
@@ -206,10 +212,9 @@ def run_pipeline(
             "reports": {d: r.to_dict() for d, r in sorted(corroborations.items())},
         },
     )
-    for digest, data in sorted(patches.items()):
-        path = folder / "patches" / f"{digest}.patch"
-        atomic_write_bytes(path, data)
-        files[f"patches/{digest[:12]}"] = path.resolve()
+    for digest, path in patch_files.items():
+        atomic_write_bytes(path, patches[digest])
+        files[f"patches/{digest[:12]}"] = path
     # Replay reads the record back as a user would, and re-runs the config.
     check, _ = replay(loaded, load_json(files["run.json"], what="run record"), None)
     write_canonical_json(files["replay.json"], check.to_dict())
