@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
+from kernel.effects.commands.bind_selftest import BIND_CHECKS
 from kernel.effects.commands.report_selftest import REPORT_CHECKS
 from kernel.errors import CanonicalizationError
 from kernel.identity import canonical_json, sha256_hex
@@ -45,6 +46,7 @@ IDENTITY_CHECKS: tuple[Check, ...] = (
 
 CHECK_GROUPS: list[Sequence[Check]] = [IDENTITY_CHECKS]
 CHECK_GROUPS.append(REPORT_CHECKS)
+CHECK_GROUPS.append(BIND_CHECKS)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,0 +1,130 @@
+"""Self-test checks for the ADR-0232 binding, corroboration and commit admission.
+
+The binding checks replay the reference chain (a copy of
+``fixtures/binding/reference-chain.json`` ships with the package; a test keeps the two
+identical): `kernel` must reproduce the origin implementation's binding and refusal
+ids byte for byte. The corroboration and admission checks are the seeds' boundary
+cases. Each check raises ``AssertionError`` with what it saw.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Callable
+from typing import Any
+
+from kernel.admission import (
+    Admission,
+    Branch,
+    CommitRefusal,
+    CommitRefusalReason,
+    Draft,
+    EvidenceClass,
+    VerifierOutcome,
+    admit_to_commit,
+)
+from kernel.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    bind_candidate_attempt_to_run,
+)
+from kernel.consensus import (
+    CaptureStatus,
+    Consensus,
+    Isolation,
+    NoConsensus,
+    RunObservation,
+    build_consensus,
+)
+from kernel.effects.files import load_json
+from kernel.search import CandidateOperatorResult, GeometricSearchRun
+
+__all__ = ["BIND_CHECKS", "REFERENCE_CHAIN"]
+
+REFERENCE_CHAIN = "data/adr0232-reference-chain.json"
+"""The packaged reference chain, relative to this package."""
+
+
+def _chain() -> dict[str, Any]:
+    resource = importlib.resources.files(__package__).joinpath(REFERENCE_CHAIN)
+    with importlib.resources.as_file(resource) as path:
+        chain = load_json(path, what="packaged reference chain")
+    if not isinstance(chain, dict):
+        raise AssertionError("the packaged reference chain is not a JSON object")
+    return chain
+
+
+def _reference_binding() -> None:
+    chain = _chain()
+    run = GeometricSearchRun.from_dict(chain["geometric_search_run"])
+    result = CandidateOperatorResult.from_dict(chain["candidate_operator_result"])
+    outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
+    if not isinstance(outcome, CandidateAttemptRunBinding):
+        raise AssertionError(f"the reference chain did not bind: {outcome.reason_codes}")
+    if outcome.to_dict() != chain["binding"]:
+        raise AssertionError(f"binding {outcome.binding_id} differs from the reference")
+
+
+def _reference_refusal() -> None:
+    chain = _chain()
+    case = chain["refusal_case"]
+    run = GeometricSearchRun.from_dict(chain["geometric_search_run"])
+    document = {**chain["candidate_operator_result"], **case["candidate_operator_result_change"]}
+    result = CandidateOperatorResult.from_dict(document, verify_ids=False)
+    outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
+    if not isinstance(outcome, CandidateAttemptRunBindingRefusal):
+        raise AssertionError("a result naming another run was bound")
+    if outcome.to_dict() != case["refusal"]:
+        raise AssertionError(f"refusal {outcome.binding_refusal_id} differs from the reference")
+
+
+def _observation(index: int, digest: str | None) -> RunObservation:
+    failed = digest is None
+    return RunObservation(
+        index=index,
+        status=CaptureStatus.FAILED if failed else CaptureStatus.OK,
+        exit_code=1 if failed else 0,
+        output_digest=digest,
+        output_size=None if failed else 5,
+        isolation=Isolation.OVERLAY,
+        duration_ms=0,
+    )
+
+
+def _plurality_is_not_consensus() -> None:
+    a, b = "a" * 64, "b" * 64
+    outcome = build_consensus(tuple(_observation(i, d) for i, d in enumerate((a, a, b, None))))
+    if not isinstance(outcome, NoConsensus):
+        raise AssertionError(f"2 of 4 launched runs gave {type(outcome).__name__}")
+    majority = build_consensus(tuple(_observation(i, d) for i, d in enumerate((a, a, a, b))))
+    if not isinstance(majority, Consensus) or majority.agreement_count != 3:
+        raise AssertionError("3 of 4 identical outputs did not corroborate")
+
+
+def _correlated_unanimity_is_refused() -> None:
+    clone = Draft(output_digest="a" * 64, context_digest="1" * 64, tools=("shell",))
+    branch = Branch(branch_id="b", drafts=(clone, clone, clone), verifier=VerifierOutcome.NONE)
+    outcome = admit_to_commit(branch)
+    if not isinstance(outcome, CommitRefusal) or outcome.reason_codes != (
+        CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,
+    ):
+        raise AssertionError("unanimous correlated drafters were admitted without a verifier")
+    verified = admit_to_commit(
+        Branch(branch_id="b", drafts=(clone, clone, clone), verifier=VerifierOutcome.PASSED)
+    )
+    if not isinstance(verified, Admission) or verified.evidence_class is not EvidenceClass.VERIFIED:
+        raise AssertionError("an independent verifier's pass did not make the branch verified")
+
+
+BIND_CHECKS: tuple[tuple[str, Callable[[], None]], ...] = (
+    ("binding: the ADR-0232 reference chain binds to the reference binding", _reference_binding),
+    ("binding: the reference refusal reproduces byte for byte", _reference_refusal),
+    (
+        "corroboration: a plurality is not a consensus; a strict majority is",
+        _plurality_is_not_consensus,
+    ),
+    (
+        "admission: correlated unanimity is refused; a verifier pass is verified",
+        _correlated_unanimity_is_refused,
+    ),
+)
