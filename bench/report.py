@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel.effects.files import load_json, write_canonical_json
+from kernel.evidence_report import RunEvidenceReport, build_report
 from kernel.identity import sha256_hex
 from kernel.render import render_json, render_markdown
-from kernel.report import RunEvidenceReport, build_report
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.sandbox import available_isolation
-from kernel.report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

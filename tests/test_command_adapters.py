@@ -16,9 +16,9 @@ from kernel.effects.command_adapters import PROTECTED_CHECK, patch_paths, tree_d
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import EffectError
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_report
 from kernel.render import render_html, render_markdown
-from kernel.report import EvidenceState, RunEvidenceReport, build_report
-from kernel.runadmission import admission_section
+from kernel.run_admission import admission_section
 from kernel.runrecord import AttemptErrorCode
 from kernel.verification import CheckStatus
 

@@ -24,7 +24,7 @@ from kernel.decision import (
 )
 from kernel.effects.orchestrate import run_config
 from kernel.errors import RecordError
-from kernel.report import EvidenceState, RunEvidenceReport, build_report
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_report
 from kernel.strategies import decisions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"

@@ -13,12 +13,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kernel.admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
+from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
 from kernel.consensus import EMPTY_SHA256
 from kernel.effects.cli import main
 from kernel.effects.commands.run import PipelineResult, run_pipeline, summary_lines
 from kernel.effects.sandbox import scratch_root
-from kernel.report import EvidenceState, ReportWarning, check_report
+from kernel.evidence_report import EvidenceState, ReportWarning, check_report
 from kernel.runrecord import AttemptErrorCode, RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Tests for `kernel.runadmission`: evidence classes of candidate groups (pure)."""
+"""Tests for `kernel.run_admission`: evidence classes of candidate groups (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from kernel.admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
+from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
 from kernel.consensus import (
     EMPTY_SHA256,
     CaptureMode,
@@ -21,10 +21,10 @@ from kernel.consensus import (
     build_report,
 )
 from kernel.effects.orchestrate import load_config, run_loaded
+from kernel.evidence_report import RunEvidenceReport
+from kernel.evidence_report import build_report as build_evidence
 from kernel.render import render_html, render_markdown
-from kernel.report import RunEvidenceReport
-from kernel.report import build_report as build_evidence
-from kernel.runadmission import (
+from kernel.run_admission import (
     RunAdmission,
     admission_section,
     build_run_admission,

@@ -1,4 +1,4 @@
-"""Tests for kernel.idkmesh: IDKMesh v0.1 run records report with IDKMesh's states."""
+"""Tests for kernel.importers.idkmesh: IDKMesh v0.1 run records report with IDKMesh's states."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kernel.errors import RecordError
-from kernel.idkmesh import parse_prefixed_digest, run_record_from_idkmesh
-from kernel.report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.importers.idkmesh import parse_prefixed_digest, run_record_from_idkmesh
 
 IDKMESH = Path(__file__).resolve().parents[1] / "fixtures" / "idkmesh"
 

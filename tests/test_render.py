@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
+from kernel.evidence_report import RunEvidenceReport, build_report
 from kernel.identity import canonical_json
 from kernel.render import (
     TableSection,
@@ -21,7 +22,6 @@ from kernel.render import (
     render_json,
     render_markdown,
 )
-from kernel.report import RunEvidenceReport, build_report
 from kernel.strategies import identifiers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"

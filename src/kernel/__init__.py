@@ -6,7 +6,19 @@ below is the public API; a test pins it. Effects (files, sandboxes, reruns, the 
 live in `kernel.effects`; the static guard in `kernel.guard`.
 """
 
-from kernel.admission import (
+from kernel.binding import (
+    CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingInput,
+    CandidateAttemptRunBindingOutcome,
+    CandidateAttemptRunBindingRefusal,
+    RunAttemptBindingRefusalReason,
+    bind_candidate_attempt_to_run,
+    verify_binding,
+    verify_binding_set,
+)
+from kernel.codec import Identity, Record, compute_id, identity_payload, seal
+from kernel.commit_admission import (
     Admission,
     Branch,
     CommitRefusal,
@@ -20,18 +32,6 @@ from kernel.admission import (
     require_verified,
     verify_admission,
 )
-from kernel.binding import (
-    CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingInput,
-    CandidateAttemptRunBindingOutcome,
-    CandidateAttemptRunBindingRefusal,
-    RunAttemptBindingRefusalReason,
-    bind_candidate_attempt_to_run,
-    verify_binding,
-    verify_binding_set,
-)
-from kernel.codec import Identity, Record, compute_id, identity_payload, seal
 from kernel.consensus import (
     Consensus,
     ConsensusRefusal,
@@ -55,17 +55,17 @@ from kernel.errors import (
     RecordError,
     RefusedError,
 )
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.render import render_html, render_json, render_markdown
-from kernel.replay import ReplayCheck, ReplayMode, check_replay
-from kernel.report import (
+from kernel.evidence_report import (
     EvidenceState,
     ReportRefusal,
     RunEvidenceReport,
     build_report,
     check_report,
 )
-from kernel.runadmission import RunAdmission, build_run_admission
+from kernel.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.render import render_html, render_json, render_markdown
+from kernel.run_admission import RunAdmission, build_run_admission
+from kernel.run_replay import ReplayCheck, ReplayMode, check_replay
 from kernel.runrecord import AttemptState, RunRecord
 from kernel.search import (
     BudgetConsumed,

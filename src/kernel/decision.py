@@ -8,7 +8,7 @@ file name, so a swapped, edited or regenerated report fails `verify_decision`.
 `record_decision` (pure; ``decided_at`` is passed in, the CLI's clock lives in
 effects) refuses, with `DecisionReason` codes in check order:
 
-- a report that fails `kernel.report.check_report` (``report-inconsistent``);
+- a report that fails `kernel.evidence_report.check_report` (``report-inconsistent``);
 - the report's own vocabulary (``accept_candidate``...) as a decision
   (``report-vocabulary``), any other value outside accept|reject|escalate
   (``unknown-decision``);
@@ -38,8 +38,8 @@ from typing import Any, Final, Literal
 import attrs
 
 from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.evidence_report import REPORT_KIND, ReportCheck, RunEvidenceReport, check_report
 from kernel.identity import is_canonical_str
-from kernel.report import REPORT_KIND, ReportCheck, RunEvidenceReport, check_report
 from kernel.runrecord import AttemptState, constant
 from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
 from kernel.verification import Recommendation, nonblank

@@ -72,5 +72,5 @@ class RefusedError(KernelError, ValueError):
 
 
 class CommitBoundaryError(RefusedError):
-    """Raised by `kernel.admission`'s raising helpers when a branch would cross the
+    """Raised by `kernel.commit_admission`'s raising helpers when a branch would cross the
     commit boundary without independent verification (the refusal is attached)."""

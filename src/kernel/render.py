@@ -30,8 +30,8 @@ from typing import Final
 
 import attrs
 
+from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
 from kernel.identity import canonical_json
-from kernel.report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
 
 __all__ = [
     "WARNING_TEXT",

@@ -294,7 +294,7 @@ def attempt_shape_problem(
 ) -> str | None:
     """Why an attempt of ``state`` may not carry what it carries, or None.
 
-    Shared by `AttemptRecord` (which raises) and `kernel.report.check_report` (which
+    Shared by `AttemptRecord` (which raises) and `kernel.evidence_report.check_report` (which
     refuses).
     """
     if state is AttemptState.VERIFIED:

@@ -20,8 +20,8 @@ SRC = ROOT / "src"
 ADR = ROOT / "docs" / "adr" / "ADR-0001-pure-core.md"
 LAYERS = (
     "errors", "identity", "codec", "values", "search", "binding", "verification",
-    "runrecord", "idkmesh", "replay", "report", "render", "decision", "consensus",
-    "admission", "runadmission", "strategies",
+    "runrecord", "importers", "run_replay", "evidence_report", "render", "decision",
+    "consensus", "commit_admission", "run_admission", "strategies",
 )  # fmt: skip
 
 

@@ -23,11 +23,11 @@ from typing import Final
 
 import attrs
 
-import kernel.admission
 import kernel.binding
+import kernel.commit_admission
 import kernel.consensus
 import kernel.decision
-import kernel.report
+import kernel.evidence_report
 import kernel.runrecord
 import kernel.search
 import kernel.values
@@ -43,10 +43,10 @@ PURE_MODULES: Final = (
     kernel.binding,
     kernel.verification,
     kernel.runrecord,
-    kernel.report,
+    kernel.evidence_report,
     kernel.decision,
     kernel.consensus,
-    kernel.admission,
+    kernel.commit_admission,
 )
 """Modules whose records are documented, in pipeline order."""
 

@@ -31,10 +31,10 @@ import attrs
 from kernel.codec import Record
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
+from kernel.evidence_report import RunEvidenceReport
 from kernel.identity import canonical_json
-from kernel.replay import ReplayCheck
-from kernel.report import RunEvidenceReport
-from kernel.runadmission import RunAdmission
+from kernel.run_admission import RunAdmission
+from kernel.run_replay import ReplayCheck
 from kernel.runrecord import RunRecord
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 

@@ -1,10 +1,10 @@
-"""Strategies for `kernel.consensus` and `kernel.admission` records."""
+"""Strategies for `kernel.consensus` and `kernel.commit_admission` records."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kernel.admission import Branch, Draft, VerifierOutcome
+from kernel.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.consensus import CaptureStatus, Isolation, RunObservation
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]

@@ -1,6 +1,6 @@
 """Strategies for verification records, run records, evidence reports and decisions.
 
-`run_records` builds runs whose digests bind (so `kernel.report.build_report` accepts
+`run_records` builds runs whose digests bind (so `kernel.evidence_report.build_report` accepts
 them) with every attempt state represented; `reports` builds their reports.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kernel.decision import DeciderType, Decision, HumanDecisionRecord, record_decision
-from kernel.report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_report
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,

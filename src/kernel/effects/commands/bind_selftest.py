@@ -13,7 +13,12 @@ import importlib.resources
 from collections.abc import Callable
 from typing import Any
 
-from kernel.admission import (
+from kernel.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    bind_candidate_attempt_to_run,
+)
+from kernel.commit_admission import (
     Admission,
     Branch,
     CommitRefusal,
@@ -22,11 +27,6 @@ from kernel.admission import (
     EvidenceClass,
     VerifierOutcome,
     admit_to_commit,
-)
-from kernel.binding import (
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingRefusal,
-    bind_candidate_attempt_to_run,
 )
 from kernel.consensus import (
     CaptureStatus,

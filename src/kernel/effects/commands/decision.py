@@ -25,7 +25,7 @@ from kernel.decision import (
 from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
 from kernel.effects.files import DEFAULT_OUTPUT_ROOT, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
-from kernel.report import ReportRefusal, check_report
+from kernel.evidence_report import ReportRefusal, check_report
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 

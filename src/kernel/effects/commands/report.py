@@ -2,7 +2,7 @@
 
 ``replay-check --mode exact|provenance|semantic|nondeterministic`` (default: what the
 config declares, ``exact`` when it declares nothing) prints the mode it compared and,
-with ``--output``, writes the `kernel.replay.ReplayCheck` document. ``nondeterministic``
+with ``--output``, writes the `kernel.run_replay.ReplayCheck` document. ``nondeterministic``
 on a config that does not declare it is refused (exit 2): a mode never silently
 weakens another.
 
@@ -34,9 +34,10 @@ from kernel.effects.files import (
 )
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.errors import ConfigError, EffectError, RecordError
-from kernel.idkmesh import is_idkmesh_run, run_record_from_idkmesh
+from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_report
+from kernel.importers.idkmesh import is_idkmesh_run, run_record_from_idkmesh
 from kernel.render import render_html, render_json, render_markdown
-from kernel.replay import (
+from kernel.run_replay import (
     ReplayCheck,
     ReplayMode,
     ReplayReason,
@@ -44,7 +45,6 @@ from kernel.replay import (
     default_mode,
     preflight,
 )
-from kernel.report import ReportRefusal, RunEvidenceReport, build_report
 from kernel.runrecord import DeclaredReplay, RunRecord
 
 __all__ = [

@@ -18,8 +18,7 @@ import attrs
 from kernel.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
 from kernel.effects.files import write_canonical_json
 from kernel.effects.orchestrate import run_config
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.report import (
+from kernel.evidence_report import (
     EvidenceState,
     ReportReason,
     ReportRefusal,
@@ -27,6 +26,7 @@ from kernel.report import (
     build_report,
     check_report,
 )
+from kernel.identity import canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import RunRecord
 from kernel.verification import WorkUnit
 

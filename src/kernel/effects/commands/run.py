@@ -49,10 +49,10 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
 from kernel.effects.rerun import corroborate
 from kernel.errors import ConfigError
+from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_report
 from kernel.render import render_html, render_json, render_markdown
-from kernel.replay import ReplayCheck
-from kernel.report import ReportRefusal, RunEvidenceReport, build_report
-from kernel.runadmission import RunAdmission, admission_section, build_run_admission
+from kernel.run_admission import RunAdmission, admission_section, build_run_admission
+from kernel.run_replay import ReplayCheck
 
 __all__ = ["DEFAULT_RERUNS", "PipelineResult", "register", "run", "run_pipeline", "summary_lines"]
 

@@ -1,4 +1,4 @@
-"""Tests for `kernel.replay` (modes exact/provenance/semantic/nondeterministic) and the CLI."""
+"""Tests for `kernel.run_replay` (modes exact/provenance/semantic/nondeterministic) and the CLI."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.replay import ReplayCheck, ReplayMode, ReplayReason, check_replay, default_mode
+from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason, check_replay, default_mode
 from kernel.runrecord import DeclaredReplay, ProvenanceInput, RunProvenance, RunRecord
 from kernel.strategies.report import run_records
 

@@ -16,7 +16,7 @@ Rules enforced by `build_run_admission`:
   whose worker context is unknown shares one "unknown" context with every other such
   attempt (correlated: unknown is never counted as independent); a no-change candidate
   (empty patch) contributes no draft, so it is never admitted and carries no consensus;
-- G4 each group's branch goes through `kernel.admission.admit_to_commit`: ``verified``
+- G4 each group's branch goes through `kernel.commit_admission.admit_to_commit`: ``verified``
   only through the independent verifier, ``corroborated_only`` when only reruns agree,
   otherwise the refusal's reason codes;
 - G5 the section is not a selection: ``human_decision`` stays pending, every authority
@@ -33,7 +33,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.admission import (
+from kernel.codec import Record, field_error
+from kernel.commit_admission import (
     Admission,
     Branch,
     CommitRefusalReason,
@@ -43,11 +44,10 @@ from kernel.admission import (
     admit_to_commit,
     branch_from_corroboration,
 )
-from kernel.codec import Record, field_error
 from kernel.consensus import EMPTY_SHA256, CorroborationReport
+from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
-from kernel.report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.runrecord import RunAuthority, constant
 from kernel.values import digest, enum_member, exact, non_negative, optional_digest, tuple_of
 from kernel.verification import nonblank

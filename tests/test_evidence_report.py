@@ -1,4 +1,4 @@
-"""Tests for kernel.report: evidence states, counts, disagreement, refusals, check_report."""
+"""Tests for kernel.evidence_report: evidence states, counts, disagreement, refusals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
-from kernel.report import (
+from kernel.evidence_report import (
     EvidenceState,
     ReportCheck,
     ReportReason,

@@ -1,4 +1,4 @@
-"""Tests for kernel.admission: the seed's decision boundary (A1-A5), ids, properties."""
+"""Tests for kernel.commit_admission: the seed's decision boundary (A1-A5), ids, properties."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.admission import (
+from kernel.codec import identity_payload, seal
+from kernel.commit_admission import (
     Admission,
     Branch,
     CommitBoundaryError,
@@ -27,7 +28,6 @@ from kernel.admission import (
     require_verified,
     verify_admission,
 )
-from kernel.codec import identity_payload, seal
 from kernel.consensus import (
     CaptureMode,
     CaptureStatus,
