@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
+from kernel.effects.adapters import DuplicateAdapterError
+from kernel.effects.adapters.base import AdapterRegistry
 from kernel.effects.orchestrate import (
     AttemptContext,
     ConfigSource,
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
+    builtin_registry,
     load_config,
-    register_worker_adapter,
     run_config,
 )
 from kernel.errors import ConfigError, EffectError
@@ -93,16 +95,46 @@ def test_a_new_adapter_kind_plugs_in_through_the_registry(tmp_path: Path) -> Non
         source.only_keys(entry, {"attempt_id", "adapter"}, "attempt")
         return Refusing()
 
-    register_worker_adapter("test-refusing", factory)
+    registry = builtin_registry()
+    registry.add_worker("test-refusing", factory)
     shutil.copytree(FIXTURES, tmp_path / "f")
     config = json.loads((FIXTURES / "two-attempt-good-vs-bad.json").read_text())
     config["attempts"][1] = {"attempt_id": "attempt-002", "adapter": "test-refusing"}
     (tmp_path / "f" / "c.json").write_text(json.dumps(config))
-    run = run_config(tmp_path / "f" / "c.json")
+    with pytest.raises(ConfigError, match="unknown worker adapter 'test-refusing'"):
+        run_config(tmp_path / "f" / "c.json")
+    run = run_config(tmp_path / "f" / "c.json", registry=registry)
     attempt = run.attempts[1]
     assert (attempt.adapter, attempt.adapter_version) == ("test-refusing", "0")
     assert attempt.error is not None
     assert attempt.error.message == "attempt-002 refused at <path>"
+
+
+def test_a_duplicate_registration_is_an_error() -> None:
+    """A second factory for a registered kind is refused, never a silent replacement."""
+    registry = builtin_registry()
+    worker = registry.worker("command")
+    verifier = registry.verifier("fixture-policy")
+    if worker is None or verifier is None:
+        pytest.fail("the built-in registry lacks its adapters")
+    with pytest.raises(DuplicateAdapterError, match="worker adapter 'command'"):
+        registry.add_worker("command", worker)
+    with pytest.raises(DuplicateAdapterError, match="verifier adapter 'fixture-policy'"):
+        registry.add_verifier("fixture-policy", verifier)
+    assert registry.worker("command") is worker
+    empty = AdapterRegistry()
+    assert empty.worker("command") is None
+    assert empty.verifier("command") is None
+
+
+def test_importing_the_adapters_registers_nothing_globally() -> None:
+    """Each registry is built by its caller: two builds are independent objects."""
+    one, two = builtin_registry(), builtin_registry()
+    worker = one.worker("command")
+    if worker is None:
+        pytest.fail("the built-in registry lacks the command worker")
+    one.add_worker("only-in-one", worker)
+    assert two.worker("only-in-one") is None
 
 
 CONFIG_ERRORS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {

@@ -4,22 +4,14 @@ Produces a `kernel.runrecord.RunRecord`. Same config, same bytes: nothing here r
 clock, the host name, the environment or an absolute path into the record; every
 message names files relative to the config's folder.
 
-Adapter boundary (open for the later ``command`` adapters that run real commands in
-sandboxes): a worker adapter is built by a factory registered under its adapter kind
-(`register_worker_adapter`), takes the attempt's config entry, and returns either
-`WorkerProduced` (where its manifest and candidate are) or `WorkerFailed`. A verifier
-adapter is registered the same way (`register_verifier_adapter`) and turns a manifest
-and a candidate folder into a `VerificationResult`, or raises `VerifierFailure`.
-
-Built-in adapters (fixtures, deterministic):
-
-- worker ``fixture-result``: a canned result manifest + candidate folder;
-- worker ``fixture-failure``: a canned failure message;
-- verifier ``fixture-policy``: checks the candidate against a verifier policy with the
-  checks ``artifact-digest``, ``candidate-scope`` and ``independent-acceptance``.
-
-Built-in adapters for real runs (`kernel.effects.command_adapters`, loaded on first
-use so a config never needs an import): worker ``command`` and verifier ``command``.
+Adapters (`kernel.effects.adapters`): a worker adapter is built by a factory that a
+caller adds to an `AdapterRegistry` under its adapter kind, takes the attempt's config
+entry, and returns either `WorkerProduced` (where its manifest and candidate are) or
+`WorkerFailed`. A verifier adapter is added the same way and turns a manifest and a
+candidate folder into a `VerificationResult`, or raises `VerifierFailure`. Without an
+explicit registry, `load_config` uses `kernel.effects.adapters.builtin_registry`: the
+fixture adapters (``fixture-result``, ``fixture-failure``, ``fixture-policy``) and the
+``command`` worker and verifier. Nothing registers itself on import.
 
 Attempts run in parallel through a `concurrent.futures.Executor` (default: a local
 thread pool sized to the machine); the record lists them in launch order whatever
@@ -49,26 +41,34 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import contextvars
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
 import attrs
 
+from kernel.effects.adapters import builtin_registry
+from kernel.effects.adapters.base import (
+    AdapterRegistry,
+    AttemptContext,
+    ConfigSource,
+    ProvenanceSource,
+    VerifierAdapter,
+    VerifierFailure,
+    WorkerAdapter,
+    WorkerFailed,
+    WorkerProduced,
+    collecting_notes,
+    load_object,
+    note,
+)
 from kernel.effects.files import load_json
 from kernel.effects.sandbox import private_tempdir
-from kernel.errors import (
-    CanonicalizationError,
-    ConfigError,
-    EffectError,
-    KernelError,
-    RecordError,
-)
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.errors import CanonicalizationError, ConfigError, EffectError, RecordError
+from kernel.identity import sha256_bytes, sha256_hex
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,
@@ -85,23 +85,17 @@ from kernel.runrecord import (
     redact_absolute_paths,
 )
 from kernel.verification import (
-    Actor,
-    ActorType,
     BindingRefusal,
-    CheckResult,
-    CheckStatus,
-    Independence,
     ResultManifest,
-    VerificationResult,
     WorkUnit,
     check_binding,
     check_manifest_binding,
-    verdict_from_checks,
 )
 
 __all__ = [
     "CONFIG_KIND",
     "ORCHESTRATOR",
+    "AdapterRegistry",
     "AttemptContext",
     "AttemptOutcome",
     "ConfigSource",
@@ -113,417 +107,19 @@ __all__ = [
     "WorkerAdapter",
     "WorkerFailed",
     "WorkerProduced",
+    "builtin_registry",
     "load_config",
     "note",
-    "register_verifier_adapter",
-    "register_worker_adapter",
     "run_config",
     "run_detailed",
     "run_loaded",
 ]
 
 CONFIG_KIND: Final = "kernel-orchestration-config"
-POLICY_KIND: Final = "kernel-fixture-verifier-policy"
 ORCHESTRATOR: Final = "kernel.effects.orchestrate/1"
-_FIXTURE_VERSION: Final = "1"
-
-
-@attrs.frozen(kw_only=True)
-class AttemptContext:
-    """What a worker adapter may know about the attempt it runs."""
-
-    attempt_id: str
-    """The attempt's id."""
-    base_dir: Path
-    """The config's folder (relative paths in the config resolve against it)."""
-    work_unit: WorkUnit
-    """The work unit to work on."""
-    scratch: Path | None = None
-    """A private, empty folder for this attempt's outputs (removed after the run)."""
-    run_id: str = ""
-    """The run's id."""
-
-
-@attrs.frozen(kw_only=True)
-class WorkerProduced:
-    """A worker produced a manifest and a candidate folder."""
-
-    manifest_path: Path
-    """Where the manifest document is."""
-    manifest_locator: str
-    """How to name it in messages (relative, portable)."""
-    candidate_root: Path
-    """The candidate folder the verifier inspects."""
-    candidate_locator: str
-    """How to name it in messages (relative, portable)."""
-
-
-@attrs.frozen(kw_only=True)
-class WorkerFailed:
-    """A worker failed before producing a manifest."""
-
-    message: str
-    """Portable message (no absolute paths)."""
-    code: AttemptErrorCode = AttemptErrorCode.WORKER_FAILED
-    """Which failure: the worker failed, timed out, or its sandbox failed."""
-
-
-class WorkerAdapter(Protocol):
-    """A worker adapter: runs one attempt."""
-
-    @property
-    def kind(self) -> str:
-        """Adapter kind (the registry key)."""
-        ...
-
-    @property
-    def version(self) -> str:
-        """Adapter version."""
-        ...
-
-    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
-        """Run the attempt; report where its outputs are, or that it failed."""
-        ...
-
-
-class VerifierFailure(Exception):
-    """The verifier control path failed: no verification result exists."""
-
-
-class VerifierAdapter(Protocol):
-    """An independent verifier adapter."""
-
-    @property
-    def kind(self) -> str:
-        """Adapter kind (the registry key)."""
-        ...
-
-    @property
-    def version(self) -> str:
-        """Adapter version."""
-        ...
-
-    def verify(
-        self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
-    ) -> VerificationResult:
-        """Verify one candidate.
-
-        Raises:
-            VerifierFailure: no verification result could be produced.
-        """
-        ...
-
-
-@runtime_checkable
-class ProvenanceSource(Protocol):
-    """An adapter that can say what it runs on (command adapters)."""
-
-    def provenance(self) -> tuple[tuple[str, str], ...]:
-        """``(name, digest)`` pairs, e.g. ``("worker:a1", ...)``, ``("baseline:repo", ...)``."""
-        ...
-
-
-_NOTES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
-    "kernel_attempt_notes", default=None
-)
-
-
-def note(key: str, value: object) -> None:
-    """Record a volatile fact about the current attempt (durations, sizes, isolation).
-
-    Notes go to `RunOutcome.volatile`, never into the run record. Outside an attempt
-    this does nothing.
-    """
-    notes = _NOTES.get()
-    if notes is not None:
-        notes[key] = value
-
-
-WorkerFactory = Callable[[Mapping[str, object], "ConfigSource"], WorkerAdapter]
-VerifierFactory = Callable[[Mapping[str, object], "ConfigSource"], tuple[VerifierAdapter, str]]
-"""A verifier factory returns the adapter and the verifier policy digest."""
-
-_WORKERS: dict[str, WorkerFactory] = {}
-_VERIFIERS: dict[str, VerifierFactory] = {}
-
-
-def register_worker_adapter(kind: str, factory: WorkerFactory) -> None:
-    """Make worker adapter ``kind`` available to configs (e.g. a later ``command``)."""
-    _WORKERS[kind] = factory
-
-
-def register_verifier_adapter(kind: str, factory: VerifierFactory) -> None:
-    """Make verifier adapter ``kind`` available to configs."""
-    _VERIFIERS[kind] = factory
-
-
-@attrs.frozen(kw_only=True)
-class ConfigSource:
-    """Where a config came from: typed getters that name file and key on failure."""
-
-    path: Path
-    """The config file (as the user named it)."""
-    cache: dict[object, object] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
-    """Per-load memo for adapters (e.g. one baseline tree digest per folder)."""
-
-    @property
-    def base_dir(self) -> Path:
-        """The config's folder."""
-        return self.path.parent
-
-    def error(self, key: str, message: str) -> ConfigError:
-        """A ConfigError naming the file and the key."""
-        return ConfigError(f"{self.path}: {key}: {message}")
-
-    def string(self, entry: Mapping[str, object], key: str, where: str) -> str:
-        """A required non-blank string."""
-        value = entry.get(key)
-        if type(value) is not str or not value.strip():
-            raise self.error(f"{where}.{key}", f"expected a non-blank string, got {value!r}")
-        return value
-
-    def relative_path(self, entry: Mapping[str, object], key: str, where: str) -> str:
-        """A required relative POSIX path without ``..`` (portable, confined)."""
-        value = self.string(entry, key, where)
-        pure = PurePosixPath(value)
-        if pure.is_absolute() or ".." in pure.parts or "\\" in value:
-            raise self.error(f"{where}.{key}", f"must be a relative path without '..': {value!r}")
-        return value
-
-    def only_keys(
-        self,
-        entry: Mapping[str, object],
-        keys: set[str],
-        where: str,
-        optional: frozenset[str] = frozenset(),
-    ) -> None:
-        """Refuse unknown keys and missing keys (``optional`` keys may be absent)."""
-        unknown = sorted(set(entry) - keys - optional)
-        if unknown:
-            raise self.error(f"{where}.{unknown[0]}", "unknown key")
-        missing = sorted(keys - set(entry))
-        if missing:
-            raise self.error(f"{where}.{missing[0]}", "missing key")
-
-
-# --- fixture workers -------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class FixtureResultWorker:
-    """Worker ``fixture-result``: a canned manifest and candidate folder."""
-
-    manifest: str
-    candidate_root: str
-    kind: str = "fixture-result"
-    version: str = _FIXTURE_VERSION
-
-    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
-        """Point at the canned outputs (the verifier reads them, not this adapter)."""
-        return WorkerProduced(
-            manifest_path=context.base_dir / self.manifest,
-            manifest_locator=self.manifest,
-            candidate_root=context.base_dir / self.candidate_root,
-            candidate_locator=self.candidate_root,
-        )
-
-
-def _fixture_result(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
-    where = f"attempts[{entry.get('attempt_id')!r}]"
-    source.only_keys(entry, {"attempt_id", "adapter", "result_manifest", "candidate_root"}, where)
-    return FixtureResultWorker(
-        manifest=source.relative_path(entry, "result_manifest", where),
-        candidate_root=source.relative_path(entry, "candidate_root", where),
-    )
-
-
-@attrs.frozen(kw_only=True)
-class FixtureFailureWorker:
-    """Worker ``fixture-failure``: fails with a canned message."""
-
-    failure: str
-    kind: str = "fixture-failure"
-    version: str = _FIXTURE_VERSION
-
-    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
-        """Fail, as configured."""
-        del context
-        return WorkerFailed(message=redact_absolute_paths(self.failure))
-
-
-def _fixture_failure(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
-    where = f"attempts[{entry.get('attempt_id')!r}]"
-    source.only_keys(entry, {"attempt_id", "adapter", "failure"}, where)
-    return FixtureFailureWorker(failure=source.string(entry, "failure", where))
-
-
-# --- fixture verifier ------------------------------------------------------------------
-
-_CHECK_DIGEST: Final = "artifact-digest"
-_CHECK_SCOPE: Final = "candidate-scope"
-_CHECK_ACCEPT: Final = "independent-acceptance"
-
-
-@attrs.frozen(kw_only=True)
-class FixturePolicyVerifier:
-    """Verifier ``fixture-policy``: deterministic checks against a verifier policy."""
-
-    policy_id: str
-    candidate_artifact_id: str
-    allowed_files: frozenset[str]
-    max_candidate_bytes: int
-    required_canonical: bytes
-    kind: str = "fixture-policy"
-    version: str = _FIXTURE_VERSION
-
-    def verify(
-        self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
-    ) -> VerificationResult:
-        """Run the three checks; see the module docstring."""
-        root = produced.candidate_root
-        if not root.is_dir() or root.is_symlink():
-            raise VerifierFailure(f"{produced.candidate_locator}: candidate folder is missing")
-        try:
-            files = sorted(
-                (p.relative_to(root).as_posix(), p.lstat().st_size)
-                for p in root.rglob("*")
-                if not p.is_dir() or p.is_symlink()
-            )
-        except OSError as e:
-            raise VerifierFailure(
-                f"{produced.candidate_locator}: cannot list candidate: {e.strerror}"
-            ) from e
-        scope_ok = all(
-            name in self.allowed_files and size <= self.max_candidate_bytes for name, size in files
-        )
-        scope = (
-            CheckStatus.PASSED if scope_ok else CheckStatus.FAILED,
-            (sha256_hex([[name, size] for name, size in files]),),
-        )
-        artifact = next((a for a in manifest.artifacts if a.id == self.candidate_artifact_id), None)
-        data: bytes | None = None
-        path = root
-        if artifact is not None:
-            locator = PurePosixPath(artifact.locator)
-            confined = not locator.is_absolute() and ".." not in locator.parts
-            path = root / artifact.locator
-            if confined and path.is_file() and not path.is_symlink():
-                try:
-                    with path.open("rb") as handle:
-                        data = handle.read(self.max_candidate_bytes + 1)
-                except OSError:
-                    data = None
-        observed = None if data is None else sha256_bytes(data)
-        digest_check = (
-            CheckStatus.PASSED
-            if artifact is not None and observed == artifact.digest
-            else CheckStatus.FAILED,
-            () if observed is None else (observed,),
-        )
-        acceptance = self._acceptance(data, path)
-        statuses = {_CHECK_DIGEST: digest_check, _CHECK_SCOPE: scope, _CHECK_ACCEPT: acceptance}
-        required = set(work_unit.required_validators)
-        checks = tuple(
-            CheckResult(id=name, required=name in required, status=status, evidence_digests=ev)
-            for name, (status, ev) in statuses.items()
-        )
-        status, recommendation = verdict_from_checks(checks, manifest.status)
-        return VerificationResult(
-            id=f"{manifest.id}/{self.policy_id}/verification",
-            result_manifest_id=manifest.id,
-            result_manifest_digest=manifest.digest,
-            work_unit_id=work_unit.id,
-            work_unit_version=work_unit.version,
-            work_unit_digest=work_unit.digest,
-            attempt=manifest.attempt,
-            verifier=Actor(
-                id="kernel-fixture-verifier",
-                type=ActorType.SYSTEM,
-                adapter=self.kind,
-                adapter_version=self.version,
-            ),
-            independence=Independence(
-                independent_from_worker=True,
-                worker_id_observed=manifest.worker.id,
-                shared_model_family=False,
-                shared_runtime=False,
-            ),
-            status=status,
-            checks=checks,
-            recommendation=recommendation,
-            rationale=f"policy {self.policy_id}: "
-            + ", ".join(f"{c.id}={c.status}" for c in checks),
-        )
-
-    def _acceptance(self, data: bytes | None, path: Path) -> tuple[CheckStatus, tuple[str, ...]]:
-        if data is None or len(data) > self.max_candidate_bytes:
-            return CheckStatus.INCONCLUSIVE, ()
-        try:
-            # The candidate is untrusted bytes; parse it like any JSON input.
-            observed = canonical_json(load_json(path, what="candidate"))
-        except (KernelError, CanonicalizationError):
-            return CheckStatus.INCONCLUSIVE, (sha256_bytes(data),)
-        status = CheckStatus.PASSED if observed == self.required_canonical else CheckStatus.FAILED
-        return status, (sha256_bytes(observed),)
-
-
-def _fixture_policy(
-    entry: Mapping[str, object], source: ConfigSource
-) -> tuple[VerifierAdapter, str]:
-    source.only_keys(entry, {"adapter", "policy"}, "verifier")
-    locator = source.relative_path(entry, "policy", "verifier")
-    path = source.base_dir / locator
-    document = _load_object(path, "verifier policy")
-    policy = ConfigSource(path=path)
-    policy.only_keys(
-        document,
-        {
-            "kind",
-            "schema_version",
-            "id",
-            "candidate_artifact_id",
-            "allowed_files",
-            "max_candidate_bytes",
-            "required_json",
-        },
-        "$",
-    )
-    if document["kind"] != POLICY_KIND or document["schema_version"] != "1":
-        raise policy.error("$.kind", f"expected {POLICY_KIND} schema_version 1")
-    allowed = document["allowed_files"]
-    if type(allowed) is not list or not all(type(a) is str and a for a in allowed):
-        raise policy.error("$.allowed_files", "expected an array of non-empty strings")
-    max_bytes = document["max_candidate_bytes"]
-    if type(max_bytes) is not int or max_bytes < 1:
-        raise policy.error("$.max_candidate_bytes", "expected an integer >= 1")
-    try:
-        required = canonical_json(document["required_json"])
-        digest = sha256_hex(document)
-    except CanonicalizationError as e:
-        raise policy.error(e.path, e.reason) from e
-    verifier = FixturePolicyVerifier(
-        policy_id=policy.string(document, "id", "$"),
-        candidate_artifact_id=policy.string(document, "candidate_artifact_id", "$"),
-        allowed_files=frozenset(allowed),
-        max_candidate_bytes=max_bytes,
-        required_canonical=required,
-    )
-    return verifier, digest
-
-
-register_worker_adapter("fixture-result", _fixture_result)
-register_worker_adapter("fixture-failure", _fixture_failure)
-register_verifier_adapter("fixture-policy", _fixture_policy)
 
 
 # --- orchestration ---------------------------------------------------------------------
-
-
-def _load_object(path: Path, what: str) -> dict[str, object]:
-    document = load_json(path, what=what)
-    if type(document) is not dict:
-        raise ConfigError(f"{path}: {what} must be a JSON object")
-    return document
 
 
 @attrs.frozen(kw_only=True)
@@ -552,12 +148,6 @@ class LoadedConfig:
     """What the run runs on (when an adapter reports it, or replay is declared)."""
 
 
-def _builtin_adapters() -> None:
-    # The command adapters register themselves on import; importing here (not at
-    # module level) avoids an import cycle and keeps fixture-only use light.
-    from kernel.effects import command_adapters  # noqa: F401
-
-
 def _provenance(
     declared: DeclaredReplay, explicit: bool, adapters: list[object], source: ConfigSource
 ) -> RunProvenance | None:
@@ -575,16 +165,20 @@ def _provenance(
     )
 
 
-def load_config(path: Path | str) -> LoadedConfig:
+def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) -> LoadedConfig:
     """Read and check an orchestration config and the files it names.
+
+    Args:
+        path: the config file.
+        registry: the adapters the config may name (None: `builtin_registry`).
 
     Raises:
         EffectError: a file is missing or unreadable.
         ConfigError: a document is unusable (message names the file and key).
     """
-    _builtin_adapters()
+    adapters = builtin_registry() if registry is None else registry
     source = ConfigSource(path=Path(path))
-    document = _load_object(source.path, "orchestration config")
+    document = load_object(source.path, "orchestration config")
     source.only_keys(
         document,
         {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
@@ -616,7 +210,7 @@ def load_config(path: Path | str) -> LoadedConfig:
     if type(verifier_entry) is not dict:
         raise source.error("$.verifier", "expected an object")
     kind = source.string(verifier_entry, "adapter", "$.verifier")
-    verifier_factory = _VERIFIERS.get(kind)
+    verifier_factory = adapters.verifier(kind)
     if verifier_factory is None:
         raise source.error("$.verifier.adapter", f"unknown verifier adapter {kind!r}")
     verifier, policy_digest = verifier_factory(verifier_entry, source)
@@ -635,7 +229,7 @@ def load_config(path: Path | str) -> LoadedConfig:
             raise source.error(f"{where}.attempt_id", f"duplicate attempt id {attempt_id!r}")
         seen.add(attempt_id)
         adapter_kind = source.string(entry, "adapter", where)
-        factory = _WORKERS.get(adapter_kind)
+        factory = adapters.worker(adapter_kind)
         if factory is None:
             raise source.error(f"{where}.adapter", f"unknown worker adapter {adapter_kind!r}")
         attempts.append((attempt_id, factory(entry, source)))
@@ -749,16 +343,15 @@ def _attempt_in_scratch(
     keep_artifacts: bool,
 ) -> AttemptOutcome:
     notes: dict[str, object] = {}
-    token = _NOTES.set(notes)
     started = time.monotonic()
     folder = scratch / f"attempt-{order}"
     try:
-        folder.mkdir()
-        record, manifest, produced = _run_attempt(loaded, order, attempt_id, worker, folder)
-        kept = _kept(manifest, produced) if keep_artifacts else {}
+        with collecting_notes(notes):
+            folder.mkdir()
+            record, manifest, produced = _run_attempt(loaded, order, attempt_id, worker, folder)
+            kept = _kept(manifest, produced) if keep_artifacts else {}
     finally:
         notes["attempt_ms"] = int((time.monotonic() - started) * 1000)
-        _NOTES.reset(token)
         shutil.rmtree(folder, ignore_errors=True)
     return AttemptOutcome(record=record, manifest=manifest, notes=notes, artifacts=kept)
 
@@ -963,6 +556,6 @@ def run_loaded(
     return run_detailed(loaded, executor=executor).record
 
 
-def run_config(path: Path | str) -> RunRecord:
+def run_config(path: Path | str, *, registry: AdapterRegistry | None = None) -> RunRecord:
     """Load the config at ``path`` and run it (see `load_config` for what it raises)."""
-    return run_loaded(load_config(path))
+    return run_loaded(load_config(path, registry=registry))

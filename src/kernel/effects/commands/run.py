@@ -37,7 +37,7 @@ from typing import Final
 import attrs
 
 from kernel.consensus import CaptureMode, CorroborationReport
-from kernel.effects.command_adapters import CommandWorker
+from kernel.effects.adapters.command import CommandWorker
 from kernel.effects.commands.report import plan_outputs, replay
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kernel.effects import command_adapters
-from kernel.effects.command_adapters import PROTECTED_CHECK, patch_paths, tree_digest
+from kernel.effects.adapters import command as command_adapters
+from kernel.effects.adapters.command import PROTECTED_CHECK, patch_paths, tree_digest
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import EffectError

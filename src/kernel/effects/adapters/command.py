@@ -1,7 +1,7 @@
 """Worker and verifier adapters that run real commands in sandboxes (adapter ``command``).
 
-Registered with `kernel.effects.orchestrate` on import; `load_config` imports this
-module itself, so a config naming ``"adapter": "command"`` needs nothing else.
+`register` adds both to an `AdapterRegistry` (`kernel.effects.adapters.builtin_registry`
+does it for every run that names no registry of its own).
 
 Worker entry (an item of the config's ``attempts``; paths relative to the config)::
 
@@ -73,7 +73,8 @@ from typing import Final
 import attrs
 
 from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
-from kernel.effects.orchestrate import (
+from kernel.effects.adapters.base import (
+    AdapterRegistry,
     AttemptContext,
     ConfigSource,
     VerifierAdapter,
@@ -82,8 +83,6 @@ from kernel.effects.orchestrate import (
     WorkerFailed,
     WorkerProduced,
     note,
-    register_verifier_adapter,
-    register_worker_adapter,
 )
 from kernel.effects.sandbox import (
     Capture,
@@ -122,6 +121,7 @@ __all__ = [
     "CommandVerifier",
     "CommandWorker",
     "patch_paths",
+    "register",
     "tree_digest",
 ]
 
@@ -807,9 +807,11 @@ def _command_verifier(
     return verifier, policy_digest
 
 
-def _register() -> None:
-    register_worker_adapter(ADAPTER_KIND, _command_worker)
-    register_verifier_adapter(ADAPTER_KIND, _command_verifier)
+def register(registry: AdapterRegistry) -> None:
+    """Add the ``command`` worker and verifier to ``registry``.
 
-
-_register()
+    Raises:
+        DuplicateAdapterError: kind ``command`` is already registered.
+    """
+    registry.add_worker(ADAPTER_KIND, _command_worker)
+    registry.add_verifier(ADAPTER_KIND, _command_verifier)

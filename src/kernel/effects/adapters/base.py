@@ -1,0 +1,284 @@
+"""What a worker or verifier adapter is, and how a config reaches it.
+
+`kernel.effects.orchestrate` runs attempts through adapters; the adapters
+(`kernel.effects.adapters.fixture`, `kernel.effects.adapters.command`) implement
+these protocols. Both sides import this module and never each other's, so there is
+no import cycle, and an adapter is available only when a caller adds it to an
+`AdapterRegistry`.
+
+Rules enforced:
+
+- a worker adapter returns `WorkerProduced` or `WorkerFailed`; a verifier adapter
+  returns a `VerificationResult` or raises `VerifierFailure`;
+- `note` facts are volatile: they never enter a record;
+- a registry refuses a second factory for the same kind (`DuplicateAdapterError`);
+- `ConfigSource` getters name the file and key of every config error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from kernel.effects.files import load_json
+from kernel.errors import ConfigError, KernelError
+from kernel.runrecord import AttemptErrorCode
+from kernel.verification import ResultManifest, VerificationResult, WorkUnit
+
+__all__ = [
+    "AdapterRegistry",
+    "AttemptContext",
+    "ConfigSource",
+    "DuplicateAdapterError",
+    "ProvenanceSource",
+    "VerifierAdapter",
+    "VerifierFactory",
+    "VerifierFailure",
+    "WorkerAdapter",
+    "WorkerFactory",
+    "WorkerFailed",
+    "WorkerProduced",
+    "collecting_notes",
+    "load_object",
+    "note",
+]
+
+
+@attrs.frozen(kw_only=True)
+class AttemptContext:
+    """What a worker adapter may know about the attempt it runs."""
+
+    attempt_id: str
+    """The attempt's id."""
+    base_dir: Path
+    """The config's folder (relative paths in the config resolve against it)."""
+    work_unit: WorkUnit
+    """The work unit to work on."""
+    scratch: Path | None = None
+    """A private, empty folder for this attempt's outputs (removed after the run)."""
+    run_id: str = ""
+    """The run's id."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkerProduced:
+    """A worker produced a manifest and a candidate folder."""
+
+    manifest_path: Path
+    """Where the manifest document is."""
+    manifest_locator: str
+    """How to name it in messages (relative, portable)."""
+    candidate_root: Path
+    """The candidate folder the verifier inspects."""
+    candidate_locator: str
+    """How to name it in messages (relative, portable)."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkerFailed:
+    """A worker failed before producing a manifest."""
+
+    message: str
+    """Portable message (no absolute paths)."""
+    code: AttemptErrorCode = AttemptErrorCode.WORKER_FAILED
+    """Which failure: the worker failed, timed out, or its sandbox failed."""
+
+
+class WorkerAdapter(Protocol):
+    """A worker adapter: runs one attempt."""
+
+    @property
+    def kind(self) -> str:
+        """Adapter kind (the registry key)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Adapter version."""
+        ...
+
+    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
+        """Run the attempt; report where its outputs are, or that it failed."""
+        ...
+
+
+class VerifierFailure(Exception):
+    """The verifier control path failed: no verification result exists."""
+
+
+class VerifierAdapter(Protocol):
+    """An independent verifier adapter."""
+
+    @property
+    def kind(self) -> str:
+        """Adapter kind (the registry key)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Adapter version."""
+        ...
+
+    def verify(
+        self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
+    ) -> VerificationResult:
+        """Verify one candidate.
+
+        Raises:
+            VerifierFailure: no verification result could be produced.
+        """
+        ...
+
+
+@runtime_checkable
+class ProvenanceSource(Protocol):
+    """An adapter that can say what it runs on (command adapters)."""
+
+    def provenance(self) -> tuple[tuple[str, str], ...]:
+        """``(name, digest)`` pairs, e.g. ``("worker:a1", ...)``, ``("baseline:repo", ...)``."""
+        ...
+
+
+_NOTES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
+    "kernel_attempt_notes", default=None
+)
+
+
+def note(key: str, value: object) -> None:
+    """Record a volatile fact about the current attempt (durations, sizes, isolation).
+
+    Notes go to `RunOutcome.volatile`, never into the run record. Outside an attempt
+    this does nothing.
+    """
+    notes = _NOTES.get()
+    if notes is not None:
+        notes[key] = value
+
+
+@contextlib.contextmanager
+def collecting_notes(notes: dict[str, object]) -> Iterator[None]:
+    """Within the block, `note` (in this thread/context) writes into ``notes``."""
+    token = _NOTES.set(notes)
+    try:
+        yield
+    finally:
+        _NOTES.reset(token)
+
+
+WorkerFactory = Callable[[Mapping[str, object], "ConfigSource"], WorkerAdapter]
+VerifierFactory = Callable[[Mapping[str, object], "ConfigSource"], tuple[VerifierAdapter, str]]
+"""A verifier factory returns the adapter and the verifier policy digest."""
+
+
+class DuplicateAdapterError(KernelError, ValueError):
+    """An adapter kind was registered twice in one registry (a wiring mistake)."""
+
+
+class AdapterRegistry:
+    """The worker and verifier adapters a config may name, registered explicitly.
+
+    Built by the caller (`kernel.effects.adapters.builtin_registry` gives the
+    built-in ones); nothing registers itself on import. Registering a kind twice
+    raises `DuplicateAdapterError`: a second factory never silently replaces the first.
+    """
+
+    __slots__ = ("_verifiers", "_workers")
+
+    def __init__(self) -> None:
+        self._workers: dict[str, WorkerFactory] = {}
+        self._verifiers: dict[str, VerifierFactory] = {}
+
+    def add_worker(self, kind: str, factory: WorkerFactory) -> None:
+        """Make worker adapter ``kind`` available to configs.
+
+        Raises:
+            DuplicateAdapterError: ``kind`` is already registered.
+        """
+        if kind in self._workers:
+            raise DuplicateAdapterError(f"worker adapter {kind!r} is already registered")
+        self._workers[kind] = factory
+
+    def add_verifier(self, kind: str, factory: VerifierFactory) -> None:
+        """Make verifier adapter ``kind`` available to configs.
+
+        Raises:
+            DuplicateAdapterError: ``kind`` is already registered.
+        """
+        if kind in self._verifiers:
+            raise DuplicateAdapterError(f"verifier adapter {kind!r} is already registered")
+        self._verifiers[kind] = factory
+
+    def worker(self, kind: str) -> WorkerFactory | None:
+        """The factory of worker adapter ``kind``, or None."""
+        return self._workers.get(kind)
+
+    def verifier(self, kind: str) -> VerifierFactory | None:
+        """The factory of verifier adapter ``kind``, or None."""
+        return self._verifiers.get(kind)
+
+
+@attrs.frozen(kw_only=True)
+class ConfigSource:
+    """Where a config came from: typed getters that name file and key on failure."""
+
+    path: Path
+    """The config file (as the user named it)."""
+    cache: dict[object, object] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
+    """Per-load memo for adapters (e.g. one baseline tree digest per folder)."""
+
+    @property
+    def base_dir(self) -> Path:
+        """The config's folder."""
+        return self.path.parent
+
+    def error(self, key: str, message: str) -> ConfigError:
+        """A ConfigError naming the file and the key."""
+        return ConfigError(f"{self.path}: {key}: {message}")
+
+    def string(self, entry: Mapping[str, object], key: str, where: str) -> str:
+        """A required non-blank string."""
+        value = entry.get(key)
+        if type(value) is not str or not value.strip():
+            raise self.error(f"{where}.{key}", f"expected a non-blank string, got {value!r}")
+        return value
+
+    def relative_path(self, entry: Mapping[str, object], key: str, where: str) -> str:
+        """A required relative POSIX path without ``..`` (portable, confined)."""
+        value = self.string(entry, key, where)
+        pure = PurePosixPath(value)
+        if pure.is_absolute() or ".." in pure.parts or "\\" in value:
+            raise self.error(f"{where}.{key}", f"must be a relative path without '..': {value!r}")
+        return value
+
+    def only_keys(
+        self,
+        entry: Mapping[str, object],
+        keys: set[str],
+        where: str,
+        optional: frozenset[str] = frozenset(),
+    ) -> None:
+        """Refuse unknown keys and missing keys (``optional`` keys may be absent)."""
+        unknown = sorted(set(entry) - keys - optional)
+        if unknown:
+            raise self.error(f"{where}.{unknown[0]}", "unknown key")
+        missing = sorted(keys - set(entry))
+        if missing:
+            raise self.error(f"{where}.{missing[0]}", "missing key")
+
+
+def load_object(path: Path, what: str) -> dict[str, object]:
+    """Read a JSON object document.
+
+    Raises:
+        EffectError: the file is missing or unreadable.
+        ConfigError: it is not JSON, or not an object.
+    """
+    document = load_json(path, what=what)
+    if type(document) is not dict:
+        raise ConfigError(f"{path}: {what} must be a JSON object")
+    return document

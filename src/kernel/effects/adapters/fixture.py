@@ -1,0 +1,270 @@
+"""Deterministic fixture adapters (no processes): canned workers and a policy verifier.
+
+- worker ``fixture-result``: a canned result manifest + candidate folder;
+- worker ``fixture-failure``: a canned failure message;
+- verifier ``fixture-policy``: checks the candidate against a verifier policy with the
+  checks ``artifact-digest``, ``candidate-scope`` and ``independent-acceptance``.
+
+Rules enforced: the candidate folder is listed without following symlinks; the
+artifact is read only when its locator is confined to the candidate folder and bounded
+by the policy's ``max_candidate_bytes``; the candidate is parsed like any untrusted JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+import attrs
+
+from kernel.effects.adapters.base import (
+    AdapterRegistry,
+    AttemptContext,
+    ConfigSource,
+    VerifierAdapter,
+    VerifierFailure,
+    WorkerAdapter,
+    WorkerFailed,
+    WorkerProduced,
+    load_object,
+)
+from kernel.effects.files import load_json
+from kernel.errors import CanonicalizationError, KernelError
+from kernel.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.runrecord import redact_absolute_paths
+from kernel.verification import (
+    Actor,
+    ActorType,
+    CheckResult,
+    CheckStatus,
+    Independence,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+    verdict_from_checks,
+)
+
+__all__ = [
+    "POLICY_KIND",
+    "FixtureFailureWorker",
+    "FixturePolicyVerifier",
+    "FixtureResultWorker",
+    "register",
+]
+
+POLICY_KIND: Final = "kernel-fixture-verifier-policy"
+_FIXTURE_VERSION: Final = "1"
+
+
+@attrs.frozen(kw_only=True)
+class FixtureResultWorker:
+    """Worker ``fixture-result``: a canned manifest and candidate folder."""
+
+    manifest: str
+    candidate_root: str
+    kind: str = "fixture-result"
+    version: str = _FIXTURE_VERSION
+
+    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
+        """Point at the canned outputs (the verifier reads them, not this adapter)."""
+        return WorkerProduced(
+            manifest_path=context.base_dir / self.manifest,
+            manifest_locator=self.manifest,
+            candidate_root=context.base_dir / self.candidate_root,
+            candidate_locator=self.candidate_root,
+        )
+
+
+def _fixture_result(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
+    where = f"attempts[{entry.get('attempt_id')!r}]"
+    source.only_keys(entry, {"attempt_id", "adapter", "result_manifest", "candidate_root"}, where)
+    return FixtureResultWorker(
+        manifest=source.relative_path(entry, "result_manifest", where),
+        candidate_root=source.relative_path(entry, "candidate_root", where),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FixtureFailureWorker:
+    """Worker ``fixture-failure``: fails with a canned message."""
+
+    failure: str
+    kind: str = "fixture-failure"
+    version: str = _FIXTURE_VERSION
+
+    def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
+        """Fail, as configured."""
+        del context
+        return WorkerFailed(message=redact_absolute_paths(self.failure))
+
+
+def _fixture_failure(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
+    where = f"attempts[{entry.get('attempt_id')!r}]"
+    source.only_keys(entry, {"attempt_id", "adapter", "failure"}, where)
+    return FixtureFailureWorker(failure=source.string(entry, "failure", where))
+
+
+# --- fixture verifier ------------------------------------------------------------------
+
+_CHECK_DIGEST: Final = "artifact-digest"
+_CHECK_SCOPE: Final = "candidate-scope"
+_CHECK_ACCEPT: Final = "independent-acceptance"
+
+
+@attrs.frozen(kw_only=True)
+class FixturePolicyVerifier:
+    """Verifier ``fixture-policy``: deterministic checks against a verifier policy."""
+
+    policy_id: str
+    candidate_artifact_id: str
+    allowed_files: frozenset[str]
+    max_candidate_bytes: int
+    required_canonical: bytes
+    kind: str = "fixture-policy"
+    version: str = _FIXTURE_VERSION
+
+    def verify(
+        self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
+    ) -> VerificationResult:
+        """Run the three checks; see the module docstring."""
+        root = produced.candidate_root
+        if not root.is_dir() or root.is_symlink():
+            raise VerifierFailure(f"{produced.candidate_locator}: candidate folder is missing")
+        try:
+            files = sorted(
+                (p.relative_to(root).as_posix(), p.lstat().st_size)
+                for p in root.rglob("*")
+                if not p.is_dir() or p.is_symlink()
+            )
+        except OSError as e:
+            raise VerifierFailure(
+                f"{produced.candidate_locator}: cannot list candidate: {e.strerror}"
+            ) from e
+        scope_ok = all(
+            name in self.allowed_files and size <= self.max_candidate_bytes for name, size in files
+        )
+        scope = (
+            CheckStatus.PASSED if scope_ok else CheckStatus.FAILED,
+            (sha256_hex([[name, size] for name, size in files]),),
+        )
+        artifact = next((a for a in manifest.artifacts if a.id == self.candidate_artifact_id), None)
+        data: bytes | None = None
+        path = root
+        if artifact is not None:
+            locator = PurePosixPath(artifact.locator)
+            confined = not locator.is_absolute() and ".." not in locator.parts
+            path = root / artifact.locator
+            if confined and path.is_file() and not path.is_symlink():
+                try:
+                    with path.open("rb") as handle:
+                        data = handle.read(self.max_candidate_bytes + 1)
+                except OSError:
+                    data = None
+        observed = None if data is None else sha256_bytes(data)
+        digest_check = (
+            CheckStatus.PASSED
+            if artifact is not None and observed == artifact.digest
+            else CheckStatus.FAILED,
+            () if observed is None else (observed,),
+        )
+        acceptance = self._acceptance(data, path)
+        statuses = {_CHECK_DIGEST: digest_check, _CHECK_SCOPE: scope, _CHECK_ACCEPT: acceptance}
+        required = set(work_unit.required_validators)
+        checks = tuple(
+            CheckResult(id=name, required=name in required, status=status, evidence_digests=ev)
+            for name, (status, ev) in statuses.items()
+        )
+        status, recommendation = verdict_from_checks(checks, manifest.status)
+        return VerificationResult(
+            id=f"{manifest.id}/{self.policy_id}/verification",
+            result_manifest_id=manifest.id,
+            result_manifest_digest=manifest.digest,
+            work_unit_id=work_unit.id,
+            work_unit_version=work_unit.version,
+            work_unit_digest=work_unit.digest,
+            attempt=manifest.attempt,
+            verifier=Actor(
+                id="kernel-fixture-verifier",
+                type=ActorType.SYSTEM,
+                adapter=self.kind,
+                adapter_version=self.version,
+            ),
+            independence=Independence(
+                independent_from_worker=True,
+                worker_id_observed=manifest.worker.id,
+                shared_model_family=False,
+                shared_runtime=False,
+            ),
+            status=status,
+            checks=checks,
+            recommendation=recommendation,
+            rationale=f"policy {self.policy_id}: "
+            + ", ".join(f"{c.id}={c.status}" for c in checks),
+        )
+
+    def _acceptance(self, data: bytes | None, path: Path) -> tuple[CheckStatus, tuple[str, ...]]:
+        if data is None or len(data) > self.max_candidate_bytes:
+            return CheckStatus.INCONCLUSIVE, ()
+        try:
+            # The candidate is untrusted bytes; parse it like any JSON input.
+            observed = canonical_json(load_json(path, what="candidate"))
+        except (KernelError, CanonicalizationError):
+            return CheckStatus.INCONCLUSIVE, (sha256_bytes(data),)
+        status = CheckStatus.PASSED if observed == self.required_canonical else CheckStatus.FAILED
+        return status, (sha256_bytes(observed),)
+
+
+def _fixture_policy(
+    entry: Mapping[str, object], source: ConfigSource
+) -> tuple[VerifierAdapter, str]:
+    source.only_keys(entry, {"adapter", "policy"}, "verifier")
+    locator = source.relative_path(entry, "policy", "verifier")
+    path = source.base_dir / locator
+    document = load_object(path, "verifier policy")
+    policy = ConfigSource(path=path)
+    policy.only_keys(
+        document,
+        {
+            "kind",
+            "schema_version",
+            "id",
+            "candidate_artifact_id",
+            "allowed_files",
+            "max_candidate_bytes",
+            "required_json",
+        },
+        "$",
+    )
+    if document["kind"] != POLICY_KIND or document["schema_version"] != "1":
+        raise policy.error("$.kind", f"expected {POLICY_KIND} schema_version 1")
+    allowed = document["allowed_files"]
+    if type(allowed) is not list or not all(type(a) is str and a for a in allowed):
+        raise policy.error("$.allowed_files", "expected an array of non-empty strings")
+    max_bytes = document["max_candidate_bytes"]
+    if type(max_bytes) is not int or max_bytes < 1:
+        raise policy.error("$.max_candidate_bytes", "expected an integer >= 1")
+    try:
+        required = canonical_json(document["required_json"])
+        digest = sha256_hex(document)
+    except CanonicalizationError as e:
+        raise policy.error(e.path, e.reason) from e
+    verifier = FixturePolicyVerifier(
+        policy_id=policy.string(document, "id", "$"),
+        candidate_artifact_id=policy.string(document, "candidate_artifact_id", "$"),
+        allowed_files=frozenset(allowed),
+        max_candidate_bytes=max_bytes,
+        required_canonical=required,
+    )
+    return verifier, digest
+
+
+def register(registry: AdapterRegistry) -> None:
+    """Add the fixture adapters to ``registry``.
+
+    Raises:
+        DuplicateAdapterError: one of their kinds is already registered.
+    """
+    registry.add_worker("fixture-result", _fixture_result)
+    registry.add_worker("fixture-failure", _fixture_failure)
+    registry.add_verifier("fixture-policy", _fixture_policy)
