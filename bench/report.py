@@ -6,7 +6,7 @@ written to a temporary file, then measured:
 - floor:    read the file + ``RunRecord.from_dict`` + canonical SHA-256 of the document
             (what any consumer of a run record must do at least);
 - raw:      read the file + canonical SHA-256 only (no record parsing), for reference;
-- pipeline: read + ``RunRecord.from_dict`` + ``build_report`` (which hashes the run) +
+- pipeline: read + ``RunRecord.from_dict`` + ``build_evidence_report`` (which hashes the run) +
             ``render_json`` + ``render_markdown``.
 
 Time is the best of a few repeats (without tracemalloc); peak memory is measured in a
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel.effects.files import load_json, write_canonical_json
-from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.identity import sha256_hex
 from kernel.render import render_json, render_markdown
 from kernel.runrecord import (
@@ -133,7 +133,7 @@ def raw(path: Path) -> None:
 def pipeline(path: Path) -> None:
     """Read + parse + build (hashes the run) + render JSON and Markdown."""
     run = RunRecord.from_dict(load_json(path))
-    report = build_report(run)
+    report = build_evidence_report(run)
     assert isinstance(report, RunEvidenceReport)
     render_json(report)
     render_markdown(report)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.sandbox import available_isolation
-from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -144,7 +144,7 @@ def pipeline(config: Path, workers: int | None) -> float:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
             outcome = run_detailed(loaded, executor=pool)
     wall = time.perf_counter() - started
-    report = build_report(outcome.record)
+    report = build_evidence_report(outcome.record)
     assert isinstance(report, RunEvidenceReport)
     assert report.summary.supported == ATTEMPTS, report.summary
     return wall

@@ -16,7 +16,7 @@ from kernel.effects.adapters.command import PROTECTED_CHECK, patch_paths, tree_d
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import EffectError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_report
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_markdown
 from kernel.run_admission import admission_section
 from kernel.runrecord import AttemptErrorCode
@@ -72,7 +72,7 @@ def _config(base: Path, attempts: list[dict[str, Any]], **verifier: Any) -> Path
 
 
 def _report(config: Path) -> RunEvidenceReport:
-    report = build_report(run_detailed(load_config(config)).record)
+    report = build_evidence_report(run_detailed(load_config(config)).record)
     assert isinstance(report, RunEvidenceReport)
     return report
 

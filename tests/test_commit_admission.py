@@ -35,7 +35,7 @@ from kernel.consensus import (
     Isolation,
     RunObservation,
     build_consensus,
-    build_report,
+    build_corroboration_report,
 )
 from kernel.errors import RefusedError
 from kernel.strategies import branches, drafts
@@ -206,7 +206,7 @@ def _report(*digests: str) -> Any:
     )
     outcome = build_consensus(observations)
     assert not isinstance(outcome, ConsensusRefusal)
-    return build_report(
+    return build_corroboration_report(
         outcome, command=("make", "test"), capture_mode=CaptureMode.PATCH, network=False,
         timeout_ms=None,
     )  # fmt: skip

@@ -27,7 +27,7 @@ from kernel.consensus import (
     RunObservation,
     RunStatus,
     build_consensus,
-    build_report,
+    build_corroboration_report,
 )
 from kernel.errors import RecordError
 from kernel.strategies import run_observations
@@ -314,7 +314,7 @@ def test_outcome_ids_reproduce_and_round_trip(
     assert type(outcome).from_dict(outcome.to_dict()) == outcome
     own_id = outcome.consensus_id if isinstance(outcome, Consensus) else outcome.no_consensus_id
     assert own_id == stdlib_id(identity_payload(outcome))
-    report = build_report(
+    report = build_corroboration_report(
         outcome, command=("x",), capture_mode=CaptureMode.STDOUT, network=False, timeout_ms=5
     )
     assert CorroborationReport.from_dict(report.to_dict()) == report
@@ -369,7 +369,7 @@ def test_report_isolation_is_the_weakest_level() -> None:
     weak = attrs.evolve(ok(1, A), isolation=Isolation.COPY)
     outcome = build_consensus((ok(0, A), weak, ok(2, A)))
     assert not isinstance(outcome, ConsensusRefusal)
-    report = build_report(
+    report = build_corroboration_report(
         outcome, command=("x",), capture_mode=CaptureMode.PATCH, network=False, timeout_ms=None
     )
     assert report.isolation is Isolation.COPY
@@ -466,7 +466,7 @@ def test_a_report_cannot_claim_consensus_its_runs_do_not_show() -> None:
     plurality; downstream (run admission) reads that flag."""
     outcome = build_consensus(runs("a", "a", "b", "c", "fail"))
     assert isinstance(outcome, NoConsensus)
-    report = build_report(
+    report = build_corroboration_report(
         outcome, command=("x",), capture_mode=CaptureMode.STDOUT, network=False, timeout_ms=None
     )
     document = report.to_dict() | {

@@ -24,14 +24,14 @@ from kernel.decision import (
 )
 from kernel.effects.orchestrate import run_config
 from kernel.errors import RecordError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_report
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.strategies import decisions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 
 
 def _report(name: str = "two-attempt-good-vs-bad") -> RunEvidenceReport:
-    report = build_report(run_config(FIXTURES / f"{name}.json"))
+    report = build_evidence_report(run_config(FIXTURES / f"{name}.json"))
     assert isinstance(report, RunEvidenceReport)
     return report
 

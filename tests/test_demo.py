@@ -18,7 +18,7 @@ from kernel.consensus import EMPTY_SHA256
 from kernel.effects.cli import main
 from kernel.effects.commands.run import PipelineResult, run_pipeline, summary_lines
 from kernel.effects.sandbox import scratch_root
-from kernel.evidence_report import EvidenceState, ReportWarning, check_report
+from kernel.evidence_report import EvidenceState, ReportWarning, check_evidence_report
 from kernel.runrecord import AttemptErrorCode, RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,7 +137,7 @@ def test_files_validate_and_bind(demo: tuple[Path, PipelineResult]) -> None:
         jsonschema.Draft202012Validator(
             json.loads((SCHEMAS / f"{schema}.schema.json").read_text())
         ).validate(document)
-    assert isinstance(check_report(result.report, run=result.outcome.record), object)
+    assert isinstance(check_evidence_report(result.report, run=result.outcome.record), object)
     admission = json.loads((out / "admission.json").read_text())
     assert admission["report_digest"] == result.report.digest
     volatile = json.loads((out / "run.volatile.json").read_text())

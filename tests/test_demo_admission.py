@@ -18,11 +18,10 @@ from kernel.consensus import (
     NoConsensus,
     RunObservation,
     build_consensus,
-    build_report,
+    build_corroboration_report,
 )
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.evidence_report import RunEvidenceReport
-from kernel.evidence_report import build_report as build_evidence
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_markdown
 from kernel.run_admission import (
     RunAdmission,
@@ -39,7 +38,7 @@ CTX2 = "2" * 64
 
 
 def _report(name: str = "two-attempt-good-vs-bad") -> RunEvidenceReport:
-    report = build_evidence(run_loaded(load_config(FIXTURES / f"orchestration/{name}.json")))
+    report = build_evidence_report(run_loaded(load_config(FIXTURES / f"orchestration/{name}.json")))
     assert isinstance(report, RunEvidenceReport)
     return report
 
@@ -59,7 +58,7 @@ def _reruns(*digests: str | None, candidate: str) -> CorroborationReport:
     ]
     outcome = build_consensus(observations, candidate_digest=candidate)
     assert isinstance(outcome, Consensus | NoConsensus)
-    return build_report(
+    return build_corroboration_report(
         outcome, command=("w",), capture_mode=CaptureMode.PATCH, network=False, timeout_ms=None
     )
 

@@ -18,8 +18,8 @@ from kernel.evidence_report import (
     ReportRefusal,
     ReportWarning,
     RunEvidenceReport,
-    build_report,
-    check_report,
+    build_evidence_report,
+    check_evidence_report,
 )
 from kernel.runrecord import AttemptState, CheckSummary, ManifestSummary, RunRecord
 from kernel.strategies import run_records
@@ -33,7 +33,7 @@ def _run(name: str) -> RunRecord:
 
 
 def _report(name: str) -> RunEvidenceReport:
-    report = build_report(_run(name))
+    report = build_evidence_report(_run(name))
     assert isinstance(report, RunEvidenceReport)
     return report
 
@@ -118,7 +118,7 @@ def test_seed_8_digest_binding_drift_is_refused(field: str, reason: ReportReason
     assert attempt.verification is not None
     changes: dict[str, Any] = {field: "0" * 64}
     drifted = attrs.evolve(attempt, verification=attrs.evolve(attempt.verification, **changes))
-    outcome = build_report(attrs.evolve(run, attempts=(run.attempts[0], drifted)))
+    outcome = build_evidence_report(attrs.evolve(run, attempts=(run.attempts[0], drifted)))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (reason,)
     assert outcome.attempt_ids == ("attempt-002",)
@@ -133,7 +133,7 @@ def test_manifest_work_unit_drift_is_refused() -> None:
     drifted = attrs.evolve(
         attempt, manifest=attrs.evolve(attempt.manifest, work_unit_digest="1" * 64)
     )
-    outcome = build_report(attrs.evolve(run, attempts=(drifted, run.attempts[1])))
+    outcome = build_evidence_report(attrs.evolve(run, attempts=(drifted, run.attempts[1])))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (ReportReason.MANIFEST_WORK_UNIT_DRIFT,)
 
@@ -159,14 +159,14 @@ def test_acceptance_contradicting_a_required_check_is_inconclusive() -> None:
     assert attempt.verification is not None
     checks = (CheckSummary(id="independent-acceptance", required=True, status=CheckStatus.FAILED),)
     odd = attrs.evolve(attempt, verification=attrs.evolve(attempt.verification, checks=checks))
-    report = build_report(attrs.evolve(run, attempts=(odd, run.attempts[1])))
+    report = build_evidence_report(attrs.evolve(run, attempts=(odd, run.attempts[1])))
     assert isinstance(report, RunEvidenceReport)
     assert report.attempts[0].evidence_state is EvidenceState.INCONCLUSIVE
     assert ReportWarning.RECOMMENDATION_CONTRADICTS_CHECKS in report.warnings
-    assert isinstance(check_report(report), ReportCheck)
+    assert isinstance(check_evidence_report(report), ReportCheck)
 
 
-# --- check_report ------------------------------------------------------------------------
+# --- check_evidence_report ------------------------------------------------------------------------
 
 
 def _forge(report: RunEvidenceReport, index: int, **changes: Any) -> RunEvidenceReport:
@@ -180,7 +180,7 @@ def test_forged_relabel_with_adjusted_counts_is_refused() -> None:
     report = _report("two-attempt-good-vs-bad")
     forged = _forge(report, 1, evidence_state=EvidenceState.SUPPORTED)
     forged = attrs.evolve(forged, summary=attrs.evolve(forged.summary, supported=2, rejected=0))
-    outcome = check_report(forged)
+    outcome = check_evidence_report(forged)
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (ReportReason.EVIDENCE_STATE, ReportReason.SUMMARY_COUNTS)
     assert outcome.attempt_ids == ("attempt-002",)
@@ -211,8 +211,8 @@ def test_fully_fabricated_attempt_is_refused_against_the_run() -> None:
         ),
         warnings=(ReportWarning.DECISION_SUPPORT_ONLY,),
     )
-    assert isinstance(check_report(fabricated), ReportCheck)
-    outcome = check_report(fabricated, run=_run("two-attempt-good-vs-bad"))
+    assert isinstance(check_evidence_report(fabricated), ReportCheck)
+    outcome = check_evidence_report(fabricated, run=_run("two-attempt-good-vs-bad"))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (ReportReason.SOURCE,)
 
@@ -267,7 +267,7 @@ CHECK_REFUSALS: dict[
 def test_check_report_refusals(name: str) -> None:
     """Each inconsistency is refused with its reason codes, in ReportReason order."""
     edit, codes = CHECK_REFUSALS[name]
-    outcome = check_report(edit(_report("two-attempt-good-vs-bad")))
+    outcome = check_evidence_report(edit(_report("two-attempt-good-vs-bad")))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == codes
 
@@ -276,9 +276,9 @@ def test_built_reports_check_and_round_trip() -> None:
     """Reports of every fixture check, also against their run, and round-trip."""
     for name in ("two-attempt-good-vs-bad", "nine-attempt-all-states", "hostile-strings"):
         run = _run(name)
-        report = build_report(run)
+        report = build_evidence_report(run)
         assert isinstance(report, RunEvidenceReport)
-        assert check_report(report, run=run) == ReportCheck(
+        assert check_evidence_report(report, run=run) == ReportCheck(
             report_digest=report.digest, source_run_digest=run.digest
         )
         assert RunEvidenceReport.from_dict(report.to_dict()) == report
@@ -291,7 +291,7 @@ def test_built_reports_check_and_round_trip() -> None:
 @given(run_records())
 def test_property_every_attempt_one_state_disagreement_iff_several(run: RunRecord) -> None:
     """Random runs: every attempt kept with one state; disagreement iff > 1 recommendation."""
-    report = build_report(run)
+    report = build_evidence_report(run)
     assert isinstance(report, RunEvidenceReport)
     assert [a.attempt_id for a in report.attempts] == [a.attempt_id for a in run.attempts]
     assert all(isinstance(a.evidence_state, EvidenceState) for a in report.attempts)
@@ -304,5 +304,5 @@ def test_property_every_attempt_one_state_disagreement_iff_several(run: RunRecor
     }
     assert s.verification_disagreement is (len(recommendations) > 1)
     assert report.source_run_digest == run.digest
-    assert isinstance(check_report(report, run=run), ReportCheck)
+    assert isinstance(check_evidence_report(report, run=run), ReportCheck)
     assert report.human_decision.selected_attempt_id is None

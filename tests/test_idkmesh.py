@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kernel.errors import RecordError
-from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import parse_prefixed_digest, run_record_from_idkmesh
 
 IDKMESH = Path(__file__).resolve().parents[1] / "fixtures" / "idkmesh"
@@ -21,7 +21,7 @@ def _load(name: str) -> Any:
 
 
 def _report(document: Any) -> RunEvidenceReport:
-    report = build_report(run_record_from_idkmesh(document))
+    report = build_evidence_report(run_record_from_idkmesh(document))
     assert isinstance(report, RunEvidenceReport)
     return report
 
@@ -129,5 +129,5 @@ def test_drifted_idkmesh_run_is_refused_by_the_report() -> None:
     document = _edit(
         ["attempts", 0, "verification", "result_manifest_digest"], "sha256:" + "0" * 64
     )
-    outcome = build_report(run_record_from_idkmesh(document))
+    outcome = build_evidence_report(run_record_from_idkmesh(document))
     assert not isinstance(outcome, RunEvidenceReport)

@@ -1,112 +1,181 @@
-"""The public API is exactly what kernel.__all__ says, and every module declares __all__."""
+"""The public API, derived by walking it (trio's test_exports is the model).
+
+What ``kernel.__all__`` must hold is not a hand-copied list: every kernel type that a
+public signature (or a public record's field) mentions must be exported, and the three
+lists of ``kernel/__init__.py`` (type-checking imports, `_EXPORTS`, ``__all__``) agree.
+"""
 
 from __future__ import annotations
 
+import ast
+import enum
 import importlib
 import importlib.resources
+import inspect
 import pkgutil
+import subprocess
+import sys
+import typing
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
 
 import kernel
 
-EXPECTED = {
-    "ReplayCheck",
-    "ReplayMode",
-    "RunAdmission",
-    "build_run_admission",
-    "check_replay",
-    "Admission",
-    "AttemptState",
-    "BindingRefusal",
-    "Branch",
-    "BudgetCharge",
-    "BudgetConsumed",
-    "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
-    "CandidateAttempt",
-    "CandidateAttemptRunBinding",
-    "CandidateAttemptRunBindingInput",
-    "CandidateAttemptRunBindingOutcome",
-    "CandidateAttemptRunBindingRefusal",
-    "CandidateOperatorResult",
-    "CandidateReconstruction",
-    "CandidateReplayStatus",
-    "CanonicalizationError",
-    "CommitBoundaryError",
-    "CommitRefusal",
-    "ComputeBudgetDecision",
-    "ConfigError",
-    "Consensus",
-    "ConsensusRefusal",
-    "CorroborationReport",
-    "DecisionRefusal",
-    "Draft",
-    "EffectError",
-    "EvidenceClass",
-    "EvidenceState",
-    "GeometricSearchRun",
-    "HumanDecisionRecord",
-    "Identity",
-    "KernelError",
-    "NoConsensus",
-    "Recommendation",
-    "Record",
-    "RecordError",
-    "Refusal",
-    "RefusedError",
-    "ReportRefusal",
-    "ResultManifest",
-    "RunAttemptBindingRefusalReason",
-    "RunEvidenceReport",
-    "RunExhaustionCode",
-    "RunObservation",
-    "RunRecord",
-    "SearchGateDecision",
-    "SearchRunDisposition",
-    "SourceSpan",
-    "VerificationResult",
-    "VerifierOutcome",
-    "WorkUnit",
-    "admit_or_raise",
-    "admit_to_commit",
-    "bind_candidate_attempt_to_run",
-    "branch_from_corroboration",
-    "build_consensus",
-    "build_report",
-    "canonical_json",
-    "check_binding",
-    "check_report",
-    "compute_id",
-    "drafts_are_decorrelated",
-    "identity_payload",
-    "record_decision",
-    "render_html",
-    "render_json",
-    "render_markdown",
-    "require_verified",
-    "seal",
-    "sha256_bytes",
-    "sha256_hex",
-    "unwrap",
-    "verify_admission",
-    "verify_binding",
-    "verify_binding_set",
-    "verify_decision",
-}
+INIT = Path(kernel.__file__)
 
 
-def test_exports_are_pinned() -> None:
-    """kernel.__all__ is exactly the pinned list, and each name resolves."""
-    assert set(kernel.__all__) == EXPECTED
-    for name in kernel.__all__:
-        assert getattr(kernel, name) is not None
+def _types_in(hint: object) -> Iterator[type]:
+    """Every class named by a type hint, through unions and generic arguments."""
+    if isinstance(hint, type):
+        yield hint
+    for arg in typing.get_args(hint):
+        if arg is not Ellipsis and not isinstance(arg, str | int | bool | enum.Enum):
+            yield from _types_in(arg)
+
+
+def _signature_types(obj: object) -> Iterator[type]:
+    """Types in a function's signature, or in a class's fields and public methods."""
+    if inspect.isfunction(obj):
+        for hint in typing.get_type_hints(obj).values():
+            yield from _types_in(hint)
+        return
+    if not isinstance(obj, type):
+        return
+    if attrs.has(obj):
+        for hint in typing.get_type_hints(obj).values():
+            yield from _types_in(hint)
+    for name, member in vars(obj).items():
+        if name.startswith("_"):
+            continue
+        function = getattr(member, "__func__", member)
+        if isinstance(member, property):
+            function = member.fget
+        if inspect.isfunction(function):
+            for hint in typing.get_type_hints(function).values():
+                yield from _types_in(hint)
+    yield from obj.__mro__[1:]
+
+
+def _reachable_kernel_types() -> set[type]:
+    """Kernel-defined types reachable from the exports, transitively."""
+    found: set[type] = set()
+    todo = [getattr(kernel, name) for name in kernel.__all__]
+    seen: set[int] = set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        for kind in _signature_types(obj):
+            if kind.__module__.startswith("kernel.") and kind not in found:
+                found.add(kind)
+                todo.append(kind)
+    return found
+
+
+def test_every_type_in_a_public_signature_is_exported() -> None:
+    """A caller can name every type the API hands out or asks for (no hidden types)."""
+    exported = {getattr(kernel, name) for name in kernel.__all__}
+    missing = sorted(
+        f"{kind.__module__}.{kind.__qualname__}"
+        for kind in _reachable_kernel_types()
+        if kind not in exported
+    )
+    assert missing == []
+
+
+def test_every_export_resolves_to_its_home_module() -> None:
+    """Each name in `_EXPORTS` is the object its module defines, and `__all__` lists them all."""
+    homes = kernel._EXPORTS
+    assert sorted(kernel.__all__) == sorted(name for names in homes.values() for name in names)
+    assert len(set(kernel.__all__)) == len(kernel.__all__)
+    for module_name, names in homes.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            assert name in module.__all__, f"{module_name}.{name}"
+            assert getattr(kernel, name) is getattr(module, name), name
+
+
+def test_type_checking_imports_match_the_runtime_map() -> None:
+    """What a type checker sees in `kernel/__init__.py` is exactly what runs (plus the
+    deprecated aliases)."""
+    tree = ast.parse(INIT.read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    seen: dict[str, set[str]] = {}
+    aliases: dict[str, tuple[str, str]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        assert node.module is not None
+        for alias in node.names:
+            if alias.asname is None:
+                seen.setdefault(node.module, set()).add(alias.name)
+            else:
+                aliases[alias.asname] = (node.module, alias.name)
+    assert seen == {module: set(names) for module, names in kernel._EXPORTS.items()}
+    assert aliases == kernel._DEPRECATED
+
+
+@pytest.mark.parametrize("old", sorted(kernel._DEPRECATED))
+def test_deprecated_names_warn_and_resolve(old: str) -> None:
+    """A 0.1.0 name still works, warns, and is the renamed object itself."""
+    module, new = kernel._DEPRECATED[old]
+    with pytest.warns(DeprecationWarning, match=f"kernel.{old} is deprecated; use kernel.{new}"):
+        value = getattr(kernel, old)
+    assert value is getattr(importlib.import_module(module), new)
+    assert old not in kernel.__all__
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    """`kernel.<typo>` raises AttributeError naming it (so hasattr works)."""
+    with pytest.raises(AttributeError, match="no attribute 'sael'"):
+        _ = kernel.sael
+    assert not hasattr(kernel, "binding_refusal")
+
+
+def test_import_kernel_loads_no_submodule() -> None:
+    """`import kernel` is cheap: submodules load on first use, not at import."""
+    code = (
+        "import sys, kernel\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel.')))\n"
+        "kernel.seal\n"
+        "print('kernel.codec' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["[]", "True"]
+
+
+def test_dir_lists_the_public_api() -> None:
+    """`dir(kernel)` shows every export even before it is loaded."""
+    assert set(kernel.__all__) <= set(dir(kernel))
 
 
 def test_every_module_declares_all() -> None:
     """Every importable kernel module sets __all__, and each listed name exists."""
-    for info in pkgutil.walk_packages(kernel.__path__, "kernel."):
-        module = importlib.import_module(info.name)
-        assert hasattr(module, "__all__"), info.name
-        for name in module.__all__:
-            assert hasattr(module, name), f"{info.name}.{name}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for info in pkgutil.walk_packages(kernel.__path__, "kernel."):
+            module = importlib.import_module(info.name)
+            assert hasattr(module, "__all__"), info.name
+            for name in module.__all__:
+                assert hasattr(module, name), f"{info.name}.{name}"
+
+
+def test_version_matches_the_distribution() -> None:
+    """`kernel.__version__` is the version pyproject declares."""
+    pyproject = INIT.parents[2] / "pyproject.toml"
+    if pyproject.is_file():
+        assert f'version = "{kernel.__version__}"' in pyproject.read_text(encoding="utf-8")
+    assert isinstance(kernel.__version__, str)
 
 
 def test_py_typed_ships() -> None:

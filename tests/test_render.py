@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
-from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.identity import canonical_json
 from kernel.render import (
     TableSection,
@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 
 
 def _report(name: str) -> RunEvidenceReport:
-    report = build_report(run_config(FIXTURES / f"{name}.json"))
+    report = build_evidence_report(run_config(FIXTURES / f"{name}.json"))
     assert isinstance(report, RunEvidenceReport)
     return report
 

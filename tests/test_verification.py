@@ -1,4 +1,4 @@
-"""Tests for kernel.verification: records, digests and check_binding."""
+"""Tests for kernel.verification: records, digests and check_evidence_chain."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ from hypothesis import strategies as st
 from kernel.errors import RecordError
 from kernel.strategies import result_manifests, verification_results, work_units
 from kernel.verification import (
-    Binding,
-    BindingReason,
-    BindingRefusal,
     CheckResult,
     CheckStatus,
+    EvidenceChain,
+    EvidenceChainReason,
+    EvidenceChainRefusal,
     Recommendation,
     ResultManifest,
     VerificationResult,
     VerificationStatus,
     WorkerStatus,
     WorkUnit,
-    check_binding,
-    check_manifest_binding,
+    check_evidence_chain,
+    check_manifest_chain,
     verdict_from_checks,
 )
 
@@ -115,9 +115,9 @@ def test_semantic_digest_leaves_out_the_rationale() -> None:
 
 
 def test_a_binding_triple_binds() -> None:
-    """A consistent triple yields a Binding with the three digests."""
-    outcome = check_binding(UNIT, MANIFEST, _verification())
-    assert outcome == Binding(
+    """A consistent triple yields a EvidenceChain with the three digests."""
+    outcome = check_evidence_chain(UNIT, MANIFEST, _verification())
+    assert outcome == EvidenceChain(
         work_unit_digest=UNIT.digest,
         result_manifest_digest=MANIFEST.digest,
         verification_semantic_digest=_verification().semantic_digest,
@@ -134,68 +134,68 @@ REFUSALS = {
     "manifest-work-unit-id": (
         attrs.evolve(MANIFEST, work_unit_id="other"),
         None,
-        (BindingReason.MANIFEST_WORK_UNIT_ID,),
+        (EvidenceChainReason.MANIFEST_WORK_UNIT_ID,),
     ),
     "manifest-work-unit-version": (
         attrs.evolve(MANIFEST, work_unit_version=2),
         None,
-        (BindingReason.MANIFEST_WORK_UNIT_VERSION,),
+        (EvidenceChainReason.MANIFEST_WORK_UNIT_VERSION,),
     ),
     "manifest-work-unit-digest": (
         attrs.evolve(MANIFEST, work_unit_digest="0" * 64),
         None,
-        (BindingReason.MANIFEST_WORK_UNIT_DIGEST,),
+        (EvidenceChainReason.MANIFEST_WORK_UNIT_DIGEST,),
     ),
     "verification-manifest-id": (
         MANIFEST,
         {"result_manifest_id": "m-2"},
-        (BindingReason.VERIFICATION_MANIFEST_ID,),
+        (EvidenceChainReason.VERIFICATION_MANIFEST_ID,),
     ),
     "verification-manifest-digest": (
         MANIFEST,
         {"result_manifest_digest": "0" * 64},
-        (BindingReason.VERIFICATION_MANIFEST_DIGEST,),
+        (EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST,),
     ),
     "verification-work-unit-id": (
         MANIFEST,
         {"work_unit_id": "other"},
-        (BindingReason.VERIFICATION_WORK_UNIT_ID,),
+        (EvidenceChainReason.VERIFICATION_WORK_UNIT_ID,),
     ),
     "verification-work-unit-version": (
         MANIFEST,
         {"work_unit_version": 3},
-        (BindingReason.VERIFICATION_WORK_UNIT_VERSION,),
+        (EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION,),
     ),
     "verification-work-unit-digest": (
         MANIFEST,
         {"work_unit_digest": "1" * 64},
-        (BindingReason.VERIFICATION_WORK_UNIT_DIGEST,),
+        (EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST,),
     ),
-    "attempt": (MANIFEST, {"attempt": 2}, (BindingReason.VERIFICATION_ATTEMPT,)),
+    "attempt": (MANIFEST, {"attempt": 2}, (EvidenceChainReason.VERIFICATION_ATTEMPT,)),
     "observed-other-worker": (
         MANIFEST,
         {"independence": attrs.evolve(_verification().independence, worker_id_observed="x")},
-        (BindingReason.OBSERVED_OTHER_WORKER,),
+        (EvidenceChainReason.OBSERVED_OTHER_WORKER,),
     ),
     "not-independent": (
         MANIFEST,
         {"independence": attrs.evolve(_verification().independence, independent_from_worker=False)},
-        (BindingReason.NOT_INDEPENDENT,),
+        (EvidenceChainReason.NOT_INDEPENDENT,),
     ),
     "verifier-is-worker": (
         MANIFEST,
         {"verifier": attrs.evolve(_verification().verifier, id="w")},
-        (BindingReason.NOT_INDEPENDENT,),
+        (EvidenceChainReason.NOT_INDEPENDENT,),
     ),
     "required-check-missing": (
         MANIFEST,
         {"checks": _evolved_check(0, required=False)},
-        (BindingReason.REQUIRED_CHECK_MISSING,),
+        (EvidenceChainReason.REQUIRED_CHECK_MISSING,),
     ),
     "accept-with-failed-check": (
         MANIFEST,
         {"checks": _evolved_check(1, status=CheckStatus.FAILED)},
-        (BindingReason.ACCEPT_WITH_UNPASSED_CHECK,),
+        (EvidenceChainReason.ACCEPT_WITH_UNPASSED_CHECK,),
     ),
 }
 
@@ -208,17 +208,17 @@ def test_binding_refusals(name: str) -> None:
     if changes is None:
         # The verification follows the drifted manifest, so only the manifest check fails.
         verification = _verification(result_manifest_digest=manifest.digest)
-    outcome = check_binding(UNIT, manifest, verification)
-    assert isinstance(outcome, BindingRefusal)
+    outcome = check_evidence_chain(UNIT, manifest, verification)
+    assert isinstance(outcome, EvidenceChainRefusal)
     assert outcome.reason_codes == codes
-    assert BindingRefusal.from_dict(outcome.to_dict()) == outcome
+    assert EvidenceChainRefusal.from_dict(outcome.to_dict()) == outcome
 
 
 def test_manifest_binding_alone() -> None:
-    """check_manifest_binding checks only the manifest's work unit binding."""
-    assert isinstance(check_manifest_binding(UNIT, MANIFEST), Binding)
-    refused = check_manifest_binding(UNIT, attrs.evolve(MANIFEST, work_unit_version=9))
-    assert isinstance(refused, BindingRefusal)
+    """check_manifest_chain checks only the manifest's work unit binding."""
+    assert isinstance(check_manifest_chain(UNIT, MANIFEST), EvidenceChain)
+    refused = check_manifest_chain(UNIT, attrs.evolve(MANIFEST, work_unit_version=9))
+    assert isinstance(refused, EvidenceChainRefusal)
     assert refused.verification_semantic_digest is None
 
 
@@ -228,7 +228,7 @@ def test_rejecting_with_failed_check_is_consistent() -> None:
         checks=_evolved_check(1, status=CheckStatus.FAILED),
         recommendation=Recommendation.REJECT_CANDIDATE,
     )
-    assert isinstance(check_binding(UNIT, MANIFEST, verification), Binding)
+    assert isinstance(check_evidence_chain(UNIT, MANIFEST, verification), EvidenceChain)
 
 
 BAD_DOCUMENTS = {
@@ -271,14 +271,14 @@ def test_verification_needs_a_check() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_round_trip_and_generated_triples_bind_or_refuse(data: st.DataObject) -> None:
-    """from_dict(to_dict(r)) == r; check_binding never raises on generated triples."""
+    """from_dict(to_dict(r)) == r; check_evidence_chain never raises on generated triples."""
     unit = data.draw(work_units())
     manifest = data.draw(result_manifests(unit))
     verification = data.draw(verification_results(unit, manifest))
     for record in (unit, manifest, verification):
         assert type(record).from_dict(record.to_dict()) == record
-    outcome = check_binding(unit, manifest, verification)
-    assert isinstance(outcome, Binding | BindingRefusal)
+    outcome = check_evidence_chain(unit, manifest, verification)
+    assert isinstance(outcome, EvidenceChain | EvidenceChainRefusal)
 
 
 def _check(status: CheckStatus, required: bool = True) -> CheckResult:

@@ -1,104 +1,381 @@
 """kernel: honest evidence for multi-agent draft -> verify -> decide pipelines.
 
 Frozen, content-addressed records (canonical JSON + SHA-256), pure validators that
-refuse instead of guessing, and nothing that decides for the user. The export list
-below is the public API; a test pins it. Effects (files, sandboxes, reruns, the CLI)
-live in `kernel.effects`; the static guard in `kernel.guard`.
+refuse instead of guessing, and nothing that decides for the user. `__all__` is the
+public API; tests derive what it must hold by walking the signatures of what it
+exports. Effects (files, sandboxes, reruns, the CLI) live in `kernel.effects`; the
+static guard in `kernel.guard`.
+
+Submodules load on first use (``kernel.seal`` imports `kernel.codec` then), so that
+``import kernel`` stays cheap for a CLI or a worker that needs one record. Type
+checkers see ordinary imports; a test holds the three lists below together.
 """
 
-from kernel.binding import (
-    CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingInput,
-    CandidateAttemptRunBindingOutcome,
-    CandidateAttemptRunBindingRefusal,
-    RunAttemptBindingRefusalReason,
-    bind_candidate_attempt_to_run,
-    verify_binding,
-    verify_binding_set,
-)
-from kernel.codec import Identity, Record, compute_id, identity_payload, seal
-from kernel.commit_admission import (
-    Admission,
-    Branch,
-    CommitRefusal,
-    Draft,
-    EvidenceClass,
-    VerifierOutcome,
-    admit_or_raise,
-    admit_to_commit,
-    branch_from_corroboration,
-    drafts_are_decorrelated,
-    require_verified,
-    verify_admission,
-)
-from kernel.consensus import (
-    Consensus,
-    ConsensusRefusal,
-    CorroborationReport,
-    NoConsensus,
-    RunObservation,
-    build_consensus,
-)
-from kernel.decision import (
-    DecisionRefusal,
-    HumanDecisionRecord,
-    record_decision,
-    verify_decision,
-)
-from kernel.errors import (
-    CanonicalizationError,
-    CommitBoundaryError,
-    ConfigError,
-    EffectError,
-    KernelError,
-    RecordError,
-    RefusedError,
-)
-from kernel.evidence_report import (
-    EvidenceState,
-    ReportRefusal,
-    RunEvidenceReport,
-    build_report,
-    check_report,
-)
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.render import render_html, render_json, render_markdown
-from kernel.run_admission import RunAdmission, build_run_admission
-from kernel.run_replay import ReplayCheck, ReplayMode, check_replay
-from kernel.runrecord import AttemptState, RunRecord
-from kernel.search import (
-    BudgetConsumed,
-    CandidateAttempt,
-    CandidateOperatorResult,
-    CandidateReconstruction,
-    CandidateReplayStatus,
-    ComputeBudgetDecision,
-    GeometricSearchRun,
-    RunExhaustionCode,
-    SearchGateDecision,
-    SearchRunDisposition,
-)
-from kernel.values import BudgetCharge, Refusal, SourceSpan, unwrap
-from kernel.verification import (
-    BindingRefusal,
-    Recommendation,
-    ResultManifest,
-    VerificationResult,
-    WorkUnit,
-    check_binding,
-)
+from __future__ import annotations
+
+import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING, Final
+
+__version__: Final = "0.1.0"
+
+if TYPE_CHECKING:
+    # `import X as old_name` lines are the deprecated 0.1.0 names (see `_DEPRECATED`).
+    from kernel.binding import (
+        CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+        CandidateAttemptRunBinding,
+        CandidateAttemptRunBindingInput,
+        CandidateAttemptRunBindingOutcome,
+        CandidateAttemptRunBindingRefusal,
+        RunAttemptBindingRefusalReason,
+        RunAttemptMembership,
+        bind_candidate_attempt_to_run,
+        verify_binding,
+        verify_binding_set,
+    )
+    from kernel.codec import (
+        Identity,
+        Record,
+        compute_id,
+        identity_payload,
+        seal,
+    )
+    from kernel.commit_admission import (
+        Admission,
+        Branch,
+        CommitRefusal,
+        CommitRefusalReason,
+        Draft,
+        EvidenceClass,
+        VerifierOutcome,
+        admit_or_raise,
+        admit_to_commit,
+        branch_from_corroboration,
+        drafts_are_decorrelated,
+        require_verified,
+        verify_admission,
+    )
+    from kernel.consensus import (
+        CaptureMode,
+        CaptureStatus,
+        ClassifiedRun,
+        Consensus,
+        ConsensusRefusal,
+        ConsensusRefusalReason,
+        CorroborationReport,
+        Isolation,
+        NoConsensus,
+        NoConsensusReason,
+        OutputGroup,
+        RunObservation,
+        RunStatus,
+        build_consensus,
+    )
+    from kernel.decision import (
+        Decider,
+        DeciderType,
+        Decision,
+        DecisionAuthority,
+        DecisionReason,
+        DecisionRefusal,
+        DecisionVerified,
+        EvidenceReportRef,
+        HumanDecisionRecord,
+        record_decision,
+        verify_decision,
+    )
+    from kernel.errors import (
+        CanonicalizationError,
+        CommitBoundaryError,
+        ConfigError,
+        EffectError,
+        KernelError,
+        RecordError,
+        RefusedError,
+    )
+    from kernel.evidence_report import (
+        EvidenceState,
+        PendingDecision,
+        ReportAttempt,
+        ReportCheck,
+        ReportReason,
+        ReportRefusal,
+        ReportSummary,
+        ReportWarning,
+        RunEvidenceReport,
+        build_evidence_report,
+        check_evidence_report,
+    )
+    from kernel.evidence_report import build_evidence_report as build_report  # noqa: F401
+    from kernel.evidence_report import check_evidence_report as check_report  # noqa: F401
+    from kernel.identity import (
+        canonical_json,
+        sha256_bytes,
+        sha256_hex,
+    )
+    from kernel.render import (
+        TableSection,
+        render_html,
+        render_json,
+        render_markdown,
+    )
+    from kernel.run_admission import (
+        CandidateGroup,
+        RunAdmission,
+        build_run_admission,
+    )
+    from kernel.run_replay import (
+        ReplayCheck,
+        ReplayMode,
+        ReplayReason,
+        check_replay,
+    )
+    from kernel.runrecord import (
+        AttemptError,
+        AttemptErrorCode,
+        AttemptRecord,
+        AttemptState,
+        CheckSummary,
+        DeclaredReplay,
+        ImportedFrom,
+        ManifestSummary,
+        ProvenanceInput,
+        RunAuthority,
+        RunProvenance,
+        RunRecord,
+        VerificationSummary,
+        WorkUnitRef,
+    )
+    from kernel.search import (
+        BudgetConsumed,
+        CandidateAttempt,
+        CandidateOperatorResult,
+        CandidateReconstruction,
+        CandidateReplayStatus,
+        ComputeBudgetDecision,
+        ComputeBudgetStatus,
+        GeometricSearchRun,
+        RunExhaustionCode,
+        SearchGateDecision,
+        SearchGateStatus,
+        SearchRunDisposition,
+    )
+    from kernel.values import (
+        BudgetCharge,
+        Refusal,
+        SourceSpan,
+        unwrap,
+    )
+    from kernel.verification import (
+        Actor,
+        ActorType,
+        Artifact,
+        CheckResult,
+        CheckStatus,
+        EvidenceChain,
+        EvidenceChainReason,
+        EvidenceChainRefusal,
+        Independence,
+        Recommendation,
+        ResultManifest,
+        VerificationResult,
+        VerificationStatus,
+        WorkerStatus,
+        WorkInput,
+        WorkUnit,
+        check_evidence_chain,
+    )
+    from kernel.verification import EvidenceChainRefusal as BindingRefusal  # noqa: F401
+    from kernel.verification import check_evidence_chain as check_binding  # noqa: F401
+
+_EXPORTS: Final[dict[str, tuple[str, ...]]] = {
+    "kernel.binding": (
+        "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
+        "CandidateAttemptRunBinding",
+        "CandidateAttemptRunBindingInput",
+        "CandidateAttemptRunBindingOutcome",
+        "CandidateAttemptRunBindingRefusal",
+        "RunAttemptBindingRefusalReason",
+        "RunAttemptMembership",
+        "bind_candidate_attempt_to_run",
+        "verify_binding",
+        "verify_binding_set",
+    ),
+    "kernel.codec": (
+        "Identity",
+        "Record",
+        "compute_id",
+        "identity_payload",
+        "seal",
+    ),
+    "kernel.commit_admission": (
+        "Admission",
+        "Branch",
+        "CommitRefusal",
+        "CommitRefusalReason",
+        "Draft",
+        "EvidenceClass",
+        "VerifierOutcome",
+        "admit_or_raise",
+        "admit_to_commit",
+        "branch_from_corroboration",
+        "drafts_are_decorrelated",
+        "require_verified",
+        "verify_admission",
+    ),
+    "kernel.consensus": (
+        "CaptureMode",
+        "CaptureStatus",
+        "ClassifiedRun",
+        "Consensus",
+        "ConsensusRefusal",
+        "ConsensusRefusalReason",
+        "CorroborationReport",
+        "Isolation",
+        "NoConsensus",
+        "NoConsensusReason",
+        "OutputGroup",
+        "RunObservation",
+        "RunStatus",
+        "build_consensus",
+    ),
+    "kernel.decision": (
+        "Decider",
+        "DeciderType",
+        "Decision",
+        "DecisionAuthority",
+        "DecisionReason",
+        "DecisionRefusal",
+        "DecisionVerified",
+        "EvidenceReportRef",
+        "HumanDecisionRecord",
+        "record_decision",
+        "verify_decision",
+    ),
+    "kernel.errors": (
+        "CanonicalizationError",
+        "CommitBoundaryError",
+        "ConfigError",
+        "EffectError",
+        "KernelError",
+        "RecordError",
+        "RefusedError",
+    ),
+    "kernel.evidence_report": (
+        "EvidenceState",
+        "PendingDecision",
+        "ReportAttempt",
+        "ReportCheck",
+        "ReportReason",
+        "ReportRefusal",
+        "ReportSummary",
+        "ReportWarning",
+        "RunEvidenceReport",
+        "build_evidence_report",
+        "check_evidence_report",
+    ),
+    "kernel.identity": (
+        "canonical_json",
+        "sha256_bytes",
+        "sha256_hex",
+    ),
+    "kernel.render": (
+        "TableSection",
+        "render_html",
+        "render_json",
+        "render_markdown",
+    ),
+    "kernel.run_admission": (
+        "CandidateGroup",
+        "RunAdmission",
+        "build_run_admission",
+    ),
+    "kernel.run_replay": (
+        "ReplayCheck",
+        "ReplayMode",
+        "ReplayReason",
+        "check_replay",
+    ),
+    "kernel.runrecord": (
+        "AttemptError",
+        "AttemptErrorCode",
+        "AttemptRecord",
+        "AttemptState",
+        "CheckSummary",
+        "DeclaredReplay",
+        "ImportedFrom",
+        "ManifestSummary",
+        "ProvenanceInput",
+        "RunAuthority",
+        "RunProvenance",
+        "RunRecord",
+        "VerificationSummary",
+        "WorkUnitRef",
+    ),
+    "kernel.search": (
+        "BudgetConsumed",
+        "CandidateAttempt",
+        "CandidateOperatorResult",
+        "CandidateReconstruction",
+        "CandidateReplayStatus",
+        "ComputeBudgetDecision",
+        "ComputeBudgetStatus",
+        "GeometricSearchRun",
+        "RunExhaustionCode",
+        "SearchGateDecision",
+        "SearchGateStatus",
+        "SearchRunDisposition",
+    ),
+    "kernel.values": (
+        "BudgetCharge",
+        "Refusal",
+        "SourceSpan",
+        "unwrap",
+    ),
+    "kernel.verification": (
+        "Actor",
+        "ActorType",
+        "Artifact",
+        "CheckResult",
+        "CheckStatus",
+        "EvidenceChain",
+        "EvidenceChainReason",
+        "EvidenceChainRefusal",
+        "Independence",
+        "Recommendation",
+        "ResultManifest",
+        "VerificationResult",
+        "VerificationStatus",
+        "WorkInput",
+        "WorkUnit",
+        "WorkerStatus",
+        "check_evidence_chain",
+    ),
+}
+"""Where each public name lives, module by module."""
+
+_DEPRECATED: Final[dict[str, tuple[str, str]]] = {
+    "BindingRefusal": ("kernel.verification", "EvidenceChainRefusal"),
+    "build_report": ("kernel.evidence_report", "build_evidence_report"),
+    "check_binding": ("kernel.verification", "check_evidence_chain"),
+    "check_report": ("kernel.evidence_report", "check_evidence_report"),
+}
+"""Old public name -> (module, new name); each access warns with `DeprecationWarning`."""
+
+_HOME: Final[dict[str, str]] = {
+    name: module for module, names in _EXPORTS.items() for name in names
+}
 
 __all__ = [
-    "ReplayCheck",
-    "ReplayMode",
-    "RunAdmission",
-    "build_run_admission",
-    "check_replay",
     "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
+    "Actor",
+    "ActorType",
     "Admission",
+    "Artifact",
+    "AttemptError",
+    "AttemptErrorCode",
+    "AttemptRecord",
     "AttemptState",
-    "BindingRefusal",
     "Branch",
     "BudgetCharge",
     "BudgetConsumed",
@@ -107,54 +384,105 @@ __all__ = [
     "CandidateAttemptRunBindingInput",
     "CandidateAttemptRunBindingOutcome",
     "CandidateAttemptRunBindingRefusal",
+    "CandidateGroup",
     "CandidateOperatorResult",
     "CandidateReconstruction",
     "CandidateReplayStatus",
     "CanonicalizationError",
+    "CaptureMode",
+    "CaptureStatus",
+    "CheckResult",
+    "CheckStatus",
+    "CheckSummary",
+    "ClassifiedRun",
     "CommitBoundaryError",
     "CommitRefusal",
+    "CommitRefusalReason",
     "ComputeBudgetDecision",
+    "ComputeBudgetStatus",
     "ConfigError",
     "Consensus",
     "ConsensusRefusal",
+    "ConsensusRefusalReason",
     "CorroborationReport",
+    "Decider",
+    "DeciderType",
+    "Decision",
+    "DecisionAuthority",
+    "DecisionReason",
     "DecisionRefusal",
+    "DecisionVerified",
+    "DeclaredReplay",
     "Draft",
     "EffectError",
+    "EvidenceChain",
+    "EvidenceChainReason",
+    "EvidenceChainRefusal",
     "EvidenceClass",
+    "EvidenceReportRef",
     "EvidenceState",
     "GeometricSearchRun",
     "HumanDecisionRecord",
     "Identity",
+    "ImportedFrom",
+    "Independence",
+    "Isolation",
     "KernelError",
+    "ManifestSummary",
     "NoConsensus",
+    "NoConsensusReason",
+    "OutputGroup",
+    "PendingDecision",
+    "ProvenanceInput",
     "Recommendation",
     "Record",
     "RecordError",
     "Refusal",
     "RefusedError",
+    "ReplayCheck",
+    "ReplayMode",
+    "ReplayReason",
+    "ReportAttempt",
+    "ReportCheck",
+    "ReportReason",
     "ReportRefusal",
+    "ReportSummary",
+    "ReportWarning",
     "ResultManifest",
+    "RunAdmission",
     "RunAttemptBindingRefusalReason",
+    "RunAttemptMembership",
+    "RunAuthority",
     "RunEvidenceReport",
     "RunExhaustionCode",
     "RunObservation",
+    "RunProvenance",
     "RunRecord",
+    "RunStatus",
     "SearchGateDecision",
+    "SearchGateStatus",
     "SearchRunDisposition",
     "SourceSpan",
+    "TableSection",
     "VerificationResult",
+    "VerificationStatus",
+    "VerificationSummary",
     "VerifierOutcome",
+    "WorkInput",
     "WorkUnit",
+    "WorkUnitRef",
+    "WorkerStatus",
     "admit_or_raise",
     "admit_to_commit",
     "bind_candidate_attempt_to_run",
     "branch_from_corroboration",
     "build_consensus",
-    "build_report",
+    "build_evidence_report",
+    "build_run_admission",
     "canonical_json",
-    "check_binding",
-    "check_report",
+    "check_evidence_chain",
+    "check_evidence_report",
+    "check_replay",
     "compute_id",
     "drafts_are_decorrelated",
     "identity_payload",
@@ -173,4 +501,90 @@ __all__ = [
     "verify_decision",
 ]
 
-__version__ = "0.1.0"
+
+def _load(module: str) -> ModuleType:
+    """Import one public submodule (static imports: the pure core imports nothing by name)."""
+    match module:
+        case "kernel.binding":
+            from kernel import binding
+
+            return binding
+        case "kernel.codec":
+            from kernel import codec
+
+            return codec
+        case "kernel.commit_admission":
+            from kernel import commit_admission
+
+            return commit_admission
+        case "kernel.consensus":
+            from kernel import consensus
+
+            return consensus
+        case "kernel.decision":
+            from kernel import decision
+
+            return decision
+        case "kernel.errors":
+            from kernel import errors
+
+            return errors
+        case "kernel.evidence_report":
+            from kernel import evidence_report
+
+            return evidence_report
+        case "kernel.identity":
+            from kernel import identity
+
+            return identity
+        case "kernel.render":
+            from kernel import render
+
+            return render
+        case "kernel.run_admission":
+            from kernel import run_admission
+
+            return run_admission
+        case "kernel.run_replay":
+            from kernel import run_replay
+
+            return run_replay
+        case "kernel.runrecord":
+            from kernel import runrecord
+
+            return runrecord
+        case "kernel.search":
+            from kernel import search
+
+            return search
+        case "kernel.values":
+            from kernel import values
+
+            return values
+        case "kernel.verification":
+            from kernel import verification
+
+            return verification
+        case _:
+            raise AttributeError(f"module 'kernel' has no submodule {module!r}")
+
+
+def __getattr__(name: str) -> object:
+    """Load the submodule that defines ``name`` on first access (PEP 562)."""
+    if name in _HOME:
+        value = getattr(_load(_HOME[name]), name)
+        globals()[name] = value  # later accesses skip this hook
+        return value
+    if name in _DEPRECATED:
+        module, new = _DEPRECATED[name]
+        warnings.warn(
+            f"kernel.{name} is deprecated; use kernel.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_load(module), new)
+    raise AttributeError(f"module 'kernel' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

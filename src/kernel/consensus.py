@@ -74,7 +74,7 @@ __all__ = [
     "RunObservation",
     "RunStatus",
     "build_consensus",
-    "build_report",
+    "build_corroboration_report",
 ]
 
 EMPTY_SHA256: Final = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -683,7 +683,7 @@ def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:
     return seal(NoConsensus, reason=report.no_consensus_reason, **fields)
 
 
-def build_report(
+def build_corroboration_report(
     outcome: Consensus | NoConsensus,
     *,
     command: Sequence[str],

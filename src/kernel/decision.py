@@ -8,7 +8,7 @@ file name, so a swapped, edited or regenerated report fails `verify_decision`.
 `record_decision` (pure; ``decided_at`` is passed in, the CLI's clock lives in
 effects) refuses, with `DecisionReason` codes in check order:
 
-- a report that fails `kernel.evidence_report.check_report` (``report-inconsistent``);
+- a report that fails `kernel.evidence_report.check_evidence_report` (``report-inconsistent``);
 - the report's own vocabulary (``accept_candidate``...) as a decision
   (``report-vocabulary``), any other value outside accept|reject|escalate
   (``unknown-decision``);
@@ -38,7 +38,12 @@ from typing import Any, Final, Literal
 import attrs
 
 from kernel.codec import Identity, Record, compute_id, field_error, seal
-from kernel.evidence_report import REPORT_KIND, ReportCheck, RunEvidenceReport, check_report
+from kernel.evidence_report import (
+    REPORT_KIND,
+    ReportCheck,
+    RunEvidenceReport,
+    check_evidence_report,
+)
 from kernel.identity import is_canonical_str
 from kernel.runrecord import AttemptState, constant
 from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
@@ -178,7 +183,7 @@ class DecisionReason(enum.StrEnum):
     """Why a decision is not recorded or does not verify (check order)."""
 
     REPORT_INCONSISTENT = "report-inconsistent"
-    """The report fails `check_report` (e.g. a relabelled attempt)."""
+    """The report fails `check_evidence_report` (e.g. a relabelled attempt)."""
     REPORT_KIND = "report-kind-mismatch"
     """The decision names another report kind or schema version."""
     REPORT_RUN_ID = "report-run-id-mismatch"
@@ -294,7 +299,7 @@ def record_decision(
     """Record a human decision on ``report``; refuse per the module rules.
 
     Args:
-        report: the evidence report decided on; must pass `check_report`.
+        report: the evidence report decided on; must pass `check_evidence_report`.
         decision: ``accept``, ``reject`` or ``escalate`` (strings, so that the report's
             own vocabulary can be refused with its own code).
         decided_at: RFC 3339 UTC timestamp, supplied by the caller's clock.
@@ -304,7 +309,7 @@ def record_decision(
     """
     reasons: list[DecisionReason] = []
     report_digest = report.digest
-    if not isinstance(check_report(report), ReportCheck):
+    if not isinstance(check_evidence_report(report), ReportCheck):
         reasons.append(DecisionReason.REPORT_INCONSISTENT)
     if _blank(decision_id):
         reasons.append(DecisionReason.BLANK_DECISION_ID)
@@ -362,7 +367,7 @@ def verify_decision(
     reasons: list[DecisionReason] = []
     report_digest = report.digest
     ref = record.evidence_report
-    if not isinstance(check_report(report), ReportCheck):
+    if not isinstance(check_evidence_report(report), ReportCheck):
         reasons.append(DecisionReason.REPORT_INCONSISTENT)
     if ref.kind != REPORT_KIND or ref.schema_version != report.schema_version:
         reasons.append(DecisionReason.REPORT_KIND)

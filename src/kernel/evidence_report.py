@@ -20,9 +20,9 @@ verification_error     a candidate exists but the verifier control path failed
 ``verification_disagreement`` is true when the verified attempts carry more than one
 distinct recommendation. Errored attempts are kept; nothing is dropped.
 
-`build_report` refuses (`ReportRefusal`) on digest drift between a verification and
+`build_evidence_report` refuses (`ReportRefusal`) on digest drift between a verification and
 its manifest or the run's work unit, and between a manifest and the work unit.
-`check_report` re-derives every state, count, flag and warning from the report's own
+`check_evidence_report` re-derives every state, count, flag and warning from the report's own
 attempt data and refuses a report that is not self-consistent; given the run record,
 it also refuses a report that is not exactly the one that record yields.
 
@@ -69,8 +69,8 @@ __all__ = [
     "ReportSummary",
     "ReportWarning",
     "RunEvidenceReport",
-    "build_report",
-    "check_report",
+    "build_evidence_report",
+    "check_evidence_report",
     "evidence_state_of",
 ]
 
@@ -138,7 +138,7 @@ class ReportAttempt(Record):
     """One attempt as a report shows it.
 
     Cross-field consistency (state vs. what the attempt carries, evidence state vs.
-    recommendation) is deliberately *not* enforced at construction: `check_report`
+    recommendation) is deliberately *not* enforced at construction: `check_evidence_report`
     refuses an inconsistent report with reason codes instead.
     """
 
@@ -428,7 +428,7 @@ def _report_attempt(attempt: AttemptRecord) -> ReportAttempt:
     )
 
 
-def build_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
+def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     """Build the evidence report of ``run``; refuse on digest drift.
 
     Args:
@@ -465,7 +465,7 @@ def build_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     )
 
 
-def check_report(
+def check_evidence_report(
     report: RunEvidenceReport, *, run: RunRecord | None = None
 ) -> ReportCheck | ReportRefusal:
     """Re-derive everything a report claims from its own attempt data.
@@ -473,7 +473,7 @@ def check_report(
     Checks, in `ReportReason` order: digest drift per attempt; attempt orders 1..N;
     unique attempt ids; per-state shape; each evidence state; every summary count; the
     disagreement flag and recommendation list; the warnings; and, when ``run`` is
-    given, that the report is exactly ``build_report(run)``.
+    given, that the report is exactly ``build_evidence_report(run)``.
 
     Returns:
         `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
@@ -513,7 +513,7 @@ def check_report(
     if report.warnings != warnings:
         problems.add([ReportReason.WARNINGS])
     if run is not None:
-        rebuilt = build_report(run)
+        rebuilt = build_evidence_report(run)
         if not isinstance(rebuilt, RunEvidenceReport) or rebuilt != report:
             problems.add([ReportReason.SOURCE])
     refusal = problems.refusal(report.run_id, report.source_run_digest)

@@ -294,8 +294,8 @@ def attempt_shape_problem(
 ) -> str | None:
     """Why an attempt of ``state`` may not carry what it carries, or None.
 
-    Shared by `AttemptRecord` (which raises) and `kernel.evidence_report.check_report` (which
-    refuses).
+    Shared by `AttemptRecord` (which raises) and
+    `kernel.evidence_report.check_evidence_report` (which refuses).
     """
     if state is AttemptState.VERIFIED:
         if not (has_manifest and has_verification) or error is not None:

@@ -1,4 +1,4 @@
-"""Work units, worker result manifests, independent verification results, and their binding.
+"""Work units, result manifests, independent verification results, and their evidence chain.
 
 The trust pipeline these records describe::
 
@@ -22,9 +22,9 @@ Document digests (each documented on its record):
 - ``VerificationResult.semantic_digest``: SHA-256 of the canonical JSON of every field
   but ``rationale`` (prose never enters an identity).
 
-`check_binding` re-checks every cross-record binding (the checks IDKMesh v0.1's
+`check_evidence_chain` re-checks every cross-record binding (the checks IDKMesh v0.1's
 provenance check makes, plus the verifier-independence and check-coverage facts) and
-returns a `Binding` or a `BindingRefusal`; it never raises on bad data.
+returns an `EvidenceChain` or an `EvidenceChainRefusal`; it never raises on bad data.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ __all__ = [
     "ActorType",
     "Actor",
     "Artifact",
-    "Binding",
-    "BindingReason",
-    "BindingRefusal",
+    "EvidenceChain",
+    "EvidenceChainReason",
+    "EvidenceChainRefusal",
     "CheckResult",
     "CheckStatus",
     "Independence",
@@ -57,8 +57,8 @@ __all__ = [
     "WorkInput",
     "WorkUnit",
     "WorkerStatus",
-    "check_binding",
-    "check_manifest_binding",
+    "check_evidence_chain",
+    "check_manifest_chain",
     "digests",
     "nonblank",
     "positive",
@@ -318,7 +318,7 @@ class VerificationResult(Record):
         return sha256_hex(document)
 
 
-class BindingReason(enum.StrEnum):
+class EvidenceChainReason(enum.StrEnum):
     """Why a work unit / manifest / verification triple does not bind (check order)."""
 
     MANIFEST_WORK_UNIT_ID = "manifest-work-unit-id-mismatch"
@@ -350,7 +350,7 @@ class BindingReason(enum.StrEnum):
 
 
 @attrs.frozen(kw_only=True)
-class Binding(Record):
+class EvidenceChain(Record):
     """A triple that binds: the three digests that were checked together."""
 
     work_unit_digest: str = attrs.field(validator=digest)
@@ -362,7 +362,7 @@ class Binding(Record):
 
 
 @attrs.frozen(kw_only=True)
-class BindingRefusal(Refusal):
+class EvidenceChainRefusal(Refusal):
     """A triple that does not bind. ``refusal_id`` self-seals over every field but
     ``explanation``."""
 
@@ -376,65 +376,67 @@ class BindingRefusal(Refusal):
     """The manifest's digest (always computable)."""
     verification_semantic_digest: str | None = attrs.field(validator=optional_digest)
     """The verification's semantic digest, None when no verification was given."""
-    reason_codes: tuple[BindingReason, ...] = attrs.field(validator=tuple_of(BindingReason))
+    reason_codes: tuple[EvidenceChainReason, ...] = attrs.field(
+        validator=tuple_of(EvidenceChainReason)
+    )
     """Failed checks in check order."""
 
 
-def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> list[BindingReason]:
-    reasons: list[BindingReason] = []
+def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> list[EvidenceChainReason]:
+    reasons: list[EvidenceChainReason] = []
     if manifest.work_unit_id != work_unit.id:
-        reasons.append(BindingReason.MANIFEST_WORK_UNIT_ID)
+        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_ID)
     if manifest.work_unit_version != work_unit.version:
-        reasons.append(BindingReason.MANIFEST_WORK_UNIT_VERSION)
+        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_VERSION)
     if manifest.work_unit_digest != work_unit.digest:
-        reasons.append(BindingReason.MANIFEST_WORK_UNIT_DIGEST)
+        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_DIGEST)
     return reasons
 
 
 def _verification_reasons(
     work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
-) -> list[BindingReason]:
-    reasons: list[BindingReason] = []
+) -> list[EvidenceChainReason]:
+    reasons: list[EvidenceChainReason] = []
     # IDKMesh provenance check: the verification names exactly this manifest ...
     if verification.result_manifest_id != manifest.id:
-        reasons.append(BindingReason.VERIFICATION_MANIFEST_ID)
+        reasons.append(EvidenceChainReason.VERIFICATION_MANIFEST_ID)
     if verification.result_manifest_digest != manifest.digest:
-        reasons.append(BindingReason.VERIFICATION_MANIFEST_DIGEST)
+        reasons.append(EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST)
     # ... and exactly this work unit.
     if verification.work_unit_id != work_unit.id:
-        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_ID)
+        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_ID)
     if verification.work_unit_version != work_unit.version:
-        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_VERSION)
+        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION)
     if verification.work_unit_digest != work_unit.digest:
-        reasons.append(BindingReason.VERIFICATION_WORK_UNIT_DIGEST)
+        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST)
     if verification.attempt != manifest.attempt:
-        reasons.append(BindingReason.VERIFICATION_ATTEMPT)
+        reasons.append(EvidenceChainReason.VERIFICATION_ATTEMPT)
     # Independence: the verifier saw this worker and is not that worker.
     if verification.independence.worker_id_observed != manifest.worker.id:
-        reasons.append(BindingReason.OBSERVED_OTHER_WORKER)
+        reasons.append(EvidenceChainReason.OBSERVED_OTHER_WORKER)
     if (
         not verification.independence.independent_from_worker
         or verification.verifier.id == manifest.worker.id
     ):
-        reasons.append(BindingReason.NOT_INDEPENDENT)
+        reasons.append(EvidenceChainReason.NOT_INDEPENDENT)
     # Coverage: every validator the work unit requires ran as a required check.
     required = {check.id for check in verification.checks if check.required}
     if not required.issuperset(work_unit.required_validators):
-        reasons.append(BindingReason.REQUIRED_CHECK_MISSING)
+        reasons.append(EvidenceChainReason.REQUIRED_CHECK_MISSING)
     if verification.recommendation is Recommendation.ACCEPT_CANDIDATE and any(
         check.required and check.status is not CheckStatus.PASSED for check in verification.checks
     ):
-        reasons.append(BindingReason.ACCEPT_WITH_UNPASSED_CHECK)
+        reasons.append(EvidenceChainReason.ACCEPT_WITH_UNPASSED_CHECK)
     return reasons
 
 
-def check_manifest_binding(
+def check_manifest_chain(
     work_unit: WorkUnit, manifest: ResultManifest
-) -> Binding | BindingRefusal:
+) -> EvidenceChain | EvidenceChainRefusal:
     """Check that ``manifest`` reports on exactly ``work_unit`` (id, version, digest).
 
     Returns:
-        A `Binding` with ``verification_semantic_digest=None``, or a `BindingRefusal`.
+        A `EvidenceChain` with ``verification_semantic_digest=None``, or an `EvidenceChainRefusal`.
     """
     return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
 
@@ -469,18 +471,19 @@ def verdict_from_checks(
     return VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE
 
 
-def check_binding(
+def check_evidence_chain(
     work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
-) -> Binding | BindingRefusal:
+) -> EvidenceChain | EvidenceChainRefusal:
     """Check every cross-record binding of one attempt's evidence.
 
-    Checks, in order (each yields its `BindingReason` when it fails): the manifest's
+    Checks, in order (each yields its `EvidenceChainReason` when it fails): the manifest's
     work unit id, version and digest; the verification's manifest id and digest,
     work unit id, version and digest, and attempt; the observed worker; verifier
     independence; required-check coverage; acceptance despite an unpassed required check.
 
     Returns:
-        `Binding` when every check passes, else `BindingRefusal` with every failed check.
+        `EvidenceChain` when every check passes, else `EvidenceChainRefusal` listing
+        every failed check.
     """
     reasons = _manifest_reasons(work_unit, manifest)
     reasons += _verification_reasons(work_unit, manifest, verification)
@@ -491,19 +494,19 @@ def _outcome(
     work_unit: WorkUnit,
     manifest: ResultManifest,
     verification: VerificationResult | None,
-    reasons: list[BindingReason],
-) -> Binding | BindingRefusal:
+    reasons: list[EvidenceChainReason],
+) -> EvidenceChain | EvidenceChainRefusal:
     semantic = None if verification is None else verification.semantic_digest
     if reasons:
         return seal(
-            BindingRefusal,
+            EvidenceChainRefusal,
             work_unit_digest=work_unit.digest,
             result_manifest_digest=manifest.digest,
             verification_semantic_digest=semantic,
             reason_codes=tuple(reasons),
             explanation="evidence does not bind: " + ", ".join(reasons),
         )
-    return Binding(
+    return EvidenceChain(
         work_unit_digest=work_unit.digest,
         result_manifest_digest=manifest.digest,
         verification_semantic_digest=semantic,

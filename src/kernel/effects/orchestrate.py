@@ -85,11 +85,11 @@ from kernel.runrecord import (
     redact_absolute_paths,
 )
 from kernel.verification import (
-    BindingRefusal,
+    EvidenceChainRefusal,
     ResultManifest,
     WorkUnit,
-    check_binding,
-    check_manifest_binding,
+    check_evidence_chain,
+    check_manifest_chain,
 )
 
 __all__ = [
@@ -286,8 +286,8 @@ def _collect_manifest(
         manifest = ResultManifest.from_dict(document)
     except RecordError as e:
         return AttemptErrorCode.MANIFEST_INVALID, f"{locator}: {e}"
-    binding = check_manifest_binding(work_unit, manifest)
-    if isinstance(binding, BindingRefusal):
+    binding = check_manifest_chain(work_unit, manifest)
+    if isinstance(binding, EvidenceChainRefusal):
         codes = ", ".join(binding.reason_codes)
         return AttemptErrorCode.MANIFEST_BINDING, f"{locator}: {codes}"
     return manifest
@@ -412,8 +412,8 @@ def _run_attempt(
             collected,
             outcome,
         )
-    binding = check_binding(loaded.work_unit, collected, verification)
-    if isinstance(binding, BindingRefusal):
+    binding = check_evidence_chain(loaded.work_unit, collected, verification)
+    if isinstance(binding, EvidenceChainRefusal):
         return (
             _error(
                 attempt_id,

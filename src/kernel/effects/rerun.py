@@ -42,7 +42,7 @@ from kernel.consensus import (
     Isolation,
     NoConsensus,
     build_consensus,
-    build_report,
+    build_corroboration_report,
 )
 from kernel.effects.sandbox import (
     Capture,
@@ -193,7 +193,7 @@ def corroborate(
                 _atomic_copy(source, Path(majority_output_path))
             if outcome.majority_size <= max_majority_bytes:
                 majority = source.read_bytes()
-    report = build_report(
+    report = build_corroboration_report(
         outcome, command=command, capture_mode=capture, network=network, timeout_ms=timeout_ms
     )
     return Corroboration(

@@ -1,7 +1,8 @@
 """Strategies for verification records, run records, evidence reports and decisions.
 
-`run_records` builds runs whose digests bind (so `kernel.evidence_report.build_report` accepts
-them) with every attempt state represented; `reports` builds their reports.
+`run_records` builds runs whose digests bind (so
+`kernel.evidence_report.build_evidence_report` accepts them) with every attempt state
+represented; `reports` builds their reports.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kernel.decision import DeciderType, Decision, HumanDecisionRecord, record_decision
-from kernel.evidence_report import RunEvidenceReport, build_report
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,
@@ -248,7 +249,7 @@ def reports(max_attempts: int = 8) -> st.SearchStrategy[RunEvidenceReport]:
 
 
 def _built(run: RunRecord) -> RunEvidenceReport:
-    report = build_report(run)
+    report = build_evidence_report(run)
     assert isinstance(report, RunEvidenceReport), report
     return report
 

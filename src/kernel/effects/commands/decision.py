@@ -25,7 +25,7 @@ from kernel.decision import (
 from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
 from kernel.effects.files import DEFAULT_OUTPUT_ROOT, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
-from kernel.evidence_report import ReportRefusal, check_report
+from kernel.evidence_report import ReportRefusal, check_evidence_report
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 
@@ -57,7 +57,7 @@ def run_record(args: argparse.Namespace) -> int:
     (target,) = plan_outputs(args.results_root, [args.output], inputs)
     assert target is not None
     if run is not None:
-        checked = check_report(report, run=run)
+        checked = check_evidence_report(report, run=run)
         if isinstance(checked, ReportRefusal):
             return _refused("record", checked)
     outcome = record_decision(

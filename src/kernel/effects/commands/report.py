@@ -34,7 +34,7 @@ from kernel.effects.files import (
 )
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.errors import ConfigError, EffectError, RecordError
-from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_report
+from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import is_idkmesh_run, run_record_from_idkmesh
 from kernel.render import render_html, render_json, render_markdown
 from kernel.run_replay import (
@@ -125,7 +125,7 @@ def plan_outputs(
 
 
 def _report_of(run: RunRecord, source: Path | str) -> RunEvidenceReport:
-    outcome = build_report(run)
+    outcome = build_evidence_report(run)
     if isinstance(outcome, ReportRefusal):
         attempts = ", ".join(outcome.attempt_ids)
         codes = ", ".join(outcome.reason_codes)

@@ -23,8 +23,8 @@ from kernel.evidence_report import (
     ReportReason,
     ReportRefusal,
     RunEvidenceReport,
-    build_report,
-    check_report,
+    build_evidence_report,
+    check_evidence_report,
 )
 from kernel.identity import canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import RunRecord
@@ -128,7 +128,7 @@ def fixture_tree() -> Iterator[Path]:
 def _report(config: str) -> tuple[RunRecord, RunEvidenceReport]:
     with fixture_tree() as base:
         run = run_config(base / f"{config}.json")
-    report = build_report(run)
+    report = build_evidence_report(run)
     assert isinstance(report, RunEvidenceReport), f"report refused: {report}"
     return run, report
 
@@ -192,7 +192,7 @@ def _drift_rejected() -> None:
         attempt,
         verification=attrs.evolve(attempt.verification, result_manifest_digest="0" * 64),
     )
-    outcome = build_report(attrs.evolve(run, attempts=(drifted, *run.attempts[1:])))
+    outcome = build_evidence_report(attrs.evolve(run, attempts=(drifted, *run.attempts[1:])))
     assert isinstance(outcome, ReportRefusal), "drift produced a report"
     assert outcome.reason_codes == (ReportReason.VERIFICATION_MANIFEST_DRIFT,), outcome
 
@@ -242,7 +242,7 @@ def _forged_report_refused() -> None:
         attempts=(report.attempts[0], forged_attempt),
         summary=attrs.evolve(report.summary, supported=2, rejected=0),
     )
-    checked = check_report(forged)
+    checked = check_evidence_report(forged)
     assert isinstance(checked, ReportRefusal), "a relabelled report checked"
     assert ReportReason.EVIDENCE_STATE in checked.reason_codes, checked
     outcome = record_decision(
@@ -282,6 +282,9 @@ REPORT_CHECKS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("decision: a recorded decision binds to the report digest and verifies", _decision_binds),
     ("decision: an edited report fails decision verify", _edited_report_fails_verify),
     ("decision: the report's own vocabulary is refused as a decision", _report_vocabulary_refused),
-    ("decision: a relabelled report is refused by check_report and record", _forged_report_refused),
+    (
+        "decision: a relabelled report is refused by check_evidence_report and record",
+        _forged_report_refused,
+    ),
     ("decision: an unknown selected attempt is refused", _unknown_attempt_refused),
 )

@@ -49,7 +49,7 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
 from kernel.effects.rerun import corroborate
 from kernel.errors import ConfigError
-from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_report
+from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_json, render_markdown
 from kernel.run_admission import RunAdmission, admission_section, build_run_admission
 from kernel.run_replay import ReplayCheck
@@ -116,7 +116,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _report(outcome: RunOutcome, config: Path) -> RunEvidenceReport:
-    report = build_report(outcome.record)
+    report = build_evidence_report(outcome.record)
     if isinstance(report, ReportRefusal):
         codes = ", ".join(report.reason_codes)
         raise ConfigError(f"{config}: report refused ({codes})")
