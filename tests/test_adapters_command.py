@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kernel.effects.adapters import command as command_adapters
-from kernel.effects.adapters.command import PROTECTED_CHECK, patch_paths, tree_digest
+from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import EffectError
@@ -190,21 +190,36 @@ exit 0
     assert "<script" not in on_disk
 
 
-@pytest.mark.parametrize(
-    ("patch", "expected"),
-    [
-        (b"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n", ("x.py",)),
-        (b"diff --git a/a b.py b/a b.py\nnew file mode 100644\n", ("a b.py",)),
-        (b'diff --git "a/t\\303\\251st.py" "b/t\\303\\251st.py"\n', ("t\u00e9st.py",)),
-        (b"diff --git a/bin b/bin\nGIT binary patch\n", ("bin",)),
-        (b"diff --git a/x b/x\n--- /dev/null\n+++ b/x\n", ("x",)),
-        (b"", ()),
-        (b"diff --git nonsense\n", None),
-    ],
-)
-def test_patch_paths(patch: bytes, expected: tuple[str, ...] | None) -> None:
-    """Paths are read from git headers, quoted or not; an unreadable header is None."""
-    assert patch_paths(patch) == expected
+PROTECTED_CASES: dict[str, tuple[str, CheckStatus]] = {
+    "adds-a-helper": ("printf 'X = 1\\n' > helper.py\n", CheckStatus.PASSED),
+    "adds-an-empty-file": (": > empty.txt\n", CheckStatus.PASSED),
+    "adds-binary": ("printf '\\000\\001' > data.bin\n", CheckStatus.PASSED),
+    "mode-change": ("chmod +x stats.py\n", CheckStatus.PASSED),
+    "deletes-readme": ("rm README.md\n", CheckStatus.PASSED),
+    "deletes-tests": ("rm test_stats.py\n", CheckStatus.FAILED),
+    "adds-a-test": ("mkdir sub && printf 'x\\n' > sub/test_more.py\n", CheckStatus.FAILED),
+    "renames-tests": ("mv test_stats.py renamed.py\n", CheckStatus.FAILED),
+    "symlinks-a-test": ("ln -s stats.py test_link.py\n", CheckStatus.FAILED),
+    "chmods-tests": ("chmod +x test_stats.py\n", CheckStatus.FAILED),
+}
+
+
+def test_protected_paths_read_every_kind_of_change(scratch: Path) -> None:
+    """Adds, deletions, binary and mode changes pass unless they touch a protected path.
+
+    The patches are the real ones the sandbox's pinned git diff writes for each worker.
+    """
+    attempts = []
+    for name, (body, _expected) in sorted(PROTECTED_CASES.items()):
+        _script(scratch / f"demo/workers/{name}.sh", "set -eu\n" + body)
+        attempts.append(_attempt(name, f"w-{name}", f"workers/{name}.sh"))
+    record = run_detailed(load_config(_config(scratch, attempts))).record
+    observed = {}
+    for attempt in record.attempts:
+        assert attempt.verification is not None, attempt
+        checks = {c.id: c.status for c in attempt.verification.checks}
+        observed[attempt.attempt_id] = checks[PROTECTED_CHECK]
+    assert observed == {name: expected for name, (_body, expected) in PROTECTED_CASES.items()}
 
 
 def test_tree_digest_sees_content_mode_and_links(tmp_path: Path) -> None:

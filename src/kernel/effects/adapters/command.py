@@ -84,6 +84,7 @@ from kernel.effects.adapters.base import (
     WorkerProduced,
     note,
 )
+from kernel.effects.adapters.patch import PatchRefusal, changed_paths, parse_patch
 from kernel.effects.sandbox import (
     Capture,
     SandboxSpec,
@@ -120,7 +121,6 @@ __all__ = [
     "CommandSpec",
     "CommandVerifier",
     "CommandWorker",
-    "patch_paths",
     "register",
     "tree_digest",
 ]
@@ -494,86 +494,6 @@ def _command_worker(entry: Mapping[str, object], source: ConfigSource) -> Worker
 # --- verifier -------------------------------------------------------------------------
 
 
-def _unquote(text: str) -> tuple[str, str] | None:
-    """Read one C-quoted git path from the start of ``text``: (path, rest) or None."""
-    if not text.startswith('"'):
-        return None
-    out = bytearray()
-    i = 1
-    escapes = {"n": 10, "t": 9, '"': 34, "\\": 92, "a": 7, "b": 8, "f": 12, "r": 13, "v": 11}
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            return out.decode("utf-8", "replace"), text[i + 1 :]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt in escapes:
-                out.append(escapes[nxt])
-                i += 2
-                continue
-            digits = text[i + 1 : i + 4]
-            if len(digits) == 3 and all(c in "01234567" for c in digits):
-                out.append(int(digits, 8))
-                i += 4
-                continue
-            return None
-        out += ch.encode("utf-8")
-        i += 1
-    return None
-
-
-def patch_paths(patch: bytes) -> tuple[str, ...] | None:
-    """The sorted paths a git patch touches, or None when a header cannot be read.
-
-    Reads every ``diff --git a/P b/P`` header (quoted or not; renames are never
-    produced by the sandbox's pinned diff) and the ``---``/``+++`` lines.
-    """
-    paths: set[str] = set()
-    for raw in patch.split(b"\n"):
-        if not raw.startswith((b"diff --git ", b"--- ", b"+++ ")):
-            continue
-        line = raw.decode("utf-8", "replace")
-        if line.startswith("diff --git "):
-            rest = line[len("diff --git ") :]
-            names: list[str] = []
-            while rest:
-                quoted = _unquote(rest)
-                if quoted is not None:
-                    name, rest = quoted
-                    rest = rest.lstrip(" ")
-                    names.append(name)
-                    continue
-                if len(names) == 0 and not rest.startswith('"') and '"' not in rest:
-                    # Unquoted "a/P b/P" with P equal on both sides.
-                    if (len(rest) - 5) % 2 or not rest.startswith("a/"):
-                        return None
-                    size = (len(rest) - 5) // 2
-                    names = [rest[: size + 2], rest[size + 3 :]]
-                    rest = ""
-                    continue
-                if not rest.startswith('"'):
-                    name, _, rest = rest.partition(" ")
-                    names.append(name)
-                    continue
-                return None
-            if len(names) != 2:
-                return None
-            for name in names:
-                if not name.startswith(("a/", "b/")):
-                    return None
-                paths.add(name[2:])
-        else:
-            rest = line[4:]
-            if rest.startswith("/dev/null"):
-                continue
-            quoted = _unquote(rest)
-            name = quoted[0] if quoted is not None else rest.split("\t", 1)[0]
-            if not name.startswith(("a/", "b/")):
-                return None
-            paths.add(name[2:])
-    return tuple(sorted(paths))
-
-
 @attrs.frozen(kw_only=True)
 class CheckSpec:
     """One verifier check: a command run on the baseline with the patch applied."""
@@ -633,7 +553,8 @@ class CommandVerifier:
         required_ids = set(work_unit.required_validators)
         results: list[CheckResult] = []
         if self.protected:
-            touched = patch_paths(data)
+            parsed = parse_patch(data)
+            touched = None if isinstance(parsed, PatchRefusal) else changed_paths(parsed)
             hit = touched is None or any(
                 fnmatch.fnmatchcase(p, g) or fnmatch.fnmatchcase(PurePosixPath(p).name, g)
                 for p in touched
@@ -645,7 +566,14 @@ class CommandVerifier:
                     required=True,
                     status=CheckStatus.FAILED if hit else CheckStatus.PASSED,
                     evidence_digests=(
-                        sha256_hex({"touched": None if touched is None else list(touched)}),
+                        sha256_hex(
+                            {
+                                "touched": None if touched is None else list(touched),
+                                "refused": str(parsed.reason)
+                                if isinstance(parsed, PatchRefusal)
+                                else None,
+                            }
+                        ),
                     ),
                 )
             )
