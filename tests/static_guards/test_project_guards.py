@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 ADR = ROOT / "docs" / "adr" / "ADR-0001-pure-core.md"
 LAYERS = (
-    "errors", "identity", "codec", "values", "search", "binding", "verification",
+    "errors", "identity", "codec", "values", "ledger", "search", "binding", "verification",
     "runrecord", "importers", "run_replay", "evidence_report", "render", "decision",
-    "consensus", "commit_admission", "run_admission", "strategies",
+    "consensus", "commit_admission", "run_admission", "gate", "strategies",
 )  # fmt: skip
 
 

@@ -27,11 +27,21 @@ def _command_modules() -> tuple[ModuleType, ...]:
     from kernel.effects.commands import corroborate as corroborate_cmd
     from kernel.effects.commands import decision as decision_cmd
     from kernel.effects.commands import guard as guard_cmd
+    from kernel.effects.commands import ledger as ledger_cmd
     from kernel.effects.commands import report as report_cmd
     from kernel.effects.commands import run as run_cmd
     from kernel.effects.commands import selftest
 
-    return (selftest, guard_cmd, report_cmd, decision_cmd, corroborate_cmd, bind_cmd, run_cmd)
+    return (
+        selftest,
+        guard_cmd,
+        report_cmd,
+        decision_cmd,
+        corroborate_cmd,
+        bind_cmd,
+        run_cmd,
+        ledger_cmd,
+    )
 
 
 class _Parser(argparse.ArgumentParser):

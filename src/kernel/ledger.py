@@ -1,0 +1,296 @@
+"""The evidence ledger: append-only entries chained by SHA-256 (ADR-0006).
+
+Pure: no I/O, no clock. The stores (SQLite, PostgreSQL, JSON Lines) live in
+`kernel.effects.ledger_store`; this module owns what an entry is and how a chain is
+checked, so every store verifies the same way.
+
+An entry is ``(seq, prev_id, kind, payload)``: ``seq`` counts from 1, ``prev_id`` is
+the previous entry's id (`GENESIS_ID` for the first), ``payload`` is the canonical
+JSON text of a JSON object (what was admitted, decided, staged, promoted or refused).
+
+Identity payload of `LedgerEntry` (self-sealed ``entry_id``)::
+
+    sha256(canonical_json({"entry_id": "", "kind": ..., "payload_digest": ...,
+                           "prev_id": ..., "seq": ...}))
+
+with ``payload_digest = sha256(utf-8 bytes of payload)``. The id therefore covers the
+previous id, the sequence number and the canonical payload; the payload text itself
+stays out of the id payload so a verifier hashes each payload once, as bytes.
+
+Rules enforced by `verify_chain`, on the entries in the order a store returns them
+(the first entry that fails is named, with every code it fails):
+
+- L1 ``seq`` is the position (1, 2, 3, ...): ``sequence_broken`` (a deleted,
+  inserted or reordered entry);
+- L2 ``prev_id`` is the id of the entry before it: ``link_broken``;
+- L3 ``kind`` is a known `EntryKind`: ``unknown_kind``;
+- L4 the payload hashes to ``payload_digest``: ``payload_edited``;
+- L5 ``entry_id`` recomputes from the fields: ``entry_id_mismatch``;
+- L6 the chain ends at the head the store recorded separately (sequence and id):
+  ``head_mismatch`` (the last entry removed, or one appended behind the store's back).
+  Tail truncation that also rewrites the recorded head is only visible against an
+  anchor held elsewhere (``expected_head``: e.g. a promotion commit's trailer).
+
+An empty ledger is intact (count 0): a fresh store must be usable; L6 still applies.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from typing import Final, NamedTuple
+
+import attrs
+
+from kernel.codec import Identity, Record, seal
+from kernel.identity import canonical_json, is_digest, sha256_bytes, sha256_hex
+from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
+
+__all__ = [
+    "GENESIS_ID",
+    "EntryKind",
+    "LedgerBroken",
+    "LedgerEntry",
+    "LedgerHead",
+    "LedgerIntact",
+    "LedgerReason",
+    "RawEntry",
+    "entry_id_of",
+    "next_entry",
+    "verify_chain",
+]
+
+GENESIS_ID: Final = "0" * 64
+"""The ``prev_id`` of the first entry (and the head id of an empty ledger)."""
+
+
+class EntryKind(enum.StrEnum):
+    """What an entry records."""
+
+    ADMISSION = "admission"
+    """A run's admission document (evidence classes of its candidate groups)."""
+    DECISION = "decision"
+    """A human decision record (and its signature status)."""
+    STAGING = "staging"
+    """A candidate committed under ``refs/kernel/staged/...``."""
+    UNSTAGING = "unstaging"
+    """A staged candidate removed."""
+    PROMOTION = "promotion"
+    """A branch fast-forwarded to a promoted candidate."""
+    REFUSAL = "refusal"
+    """A refused stage or promotion: the refusal is evidence too."""
+
+
+class LedgerReason(enum.StrEnum):
+    """Closed reason codes of `LedgerBroken` (rules L1-L6 of the module docstring)."""
+
+    SEQUENCE_BROKEN = "sequence_broken"
+    """L1: an entry's sequence number is not its position."""
+    LINK_BROKEN = "link_broken"
+    """L2: an entry's ``prev_id`` is not the previous entry's id."""
+    UNKNOWN_KIND = "unknown_kind"
+    """L3: an entry's kind is not an `EntryKind`."""
+    PAYLOAD_EDITED = "payload_edited"
+    """L4: an entry's payload does not hash to its ``payload_digest``."""
+    ENTRY_ID_MISMATCH = "entry_id_mismatch"
+    """L5: an entry's id does not recompute from its fields."""
+    HEAD_MISMATCH = "head_mismatch"
+    """L6: the chain does not end at the recorded (or expected) head."""
+
+
+@attrs.frozen(kw_only=True)
+class LedgerEntry(Record):
+    """One ledger entry. ``entry_id`` self-seals (module docstring); the payload text
+    enters through ``payload_digest``."""
+
+    __identity__ = Identity(field="entry_id", seals=True, exclude=frozenset({"payload"}))
+
+    entry_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 over seq, prev_id, kind and payload_digest."""
+    seq: int = attrs.field(validator=non_negative)
+    """Position in the chain, from 1."""
+    prev_id: str = attrs.field(validator=digest)
+    """The previous entry's id (`GENESIS_ID` for the first)."""
+    kind: EntryKind = attrs.field(validator=enum_member(EntryKind))
+    """What the entry records."""
+    payload_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the payload's UTF-8 bytes."""
+    payload: str = attrs.field(validator=exact(str))
+    """Canonical JSON text of the payload object."""
+
+
+@attrs.frozen(kw_only=True)
+class LedgerHead(Record):
+    """Where a chain ends: the last entry's sequence number and id (0 and `GENESIS_ID`
+    for an empty ledger)."""
+
+    seq: int = attrs.field(validator=non_negative)
+    """The last entry's sequence number."""
+    entry_id: str = attrs.field(validator=digest)
+    """The last entry's id."""
+
+    @classmethod
+    def empty(cls) -> LedgerHead:
+        """The head of an empty ledger."""
+        return cls(seq=0, entry_id=GENESIS_ID)
+
+
+@attrs.frozen(kw_only=True)
+class LedgerIntact(Record):
+    """A chain that verifies: how many entries and where it ends."""
+
+    count: int = attrs.field(validator=non_negative)
+    """Entries checked."""
+    head: LedgerHead = attrs.field(validator=exact(LedgerHead))
+    """The last entry."""
+
+
+@attrs.frozen(kw_only=True)
+class LedgerBroken(Refusal):
+    """A chain that does not verify, naming the first broken entry. Self-sealed
+    ``refusal_id`` over every field but ``explanation``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    position: int = attrs.field(validator=non_negative)
+    """1-based position of the first broken entry as read (count + 1 for L6)."""
+    entry_id: str = attrs.field(validator=exact(str))
+    """The id that entry claims ("" for L6, which concerns no single entry)."""
+    reason_codes: tuple[LedgerReason, ...] = attrs.field(validator=tuple_of(LedgerReason))
+    """Every rule the entry fails, in rule order."""
+
+
+class RawEntry(NamedTuple):
+    """An entry as a store returns it, unchecked (a tampered store returns anything)."""
+
+    seq: object
+    entry_id: object
+    prev_id: object
+    kind: object
+    payload_digest: object
+    payload: object
+
+
+def entry_id_of(seq: int, prev_id: str, kind: str, payload_digest: str) -> str:
+    """The id an entry with these fields must have (the identity payload above)."""
+    return sha256_hex(
+        {
+            "entry_id": "",
+            "kind": kind,
+            "payload_digest": payload_digest,
+            "prev_id": prev_id,
+            "seq": seq,
+        }
+    )
+
+
+def next_entry(head: LedgerHead, kind: EntryKind, payload: Mapping[str, object]) -> LedgerEntry:
+    """The entry that appends ``payload`` after ``head``.
+
+    Raises:
+        CanonicalizationError: ``payload`` is not portable canonical JSON.
+        TypeError: ``payload`` is not a dict (a ledger payload is a JSON object).
+    """
+    if type(payload) is not dict:
+        raise TypeError(f"a ledger payload is a dict, got {type(payload).__name__}")
+    text = canonical_json(payload).decode("utf-8")
+    return seal(
+        LedgerEntry,
+        seq=head.seq + 1,
+        prev_id=head.entry_id,
+        kind=kind,
+        payload_digest=sha256_bytes(text.encode("utf-8")),
+        payload=text,
+    )
+
+
+_KINDS: Final = frozenset(k.value for k in EntryKind)
+
+
+def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[LedgerReason]:
+    reasons: list[LedgerReason] = []
+    seq, entry_id, prev_id, kind, payload_digest, payload = raw
+    # L1: the sequence number is the position; a gap or repeat means an entry was
+    # removed, inserted or moved.
+    if type(seq) is not int or seq != position:
+        reasons.append(LedgerReason.SEQUENCE_BROKEN)
+    # L2: the link to the previous entry.
+    if prev_id != previous_id:
+        reasons.append(LedgerReason.LINK_BROKEN)
+    # L3: a closed vocabulary of entry kinds.
+    if type(kind) is not str or kind not in _KINDS:
+        reasons.append(LedgerReason.UNKNOWN_KIND)
+    # L4: the payload bytes are what the entry committed to.
+    if (
+        type(payload) is not str
+        or not is_digest(payload_digest)
+        or sha256_bytes(payload.encode("utf-8", "surrogatepass")) != payload_digest
+    ):
+        reasons.append(LedgerReason.PAYLOAD_EDITED)
+    # L5: the id covers seq, prev_id, kind and payload digest.
+    if (
+        type(seq) is not int
+        or type(prev_id) is not str
+        or type(kind) is not str
+        or type(payload_digest) is not str
+        or not is_digest(entry_id)
+        or _recomputed(seq, prev_id, kind, payload_digest) != entry_id
+    ):
+        reasons.append(LedgerReason.ENTRY_ID_MISMATCH)
+    return reasons
+
+
+def _recomputed(seq: int, prev_id: str, kind: str, payload_digest: str) -> str | None:
+    try:
+        return entry_id_of(seq, prev_id, kind, payload_digest)
+    except ValueError:
+        # A value with no canonical form (an out-of-range seq, a lone surrogate).
+        return None
+
+
+def _broken(position: int, entry_id: object, reasons: list[LedgerReason]) -> LedgerBroken:
+    shown = entry_id if type(entry_id) is str and is_digest(entry_id) else ""
+    codes = ", ".join(reasons)
+    where = f"entry {position}" if shown == "" else f"entry {position} ({shown[:12]})"
+    return seal(
+        LedgerBroken,
+        position=position,
+        entry_id=shown,
+        reason_codes=tuple(reasons),
+        explanation=f"ledger broken at {where}: {codes}",
+    )
+
+
+def verify_chain(
+    entries: Iterable[RawEntry],
+    *,
+    recorded_head: tuple[object, object] | None,
+    expected_head: LedgerHead | None = None,
+) -> LedgerIntact | LedgerBroken:
+    """Check a chain (rules L1-L6 of the module docstring); stop at the first broken entry.
+
+    Args:
+        entries: the entries in the order the store returns them.
+        recorded_head: the ``(seq, entry_id)`` the store keeps apart from the entries,
+            unchecked (``(0, GENESIS_ID)`` when it recorded none); None only for a
+            source that keeps no head at all.
+        expected_head: an anchor held elsewhere; the chain must end exactly there.
+    """
+    previous_id = GENESIS_ID
+    position = 0
+    for raw in entries:
+        position += 1
+        reasons = _entry_problems(raw, position, previous_id)
+        if reasons:
+            return _broken(position, raw.entry_id, reasons)
+        previous_id = raw.entry_id  # type: ignore[assignment]
+    head = LedgerHead(seq=position, entry_id=previous_id)
+    # L6: the chain ends where the store (and any outside anchor) says it does.
+    recorded_ok = recorded_head is None or (
+        type(recorded_head[0]) is int and recorded_head == (head.seq, head.entry_id)
+    )
+    if not recorded_ok or (expected_head is not None and expected_head != head):
+        return _broken(position + 1, "", [LedgerReason.HEAD_MISMATCH])
+    return LedgerIntact(count=position, head=head)

@@ -1,0 +1,230 @@
+"""Tests for kernel.ledger: entry ids, the chain rules L1-L6, every single-entry tamper."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel.codec import compute_id
+from kernel.ledger import (
+    GENESIS_ID,
+    EntryKind,
+    LedgerBroken,
+    LedgerEntry,
+    LedgerHead,
+    LedgerIntact,
+    LedgerReason,
+    RawEntry,
+    entry_id_of,
+    next_entry,
+    verify_chain,
+)
+from kernel.strategies import json_values, texts
+
+
+def stdlib_sha(payload: Any) -> str:
+    """The id definition, recomputed with the stdlib only."""
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chain(payloads: list[dict[str, object]]) -> list[LedgerEntry]:
+    """A valid chain of admission entries."""
+    head = LedgerHead.empty()
+    entries = []
+    for payload in payloads:
+        entry = next_entry(head, EntryKind.ADMISSION, payload)
+        entries.append(entry)
+        head = LedgerHead(seq=entry.seq, entry_id=entry.entry_id)
+    return entries
+
+
+def raw(entries: list[LedgerEntry]) -> list[RawEntry]:
+    """Entries as a store returns them."""
+    return [
+        RawEntry(e.seq, e.entry_id, e.prev_id, e.kind.value, e.payload_digest, e.payload)
+        for e in entries
+    ]
+
+
+def head_of(entries: list[RawEntry]) -> tuple[object, object]:
+    """The head a store would record for these entries."""
+    return (len(entries), entries[-1].entry_id) if entries else (0, GENESIS_ID)
+
+
+def test_entry_id_recomputed_with_stdlib() -> None:
+    """The entry id is SHA-256 over seq, prev_id, kind and the payload's digest."""
+    entry = next_entry(LedgerHead.empty(), EntryKind.DECISION, {"b": 1, "a": "é"})
+    assert entry.payload == '{"a":"é","b":1}'
+    assert entry.payload_digest == hashlib.sha256(entry.payload.encode()).hexdigest()
+    expected = stdlib_sha(
+        {
+            "entry_id": "",
+            "kind": "decision",
+            "payload_digest": entry.payload_digest,
+            "prev_id": GENESIS_ID,
+            "seq": 1,
+        }
+    )
+    assert entry.entry_id == expected == compute_id(entry)
+    assert entry_id_of(1, GENESIS_ID, "decision", entry.payload_digest) == expected
+
+
+def test_entry_round_trip() -> None:
+    """from_dict(to_dict()) is the identity and verifies the id."""
+    entry = chain([{"x": 1}])[0]
+    assert LedgerEntry.from_dict(entry.to_dict()) == entry
+
+
+def test_payload_must_be_an_object() -> None:
+    """A ledger payload is a JSON object: anything else is a programmer error."""
+    with pytest.raises(TypeError):
+        next_entry(LedgerHead.empty(), EntryKind.ADMISSION, [1])  # type: ignore[arg-type]
+
+
+def test_empty_chain_is_intact() -> None:
+    """A fresh ledger verifies with count 0 at the genesis head."""
+    outcome = verify_chain([], recorded_head=(0, GENESIS_ID))
+    assert outcome == LedgerIntact(count=0, head=LedgerHead.empty())
+
+
+@given(st.lists(st.dictionaries(texts, json_values(8), max_size=4), max_size=12))
+def test_valid_chains_verify(payloads: list[dict[str, object]]) -> None:
+    """For all payload sequences, the chain built by next_entry verifies."""
+    entries = raw(chain(payloads))
+    outcome = verify_chain(entries, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerIntact)
+    assert outcome.count == len(payloads)
+
+
+def _edits(entry: RawEntry) -> list[tuple[str, RawEntry]]:
+    other = "f" * 64
+    return [
+        ("seq", entry._replace(seq=entry.seq + 7)),  # type: ignore[operator]
+        ("entry_id", entry._replace(entry_id=other)),
+        ("prev_id", entry._replace(prev_id=other)),
+        ("kind", entry._replace(kind="promotion")),
+        ("kind-unknown", entry._replace(kind="bogus")),
+        ("payload", entry._replace(payload=str(entry.payload) + " ")),
+        ("payload_digest", entry._replace(payload_digest=other)),
+        ("payload-none", entry._replace(payload=None)),
+        ("seq-text", entry._replace(seq=str(entry.seq))),
+    ]
+
+
+PAYLOADS: list[dict[str, object]] = [{"n": i} for i in range(6)]
+
+
+@pytest.mark.parametrize("index", range(len(PAYLOADS)))
+def test_every_single_field_edit_is_caught(index: int) -> None:
+    """Editing any one field of any one entry breaks the chain at that entry."""
+    entries = raw(chain(PAYLOADS))
+    for name, edited in _edits(entries[index]):
+        tampered = [*entries[:index], edited, *entries[index + 1 :]]
+        outcome = verify_chain(tampered, recorded_head=head_of(entries))
+        assert isinstance(outcome, LedgerBroken), name
+        assert outcome.position == index + 1, name
+
+
+@pytest.mark.parametrize("index", range(len(PAYLOADS)))
+def test_every_deletion_is_caught(index: int) -> None:
+    """Deleting any one entry (the last one included) is caught."""
+    entries = raw(chain(PAYLOADS))
+    tampered = entries[:index] + entries[index + 1 :]
+    outcome = verify_chain(tampered, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerBroken)
+    if index == len(entries) - 1:
+        assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
+    else:
+        assert outcome.position == index + 1
+        assert LedgerReason.SEQUENCE_BROKEN in outcome.reason_codes
+
+
+@pytest.mark.parametrize("index", range(len(PAYLOADS) - 1))
+def test_every_swap_is_caught(index: int) -> None:
+    """Swapping two neighbouring entries is caught at the first of them."""
+    entries = raw(chain(PAYLOADS))
+    tampered = list(entries)
+    tampered[index], tampered[index + 1] = tampered[index + 1], tampered[index]
+    outcome = verify_chain(tampered, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.position == index + 1
+
+
+@pytest.mark.parametrize("index", range(len(PAYLOADS) + 1))
+def test_every_insertion_is_caught(index: int) -> None:
+    """Inserting a well-formed entry anywhere (renumbered or not) is caught."""
+    entries = raw(chain(PAYLOADS))
+    previous = entries[index - 1].entry_id if index else GENESIS_ID
+    forged = next_entry(
+        LedgerHead(seq=index, entry_id=str(previous)), EntryKind.PROMOTION, {"forged": True}
+    )
+    tampered = [*entries[:index], *raw([forged]), *entries[index:]]
+    outcome = verify_chain(tampered, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerBroken)
+    # The forged entry itself links correctly; the entry after it (or the head) cannot.
+    assert outcome.position == index + 2
+
+
+def test_resealed_rewrite_of_the_tail_caught_by_anchor() -> None:
+    """Rebuilding the tail with valid ids (and the head) passes L1-L6 but not an
+    outside anchor: that is what a promotion trailer's entry id is for."""
+    entries = chain(PAYLOADS)
+    anchor = LedgerHead(seq=entries[-1].seq, entry_id=entries[-1].entry_id)
+    rewritten = raw(chain([*PAYLOADS[:-1], {"n": "forged"}]))
+    assert isinstance(verify_chain(rewritten, recorded_head=head_of(rewritten)), LedgerIntact)
+    outcome = verify_chain(rewritten, recorded_head=head_of(rewritten), expected_head=anchor)
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
+
+
+def test_recorded_head_garbage_is_a_mismatch() -> None:
+    """A recorded head of the wrong type never matches."""
+    entries = raw(chain(PAYLOADS))
+    for bad in [(str(len(entries)), entries[-1].entry_id), (None, None), (True, GENESIS_ID)]:
+        outcome = verify_chain(entries, recorded_head=bad)
+        assert isinstance(outcome, LedgerBroken)
+        assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
+
+
+def test_broken_refusal_id_recomputed() -> None:
+    """A LedgerBroken's id self-seals over position, entry id and codes."""
+    entries = raw(chain(PAYLOADS))
+    tampered = [entries[0]._replace(payload="{}"), *entries[1:]]
+    outcome = verify_chain(tampered, recorded_head=None)
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.reason_codes == (LedgerReason.PAYLOAD_EDITED,)
+    assert outcome.refusal_id == stdlib_sha(
+        {
+            "refusal_id": "",
+            "position": 1,
+            "entry_id": entries[0].entry_id,
+            "reason_codes": ["payload_edited"],
+        }
+    )
+    assert "entry 1" in outcome.explanation
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data())
+def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> None:
+    """For all payload rewrites of any entry, verification fails at the first edited one."""
+    entries = raw(chain(PAYLOADS))
+    tampered = list(entries)
+    for index in indexes:
+        new = data.draw(st.dictionaries(texts, json_values(4), min_size=1, max_size=3))
+        if new != {"n": index}:
+            tampered[index] = tampered[index]._replace(
+                payload=json.dumps(new, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            )
+    changed = [i for i in range(len(entries)) if tampered[i] != entries[i]]
+    outcome = verify_chain(tampered, recorded_head=head_of(entries))
+    if changed:
+        assert isinstance(outcome, LedgerBroken)
+        assert outcome.position == changed[0] + 1
+    else:
+        assert isinstance(outcome, LedgerIntact)

@@ -1,0 +1,193 @@
+"""Tests for the SQLite ledger store, the JSON Lines export and `kernel ledger`."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.cli import main
+from kernel.effects.ledger_store import export_jsonl, open_store, opened, read_jsonl, verify_store
+from kernel.errors import EffectError
+from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
+
+WRITER = """
+import sys
+from kernel.effects.ledger_store import open_store
+from kernel.ledger import EntryKind
+store = open_store(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    store.append(EntryKind.ADMISSION, {"writer": int(sys.argv[2]), "i": i})
+store.close()
+"""
+
+
+def filled(path: Path, count: int = 5) -> Path:
+    """A SQLite ledger with ``count`` entries."""
+    with opened(path) as store:
+        for i in range(count):
+            store.append(EntryKind.DECISION, {"i": i})
+    return path
+
+
+def sql(path: Path, *statements: str) -> None:
+    """Tamper with the database directly, as a local user with write access would."""
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
+def test_appends_chain_and_verify(tmp_path: Path) -> None:
+    """Appended entries form an intact chain; the head is the last entry."""
+    path = filled(tmp_path / "l.sqlite")
+    with opened(path, create=False) as store:
+        outcome = verify_store(store)
+        assert isinstance(outcome, LedgerIntact)
+        assert outcome.count == 5
+        assert store.recorded_head() == (5, outcome.head.entry_id)
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_eight_processes_append_without_loss(tmp_path: Path) -> None:
+    """8 processes appending 1,000 entries each leave one intact chain of 8,000."""
+    path = tmp_path / "l.sqlite"
+    open_store(path).close()
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), "1000"])
+        for w in range(8)
+    ]
+    assert [w.wait(timeout=600) for w in writers] == [0] * 8
+    with opened(path, create=False) as store:
+        outcome = verify_store(store)
+        assert isinstance(outcome, LedgerIntact)
+        assert outcome.count == 8000
+        seen = {(e.payload) for e in store.entries()}
+    assert len(seen) == 8000
+
+
+TAMPERS = {
+    "edit payload": ["UPDATE kernel_ledger SET payload = '{\"i\":99}' WHERE seq = 3"],
+    "edit kind": ["UPDATE kernel_ledger SET kind = 'promotion' WHERE seq = 2"],
+    "edit id": ["UPDATE kernel_ledger SET entry_id = printf('%064d', 0) WHERE seq = 4"],
+    "delete middle": ["DELETE FROM kernel_ledger WHERE seq = 3"],
+    "delete last": ["DELETE FROM kernel_ledger WHERE seq = 5"],
+    "delete first": ["DELETE FROM kernel_ledger WHERE seq = 1"],
+    "reorder": [
+        "UPDATE kernel_ledger SET seq = 100 WHERE seq = 2",
+        "UPDATE kernel_ledger SET seq = 2 WHERE seq = 3",
+        "UPDATE kernel_ledger SET seq = 3 WHERE seq = 100",
+    ],
+    "insert": [
+        "UPDATE kernel_ledger SET seq = seq + 100",
+        "UPDATE kernel_ledger SET seq = seq - 99 WHERE seq > 102",
+        "UPDATE kernel_ledger SET seq = seq - 100 WHERE seq > 100",
+        "INSERT INTO kernel_ledger SELECT 3, entry_id, prev_id, kind, payload_digest, payload"
+        " FROM kernel_ledger WHERE seq = 2",
+    ],
+    "head moved": ["UPDATE kernel_ledger_head SET seq = 4"],
+    "head deleted": ["DELETE FROM kernel_ledger_head"],
+    "head id edited": ["UPDATE kernel_ledger_head SET entry_id = 'x'"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAMPERS))
+def test_cli_verify_catches_every_tamper(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel ledger verify` exits 1 naming the broken entry after each tamper; an
+    append onto a tampered tail is refused before it writes."""
+    path = filled(tmp_path / "l.sqlite")
+    assert main(["ledger", "verify", "--ledger", str(path)]) == 0
+    sql(path, *TAMPERS[name])
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("kernel ledger verify: ledger broken at entry ")
+    assert out.count("\n") == 1
+    if name in ("delete last", "head moved", "head deleted", "head id edited"):
+        with opened(path) as store, pytest.raises(EffectError, match="head does not match"):
+            store.append(EntryKind.REFUSAL, {"x": 1})
+
+
+def test_export_verifies_the_same_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The JSON Lines export verifies without the database, and catches edits too."""
+    path = filled(tmp_path / "l.sqlite")
+    results = tmp_path / "results"
+    export = results / "l.jsonl"
+    assert main(["ledger", "export", "--ledger", str(path), "--output", str(export),
+                 "--results-root", str(results)]) == 0  # fmt: skip
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 0
+    lines = export.read_text().splitlines()
+    assert len(lines) == 6
+    # Key order inside a payload is not an edit (canonical form); a value is.
+    edited = [*lines[:2], lines[2].replace('"i":2', '"i":7'), *lines[3:]]
+    export.write_text("\n".join(edited) + "\n")
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 1
+    assert "entry 3" in capsys.readouterr().out
+    export.write_text("\n".join(lines[:-2] + lines[-1:]) + "\n")
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 1
+    export.write_text("\n".join(lines[:-1]) + "\n")
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 2
+
+
+def test_export_round_trip_of_read(tmp_path: Path) -> None:
+    """read_jsonl returns exactly the stored entries and head."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    with opened(path, create=False) as store:
+        export_jsonl(store, tmp_path / "e.jsonl")
+        entries, head = read_jsonl(tmp_path / "e.jsonl")
+        assert entries == list(store.entries())
+        assert head == store.recorded_head()
+    assert isinstance(verify_chain(entries, recorded_head=head), LedgerIntact)
+
+
+def test_expect_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--expect-head anchors the chain's end."""
+    path = filled(tmp_path / "l.sqlite", 2)
+    with opened(path, create=False) as store:
+        head = store.recorded_head()[1]
+    assert main(["ledger", "verify", "--ledger", str(path), "--expect-head", str(head)]) == 0
+    assert main(["ledger", "verify", "--ledger", str(path), "--expect-head", "a" * 64]) == 1
+    assert main(["ledger", "verify", "--ledger", str(path), "--expect-head", "zz"]) == 2
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all" * 100])
+def test_unusable_ledger_exit_2(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing, empty or corrupt file is unusable input (2), not a broken chain."""
+    assert main(["ledger", "verify", "--ledger", str(tmp_path / "missing.sqlite")]) == 2
+    assert not (tmp_path / "missing.sqlite").exists()
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(content)
+    capsys.readouterr()
+    code = main(["ledger", "verify", "--ledger", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+
+
+def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kernel ledger show` prints one line per entry (or JSON Lines)."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    assert main(["ledger", "show", "--ledger", str(path)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert main(["ledger", "show", "--ledger", str(path), "--json"]) == 0
+    assert '"seq":1' in capsys.readouterr().out
+
+
+def test_broken_store_refusal_codes(tmp_path: Path) -> None:
+    """verify_store returns the pure refusal with its codes."""
+    path = filled(tmp_path / "l.sqlite")
+    sql(path, "DELETE FROM kernel_ledger WHERE seq = 2")
+    with opened(path, create=False) as store:
+        outcome = verify_store(store)
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.position == 2
+    assert LedgerReason.SEQUENCE_BROKEN in outcome.reason_codes
