@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ POLICY_MD = """\
 ```guard
 [[rules]]
 name = "pure"
-modules = ["pkg.*", "!pkg.shell"]
+modules = ["pkg", "pkg.*", "!pkg.shell"]
 forbid-imports = ["subprocess"]
 forbid-calls = ["open", "os.system", "os.environ", "time.*"]
 ```
@@ -301,7 +302,8 @@ def test_transitive_chain_and_typing_edges(tmp_path: Path) -> None:
                 forbid_imports=("subprocess",),
                 transitive=True,
             ),
-        )
+        ),
+        unguarded=("app", "app.mid"),
     )
     report = check_tree(src, policy)
     assert [(Path(v.path).name, v.line, v.code.value) for v in report.violations] == [
@@ -421,3 +423,153 @@ def test_cli_exit_codes(
     err = capsys.readouterr().err
     assert str(bad) in err
     assert "rules[0].forbid" in err
+
+
+# ------------------------------------------------------------------ fail closed on configuration
+
+
+@pytest.mark.parametrize(
+    ("files", "policy", "needle"),
+    [
+        (
+            {"pkg/a.py": ""},
+            Policy(
+                rules=(
+                    Rule(name="a", modules=("pkg.a",), forbid_calls=("eval",)),
+                    Rule(name="b", modules=("pkg.b",), forbid_calls=("eval",)),
+                )
+            ),
+            "rule 'b': modules ['pkg.b'] match no module",
+        ),
+        (
+            {"pkg/a.py": "", "pkg/b.py": ""},
+            _policy(modules=("pkg.a",), forbid_calls=("eval",)),
+            "module 'pkg.b'",
+        ),
+        ({"src/pkg/a.py": ""}, _policy(modules=("pkg.a",), forbid_calls=("eval",)), "--src"),
+        (
+            {"pkg/a.py": ""},
+            Policy(rules=_policy(modules=("pkg.a",), forbid_calls=("e",)).rules, unguarded=("x",)),
+            "'x' matches no module",
+        ),
+        (
+            {"pkg/a.py": ""},
+            Policy(
+                rules=_policy(modules=("pkg.a",), forbid_calls=("e",)).rules, unguarded=("pkg.a",)
+            ),
+            "both covered by a rule and unguarded",
+        ),
+        (
+            {"pkg/a.py": "", "pkg/b.py": ""},
+            _policy(modules=("pkg.a", "pkg.b"), layers=(("pkg.a",), ("pkg.c",))),
+            "layers[1] 'pkg.c' matches no module",
+        ),
+    ],
+    ids=[
+        "rule-matches-nothing",
+        "module-uncovered",
+        "wrong-root",
+        "unguarded-typo",
+        "both",
+        "layer",
+    ],
+)
+def test_policy_that_checks_nothing_or_not_everything_is_refused(
+    tmp_path: Path, files: dict[str, str], policy: Policy, needle: str
+) -> None:
+    """A green run must mean every module was checked: each gap is a ConfigError."""
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        check_tree(_tree(tmp_path, files), policy)
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        (
+            '[[rules]]\nname="x"\nmodules=["m"]\nallow-imports=["os.path"]\nforbid-imports=["os"]\n',
+            "rules[0].allow-imports[0]: rule 'x' allows 'os.path' and forbids it",
+        ),
+        (
+            '[[rules]]\nname="x"\nmodules=["m", "!m"]\nforbid-imports=["os"]\n',
+            "rules[0].modules[1]: rule 'x' both covers and excludes 'm'",
+        ),
+        ('[[rules]]\nname="x"\nlayers=["a", ["b", "a"]]\n', "rules[0].layers[1]: 'a' is already"),
+        ('[[rules]]\nname="x"\nlayers=["a"]\n', "rules[0].layers: expected a list of at least"),
+        ('[[rules]]\nname="x"\nlayers=["a", []]\n', "rules[0].layers[1]: an empty layer"),
+        ("unguarded = [1]\n[[rules]]\n", "unguarded[0]: expected a string"),
+        ("a = " + "[" * 200 + "]" * 200 + "\n", "nesting deeper than 32 levels"),
+    ],
+)
+def test_contradictory_or_deep_policy_is_refused(tmp_path: Path, toml: str, needle: str) -> None:
+    """Self-contradictions and deeply nested TOML: one ConfigError naming file and key."""
+    md = tmp_path / "bad.md"
+    md.write_text(f"```guard\n{toml}```\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_policy([md])
+    assert str(md) in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_deeply_nested_markdown_is_read_without_recursion(tmp_path: Path) -> None:
+    """Nested quotes and lists thousands deep neither crash nor hide a policy block."""
+    md = tmp_path / "deep.md"
+    deep = "> " * 20000 + "- " * 20000 + "x\n"
+    md.write_text(deep + POLICY_MD + deep, encoding="utf-8")
+    assert load_policy([md]).rules[0].name == "pure"
+
+
+def test_layers_rule_reports_upward_imports(tmp_path: Path) -> None:
+    """KG009 for a lower layer importing a higher one (typing-only too); the ancestor
+    package of the importer is not a target; the catch-all top places new modules."""
+    src = _tree(tmp_path, {
+        "app/__init__.py": "from app import low, high\n",
+        "app/low.py": (
+            "from app import base\nimport app.high\nfrom typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from app.new import X\n"
+        ),
+        "app/base.py": "",
+        "app/high.py": "from app import low\n",
+        "app/new.py": "X = 1\n",
+    })  # fmt: skip
+    rule = Rule(
+        name="l",
+        modules=("app", "app.*"),
+        layers=(("app",), ("app.high",), ("app.low",), ("app.base",)),
+    )
+    report = check_tree(src, Policy(rules=(rule,)))
+    found = [(Path(v.path).name, v.line, v.code.value) for v in report.violations]
+    assert found == [("low.py", 2, "KG009"), ("low.py", 5, "KG009")]
+    assert "higher layer 1 (app.high)" in report.violations[0].message
+    assert rule.layer_of("app.new") == 0
+
+
+def test_configuration_error_in_every_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 and one stderr line; JSON, SARIF and GitHub output also say it on stdout."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    bad = tmp_path / "bad.md"
+    bad.write_text(POLICY_MD.replace('"pkg", "pkg.*"', '"pkx", "pkx.*"'), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("text", "json", "sarif", "github"):
+        assert main(["guard", "--config", str(bad), "--no-cache", "--format", fmt]) == 2
+        out, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1
+        assert "rule 'pure'" in err
+        if fmt == "json":
+            assert "rule 'pure'" in json.loads(out)["error"]
+        elif fmt == "sarif":
+            invocation = json.loads(out)["runs"][0]["invocations"][0]
+            assert invocation["executionSuccessful"] is False
+        elif fmt == "github":
+            assert out.startswith("::error title=kernel guard configuration::")
+        else:
+            assert out == ""
+
+
+def test_github_annotations_escape_properties(tmp_path: Path) -> None:
+    """`::error file=..,line=..,col=..,title=..::message` with %, :, and , escaped."""
+    out = render(_report(tmp_path), "github", "v").splitlines()
+    assert out[0].startswith("::error file=")
+    assert ",line=1,col=1,title=KG001 forbidden-import::import of 'subprocess'" in out[0]
+    assert out[-1] == "2 findings in 1 files"

@@ -14,7 +14,9 @@ Rules this module enforces:
   dynamic imports (never typing-only ones) through the project's own modules,
   including package ``__init__`` re-exports, and reports the shortest chain to each
   forbidden module with the line of every hop;
-- an empty source tree is refused with `ConfigError` (never a vacuous pass).
+- an empty source tree, a rule that matches no module, a module that no rule covers
+  and an import root none of whose modules any rule matches are refused with
+  `ConfigError` (never a vacuous pass; see `check_coverage`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from kernel.errors import ConfigError
 from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
-from kernel.guard.patterns import CallMatcher, covers, module_set
+from kernel.guard.patterns import CallMatcher, covers, module_matches, module_set
 from kernel.guard.policy import policy_hash
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
 from kernel.identity import sha256_bytes
@@ -39,6 +41,7 @@ from kernel.identity import sha256_bytes
 __all__ = [
     "DEFAULT_CACHE_DIR",
     "GUARD_VERSION",
+    "check_coverage",
     "check_paths",
     "check_source",
     "check_tree",
@@ -181,25 +184,24 @@ def check_paths(
         display: optional path -> displayed path mapping for findings.
 
     Raises:
-        ConfigError: ``files`` is empty.
+        ConfigError: ``files`` is empty, or the policy does not cover them
+            (`check_coverage`).
     """
     if not files:
         raise ConfigError("no Python files to check")
+    check_coverage(files, policy)
     ctx = _Context(policy)
     key = f"{policy_hash(policy)[:24]}-{tool_version().replace('+', '-')}"
     cache = _Cache(None if cache_dir is None else Path(cache_dir), key)
     now_ok = cache.saved_ns - _RACY_NS
     results: dict[str, tuple[list[ImportFact], list[RawFinding]]] = {}
     modules: dict[str, str] = {}
-    covered_any: set[str] = set()
     cached = checked = 0
     need_graph = bool(ctx.transitive)
     with _gc_paused():
         for path, module, is_package in files:
             modules.setdefault(module, path)
             rules = ctx.rules_for(module)
-            for r in rules:
-                covered_any.add(r.name)
             if not rules and not need_graph:
                 continue
             checked += 1
@@ -263,14 +265,139 @@ def check_paths(
     ]
     if ctx.transitive:
         violations.extend(_transitive(ctx, files, results, modules, show))
+    for rule in policy.rules:
+        if rule.layers:
+            violations.extend(_layer_breaks(rule, files, results, show))
     violations.sort(key=Violation.sort_key)
-    unmatched = tuple(r.name for r in policy.rules if r.name not in covered_any)
     return GuardReport(
         violations=tuple(violations),
         files_checked=checked,
         files_cached=cached,
-        unmatched_rules=unmatched,
     )
+
+
+def _where(policy: Policy, pattern: str) -> str:
+    index = policy.unguarded.index(pattern)
+    sources = policy.unguarded_sources
+    return sources[index] if index < len(sources) else f"unguarded[{index}]"
+
+
+def check_coverage(files: Sequence[tuple[str, str, bool]], policy: Policy) -> None:
+    """Refuse a policy that would check nothing, or not everything, of ``files``.
+
+    A green run must mean "every module was checked by the rules meant for it": a rule
+    whose ``modules`` match no file (a typo, a renamed module), a module that no rule
+    covers, and an import root whose module names no rule can match (run from the wrong
+    directory) all make a pass meaningless.
+
+    Raises:
+        ConfigError: naming the rule (with the file it was read from) or the module.
+    """
+    covered_by: dict[str, int] = {r.name: 0 for r in policy.rules}
+    skipped = dict.fromkeys(policy.unguarded, 0)
+    uncovered: list[tuple[str, str]] = []
+    for path, module, _pkg in files:
+        hit = False
+        for rule in policy.rules:
+            if covers(rule.modules, module):
+                covered_by[rule.name] += 1
+                hit = True
+        for pattern in skipped:
+            if covers((pattern,), module):
+                if hit:
+                    raise ConfigError(
+                        f"{_where(policy, pattern)}: module {module!r} is both covered by a "
+                        f"rule and unguarded ({pattern!r})"
+                    )
+                skipped[pattern] += 1
+                hit = True
+        if not hit:
+            uncovered.append((module, path))
+    for pattern, count in skipped.items():
+        if not count:
+            raise ConfigError(
+                f"{_where(policy, pattern)}: {pattern!r} matches no module under the import root"
+            )
+    if not any(covered_by.values()):
+        sample = ", ".join(repr(m) for _p, m, _k in files[:3])
+        names = ", ".join(repr(r.name) for r in policy.rules)
+        raise ConfigError(
+            f"no rule covers any module found here: rule {names} match none of the module "
+            f"names {sample}, ... (is --src the import root?)"
+        )
+    for rule in policy.rules:
+        if not covered_by[rule.name]:
+            where = f"{rule.source}: " if rule.source else ""
+            raise ConfigError(
+                f"{where}rule {rule.name!r}: modules {list(rule.modules)} match no module "
+                "under the import root (a typo, a renamed module, or the wrong --src)"
+            )
+    for rule in policy.rules:
+        for index, group in enumerate(rule.layers):
+            for pattern in group:
+                if not any(module_matches(pattern, m) for _p, m, _k in files):
+                    raise ConfigError(
+                        f"{rule.source}: rule {rule.name!r}: layers[{index}] {pattern!r} "
+                        "matches no module under the import root"
+                    )
+    if uncovered:
+        module, path = uncovered[0]
+        more = f" (and {len(uncovered) - 1} more)" if len(uncovered) > 1 else ""
+        raise ConfigError(
+            f"module {module!r} ({path}) is covered by no rule{more}: add it to a rule's "
+            "modules, list it in the policy's unguarded, or leave it out with --exclude"
+        )
+
+
+def _layer_breaks(
+    rule: Rule,
+    files: Sequence[tuple[str, str, bool]],
+    results: dict[str, tuple[list[ImportFact], list[RawFinding]]],
+    show: dict[str, str],
+) -> list[Violation]:
+    """KG009: every import (runtime, dynamic or typing-only: each is a dependency) of a
+    higher layer by a module of the rule. An ancestor package is not a target: Python
+    runs it for any submodule import, so ``from kernel import errors`` depends on
+    ``kernel.errors``, not on ``kernel``'s re-exports."""
+    out: list[Violation] = []
+    for path, module, _pkg in files:
+        if not covers(rule.modules, module):
+            continue
+        own = rule.layer_of(module)
+        got = results.get(path)
+        if own is None or got is None:
+            continue
+        for target_module, name, line, col, _kind in got[0]:
+            targets = [target_module, f"{target_module}.{name}"] if name else [target_module]
+            for target in targets:
+                if module.startswith(target + ".") or target == module:
+                    continue
+                level = rule.layer_of(target)
+                if level is not None and level < own:
+                    out.append(
+                        Violation(
+                            path=show.get(path, path),
+                            line=line,
+                            column=col + 1,
+                            code=ViolationCode.LAYER_VIOLATION,
+                            rule=rule.name,
+                            message=(
+                                f"{module!r} (layer {own}: {', '.join(rule.layers[own])}) "
+                                f"imports {target!r} of higher layer {level} "
+                                f"({', '.join(rule.layers[level])})"
+                            ),
+                            chain=(
+                                ChainLink(
+                                    module=module,
+                                    path=show.get(path, path),
+                                    line=line,
+                                    imports=target,
+                                ),
+                            ),
+                        )
+                    )
+                    break
+    return out
 
 
 def _edges(imports: Sequence[ImportFact]) -> list[tuple[str, int, int]]:

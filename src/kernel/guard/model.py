@@ -14,9 +14,12 @@ Rules this module enforces:
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 import attrs
+
+from kernel.guard.patterns import module_matches
 
 __all__ = [
     "ChainLink",
@@ -47,6 +50,11 @@ class ViolationCode(enum.StrEnum):
     ``allow-typing-imports`` does not permit (reported apart from runtime imports)."""
     TRANSITIVE_IMPORT = "KG007"
     """A forbidden module reached through the project's own modules (``transitive``)."""
+    REFLECTIVE_REACH = "KG008"
+    """Reflection that no static reading can resolve: ``__builtins__``, ``globals()``,
+    frame and function internals, ``__subclasses__``, importer machinery."""
+    LAYER_VIOLATION = "KG009"
+    """A module imports one of a higher layer of a ``layers`` rule."""
     UNPARSEABLE = "KG010"
     """The file could not be read or parsed as Python; nothing in it was checked."""
 
@@ -64,6 +72,8 @@ _TITLES = {
     ViolationCode.UNRESOLVABLE_DYNAMIC: "unresolvable-dynamic",
     ViolationCode.TYPING_ONLY_IMPORT: "typing-only-import",
     ViolationCode.TRANSITIVE_IMPORT: "transitive-import",
+    ViolationCode.REFLECTIVE_REACH: "reflective-reach",
+    ViolationCode.LAYER_VIOLATION: "layer-violation",
     ViolationCode.UNPARSEABLE: "unparseable",
 }
 
@@ -91,6 +101,9 @@ class Rule:
     """Modules that may be imported under ``if TYPE_CHECKING:`` despite the import lists."""
     transitive: bool = False
     """Also report forbidden modules reached through the project's own modules."""
+    layers: tuple[tuple[str, ...], ...] = ()
+    """Module groups, highest first: a module never imports one of a higher group.
+    A module belongs to the group whose pattern names it most specifically."""
     source: str = attrs.field(default="", eq=False)
     """Where the rule was read (file, and block for Markdown); not part of identity."""
 
@@ -99,7 +112,12 @@ class Rule:
             raise ValueError("rule name must not be empty")
         if not self.modules:
             raise ValueError(f"rule {self.name!r}: modules must not be empty")
-        if self.allow_imports is None and not self.forbid_imports and not self.forbid_calls:
+        if (
+            self.allow_imports is None
+            and not self.forbid_imports
+            and not self.forbid_calls
+            and not self.layers
+        ):
             raise ValueError(f"rule {self.name!r} checks nothing")
 
     def to_dict(self) -> dict[str, object]:
@@ -111,7 +129,24 @@ class Rule:
         out["forbid-calls"] = list(self.forbid_calls)
         out["allow-typing-imports"] = list(self.allow_typing_imports)
         out["transitive"] = self.transitive
+        if self.layers:
+            out["layers"] = [list(group) for group in self.layers]
         return out
+
+    def layer_of(self, module: str) -> int | None:
+        """Index (0 = highest) of the group holding ``module``, or None.
+
+        The most specific pattern wins (most literal characters before a glob), so a
+        catch-all top group such as ``kernel`` places every module no lower group names.
+        """
+        best: tuple[int, int] | None = None
+        for index, group in enumerate(self.layers):
+            for pattern in group:
+                if module_matches(pattern, module):
+                    weight = len(re.split(r"[*?\[]", pattern, maxsplit=1)[0])
+                    if best is None or weight > best[0]:
+                        best = (weight, index)
+        return None if best is None else best[1]
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +155,10 @@ class Policy:
 
     rules: tuple[Rule, ...]
     """The rules, in the order they were read."""
+    unguarded: tuple[str, ...] = attrs.field(default=(), validator=_tuple_of_str)
+    """Module patterns deliberately left unchecked (every other module needs a rule)."""
+    unguarded_sources: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """Where each ``unguarded`` pattern was read (for messages only)."""
     sources: tuple[str, ...] = attrs.field(default=(), eq=False)
     """Files the rules were read from (for messages only)."""
 
@@ -134,7 +173,10 @@ class Policy:
 
     def to_dict(self) -> dict[str, object]:
         """The policy as ``{"rules": [...]}`` (the input of `policy_hash`)."""
-        return {"rules": [rule.to_dict() for rule in self.rules]}
+        out: dict[str, object] = {"rules": [rule.to_dict() for rule in self.rules]}
+        if self.unguarded:
+            out["unguarded"] = list(self.unguarded)
+        return out
 
 
 @attrs.frozen(kw_only=True)
@@ -203,8 +245,6 @@ class GuardReport:
     """Python files looked at (parsed or served from the cache)."""
     files_cached: int
     """Of those, files whose result came from the cache."""
-    unmatched_rules: tuple[str, ...] = ()
-    """Rules whose ``modules`` matched no file (not an error: modules may not exist yet)."""
 
     @property
     def ok(self) -> bool:

@@ -4,8 +4,8 @@ Rules this module enforces:
 
 - text is one ``path:line:col: CODE message`` line per finding, sorted by path, line
   and column (the report is already sorted), then a one-line summary on its own;
-- JSON is an object with ``version``, ``files_checked``, ``files_cached``,
-  ``unmatched_rules`` and ``violations`` (see `Violation.to_dict`);
+- JSON is an object with ``version``, ``files_checked``, ``files_cached`` and
+  ``violations`` (see `Violation.to_dict`);
 - SARIF is a single run of a ``kernel-guard`` driver whose rules are the
   `ViolationCode` members; columns are declared ``unicodeCodePoints`` (they count
   characters); a transitive finding carries its chain as ``relatedLocations``.
@@ -18,9 +18,17 @@ from pathlib import PurePath
 
 from kernel.guard.model import GuardReport, ViolationCode
 
-__all__ = ["FORMATS", "render", "render_json", "render_sarif", "render_text"]
+__all__ = [
+    "FORMATS",
+    "render",
+    "render_error",
+    "render_github",
+    "render_json",
+    "render_sarif",
+    "render_text",
+]
 
-FORMATS = ("text", "json", "sarif")
+FORMATS = ("text", "json", "sarif", "github")
 """Accepted values of ``--format``."""
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -49,7 +57,6 @@ def render_json(report: GuardReport, version: str) -> str:
         "version": version,
         "files_checked": report.files_checked,
         "files_cached": report.files_cached,
-        "unmatched_rules": list(report.unmatched_rules),
         "violations": [v.to_dict() for v in report.violations],
     }
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -123,6 +130,54 @@ def render_sarif(report: GuardReport, version: str) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: GuardReport) -> str:
+    """GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+    lines = [
+        f"::error file={_gh_property(_uri(v.path))},line={v.line},col={v.column},"
+        f"title={_gh_property(f'{v.code.value} {v.code.slug}')}::"
+        + _gh_data(f"{v.message} [{v.rule}]" if v.rule else v.message)
+        for v in report.violations
+    ]
+    count = len(report.violations)
+    lines.append(f"{count} finding{'s' if count != 1 else ''} in {report.files_checked} files")
+    return "\n".join(lines) + "\n"
+
+
+def render_error(message: str, fmt: str, version: str) -> str:
+    """An unusable configuration, in the shape of ``fmt`` (so no format looks green)."""
+    if fmt == "json":
+        doc: dict[str, object] = {"version": version, "error": message, "violations": None}
+        return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if fmt == "sarif":
+        run: dict[str, object] = {
+            "tool": {
+                "driver": {"name": "kernel-guard", "version": version, "informationUri": _HELP}
+            },
+            "invocations": [
+                {
+                    "executionSuccessful": False,
+                    "toolConfigurationNotifications": [
+                        {"level": "error", "message": {"text": message}}
+                    ],
+                }
+            ],
+            "results": [],
+        }
+        sarif: dict[str, object] = {"$schema": _SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+        return json.dumps(sarif, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if fmt == "github":
+        return f"::error title=kernel guard configuration::{_gh_data(message)}\n"
+    return f"error: {message}\n"
+
+
 def render(report: GuardReport, fmt: str, version: str) -> str:
     """Dispatch on ``fmt`` (one of `FORMATS`).
 
@@ -135,4 +190,6 @@ def render(report: GuardReport, fmt: str, version: str) -> str:
         return render_json(report, version)
     if fmt == "sarif":
         return render_sarif(report, version)
+    if fmt == "github":
+        return render_github(report)
     raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")

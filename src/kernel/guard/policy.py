@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kernel.errors import ConfigError
 from kernel.guard.model import Policy, Rule
-from kernel.guard.patterns import PATTERN_RE
+from kernel.guard.patterns import PATTERN_RE, module_set
 from kernel.identity import sha256_hex
 
 __all__ = [
@@ -46,6 +46,7 @@ _RULE_KEYS = frozenset(
         "forbid-calls",
         "allow-typing-imports",
         "transitive",
+        "layers",
     }
 )
 _LIST_KEYS = ("modules", "allow-imports", "forbid-imports", "forbid-calls", "allow-typing-imports")
@@ -68,6 +69,44 @@ def _string_list(value: object, where: str, *, allow_negation: bool) -> tuple[st
             raise ConfigError(f"{where}[{i}]: {item!r} is not a dotted name or glob pattern")
         out.append(item)
     return tuple(out)
+
+
+def _layers(value: object, where: str) -> tuple[tuple[str, ...], ...]:
+    """``layers``: a list, highest first, of module patterns or lists of them (a group)."""
+    if not isinstance(value, list) or len(value) < 2:
+        raise ConfigError(f"{where}: expected a list of at least two layers (highest first)")
+    groups: list[tuple[str, ...]] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(value):
+        at = f"{where}[{i}]"
+        group = _string_list([item] if isinstance(item, str) else item, at, allow_negation=False)
+        if not group:
+            raise ConfigError(f"{at}: an empty layer")
+        for pattern in group:
+            if pattern in seen:
+                raise ConfigError(f"{at}: {pattern!r} is already in layer {seen[pattern]}")
+            seen[pattern] = i
+        groups.append(group)
+    return tuple(groups)
+
+
+def _refuse_contradictions(name: str, at: str, lists: dict[str, tuple[str, ...]]) -> None:
+    """A rule that allows what it forbids, or covers and excludes the same modules,
+    says two things at once: refused rather than resolved by a precedence nobody wrote."""
+    forbidden = module_set(lists.get("forbid-imports", ()))
+    for i, allowed in enumerate(lists.get("allow-imports", ())):
+        hit = forbidden.match(allowed)
+        if hit is not None:
+            raise ConfigError(
+                f"{at}.allow-imports[{i}]: rule {name!r} allows {allowed!r} "
+                f"and forbids it (forbid-imports {hit!r})"
+            )
+    positive = {p for p in lists["modules"] if not p.startswith("!")}
+    for i, pattern in enumerate(lists["modules"]):
+        if pattern.startswith("!") and pattern[1:] in positive:
+            raise ConfigError(
+                f"{at}.modules[{i}]: rule {name!r} both covers and excludes {pattern[1:]!r}"
+            )
 
 
 def parse_rules(document: object, where: str, source: str) -> list[Rule]:
@@ -96,7 +135,8 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
         name = table.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{at}.name: expected a non-empty string")
-        if "modules" not in table:
+        layers = _layers(table["layers"], f"{at}.layers") if "layers" in table else ()
+        if "modules" not in table and not layers:
             raise ConfigError(f"{at}.modules: missing (the modules this rule covers)")
         lists: dict[str, tuple[str, ...]] = {}
         for key in _LIST_KEYS:
@@ -104,6 +144,8 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
                 lists[key] = _string_list(
                     table[key], f"{at}.{key}", allow_negation=key == "modules"
                 )
+        if "modules" not in lists:
+            lists["modules"] = tuple(p for group in layers for p in group)
         if not lists["modules"]:
             raise ConfigError(f"{at}.modules: must name at least one module")
         transitive = table.get("transitive", False)
@@ -113,11 +155,13 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
             "allow-imports" not in lists
             and not lists.get("forbid-imports")
             and not lists.get("forbid-calls")
+            and not layers
         ):
             raise ConfigError(
                 f"{at}: rule {name!r} checks nothing "
-                "(give allow-imports, forbid-imports or forbid-calls)"
+                "(give allow-imports, forbid-imports, forbid-calls or layers)"
             )
+        _refuse_contradictions(name, at, lists)
         if transitive and not lists.get("forbid-imports"):
             raise ConfigError(f"{at}.transitive: needs forbid-imports (what may not be reached)")
         rules.append(
@@ -129,17 +173,55 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
                 forbid_calls=lists.get("forbid-calls", ()),
                 allow_typing_imports=lists.get("allow-typing-imports", ()),
                 transitive=transitive,
+                layers=layers,
                 source=source,
             )
         )
     return rules
 
 
+_MAX_NESTING = 32
+
+
+def _nesting(text: str) -> int:
+    """Deepest bracket nesting outside strings and comments (an upper bound is enough)."""
+    depth = deepest = 0
+    quote = ""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            i += len(quote) - 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+        i += 1
+    return deepest
+
+
 def _toml(text: str, where: str) -> dict[str, object]:
+    # tomllib recurses once per nesting level: refuse deep documents before parsing
+    # (a policy is a flat list of tables; a RecursionError is never an answer).
+    if _nesting(text) > _MAX_NESTING:
+        raise ConfigError(f"{where}: nesting deeper than {_MAX_NESTING} levels; refused")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: invalid TOML: {e}") from e
+    except RecursionError as e:  # pragma: no cover - the nesting bound comes first
+        raise ConfigError(f"{where}: nesting too deep; refused") from e
 
 
 def _read(path: Path) -> str:
@@ -182,7 +264,25 @@ def markdown_guard_blocks(text: str) -> list[tuple[int, str]]:
     return blocks
 
 
-def _rules_from_file(path: Path, *, explicit: bool) -> list[Rule]:
+_Found = tuple[list[Rule], list[tuple[str, str]]]
+"""Rules of one file, and its ``unguarded`` patterns with where each was read."""
+
+
+def _policy_table(data: dict[str, object], prefix: str, source: str) -> _Found:
+    """``prefix`` ends with the key separator (``tool.kernel.guard.`` or ``block: ``)."""
+    unknown = sorted(set(data) - {"rules", "unguarded"})
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown key (expected 'rules' or 'unguarded')")
+    unguarded: list[tuple[str, str]] = []
+    if "unguarded" in data:
+        patterns = _string_list(data["unguarded"], f"{prefix}unguarded", allow_negation=False)
+        unguarded = [(p, f"{prefix}unguarded[{i}]") for i, p in enumerate(patterns)]
+    if "rules" not in data:
+        raise ConfigError(f"{prefix}rules: missing (at least one [[rules]] table)")
+    return parse_rules(data["rules"], f"{prefix}rules", source), unguarded
+
+
+def _rules_from_file(path: Path, *, explicit: bool) -> _Found:
     text = _read(path)
     if path.name == "pyproject.toml" or path.suffix == ".toml":
         data = _toml(text, str(path))
@@ -192,37 +292,29 @@ def _rules_from_file(path: Path, *, explicit: bool) -> list[Rule]:
         if guard is None:
             if explicit:
                 raise ConfigError(f"{path}: no [tool.kernel.guard] table (no guard policy)")
-            return []
+            return [], []
         if not isinstance(guard, dict):
             raise ConfigError(f"{path}: tool.kernel.guard: expected a table")
-        unknown = sorted(set(guard) - {"rules"})
-        if unknown:
-            raise ConfigError(
-                f"{path}: tool.kernel.guard.{unknown[0]}: unknown key (expected 'rules')"
-            )
-        if "rules" not in guard:
-            raise ConfigError(
-                f"{path}: tool.kernel.guard.rules: missing ([[tool.kernel.guard.rules]])"
-            )
-        return parse_rules(guard["rules"], f"{path}: tool.kernel.guard.rules", str(path))
+        return _policy_table(guard, f"{path}: tool.kernel.guard.", str(path))
     rules: list[Rule] = []
+    unguarded: list[tuple[str, str]] = []
     blocks = markdown_guard_blocks(text)
     for line, content in blocks:
         where = f"{path}: guard block at line {line}"
-        data = _toml(content, where)
-        unknown = sorted(set(data) - {"rules"})
-        if unknown:
-            raise ConfigError(f"{where}: {unknown[0]}: unknown key (expected 'rules')")
-        if "rules" not in data:
-            raise ConfigError(f"{where}: rules: missing ([[rules]])")
-        rules.extend(parse_rules(data["rules"], f"{where}: rules", f"{path}:{line}"))
+        got = _policy_table(_toml(content, where), f"{where}: ", f"{path}:{line}")
+        rules.extend(got[0])
+        unguarded.extend(got[1])
     if not blocks and explicit:
         raise ConfigError(f"{path}: no ```guard block (no guard policy)")
-    return rules
+    return rules, unguarded
 
 
-def _assemble(rules: Iterable[Rule], sources: Sequence[str], what: str) -> Policy:
-    collected = list(rules)
+def _assemble(found: Iterable[_Found], sources: Sequence[str], what: str) -> Policy:
+    collected: list[Rule] = []
+    unguarded: list[tuple[str, str]] = []
+    for rules, skip in found:
+        collected.extend(rules)
+        unguarded.extend(skip)
     if not collected:
         raise ConfigError(f"no guard policy found in {what}")
     seen: dict[str, str] = {}
@@ -233,7 +325,12 @@ def _assemble(rules: Iterable[Rule], sources: Sequence[str], what: str) -> Polic
                 f"(first in {seen[rule.name]})"
             )
         seen[rule.name] = rule.source
-    return Policy(rules=tuple(collected), sources=tuple(sources))
+    return Policy(
+        rules=tuple(collected),
+        unguarded=tuple(p for p, _w in unguarded),
+        unguarded_sources=tuple(w for _p, w in unguarded),
+        sources=tuple(sources),
+    )
 
 
 def load_policy(paths: Sequence[Path | str]) -> Policy:
@@ -244,10 +341,8 @@ def load_policy(paths: Sequence[Path | str]) -> Policy:
     """
     if not paths:
         raise ConfigError("no policy file given")
-    rules: list[Rule] = []
-    for raw in paths:
-        rules.extend(_rules_from_file(Path(raw), explicit=True))
-    return _assemble(rules, [str(p) for p in paths], ", ".join(str(p) for p in paths))
+    found = [_rules_from_file(Path(raw), explicit=True) for raw in paths]
+    return _assemble(found, [str(p) for p in paths], ", ".join(str(p) for p in paths))
 
 
 def discover_policy(root: Path | str = ".") -> Policy:
@@ -257,17 +352,14 @@ def discover_policy(root: Path | str = ".") -> Policy:
         ConfigError: an invalid policy, or none at all under ``root``.
     """
     base = Path(root)
-    rules: list[Rule] = []
+    found: list[_Found] = []
     sources: list[str] = []
     pyproject = base / "pyproject.toml"
-    if pyproject.is_file():
-        found = _rules_from_file(pyproject, explicit=False)
-        if found:
-            sources.append(str(pyproject))
-        rules.extend(found)
-    for md in sorted((base / "docs" / "adr").glob("*.md")):
-        found = _rules_from_file(md, explicit=False)
-        if found:
-            sources.append(str(md))
-        rules.extend(found)
-    return _assemble(rules, sources, f"{base / 'pyproject.toml'} or {base / 'docs/adr/*.md'}")
+    candidates = [pyproject] if pyproject.is_file() else []
+    candidates += sorted((base / "docs" / "adr").glob("*.md"))
+    for path in candidates:
+        got = _rules_from_file(path, explicit=False)
+        if got[0] or got[1]:
+            sources.append(str(path))
+        found.append(got)
+    return _assemble(found, sources, f"{base / 'pyproject.toml'} or {base / 'docs/adr/*.md'}")

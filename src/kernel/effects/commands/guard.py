@@ -6,7 +6,7 @@ Rules this verb enforces:
   it the policy is ``[tool.kernel.guard]`` of ``./pyproject.toml`` plus the ``guard``
   blocks of ``./docs/adr/*.md``; finding none is an error, never a pass;
 - ``--src DIR`` is the import root (default ``src`` when it exists, else ``.``);
-- ``--format text|json|sarif`` (default text); output goes to standard output;
+- ``--format text|json|sarif|github`` (default text); output goes to standard output;
 - the cache lives in ``--cache-dir`` (default ``.kernel-guard-cache``) unless ``--no-cache``;
 - exit 0: no finding; 1: findings; 2: unusable configuration (`ConfigError`, raised
   here and turned into the one-line message by `kernel.effects.cli.main`).
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernel.errors import ConfigError
 from kernel.guard import (
     DEFAULT_CACHE_DIR,
     FORMATS,
@@ -28,6 +29,7 @@ from kernel.guard import (
     render,
     tool_version,
 )
+from kernel.guard.output import render_error
 
 __all__ = ["register", "run"]
 
@@ -65,9 +67,19 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the check; returns 0 (clean) or 1 (findings); raises `ConfigError` otherwise."""
-    policy = load_policy(args.config) if args.config else discover_policy(Path.cwd())
-    src = args.src if args.src is not None else ("src" if Path("src").is_dir() else ".")
-    report = check_tree(src, policy, cache_dir=None if args.no_cache else args.cache_dir)
+    """Run the check; returns 0 (clean) or 1 (findings); raises `ConfigError` otherwise.
+
+    An unusable configuration is also written to standard output in the chosen format
+    (a JSON ``error``, a SARIF run with ``executionSuccessful: false``, a GitHub
+    ``::error``), so a consumer of that format never reads it as a clean run.
+    """
+    try:
+        policy = load_policy(args.config) if args.config else discover_policy(Path.cwd())
+        src = args.src if args.src is not None else ("src" if Path("src").is_dir() else ".")
+        report = check_tree(src, policy, cache_dir=None if args.no_cache else args.cache_dir)
+    except ConfigError as e:
+        if args.format != "text":
+            sys.stdout.write(render_error(str(e), args.format, tool_version()))
+        raise
     sys.stdout.write(render(report, args.format, tool_version()))
     return EXIT_OK if report.ok else EXIT_VIOLATIONS

@@ -1,0 +1,3 @@
+"""A higher layer for e23_layers (helper)."""
+
+VALUE = 1
