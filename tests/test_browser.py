@@ -1,8 +1,11 @@
 """The demo's HTML report opened in headless Chromium (Debian ``chromium``).
 
 Skipped, with the reason, only where no Chromium binary can be found (CI installs it:
-``apt-get install -y chromium``). The page must render the attempt table, run no
-script, and a screenshot is saved as ``results/demo/evidence.png``.
+``apt-get install -y chromium``). The page must render the attempt table, the
+candidates' diffs and the failed check's output, run no script, and screenshots are
+saved as ``results/demo/evidence-700.png`` and ``evidence-1400.png`` (a reviewer's
+narrow window and a desktop one; the window is tall enough that the diffs and the
+failed check's output are in the picture).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from kernel.effects.commands.run import PipelineResult, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
-SCREENSHOT = ROOT / "results" / "demo" / "evidence.png"
+SCREENSHOTS = ROOT / "results" / "demo"
+# Tall windows: the whole page, diffs and check outputs included, is in the picture.
+WINDOWS = {700: 7200, 1400: 4200}
 HOSTILE_ID = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
 
 
@@ -41,7 +46,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _browse(page: Path, *extra: str) -> str:
+def _browse(page: Path, *extra: str, window: tuple[int, int] = (1400, 1100)) -> str:
     """Run headless Chromium on ``page``; return stdout. Its whole process group dies."""
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory(prefix="kernel-chromium-") as profile:
@@ -56,7 +61,7 @@ def _browse(page: Path, *extra: str) -> str:
             "--disable-sync",
             "--disable-dev-shm-usage",
             f"--user-data-dir={profile}",
-            "--window-size=1400,1100",
+            f"--window-size={window[0]},{window[1]}",
             *extra,
             page.as_uri(),
         ]
@@ -100,24 +105,37 @@ def test_page_renders_the_attempt_table_and_runs_no_script(
     """The DOM after load holds the attempt table (every attempt, a row) and no script."""
     page, result = report
     dom = _browse(page, "--dump-dom")
-    assert "<h2>Attempts</h2>" in dom
+    assert '<h2 id="attempts">Attempts</h2>' in dom
     for attempt in result.report.attempts:
         if attempt.attempt_id != HOSTILE_ID:
-            assert f"<td>{attempt.attempt_id}</td>" in dom
+            assert f'<td data-label="Attempt" class="w">{attempt.attempt_id}</td>' in dom
     assert "<script" not in dom
     assert "<img" not in dom
     assert "&lt;script&gt;" in dom  # the hostile id is text, not an element
     assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
     assert "Evidence classes of candidate groups" in dom
+    # The reviewer's workspace: the wrong fix's diff and why unit-tests failed.
+    assert '<h2 id="candidates">Candidates</h2>' in dom
+    assert '<span class="dl">-    ordered = sorted(values)</span>' in dom
+    assert "AssertionError" in dom
+    assert "FAIL: test_median_even" in dom
+    for name in ("patches", "checks"):
+        for path in (page.parent / name).iterdir():
+            assert f'href="{name}/{path.name}"' in dom
 
 
-def test_screenshot_saved_under_results_demo(report: tuple[Path, PipelineResult]) -> None:
-    """A screenshot of the rendered page is saved as results/demo/evidence.png."""
+@pytest.mark.parametrize("width", sorted(WINDOWS))
+def test_screenshots_at_two_widths(report: tuple[Path, PipelineResult], width: int) -> None:
+    """Screenshots at 700 and 1400 px are saved under results/demo/ (look at them: the
+    attempt table is stacked cards at 700 px, the diffs and the failed check's output
+    are shown below it)."""
     page, _ = report
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / f"evidence-{width}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
-        SCREENSHOT.unlink()
-    _browse(page, f"--screenshot={SCREENSHOT}")
-    data = SCREENSHOT.read_bytes()
+        shot.unlink()
+    _browse(page, f"--screenshot={shot}", window=(width, WINDOWS[width]))
+    data = shot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert int.from_bytes(data[16:20], "big") == width  # IHDR width: nothing wider
     assert len(data) > 10_000

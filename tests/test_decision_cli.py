@@ -150,3 +150,45 @@ def test_decision_output_may_not_overwrite_the_report(work: Path) -> None:
     )  # fmt: skip
     assert code == 2
     assert (work / "results/demo/evidence.json").read_bytes() == before
+
+
+def test_a_decision_older_than_the_report_beside_it_is_flagged_stale(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regenerating the report beside a decision on an earlier report warns that the
+    decision is stale (naming both digests), and `decision verify` says "stale"."""
+    assert _record("--decision", "escalate", "--decided-at", "2026-01-01T00:00:00Z") == 0
+    assert _verify() == 0
+    decided_on = json.loads((work / "results/demo/decision.json").read_text())
+    # A different run written into the same folder: the report beside it changes.
+    config = work / "orchestration/two-attempt-good-vs-bad.json"
+    document = json.loads(config.read_text())
+    document["attempts"] = document["attempts"][:1]
+    config.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(
+        ["report", "generate", "--config", str(config),
+         "--run-output", "results/demo/run.json", "--report-json", "results/demo/evidence.json",
+         "--report-markdown", "results/demo/evidence.md"]
+    ) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "decision.json is stale" in err
+    assert decided_on["evidence_report"]["digest"] in err
+    assert _verify() == 1
+    out = capsys.readouterr().out
+    assert "stale:" in out
+    assert "report-digest-mismatch" in out
+
+
+def test_a_current_decision_is_not_flagged(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Re-rendering the same report beside its decision says nothing about staleness;
+    files that are not decision records are ignored."""
+    assert _record("--decision", "escalate", "--decided-at", "2026-01-01T00:00:00Z") == 0
+    (work / "results/demo/other.decision.json").write_text("not json")
+    capsys.readouterr()
+    assert main(
+        ["report", "render", "--run-record", "results/demo/run.json",
+         "--report-json", "results/demo/evidence.json",
+         "--report-markdown", "results/demo/evidence.md"]
+    ) == 0  # fmt: skip
+    assert "stale" not in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import re
 import sys
@@ -15,7 +16,12 @@ from kernel.effects.orchestrate import run_config
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.identity import canonical_json
 from kernel.render import (
+    MAX_DIFF_LINES,
+    MAX_OUTPUT_LINES,
+    CheckOutputView,
+    PatchView,
     TableSection,
+    Workspace,
     html_text,
     md_cell,
     render_html,
@@ -25,6 +31,8 @@ from kernel.render import (
 from kernel.strategies import identifiers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
+# In-page fragments and the run's own artifact files, named by digest: nothing else.
+_LOCAL_HREF = re.compile(r"#[a-z0-9-]+|patches/[0-9a-f]{64}\.patch|checks/[0-9a-f]{64}\.txt")
 
 
 def _report(name: str) -> RunEvidenceReport:
@@ -61,7 +69,10 @@ def test_html_has_no_scripts_and_no_external_assets() -> None:
     page = render_html(_report("nine-attempt-all-states"))
     tags = _parse(page)
     assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tags.tags)
-    assert not any(name in {"src", "href"} or name.startswith("on") for name, _ in tags.attrs)
+    assert not any(name == "src" or name.startswith("on") for name, _ in tags.attrs)
+    hrefs = [value or "" for name, value in tags.attrs if name == "href"]
+    assert hrefs
+    assert all(_LOCAL_HREF.fullmatch(h) for h in hrefs), hrefs
     assert "http://" not in page
     assert "https://" not in page
 
@@ -181,3 +192,120 @@ def test_every_format_and_control_character_is_made_visible() -> None:
         if unicodedata.category(chr(c)) in {"Cf", "Cc"} and chr(c) not in kept
     ]
     assert [c for c in invisible if c in html_text(c) or c in md_cell(c)] == []
+
+
+_PATCH = (
+    b"diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n"
+    b"@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
+)
+_HOSTILE = "</pre><script>alert(1)</script><img src=x onerror=alert(2)>\u202e```\n````"
+
+
+def _workspace(report: RunEvidenceReport, patch: bytes = _PATCH, tail: str = "") -> Workspace:
+    first = report.attempts[0].attempt_id
+    outputs: tuple[CheckOutputView, ...] = ()
+    if tail:
+        outputs = (CheckOutputView.of(first, "artifact-digest", tail.encode()),)
+    return Workspace(patches=(PatchView.of(patch, [first]),), outputs=outputs)
+
+
+def test_workspace_shows_the_diff_coloured_and_linked() -> None:
+    """The HTML shows the diff inline with file headers and +/- classes, linked to the
+    patch file by digest and from the attempt row; Markdown fences it and links it."""
+    report = _report("two-attempt-good-vs-bad")
+    space = _workspace(report, tail="FAIL: test_x\nAssertionError: 1 != 2\n")
+    page = render_html(report, (), space)
+    digest = space.patches[0].digest
+    assert f'href="patches/{digest}.patch"' in page
+    assert f'id="patch-{digest}"' in page
+    assert f'href="#patch-{digest}"' in page
+    assert '<span class="fh">diff --git a/stats.py b/stats.py</span>' in page
+    assert '<span class="ad">+    return 2</span>' in page
+    assert '<span class="dl">-    return 1</span>' in page
+    assert '<span class="hk">@@ -1,2 +1,2 @@</span>' in page
+    assert "AssertionError: 1 != 2" in page
+    assert f'href="checks/{space.outputs[0].digest}.txt"' in page
+    markdown = render_markdown(report, (), space)
+    assert f"[patches/{digest}.patch](patches/{digest}.patch)" in markdown
+    assert "```diff\n" + _PATCH.decode().rstrip("\n") + "\n```" in markdown
+    assert "AssertionError: 1 != 2" in markdown
+
+
+def test_workspace_views_hash_what_they_show() -> None:
+    """The digests come from the bytes (never from the caller), so a reader can check the
+    linked file against the digest the report prints."""
+    view = PatchView.of(_PATCH, ["a"])
+    assert view.digest == hashlib.sha256(_PATCH).hexdigest()
+    with pytest.raises(ValueError, match="digest"):
+        PatchView(digest="../../etc/passwd", attempt_ids=("a",), text="")
+    with pytest.raises(ValueError, match="digest"):
+        CheckOutputView(attempt_id="a", check_id="c", digest="x" * 64, text="")
+
+
+def test_hostile_diff_and_output_stay_inert() -> None:
+    """A diff or check output carrying markup, a bidi override or backtick fences can
+    neither inject HTML nor close the Markdown code block."""
+    report = _report("two-attempt-good-vs-bad")
+    space = _workspace(report, patch=_HOSTILE.encode(), tail=_HOSTILE)
+    page = render_html(report, (), space)
+    tags = _parse(page)
+    assert not {"script", "img"} & set(tags.tags)
+    assert "\u202e" not in page
+    assert page.count("&lt;/pre&gt;&lt;script&gt;") == 2
+    markdown = render_markdown(report, (), space)
+    # Content lines of four backticks sit inside five-backtick fences: they cannot close.
+    lines = markdown.split("\n")
+    opened = [i for i, line in enumerate(lines) if line in {"`````diff", "`````text"}]
+    assert len(opened) == 2
+    for start in opened:
+        end = lines.index("`````", start + 1)
+        assert "````" in lines[start + 1 : end]
+        assert "<script>" in "\n".join(lines[start + 1 : end])  # literal, inside the block
+    outside = [line for i, line in enumerate(lines) if not any(s <= i for s in opened)]
+    assert not any("<script" in line for line in outside)
+    assert "\u202e" not in markdown
+
+
+def test_long_diffs_are_bounded_and_collapsed() -> None:
+    """A diff longer than the bound shows its first lines, says how many are left out,
+    and starts collapsed; a check output shows its last lines."""
+    report = _report("two-attempt-good-vs-bad")
+    big = b"".join(b"+line %d\n" % i for i in range(MAX_DIFF_LINES + 25))
+    tail = "".join(f"out {i}\n" for i in range(MAX_OUTPUT_LINES + 7))
+    page = render_html(report, (), _workspace(report, patch=big, tail=tail))
+    assert "<details><summary>" in page
+    assert f"+line {MAX_DIFF_LINES - 1}<" in page
+    assert f"+line {MAX_DIFF_LINES}<" not in page
+    assert "25 more lines" in page
+    assert "out 6<" not in page
+    assert f"out {MAX_OUTPUT_LINES + 6}<" in page
+    assert "7 earlier lines not shown" in page
+    short = render_html(report, (), _workspace(report))
+    assert "<details open><summary>" in short
+
+
+def test_page_has_contents_anchors_badges_and_print_styles() -> None:
+    """A table of contents links to every section anchor; attempts have anchors;
+    evidence classes are badges; the stylesheet stacks tables at 700 px and has print
+    rules."""
+    report = _report("two-attempt-good-vs-bad")
+    section = TableSection(
+        title="Evidence classes",
+        notes=(),
+        headers=("c", "Class"),
+        rows=(("x", "verified"), ("y", "corroborated_only")),
+        badge_column=1,
+    )
+    page = render_html(report, [section])
+    tags = _parse(page)
+    ids = {value for name, value in tags.attrs if name == "id"}
+    links = {value[1:] for name, value in tags.attrs if name == "href" and value}
+    assert links <= ids
+    assert {"summary", "attempts", "warnings", section.anchor, "attempt-1"} <= ids
+    assert page.index('id="summary"') < page.index('id="run"') < page.index('id="attempts"')
+    assert '">verified</span>' in page
+    assert "@media (max-width:800px)" in page
+    assert "@media print" in page
+    assert 'data-label="Evidence state"' in page
+    with pytest.raises(ValueError, match="badge_column"):
+        TableSection(title="t", notes=(), headers=("a",), rows=(), badge_column=1)

@@ -18,7 +18,15 @@ Pure functions (no I/O). Rules enforced:
 - the pending human decision and the all-false authority block are always shown;
 - extra sections (`TableSection`, e.g. the evidence classes of a run's candidate
   groups) are plain text too: every title, note and cell is escaped here, never by
-  the caller, so a section cannot carry markup.
+  the caller, so a section cannot carry markup;
+- a `Workspace` (optional) adds what a reviewer needs to act: each candidate's diff
+  inline (HTML: file headers and +/- colouring, collapsed when long; Markdown: a fence
+  longer than any backtick run in the diff, so the diff cannot close it) and each
+  check's output tail, both bounded, escaped, and linked to the artifact file whose
+  digest is shown (``patches/<digest>.patch``, ``checks/<digest>.txt``): the links are
+  built here from validated digests, never taken from the caller;
+- the HTML page reads at 700 px (tables become stacked cards) and in print (the table
+  of contents is hidden, collapsed diffs are expanded).
 """
 
 from __future__ import annotations
@@ -31,11 +39,14 @@ from typing import Final
 import attrs
 
 from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
-from kernel.identity import canonical_json
+from kernel.identity import canonical_json, is_digest, sha256_bytes
 
 __all__ = [
     "WARNING_TEXT",
+    "CheckOutputView",
+    "PatchView",
     "TableSection",
+    "Workspace",
     "html_text",
     "md_cell",
     "render_html",
@@ -106,10 +117,262 @@ class TableSection:
     """Column headings."""
     rows: tuple[tuple[str, ...], ...]
     """Cells, one tuple per row, as many as ``headers``."""
+    badge_column: int | None = None
+    """Index of a column whose cells are shown as evidence-class badges (HTML)."""
 
     def __attrs_post_init__(self) -> None:
         if any(len(row) != len(self.headers) for row in self.rows):
             raise ValueError("every row has one cell per header")
+        if self.badge_column is not None and not 0 <= self.badge_column < len(self.headers):
+            raise ValueError("badge_column names no column")
+
+    @property
+    def anchor(self) -> str:
+        """A fragment id derived from the title (letters, digits and hyphens only)."""
+        slug = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+        return "s-" + (slug or "section")
+
+
+MAX_DIFF_LINES: Final = 400
+"""Diff lines shown inline; the rest is in the linked patch file."""
+MAX_OUTPUT_LINES: Final = 60
+"""Check output lines shown inline (the last ones)."""
+_MAX_LINE_CHARS: Final = 500
+_COLLAPSE_LINES: Final = 40
+
+
+def _digest_field(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not is_digest(value):
+        raise ValueError(f"{attribute.name} must be 64 lowercase hex characters")
+
+
+@attrs.frozen(kw_only=True)
+class PatchView:
+    """One distinct candidate patch, as the run wrote it to ``patches/<digest>.patch``."""
+
+    digest: str = attrs.field(validator=_digest_field)
+    """SHA-256 of the patch bytes (the file name)."""
+    attempt_ids: tuple[str, ...]
+    """Attempts that produced exactly these bytes."""
+    text: str
+    """The patch, decoded (undecodable bytes replaced); escaped when rendered."""
+
+    @classmethod
+    def of(cls, data: bytes, attempt_ids: Sequence[str]) -> PatchView:
+        """The view of ``data`` (digest computed here, never trusted from the caller)."""
+        return cls(
+            digest=sha256_bytes(data),
+            attempt_ids=tuple(attempt_ids),
+            text=data.decode("utf-8", "replace"),
+        )
+
+    @property
+    def href(self) -> str:
+        """Relative link to the patch file."""
+        return f"patches/{self.digest}.patch"
+
+
+@attrs.frozen(kw_only=True)
+class CheckOutputView:
+    """The tail of one check's output, as the run wrote it to ``checks/<digest>.txt``."""
+
+    attempt_id: str
+    """The attempt whose candidate was checked."""
+    check_id: str
+    """The verifier check."""
+    digest: str = attrs.field(validator=_digest_field)
+    """SHA-256 of the tail bytes (the file name)."""
+    text: str
+    """The tail, decoded; escaped when rendered."""
+
+    @classmethod
+    def of(cls, attempt_id: str, check_id: str, data: bytes) -> CheckOutputView:
+        """The view of ``data`` (digest computed here)."""
+        return cls(
+            attempt_id=attempt_id,
+            check_id=check_id,
+            digest=sha256_bytes(data),
+            text=data.decode("utf-8", "replace"),
+        )
+
+    @property
+    def href(self) -> str:
+        """Relative link to the output file."""
+        return f"checks/{self.digest}.txt"
+
+
+@attrs.frozen(kw_only=True)
+class Workspace:
+    """What a reviewer reads beside the report: the diffs and the check outputs."""
+
+    patches: tuple[PatchView, ...] = ()
+    """Distinct candidate patches."""
+    outputs: tuple[CheckOutputView, ...] = ()
+    """Check output tails."""
+
+    def patch_of(self, attempt_id: str) -> PatchView | None:
+        """The patch ``attempt_id`` produced, if any."""
+        return next((p for p in self.patches if attempt_id in p.attempt_ids), None)
+
+    def output_of(self, attempt_id: str, check_id: str) -> CheckOutputView | None:
+        """The output tail of one check of one attempt, if kept."""
+        return next(
+            (o for o in self.outputs if o.attempt_id == attempt_id and o.check_id == check_id),
+            None,
+        )
+
+
+def _bounded_lines(text: str, limit: int, *, tail: bool) -> tuple[list[str], int]:
+    """At most ``limit`` lines (the first or the last), each cut to a sane width, and
+    how many lines were left out."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    omitted = max(0, len(lines) - limit)
+    kept = lines[-limit:] if tail else lines[:limit]
+    return [
+        line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "\u2026" for line in kept
+    ], omitted
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith(("diff --git", "+++ ", "--- ", "new file", "deleted file", "index ")):
+        return "fh"
+    if line.startswith("@@"):
+        return "hk"
+    if line.startswith("+"):
+        return "ad"
+    if line.startswith("-"):
+        return "dl"
+    return ""
+
+
+def _html_pre(lines: Sequence[str], *, diff: bool) -> str:
+    # One block per line (full-width colour bands); copying a <pre> of blocks keeps the
+    # line breaks.
+    body = []
+    for line in lines:
+        css = _diff_class(line) if diff else ""
+        body.append(
+            f'<span class="{css}">{html_text(line)}</span>'
+            if css
+            else f"<span>{html_text(line)}</span>"
+        )
+    return '<pre class="diff">' + "".join(body) + "</pre>"
+
+
+def _collapsible(summary: str, inner: str, line_count: int) -> str:
+    # Long blocks start collapsed so the page stays scannable; print expands them.
+    state = "" if line_count > _COLLAPSE_LINES else " open"
+    return f"<details{state}><summary>{summary}</summary>{inner}</details>"
+
+
+def _html_patch(patch: PatchView, orders: dict[str, int]) -> list[str]:
+    lines, omitted = _bounded_lines(patch.text, MAX_DIFF_LINES, tail=False)
+    attempts = ", ".join(
+        f'<a href="#attempt-{orders[a]}">{html_text(a)}</a>' if a in orders else html_text(a)
+        for a in patch.attempt_ids
+    )
+    link = f'<a href="{patch.href}" class="mono">{html_text(patch.href)}</a>'
+    head = (
+        f'<h3 id="patch-{patch.digest}">Candidate {_digest_html(patch.digest)}</h3>'
+        f"<p>Attempts: {attempts}. File: {link}</p>"
+    )
+    if not lines:
+        return [head, '<p class="muted">Empty patch: no change to the baseline.</p>']
+    more = f'<p class="muted">{omitted} more lines in {link}.</p>' if omitted else ""
+    files = sum(1 for line in lines if line.startswith("diff --git"))
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++ "))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("--- "))
+    summary = f"Diff: {files} file(s), +{added} \u2212{removed}, {len(lines)} lines"
+    return [head, _collapsible(summary, _html_pre(lines, diff=True), len(lines)) + more]
+
+
+_CHECK_COLOURS: Final = {
+    "passed": _STATE_COLOURS[EvidenceState.SUPPORTED],
+    "failed": _STATE_COLOURS[EvidenceState.REJECTED],
+    "error": _STATE_COLOURS[EvidenceState.VERIFICATION_ERROR],
+}
+
+
+def _check_badge(status: str) -> str:
+    fg, bg = _CHECK_COLOURS.get(status, _STATE_COLOURS[EvidenceState.INCONCLUSIVE])
+    return f'<span class="st" style="color:{fg};background:{bg}">{html_text(status)}</span>'
+
+
+def _html_output(output: CheckOutputView, order: int, status: str) -> list[str]:
+    lines, omitted = _bounded_lines(output.text, MAX_OUTPUT_LINES, tail=True)
+    link = f'<a href="{output.href}" class="mono">{html_text(output.href)}</a>'
+    head = (
+        f'<h3 id="check-{order}-{output.digest[:16]}">'
+        f'<a href="#attempt-{order}">{html_text(output.attempt_id)}</a>: check '
+        f"{html_text(output.check_id)} {_check_badge(status)}</h3>"
+        f"<p>Output tail {_digest_html(output.digest)}: {link}"
+        + (f" ({omitted} earlier lines not shown)" if omitted else "")
+        + "</p>"
+    )
+    if not lines:
+        return [head, '<p class="muted">No output.</p>']
+    return [head, _html_pre(lines, diff=False)]
+
+
+def _md_fence(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text`` (CommonMark: a shorter
+    run cannot close it, so the text stays inside the code block)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _md_code(lines: Sequence[str], info: str) -> list[str]:
+    body = "\n".join(_INVISIBLE.sub("\ufffd", _LINE_BREAKS.sub(" ", line)) for line in lines)
+    fence = _md_fence(body)
+    return [fence + info, body, fence] if body else [fence + info, fence]
+
+
+def _md_workspace(report: RunEvidenceReport, workspace: Workspace) -> list[str]:
+    lines: list[str] = []
+    if workspace.patches:
+        lines += ["", "## Candidates", ""]
+        for patch in workspace.patches:
+            diff, omitted = _bounded_lines(patch.text, MAX_DIFF_LINES, tail=False)
+            attempts = ", ".join(md_cell(a) for a in patch.attempt_ids)
+            lines += [
+                f"### Candidate {patch.digest[:12]}",
+                "",
+                f"Attempts: {attempts}. File: [{patch.href}]({patch.href}) (sha256 {patch.digest})",
+                "",
+            ]
+            if not diff:
+                lines += ["Empty patch: no change to the baseline.", ""]
+                continue
+            lines += [*_md_code(diff, "diff"), ""]
+            if omitted:
+                lines += [f"{omitted} more lines in [{patch.href}]({patch.href}).", ""]
+    if workspace.outputs:
+        lines += ["", "## Check outputs", ""]
+        status = _check_statuses(report)
+        for output in workspace.outputs:
+            tail, omitted = _bounded_lines(output.text, MAX_OUTPUT_LINES, tail=True)
+            state = status.get((output.attempt_id, output.check_id), "")
+            lines += [
+                f"### {md_cell(output.attempt_id)}: check {md_cell(output.check_id)} {state}",
+                "",
+                f"Output tail: [{output.href}]({output.href}) (sha256 {output.digest})"
+                + (f", {omitted} earlier lines not shown" if omitted else ""),
+                "",
+                *(_md_code(tail, "text") if tail else ["No output."]),
+                "",
+            ]
+    return lines
+
+
+def _check_statuses(report: RunEvidenceReport) -> dict[tuple[str, str], str]:
+    return {
+        (a.attempt_id, c.id): str(c.status)
+        for a in report.attempts
+        if a.verification is not None
+        for c in a.verification.checks
+    }
 
 
 def _markdown_section(section: TableSection) -> list[str]:
@@ -122,15 +385,36 @@ def _markdown_section(section: TableSection) -> list[str]:
     return lines
 
 
+# Evidence classes (kernel.admission.EvidenceClass values) and how a refusal reads.
+_CLASS_COLOURS: Final = {
+    "verified": ("#0f5132", "#d1e7dd"),
+    "corroborated_only": ("#664d03", "#fff3cd"),
+}
+_NOT_ADMITTED: Final = ("#41464b", "#e2e3e5")
+
+
+def _class_badge(text: str) -> str:
+    fg, bg = _CLASS_COLOURS.get(text, _NOT_ADMITTED)
+    return f'<span class="st" style="color:{fg};background:{bg}">{html_text(text)}</span>'
+
+
 def _html_section(section: TableSection) -> list[str]:
     head = "".join(f"<th>{html_text(h)}</th>" for h in section.headers)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in section.rows
+        "<tr>"
+        + "".join(
+            f'<td data-label="{html_text(h)}">'
+            + (_class_badge(c) if i == section.badge_column else html_text(c))
+            + "</td>"
+            for i, (h, c) in enumerate(zip(section.headers, row, strict=True))
+        )
+        + "</tr>"
+        for row in section.rows
     )
     return [
-        f"<h2>{html_text(section.title)}</h2>",
+        f'<h2 id="{section.anchor}">{html_text(section.title)}</h2>',
         *(f"<p>{html_text(note)}</p>" for note in section.notes),
-        f'<table class="extra"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
+        f'<table class="extra stack"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
     ]
 
 
@@ -181,25 +465,30 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def render_markdown(report: RunEvidenceReport, sections: Sequence[TableSection] = ()) -> str:
-    """A Markdown view of the report (GitHub-flavoured tables), then ``sections``."""
+def render_markdown(
+    report: RunEvidenceReport,
+    sections: Sequence[TableSection] = (),
+    workspace: Workspace | None = None,
+) -> str:
+    """A Markdown view of the report: summary first, then the run's identities, the
+    attempt table, the ``workspace`` (diffs and check outputs) and ``sections``."""
     s = report.summary
+    space = workspace or Workspace()
+    contents = [("Summary", "summary"), ("Run", "run"), ("Attempts", "attempts")]
+    if space.patches:
+        contents.append(("Candidates", "candidates"))
+    if space.outputs:
+        contents.append(("Check outputs", "check-outputs"))
+    contents += [(section.title, _gfm_slug(section.title)) for section in sections]
+    contents += [("Warnings", "warnings"), ("Human decision", "human-decision")]
+    contents.append(("Authority boundary", "authority-boundary"))
     lines = [
         "# Run Evidence Report",
         "",
-        f"- **Run:** {md_cell(report.run_id)}",
-        f"- **Work unit:** {md_cell(report.work_unit.id)} v{report.work_unit.version}"
-        f" (digest {report.work_unit.digest})",
-        f"- **Source run:** {md_cell(report.source_run_kind)} {report.source_run_digest}",
-        f"- **Config digest:** {report.source_config_digest}",
-        f"- **Verifier policy digest:** {report.verifier_policy_digest}",
-    ]
-    if report.imported_from is not None:
-        lines.append(
-            f"- **Imported from:** {md_cell(report.imported_from.kind)}"
-            f" {report.imported_from.digest}"
-        )
-    lines += [
+        "Contents: " + " \u00b7 ".join(f"[{md_cell(t)}](#{a})" for t, a in contents),
+        "",
+        "## Summary",
+        "",
         f"- **Attempts:** {s.attempt_count}",
         f"- **Supported / rejected / inconclusive:** {s.supported} / {s.rejected} /"
         f" {s.inconclusive}",
@@ -217,6 +506,22 @@ def render_markdown(report: RunEvidenceReport, sections: Sequence[TableSection] 
             "",
         ]
     lines += [
+        "## Run",
+        "",
+        f"- **Run:** {md_cell(report.run_id)}",
+        f"- **Work unit:** {md_cell(report.work_unit.id)} v{report.work_unit.version}"
+        f" (digest {report.work_unit.digest})",
+        f"- **Source run:** {md_cell(report.source_run_kind)} {report.source_run_digest}",
+        f"- **Config digest:** {report.source_config_digest}",
+        f"- **Verifier policy digest:** {report.verifier_policy_digest}",
+    ]
+    if report.imported_from is not None:
+        lines.append(
+            f"- **Imported from:** {md_cell(report.imported_from.kind)}"
+            f" {report.imported_from.digest}"
+        )
+    lines += [
+        "",
         "## Attempts",
         "",
         "| # | Attempt | Adapter | Worker (status) | Manifest | Verifier | Recommendation |"
@@ -241,6 +546,7 @@ def render_markdown(report: RunEvidenceReport, sections: Sequence[TableSection] 
             error,
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += _md_workspace(report, space)
     for section in sections:
         lines += _markdown_section(section)
     lines += ["", "## Warnings", ""]
@@ -268,6 +574,11 @@ def render_markdown(report: RunEvidenceReport, sections: Sequence[TableSection] 
     return "\n".join(lines)
 
 
+def _gfm_slug(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to -."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
 def _authority(report: RunEvidenceReport) -> Iterable[tuple[str, bool]]:
     return report.authority.to_dict().items()
 
@@ -282,8 +593,13 @@ _CSS: Final = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
 max-width:78rem;padding:0 1rem;color:#212529;background:#fff}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem}
-.meta{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:1rem 0}
-.meta dt{font-weight:600;color:#495057}.meta dd{margin:0}
+h3{font-size:1rem;margin:1.2rem 0 .3rem}
+p,h3,li{overflow-wrap:anywhere}
+nav.toc{font-size:.9rem;margin:.5rem 0 1rem;display:flex;flex-wrap:wrap;gap:.2rem .9rem}
+nav.toc a{white-space:nowrap}
+.meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem 1rem;
+margin:1rem 0}
+.meta dt{font-weight:600;color:#495057}.meta dd{margin:0;overflow-wrap:anywhere}
 .cards{display:flex;flex-wrap:wrap;gap:.6rem;margin:1rem 0}
 .card{border-radius:.4rem;padding:.5rem .9rem;min-width:7rem}
 .card b{display:block;font-size:1.4rem}
@@ -303,6 +619,38 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .err{color:#842029}.muted{color:#6c757d}
 ul.checks{margin:0;padding-left:1rem}
 .auth td:last-child{font-weight:600;color:#0f5132}
+td.w{overflow-wrap:anywhere}
+pre.diff{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f8f9fa;
+border:1px solid #dee2e6;border-radius:.25rem;padding:.5rem;margin:.3rem 0;
+white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
+pre.diff span{display:block;min-height:1.4em}
+pre.diff .fh{font-weight:700;color:#212529;background:#e9ecef}
+pre.diff .hk{color:#6f42c1;background:#f3f0fa}
+pre.diff .ad{color:#0f5132;background:#e6f4ea}
+pre.diff .dl{color:#842029;background:#fbe9eb}
+details summary{cursor:pointer;font-weight:600;margin:.2rem 0}
+@media (max-width:800px){
+body{margin:1rem auto}
+table.stack thead{display:none}
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:auto}
+table.stack tr{border:1px solid #dee2e6;border-radius:.4rem;margin:0 0 .8rem;
+padding:.3rem .5rem}
+table.stack td{border:0;padding:.2rem 0 .2rem 9.5rem;display:flow-root;
+overflow-wrap:anywhere}
+table.stack td::before{content:attr(data-label);font-weight:600;color:#495057;
+float:left;width:9rem;margin-left:-9.5rem}
+table.stack td:empty{display:none}
+table.stack tr:nth-child(even) td{background:none}
+}
+@media print{
+nav.toc{display:none}
+body{margin:0;max-width:none;font-size:11pt}
+details::details-content{content-visibility:visible;display:contents}
+pre.diff{break-inside:auto}
+h2,h3{break-after:avoid}
+a{color:inherit;text-decoration:none}
+.card,.st,.banner,.pending,pre.diff span{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+}
 """
 
 
@@ -311,7 +659,7 @@ def _state_badge(state: EvidenceState) -> str:
     return f'<span class="st" style="color:{fg};background:{bg}">{html_text(state)}</span>'
 
 
-def _attempt_row(a: ReportAttempt) -> str:
+def _attempt_row(a: ReportAttempt, space: Workspace) -> str:
     m, v = a.manifest, a.verification
     worker = (
         f'{html_text(m.worker_id)}<br><span class="muted">{html_text(m.worker_status)}</span>'
@@ -319,16 +667,24 @@ def _attempt_row(a: ReportAttempt) -> str:
         else '<span class="muted">none</span>'
     )
     manifest = f"{html_text(m.id)}<br>{_digest_html(m.digest)}" if m else ""
+    patch = space.patch_of(a.attempt_id)
+    if patch is not None:
+        manifest += f'<br><a href="#patch-{patch.digest}">diff</a>'
     if v:
-        checks = "".join(
-            f"<li>{html_text(c.id)}: {html_text(c.status)}"
-            + ("" if c.required else ' <span class="muted">(optional)</span>')
-            + "</li>"
-            for c in v.checks
-        )
+        items = []
+        for c in v.checks:
+            output = space.output_of(a.attempt_id, c.id)
+            label = html_text(c.id)
+            if output is not None:
+                label = f'<a href="#check-{a.order}-{output.digest[:16]}">{label}</a>'
+            items.append(
+                f"<li>{label}: {html_text(c.status)}"
+                + ("" if c.required else ' <span class="muted">(optional)</span>')
+                + "</li>"
+            )
         verifier = (
             f"{html_text(v.verifier_id)}<br>{_digest_html(v.semantic_digest)}"
-            f'<ul class="checks">{checks}</ul>'
+            f'<ul class="checks">{"".join(items)}</ul>'
         )
         recommendation = f'<span class="mono">{html_text(v.recommendation)}</span>'
     else:
@@ -340,20 +696,63 @@ def _attempt_row(a: ReportAttempt) -> str:
         else ""
     )
     version = f" {html_text(a.adapter_version)}" if a.adapter_version else ""
+    cells = (
+        ("#", str(a.order)),
+        ("Attempt", html_text(a.attempt_id)),
+        ("Adapter", f"{html_text(a.adapter)}{version}"),
+        ("Worker", worker),
+        ("Manifest", manifest),
+        ("Verifier and checks", verifier),
+        ("Recommendation", recommendation),
+        ("Evidence state", _state_badge(a.evidence_state)),
+        ("Error", error),
+    )
+    # Untrusted ids may be one long token: those cells may break anywhere, the others
+    # keep whole words (so a hostile id cannot push the state column off screen).
     return (
-        f"<tr><td>{a.order}</td><td>{html_text(a.attempt_id)}</td>"
-        f"<td>{html_text(a.adapter)}{version}</td><td>{worker}</td><td>{manifest}</td>"
-        f"<td>{verifier}</td><td>{recommendation}</td><td>{_state_badge(a.evidence_state)}</td>"
-        f"<td>{error}</td></tr>"
+        f'<tr id="attempt-{a.order}">'
+        + "".join(
+            f'<td data-label="{label}"{_WRAP if label in _FREE_TEXT else ""}>{value}</td>'
+            for label, value in cells
+        )
+        + "</tr>"
     )
 
 
-def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()) -> str:
+_WRAP: Final = ' class="w"'
+_FREE_TEXT: Final = frozenset({"Attempt", "Worker", "Manifest", "Verifier and checks", "Error"})
+
+
+def _html_workspace(report: RunEvidenceReport, space: Workspace) -> list[str]:
+    orders = {a.attempt_id: a.order for a in report.attempts}
+    parts: list[str] = []
+    if space.patches:
+        parts.append('<h2 id="candidates">Candidates</h2>')
+        for patch in space.patches:
+            parts += _html_patch(patch, orders)
+    if space.outputs:
+        status = _check_statuses(report)
+        parts.append('<h2 id="check-outputs">Check outputs</h2>')
+        for output in space.outputs:
+            key = (output.attempt_id, output.check_id)
+            parts += _html_output(output, orders.get(output.attempt_id, 0), status.get(key, ""))
+    return parts
+
+
+def render_html(
+    report: RunEvidenceReport,
+    sections: Sequence[TableSection] = (),
+    workspace: Workspace | None = None,
+) -> str:
     """One self-contained HTML page (inline CSS, no scripts, no external assets).
 
-    ``sections`` follow the attempt table; their text is escaped like everything else.
+    Summary first, then the run's identities, the attempt table, the ``workspace``
+    (diffs, check outputs) and ``sections``; their text is escaped like everything else.
+    Links are fragment links within the page and relative links to the artifact files
+    named by digest.
     """
     s = report.summary
+    space = workspace or Workspace()
     meta = [
         ("Run", html_text(report.run_id)),
         (
@@ -368,6 +767,7 @@ def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()
         ("Config", _digest_html(report.source_config_digest)),
         ("Verifier policy", _digest_html(report.verifier_policy_digest)),
         ("Orchestrator", html_text(report.orchestrator)),
+        ("Report digest", _digest_html(report.digest)),
     ]
     if report.imported_from is not None:
         meta.append(
@@ -384,6 +784,13 @@ def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()
         ("inconclusive", s.inconclusive, _STATE_COLOURS[EvidenceState.INCONCLUSIVE]),
         ("control errors", s.control_errors, _STATE_COLOURS[EvidenceState.WORKER_ERROR]),
     ]
+    contents = [("summary", "Summary"), ("run", "Run"), ("attempts", "Attempts")]
+    if space.patches:
+        contents.append(("candidates", "Candidates"))
+    if space.outputs:
+        contents.append(("check-outputs", "Check outputs"))
+    contents += [(section.anchor, html_text(section.title)) for section in sections]
+    contents += [("warnings", "Warnings"), ("authority", "Authority")]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -393,9 +800,10 @@ def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()
         f"<title>Run evidence report: {html_text(report.run_id)}</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Run evidence report</h1>",
-        '<dl class="meta">',
-        *(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta),
-        "</dl>",
+        '<nav class="toc" aria-label="Contents">'
+        + "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title in contents)
+        + "</nav>",
+        '<section id="summary">',
         '<div class="cards">',
         *(
             f'<div class="card" style="color:{fg};background:{bg}"><b>{n}</b>{label}</div>'
@@ -414,24 +822,29 @@ def render_html(report: RunEvidenceReport, sections: Sequence[TableSection] = ()
         '<div class="pending"><strong>Human decision: pending.</strong> No attempt is '
         "selected. Integration authority: an external human or governance body "
         "(<code>kernel decision record</code> binds a decision to this report's digest)."
-        "</div>"
+        "</div></section>"
     )
     parts += [
-        "<h2>Attempts</h2>",
-        "<table><thead><tr><th>#</th><th>Attempt</th><th>Adapter</th><th>Worker</th>"
-        "<th>Manifest</th><th>Verifier and checks</th><th>Recommendation</th>"
+        '<h2 id="run">Run</h2>',
+        '<dl class="meta">',
+        *(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta),
+        "</dl>",
+        '<h2 id="attempts">Attempts</h2>',
+        '<table class="stack"><thead><tr><th>#</th><th>Attempt</th><th>Adapter</th>'
+        "<th>Worker</th><th>Manifest</th><th>Verifier and checks</th><th>Recommendation</th>"
         "<th>Evidence state</th><th>Error</th></tr></thead><tbody>",
-        *(_attempt_row(a) for a in report.attempts),
+        *(_attempt_row(a, space) for a in report.attempts),
         "</tbody></table>",
+        *_html_workspace(report, space),
         *(line for section in sections for line in _html_section(section)),
-        "<h2>Warnings</h2><ul>",
+        '<h2 id="warnings">Warnings</h2><ul>',
         *(
             f'<li>{html_text(WARNING_TEXT[w])} <span class="mono muted">{html_text(w)}</span></li>'
             for w in report.warnings
         ),
         "</ul>",
-        '<h2>Authority</h2><table class="auth"><thead><tr><th>Authority</th><th>Granted</th>'
-        "</tr></thead><tbody>",
+        '<h2 id="authority">Authority</h2><table class="auth"><thead><tr><th>Authority</th>'
+        "<th>Granted</th></tr></thead><tbody>",
         *(
             f'<tr><td class="mono">{html_text(name)}</td><td>{_yes(value)}</td></tr>'
             for name, value in _authority(report)

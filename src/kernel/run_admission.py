@@ -282,4 +282,5 @@ def admission_section(admission: RunAdmission) -> TableSection:
         notes=(_SECTION_NOTE, f"Human decision: {admission.human_decision.status}."),
         headers=("Candidate", "Attempts", "Evidence states", "Verifier", "Reruns", "Class"),
         rows=rows,
+        badge_column=5,
     )

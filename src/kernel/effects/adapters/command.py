@@ -116,6 +116,7 @@ __all__ = [
     "ADAPTER_KIND",
     "ADAPTER_VERSION",
     "BASE_ENV",
+    "OUTPUT_TAIL",
     "PROTECTED_CHECK",
     "CheckSpec",
     "CommandSpec",
@@ -321,6 +322,35 @@ def _excerpt(capture: Capture) -> str:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     return redact_absolute_paths(lines[-1][:200]) if lines else ""
+
+
+OUTPUT_TAIL: Final = "output_tail"
+"""Volatile note (``check:<id>:output_tail``): the end of a check's stdout and stderr,
+for the reviewer (``checks/<digest>.txt`` beside the report)."""
+_TAIL_BYTES: Final = 4096
+
+
+def _output_tail(capture: Capture) -> str:
+    """The last few KiB of a check's stdout and stderr, labelled, starting on a line."""
+    parts = []
+    for name, path, size in (
+        ("stdout", capture.stdout_path, capture.stdout_size),
+        ("stderr", capture.stderr_path, capture.stderr_size),
+    ):
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, size - _TAIL_BYTES))
+                data = handle.read(_TAIL_BYTES)
+        except OSError:
+            data = b""
+        if size > _TAIL_BYTES and b"\n" in data:
+            data = data[data.index(b"\n") + 1 :]
+        shown = "" if size <= _TAIL_BYTES else f", last {len(data)} shown"
+        parts.append(f"--- {name} ({size} bytes{shown}) ---\n")
+        parts.append(data.decode("utf-8", "replace"))
+        if data and not data.endswith(b"\n"):
+            parts.append("\n")
+    return "".join(parts)
 
 
 def _exit_text(code: int | None) -> str:
@@ -603,6 +633,7 @@ class CommandVerifier:
                 note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
+                note(f"check:{check.id}:{OUTPUT_TAIL}", _output_tail(capture))
                 results.append(self._result(check, capture, patch_digest, required_ids))
         note("verifier_ms", total_ms)
         return self._verification(work_unit, manifest, tuple(results))

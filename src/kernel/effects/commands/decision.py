@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from kernel.decision import (
     DeciderType,
+    DecisionReason,
     DecisionRefusal,
     HumanDecisionRecord,
     record_decision,
@@ -88,6 +89,12 @@ def run_verify(args: argparse.Namespace) -> int:
     report = load_report(args.evidence_report)
     outcome = verify_decision(record, report)
     if isinstance(outcome, DecisionRefusal):
+        if DecisionReason.REPORT_DIGEST in outcome.reason_codes:
+            print(
+                f"kernel decision verify: stale: {args.decision_record} decides on report "
+                f"{record.evidence_report.digest}; {args.evidence_report} is report "
+                f"{report.digest} (regenerated or edited after the decision)"
+            )
         return _refused("verify", outcome)
     print(f"verified: {record.decision_id} decides on report {outcome.report_digest}")
     return 0

@@ -22,9 +22,11 @@ every output path is confined before the first (atomic) write.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -33,7 +35,7 @@ from kernel.effects.files import (
     write_canonical_json,
 )
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
-from kernel.errors import ConfigError, EffectError, RecordError
+from kernel.errors import ConfigError, EffectError, KernelError, RecordError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import is_idkmesh_run, run_record_from_idkmesh
 from kernel.render import render_html, render_json, render_markdown
@@ -57,6 +59,8 @@ __all__ = [
     "run_generate",
     "run_render",
     "run_replay_check",
+    "stale_decisions",
+    "warn_stale_decisions",
 ]
 
 
@@ -154,6 +158,31 @@ def _write_views(report: RunEvidenceReport, targets: Sequence[Path | None]) -> N
         atomic_write_bytes(html_path, render_html(report).encode("utf-8"))
 
 
+def stale_decisions(folder: Path, report: RunEvidenceReport) -> list[str]:
+    """One warning per decision record in ``folder`` (``decision.json`` or
+    ``*.decision.json``) that decides on another report of the same run: a decision
+    older than the report beside it is stale, never silently carried over."""
+    warnings = []
+    for path in sorted({*folder.glob("decision.json"), *folder.glob("*.decision.json")}):
+        try:
+            record = HumanDecisionRecord.from_dict(load_json(path, what="decision record"))
+        except (KernelError, RecordError):
+            continue  # not a kernel decision record: nothing to say about it here
+        ref = record.evidence_report
+        if ref.run_id == report.run_id and ref.digest != report.digest:
+            warnings.append(
+                f"warning: {path} is stale: it decides on report {ref.digest}, "
+                f"not on this report {report.digest} (record a new decision)"
+            )
+    return warnings
+
+
+def warn_stale_decisions(folder: Path, report: RunEvidenceReport) -> None:
+    """Print `stale_decisions` to stderr."""
+    for line in stale_decisions(folder, report):
+        print(line, file=sys.stderr)
+
+
 def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) -> None:
     s = report.summary
     print(
@@ -166,6 +195,9 @@ def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) ->
     for target in targets:
         if target is not None:
             print(f"wrote {target}")
+    json_target = targets[-3]
+    if json_target is not None:
+        warn_stale_decisions(json_target.parent, report)
 
 
 def run_generate(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ default ``results/``, and checked before anything runs):
 ``corroboration.json``   one corroboration report per candidate group (reruns)
 ``replay.json``          the replay check (mode recorded)
 ``patches/<digest>.patch``  each distinct candidate patch, for the human to read
+``checks/<digest>.txt``     the tail of each check's output (what the report shows)
 
 Exit codes: 0 the pipeline ran and the replay matched; 1 the replay did not match;
 2 unusable input (unknown adapter, missing command, baseline not a directory, a
@@ -37,8 +38,8 @@ from typing import Final
 import attrs
 
 from kernel.consensus import CaptureMode, CorroborationReport
-from kernel.effects.adapters.command import CommandWorker
-from kernel.effects.commands.report import plan_outputs, replay
+from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
+from kernel.effects.commands.report import plan_outputs, replay, warn_stale_decisions
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -50,7 +51,14 @@ from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, ru
 from kernel.effects.rerun import corroborate
 from kernel.errors import ConfigError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
-from kernel.render import render_html, render_json, render_markdown
+from kernel.render import (
+    CheckOutputView,
+    PatchView,
+    Workspace,
+    render_html,
+    render_json,
+    render_markdown,
+)
 from kernel.run_admission import RunAdmission, admission_section, build_run_admission
 from kernel.run_replay import ReplayCheck
 
@@ -162,6 +170,28 @@ def _corroborate(
     return candidates, contexts, reports, patches
 
 
+def _workspace(
+    outcome: RunOutcome, candidates: Mapping[str, str], patches: Mapping[str, bytes]
+) -> Workspace:
+    """The diffs and check output tails the report views show (and link to)."""
+    by_patch: dict[str, list[str]] = {}
+    for attempt_id, digest in candidates.items():
+        by_patch.setdefault(digest, []).append(attempt_id)
+    outputs = []
+    suffix = f":{OUTPUT_TAIL}"
+    for attempt in outcome.attempts:
+        for key, value in sorted(attempt.notes.items()):
+            if key.startswith("check:") and key.endswith(suffix) and isinstance(value, str):
+                check_id = key[len("check:") : -len(suffix)]
+                outputs.append(
+                    CheckOutputView.of(attempt.record.attempt_id, check_id, value.encode())
+                )
+    return Workspace(
+        patches=tuple(PatchView.of(patches[d], ids) for d, ids in sorted(by_patch.items())),
+        outputs=tuple(outputs),
+    )
+
+
 def run_pipeline(
     config: Path | str,
     output_dir: Path | str,
@@ -191,17 +221,28 @@ def run_pipeline(
         report, candidates=candidates, contexts=contexts, corroborations=corroborations
     )
     sections = [admission_section(admission)]
-    # Patch names are known only now: confine each one too before the first write.
+    workspace = _workspace(outcome, candidates, patches)
+    # Artifact names are known only now: confine each one too before the first write.
     root = OutputRoot(results_root)
     patch_files = {
         digest: root.resolve(folder / "patches" / f"{digest}.patch", inputs=loaded.inputs)
         for digest in sorted(patches)
     }
+    if workspace.outputs:
+        root.resolve(folder / "checks" / "probe", inputs=loaded.inputs)
+    output_files = {
+        o.digest: (
+            root.resolve(folder / "checks" / f"{o.digest}.txt", inputs=loaded.inputs),
+            o.text.encode("utf-8"),
+        )
+        for o in workspace.outputs
+    }
     write_canonical_json(files["run.json"], outcome.record.to_dict())
     write_canonical_json(files["run.volatile.json"], outcome.volatile())
     atomic_write_bytes(files["evidence.json"], render_json(report))
-    atomic_write_bytes(files["evidence.md"], render_markdown(report, sections).encode("utf-8"))
-    atomic_write_bytes(files["evidence.html"], render_html(report, sections).encode("utf-8"))
+    markdown = render_markdown(report, sections, workspace)
+    atomic_write_bytes(files["evidence.md"], markdown.encode("utf-8"))
+    atomic_write_bytes(files["evidence.html"], render_html(report, sections, workspace).encode())
     write_canonical_json(files["admission.json"], admission.to_dict())
     write_canonical_json(
         files["corroboration.json"],
@@ -215,6 +256,9 @@ def run_pipeline(
     for digest, path in patch_files.items():
         atomic_write_bytes(path, patches[digest])
         files[f"patches/{digest[:12]}"] = path
+    for digest, (path, data) in sorted(output_files.items()):
+        atomic_write_bytes(path, data)
+        files[f"checks/{digest[:12]}"] = path
     # Replay reads the record back as a user would, and re-runs the config.
     check, _ = replay(loaded, load_json(files["run.json"], what="run record"), None)
     write_canonical_json(files["replay.json"], check.to_dict())
@@ -279,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for name, path in result.files.items():
         print(f"{name:<20} {path}")
+    warn_stale_decisions(result.files["evidence.json"].parent, result.report)
     print()
     for line in summary_lines(result):
         print(line)
