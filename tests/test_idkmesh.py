@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernel.errors import RecordError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
@@ -131,3 +133,200 @@ def test_drifted_idkmesh_run_is_refused_by_the_report() -> None:
     )
     outcome = build_evidence_report(run_record_from_idkmesh(document))
     assert not isinstance(outcome, RunEvidenceReport)
+
+
+# --- orchestrator versions, kinds, duplicates, location independence -------------------
+
+
+def test_orchestrator_0_1_record_reads_like_0_2() -> None:
+    """IDKMesh's 0.1 orchestrator omits verification_control; the same demo reads with
+    the same states and counts as the 0.2 record (both declare kind/schema 0.1)."""
+    old = _report(_load("demo.orchestrator-0.1.run.json"))
+    new = _report(_load("demo.run.json"))
+    assert [a.evidence_state for a in old.attempts] == [a.evidence_state for a in new.attempts]
+    assert old.summary == new.summary
+    assert old.orchestrator == "idkmesh/0.1"
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "path"),
+    [
+        ("0.2 without control", lambda d: d.pop("verification_control"), "$.verification_control"),
+        (
+            "0.1 with control",
+            lambda d: d.update(orchestrator_version="0.1"),
+            "$.verification_control",
+        ),
+        (
+            "unknown version",
+            lambda d: d.update(orchestrator_version="0.3"),
+            "$.orchestrator_version",
+        ),
+        (
+            "control names another policy",
+            lambda d: d["verification_control"].update(digest="sha256:" + "1" * 64),
+            "$.verification_control.digest",
+        ),
+        (
+            "hand-edited count",
+            lambda d: d["summary"].update(candidates_supported=2),
+            "$.summary.candidates_supported",
+        ),
+        ("run state", lambda d: d.update(run_state="completed_with_failures"), "$.run_state"),
+    ],
+)
+def test_orchestrator_versions_are_read_strictly(name: str, edit: Any, path: str) -> None:
+    """verification_control is required exactly from orchestrator 0.2 on, names the
+    run's policy; an unknown orchestrator version and a summary that disagrees with the
+    attempts are refused naming the field."""
+    document = copy.deepcopy(_load("demo.run.json"))
+    edit(document)
+    with pytest.raises(RecordError) as info:
+        run_record_from_idkmesh(document)
+    assert info.value.path == path, name
+
+
+@pytest.mark.parametrize(
+    ("kind", "version"),
+    [
+        ("idkmesh-run-evidence-report", "0.1"),
+        ("idkmesh-two-attempt-run", "0.2"),
+        ("idkmesh-human-decision-record", "0.1"),
+    ],
+)
+def test_another_kind_or_version_is_refused_by_name(kind: str, version: str) -> None:
+    """A document that is not an IDKMesh v0.1 run record is refused naming its kind and
+    version (never read as if it were one)."""
+    document = {**_load("demo.run.json"), "kind": kind, "schema_version": version}
+    with pytest.raises(RecordError, match=f"'{kind}' schema_version '{version}'"):
+        run_record_from_idkmesh(document)
+
+
+def test_duplicate_attempt_ids_are_a_clean_error() -> None:
+    """Regression: duplicate attempt ids ended in a ValueError traceback; now a
+    RecordError names the second attempt."""
+    document = _load("demo.run.json")
+    document["attempts"][1]["attempt_id"] = "attempt-001"
+    document["attempt_order"] = ["attempt-001", "attempt-001"]
+    with pytest.raises(RecordError, match="duplicate attempt id") as info:
+        run_record_from_idkmesh(document)
+    assert info.value.path == "$.attempts[1].attempt_id"
+
+
+def _failure_run_from(folder: str) -> Any:
+    document = _load("failure.run.json")
+    document["attempts"][1]["error"] = f"FileNotFoundError: [Errno 2] {folder}/manifest.json"
+    document["attempts"][0]["candidate_root"] = f"{folder}/examples/verifier/good/candidate-root"
+    return document
+
+
+def test_imported_digests_do_not_depend_on_the_folder_idkmesh_ran_in() -> None:
+    """Regression: the same failure run written by IDKMesh in two checkouts had two
+    imported digests (its error strings and candidate roots embed absolute paths)."""
+    one = run_record_from_idkmesh(_failure_run_from("/home/alice/idkmesh"))
+    two = run_record_from_idkmesh(_failure_run_from("/srv/ci/build-17/idkmesh"))
+    assert one.imported_from == two.imported_from
+    assert one.digest == two.digest
+    assert one.attempts[1].error is not None
+    assert "<path>" in one.attempts[1].error.message
+
+
+# --- parity: records written in IDKMesh's formats, states and counts by IDKMesh's rules --
+
+_CHECK_IDS = ("artifact-digest", "candidate-scope", "independent-acceptance")
+_H = "sha256:" + "ab" * 32
+
+
+def _idkmesh_attempt(index: int, kind: str) -> dict[str, Any]:
+    """One attempt as IDKMesh's orchestrator writes it (schema of its run record)."""
+    attempt_id = f"attempt-{index + 1:03d}"
+    base: dict[str, Any] = {"attempt_id": attempt_id, "order": index + 1}
+    manifest = {
+        "attempt": 1,
+        "digest": _H,
+        "id": f"m/{attempt_id}",
+        "worker_id": f"w-{index}",
+        "worker_status": "succeeded",
+    }
+    if kind == "worker_error":
+        return {**base, "worker_adapter": "fixture-failure", "state": kind, "error": "boom",
+                "result_manifest": None, "verification": None}  # fmt: skip
+    if kind == "result_manifest_error":
+        return {**base, "worker_adapter": "fixture-result", "state": kind,
+                "error": "JSONDecodeError: x", "result_manifest": None,
+                "verification": None}  # fmt: skip
+    if kind == "verification_error":
+        return {**base, "worker_adapter": "fixture-result", "state": kind,
+                "error": "VerifierError: y", "candidate_root": "c", "result_manifest": manifest,
+                "verification": None}  # fmt: skip
+    recommendation = kind
+    passed = recommendation == "accept_candidate"
+    checks = [
+        {"id": c, "required": True, "status": "passed" if passed or i < 2 else "failed"}
+        for i, c in enumerate(_CHECK_IDS)
+    ]
+    return {**base, "worker_adapter": "fixture-result", "state": "verified", "error": None,
+            "candidate_root": "c", "result_manifest": manifest,
+            "verification": {"checks": checks, "id": f"v/{attempt_id}",
+                             "recommendation": recommendation,
+                             "result_manifest_digest": _H, "semantic_digest": _H,
+                             "status": "passed" if passed else "failed",
+                             "verifier_id": "idkmesh-local-verifier",
+                             "work_unit_digest": _H}}  # fmt: skip
+
+
+def _idkmesh_run(kinds: list[str], version: str) -> dict[str, Any]:
+    attempts = [_idkmesh_attempt(i, k) for i, k in enumerate(kinds)]
+    verified = [a["verification"]["recommendation"] for a in attempts if a["verification"]]
+    failures = sum(a["state"] != "verified" for a in attempts)
+    document = {
+        "schema_version": "0.1", "kind": "idkmesh-two-attempt-run", "run_id": "parity/run",
+        "orchestrator_version": version, "config_digest": _H,
+        "work_unit": {"id": "wu", "version": 1, "digest": _H},
+        "verifier_policy_digest": _H,
+        "attempt_order": [a["attempt_id"] for a in attempts], "attempts": attempts,
+        "summary": {"attempt_count": len(attempts), "control_failures": failures,
+                    "candidates_supported": verified.count("accept_candidate"),
+                    "candidates_rejected": verified.count("reject_candidate")},
+        "run_state": "completed_with_failures" if failures else "completed",
+        "authority": {"canonical_state_write": False, "git_push": False, "merge": False,
+                      "automatic_candidate_selection": False},
+    }  # fmt: skip
+    if version == "0.2":
+        document["verification_control"] = {"backend": "legacy_fixture_policy", "digest": _H,
+                                            "id": "p", "kind": "verifier_policy",
+                                            "schema_version": "0.1"}  # fmt: skip
+    return document
+
+
+_IDKMESH_STATE = {
+    "accept_candidate": "supported",
+    "reject_candidate": "rejected",
+    "escalate": "inconclusive",
+    "insufficient_evidence": "inconclusive",
+    "worker_error": "worker_error",
+    "result_manifest_error": "result_manifest_error",
+    "verification_error": "verification_error",
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(sorted(_IDKMESH_STATE)), min_size=1, max_size=9),
+    st.sampled_from(["0.1", "0.2"]),
+)
+def test_parity_states_and_counts_follow_idkmesh_rules(kinds: list[str], version: str) -> None:
+    """For every mix of attempt outcomes written in IDKMesh's format (both orchestrator
+    versions), the kernel report has IDKMesh's evidence state per attempt and its
+    counts; disagreement counts only attempts that have a verification."""
+    report = _report(_idkmesh_run(kinds, version))
+    states = [_IDKMESH_STATE[k] for k in kinds]
+    assert [str(a.evidence_state) for a in report.attempts] == states
+    assert report.summary.attempt_count == len(kinds)
+    assert report.summary.supported == states.count("supported")
+    assert report.summary.rejected == states.count("rejected")
+    assert report.summary.inconclusive == states.count("inconclusive")
+    errors = {"worker_error", "result_manifest_error", "verification_error"}
+    assert report.summary.control_errors == sum(s in errors for s in states)
+    recommendations = {k for k in kinds if k not in errors}
+    assert report.summary.verification_disagreement is (len(recommendations) > 1)

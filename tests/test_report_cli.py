@@ -356,3 +356,34 @@ def test_canonical_and_hand_written_documents_still_load(tmp_path: Path) -> None
     for data in (b'{"a":[{"b":1},{"b":2}]}\n', b'{ "a": [ {"b": 1}, {"b": 2} ] }'):
         path.write_bytes(data)
         assert load_json(path) == {"a": [{"b": 1}, {"b": 2}]}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.pop("attempts"),
+        lambda d: d["attempts"][0].update(order="1"),
+        lambda d: d.update(kind="kernel-something-else"),
+        lambda d: d["attempts"][1].update(attempt_id=d["attempts"][0]["attempt_id"]),
+    ],
+)
+def test_replay_check_of_a_malformed_saved_record_is_exit_2_one_line(
+    edit: Any, work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: a saved record that is not a valid run record (a field removed, a
+    wrong type, another kind, duplicate attempt ids) was reported as a replay
+    "mismatch" with exit 1; it is unusable input: exit 2, one line naming file and
+    field, nothing re-run."""
+    assert _generate() == 0
+    path = work / "results/demo/run.json"
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert _replay() == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "results/demo/run.json: " in captured.err
+    assert "attempts" in captured.err or "kind" in captured.err
+    assert "Traceback" not in captured.err

@@ -12,7 +12,15 @@ Where this is stricter than IDKMesh v0.1:
 - error messages are kept, but absolute paths in them are replaced by ``<path>`` so that
   the converted record's digest does not depend on the original checkout location;
 - the result binds to the original document: ``imported_from.digest`` is SHA-256 of the
-  canonical JSON of the document as read (the same definition IDKMesh uses).
+  canonical JSON of the document as read (the same definition IDKMesh uses) after the
+  same redaction of absolute paths in ``attempts[].error`` and
+  ``attempts[].candidate_root``: the same run read from two checkouts has one digest,
+  and for a document without absolute paths it is IDKMesh's own ``source_run_digest``;
+- both orchestrator versions that write ``schema_version`` "0.1" are read:
+  ``orchestrator_version`` "0.1" has no ``verification_control`` block, "0.2" must have
+  one, naming the same verifier policy digest; any other version is refused by name;
+- a document of another IDKMesh kind or version is refused naming its kind and
+  version; duplicate attempt ids are refused naming the second one.
 
 N is not fixed at two: any N >= 1 is read.
 """
@@ -41,7 +49,14 @@ from kernel.runrecord import (
 )
 from kernel.verification import CheckStatus, Recommendation, VerificationStatus, WorkerStatus
 
-__all__ = ["IDKMESH_RUN_KIND", "is_idkmesh_run", "parse_prefixed_digest", "run_record_from_idkmesh"]
+__all__ = [
+    "IDKMESH_RUN_KIND",
+    "is_idkmesh_document",
+    "is_idkmesh_run",
+    "parse_prefixed_digest",
+    "require_kind",
+    "run_record_from_idkmesh",
+]
 
 IDKMESH_RUN_KIND: Final = "idkmesh-two-attempt-run"
 _PREFIXED: Final = re.compile(r"sha256:([0-9a-f]{64})")
@@ -52,9 +67,59 @@ _ERROR_CODES: Final = {
 }
 
 
+_ORCHESTRATOR_VERSIONS: Final = ("0.1", "0.2")
+_CONTROLLED_FROM: Final = "0.2"
+
+
 def is_idkmesh_run(document: object) -> bool:
     """True when ``document`` declares itself an IDKMesh v0.1 run record."""
     return isinstance(document, dict) and document.get("kind") == IDKMESH_RUN_KIND
+
+
+def is_idkmesh_document(document: object) -> bool:
+    """True when ``document`` declares an IDKMesh kind (``idkmesh-...``), any version."""
+    return (
+        isinstance(document, dict)
+        and type(document.get("kind")) is str
+        and document["kind"].startswith("idkmesh-")
+    )
+
+
+def require_kind(document: object, kind: str, version: str = "0.1") -> None:
+    """Refuse, naming what it is, a document that is not ``kind`` ``version``.
+
+    Raises:
+        RecordError: not an object, or another kind or version.
+    """
+    if type(document) is not dict:
+        raise RecordError("$", "expected an object")
+    found = (document.get("kind"), document.get("schema_version"))
+    if found != (kind, version):
+        raise RecordError(
+            "$.kind",
+            f"expected IDKMesh {kind} schema_version {version!r}; this document is "
+            f"{found[0]!r} schema_version {found[1]!r}",
+        )
+
+
+def _location_free(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with absolute paths redacted where IDKMesh writes them (errors,
+    candidate roots), so its digest does not depend on the folder IDKMesh ran in."""
+    attempts = document.get("attempts")
+    if type(attempts) is not list:
+        return dict(document)
+    cleaned = [
+        {
+            key: redact_absolute_paths(value)
+            if key in {"error", "candidate_root"} and type(value) is str
+            else value
+            for key, value in attempt.items()
+        }
+        if type(attempt) is dict
+        else attempt
+        for attempt in attempts
+    ]
+    return {**document, "attempts": cleaned}
 
 
 def parse_prefixed_digest(value: object, path: str) -> str:
@@ -123,7 +188,6 @@ _RUN_KEYS: Final = {
     "run_state",
     "schema_version",
     "summary",
-    "verification_control",
     "verifier_policy_digest",
     "work_unit",
 }
@@ -137,6 +201,23 @@ _ATTEMPT_KEYS: Final = {
     "verification",
     "worker_adapter",
 }
+
+
+def _verification_control(value: object, policy_digest: str) -> None:
+    """Orchestrator 0.2's verifier policy block: well formed and naming the policy the
+    record's ``verifier_policy_digest`` names (it adds no identity of its own)."""
+    path = "$.verification_control"
+    doc = _R.obj(value, path, {"backend", "digest", "id", "kind", "schema_version"})
+    for key in ("backend", "id"):
+        _R.string(doc[key], f"{path}.{key}")
+    if doc["kind"] != "verifier_policy" or doc["schema_version"] != "0.1":
+        raise RecordError(
+            f"{path}.kind",
+            f"expected verifier_policy schema_version '0.1', got {doc['kind']!r} "
+            f"schema_version {doc['schema_version']!r}",
+        )
+    if parse_prefixed_digest(doc["digest"], f"{path}.digest") != policy_digest:
+        raise RecordError(f"{path}.digest", "is not the run's verifier_policy_digest")
 
 
 def _manifest(value: object, path: str) -> ManifestSummary:
@@ -234,11 +315,21 @@ def run_record_from_idkmesh(document: object) -> RunRecord:
         RecordError: the document is not a well-formed IDKMesh v0.1 run record; the
             error names the failing path (e.g. ``attempts[1].verification.status``).
     """
-    doc = _R.obj(document, "$", _RUN_KEYS)
-    if doc["kind"] != IDKMESH_RUN_KIND or doc["schema_version"] != "0.1":
-        raise RecordError("$.kind", f"expected {IDKMESH_RUN_KIND} schema_version 0.1")
+    require_kind(document, IDKMESH_RUN_KIND)
+    version = document.get("orchestrator_version") if type(document) is dict else None
+    if version not in _ORCHESTRATOR_VERSIONS:
+        raise RecordError(
+            "$.orchestrator_version",
+            f"IDKMesh orchestrator version {version!r} is not one this reader knows "
+            f"({', '.join(_ORCHESTRATOR_VERSIONS)})",
+        )
+    controlled = version == _CONTROLLED_FROM
+    doc = _R.obj(document, "$", _RUN_KEYS | ({"verification_control"} if controlled else set()))
+    policy_digest = parse_prefixed_digest(doc["verifier_policy_digest"], "$.verifier_policy_digest")
+    if controlled:
+        _verification_control(doc["verification_control"], policy_digest)
     try:
-        source_digest = sha256_hex(document)
+        source_digest = sha256_hex(_location_free(doc))
     except CanonicalizationError as e:
         raise RecordError(e.path, e.reason) from e
     unit = _R.obj(doc["work_unit"], "$.work_unit", {"digest", "id", "version"})
@@ -246,6 +337,13 @@ def run_record_from_idkmesh(document: object) -> RunRecord:
     if not entries:
         raise RecordError("$.attempts", "a run has at least one attempt")
     attempts = tuple(_attempt(entry, f"$.attempts[{i}]", i) for i, entry in enumerate(entries))
+    seen: set[str] = set()
+    for index, attempt in enumerate(attempts):
+        if attempt.attempt_id in seen:
+            raise RecordError(
+                f"$.attempts[{index}].attempt_id", f"duplicate attempt id {attempt.attempt_id!r}"
+            )
+        seen.add(attempt.attempt_id)
     order = _R.array(doc["attempt_order"], "$.attempt_order")
     if order != [a.attempt_id for a in attempts]:
         raise RecordError("$.attempt_order", "does not list the attempts in order")
@@ -257,20 +355,54 @@ def run_record_from_idkmesh(document: object) -> RunRecord:
     for key, flag in sorted(authority.items()):
         if flag is not False:
             raise RecordError(f"$.authority.{key}", "authority must be false")
-    _R.string(doc["run_state"], "$.run_state")
-    return RunRecord(
-        run_id=_R.string(doc["run_id"], "$.run_id"),
-        orchestrator="idkmesh/" + _R.string(doc["orchestrator_version"], "$.orchestrator_version"),
-        work_unit=WorkUnitRef(
-            id=_R.string(unit["id"], "$.work_unit.id"),
-            version=_R.integer(unit["version"], "$.work_unit.version"),
-            digest=parse_prefixed_digest(unit["digest"], "$.work_unit.digest"),
-        ),
-        config_digest=parse_prefixed_digest(doc["config_digest"], "$.config_digest"),
-        verifier_policy_digest=parse_prefixed_digest(
-            doc["verifier_policy_digest"], "$.verifier_policy_digest"
-        ),
-        imported_from=ImportedFrom(kind=IDKMESH_RUN_KIND, digest=source_digest),
-        attempts=attempts,
-        authority=RunAuthority.none(),
-    )
+    _summary(doc, attempts)
+    try:
+        return RunRecord(
+            run_id=_R.string(doc["run_id"], "$.run_id"),
+            orchestrator="idkmesh/"
+            + _R.string(doc["orchestrator_version"], "$.orchestrator_version"),
+            work_unit=WorkUnitRef(
+                id=_R.string(unit["id"], "$.work_unit.id"),
+                version=_R.integer(unit["version"], "$.work_unit.version"),
+                digest=parse_prefixed_digest(unit["digest"], "$.work_unit.digest"),
+            ),
+            config_digest=parse_prefixed_digest(doc["config_digest"], "$.config_digest"),
+            verifier_policy_digest=policy_digest,
+            imported_from=ImportedFrom(kind=IDKMESH_RUN_KIND, digest=source_digest),
+            attempts=attempts,
+            authority=RunAuthority.none(),
+        )
+    except RecordError:
+        raise
+    except ValueError as e:
+        field = getattr(e, "kernel_field", "")
+        raise RecordError(f"$.{field}" if field else "$", str(e)) from e
+
+
+_CONTROL_STATES: Final = frozenset(_ERROR_CODES)
+
+
+def _summary(doc: Mapping[str, Any], attempts: tuple[AttemptRecord, ...]) -> None:
+    """The record's own summary and run state agree with its attempts (as IDKMesh's
+    orchestrator computes them): a hand-edited count is refused, not carried along."""
+    keys = {"attempt_count", "candidates_rejected", "candidates_supported", "control_failures"}
+    summary = _R.obj(doc["summary"], "$.summary", keys)
+    recommendations = [a.verification.recommendation for a in attempts if a.verification]
+    failures = sum(a.state in _CONTROL_STATES for a in attempts)
+    expected = {
+        "attempt_count": len(attempts),
+        "candidates_rejected": recommendations.count(Recommendation.REJECT_CANDIDATE),
+        "candidates_supported": recommendations.count(Recommendation.ACCEPT_CANDIDATE),
+        "control_failures": failures,
+    }
+    for key, count in sorted(expected.items()):
+        value = summary[key]
+        if type(value) is not int or value != count:
+            raise RecordError(
+                f"$.summary.{key}", f"{value!r} disagrees with the attempts ({count})"
+            )
+    state = "completed_with_failures" if failures else "completed"
+    if doc["run_state"] != state:
+        raise RecordError(
+            "$.run_state", f"{doc['run_state']!r} disagrees with the attempts ({state!r})"
+        )

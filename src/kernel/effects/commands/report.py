@@ -10,13 +10,13 @@ A saved run record written before ``provenance`` existed is read as ``provenance
 null`` (documents stay readable; nothing else is filled in).
 
 Exit codes: 0 success / replay match; 1 replay mismatch (the first differing path is
-printed). For ``replay-check`` the saved run record is the evidence under test, not
-trusted input: a saved document that is valid JSON but not a valid run record (edited,
-truncated to another shape) is a *mismatch* (exit 1, with the reason), so that every
-tamper fails the same way. 2 unusable input (missing, unreadable, non-JSON, schema-violating or
-digest-drifted), an output path outside the output root, or an output that would
-overwrite an input. On exit 2 nothing is written: every input is read and checked and
-every output path is confined before the first (atomic) write.
+printed): a saved record that is a valid run record but not the one the config
+produces (an edited field, another config). 2 unusable input (missing, unreadable,
+non-JSON, schema-violating or digest-drifted, including a saved record that is not a
+valid run record: one line naming the file and field), an output path outside the
+output root, or an output that would overwrite an input. On exit 2 nothing is written:
+every input is read and checked and every output path is confined before the first
+(atomic) write.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.errors import ConfigError, EffectError, KernelError, RecordError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
-from kernel.importers.idkmesh import is_idkmesh_run, run_record_from_idkmesh
+from kernel.importers.idkmesh import is_idkmesh_document, run_record_from_idkmesh
 from kernel.render import render_html, render_json, render_markdown
 from kernel.run_replay import (
     ReplayCheck,
@@ -53,6 +53,7 @@ __all__ = [
     "describe_replay",
     "load_report",
     "load_run_record",
+    "parse_run_record",
     "plan_outputs",
     "register",
     "replay",
@@ -71,9 +72,19 @@ def load_run_record(path: Path | str) -> RunRecord:
         EffectError: missing or unreadable file.
         ConfigError: not JSON, or not a valid run record (message names file and field).
     """
-    document = _with_provenance(load_json(path, what="run record"))
+    return parse_run_record(load_json(path, what="run record"), path)
+
+
+def parse_run_record(document: object, path: Path | str) -> RunRecord:
+    """A decoded kernel or IDKMesh v0.1 run record (any other IDKMesh document is
+    refused naming its kind and version).
+
+    Raises:
+        ConfigError: not a valid run record (message names file and field).
+    """
+    document = _with_provenance(document)
     try:
-        if is_idkmesh_run(document):
+        if is_idkmesh_document(document):
             return run_record_from_idkmesh(document)
         return RunRecord.from_dict(document)
     except RecordError as e:
@@ -294,6 +305,9 @@ def run_replay_check(args: argparse.Namespace) -> int:
     if args.output is not None:
         (target,) = plan_outputs(args.results_root, [args.output], [args.config, args.run_record])
     saved = load_json(args.run_record, what="run record")
+    # A saved record that is not a run record at all is unusable input (exit 2), not a
+    # mismatch: it names its file and field before anything is re-run.
+    parse_run_record(saved, args.run_record)
     check, _ = replay(loaded, saved, mode)
     print(describe_replay(check, saved, args.run_record, loaded))
     if target is not None:
