@@ -22,6 +22,11 @@ Rules enforced by `build_run_admission`:
 - G5 the section is not a selection: ``human_decision`` stays pending, every authority
   flag false, and it binds to the report by ``report_digest``.
 
+Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
+and every group's class included); `RunAdmission.from_dict` refuses a document whose id
+does not reproduce. A resealed edit reproduces its own id, so a consumer never trusts
+the stored classes: `kernel.gate.derive_run_admission` re-derives the document from the
+run, the report and the corroboration reports and compares ids (ADR-0006 §3).
 ``RunAdmission.digest`` is SHA-256 over the canonical JSON of the whole document.
 """
 
@@ -33,7 +38,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import Record, field_error
+from kernel.codec import Identity, Record, field_error, seal
 from kernel.commit_admission import (
     Admission,
     Branch,
@@ -116,7 +121,10 @@ class CandidateGroup(Record):
 
 @attrs.frozen(kw_only=True)
 class RunAdmission(Record):
-    """The evidence classes of a run's candidate groups. ``digest``: the whole document."""
+    """The evidence classes of a run's candidate groups. ``admission_id`` self-seals over
+    every field (so it covers ``report_digest``); ``digest``: the whole document."""
+
+    __identity__ = Identity(field="admission_id", seals=True)
 
     kind: Literal["kernel-run-admission"] = attrs.field(
         default=RUN_ADMISSION_KIND, validator=constant(RUN_ADMISSION_KIND)
@@ -124,6 +132,9 @@ class RunAdmission(Record):
     """Document kind."""
     schema_version: Literal["1"] = attrs.field(default="1", validator=constant("1"))
     """Document schema version."""
+    admission_id: str = attrs.field(validator=digest)
+    """Self-sealed SHA-256 over every field: an edited class no longer reproduces it,
+    and a resealed one no longer matches the re-derivation (ADR-0006 §3)."""
     run_id: str = attrs.field(validator=nonblank)
     """The run."""
     source_run_digest: str = attrs.field(validator=digest)
@@ -247,7 +258,8 @@ def build_run_admission(
         for candidate, ids in members.items()
     )
     # G5: a section, not a selection.
-    return RunAdmission(
+    return seal(
+        RunAdmission,
         run_id=report.run_id,
         source_run_digest=report.source_run_digest,
         report_digest=report.digest,

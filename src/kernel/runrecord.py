@@ -172,10 +172,14 @@ class ManifestSummary(Record):
     """The worker's self-reported status."""
     attempt: int = attrs.field(validator=positive)
     """The worker's attempt counter."""
+    candidate_digest: str | None = attrs.field(default=None, validator=optional_digest)
+    """SHA-256 of the manifest's ``patch`` artifact (the candidate), when it has one:
+    what staging and promotion apply, bound to the run (ADR-0006)."""
 
     @classmethod
     def of(cls, manifest: ResultManifest) -> ManifestSummary:
         """Summarize ``manifest``."""
+        patch = next((a.digest for a in manifest.artifacts if a.id == "patch"), None)
         return cls(
             id=manifest.id,
             digest=manifest.digest,
@@ -183,6 +187,7 @@ class ManifestSummary(Record):
             worker_id=manifest.worker.id,
             worker_status=manifest.status,
             attempt=manifest.attempt,
+            candidate_digest=patch,
         )
 
 
@@ -360,6 +365,14 @@ def _inputs(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> N
         raise field_error(attribute.name, "input names must be unique and ascending")
 
 
+_GIT_OBJECT_ID: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _git_object_id(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (type(value) is not str or not _GIT_OBJECT_ID.fullmatch(value)):
+        raise field_error(attribute.name, f"expected a git object id (40 or 64 hex), got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class ProvenanceInput(Record):
     """One thing a run ran on, pinned by a digest (e.g. ``baseline``, ``worker:a1``)."""
@@ -378,6 +391,9 @@ class RunProvenance(Record):
     """The replay the config declares."""
     inputs: tuple[ProvenanceInput, ...] = attrs.field(validator=_inputs)
     """Input digests, sorted by name, unique."""
+    baseline_git_tree: str | None = attrs.field(default=None, validator=_git_object_id)
+    """Git tree id of the verifier's baseline contents (what a branch tip must hold for
+    a promotion, ADR-0006), when git could compute it."""
 
 
 def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:

@@ -28,6 +28,7 @@ def _command_modules() -> tuple[ModuleType, ...]:
     from kernel.effects.commands import decision as decision_cmd
     from kernel.effects.commands import guard as guard_cmd
     from kernel.effects.commands import ledger as ledger_cmd
+    from kernel.effects.commands import promote as promote_cmd
     from kernel.effects.commands import report as report_cmd
     from kernel.effects.commands import run as run_cmd
     from kernel.effects.commands import selftest
@@ -41,6 +42,7 @@ def _command_modules() -> tuple[ModuleType, ...]:
         bind_cmd,
         run_cmd,
         ledger_cmd,
+        promote_cmd,
     )
 
 

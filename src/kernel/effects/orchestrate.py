@@ -66,6 +66,7 @@ from kernel.effects.adapters.base import (
     note,
 )
 from kernel.effects.files import load_json
+from kernel.effects.git import content_tree_id
 from kernel.effects.sandbox import private_tempdir
 from kernel.errors import CanonicalizationError, ConfigError, EffectError, RecordError
 from kernel.identity import sha256_bytes, sha256_hex
@@ -159,9 +160,13 @@ def _provenance(
                     raise source.error("$", f"two different digests for input {name!r}")
     if not inputs and not explicit:
         return None
+    # ADR-0006: the verifier's baseline as a git tree, what a promotion's branch tip
+    # must hold (adapters[0] is the verifier).
+    baseline = getattr(adapters[0], "baseline", None) if adapters else None
     return RunProvenance(
         declared_replay=declared,
         inputs=tuple(ProvenanceInput(name=n, digest=d) for n, d in sorted(inputs.items())),
+        baseline_git_tree=content_tree_id(baseline) if isinstance(baseline, Path) else None,
     )
 
 

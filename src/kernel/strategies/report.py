@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from kernel.consensus import EMPTY_SHA256
 from kernel.decision import DeciderType, Decision, HumanDecisionRecord, record_decision
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.runrecord import (
@@ -149,6 +150,9 @@ def verification_results(
     )
 
 
+_CANDIDATES = ("c" * 64, "d" * 64, EMPTY_SHA256)
+
+
 @st.composite
 def _manifest_summary(draw: st.DrawFn, work_unit_digest: str) -> ManifestSummary:
     return ManifestSummary(
@@ -158,6 +162,8 @@ def _manifest_summary(draw: st.DrawFn, work_unit_digest: str) -> ManifestSummary
         worker_id=draw(identifiers),
         worker_status=draw(st.sampled_from(WorkerStatus)),
         attempt=draw(_small),
+        # A small pool, so that attempts share candidates (groups) often.
+        candidate_digest=draw(st.none() | st.sampled_from(_CANDIDATES) | digests),
     )
 
 

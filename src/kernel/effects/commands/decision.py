@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime
 from collections.abc import Callable
+from pathlib import Path
 
 from kernel.decision import (
     DeciderType,
@@ -24,9 +25,16 @@ from kernel.decision import (
     verify_decision,
 )
 from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT, load_json, write_canonical_json
-from kernel.errors import ConfigError, RecordError
+from kernel.effects.files import (
+    DEFAULT_OUTPUT_ROOT,
+    atomic_write_bytes,
+    load_json,
+    write_canonical_json,
+)
+from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
+from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.evidence_report import ReportRefusal, check_evidence_report
+from kernel.gate import DECISION_SIGNATURE_NAMESPACE, GateReason, SignatureStatus
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 
@@ -55,7 +63,15 @@ def run_record(args: argparse.Namespace) -> int:
     if args.run_record is not None:
         run = load_run_record(args.run_record)
         inputs.append(args.run_record)
-    (target,) = plan_outputs(args.results_root, [args.output], inputs)
+    signing_key = getattr(args, "signing_key", None)
+    if signing_key is not None:
+        inputs.append(signing_key)
+    planned = plan_outputs(
+        args.results_root,
+        [args.output, None if signing_key is None else signature_path(args.output)],
+        inputs,
+    )
+    target, sig_target = planned
     assert target is not None
     if run is not None:
         checked = check_evidence_report(report, run=run)
@@ -73,7 +89,12 @@ def run_record(args: argparse.Namespace) -> int:
     )
     if isinstance(outcome, DecisionRefusal):
         return _refused("record", outcome)
+    # Sign before writing anything: a key that cannot sign leaves no unsigned record.
+    signature = None if signing_key is None else sign_decision(outcome, Path(signing_key))
     write_canonical_json(target, outcome.to_dict())
+    if signature is not None and sig_target is not None:
+        atomic_write_bytes(sig_target, signature)
+        print(f"signed ({DECISION_SIGNATURE_NAMESPACE}) -> {sig_target}")
     print(f"recorded {outcome.decision} on report {outcome.evidence_report.digest}")
     print(f"wrote {target}")
     return 0
@@ -96,7 +117,27 @@ def run_verify(args: argparse.Namespace) -> int:
                 f"{report.digest} (regenerated or edited after the decision)"
             )
         return _refused("verify", outcome)
-    print(f"verified: {record.decision_id} decides on report {outcome.report_digest}")
+    signed = ""
+    allowed = getattr(args, "allowed_signers", None)
+    if allowed is not None:
+        sig_file = Path(args.signature or signature_path(args.decision_record))
+        try:
+            signature: bytes | None = sig_file.read_bytes()
+        except FileNotFoundError:
+            signature = None
+        except OSError as e:
+            raise EffectError(f"{sig_file}: cannot read signature: {e.strerror}") from e
+        check = check_decision_signature(record, signature, Path(allowed))
+        if check.status is not SignatureStatus.VALID:
+            code = {
+                SignatureStatus.UNSIGNED: GateReason.DECISION_UNSIGNED,
+                SignatureStatus.INVALID: GateReason.SIGNATURE_INVALID,
+                SignatureStatus.SIGNER_NOT_ALLOWED: GateReason.SIGNER_NOT_ALLOWED,
+            }[check.status]
+            print(f"kernel decision verify: refused ({code})")
+            return 1
+        signed = f", signed by {check.principal}"
+    print(f"verified: {record.decision_id} decides on report {outcome.report_digest}{signed}")
     return 0
 
 
@@ -121,8 +162,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--run-record", help="also require the report to be exactly this run's report"
     )
     record.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    record.add_argument(
+        "--signing-key",
+        help="SSH private key: sign the record with ssh-keygen -Y (writes <output>.sig)",
+    )
     record.set_defaults(handler=run_record)
     verify = sub.add_parser("verify", help="verify a decision record against a report")
     verify.add_argument("--decision-record", required=True)
     verify.add_argument("--evidence-report", required=True)
+    verify.add_argument(
+        "--allowed-signers",
+        help="git allowed_signers file: also require a valid signature by the decider",
+    )
+    verify.add_argument("--signature", help="the signature (default: <decision-record>.sig)")
     verify.set_defaults(handler=run_verify)

@@ -1,0 +1,444 @@
+"""The commit gate: may this candidate be staged, or promoted onto this branch? (ADR-0006)
+
+Pure: every fact about the world (the signature check, the branch tip's tree, the
+ledger's verification) is passed in as data by `kernel.effects`. Nothing stored is
+trusted: the admission is re-derived from the run, the report and the corroboration
+reports (`derive_run_admission`), and the claimed one must reproduce it exactly.
+
+`decide_promotion` reports every failed check, in this order (`GateReason`):
+
+- P1 ``report_run_mismatch``: the report is not exactly the run's report;
+- P2 ``admission_mismatch``: the claimed admission's id is not the re-derived one
+  (an edited or resealed class, another report);
+- P3 ``no_candidate``: the attempt produced no candidate (or is not in the run);
+- P4 ``not_verified``: the attempt's candidate group is not ``verified`` by the
+  held-out verifier; ``corroborated_only`` never is, whatever the reruns say;
+- P5 ``no_accept_decision``: no ``accept`` decision that selects this attempt and
+  verifies on exactly this report;
+- P6 ``decision_unsigned`` / ``signature_invalid`` / ``signer_not_allowed``: the
+  decision's SSH signature, which must be over this record's canonical bytes and
+  checked for the principal ``decider.id``;
+- P7 ``branch_not_baseline``: the branch tip's tree is not the git tree of the
+  baseline the run was verified on (or the run names none);
+- P8 ``ledger_broken``: the ledger does not verify.
+
+``branch_moved`` is the one code the effects layer produces itself: the branch moved
+between the gate's answer and the compare-and-swap update of the ref.
+
+`decide_staging` (the reversible area) applies P1-P3, S1 ``not_stageable`` (the
+group was refused by admission: a verifier rejected it, or correlated drafters agree
+unanimously), P7 against the staging base and P8.
+
+Identities: ``permit_id`` of `PromotionPermit` and `StagingPermit` and ``refusal_id``
+of `GateRefusal` self-seal over every field (``explanation`` aside).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Final, Literal
+
+import attrs
+
+from kernel.codec import Identity, Record, compute_id, seal
+from kernel.commit_admission import EvidenceClass
+from kernel.consensus import CorroborationReport
+from kernel.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
+from kernel.evidence_report import ReportCheck, RunEvidenceReport, check_evidence_report
+from kernel.identity import canonical_json, sha256_bytes
+from kernel.ledger import LedgerBroken, LedgerIntact
+from kernel.run_admission import CandidateGroup, RunAdmission, build_run_admission
+from kernel.runrecord import RunRecord
+from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.verification import nonblank
+
+__all__ = [
+    "DECISION_SIGNATURE_NAMESPACE",
+    "GateReason",
+    "GateRefusal",
+    "PromotionPermit",
+    "SignatureCheck",
+    "SignatureStatus",
+    "StagingPermit",
+    "candidates_of",
+    "contexts_of",
+    "decide_promotion",
+    "decide_staging",
+    "decision_message",
+    "derive_run_admission",
+]
+
+DECISION_SIGNATURE_NAMESPACE: Final = "kernel-decision"
+"""The ``ssh-keygen -Y`` namespace of decision signatures (ADR-0006 §2)."""
+
+
+class SignatureStatus(enum.StrEnum):
+    """What checking a decision's signature found."""
+
+    VALID = "valid"
+    """A valid signature by a key allowed for the decider's principal."""
+    UNSIGNED = "unsigned"
+    """No signature was presented."""
+    INVALID = "invalid"
+    """The signature does not verify for the message (edited record, other namespace)."""
+    SIGNER_NOT_ALLOWED = "signer_not_allowed"
+    """A valid signature, by a key not allowed for the decider's principal."""
+
+
+@attrs.frozen(kw_only=True)
+class SignatureCheck(Record):
+    """The result of checking a decision record's signature (made by the effects layer)."""
+
+    status: SignatureStatus = attrs.field(validator=enum_member(SignatureStatus))
+    """What the check found."""
+    principal: str = attrs.field(validator=exact(str))
+    """The principal the signature was checked for (the decider id)."""
+    message_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the bytes checked (`decision_message` of the record)."""
+
+
+class GateReason(enum.StrEnum):
+    """Closed reason codes of `GateRefusal` (module docstring, in check order)."""
+
+    REPORT_RUN_MISMATCH = "report_run_mismatch"
+    """P1: the report is not exactly the run's report."""
+    ADMISSION_MISMATCH = "admission_mismatch"
+    """P2: the claimed admission does not re-derive."""
+    NO_CANDIDATE = "no_candidate"
+    """P3: the attempt produced no candidate."""
+    NOT_STAGEABLE = "not_stageable"
+    """S1: admission refused the attempt's group (staging)."""
+    NOT_VERIFIED = "not_verified"
+    """P4: the group is not verified by the held-out verifier (promotion)."""
+    NO_ACCEPT_DECISION = "no_accept_decision"
+    """P5: no accept decision on this attempt and exactly this report."""
+    DECISION_UNSIGNED = "decision_unsigned"
+    """P6: the decision carries no signature."""
+    SIGNATURE_INVALID = "signature_invalid"
+    """P6: the signature does not verify over this record."""
+    SIGNER_NOT_ALLOWED = "signer_not_allowed"
+    """P6: the signing key is not allowed for the decider."""
+    BRANCH_NOT_BASELINE = "branch_not_baseline"
+    """P7: the branch tip (or staging base) is not the run's baseline tree."""
+    LEDGER_BROKEN = "ledger_broken"
+    """P8: the ledger does not verify."""
+    BRANCH_MOVED = "branch_moved"
+    """Effects: the branch moved before its compare-and-swap update."""
+
+
+@attrs.frozen(kw_only=True)
+class StagingPermit(Record):
+    """A candidate that may be committed to the reversible staging area."""
+
+    __identity__ = Identity(field="permit_id", seals=True)
+
+    permit_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    run_id: str = attrs.field(validator=nonblank)
+    """The run."""
+    report_digest: str = attrs.field(validator=digest)
+    """The report the admission is bound to."""
+    admission_id: str = attrs.field(validator=digest)
+    """The re-derived admission."""
+    attempt_id: str = attrs.field(validator=nonblank)
+    """The attempt staged."""
+    candidate_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the candidate patch."""
+    evidence_class: EvidenceClass = attrs.field(validator=enum_member(EvidenceClass))
+    """``verified`` or ``corroborated_only`` (the staged commit says which)."""
+    baseline_git_tree: str = attrs.field(validator=nonblank)
+    """The baseline tree the candidate applies to."""
+
+
+@attrs.frozen(kw_only=True)
+class PromotionPermit(Record):
+    """A candidate that may be promoted onto a branch whose tip holds the baseline."""
+
+    __identity__ = Identity(field="permit_id", seals=True)
+
+    permit_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    run_id: str = attrs.field(validator=nonblank)
+    """The run."""
+    run_digest: str = attrs.field(validator=digest)
+    """The run record's digest."""
+    report_digest: str = attrs.field(validator=digest)
+    """The report decided on."""
+    admission_id: str = attrs.field(validator=digest)
+    """The re-derived admission."""
+    attempt_id: str = attrs.field(validator=nonblank)
+    """The attempt promoted."""
+    candidate_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the candidate patch."""
+    decision_record_id: str = attrs.field(validator=digest)
+    """The accept decision's record id."""
+    decider_id: str = attrs.field(validator=nonblank)
+    """Who decided (and signed)."""
+    baseline_git_tree: str = attrs.field(validator=nonblank)
+    """The branch tip's tree: the baseline the run was verified on."""
+    ledger_head_id: str = attrs.field(validator=digest)
+    """The ledger head the gate saw intact."""
+
+
+@attrs.frozen(kw_only=True)
+class GateRefusal(Refusal):
+    """A stage or promotion refused. Self-sealed ``refusal_id``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(validator=digest)
+    """Self-sealed id."""
+    action: Literal["stage", "promote"] = attrs.field(
+        validator=attrs.validators.in_(("stage", "promote"))
+    )
+    """What was asked."""
+    run_id: str = attrs.field(validator=exact(str))
+    """The run named by the run record."""
+    attempt_id: str = attrs.field(validator=exact(str))
+    """The attempt asked about."""
+    report_digest: str | None = attrs.field(validator=optional_digest)
+    """The report presented."""
+    reason_codes: tuple[GateReason, ...] = attrs.field(validator=tuple_of(GateReason))
+    """Every failed check, in check order."""
+
+
+def decision_message(record: HumanDecisionRecord) -> bytes:
+    """The bytes a decision signature covers: the record's canonical JSON (ADR-0006 §2)."""
+    return canonical_json(record.to_dict())
+
+
+def candidates_of(run: RunRecord) -> dict[str, str]:
+    """Attempt id -> candidate (patch) digest, from the run record's manifest summaries."""
+    return {
+        a.attempt_id: a.manifest.candidate_digest
+        for a in run.attempts
+        if a.manifest is not None and a.manifest.candidate_digest is not None
+    }
+
+
+def contexts_of(run: RunRecord) -> dict[str, str]:
+    """Attempt id -> worker context digest (its ``worker:<id>`` provenance input)."""
+    if run.provenance is None:
+        return {}
+    return {
+        i.name.removeprefix("worker:"): i.digest
+        for i in run.provenance.inputs
+        if i.name.startswith("worker:")
+    }
+
+
+def derive_run_admission(
+    run: RunRecord,
+    report: RunEvidenceReport,
+    corroborations: Mapping[str, CorroborationReport],
+) -> RunAdmission | None:
+    """The admission the run, its report and the corroborations imply (None when the
+    run names candidates of attempts the report does not have: they do not match)."""
+    try:
+        return build_run_admission(
+            report,
+            candidates=candidates_of(run),
+            contexts=contexts_of(run),
+            corroborations=corroborations,
+        )
+    except ValueError:
+        return None
+
+
+def _group(admission: RunAdmission | None, attempt_id: str) -> CandidateGroup | None:
+    if admission is None:
+        return None
+    return next((g for g in admission.groups if attempt_id in g.attempt_ids), None)
+
+
+def _evidence(
+    reasons: list[GateReason],
+    *,
+    run: RunRecord,
+    report: RunEvidenceReport,
+    admission: RunAdmission,
+    corroborations: Mapping[str, CorroborationReport],
+    attempt_id: str,
+) -> tuple[RunAdmission | None, CandidateGroup | None]:
+    # P1: the report must be exactly the run's report.
+    if not isinstance(check_evidence_report(report, run=run), ReportCheck):
+        reasons.append(GateReason.REPORT_RUN_MISMATCH)
+    # P2: the stored admission is re-derived, never trusted.
+    derived = derive_run_admission(run, report, corroborations)
+    if (
+        derived is None
+        or compute_id(admission) != admission.admission_id
+        or derived.admission_id != admission.admission_id
+    ):
+        reasons.append(GateReason.ADMISSION_MISMATCH)
+    # P3: from the derived document only.
+    group = _group(derived, attempt_id)
+    if group is None or group.no_change:
+        reasons.append(GateReason.NO_CANDIDATE)
+        group = None
+    return derived, group
+
+
+def _base(reasons: list[GateReason], run: RunRecord, tree: str | None) -> str | None:
+    # P7: the branch tip (or staging base) holds exactly the baseline's tree.
+    baseline = None if run.provenance is None else run.provenance.baseline_git_tree
+    if baseline is None or tree != baseline:
+        reasons.append(GateReason.BRANCH_NOT_BASELINE)
+        return None
+    return baseline
+
+
+def _refuse(
+    action: Literal["stage", "promote"],
+    run: RunRecord,
+    report: RunEvidenceReport,
+    attempt_id: str,
+    reasons: list[GateReason],
+) -> GateRefusal:
+    codes = tuple(r for r in GateReason if r in reasons)
+    return seal(
+        GateRefusal,
+        action=action,
+        run_id=run.run_id,
+        attempt_id=attempt_id,
+        report_digest=report.digest,
+        reason_codes=codes,
+        explanation=f"{action} of {attempt_id} refused: " + ", ".join(codes),
+    )
+
+
+def decide_staging(
+    *,
+    run: RunRecord,
+    report: RunEvidenceReport,
+    admission: RunAdmission,
+    corroborations: Mapping[str, CorroborationReport],
+    attempt_id: str,
+    base_tree: str | None,
+    ledger: LedgerIntact | LedgerBroken,
+) -> StagingPermit | GateRefusal:
+    """May ``attempt_id``'s candidate be committed to the staging area on ``base_tree``?"""
+    reasons: list[GateReason] = []
+    derived, group = _evidence(
+        reasons,
+        run=run,
+        report=report,
+        admission=admission,
+        corroborations=corroborations,
+        attempt_id=attempt_id,
+    )
+    # S1: a group admission refused has no class: nothing to stage.
+    if group is not None and group.evidence_class is None:
+        reasons.append(GateReason.NOT_STAGEABLE)
+    baseline = _base(reasons, run, base_tree)
+    # P8
+    if isinstance(ledger, LedgerBroken):
+        reasons.append(GateReason.LEDGER_BROKEN)
+    if (
+        reasons
+        or derived is None
+        or group is None
+        or group.evidence_class is None
+        or baseline is None
+    ):
+        return _refuse("stage", run, report, attempt_id, reasons)
+    return seal(
+        StagingPermit,
+        run_id=run.run_id,
+        report_digest=report.digest,
+        admission_id=derived.admission_id,
+        attempt_id=attempt_id,
+        candidate_digest=group.candidate_digest,
+        evidence_class=group.evidence_class,
+        baseline_git_tree=baseline,
+    )
+
+
+def _decision(
+    reasons: list[GateReason],
+    report: RunEvidenceReport,
+    attempt_id: str,
+    decision: HumanDecisionRecord | None,
+    signature: SignatureCheck,
+) -> None:
+    # P5: an accept selecting this attempt, on exactly this report.
+    if (
+        decision is None
+        or decision.decision is not Decision.ACCEPT
+        or decision.selected_attempt_id != attempt_id
+        or isinstance(verify_decision(decision, report), DecisionRefusal)
+    ):
+        reasons.append(GateReason.NO_ACCEPT_DECISION)
+    # P6: signed over this record's bytes, for the decider's principal.
+    if decision is None or signature.status is SignatureStatus.UNSIGNED:
+        reasons.append(GateReason.DECISION_UNSIGNED)
+    elif (
+        signature.status is SignatureStatus.INVALID
+        or signature.principal != decision.decider.id
+        or signature.message_digest != sha256_bytes(decision_message(decision))
+    ):
+        reasons.append(GateReason.SIGNATURE_INVALID)
+    elif signature.status is SignatureStatus.SIGNER_NOT_ALLOWED:
+        reasons.append(GateReason.SIGNER_NOT_ALLOWED)
+
+
+def decide_promotion(
+    *,
+    run: RunRecord,
+    report: RunEvidenceReport,
+    admission: RunAdmission,
+    corroborations: Mapping[str, CorroborationReport],
+    attempt_id: str,
+    decision: HumanDecisionRecord | None,
+    signature: SignatureCheck,
+    branch_tree: str | None,
+    ledger: LedgerIntact | LedgerBroken,
+) -> PromotionPermit | GateRefusal:
+    """May ``attempt_id``'s candidate be promoted onto a branch whose tip holds
+    ``branch_tree``? (checks P1-P8 of the module docstring, every failure reported).
+
+    Args:
+        signature: the effects layer's check of the decision's signature.
+        branch_tree: the git tree id of the branch tip (None when there is no tip).
+        ledger: the outcome of verifying the ledger the promotion will be recorded in.
+    """
+    reasons: list[GateReason] = []
+    derived, group = _evidence(
+        reasons,
+        run=run,
+        report=report,
+        admission=admission,
+        corroborations=corroborations,
+        attempt_id=attempt_id,
+    )
+    # P4: only the held-out verifier's pass promotes.
+    if group is not None and group.evidence_class is not EvidenceClass.VERIFIED:
+        reasons.append(GateReason.NOT_VERIFIED)
+    _decision(reasons, report, attempt_id, decision, signature)
+    baseline = _base(reasons, run, branch_tree)
+    # P8
+    if isinstance(ledger, LedgerBroken):
+        reasons.append(GateReason.LEDGER_BROKEN)
+    if (
+        reasons
+        or derived is None
+        or group is None
+        or decision is None
+        or baseline is None
+        or not isinstance(ledger, LedgerIntact)
+    ):
+        return _refuse("promote", run, report, attempt_id, reasons)
+    return seal(
+        PromotionPermit,
+        run_id=run.run_id,
+        run_digest=run.digest,
+        report_digest=report.digest,
+        admission_id=derived.admission_id,
+        attempt_id=attempt_id,
+        candidate_digest=group.candidate_digest,
+        decision_record_id=decision.record_id,
+        decider_id=decision.decider.id,
+        baseline_git_tree=baseline,
+        ledger_head_id=ledger.head.entry_id,
+    )

@@ -1,0 +1,391 @@
+"""End to end: signed decisions, staging and promotion on real git repositories, with a
+real SQLite ledger (ADR-0006). The demo is run once; every test works on its own git
+copy of the demo repository and its own ledger."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kernel.codec import seal
+from kernel.commit_admission import EvidenceClass
+from kernel.decision import Decision, HumanDecisionRecord
+from kernel.effects.cli import main
+from kernel.effects.commands.promote import load_run_folder
+from kernel.effects.commands.run import run_pipeline
+from kernel.effects.git import CommitIdentity, GitRefusal, Repo, content_tree_id
+from kernel.effects.ledger_store import opened, verify_store
+from kernel.ledger import EntryKind, LedgerIntact
+from kernel.run_admission import RunAdmission
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo"
+DECIDER = "alice@example.com"
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` as a user would (with an explicit identity)."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def keygen(path: Path, comment: str) -> Path:
+    """A throwaway ed25519 key pair (no passphrase)."""
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        check=True,
+    )
+    return path
+
+
+@attrs.frozen
+class Demo:
+    """The demo's run folder and keys, shared by the module."""
+
+    base: Path
+    results: Path
+    run_dir: Path
+    alice: Path
+    bob: Path
+    allowed: Path
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Demo]:
+    """Run the demo once; make keys for alice (allowed) and bob (not allowed)."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-test-promote-"))
+    try:
+        shutil.copytree(DEMO, base / "demo")
+        results = base / "results"
+        run_pipeline(base / "demo" / "config.json", results / "demo", results_root=results)
+        keys = base / "keys"
+        keys.mkdir()
+        alice, bob = keygen(keys / "alice", DECIDER), keygen(keys / "bob", "bob")
+        allowed = keys / "allowed_signers"
+        public = (keys / "alice.pub").read_text().split()[:2]
+        allowed.write_text(f"{DECIDER} {' '.join(public)}\n")
+        yield Demo(base, results, results / "demo", alice, bob, allowed)
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.fixture
+def repo(demo: Demo, tmp_path: Path) -> Path:
+    """A git copy of the demo repository, one commit on main."""
+    path = tmp_path / "repo"
+    shutil.copytree(demo.base / "demo" / "repo", path)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "baseline")
+    return path
+
+
+def decide(
+    demo: Demo,
+    tmp_path: Path,
+    *,
+    decision: str = "accept",
+    attempt: str | None = "attempt-1",
+    key: Path | None = None,
+    name: str = "decision.json",
+) -> Path:
+    """Record (and sign with ``key``) a decision inside the results root."""
+    out = demo.results / tmp_path.name / name
+    argv = [
+        "decision", "record", "--evidence-report", str(demo.run_dir / "evidence.json"),
+        "--output", str(out), "--decision-id", "d-1", "--decision", decision,
+        "--rationale", "the median fix passes the held-out tests", "--decider-id", DECIDER,
+        "--decided-at", "2026-11-30T12:00:00Z", "--results-root", str(demo.results),
+    ]  # fmt: skip
+    if attempt is not None:
+        argv += ["--selected-attempt-id", attempt]
+    if key is not None:
+        argv += ["--signing-key", str(key)]
+    assert main(argv) == 0
+    return out
+
+
+def promote(
+    demo: Demo, repo: Path, decision: Path, ledger: Path, *extra: str, onto: str = "main"
+) -> int:
+    """`kernel promote` onto ``onto``."""
+    return main(
+        [
+            "promote", "--run-dir", str(demo.run_dir), "--decision", str(decision),
+            "--allowed-signers", str(demo.allowed), "--repo", str(repo), "--onto", onto,
+            "--ledger", str(ledger), *extra,
+        ]
+    )  # fmt: skip
+
+
+def kinds(ledger: Path) -> list[str]:
+    """The kinds of the ledger's entries, in order."""
+    with opened(ledger, create=False) as store:
+        assert isinstance(verify_store(store), LedgerIntact)
+        return [str(e.kind) for e in store.entries()]
+
+
+def test_run_names_its_baseline_git_tree(demo: Demo, repo: Path) -> None:
+    """The run record names the verifier's baseline as a git tree id: exactly the tree
+    of a git copy of the demo repository."""
+    run = load_run_folder(demo.run_dir).run
+    assert run.provenance is not None
+    assert run.provenance.baseline_git_tree == git(repo, "rev-parse", "HEAD^{tree}")
+    assert content_tree_id(demo.base / "demo" / "repo") == run.provenance.baseline_git_tree
+
+
+def test_signed_accept_is_promoted_with_trailers(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A verified, signed, accepted candidate fast-forwards main to a commit whose
+    trailers name the evidence; the ledger records permit and promotion."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "ledger.sqlite"
+    old = git(repo, "rev-parse", "main")
+    assert promote(demo, repo, decision, ledger) == 0
+    new = git(repo, "rev-parse", "main")
+    assert git(repo, "rev-parse", "main^") == old
+    trailers = git(repo, "log", "-1", "--format=%(trailers:only,unfold)", "main")
+    folder = load_run_folder(demo.run_dir)
+    record = HumanDecisionRecord.from_dict(json.loads(decision.read_text()))
+    assert f"Kernel-Report-Digest: {folder.report.digest}" in trailers
+    assert f"Kernel-Decision-Id: {record.record_id}" in trailers
+    assert f"Kernel-Admission-Id: {folder.admission.admission_id}" in trailers
+    assert kinds(ledger) == ["admission", "decision", "promotion"]
+    with opened(ledger, create=False) as store:
+        permit_entry = list(store.entries())[1].entry_id
+    assert f"Kernel-Ledger-Entry: {permit_entry}" in trailers
+    # The commit is the decider's, at the decision's time; the work tree followed.
+    assert git(repo, "log", "-1", "--format=%an %ae %aI", "main") == (
+        f"{DECIDER} {DECIDER} 2026-11-30T12:00:00+00:00"
+    )
+    assert git(repo, "status", "--porcelain") == ""
+    assert "def median" in (repo / "stats.py").read_text()
+    # Reproducible: the same promotion in another copy makes the same commit.
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)
+    git(other, "reset", "-q", "--hard", old)
+    assert promote(demo, other, decision, tmp_path / "other.sqlite") == 0
+    # A fresh ledger gets the same entries, so even the trailer's entry id is the same.
+    assert git(other, "rev-parse", "main") == new
+
+
+def _refused(
+    demo: Demo, repo: Path, decision: Path, ledger: Path, capsys: pytest.CaptureFixture[str]
+) -> str:
+    before = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)") == before
+    assert kinds(ledger) == ["refusal"]
+    return out
+
+
+def test_unsigned_decision_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unsigned accept verifies as a decision but never authorises a promotion."""
+    decision = decide(demo, tmp_path)
+    assert main(["decision", "verify", "--decision-record", str(decision),
+                 "--evidence-report", str(demo.run_dir / "evidence.json")]) == 0  # fmt: skip
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (decision_unsigned)" in out
+
+
+def test_forged_decision_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signed reject edited into an accept and resealed: the id reproduces, the
+    signature does not."""
+    decision = decide(demo, tmp_path, decision="reject", key=demo.alice)
+    record = HumanDecisionRecord.from_dict(json.loads(decision.read_text()))
+    fields = {
+        f.name: getattr(record, f.name)
+        for f in attrs.fields(HumanDecisionRecord)
+        if f.name != "record_id"
+    }
+    forged = seal(HumanDecisionRecord, **{**fields, "decision": Decision.ACCEPT})
+    decision.write_bytes(json.dumps(forged.to_dict()).encode())
+    assert main(["decision", "verify", "--decision-record", str(decision),
+                 "--evidence-report", str(demo.run_dir / "evidence.json")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["decision", "verify", "--decision-record", str(decision),
+                 "--evidence-report", str(demo.run_dir / "evidence.json"),
+                 "--allowed-signers", str(demo.allowed)]) == 1  # fmt: skip
+    assert "signature_invalid" in capsys.readouterr().out
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (signature_invalid)" in out
+
+
+def test_wrong_key_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A valid signature by a key not allowed for the decider."""
+    decision = decide(demo, tmp_path, key=demo.bob)
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (signer_not_allowed)" in out
+
+
+def test_rejected_candidate_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Accepting the candidate the held-out verifier rejected: not_verified."""
+    decision = decide(demo, tmp_path, attempt="attempt-2", key=demo.alice)
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (not_verified)" in out
+
+
+def test_reject_decision_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signed reject authorises nothing."""
+    decision = decide(demo, tmp_path, decision="reject", key=demo.alice)
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (no_accept_decision)" in out
+
+
+def test_branch_moved_since_the_run_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The branch moved between run and promotion: its tip is not the baseline."""
+    (repo / "NOTES.md").write_text("someone else's change\n")
+    git(repo, "add", "NOTES.md")
+    git(repo, "commit", "-q", "-m", "moved")
+    decision = decide(demo, tmp_path, key=demo.alice)
+    out = _refused(demo, repo, decision, tmp_path / "l.sqlite", capsys)
+    assert "refused (branch_not_baseline)" in out
+
+
+def test_branch_moving_during_promotion_is_refused(demo: Demo, repo: Path) -> None:
+    """The compare-and-swap update refuses a ref that is not what it was read as."""
+    handle = Repo(repo)
+    tip = git(repo, "rev-parse", "main")
+    who = CommitIdentity(name="t", email="t@example.com", date="@0 +0000")
+    commit = handle.commit_patch(tip, b"", "empty", who)
+    with pytest.raises(GitRefusal):
+        handle.update_ref("refs/heads/main", commit, commit, "race")
+    assert git(repo, "rev-parse", "main") == tip
+
+
+def test_broken_ledger_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ledger edited in the middle refuses promotion (ledger_broken)."""
+    ledger = tmp_path / "l.sqlite"
+    with opened(ledger) as store:
+        for i in range(3):
+            store.append(EntryKind.ADMISSION, {"i": i})
+    db = sqlite3.connect(ledger)
+    db.execute("UPDATE kernel_ledger SET payload = '{}' WHERE seq = 2")
+    db.commit()
+    db.close()
+    decision = decide(demo, tmp_path, key=demo.alice)
+    before = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    assert "ledger_broken" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == before
+
+
+@pytest.mark.parametrize("problem", ["missing repo", "not a repo", "dirty", "no branch"])
+def test_unusable_repository_exit_2(
+    problem: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing, dirty or branchless repository: exit 2, one line, nothing changed or
+    appended."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    target, onto = repo, "main"
+    if problem == "missing repo":
+        target = tmp_path / "nowhere"
+    elif problem == "not a repo":
+        target = tmp_path / "plain"
+        target.mkdir()
+    elif problem == "dirty":
+        (repo / "stats.py").write_text("# edited\n")
+    else:
+        onto = "no-such-branch"
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    assert promote(demo, target, decision, ledger, onto=onto) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert not ledger.exists() or kinds(ledger) == []
+
+
+def test_edited_admission_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Flipping a refused group to verified (and resealing) is an admission mismatch."""
+    run_dir = demo.results / tmp_path.name / "run"
+    shutil.copytree(demo.run_dir, run_dir)
+    admission = load_run_folder(run_dir).admission
+    rejected = next(g for g in admission.groups if "attempt-2" in g.attempt_ids)
+    flipped = attrs.evolve(
+        rejected,
+        evidence_class=EvidenceClass.VERIFIED,
+        refusal_reasons=(),
+    )
+    groups = tuple(flipped if g is rejected else g for g in admission.groups)
+    fields = {
+        f.name: getattr(admission, f.name)
+        for f in attrs.fields(RunAdmission)
+        if f.name != "admission_id"
+    }
+    forged = seal(RunAdmission, **{**fields, "groups": groups})
+    (run_dir / "admission.json").write_bytes(json.dumps(forged.to_dict()).encode())
+    decision = decide(demo, tmp_path, attempt="attempt-2", key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    code = main(
+        [
+            "promote", "--run-dir", str(run_dir), "--decision", str(decision),
+            "--allowed-signers", str(demo.allowed), "--repo", str(repo), "--onto", "main",
+            "--ledger", str(ledger),
+        ]
+    )  # fmt: skip
+    assert code == 1
+    assert "refused (admission_mismatch, not_verified)" in capsys.readouterr().out
+
+
+def test_stage_and_unstage(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Staging makes a commit reachable only from refs/kernel/staged/<run>/<attempt>;
+    unstaging removes it; both are in the ledger. A refused group cannot be staged."""
+    ledger = tmp_path / "l.sqlite"
+    common = ["--run-dir", str(demo.run_dir), "--repo", str(repo), "--ledger", str(ledger)]
+    branches = git(repo, "for-each-ref", "refs/heads", "--format=%(refname) %(objectname)")
+    assert main(["stage", *common, "--attempt", "attempt-1"]) == 0
+    ref = "refs/kernel/staged/demo/median-fix/attempt-1"
+    staged = git(repo, "rev-parse", ref)
+    assert git(repo, "for-each-ref", "refs/heads", "--format=%(refname) %(objectname)") == (
+        branches
+    )
+    assert git(repo, "branch", "--contains", staged) == ""
+    assert "Kernel-Evidence-Class: verified" in git(repo, "log", "-1", "--format=%B", staged)
+    # Staging again is idempotent (same commit: pinned identity and date).
+    assert main(["stage", *common, "--attempt", "attempt-1"]) == 0
+    assert git(repo, "rev-parse", ref) == staged
+    capsys.readouterr()
+    assert main(["stage", *common, "--attempt", "attempt-2"]) == 1
+    assert "refused (not_stageable)" in capsys.readouterr().out
+    assert main(["unstage", *common, "--attempt", "attempt-1"]) == 0
+    assert git(repo, "for-each-ref", "refs/kernel") == ""
+    assert main(["unstage", *common, "--attempt", "attempt-1"]) == 2
+    assert kinds(ledger) == ["staging", "staging", "refusal", "unstaging"]
