@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation
-from kernel.effects import sandbox
 from kernel.effects.sandbox import (
     SANDBOX_WORKDIR,
     Capture,
+    LimitKind,
+    LimitMechanism,
+    Limits,
     SandboxSpec,
     Variation,
     available_isolation,
@@ -36,6 +38,8 @@ from kernel.effects.sandbox import (
     scratch_root,
     variation_env,
 )
+from kernel.effects.sandbox import capture as sandbox_capture
+from kernel.effects.sandbox import runner as sandbox_runner
 from kernel.errors import EffectError
 
 NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
@@ -58,7 +62,7 @@ def _parent(pid: int) -> int:
 
 
 def _sandboxed(cmdline: str) -> bool:
-    return "_sandbox_init()" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline
+    return "import nshelper" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline
 
 
 def _foreign(pid: int) -> bool:
@@ -264,10 +268,16 @@ def test_hostile_write_to_another_runs_directory(spill: Path, tmp_path: Path) ->
 
 @pytest.fixture
 def host_tmp() -> Iterator[Path]:
-    """A folder of the host's /tmp holding ``data.txt``."""
+    """A folder of the host's /tmp holding ``data.txt``, open to everyone.
+
+    The command is an unprivileged user outside its namespaces: it gets the access
+    "others" have, so the folder and file grant it.
+    """
     base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/tmp"))
     try:
         (base / "data.txt").write_text("original\n")
+        base.chmod(0o777)
+        (base / "data.txt").chmod(0o666)
         yield base
     finally:
         shutil.rmtree(base)
@@ -283,7 +293,7 @@ def test_host_tmp_is_visible_read_only(spill: Path, host_tmp: Path, level: Isola
         echo changed > {data} && cat {data}
         echo new > {host_tmp}/new.txt
         rm {data} && test ! -e {data} && echo deleted
-        rm -rf {host_tmp} && test ! -e {host_tmp} && echo removed
+        rm -rf {host_tmp}/* && test ! -e {host_tmp}/new.txt && echo removed
         mkdir /tmp/kernel-made-here && echo made
     """
     capture = sh(spill, script, isolation=level)
@@ -319,7 +329,7 @@ def scratch_location(
     base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
     try:
         monkeypatch.setattr(tempfile, "tempdir", str(base))
-        assert scratch_root() == base / "kernel-sandboxes"
+        assert scratch_root() == base / f"kernel-sandboxes-{os.geteuid()}"
         yield scratch_root()
     finally:
         monkeypatch.undo()
@@ -407,6 +417,9 @@ def test_host_unix_socket_is_unreachable_without_network(spill: Path) -> None:
     try:
         path = folder / "agent.sock"
         listener.bind(str(path))
+        # Open to everyone, so only the seccomp filter can refuse the connection.
+        folder.chmod(0o755)
+        path.chmod(0o777)
         listener.listen(4)
         listener.settimeout(0.5)
         probe = textwrap.dedent(f"""
@@ -491,7 +504,10 @@ def test_one_gib_of_stdout_streams_with_flat_memory(spill: Path) -> None:
     size = 1 << 30
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.monotonic()
-    capture = run(spill, "head", "-c", str(size), "/dev/zero", timeout_s=120.0)
+    capture = run(
+        spill, "head", "-c", str(size), "/dev/zero", timeout_s=120.0,
+        limits=Limits(output_bytes=2 * size),
+    )  # fmt: skip
     elapsed = time.monotonic() - started
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert capture.status is CaptureStatus.OK
@@ -506,12 +522,21 @@ def test_one_gib_of_stdout_streams_with_flat_memory(spill: Path) -> None:
     assert elapsed < 60
 
 
-def test_output_limit_is_a_sandbox_error(spill: Path) -> None:
-    """An output over max_output_bytes is refused as a sandbox error, never truncated."""
-    capture = run(spill, "head", "-c", "5000", "/dev/zero", max_output_bytes=1000)
-    assert capture.status is CaptureStatus.SANDBOX_ERROR
+@pytest.mark.parametrize("how", ["spec", "limits"])
+def test_output_limit_cuts_the_run(spill: Path, how: str) -> None:
+    """An output over its limit ends the run as limit_exceeded (output); nothing past
+    the limit is spilled and no partial output is offered as the result."""
+    kwargs: dict[str, object] = (
+        {"max_output_bytes": 1000} if how == "spec" else {"limits": Limits(output_bytes=1000)}
+    )
+    capture = run(spill, "sh", "-c", "head -c 5000 /dev/zero; exec sleep 60", **kwargs)
+    assert capture.status is CaptureStatus.LIMIT_EXCEEDED
+    assert capture.limit_hit is LimitKind.OUTPUT
     assert capture.output_digest is None
-    assert capture.stdout_size == 5000
+    assert capture.stdout_size > 1000
+    assert Path(capture.stdout_path).stat().st_size <= 1000
+    applied = {a.kind: a for a in capture.limits}
+    assert applied[LimitKind.OUTPUT].mechanism is LimitMechanism.RUNNER
 
 
 @pytest.mark.parametrize("limit", [None, 3 << 20])
@@ -522,7 +547,7 @@ def test_sink_keeps_order_across_the_hashing_thread(tmp_path: Path, limit: int |
     """
     pieces = [b"a" * 10, os.urandom(300_000), b"b" * 7, os.urandom(1 << 20)] * 3
     data = b"".join(pieces)
-    sink = sandbox._Sink(tmp_path / "out", limit)
+    sink = sandbox_capture.Sink(tmp_path / "out", limit)
     r, w = os.pipe()
     fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)  # a whole piece fits: no writer thread
     sent = 0
@@ -669,7 +694,7 @@ def test_apply_patch_and_preload_before_the_command(
             preload=str(preload),
             isolation=level,
         )
-        assert read_output(capture) == b"patched\n", level
+        assert read_output(capture) == b"patched\n", (level, capture.error)
     assert (tree / "README").read_text() == "hello\n"
 
 
@@ -690,7 +715,7 @@ def test_read_output_detects_tampering(spill: Path) -> None:
 
 def test_probe_falls_back_to_copy(monkeypatch: pytest.MonkeyPatch, spill: Path) -> None:
     """Where namespaces fail, the probe settles on `copy` and captures record it."""
-    monkeypatch.setattr(sandbox, "_PROBED", {})
+    monkeypatch.setattr(sandbox_runner, "_PROBED", {})
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     assert available_isolation() is Isolation.COPY
     capture = sh(spill, "echo weak")

@@ -117,6 +117,9 @@ class CaptureStatus(enum.StrEnum):
     """Non-zero exit, killed by a signal, or the command could not start."""
     TIMEOUT = "timeout"
     """The run hit its time limit; its whole process tree was killed."""
+    LIMIT_EXCEEDED = "limit_exceeded"
+    """The run hit a resource limit (memory, processes, CPU, output, disk); the capture
+    names which."""
     SANDBOX_ERROR = "sandbox_error"
     """The sandbox could not be set up or the output could not be captured."""
 
@@ -128,6 +131,7 @@ class RunStatus(enum.StrEnum):
     NO_CHANGE = "no_change"
     FAILED = "failed"
     TIMEOUT = "timeout"
+    LIMIT_EXCEEDED = "limit_exceeded"
     SANDBOX_ERROR = "sandbox_error"
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "KernelError",
     "RecordError",
     "RefusedError",
+    "UnsafeScratchError",
 ]
 
 
@@ -58,6 +59,11 @@ class ConfigError(KernelError, ValueError):
 
 class EffectError(KernelError, OSError):
     """An effect (file, process, sandbox) failed."""
+
+
+class UnsafeScratchError(EffectError):
+    """A scratch folder is not private to the runner (wrong owner or mode, a symlink);
+    it is refused and nothing is written through it."""
 
 
 class RefusedError(KernelError, ValueError):

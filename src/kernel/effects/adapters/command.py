@@ -460,6 +460,8 @@ class CommandWorker:
             return WorkerFailed(
                 message=f"sandbox error: {why}", code=AttemptErrorCode.SANDBOX_ERROR
             )
+        if capture.status is CaptureStatus.LIMIT_EXCEEDED:
+            return WorkerFailed(message=f"worker hit its {capture.limit_hit} limit{tail}")
         if capture.status is CaptureStatus.FAILED:
             if capture.start_failed:
                 why = redact_absolute_paths(capture.error or "")

@@ -1,0 +1,627 @@
+"""The in-namespace helper: builds one sandbox and runs the command in it.
+
+Started by the runner as ``python -I -S -c <bootstrap>`` with this folder appended
+to ``sys.path`` (stdlib only, nothing of the runner's site; the bootstrap imports this
+module, so its byte code is cached like any module's). argv: ``key=value`` options,
+``--``, the command. Reports on the status fd, one line each: ``error <what>`` |
+``start-failed <why>`` | ``exit <code>`` | ``limit <kind>`` | ``diff <rc>``.
+
+Processes, outermost first:
+
+``helper`` (the runner's uid, host namespaces)
+    Dies with the runner (``PR_SET_PDEATHSIG``). When the runner is root it builds an
+    *idmapped*, read-only clone of the baseline mount (``open_tree`` +
+    ``mount_setattr(MOUNT_ATTR_IDMAP)``) whose owner appears as the command's outer
+    uid, then forks ``ns`` and writes its uid/gid maps from outside (root may map
+    any id of a child from the parent namespace).
+``ns`` (new user, mount, PID, UTS, IPC and, unless asked, network namespaces)
+    Maps: runner root -> ``0 0 1`` (the helper's setup keeps root's rights over the
+    host files it reads) and ``<uid> <outer> 1`` (the command: an unprivileged outer
+    uid); otherwise ``<uid> <runner> 1`` as an unprivileged user namespace does.
+``init`` (PID 1 of the new PID namespace)
+    Builds the new root, runs the command, reaps orphans, captures the patch.
+``command``
+    chrooted, uid/gid `uid` with no supplementary group, ``no_new_privs``, resource
+    limits set, the unix-socket seccomp filter when the network is off; never namespace
+    root, so no capabilities after ``execve``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["MASKED_PATHS", "READ_ONLY_PATHS", "main", "seccomp_program"]
+
+MASKED_PATHS: Final = (
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/tpm",
+    "/sys/devices/virtual/powercap",
+)
+"""Hidden (empty read-only tmpfs, or /dev/null over a file): runc's default masked paths."""
+READ_ONLY_PATHS: Final = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+"""Bound read-only over themselves: runc's default read-only paths."""
+
+EXIT_HOOKS: list[Callable[[], None]] = []
+"""Run before each helper process ends (the test suite saves coverage data here)."""
+
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 1, 38, 22
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
+_AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
+_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_IDMAP = 0x1, 0x00100000
+_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, 0o2000000
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _exit(code: int) -> None:
+    for hook in EXIT_HOOKS:
+        hook()
+    os._exit(code)
+
+
+class _Report:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __call__(self, line: str) -> None:
+        os.write(self.fd, (line + "\n").encode())
+
+    def fail(self, what: str) -> None:
+        err = ctypes.get_errno()
+        self(f"error {what}: {os.strerror(err) if err else 'failed'}")
+        _exit(1)
+
+
+def _mount(  # noqa: PLR0917 - mount(2)'s own argument order
+    report: _Report, src: str, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    ctypes.set_errno(0)
+    rc = _libc.mount(
+        src.encode(),
+        target.encode(),
+        None if fstype is None else fstype.encode(),
+        ctypes.c_ulong(flags),
+        None if data is None else data.encode(),
+    )
+    if rc != 0:
+        report.fail(f"mount {fstype or 'bind'} on {target}")
+
+
+def _mount_attr(fd: int, path: str, flags: int, attr_set: int, userns_fd: int = 0) -> int:
+    # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}
+    attr = (ctypes.c_uint64 * 4)(attr_set, 0, 0, userns_fd)
+    ctypes.set_errno(0)
+    return int(_libc.syscall(_SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), 32))
+
+
+def _read_only(report: _Report, target: str, recursive: bool) -> None:
+    if _mount_attr(_AT_FDCWD, target, _AT_RECURSIVE if recursive else 0, _MOUNT_ATTR_RDONLY) == 0:
+        return
+    # No mount_setattr (Linux < 5.12): remount each mount below target read-only,
+    # keeping its locked flags (a user namespace may not clear them).
+    atime = {"noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    with open("/proc/self/mountinfo") as handle:
+        lines = [line.split() for line in handle]
+    for parts in lines:
+        name = parts[4].encode().decode("unicode_escape")
+        if name == target or (recursive and name.startswith(target + "/")):
+            flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+            for opt in parts[5].split(","):
+                flags |= {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}.get(
+                    opt, 0
+                )
+                flags |= atime.get(opt, 0)
+            _mount(report, "none", name, None, flags, None)
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """The classic-BPF filter refusing ``socket(AF_UNIX)`` (EACCES), or None (no filter
+    for this architecture). Other architectures' syscalls (x32, 32-bit compat) are
+    refused outright; ``socketpair`` stays allowed."""
+    arch_nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+    if machine not in arch_nr:
+        return None
+    arch, socket_nr = arch_nr[machine]
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO|EACCES, RET_ALLOW
+    return [
+        (ld, 0, 0, 4),  # A = seccomp_data.arch
+        (jeq, 1, 0, arch),  # native architecture: go on, else deny
+        (ret, 0, 0, deny),
+        (ld, 0, 0, 0),  # A = seccomp_data.nr
+        (jeq, 3, 0, 0x40000000 | socket_nr),  # x32 socket(): deny
+        (jeq, 0, 3, socket_nr),  # socket(): check the family, else allow
+        (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
+        (jeq, 0, 1, 1),  # AF_UNIX: deny, else allow
+        (ret, 0, 0, deny),
+        (ret, 0, 0, allow),
+    ]
+
+
+def _deny_unix_sockets() -> None:
+    # A network namespace cuts IP and abstract sockets, but a filesystem socket
+    # (docker.sock, an agent socket) stays reachable through the read-only tree:
+    # connect() needs no write permission.
+    program = seccomp_program(os.uname().machine)
+    if program is None:
+        return  # no filter for this architecture (documented limitation)
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = (
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        )
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter)))
+
+    filters = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
+    fprog = SockFprog(len(program), filters)
+    if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:  # MODE_FILTER
+        raise OSError(ctypes.get_errno(), "cannot install the unix-socket filter")
+
+
+def _set_limits(opts: dict[str, str]) -> None:
+    import resource
+
+    for key, which, extra in (
+        ("mem", resource.RLIMIT_AS, 0),
+        ("nproc", resource.RLIMIT_NPROC, 0),
+        # SIGXCPU at the soft limit, SIGKILL one second later.
+        ("cpu", resource.RLIMIT_CPU, 1),
+    ):
+        if opts[key]:
+            value = int(opts[key])
+            resource.setrlimit(which, (value, value + extra))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core files in the tree
+
+
+def _drop(uid: int, gid: int, groups: bool) -> None:
+    """Become the command's uid/gid (caps go with uid 0 -> non-zero)."""
+    if groups:
+        os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
+def _spawn(
+    argv: list[str],
+    cwd: str,
+    *,
+    stdin: int,
+    stdout: int,
+    env: dict[str, str],
+    user: tuple[int, int, bool] | None,
+    chroot: str | None = None,
+) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if chroot is not None:
+                os.chroot(chroot)
+            os.chdir(cwd)
+            devnull = os.open("/dev/null", os.O_RDWR)
+            os.dup2(stdout, 1)
+            os.dup2(stdin if stdin >= 0 else devnull, 0)
+            os.dup2(devnull, 2)
+            if user is not None:
+                _drop(*user)
+            os.execvpe(argv[0], argv, env)  # noqa: S606 - argv, no shell
+        finally:
+            os._exit(127)
+    while True:
+        done, status = os.waitpid(-1, 0)
+        if done == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def _userns_fd(report: _Report, uid_map: str, gid_map: str) -> int:
+    """A user namespace with the given maps, held by an fd (its process is gone)."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(done_w)
+        ok = _libc.unshare(_CLONE_NEWUSER) == 0
+        os.write(ready_w, b"1" if ok else b"0")
+        os.read(done_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            report("error idmap: cannot create a user namespace")
+            _exit(1)
+        for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
+            with open(f"/proc/{pid}/{name}", "w") as handle:
+                handle.write(text)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        report(f"error idmap: {e.strerror}")
+        _exit(1)
+        raise  # unreachable: _exit does not return
+    finally:
+        os.close(done_w)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+
+
+def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid: int) -> int:
+    """A detached, read-only clone of the baseline's mount where its owner is the
+    command's outer uid/gid (so the command owns the tree it works on while being
+    nobody on the host)."""
+    info = os.stat(baseline)
+    userns = _userns_fd(report, f"{info.st_uid} {outer_uid} 1", f"{info.st_gid} {outer_gid} 1")
+    ctypes.set_errno(0)
+    tree = int(
+        _libc.syscall(
+            _SYS_OPEN_TREE, _AT_FDCWD, baseline.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
+        )
+    )
+    if tree < 0:
+        report.fail("open_tree of the baseline")
+    if _mount_attr(tree, "", _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY, userns) != 0:
+        report.fail("idmapped mount of the baseline")
+    os.close(userns)
+    os.set_inheritable(tree, True)
+    return tree
+
+
+def main() -> None:
+    """Run the helper (argv as documented above). Never returns."""
+    split = sys.argv.index("--")
+    opts = dict(arg.split("=", 1) for arg in sys.argv[1:split])
+    command = sys.argv[split + 1 :]
+    report = _Report(int(os.environ.pop("KERNEL_SANDBOX_STATUS_FD")))
+    patch_fd = int(os.environ.pop("KERNEL_SANDBOX_PATCH_FD"))
+    uid, gid = int(opts["uid"]), int(opts["gid"])
+    privileged = os.geteuid() == 0
+
+    # Die with the runner (and refuse to start if it is already gone).
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(opts["ppid"]):
+        _exit(1)
+    tree = -1
+    if privileged and opts["mode"] == "overlay":
+        tree = _idmapped_baseline(
+            report, opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"])
+        )
+    flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
+    flags |= 0 if opts["net"] == "1" else _CLONE_NEWNET
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    helper = os.getpid()
+    child = os.fork()
+    if child == 0:
+        os.close(ready_r)
+        os.close(go_w)
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != helper:
+            _exit(1)
+        ctypes.set_errno(0)
+        if _libc.unshare(flags) != 0:
+            report.fail("unshare")
+        os.write(ready_w, b"1")
+        if os.read(go_r, 1) != b"1":
+            _exit(1)  # the helper could not write the maps (it reported why)
+        os.close(go_r)
+        _in_namespaces(
+            opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged
+        )
+    os.close(ready_w)
+    os.close(go_r)
+    if os.read(ready_r, 1) != b"1":
+        os.waitpid(child, 0)
+        _exit(1)
+    try:
+        if privileged:
+            # Root maps from the parent namespace: the setup keeps root, the command
+            # gets an unprivileged outer uid, and supplementary groups can be dropped.
+            uid_map = f"0 0 1\n{uid} {opts['outer_uid']} 1"
+            gid_map = f"0 0 1\n{gid} {opts['outer_gid']} 1"
+        else:
+            with open(f"/proc/{child}/setgroups", "w") as handle:
+                handle.write("deny")
+            uid_map, gid_map = f"{uid} {os.geteuid()} 1", f"{gid} {os.getegid()} 1"
+        with open(f"/proc/{child}/uid_map", "w") as handle:
+            handle.write(uid_map)
+        with open(f"/proc/{child}/gid_map", "w") as handle:
+            handle.write(gid_map)
+    except OSError as e:
+        report(f"error uid/gid map: {e.strerror}")
+        os.write(go_w, b"0")
+        os.waitpid(child, 0)
+        _exit(1)
+    os.write(go_w, b"1")
+    os.close(go_w)
+    os.waitpid(child, 0)
+    _exit(0)
+
+
+def _in_namespaces(
+    opts: dict[str, str],
+    command: list[str],
+    *,
+    report: _Report,
+    patch_fd: int,
+    tree: int,
+    privileged: bool,
+) -> None:
+    # Still outside the new PID namespace: its first child is PID 1.
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        _exit(0)
+    # PID 1 sees no parent (getppid() is 0): die with the one outside.
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _init(opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged)
+
+
+def _init(
+    opts: dict[str, str],
+    command: list[str],
+    *,
+    report: _Report,
+    patch_fd: int,
+    tree: int,
+    privileged: bool,
+) -> None:
+    uid, gid = int(opts["uid"]), int(opts["gid"])
+    user = (uid, gid, privileged)
+    scratch = opts["scratch"]
+    root = scratch + "/root"
+    work = root + opts["workdir"]
+    lower = scratch + "/lower"
+    layer = scratch + "/layer"
+    tree_layer = scratch + "/upper"
+    _mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    # The rest of the filesystem: a recursive bind of / made read-only in one call.
+    _mount(report, "/", root, None, _MS_BIND | _MS_REC, None)
+    _read_only(report, root, True)
+    ctypes.set_errno(0)
+    _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
+    # Private, writable /tmp: the host's /tmp (read-only under root) as the lower layer
+    # of an overlay whose upper layer is a size-limited tmpfs of this mount namespace.
+    private_tmp, private_shm = root + "/tmp", root + "/dev/shm"  # noqa: S108
+    size = f",size={opts['tmp']}" if opts["tmp"] else ""
+    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700" + size)
+    os.mkdir(layer + "/upper")
+    os.chmod(layer + "/upper", 0o1777)  # noqa: S103 - /tmp of this sandbox
+    os.mkdir(layer + "/work", 0o700)
+    data = f"lowerdir={private_tmp},upperdir={layer}/upper,workdir={layer}/work,userxattr"
+    ctypes.set_errno(0)
+    if _libc.mount(
+        b"overlay", private_tmp.encode(), b"overlay", _MS_NOSUID | _MS_NODEV, data.encode()
+    ):
+        # No overlayfs here (or no userxattr): an empty private tmpfs, as before.
+        _mount(report, "tmpfs", private_tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777" + size)
+        layer = private_tmp
+    # Empty private /dev/shm (host segments are not shared).
+    if os.path.isdir(private_shm):
+        _mount(report, "tmpfs", private_shm, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777" + size)
+    # Every kernel scratch area (other runs' trees, spills, the verifier's private
+    # files) behind an empty read-only tmpfs; one that is not there is hidden already.
+    hidden = root + opts["hide"]
+    if os.path.isdir(hidden):
+        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        _mount(report, "tmpfs", hidden, "tmpfs", flags, "mode=0555,size=4k")
+    _mount(report, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    _mask(report, root)
+    if privileged:
+        _expose(report, root, [p for p in opts["expose"].split(":") if p])
+    os.makedirs(work)
+    if tree >= 0:
+        # The idmapped clone made outside, moved into this namespace.
+        ctypes.set_errno(0)
+        if _libc.syscall(
+            _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, lower.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+        ):
+            report.fail("move the idmapped baseline")
+        os.close(tree)
+    else:
+        _mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
+        _read_only(report, lower, True)
+    if opts["mode"] == "overlay":
+        size = f",size={opts['writable']}" if opts["writable"] else ""
+        _mount(report, "tmpfs", tree_layer, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700" + size)
+        os.mkdir(tree_layer + "/upper")
+        os.mkdir(tree_layer + "/work")
+        info = os.stat(lower)
+        os.chmod(tree_layer + "/upper", info.st_mode & 0o7777)
+        os.chown(tree_layer + "/upper", uid, gid)
+        data = f"lowerdir={lower},upperdir={tree_layer}/upper,workdir={tree_layer}/work,userxattr"
+        _mount(report, "overlay", work, "overlay", 0, data)
+    else:
+        _mount(report, scratch + "/copy", work, None, _MS_BIND, None)
+    if opts["home"]:
+        os.makedirs(root + opts["home"], exist_ok=True)
+        os.chown(root + opts["home"], uid, gid)
+    os.chown(private_tmp, uid, gid)
+    git_env = {
+        "LC_ALL": "C",
+        "LANG": "C",
+        "TZ": "UTC",
+        "HOME": "/nonexistent",
+        "XDG_CONFIG_HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_CEILING_DIRECTORIES": scratch,
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
+    if opts["preload"]:
+        import shutil
+
+        try:
+            shutil.copytree(opts["preload"], work, symlinks=True, dirs_exist_ok=True)
+            # Copied by this (privileged) process: hand the files to the command.
+            for folder, dirs, files in os.walk(opts["preload"]):
+                rel = os.path.relpath(folder, opts["preload"])
+                for name in (*dirs, *files):
+                    os.lchown(os.path.join(work, rel, name), uid, gid)
+        except OSError as e:
+            report(f"error preload: {e}")
+            _exit(1)
+    if opts["apply"]:
+        # Read here (the runner's folder); applied as the command's user.
+        patch = os.open(opts["apply"], os.O_RDONLY | os.O_CLOEXEC)
+        argv = ["git", "apply", "--whitespace=nowarn", "-"]
+        rc = _spawn(
+            argv, opts["workdir"], stdin=patch, stdout=2, env=git_env, user=user, chroot=root
+        )
+        os.close(patch)
+        if rc != 0:
+            report(f"error apply patch: git apply exited {rc}")
+            _exit(1)
+    status, start_error, rusage = _run_command(opts, command, root, user)
+    if start_error:
+        report(f"start-failed {start_error.decode('utf-8', 'replace')}")
+    else:
+        report(f"exit {os.waitstatus_to_exitcode(status)}")
+    # The run is over: kill whatever it left behind (never PID 1 itself).
+    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # nothing was left behind
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    _report_limits(
+        report, opts, status=status, rusage=rusage, tmp_layer=layer, tree_layer=tree_layer
+    )
+    if opts["patch"] == "1" and not start_error:
+        diff = scratch + "/diff"
+        _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+        os.mkdir(diff + "/a")
+        os.mkdir(diff + "/b")
+        _mount(report, lower, diff + "/a", None, _MS_BIND | _MS_REC, None)
+        _mount(report, work, diff + "/b", None, _MS_BIND | _MS_REC, None)
+        _read_only(report, diff + "/b", True)
+        rc = _spawn(opts["git"].split(" "), diff, stdin=-1, stdout=patch_fd, env=git_env, user=None)
+        report(f"diff {rc}")
+    _exit(0)
+
+
+def _mask(report: _Report, root: str) -> None:
+    """Mask and make read-only what container runtimes do (runc's defaults)."""
+    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    for path in MASKED_PATHS:
+        target = root + path
+        if os.path.isdir(target) and not os.path.islink(target):
+            _mount(report, "tmpfs", target, "tmpfs", flags, "mode=0555,size=4k")
+        elif os.path.exists(target) and not os.path.islink(target):
+            _mount(report, root + "/dev/null", target, None, _MS_BIND, None)
+    for path in READ_ONLY_PATHS:
+        target = root + path
+        if os.path.exists(target) and not os.path.islink(target):
+            _mount(report, target, target, None, _MS_BIND | _MS_REC, None)
+            _read_only(report, target, True)
+
+
+def _expose(report: _Report, root: str, paths: list[str]) -> None:
+    """Make each of ``paths`` (the interpreter's prefix, the program's folder) reachable
+    to the unprivileged command when a folder above it is closed to others (``/root``
+    is 0700): that folder becomes an empty tmpfs holding only the exposed path, bound
+    read-only. The rest of the closed folder stays hidden."""
+    covered: set[str] = set()
+    for path in paths:
+        parts = path.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            closed = "/" + "/".join(parts[:depth])
+            if closed in covered:
+                break
+            if os.stat(closed).st_mode & 0o001 == 0:  # others cannot traverse it
+                flags = _MS_NOSUID | _MS_NODEV
+                _mount(report, "tmpfs", root + closed, "tmpfs", flags, "mode=0755,size=64k")
+                covered.add(closed)
+                break
+        else:
+            continue  # reachable already
+        os.makedirs(root + path, exist_ok=True)
+        _mount(report, path, root + path, None, _MS_BIND | _MS_REC, None)
+        _read_only(report, root + path, True)
+
+
+def _run_command(
+    opts: dict[str, str], command: list[str], root: str, user: tuple[int, int, bool]
+) -> tuple[int, bytes, object]:
+    """Fork, confine and exec the command; as PID 1 reap every orphan until it ends."""
+    error_r, error_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(error_r)
+            os.chroot(root)
+            os.chdir(opts["workdir"])
+            os.umask(int(opts["umask"]))
+            _set_limits(opts)
+            if user[2]:
+                _drop(*user)
+            _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            if opts["net"] != "1":
+                _deny_unix_sockets()
+            os.closerange(3, error_w)
+            os.closerange(error_w + 1, 1 << 16)
+            os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
+        except OSError as e:
+            os.write(error_w, (e.strerror or str(e)).encode())
+        finally:
+            os._exit(127)
+    os.close(error_w)
+    start_error = os.read(error_r, 4096)
+    os.close(error_r)
+    while True:
+        done, status, rusage = os.wait4(-1, 0)
+        if done == pid:
+            return status, start_error, rusage
+
+
+def _report_limits(
+    report: _Report,
+    opts: dict[str, str],
+    *,
+    status: int,
+    rusage: object,
+    tmp_layer: str,
+    tree_layer: str,
+) -> None:
+    """Report the limit the run hit, when the helper can tell (CPU, tmpfs full)."""
+    if (
+        opts["cpu"]
+        and os.WIFSIGNALED(status)
+        and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL)
+    ):
+        used = rusage.ru_utime + rusage.ru_stime  # type: ignore[attr-defined]
+        if used >= int(opts["cpu"]) - 0.05:
+            report("limit cpu")
+            return
+    for kind, folder in (("writable", tree_layer), ("tmp", tmp_layer)):
+        if opts[kind] and os.path.ismount(folder):
+            info = os.statvfs(folder)
+            if info.f_bavail == 0:
+                report(f"limit {kind}")
+                return

@@ -1,0 +1,511 @@
+"""The runner side of one sandboxed run: pick the level, start the helper, capture.
+
+Rules enforced:
+
+- the command's environment is `base_env` + the spec's names + the variation +
+  ``KERNEL_RUN_INDEX``: nothing else of the runner's environment;
+- when the runner is root, the command's outer uid/gid is unprivileged: the first
+  id of root's subordinate range (``/etc/subuid``, ``/etc/subgid``), else
+  `FALLBACK_OUTER_ID`; an id that names an existing user is refused;
+- every limit is applied and recorded (`AppliedLimit`); a hit the runner or the
+  helper can see is status ``limit_exceeded`` with its `LimitKind` as reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import pwd
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from kernel.consensus import CaptureMode, CaptureStatus, Isolation
+from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
+from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root
+from kernel.effects.sandbox.spec import (
+    PATCH_COMMAND,
+    PATCH_ENV,
+    SANDBOX_GID,
+    SANDBOX_UID,
+    SANDBOX_WORKDIR,
+    Capture,
+    LimitKind,
+    LimitMechanism,
+    Limits,
+    SandboxSpec,
+    applied_limits,
+    base_env,
+)
+from kernel.errors import EffectError
+
+__all__ = [
+    "FALLBACK_OUTER_ID",
+    "available_isolation",
+    "check_command_starts",
+    "outer_ids",
+    "run_sandboxed",
+]
+
+FALLBACK_OUTER_ID: Final = 2147418112
+"""The command's outer uid/gid under a root runner without a subordinate range
+(``2**31 - 2**16``: far above ``useradd``'s ranges, below the 32-bit ``-1``)."""
+
+_HELPER_DIR: Final = str(Path(__file__).resolve().parent)
+_BOOTSTRAP: Final = (
+    "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\nnshelper.main()\n"
+)
+"""The helper's ``-c`` program: import `nshelper` (byte code cached) and run it."""
+
+
+def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+    """Refuse a command that cannot start, before any run is launched.
+
+    A bare name must be on ``PATH``; a path containing ``/`` is resolved relative to
+    the baseline at run time, so only an absolute one is checked here.
+
+    Raises:
+        EffectError: empty argv, or the program is not found or not executable.
+    """
+    if not command:
+        raise EffectError("no command given")
+    program = command[0]
+    path = (env if env is not None else base_env()).get("PATH", os.defpath)
+    if "/" not in program:
+        if shutil.which(program, path=path) is None:
+            raise EffectError(f"{program}: command not found on PATH")
+    elif program.startswith("/") and not (os.path.isfile(program) and os.access(program, os.X_OK)):
+        raise EffectError(f"{program}: not an executable file")
+
+
+def _first_subordinate(path: str) -> int | None:
+    """The first id of root's range in ``/etc/subuid``-style ``path``, or None."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[0] in ("root", "0") and parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
+@functools.cache
+def outer_ids() -> tuple[int, int]:
+    """The command's outer (uid, gid) under a root runner.
+
+    Raises:
+        EffectError: the id belongs to an existing user (the command would get its files).
+    """
+    uid = _first_subordinate("/etc/subuid") or FALLBACK_OUTER_ID
+    gid = _first_subordinate("/etc/subgid") or FALLBACK_OUTER_ID
+    with contextlib.suppress(KeyError):
+        user = pwd.getpwuid(uid)
+        raise EffectError(f"outer sandbox uid {uid} is the existing user {user.pw_name}")
+    return uid, gid
+
+
+# ---------------------------------------------------------------------------
+# Isolation probe
+
+
+_PROBE_LOCK = threading.Lock()
+_PROBED: dict[str, Isolation] = {}
+
+
+def available_isolation() -> Isolation:
+    """The strongest isolation level this machine provides (probed once, cached)."""
+    with _PROBE_LOCK:
+        if "level" not in _PROBED:
+            _PROBED["level"] = _probe()
+        return _PROBED["level"]
+
+
+def _probe() -> Isolation:
+    for level in (Isolation.OVERLAY, Isolation.NAMESPACE_COPY):
+        with private_tempdir("probe") as spill:
+            try:
+                capture = run_sandboxed(
+                    SandboxSpec(command=("true",), isolation=level, timeout_s=20.0),
+                    spill_dir=spill,
+                )
+            except EffectError:
+                continue
+            if capture.status is CaptureStatus.OK:
+                return level
+    return Isolation.COPY
+
+
+# ---------------------------------------------------------------------------
+# The run
+
+
+def _mechanisms(level: Isolation) -> dict[LimitKind, LimitMechanism]:
+    mechanisms = {
+        LimitKind.MEMORY: LimitMechanism.RLIMIT,
+        LimitKind.PROCESSES: LimitMechanism.RLIMIT,
+        LimitKind.CPU: LimitMechanism.RLIMIT,
+        LimitKind.OUTPUT: LimitMechanism.RUNNER,
+    }
+    if level is not Isolation.COPY:
+        mechanisms[LimitKind.TMP] = LimitMechanism.TMPFS
+    if level is Isolation.OVERLAY:
+        mechanisms[LimitKind.WRITABLE] = LimitMechanism.TMPFS
+    return mechanisms
+
+
+def _output_limit(spec: SandboxSpec) -> int | None:
+    limits = [x for x in (spec.limits.output_bytes, spec.max_output_bytes) if x is not None]
+    return min(limits) if limits else None
+
+
+def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
+    """Run ``spec.command`` once in a fresh sandbox of ``spec.baseline``.
+
+    Outputs are spilled to ``spill_dir/run-<index>.{stdout,stderr,patch}``; the caller
+    owns that directory. The sandbox itself is discarded before this returns.
+
+    Returns:
+        The `Capture`; failures of the command (non-zero exit, timeout, a limit hit,
+        cannot start) and of the sandbox are statuses, not exceptions.
+
+    Raises:
+        EffectError: the baseline is missing or not a directory, ``spill_dir`` is not
+            writable, the scratch root is not private (`UnsafeScratchError`), or a
+            required isolation level cannot be set up at all.
+    """
+    started = time.monotonic()
+    deadline = None if spec.timeout_s is None else started + spec.timeout_s
+    baseline = None if spec.baseline is None else Path(spec.baseline).resolve()
+    if baseline is not None and not baseline.is_dir():
+        raise EffectError(f"{spec.baseline}: baseline is not a directory")
+    level = spec.isolation if spec.isolation is not None else available_isolation()
+    prefix = spill_dir / f"run-{spec.run_index}"
+    output_limit = _output_limit(spec)
+    try:
+        out = Sink(prefix.with_suffix(".stdout"), output_limit)
+        err = Sink(prefix.with_suffix(".stderr"), spec.limits.output_bytes)
+        patch = (
+            Sink(prefix.with_suffix(".patch"), output_limit)
+            if spec.capture is CaptureMode.PATCH
+            else None
+        )
+    except OSError as e:
+        raise EffectError(f"{spill_dir}: cannot spill outputs: {e.strerror}") from e
+    env = base_env()
+    env.update(spec.env or ())
+    umask = 0o022
+    for name, value in spec.variation:
+        if name == "umask":
+            umask = int(value, 8)
+        else:
+            env[name] = value
+    env["KERNEL_RUN_INDEX"] = str(spec.run_index)
+    try:
+        scratch = Scratch()
+    except BaseException:
+        for sink in (out, err, patch):
+            if sink is not None:
+                sink.close()
+        raise
+    try:
+        if level is Isolation.COPY:
+            result = _run_copy(
+                spec, baseline=baseline, scratch=scratch.path, env=env, umask=umask,
+                out=out, err=err, patch=patch, deadline=deadline,
+            )  # fmt: skip
+        else:
+            result = _run_namespaced(
+                spec, level=level, baseline=baseline, scratch=scratch.path, env=env,
+                umask=umask, out=out, err=err, patch=patch, deadline=deadline,
+            )  # fmt: skip
+    finally:
+        for sink in (out, err, patch):
+            if sink is not None:
+                sink.close()
+        scratch.close()
+    status, exit_code, start_failed, error, hit = result
+    output = patch if patch is not None else out
+    if status is not CaptureStatus.TIMEOUT and (output.overflow or err.overflow):
+        status, hit = CaptureStatus.LIMIT_EXCEEDED, LimitKind.OUTPUT
+        error = f"output larger than {output.limit if output.overflow else err.limit} bytes"
+    captured = status in (CaptureStatus.OK, CaptureStatus.FAILED)
+    return Capture(
+        run_index=spec.run_index,
+        status=status,
+        exit_code=exit_code,
+        start_failed=start_failed,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        isolation=level,
+        capture_mode=spec.capture,
+        network=spec.network,
+        variation=spec.variation,
+        output_digest=output.stream.hexdigest() if captured else None,
+        output_size=output.stream.size if captured else None,
+        output_path=str(output.path) if captured else None,
+        stdout_digest=out.stream.hexdigest(),
+        stdout_size=out.stream.size,
+        stdout_path=str(out.path),
+        stderr_digest=err.stream.hexdigest(),
+        stderr_size=err.stream.size,
+        stderr_path=str(err.path),
+        error=error,
+        limits=applied_limits(spec.limits, _mechanisms(level)),
+        limit_hit=hit,
+    )
+
+
+_Result = tuple[CaptureStatus, int | None, bool, str | None, LimitKind | None]
+
+
+def _opt(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _run_namespaced(
+    spec: SandboxSpec,
+    *,
+    level: Isolation,
+    baseline: Path | None,
+    scratch: Path,
+    env: dict[str, str],
+    umask: int,
+    out: Sink,
+    err: Sink,
+    patch: Sink | None,
+    deadline: float | None,
+) -> _Result:
+    for name in ("lower", "upper", "root", "diff", "layer"):
+        (scratch / name).mkdir()
+    if baseline is None:
+        baseline = scratch / "empty"
+        baseline.mkdir()
+    privileged = os.geteuid() == 0
+    outer_uid, outer_gid = outer_ids() if privileged else (os.geteuid(), os.getegid())
+    if level is Isolation.NAMESPACE_COPY:
+        copy_tree(baseline, scratch / "copy")
+        if privileged:
+            _chown_tree(scratch / "copy", outer_uid, outer_gid)
+    home = env.get("HOME", "") if any(k == "HOME" for k, _ in spec.variation) else ""
+    limits = spec.limits
+    options = {
+        "mode": "overlay" if level is Isolation.OVERLAY else "bind",
+        "scratch": str(scratch),
+        "baseline": str(baseline),
+        "workdir": SANDBOX_WORKDIR,
+        "net": "1" if spec.network else "0",
+        "umask": str(umask),
+        "patch": "1" if patch is not None else "0",
+        "preload": spec.preload or "",
+        "apply": os.path.abspath(spec.apply_patch) if spec.apply_patch else "",
+        "home": home,
+        "hide": os.path.realpath(scratch_root()),
+        "ppid": str(os.getpid()),
+        "uid": str(SANDBOX_UID),
+        "gid": str(SANDBOX_GID),
+        "outer_uid": str(outer_uid),
+        "outer_gid": str(outer_gid),
+        "git": " ".join(PATCH_COMMAND),
+        "mem": _opt(limits.memory_bytes),
+        "nproc": _opt(limits.processes),
+        "cpu": _opt(limits.cpu_seconds),
+        "writable": _opt(limits.writable_bytes),
+        "tmp": _opt(limits.tmp_bytes),
+        "expose": ":".join(_exposed(spec.command)),
+    }
+    argv = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _HELPER_DIR]
+    argv += [f"{key}={value}" for key, value in options.items()]
+    argv += ["--", *spec.command]
+    status_r, status_w = pipe()
+    patch_r, patch_w = pipe()
+    out_r, out_w = pipe()
+    err_r, err_w = pipe()
+    status_lines: list[bytes] = []
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w,
+            pass_fds=(status_w, patch_w),
+            env={
+                **env,
+                "KERNEL_SANDBOX_STATUS_FD": str(status_w),
+                "KERNEL_SANDBOX_PATCH_FD": str(patch_w),
+            },
+            start_new_session=True,
+        )
+    except OSError as e:
+        for fd in (status_r, status_w, patch_r, patch_w, out_r, out_w, err_r, err_w):
+            os.close(fd)
+        raise EffectError(f"cannot start the sandbox helper: {e.strerror}") from e
+    for fd in (status_w, patch_w, out_w, err_w):
+        os.close(fd)
+    streams: dict[int, Sink | list[bytes]] = {out_r: out, err_r: err, status_r: status_lines}
+    streams[patch_r] = patch if patch is not None else []
+    try:
+        in_time = pump(streams, deadline, proc)
+    finally:
+        kill(proc)
+        proc.wait()
+        for fd in (status_r, patch_r, out_r, err_r):
+            os.close(fd)
+    return _interpret(b"".join(status_lines).decode("utf-8", "replace"), in_time, patch)
+
+
+def _exposed(command: Sequence[str]) -> list[str]:
+    """Folders the unprivileged command must reach: this interpreter's prefixes and
+    the folder of an absolute program (the helper opens them if a parent is closed)."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    if command and command[0].startswith("/"):
+        paths.add(os.path.dirname(os.path.realpath(command[0])))
+    return sorted(p for p in paths if ":" not in p and p != "/")
+
+
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    """Hand a private copy to the command's outer uid (never following symlinks)."""
+    os.lchown(top, uid, gid)
+    for folder, dirs, files in os.walk(top):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def _interpret(report: str, in_time: bool, patch: Sink | None) -> _Result:
+    """Turn the helper's status lines into (status, exit code, start failed, error, hit)."""
+    fields = dict(line.split(" ", 1) for line in report.splitlines() if " " in line)
+    if not in_time:
+        return CaptureStatus.TIMEOUT, None, False, "time limit reached; process tree killed", None
+    if "error" in fields:
+        return CaptureStatus.SANDBOX_ERROR, None, False, fields["error"], None
+    if "start-failed" in fields:
+        why = f"command could not start: {fields['start-failed']}"
+        return CaptureStatus.FAILED, 127, True, why, None
+    if "exit" not in fields:
+        return CaptureStatus.SANDBOX_ERROR, None, False, "sandbox ended without a status", None
+    code = int(fields["exit"])
+    if fields.get("limit") in set(LimitKind):
+        hit = LimitKind(fields["limit"])
+        return CaptureStatus.LIMIT_EXCEEDED, code, False, f"{hit} limit reached", hit
+    if patch is not None:
+        diff_rc = fields.get("diff")
+        if diff_rc not in ("0", "1"):
+            why = f"patch capture failed ({diff_rc})"
+            return CaptureStatus.SANDBOX_ERROR, code, False, why, None
+    if code != 0:
+        return CaptureStatus.FAILED, code, False, None, None
+    return CaptureStatus.OK, 0, False, None, None
+
+
+def _rlimits(limits: Limits) -> None:
+    """``preexec_fn`` of a copy run: the same rlimits as the helper sets."""
+    if limits.memory_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    if limits.processes is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    if limits.cpu_seconds is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _run_copy(
+    spec: SandboxSpec,
+    *,
+    baseline: Path | None,
+    scratch: Path,
+    env: dict[str, str],
+    umask: int,
+    out: Sink,
+    err: Sink,
+    patch: Sink | None,
+    deadline: float | None,
+) -> _Result:
+    diff = scratch / "diff"
+    diff.mkdir()
+    tree = diff / "b"
+    # A root runner never runs the command as root: it gets the unprivileged outer ids.
+    privileged = os.geteuid() == 0
+    ids = outer_ids() if privileged else (os.geteuid(), os.getegid())
+    try:
+        copy_tree(baseline, tree)
+        if patch is not None:
+            copy_tree(baseline, diff / "a", link=True)
+        if spec.preload:
+            shutil.copytree(spec.preload, tree, symlinks=True, dirs_exist_ok=True)
+        if spec.apply_patch:
+            subprocess.run(
+                ["git", "apply", "--whitespace=nowarn", os.path.abspath(spec.apply_patch)],
+                cwd=tree, env=PATCH_ENV, check=True, capture_output=True,
+            )  # fmt: skip
+        if "HOME" in dict(spec.variation):
+            home = scratch / "home"
+            home.mkdir()
+            env["HOME"] = str(home)
+        if privileged:
+            _chown_tree(tree, *ids)
+            if "HOME" in dict(spec.variation):
+                os.lchown(scratch / "home", *ids)
+    except (OSError, subprocess.CalledProcessError) as e:
+        return CaptureStatus.SANDBOX_ERROR, None, False, f"cannot prepare the copy: {e}", None
+    out_r, out_w = pipe()
+    err_r, err_w = pipe()
+    try:
+        proc = subprocess.Popen(
+            list(spec.command),
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w,
+            cwd=tree,
+            env=env,
+            umask=umask,
+            start_new_session=True,
+            user=ids[0] if privileged else None,
+            group=ids[1] if privileged else None,
+            extra_groups=[] if privileged else None,
+            preexec_fn=functools.partial(_rlimits, spec.limits),  # noqa: PLW1509 - rlimits only
+        )
+    except OSError as e:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return CaptureStatus.FAILED, 127, True, f"command could not start: {e.strerror}", None
+    os.close(out_w)
+    os.close(err_w)
+    try:
+        in_time = pump({out_r: out, err_r: err}, deadline, proc)
+    finally:
+        code = proc.poll()
+        kill(proc)  # whatever the command left in its session
+        code = proc.wait() if code is None else code
+        os.close(out_r)
+        os.close(err_r)
+    if not in_time:
+        return CaptureStatus.TIMEOUT, None, False, "time limit reached; process group killed", None
+    if patch is not None:
+        with subprocess.Popen(
+            list(PATCH_COMMAND), cwd=diff, env=PATCH_ENV, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+        ) as differ:  # fmt: skip
+            if differ.stdout is None:  # pragma: no cover - stdout=PIPE always gives one
+                raise EffectError("patch capture: no pipe")
+            in_time = pump({differ.stdout.fileno(): patch}, deadline, differ)
+            rc = differ.wait()
+        if not in_time:
+            return (
+                CaptureStatus.TIMEOUT,
+                code,
+                False,
+                "time limit reached during patch capture",
+                None,
+            )
+        if rc not in (0, 1):
+            return CaptureStatus.SANDBOX_ERROR, code, False, f"patch capture failed ({rc})", None
+    if code != 0:
+        return CaptureStatus.FAILED, code, False, None, None
+    return CaptureStatus.OK, 0, False, None, None

@@ -1,0 +1,364 @@
+"""What one sandboxed run is asked to do (`SandboxSpec`, `Limits`) and what it produced
+(`Capture`).
+
+Rules enforced:
+
+- every record is frozen, keyword-only, with strict ``from_dict``/``to_dict``;
+- `Limits` values are positive integers or None (no limit); a spec always carries
+  limits (defaults suited to a test suite), and every capture records them together
+  with how each was applied (`AppliedLimit`) and which one, if any, was hit;
+- a command's environment is explicit: `base_env` plus what the caller names; nothing
+  of the runner's environment is inherited except ``PATH``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from kernel.codec import Record, field_error
+from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
+from kernel.errors import EffectError
+from kernel.identity import MAX_SAFE_INT, Sha256Stream
+from kernel.values import enum_member
+
+__all__ = [
+    "DEFAULT_PATH",
+    "PATCH_COMMAND",
+    "PATCH_ENV",
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "SANDBOX_WORKDIR",
+    "AppliedLimit",
+    "Capture",
+    "LimitKind",
+    "LimitMechanism",
+    "Limits",
+    "SandboxSpec",
+    "Variation",
+    "applied_limits",
+    "base_env",
+    "observation",
+    "read_output",
+    "variation_env",
+]
+
+SANDBOX_WORKDIR: Final = "/tmp/kernel-sandbox"  # noqa: S108 - in the private /tmp layer
+"""Where the baseline view is mounted inside a namespace sandbox (the command's cwd)."""
+SANDBOX_UID: Final = 1000
+"""The command's uid inside the namespaces (never namespace root: no capabilities)."""
+SANDBOX_GID: Final = 1000
+"""The command's gid inside the namespaces."""
+DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` when the runner has none."""
+
+PATCH_COMMAND: Final = (
+    "git",
+    "-c", "core.quotePath=true",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.relative=false",
+    "-c", "core.attributesFile=/dev/null",
+    "diff", "--no-index", "--binary", "--full-index", "--no-prefix", "--no-color",
+    "--no-ext-diff", "--no-textconv", "--no-renames", "--diff-algorithm=myers",
+    "--unified=3", "--ignore-submodules=none", "a", "b",
+)  # fmt: skip
+"""The pinned diff, run from a directory holding ``a`` (baseline) and ``b`` (final)."""
+
+PATCH_ENV: Final = {
+    "LC_ALL": "C",
+    "LANG": "C",
+    "TZ": "UTC",
+    "HOME": "/nonexistent",
+    "XDG_CONFIG_HOME": "/nonexistent",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "PATH": DEFAULT_PATH,
+}
+"""The whole environment of the diff (nothing inherited can change its bytes)."""
+
+
+def base_env() -> dict[str, str]:
+    """The environment every sandboxed command starts from, before the caller's names.
+
+    Only ``PATH`` comes from the runner (so a command found by `check_command_starts`
+    is found in the run too); tokens, credentials and paths of the runner never reach
+    a run unless the caller names them.
+    """
+    return {
+        "PATH": os.environ.get("PATH") or DEFAULT_PATH,
+        "HOME": "/tmp",  # noqa: S108 - the run's private /tmp
+        "TMPDIR": "/tmp",  # noqa: S108 - the run's private /tmp
+        "LANG": "C.UTF-8",
+    }
+
+
+class Variation(enum.StrEnum):
+    """A per-run environment variation that decorrelates reruns (each is recorded)."""
+
+    TZ = "tz"
+    """``TZ`` cycles through a few zones."""
+    LOCALE = "locale"
+    """``LANG``/``LC_ALL`` cycle through locales every libc has."""
+    UMASK = "umask"
+    """The command's umask cycles through 022, 077, 002, 027."""
+    HOME = "home"
+    """``HOME`` is a fresh, per-run directory."""
+    SEED = "seed"
+    """``KERNEL_RUN_SEED`` and ``PYTHONHASHSEED`` are set from the run index."""
+
+
+_TZS: Final = ("UTC", "America/New_York", "Asia/Tokyo", "Europe/Berlin", "Australia/Adelaide")
+_LOCALES: Final = ("C.UTF-8", "C", "POSIX")
+_UMASKS: Final = ("022", "077", "002", "027")
+
+
+def variation_env(index: int, variations: Sequence[Variation]) -> tuple[tuple[str, str], ...]:
+    """The recorded ``(name, value)`` pairs of run ``index`` for ``variations``.
+
+    ``umask`` is recorded as ``("umask", "077")``; every other pair is an environment
+    variable. Deterministic: the same index and variations give the same pairs.
+    """
+    pairs: dict[str, str] = {}
+    for variation in variations:
+        if variation is Variation.TZ:
+            pairs["TZ"] = _TZS[index % len(_TZS)]
+        elif variation is Variation.LOCALE:
+            pairs["LANG"] = pairs["LC_ALL"] = _LOCALES[index % len(_LOCALES)]
+        elif variation is Variation.UMASK:
+            pairs["umask"] = _UMASKS[index % len(_UMASKS)]
+        elif variation is Variation.HOME:
+            pairs["HOME"] = f"/tmp/kernel-home-{index}"  # noqa: S108 - private /tmp layer
+        else:
+            pairs["KERNEL_RUN_SEED"] = str(index + 1)
+            pairs["PYTHONHASHSEED"] = str(index + 1)
+    return tuple(sorted(pairs.items()))
+
+
+# ---------------------------------------------------------------------------
+# Limits
+
+
+class LimitKind(enum.StrEnum):
+    """One resource limit of a run; also the reason code when a run hits it."""
+
+    MEMORY = "memory"
+    """Address space of each process (bytes)."""
+    PROCESSES = "processes"
+    """Processes and threads of the run at once."""
+    CPU = "cpu"
+    """CPU seconds of each process."""
+    OUTPUT = "output"
+    """Bytes of captured output (stdout, or the patch), and of stderr."""
+    WRITABLE = "writable"
+    """Bytes the run may write into its view of the baseline."""
+    TMP = "tmp"
+    """Bytes the run may write into its private ``/tmp``."""
+
+
+class LimitMechanism(enum.StrEnum):
+    """How a limit was applied to one run (recorded in its capture)."""
+
+    CGROUP_V2 = "cgroup_v2"
+    """A delegated cgroup v2 controller (whole run)."""
+    RLIMIT = "rlimit"
+    """``setrlimit`` on the command (per process; a hit is seen by the command)."""
+    TMPFS = "tmpfs"
+    """A size-limited tmpfs (whole run; a hit is ``ENOSPC``)."""
+    RUNNER = "runner"
+    """The runner counts and cuts the stream, then kills the run."""
+    NONE = "none"
+    """Not applied at this isolation level (or no limit was asked for)."""
+
+
+def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (type(value) is not int or not 0 < value <= MAX_SAFE_INT):
+        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Limits(Record):
+    """Resource limits of one run; None means no limit. Defaults suit a test suite."""
+
+    memory_bytes: int | None = attrs.field(default=2 << 30, validator=_positive_or_none)
+    """Address space of each process of the run."""
+    processes: int | None = attrs.field(default=512, validator=_positive_or_none)
+    """Processes (and threads) the run may have at once."""
+    cpu_seconds: int | None = attrs.field(default=600, validator=_positive_or_none)
+    """CPU time of each process."""
+    output_bytes: int | None = attrs.field(default=256 << 20, validator=_positive_or_none)
+    """Captured output (stdout or patch) and stderr, each."""
+    writable_bytes: int | None = attrs.field(default=512 << 20, validator=_positive_or_none)
+    """Changes to the run's tree (the overlay's upper layer)."""
+    tmp_bytes: int | None = attrs.field(default=256 << 20, validator=_positive_or_none)
+    """Files written to the run's private ``/tmp``."""
+
+    def value(self, kind: LimitKind) -> int | None:
+        """The limit of ``kind``."""
+        return {
+            LimitKind.MEMORY: self.memory_bytes,
+            LimitKind.PROCESSES: self.processes,
+            LimitKind.CPU: self.cpu_seconds,
+            LimitKind.OUTPUT: self.output_bytes,
+            LimitKind.WRITABLE: self.writable_bytes,
+            LimitKind.TMP: self.tmp_bytes,
+        }[kind]
+
+
+@attrs.frozen(kw_only=True)
+class AppliedLimit(Record):
+    """How one limit of a run was applied."""
+
+    kind: LimitKind = attrs.field(validator=enum_member(LimitKind))
+    """Which limit."""
+    value: int | None = attrs.field(validator=_positive_or_none)
+    """The limit (None: no limit)."""
+    mechanism: LimitMechanism = attrs.field(validator=enum_member(LimitMechanism))
+    """How it was enforced."""
+
+
+# ---------------------------------------------------------------------------
+# The run
+
+
+@attrs.frozen(kw_only=True)
+class SandboxSpec:
+    """Everything one sandboxed run needs (picklable, so any executor can ship it)."""
+
+    command: tuple[str, ...]
+    """argv; ``command[0]`` is looked up on the command's ``PATH``."""
+    baseline: str | None = None
+    """Directory the run starts from; None for an empty one."""
+    capture: CaptureMode = CaptureMode.STDOUT
+    """What the run's output is."""
+    run_index: int = 0
+    """Exported as ``KERNEL_RUN_INDEX``."""
+    timeout_s: float | None = None
+    """Time limit of the whole run (setup, command and capture); None for none."""
+    network: bool = False
+    """Share the runner's network instead of an empty network namespace."""
+    env: tuple[tuple[str, str], ...] | None = None
+    """Names added to (or replacing) `base_env`; None adds nothing."""
+    variation: tuple[tuple[str, str], ...] = ()
+    """Per-run variation pairs (see `variation_env`), applied and recorded."""
+    preload: str | None = None
+    """A directory whose contents are copied over the tree before the command runs."""
+    apply_patch: str | None = None
+    """A patch file applied (``git apply``) to the tree before the command runs."""
+    isolation: Isolation | None = None
+    """Require this level; None takes the strongest available."""
+    max_output_bytes: int | None = None
+    """A tighter output limit than ``limits.output_bytes`` (the smaller applies)."""
+    limits: Limits = Limits()
+    """Resource limits of the run."""
+
+
+@attrs.frozen(kw_only=True)
+class Capture(Record):
+    """What one sandboxed run produced. Paths name files in the caller's spill dir."""
+
+    run_index: int
+    """``KERNEL_RUN_INDEX`` of the run."""
+    status: CaptureStatus
+    """ok, failed, timeout, limit_exceeded or sandbox_error."""
+    exit_code: int | None
+    """Exit status; negative for a signal; None when the command never ended by itself."""
+    start_failed: bool
+    """True when the command could not be executed at all."""
+    duration_ms: int
+    """Wall time of the whole run."""
+    isolation: Isolation
+    """Isolation level obtained."""
+    capture_mode: CaptureMode
+    """What ``output`` is."""
+    network: bool
+    """Whether the run had network access."""
+    variation: tuple[tuple[str, str], ...]
+    """Variation pairs applied."""
+    output_digest: str | None
+    """SHA-256 of the output; None unless the output was captured whole."""
+    output_size: int | None
+    """Output size in bytes, with ``output_digest``."""
+    output_path: str | None
+    """Spilled output file, with ``output_digest``."""
+    stdout_digest: str
+    """SHA-256 of everything read from stdout."""
+    stdout_size: int
+    """Bytes read from stdout."""
+    stdout_path: str
+    """Spilled stdout."""
+    stderr_digest: str
+    """SHA-256 of everything read from stderr."""
+    stderr_size: int
+    """Bytes read from stderr."""
+    stderr_path: str
+    """Spilled stderr."""
+    error: str | None
+    """Why the sandbox failed, the command did not start or a limit was hit, else None."""
+    limits: tuple[AppliedLimit, ...] = ()
+    """Every limit of the run and how it was applied, in `LimitKind` order."""
+    limit_hit: LimitKind | None = None
+    """The limit the run hit (status ``limit_exceeded``), else None."""
+
+
+def applied_limits(
+    limits: Limits, mechanisms: Mapping[LimitKind, LimitMechanism]
+) -> tuple[AppliedLimit, ...]:
+    """Every limit with its mechanism (``none`` when not applied or not asked for)."""
+    return tuple(
+        AppliedLimit(
+            kind=kind,
+            value=limits.value(kind),
+            mechanism=(
+                LimitMechanism.NONE
+                if limits.value(kind) is None
+                else mechanisms.get(kind, LimitMechanism.NONE)
+            ),
+        )
+        for kind in LimitKind
+    )
+
+
+def observation(capture: Capture) -> RunObservation:
+    """The pure `RunObservation` of a capture (what `kernel.consensus` judges)."""
+    ok = capture.status is CaptureStatus.OK
+    return RunObservation(
+        index=capture.run_index,
+        status=capture.status,
+        exit_code=capture.exit_code,
+        output_digest=capture.output_digest if ok else None,
+        output_size=capture.output_size if ok else None,
+        isolation=capture.isolation,
+        duration_ms=capture.duration_ms,
+        variation=capture.variation,
+    )
+
+
+def read_output(capture: Capture, *, max_bytes: int = 1 << 30) -> bytes:
+    """The captured output bytes (e.g. the patch), checked against the recorded digest.
+
+    Raises:
+        EffectError: no output was captured, it is larger than ``max_bytes``, or the
+            spilled file no longer matches its digest.
+    """
+    if capture.output_path is None or capture.output_size is None:
+        raise EffectError(f"run {capture.run_index}: no output was captured")
+    if capture.output_size > max_bytes:
+        raise EffectError(f"run {capture.run_index}: output larger than {max_bytes} bytes")
+    try:
+        data = Path(capture.output_path).read_bytes()
+    except OSError as e:
+        raise EffectError(f"{capture.output_path}: cannot read output: {e.strerror}") from e
+    stream = Sha256Stream()
+    stream.update(data)
+    if stream.hexdigest() != capture.output_digest:
+        raise EffectError(f"{capture.output_path}: output changed since it was captured")
+    return data
