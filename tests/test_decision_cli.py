@@ -192,3 +192,66 @@ def test_a_current_decision_is_not_flagged(work: Path, capsys: pytest.CaptureFix
          "--report-markdown", "results/demo/evidence.md"]
     ) == 0  # fmt: skip
     assert "stale" not in capsys.readouterr().err
+
+
+IDKMESH = ROOT / "fixtures" / "idkmesh"
+
+
+def _verify_idkmesh(report: Path, *extra: str) -> int:
+    return main(
+        ["decision", "verify", "--decision-record", str(IDKMESH / "demo.decision.json"),
+         "--evidence-report", str(report), *extra]
+    )  # fmt: skip
+
+
+def test_verify_an_idkmesh_decision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An IDKMesh user verifies IDKMesh's decision on IDKMesh's report with `kernel`
+    (and against the run record it reports on); an edited copy is stale, exit 1."""
+    assert _verify_idkmesh(IDKMESH / "demo.evidence.json") == 0
+    run = ["--run-record", str(IDKMESH / "demo.run.json")]
+    assert _verify_idkmesh(IDKMESH / "demo.evidence.json", *run) == 0
+    assert "verified: IDKMesh decision" in capsys.readouterr().out
+    edited = json.loads((IDKMESH / "demo.evidence.json").read_text())
+    edited["warnings"].append("edited")
+    (tmp_path / "r.json").write_text(json.dumps(edited))
+    assert _verify_idkmesh(tmp_path / "r.json") == 1
+    out = capsys.readouterr().out
+    assert "stale:" in out
+    assert "report-digest-mismatch" in out
+
+
+def test_verify_idkmesh_refuses_a_document_of_another_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run record passed as the report is refused by name and version: exit 2, one line."""
+    assert _verify_idkmesh(IDKMESH / "demo.run.json") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "'idkmesh-two-attempt-run' schema_version '0.1'" in err
+
+
+def test_decider_display_name_is_recorded(work: Path) -> None:
+    """--decider-display-name (as IDKMesh has it) is kept in the record and its id."""
+    assert _record("--decision", "escalate", "--decider-display-name", "Reviewer One") == 0
+    document = json.loads((work / "results/demo/decision.json").read_text())
+    assert document["decider"]["display_name"] == "Reviewer One"
+    assert _verify() == 0
+
+
+def test_decision_record_without_display_name_still_verifies(work: Path) -> None:
+    """A decision record written before display_name existed reads as null."""
+    assert _record("--decision", "escalate") == 0
+    path = work / "results/demo/decision.json"
+    document = json.loads(path.read_text())
+    assert document["decider"].pop("display_name") is None
+    path.write_text(json.dumps(document))
+    assert _verify() == 0
+
+
+def test_decision_help_lists_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    """--decision lists accept, reject and escalate in the help."""
+    with pytest.raises(SystemExit):
+        main(["decision", "record", "--help"])
+    out = capsys.readouterr().out
+    assert "{accept,reject,escalate}" in out
+    assert "--decider-display-name" in out

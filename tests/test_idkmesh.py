@@ -11,9 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kernel.decision import DecisionReason
 from kernel.errors import RecordError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.importers.idkmesh import parse_prefixed_digest, run_record_from_idkmesh
+from kernel.importers.idkmesh import (
+    parse_prefixed_digest,
+    read_idkmesh_decision,
+    read_idkmesh_report,
+    run_record_from_idkmesh,
+    verify_idkmesh_decision,
+)
 
 IDKMESH = Path(__file__).resolve().parents[1] / "fixtures" / "idkmesh"
 
@@ -330,3 +337,108 @@ def test_parity_states_and_counts_follow_idkmesh_rules(kinds: list[str], version
     assert report.summary.control_errors == sum(s in errors for s in states)
     recommendations = {k for k in kinds if k not in errors}
     assert report.summary.verification_disagreement is (len(recommendations) > 1)
+
+
+# --- IDKMesh evidence reports and decision records -------------------------------------
+
+
+def _decision_check(
+    decision_doc: Any, report_doc: Any, run_doc: Any = None
+) -> tuple[DecisionReason, ...]:
+    run = None if run_doc is None else run_record_from_idkmesh(run_doc)
+    return verify_idkmesh_decision(
+        read_idkmesh_decision(decision_doc), read_idkmesh_report(report_doc), run
+    )
+
+
+def test_idkmesh_decision_verifies_against_its_report_and_run() -> None:
+    """IDKMesh's own decision on its own report verifies, with and without the run; the
+    display name is kept; the report digest is IDKMesh's canonical_digest."""
+    decision = read_idkmesh_decision(_load("demo.decision.json"))
+    assert decision.decider.display_name == "Reviewer One"
+    report = read_idkmesh_report(_load("demo.evidence.json"))
+    assert "sha256:" + report.digest == _load("demo.decision.json")["evidence_report"]["digest"]
+    assert _decision_check(_load("demo.decision.json"), _load("demo.evidence.json")) == ()
+    assert (
+        _decision_check(
+            _load("demo.decision.json"), _load("demo.evidence.json"), _load("demo.run.json")
+        )
+        == ()
+    )
+
+
+def _relabelled_report() -> Any:
+    """IDKMesh v0.1's weakness: a hand-edited report whose counts agree with its edit."""
+    report = _load("demo.evidence.json")
+    bad = report["attempts"][1]
+    bad["evidence_state"] = "supported"
+    bad["verifier"]["recommendation"] = "accept_candidate"
+    report["summary"].update(supported=2, rejected=0, verification_disagreement=False)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("name", "report", "run", "reason"),
+    [
+        ("edited report", "edited", None, "report-digest-mismatch"),
+        ("self-consistent edit, run given", "relabelled", "demo.run.json", "report-inconsistent"),
+        ("report of another run", "demo.evidence.json", "failure.run.json", "report-inconsistent"),
+    ],
+)
+def test_idkmesh_decision_fails_closed(
+    name: str, report: str, run: str | None, reason: str
+) -> None:
+    """An edited report no longer matches the decision's digest; a relabelled report
+    that IDKMesh v0.1 accepts (self-consistent counts) is refused against its run."""
+    if report == "edited":
+        document = _load("demo.evidence.json")
+        document["warnings"].append("edited")
+    elif report == "relabelled":
+        document = _relabelled_report()
+    else:
+        document = _load(report)
+    reasons = _decision_check(
+        _load("demo.decision.json"), document, None if run is None else _load(run)
+    )
+    assert reason in reasons, name
+
+
+def test_report_whose_states_contradict_its_counts_is_inconsistent() -> None:
+    """A report whose summary disagrees with its attempts is inconsistent even alone."""
+    document = _load("demo.evidence.json")
+    document["summary"]["supported"] = 2
+    reasons = _decision_check(_load("demo.decision.json"), document)
+    assert DecisionReason.REPORT_INCONSISTENT in reasons
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda d: d.update(decision="accept_candidate"), "$.decision"),
+        (lambda d: d["authority"].update(merge=True), "$.authority.merge"),
+        (lambda d: d.update(decided_at="yesterday"), "$.decided_at"),
+        (lambda d: d["decider"].update(nickname="x"), "$.decider.nickname"),
+        (lambda d: d.update(schema_version="0.2"), "$.kind"),
+        (lambda d: d["evidence_report"].update(digest="sha256:XY"), "$.evidence_report.digest"),
+    ],
+)
+def test_malformed_idkmesh_decisions_name_the_field(edit: Any, path: str) -> None:
+    """Every malformed decision record is a RecordError naming its field."""
+    document = _load("demo.decision.json")
+    edit(document)
+    with pytest.raises(RecordError) as info:
+        read_idkmesh_decision(document)
+    assert info.value.path == path
+
+
+def test_malformed_idkmesh_reports_name_the_field() -> None:
+    """A report with a selected attempt or granted authority is not a generated report."""
+    document = _load("demo.evidence.json")
+    document["human_decision"]["selected_attempt_id"] = "attempt-001"
+    with pytest.raises(RecordError, match="pending"):
+        read_idkmesh_report(document)
+    document = _load("demo.evidence.json")
+    document["attempts"][0]["evidence_state"] = "winner"
+    with pytest.raises(RecordError) as info:
+        read_idkmesh_report(document)
+    assert info.value.path == "$.attempts[0].evidence_state"

@@ -63,6 +63,7 @@ __all__ = [
     "HumanDecisionRecord",
     "record_decision",
     "rfc3339_utc_problem",
+    "upgrade_decision_document",
     "verify_decision",
 ]
 
@@ -117,6 +118,10 @@ class Decider(Record):
     """Decider id (e-mail, handle, body name)."""
     type: DeciderType = attrs.field(validator=enum_member(DeciderType))
     """Human or governance body."""
+    display_name: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(nonblank)
+    )
+    """How the decider is shown to people (IDKMesh's ``display_name``), or None."""
 
 
 @attrs.frozen(kw_only=True)
@@ -201,7 +206,7 @@ class DecisionReason(enum.StrEnum):
     BLANK_RATIONALE = "blank-rationale"
     """The rationale is blank."""
     BLANK_DECIDER = "blank-decider"
-    """The decider id is blank."""
+    """The decider id, or a display name that is given, is blank."""
     UNENCODABLE_TEXT = "unencodable-text"
     """The decision id, rationale or decider id is not valid Unicode (a lone surrogate):
     it has no canonical JSON form, so no record could be sealed over it."""
@@ -295,6 +300,7 @@ def record_decision(
     decided_at: str,
     decider_type: str = DeciderType.HUMAN,
     selected_attempt_id: str | None = None,
+    decider_display_name: str | None = None,
 ) -> HumanDecisionRecord | DecisionRefusal:
     """Record a human decision on ``report``; refuse per the module rules.
 
@@ -322,9 +328,10 @@ def record_decision(
         )
     if _blank(rationale):
         reasons.append(DecisionReason.BLANK_RATIONALE)
-    if _blank(decider_id):
+    if _blank(decider_id) or (decider_display_name is not None and _blank(decider_display_name)):
         reasons.append(DecisionReason.BLANK_DECIDER)
-    if any(_unencodable(text) for text in (decision_id, rationale, decider_id)):
+    texts = (decision_id, rationale, decider_id, decider_display_name or "")
+    if any(_unencodable(text) for text in texts):
         reasons.append(DecisionReason.UNENCODABLE_TEXT)
     kind = DeciderType(decider_type) if decider_type in DeciderType.__members__.values() else None
     if kind is None:
@@ -341,7 +348,7 @@ def record_decision(
         decision_id=decision_id,
         decision=chosen,
         rationale=rationale,
-        decider=Decider(id=decider_id, type=kind),
+        decider=Decider(id=decider_id, type=kind, display_name=decider_display_name),
         decided_at=decided_at,
         selected_attempt_id=selected_attempt_id,
         evidence_report=EvidenceReportRef(
@@ -352,6 +359,19 @@ def record_decision(
         ),
         authority=DecisionAuthority(canonical_state_write=False, git_push=False, merge=False),
     )
+
+
+def upgrade_decision_document(document: object) -> object:
+    """A kernel decision record written before ``decider.display_name`` existed reads
+    with ``display_name: null`` (documents stay readable; nothing else is filled in)."""
+    if (
+        isinstance(document, dict)
+        and document.get("kind") == DECISION_KIND
+        and isinstance(document.get("decider"), dict)
+        and "display_name" not in document["decider"]
+    ):
+        return {**document, "decider": {**document["decider"], "display_name": None}}
+    return document
 
 
 def verify_decision(

@@ -18,15 +18,17 @@ from pathlib import Path
 
 from kernel.decision import (
     DeciderType,
+    Decision,
     DecisionReason,
     DecisionRefusal,
     HumanDecisionRecord,
     record_decision,
+    upgrade_decision_document,
     verify_decision,
 )
+from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
 from kernel.effects.files import (
-    DEFAULT_OUTPUT_ROOT,
     atomic_write_bytes,
     load_json,
     write_canonical_json,
@@ -35,6 +37,12 @@ from kernel.effects.signing import check_decision_signature, sign_decision, sign
 from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.evidence_report import ReportRefusal, check_evidence_report
 from kernel.gate import DECISION_SIGNATURE_NAMESPACE, GateReason, SignatureStatus
+from kernel.importers.idkmesh import (
+    is_idkmesh_document,
+    read_idkmesh_decision,
+    read_idkmesh_report,
+    verify_idkmesh_decision,
+)
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 
@@ -86,6 +94,7 @@ def run_record(args: argparse.Namespace) -> int:
         decider_type=args.decider_type,
         decided_at=args.decided_at if args.decided_at is not None else CLOCK(),
         selected_attempt_id=args.selected_attempt_id,
+        decider_display_name=args.decider_display_name,
     )
     if isinstance(outcome, DecisionRefusal):
         return _refused("record", outcome)
@@ -101,22 +110,25 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """Verify a decision record against the evidence report presented."""
+    """Verify a decision record against the evidence report presented (kernel or
+    IDKMesh v0.1 documents; an IDKMesh decision is checked against an IDKMesh report)."""
     document = load_json(args.decision_record, what="decision record")
+    if is_idkmesh_document(document):
+        return _verify_idkmesh(args, document)
     try:
-        record = HumanDecisionRecord.from_dict(document)
+        record = HumanDecisionRecord.from_dict(upgrade_decision_document(document))
     except RecordError as e:
         raise ConfigError(f"{args.decision_record}: {e}") from e
     report = load_report(args.evidence_report)
     outcome = verify_decision(record, report)
     if isinstance(outcome, DecisionRefusal):
         if DecisionReason.REPORT_DIGEST in outcome.reason_codes:
-            print(
-                f"kernel decision verify: stale: {args.decision_record} decides on report "
-                f"{record.evidence_report.digest}; {args.evidence_report} is report "
-                f"{report.digest} (regenerated or edited after the decision)"
-            )
+            _stale(args, record.evidence_report.digest, report.digest)
         return _refused("verify", outcome)
+    if args.run_record is not None:
+        checked = check_evidence_report(report, run=load_run_record(args.run_record))
+        if isinstance(checked, ReportRefusal):
+            return _refused("verify", checked)
     signed = ""
     allowed = getattr(args, "allowed_signers", None)
     if allowed is not None:
@@ -141,35 +153,101 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stale(args: argparse.Namespace, decided_on: str, presented: str) -> None:
+    print(
+        f"kernel decision verify: stale: {args.decision_record} decides on report "
+        f"{decided_on}; {args.evidence_report} is report {presented} (regenerated or "
+        "edited after the decision)"
+    )
+
+
+def _verify_idkmesh(args: argparse.Namespace, document: object) -> int:
+    """An IDKMesh v0.1 decision against an IDKMesh v0.1 report (and its run record)."""
+    try:
+        decision = read_idkmesh_decision(document)
+    except RecordError as e:
+        raise ConfigError(f"{args.decision_record}: {e}") from e
+    report_document = load_json(args.evidence_report, what="evidence report")
+    try:
+        report = read_idkmesh_report(report_document)
+    except RecordError as e:
+        raise ConfigError(f"{args.evidence_report}: {e}") from e
+    run = None if args.run_record is None else load_run_record(args.run_record)
+    reasons = verify_idkmesh_decision(decision, report, run)
+    if reasons:
+        if DecisionReason.REPORT_DIGEST in reasons:
+            _stale(args, decision.report.digest, report.digest)
+        print(f"kernel decision verify: refused ({', '.join(reasons)})")
+        return 1
+    print(
+        f"verified: IDKMesh decision {decision.decision_id} ({decision.decision}) decides on "
+        f"report {report.digest}"
+    )
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``decision`` verb and its sub-commands."""
     parser = subparsers.add_parser("decision", help="human decision records")
     sub = parser.add_subparsers(dest="decision_command", required=True)
-    record = sub.add_parser("record", help="record a human decision on an evidence report")
-    record.add_argument("--evidence-report", required=True, help="evidence report (JSON)")
-    record.add_argument("--output", required=True, help="where to write the decision record")
-    record.add_argument("--decision-id", required=True)
-    # Free strings: the report's vocabulary is refused with its own reason code.
-    record.add_argument("--decision", required=True, help="accept | reject | escalate")
-    record.add_argument("--rationale", required=True)
-    record.add_argument("--decider-id", required=True)
-    record.add_argument(
-        "--decider-type", default=DeciderType.HUMAN.value, help="human | governance_body"
+    record = sub.add_parser(
+        "record",
+        help="record a human decision on an evidence report",
+        description="Exit codes: 0 recorded; 1 refused (reason codes on one line); "
+        "2 unusable input or an output outside the results root (nothing written).",
     )
-    record.add_argument("--selected-attempt-id")
-    record.add_argument("--decided-at", help="RFC 3339 UTC (default: now)")
+    record.add_argument("--evidence-report", required=True, help="evidence report (JSON)")
+    record.add_argument("--output", required=True, help="where to write the decision record (JSON)")
+    record.add_argument("--decision-id", required=True, help="your id for this decision")
+    # Free strings, choices listed: the report's own vocabulary (accept_candidate...) is
+    # refused with its own reason code, which argparse choices would hide.
+    choices = ", ".join(d.value for d in Decision)
+    record.add_argument(
+        "--decision",
+        required=True,
+        metavar="{" + choices.replace(", ", ",") + "}",
+        help=f"the human decision: one of {choices}",
+    )
+    record.add_argument("--rationale", required=True, help="why (kept in the record)")
+    record.add_argument("--decider-id", required=True, help="who decides (e-mail, handle)")
+    record.add_argument(
+        "--decider-display-name", help="how the decider is shown to people (optional)"
+    )
+    types = ",".join(t.value for t in DeciderType)
+    record.add_argument(
+        "--decider-type",
+        default=DeciderType.HUMAN.value,
+        metavar="{" + types + "}",
+        help="who decided (default: human); another value is refused with a reason code",
+    )
+    record.add_argument(
+        "--selected-attempt-id", help="the attempt decided on (required for accept)"
+    )
+    record.add_argument("--decided-at", help="RFC 3339 UTC timestamp (default: now)")
     record.add_argument(
         "--run-record", help="also require the report to be exactly this run's report"
     )
-    record.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    add_results_root(record)
     record.add_argument(
         "--signing-key",
         help="SSH private key: sign the record with ssh-keygen -Y (writes <output>.sig)",
     )
     record.set_defaults(handler=run_record)
-    verify = sub.add_parser("verify", help="verify a decision record against a report")
-    verify.add_argument("--decision-record", required=True)
-    verify.add_argument("--evidence-report", required=True)
+    verify = sub.add_parser(
+        "verify",
+        help="verify a decision record against a report (kernel or IDKMesh v0.1)",
+        description="Exit codes: 0 verified; 1 refused (reason codes on one line; a "
+        "decision on an earlier report is reported stale); 2 unusable input.",
+    )
+    verify.add_argument(
+        "--decision-record", required=True, help="decision record (JSON; kernel or IDKMesh)"
+    )
+    verify.add_argument(
+        "--evidence-report", required=True, help="the report it should decide on (JSON)"
+    )
+    verify.add_argument(
+        "--run-record", help="also require the report to be exactly this run's report"
+    )
     verify.add_argument(
         "--allowed-signers",
         help="git allowed_signers file: also require a valid signature by the decider",

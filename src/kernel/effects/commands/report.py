@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernel.decision import HumanDecisionRecord
+from kernel.decision import HumanDecisionRecord, upgrade_decision_document
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -176,7 +176,8 @@ def stale_decisions(folder: Path, report: RunEvidenceReport) -> list[str]:
     warnings = []
     for path in sorted({*folder.glob("decision.json"), *folder.glob("*.decision.json")}):
         try:
-            record = HumanDecisionRecord.from_dict(load_json(path, what="decision record"))
+            document = upgrade_decision_document(load_json(path, what="decision record"))
+            record = HumanDecisionRecord.from_dict(document)
         except (KernelError, RecordError):
             continue  # not a kernel decision record: nothing to say about it here
         ref = record.evidence_report
