@@ -55,7 +55,19 @@ def _command_not_found(d: dict[str, Any]) -> None:
 
 
 def _program_not_on_path(d: dict[str, Any]) -> None:
-    d["verifier"]["checks"][0]["command"] = ["no-such-program-kernel-test"]
+    d["verifier"]["checks"][0]["python"] = "no-such-program-kernel-test"
+
+
+def _check_without_tests(d: dict[str, Any]) -> None:
+    d["verifier"]["checks"][0]["tests"] = {"fail_to_pass": [], "pass_to_pass": []}
+
+
+def _check_with_bad_test_id(d: dict[str, Any]) -> None:
+    d["verifier"]["checks"][0]["tests"]["pass_to_pass"].append("--help")
+
+
+def _check_with_both_forms(d: dict[str, Any]) -> None:
+    d["verifier"]["checks"][0]["command"] = ["python3"]
 
 
 def _baseline_not_a_directory(d: dict[str, Any]) -> None:
@@ -80,6 +92,9 @@ BAD_CONFIGS = {
     "missing-command": (_missing_command, "missing command"),
     "command-not-found": (_command_not_found, "not an executable file"),
     "program-not-on-path": (_program_not_on_path, "command not found"),
+    "check-without-tests": (_check_without_tests, "no tests: name at least one test"),
+    "check-with-bad-test-id": (_check_with_bad_test_id, "expected an array of test ids"),
+    "check-with-both-forms": (_check_with_both_forms, "exactly one of command or tests"),
     "baseline-not-a-directory": (_baseline_not_a_directory, "is not a directory"),
     "verifier-without-checks": (_verifier_no_checks, "an empty verifier is not verification"),
     "unknown-replay-declaration": (_bad_replay, "$.replay"),

@@ -47,6 +47,7 @@ __all__ = [
     "EvidenceChain",
     "EvidenceChainReason",
     "EvidenceChainRefusal",
+    "CheckReason",
     "CheckResult",
     "CheckStatus",
     "Independence",
@@ -138,6 +139,37 @@ class CheckStatus(enum.StrEnum):
     SKIPPED = "skipped"
     INCONCLUSIVE = "inconclusive"
     ERROR = "error"
+
+
+class CheckReason(enum.StrEnum):
+    """Why a command verifier check did not pass (each produced by one rule).
+
+    Per-test evidence (`kernel.effects.adapters.junit`): ``result-missing``,
+    ``result-unreadable``, ``result-forged``, ``result-ambiguous``,
+    ``runner-tampered``, ``no-tests-found``, ``expected-test-missing``,
+    ``expected-test-skipped``, ``expected-test-failed``, ``runner-exit-nonzero``.
+    Commands (`kernel.effects.adapters.command`): ``exit-status-only`` (exit 0 is no
+    per-test evidence, never a pass), ``nonzero-exit``, ``timeout``,
+    ``start-failed``; protected paths: ``protected-path-touched``,
+    ``patch-unreadable``.
+    """
+
+    RESULT_MISSING = "result-missing"
+    RESULT_UNREADABLE = "result-unreadable"
+    RESULT_FORGED = "result-forged"
+    RESULT_AMBIGUOUS = "result-ambiguous"
+    RUNNER_TAMPERED = "runner-tampered"
+    NO_TESTS_FOUND = "no-tests-found"
+    EXPECTED_TEST_MISSING = "expected-test-missing"
+    EXPECTED_TEST_SKIPPED = "expected-test-skipped"
+    EXPECTED_TEST_FAILED = "expected-test-failed"
+    RUNNER_EXIT_NONZERO = "runner-exit-nonzero"
+    EXIT_STATUS_ONLY = "exit-status-only"
+    NONZERO_EXIT = "nonzero-exit"
+    TIMEOUT = "timeout"
+    START_FAILED = "start-failed"
+    PROTECTED_PATH_TOUCHED = "protected-path-touched"
+    PATCH_UNREADABLE = "patch-unreadable"
 
 
 class Recommendation(enum.StrEnum):

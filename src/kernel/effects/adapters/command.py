@@ -41,8 +41,15 @@ Rules enforced:
   runs each check in its *own fresh* sandbox of the baseline with the patch applied
   (an empty patch applies nothing); ``protected`` paths touched by the patch fail the
   built-in required check ``protected-paths`` (a worker may not rewrite the tests);
-- a check passes on exit 0, fails on a non-zero exit, and is ``error`` on a timeout or
-  when it cannot start; a sandbox failure is a `VerifierFailure`. The recommendation
+- a ``tests`` check (``{"id": ..., "tests": {"fail_to_pass": [...], "pass_to_pass":
+  [...]}, "python": "python3"}``) runs ``python -I <kernel runner> TEST...``
+  (`kernel.effects.adapters.unittest_junit`, read-only in the sandbox) and passes only
+  when its JUnit result (`kernel.effects.adapters.junit`, captured fresh per check,
+  carrying the check's nonce) shows every declared test passed; a ``command`` check
+  never passes (exit 0 is ``exit-status-only``, inconclusive) and fails on a non-zero
+  exit; both are ``error`` on a timeout or when they cannot start; a sandbox failure
+  is a `VerifierFailure`. Every non-pass has its `kernel.verification.CheckReason`
+  (in the evidence digest, the rationale and the volatile notes). The recommendation
   follows the required checks: any failed -> ``reject_candidate``; all passed ->
   ``accept_candidate`` (``escalate`` when the worker did not report success); else
   ``insufficient_evidence``;
@@ -63,6 +70,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
+import secrets
 import shutil
 import signal
 import stat
@@ -73,6 +82,7 @@ from typing import Final
 import attrs
 
 from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
+from kernel.effects.adapters import unittest_junit
 from kernel.effects.adapters.base import (
     AdapterRegistry,
     AttemptContext,
@@ -84,7 +94,9 @@ from kernel.effects.adapters.base import (
     WorkerProduced,
     note,
 )
+from kernel.effects.adapters.junit import MAX_RESULT_BYTES, judge_tests, read_junit
 from kernel.effects.adapters.patch import PatchRefusal, changed_paths, parse_patch
+from kernel.effects.adapters.unittest_junit import NONCE_ENV
 from kernel.effects.sandbox import (
     Capture,
     SandboxSpec,
@@ -102,6 +114,7 @@ from kernel.verification import (
     Actor,
     ActorType,
     Artifact,
+    CheckReason,
     CheckResult,
     CheckStatus,
     Independence,
@@ -533,6 +546,11 @@ class CheckSpec:
     id: str
     command: CommandSpec
     required: bool
+    tests: tuple[str, ...] = ()
+    """Declared tests (FAIL_TO_PASS then PASS_TO_PASS), run by the kernel's runner; empty
+    for a plain command check, which never passes (no per-test evidence)."""
+    fail_to_pass: tuple[str, ...] = ()
+    """The declared tests the patch must make pass (recorded in the policy)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -584,6 +602,7 @@ class CommandVerifier:
         patch_digest = sha256_bytes(data)
         required_ids = set(work_unit.required_validators)
         results: list[CheckResult] = []
+        reasons: dict[str, CheckReason] = {}
         if self.protected:
             parsed = parse_patch(data)
             touched = None if isinstance(parsed, PatchRefusal) else changed_paths(parsed)
@@ -592,6 +611,12 @@ class CommandVerifier:
                 for p in touched
                 for g in self.protected
             )
+            if hit:
+                reasons[PROTECTED_CHECK] = (
+                    CheckReason.PATCH_UNREADABLE
+                    if touched is None
+                    else CheckReason.PROTECTED_PATH_TOUCHED
+                )
             results.append(
                 CheckResult(
                     id=PROTECTED_CHECK,
@@ -617,13 +642,19 @@ class CommandVerifier:
             for index, check in enumerate(self.checks):
                 spill = private / f"check-{index}"
                 spill.mkdir()
+                # Fresh per check: a result carrying another value was not written by
+                # this check's runner (the nonce never enters a record).
+                nonce = secrets.token_hex(16)
+                env = check.command.env
+                if check.tests:
+                    env = (*env, (NONCE_ENV, nonce))
                 spec = SandboxSpec(
                     command=check.command.run_argv,
                     baseline=str(self.baseline),
                     capture=CaptureMode.STDOUT,
                     timeout_s=float(check.command.timeout_s),
                     network=check.command.network,
-                    env=check.command.env,
+                    env=env,
                     apply_patch=None if patch_digest == EMPTY_SHA256 else str(patch_path),
                 )
                 try:
@@ -636,28 +667,50 @@ class CommandVerifier:
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
                 note(f"check:{check.id}:{OUTPUT_TAIL}", _output_tail(capture))
-                results.append(self._result(check, capture, patch_digest, required_ids))
+                result, reason = self._result(check, capture, patch_digest, required_ids, nonce)
+                results.append(result)
+                if reason is not None:
+                    reasons[check.id] = reason
         note("verifier_ms", total_ms)
-        return self._verification(work_unit, manifest, tuple(results))
+        return self._verification(work_unit, manifest, tuple(results), reasons)
 
     def _result(
-        self, check: CheckSpec, capture: Capture, patch_digest: str, required_ids: set[str]
-    ) -> CheckResult:
+        self,
+        check: CheckSpec,
+        capture: Capture,
+        patch_digest: str,
+        required_ids: set[str],
+        nonce: str,
+    ) -> tuple[CheckResult, CheckReason | None]:
         if capture.status is CaptureStatus.SANDBOX_ERROR:
             why = redact_absolute_paths(capture.error or "unknown")
             raise VerifierFailure(f"check {check.id}: sandbox error: {why}")
-        if capture.status is CaptureStatus.OK:
-            status = CheckStatus.PASSED
-        elif capture.status is CaptureStatus.FAILED and not capture.start_failed:
-            status = CheckStatus.FAILED
+        tests: dict[str, str] = {}
+        status: CheckStatus
+        reason: CheckReason | None
+        if capture.status is CaptureStatus.TIMEOUT:
+            status, reason = CheckStatus.ERROR, CheckReason.TIMEOUT
+        elif capture.start_failed:
+            status, reason = CheckStatus.ERROR, CheckReason.START_FAILED
+        elif check.tests:
+            result = _runner_result(capture, nonce)
+            status, reason = judge_tests(check.tests, result, capture.exit_code)
+            if not isinstance(result, CheckReason):
+                tests = {t: result.get(t, "missing") for t in check.tests}
+        elif capture.status is CaptureStatus.OK:
+            # An exit status is no per-test evidence: it can be reached by exiting early.
+            status, reason = CheckStatus.INCONCLUSIVE, CheckReason.EXIT_STATUS_ONLY
         else:
-            status = CheckStatus.ERROR
+            status, reason = CheckStatus.FAILED, CheckReason.NONZERO_EXIT
+        note(f"check:{check.id}:reason", None if reason is None else str(reason))
         evidence = sha256_hex(
             {
                 "check": check.id,
                 "command": list(check.command.argv),
                 "exit_code": capture.exit_code,
                 "status": str(status),
+                "reason": None if reason is None else str(reason),
+                "tests": sorted([t, o] for t, o in tests.items()),
                 "patch": patch_digest,
             }
         )
@@ -666,10 +719,14 @@ class CommandVerifier:
             required=check.required or check.id in required_ids,
             status=status,
             evidence_digests=(evidence,),
-        )
+        ), reason
 
     def _verification(
-        self, work_unit: WorkUnit, manifest: ResultManifest, checks: tuple[CheckResult, ...]
+        self,
+        work_unit: WorkUnit,
+        manifest: ResultManifest,
+        checks: tuple[CheckResult, ...],
+        reasons: Mapping[str, CheckReason],
     ) -> VerificationResult:
         status, recommendation = verdict_from_checks(checks, manifest.status)
         return VerificationResult(
@@ -695,14 +752,86 @@ class CommandVerifier:
             status=status,
             checks=checks,
             recommendation=recommendation,
-            rationale=", ".join(f"{c.id}={c.status}" for c in checks),
+            rationale=", ".join(f"{c.id}={c.status}" for c in checks)
+            + "".join(f"; {c}: {r}" for c, r in reasons.items()),
         )
 
 
 _VERIFIER_KEYS: Final = {"adapter", "verifier_id", "baseline", "checks"}
 _VERIFIER_OPTIONAL: Final = frozenset({"protected", "env"})
-_CHECK_KEYS: Final = {"id", "command"}
-_CHECK_OPTIONAL: Final = frozenset({"required", "timeout_s", "env", "network"})
+_CHECK_KEYS: Final = {"id"}
+_CHECK_OPTIONAL: Final = frozenset(
+    {"command", "tests", "python", "required", "timeout_s", "env", "network"}
+)
+_TEST_ID: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
+RUNNER_LOCATOR: Final = "kernel:unittest_junit"
+"""How a declared-tests check names the kernel's runner in its recorded command."""
+
+
+def _declared_tests(
+    source: ConfigSource, item: Mapping[str, object], at: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    value = item.get("tests")
+    if type(value) is not dict:
+        raise source.error(f"{at}.tests", "expected an object with fail_to_pass/pass_to_pass")
+    source.only_keys(
+        value, set(), f"{at}.tests", optional=frozenset({"fail_to_pass", "pass_to_pass"})
+    )
+    lists: list[tuple[str, ...]] = []
+    for key in ("fail_to_pass", "pass_to_pass"):
+        names = value.get(key, [])
+        if type(names) is not list or not all(
+            type(n) is str and _TEST_ID.fullmatch(n) for n in names
+        ):
+            raise source.error(
+                f"{at}.tests.{key}", "expected an array of test ids (module.Class.test_name)"
+            )
+        lists.append(tuple(str(n) for n in names))
+    every = lists[0] + lists[1]
+    # Vacuous input is refused: a check that names no test proves nothing.
+    if not every:
+        raise source.error(f"{at}.tests", "no tests: name at least one test that must pass")
+    if len(set(every)) != len(every):
+        raise source.error(f"{at}.tests", "a test is named twice")
+    return lists[0], lists[1]
+
+
+def _tests_check(
+    source: ConfigSource, item: Mapping[str, object], at: str, check_id: str, required: bool
+) -> CheckSpec:
+    """A declared-tests check: ``python -I <kernel runner> TEST...`` (runner read-only)."""
+    fail_to_pass, pass_to_pass = _declared_tests(source, item, at)
+    python = item.get("python", "python3")
+    if type(python) is not str or not python or "/" in python:
+        raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
+    tests = fail_to_pass + pass_to_pass
+    runner = Path(unittest_junit.__file__).resolve()
+    spec = _command(source, {**item, "command": [python]}, at)
+    return CheckSpec(
+        id=check_id,
+        command=attrs.evolve(
+            spec,
+            argv=(python, "-I", RUNNER_LOCATOR, *tests),
+            run_argv=(spec.run_argv[0], "-I", str(runner), *tests),
+            program_digest=_file_digest(runner),
+        ),
+        required=required,
+        tests=tests,
+        fail_to_pass=fail_to_pass,
+    )
+
+
+def _runner_result(capture: Capture, nonce: str) -> dict[str, str] | CheckReason:
+    """The runner's result: the check's stdout, captured fresh in the verifier's folder."""
+    if not capture.output_size or capture.output_path is None:
+        return CheckReason.RESULT_MISSING
+    if capture.output_size > MAX_RESULT_BYTES:
+        return CheckReason.RESULT_UNREADABLE
+    try:
+        data = read_output(capture, max_bytes=MAX_RESULT_BYTES)
+    except EffectError:
+        return CheckReason.RESULT_UNREADABLE
+    return read_junit(data, nonce)
 
 
 def _command_verifier(
@@ -734,9 +863,16 @@ def _command_verifier(
         if type(verifier_env) is dict:
             own = item.get("env")
             merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
-        checks.append(
-            CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
-        )
+        if ("command" in item) == ("tests" in item):
+            raise source.error(at, "a check has exactly one of command or tests")
+        if "tests" in item:
+            checks.append(_tests_check(source, merged, at, check_id, required))
+        elif "python" in item:
+            raise source.error(f"{at}.python", "only a tests check names an interpreter")
+        else:
+            checks.append(
+                CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
+            )
     protected: list[str] = []
     if "protected" in entry:
         protected = _string_list(source, entry, "protected", where)
@@ -749,7 +885,17 @@ def _command_verifier(
                 "verifier_id": verifier_id,
                 "baseline": digest,
                 "checks": [
-                    {"id": c.id, "required": c.required, **c.command.describe()} for c in checks
+                    {
+                        "id": c.id,
+                        "required": c.required,
+                        **c.command.describe(),
+                        **(
+                            {"fail_to_pass": list(c.fail_to_pass), "tests": list(c.tests)}
+                            if c.tests
+                            else {}
+                        ),
+                    }
+                    for c in checks
                 ],
                 "protected": protected,
             }
