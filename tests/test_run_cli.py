@@ -158,3 +158,45 @@ def test_a_patch_path_that_cannot_be_written_is_refused_before_any_write(
     assert code == 2
     assert "is a directory" in capsys.readouterr().err
     assert sorted(p.name for p in (work / "results" / "demo").iterdir()) == ["patches"]
+
+
+def _hard_link_output(work: Path, target: str) -> list[str]:
+    folder = work / "results" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "evidence.md").hardlink_to(work / "demo" / target)
+    return ["--output-dir", "results/demo"]
+
+
+def _root_in_baseline(work: Path, _target: str) -> list[str]:
+    return ["--results-root", "demo/repo", "--output-dir", "demo/repo/out"]
+
+
+def _root_linked_into_baseline(work: Path, _target: str) -> list[str]:
+    (work / "results").symlink_to(work / "demo" / "repo")
+    return ["--output-dir", "results/out"]
+
+
+OUTPUT_ON_INPUT = {
+    "hard-link-to-worker-program": (_hard_link_output, "workers/correct_fix.sh", "input"),
+    "hard-link-to-work-unit": (_hard_link_output, "work-unit.json", "input"),
+    "root-inside-the-baseline": (_root_in_baseline, "repo/stats.py", "input"),
+    "root-linked-into-the-baseline": (_root_linked_into_baseline, "repo/stats.py", "symlink"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTPUT_ON_INPUT))
+def test_no_output_lands_on_an_input(
+    work: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Outputs are compared with every input (path, inode, folder): exit 2, nothing written."""
+    arrange, watched, expected = OUTPUT_ON_INPUT[case]
+    before = (work / "demo" / watched).read_bytes()
+    args = arrange(work, watched)
+    listing = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
+    code = main(["run", "--config", "demo/config.json", "--reruns", "1", *args])
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert expected in lines[0]
+    assert (work / "demo" / watched).read_bytes() == before
+    assert sorted(str(p.relative_to(work)) for p in work.rglob("*")) == listing

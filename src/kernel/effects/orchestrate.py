@@ -249,7 +249,7 @@ def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) ->
         verifier=verifier,
         verifier_policy_digest=policy_digest,
         attempts=tuple(attempts),
-        inputs=(source.path, unit_path),
+        inputs=(source.path, unit_path, *source.read),
         declared_replay=declared,
         provenance=provenance,
     )

@@ -230,6 +230,13 @@ class ConfigSource:
     """The config file (as the user named it)."""
     cache: dict[object, object] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
     """Per-load memo for adapters (e.g. one baseline tree digest per folder)."""
+    read: list[Path] = attrs.field(factory=list, eq=False, hash=False, repr=False)
+    """Every file and folder an adapter said it reads (`reads`): no output may land there."""
+
+    def reads(self, path: Path) -> Path:
+        """Note that the run reads ``path`` (a file, or every file under a folder)."""
+        self.read.append(path)
+        return path
 
     @property
     def base_dir(self) -> Path:

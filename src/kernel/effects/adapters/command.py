@@ -236,7 +236,7 @@ def _baseline(
     source: ConfigSource, entry: Mapping[str, object], where: str
 ) -> tuple[str, Path, str]:
     locator = source.relative_path(entry, "baseline", where)
-    path = (source.base_dir / locator).resolve()
+    path = source.reads((source.base_dir / locator).resolve())
     if not path.is_dir():
         raise source.error(f"{where}.baseline", f"{locator!r} is not a directory")
     key = ("tree", str(path))
@@ -295,7 +295,7 @@ def _command(
             raise source.error(
                 f"{where}.{key}[0]", f"must be relative to the config folder: {program!r}"
             )
-        path = (source.base_dir / program).resolve()
+        path = source.reads((source.base_dir / program).resolve())
         if not path.is_file() or not os.access(path, os.X_OK):
             raise source.error(f"{where}.{key}[0]", f"{program!r} is not an executable file")
         hidden = next((h for h in _sandbox_hidden() if path.is_relative_to(h)), None)

@@ -79,10 +79,11 @@ class FixtureResultWorker:
 def _fixture_result(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
     where = f"attempts[{entry.get('attempt_id')!r}]"
     source.only_keys(entry, {"attempt_id", "adapter", "result_manifest", "candidate_root"}, where)
-    return FixtureResultWorker(
-        manifest=source.relative_path(entry, "result_manifest", where),
-        candidate_root=source.relative_path(entry, "candidate_root", where),
-    )
+    manifest = source.relative_path(entry, "result_manifest", where)
+    candidate_root = source.relative_path(entry, "candidate_root", where)
+    source.reads(source.base_dir / manifest)
+    source.reads(source.base_dir / candidate_root)
+    return FixtureResultWorker(manifest=manifest, candidate_root=candidate_root)
 
 
 @attrs.frozen(kw_only=True)
@@ -220,7 +221,7 @@ def _fixture_policy(
 ) -> tuple[VerifierAdapter, str]:
     source.only_keys(entry, {"adapter", "policy"}, "verifier")
     locator = source.relative_path(entry, "policy", "verifier")
-    path = source.base_dir / locator
+    path = source.reads(source.base_dir / locator)
     document = load_object(path, "verifier policy")
     policy = ConfigSource(path=path)
     policy.only_keys(

@@ -30,8 +30,9 @@ Nothing here selects, merges or decides: the human decision stays pending.
 from __future__ import annotations
 
 import argparse
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -49,7 +50,7 @@ from kernel.effects.files import (
 )
 from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
 from kernel.effects.rerun import corroborate
-from kernel.errors import ConfigError
+from kernel.errors import ConfigError, EffectError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.render import (
     CheckOutputView,
@@ -62,7 +63,15 @@ from kernel.render import (
 from kernel.run_admission import RunAdmission, admission_section, build_run_admission
 from kernel.run_replay import ReplayCheck
 
-__all__ = ["DEFAULT_RERUNS", "PipelineResult", "register", "run", "run_pipeline", "summary_lines"]
+__all__ = [
+    "DEFAULT_RERUNS",
+    "PipelineResult",
+    "refuse_outputs_on_inputs",
+    "register",
+    "run",
+    "run_pipeline",
+    "summary_lines",
+]
 
 DEFAULT_RERUNS: Final = 3
 _FILES: Final = (
@@ -192,6 +201,35 @@ def _workspace(
     )
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def refuse_outputs_on_inputs(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
+    """Refuse any output that would land on a file the run reads, before the first write.
+
+    Each output is compared with each input by resolved path (symlinks followed) and by
+    ``(st_dev, st_ino)`` when both exist (a hard link or a bind mount is the same file);
+    an input folder (a baseline, a candidate folder) covers every file under it.
+
+    Raises:
+        EffectError: an output names an input (the message names both).
+    """
+    sources = [(Path(i), Path(os.path.realpath(i)), _identity(Path(i))) for i in inputs]
+    for output in outputs:
+        real = Path(os.path.realpath(output))
+        identity = _identity(output)
+        for source, source_real, source_identity in sources:
+            inside = source_real.is_dir() and real.is_relative_to(source_real)
+            same = real == source_real or (identity is not None and identity == source_identity)
+            if inside or same:
+                raise EffectError(f"{output}: output would land on the input {source}")
+
+
 def run_pipeline(
     config: Path | str,
     output_dir: Path | str,
@@ -214,6 +252,8 @@ def run_pipeline(
     OutputRoot(results_root).resolve(folder / "patches" / "probe", inputs=loaded.inputs)
     planned = plan_outputs(results_root, [folder / name for name in _FILES], loaded.inputs)
     files = {name: path for name, path in zip(_FILES, planned, strict=True) if path is not None}
+    probes = [folder / "patches" / "probe", folder / "checks" / "probe"]
+    refuse_outputs_on_inputs([*files.values(), *probes], loaded.inputs)
     outcome = run_detailed(loaded, keep_artifacts=True)
     report = _report(outcome, Path(config))
     candidates, contexts, corroborations, patches = _corroborate(loaded, outcome, reruns)
@@ -237,6 +277,9 @@ def run_pipeline(
         )
         for o in workspace.outputs
     }
+    refuse_outputs_on_inputs(
+        [*patch_files.values(), *(path for path, _text in output_files.values())], loaded.inputs
+    )
     write_canonical_json(files["run.json"], outcome.record.to_dict())
     write_canonical_json(files["run.volatile.json"], outcome.volatile())
     atomic_write_bytes(files["evidence.json"], render_json(report))
