@@ -11,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kernel
 from kernel.codec import identity_payload, seal
 from kernel.commit_admission import (
     Admission,
+    AdmissionVerified,
     Branch,
     CommitBoundaryError,
     CommitRefusal,
@@ -37,8 +39,9 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.errors import RefusedError
+from kernel.errors import ArgumentTypeError, RefusedError
 from kernel.strategies import branches, drafts
+from kernel.values import unwrap
 
 OUT_A, OUT_B = "a" * 64, "b" * 64
 CTX_1, CTX_2, CTX_3 = "1" * 64, "2" * 64, "3" * 64
@@ -116,7 +119,7 @@ def test_refusals(
     assert outcome.refusal_id == stdlib_id(identity_payload(outcome))
     assert CommitRefusal.from_dict(outcome.to_dict()) == outcome
     with pytest.raises(CommitBoundaryError) as caught:
-        admit_or_raise(branch(verifier, *items))
+        unwrap(admit_to_commit(branch(verifier, *items)))
     assert caught.value.refusal == outcome
 
 
@@ -127,13 +130,17 @@ def test_same_context_different_tools_is_decorrelated() -> None:
     assert not drafts_are_decorrelated(branch(VerifierOutcome.NONE, *CORRELATED))
 
 
-def test_require_verified_refuses_corroborated_only() -> None:
-    """Promoting a corroborated_only branch to commit raises the boundary error."""
+def test_deprecated_raising_helpers_still_keep_the_boundary() -> None:
+    """The 0.1.0 helpers (now deprecated aliases of unwrap) still raise at the boundary."""
     with pytest.raises(CommitBoundaryError) as caught:
         require_verified(branch(VerifierOutcome.NONE, *DECORRELATED))
     assert isinstance(caught.value.refusal, Admission)
     assert isinstance(caught.value, RefusedError)
     assert require_verified(branch(VerifierOutcome.PASSED, *CORRELATED)).commit_permitted
+    with pytest.raises(CommitBoundaryError):
+        admit_or_raise(branch(VerifierOutcome.FAILED, *CORRELATED))
+    with pytest.warns(DeprecationWarning, match="unwrap"):
+        assert kernel.admit_or_raise is admit_or_raise
 
 
 def test_wrong_type_is_a_programmer_error() -> None:
@@ -252,7 +259,12 @@ def test_a_branch_that_cannot_be_digested_cannot_exist() -> None:
 def test_verify_admission_accepts_exactly_the_derived_outcome() -> None:
     """The admission (or refusal) admit_to_commit gives verifies against its branch."""
     for item in (branch(V.NONE, *DECORRELATED), branch(V.FAILED, *DECORRELATED)):
-        assert verify_admission(admit_to_commit(item), item)
+        outcome = admit_to_commit(item)
+        verified = verify_admission(outcome, item)
+        assert isinstance(verified, AdmissionVerified)
+        assert verified.admitted is isinstance(outcome, Admission)
+        assert verified.branch_digest == outcome.branch_digest
+        assert unwrap(verified) is verified
 
 
 def test_a_resealed_verified_admission_does_not_verify() -> None:
@@ -264,6 +276,13 @@ def test_a_resealed_verified_admission_does_not_verify() -> None:
     fields.update(evidence_class=E.VERIFIED, commit_permitted=True, staging_only=False)
     forged = seal(Admission, **fields)
     assert Admission.from_dict(forged.to_dict()) == forged
-    assert not verify_admission(forged, item)
-    assert not verify_admission(honest, branch(V.NONE, *CORRELATED[:2], DECORRELATED[1]))
-    assert not verify_admission(honest, "not a branch")  # type: ignore[arg-type]
+    refused = verify_admission(forged, item)
+    assert isinstance(refused, CommitRefusal)
+    assert refused.reason_codes == (CommitRefusalReason.OUTCOME_MISMATCH,)
+    assert honest.admission_id in refused.explanation
+    assert forged.admission_id in refused.explanation
+    assert refused.refusal_id == stdlib_id(identity_payload(refused))
+    other = verify_admission(honest, branch(V.NONE, *CORRELATED[:2], DECORRELATED[1]))
+    assert isinstance(other, CommitRefusal)
+    with pytest.raises(ArgumentTypeError, match=r"verify_admission\(\): branch: expected Branch"):
+        verify_admission(honest, "not a branch")  # type: ignore[arg-type]

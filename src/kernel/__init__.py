@@ -42,19 +42,20 @@ if TYPE_CHECKING:
     )
     from kernel.commit_admission import (
         Admission,
+        AdmissionVerified,
         Branch,
         CommitRefusal,
         CommitRefusalReason,
         Draft,
         EvidenceClass,
         VerifierOutcome,
-        admit_or_raise,
         admit_to_commit,
         branch_from_corroboration,
         drafts_are_decorrelated,
-        require_verified,
         verify_admission,
     )
+    from kernel.commit_admission import admit_or_raise as admit_or_raise
+    from kernel.commit_admission import require_verified as require_verified
     from kernel.consensus import (
         CaptureMode,
         CaptureStatus,
@@ -214,17 +215,16 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
     ),
     "kernel.commit_admission": (
         "Admission",
+        "AdmissionVerified",
         "Branch",
         "CommitRefusal",
         "CommitRefusalReason",
         "Draft",
         "EvidenceClass",
         "VerifierOutcome",
-        "admit_or_raise",
         "admit_to_commit",
         "branch_from_corroboration",
         "drafts_are_decorrelated",
-        "require_verified",
         "verify_admission",
     ),
     "kernel.consensus": (
@@ -362,13 +362,31 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
 }
 """Where each public name lives, module by module."""
 
-_DEPRECATED: Final[dict[str, tuple[str, str]]] = {
-    "BindingRefusal": ("kernel.verification", "EvidenceChainRefusal"),
-    "build_report": ("kernel.evidence_report", "build_evidence_report"),
-    "check_binding": ("kernel.verification", "check_evidence_chain"),
-    "check_report": ("kernel.evidence_report", "check_evidence_report"),
+_DEPRECATED: Final[dict[str, tuple[str, str, str]]] = {
+    "BindingRefusal": (
+        "kernel.verification",
+        "EvidenceChainRefusal",
+        "kernel.EvidenceChainRefusal",
+    ),
+    "admit_or_raise": ("kernel.commit_admission", "admit_or_raise", "unwrap(admit_to_commit(b))"),
+    "build_report": (
+        "kernel.evidence_report",
+        "build_evidence_report",
+        "kernel.build_evidence_report",
+    ),
+    "check_binding": ("kernel.verification", "check_evidence_chain", "check_evidence_chain"),
+    "check_report": (
+        "kernel.evidence_report",
+        "check_evidence_report",
+        "kernel.check_evidence_report",
+    ),
+    "require_verified": (
+        "kernel.commit_admission",
+        "require_verified",
+        "unwrap(admit_to_commit(b)) and its evidence_class",
+    ),
 }
-"""Old public name -> (module, new name); each access warns with `DeprecationWarning`."""
+"""Old public name -> (module, attribute, advice); each access warns with `DeprecationWarning`."""
 
 _HOME: Final[dict[str, str]] = {
     name: module for module, names in _EXPORTS.items() for name in names
@@ -379,6 +397,7 @@ __all__ = [
     "Actor",
     "ActorType",
     "Admission",
+    "AdmissionVerified",
     "Artifact",
     "AttemptError",
     "AttemptErrorCode",
@@ -484,7 +503,6 @@ __all__ = [
     "WorkUnitRef",
     "WorkerStatus",
     "Workspace",
-    "admit_or_raise",
     "admit_to_commit",
     "bind_candidate_attempt_to_run",
     "branch_from_corroboration",
@@ -502,7 +520,6 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
-    "require_verified",
     "seal",
     "sha256_bytes",
     "sha256_hex",
@@ -588,13 +605,11 @@ def __getattr__(name: str) -> object:
         globals()[name] = value  # later accesses skip this hook
         return value
     if name in _DEPRECATED:
-        module, new = _DEPRECATED[name]
+        module, attribute, advice = _DEPRECATED[name]
         warnings.warn(
-            f"kernel.{name} is deprecated; use kernel.{new}",
-            DeprecationWarning,
-            stacklevel=2,
+            f"kernel.{name} is deprecated; use {advice}", DeprecationWarning, stacklevel=2
         )
-        return getattr(_load(module), new)
+        return getattr(_load(module), attribute)
     raise AttributeError(f"module 'kernel' has no attribute {name!r}")
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import operator
 import types
 import typing
@@ -40,7 +41,7 @@ from typing import Any, ClassVar, Final, Self, TypeVar
 
 import attrs
 
-from kernel.errors import RecordError
+from kernel.errors import ArgumentTypeError, FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, sha256_prevalidated
 
 __all__ = [
@@ -95,6 +96,14 @@ class Record:
     __identity__: ClassVar[Identity] = Identity()
     _kernel_nested: dict[str, object]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # attrs builds a slotted class anew with its generated __init__ in place; wrap
+        # that one so that a construction error names its record (`WorkUnit.inputs`).
+        init = cls.__dict__.get("__init__")
+        if init is not None and "__attrs_attrs__" in cls.__dict__:
+            cls.__init__ = _naming_init(init)  # type: ignore[method-assign]
+
     @classmethod
     def from_dict(cls, data: object, /, *, verify_ids: bool = True) -> Self:
         """Parse a JSON object into this record (see module rules).
@@ -114,11 +123,28 @@ class Record:
         return _spec(type(self)).encode(self)
 
 
+def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(init)
+    def __init__(self: Record, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except FieldError as e:
+            if e.record:
+                raise
+            raise FieldError(e.kernel_field, e.reason, type(self).__name__) from e
+
+    return __init__
+
+
 def identity_payload(record: Record) -> dict[str, Any]:
     """The JSON identity payload of ``record`` (documented per record class).
 
     Exactly what `compute_id` hashes, as JSON types: nested records in nested form.
+
+    Raises:
+        ArgumentTypeError: ``record`` is not a `Record`.
     """
+    _require_record("identity_payload", record)
     payload = _spec(type(record)).raw_payload(record)
     return {name: _jsonify(value) for name, value in payload.items()}
 
@@ -140,8 +166,10 @@ def compute_id(record: Record) -> str:
     """Recompute ``record``'s id from its identity payload (fast path).
 
     Raises:
+        ArgumentTypeError: ``record`` is not a `Record`.
         TypeError: the record class declares no identity field.
     """
+    _require_record("compute_id", record)
     spec = _spec(type(record))
     if spec.identity.field is None:
         raise TypeError(f"{type(record).__name__} declares no identity field")
@@ -153,7 +181,14 @@ def seal(cls: type[R], /, **fields: Any) -> R:
 
     The record is constructed (so every validator runs) with a placeholder id,
     then its id is computed from the identity payload and set.
+
+    Raises:
+        ArgumentTypeError: ``cls`` is not a `Record` class.
+        TypeError: ``cls`` declares no identity field, or a field is unknown or missing.
+        FieldError: a field breaks its invariant (the error names record and field).
     """
+    if not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise ArgumentTypeError("seal", "cls", "a Record class", type(cls).__name__)
     spec = _spec(cls)
     id_field = spec.identity.field
     if id_field is None:
@@ -168,6 +203,11 @@ def seal(cls: type[R], /, **fields: Any) -> R:
 
 
 _PLACEHOLDER_ID: Final = "0" * 64
+
+
+def _require_record(function: str, record: object) -> None:
+    if not isinstance(record, Record):
+        raise ArgumentTypeError(function, "record", "Record", type(record).__name__)
 
 
 def _nested_default(value: object) -> object:
@@ -263,7 +303,8 @@ class _Spec:
             record = self.cls(**kwargs)
         except (ValueError, TypeError) as e:
             field = getattr(e, "kernel_field", None)
-            raise RecordError(_join(path, field) if field else path, str(e)) from e
+            reason = e.reason if isinstance(e, FieldError) else str(e)
+            raise RecordError(_join(path, field) if field else path, reason) from e
         ident = self.identity
         if verify_ids and ident.field is not None and ident.recomputable:
             expected = compute_id(record)
@@ -477,8 +518,7 @@ def _enum_parser(kind: type[enum.Enum]) -> _Parser:
     return parse_enum
 
 
-def field_error(field: str, message: str) -> ValueError:
-    """A validator error that tells ``from_dict`` which field it concerns."""
-    error = ValueError(message)
-    error.kernel_field = field  # type: ignore[attr-defined]
-    return error
+def field_error(field: str, message: str) -> FieldError:
+    """A validator error naming the field; the record's ``__init__`` adds the record's
+    name, and ``from_dict`` the document path."""
+    return FieldError(field, message)

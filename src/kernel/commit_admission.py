@@ -20,6 +20,14 @@ Rules enforced by `admit_to_commit` (decision boundary of the seed), in order:
   only, commit not permitted, human or downstream confirmation required. Adding
   drafts never crosses into ``verified``: only the verifier outcome does.
 
+Rule enforced by `verify_admission`:
+
+- V1 a stored outcome verifies only when it is exactly what `admit_to_commit` derives
+  from the branch (``outcome_mismatch`` otherwise): a resealed id is not a signature.
+
+Callers who prefer exceptions write ``unwrap(admit_to_commit(branch))``: a
+`CommitRefusal` is raised as `CommitBoundaryError`.
+
 Decorrelation (`drafts_are_decorrelated`): no two drafters share both their context
 digest and their tool set.
 
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,10 +53,20 @@ from kernel.codec import Identity, Record, field_error, seal
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
-from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.values import (
+    Refusal,
+    boundary,
+    digest,
+    enum_member,
+    exact,
+    optional_digest,
+    tuple_of,
+    unwrap,
+)
 
 __all__ = [
     "Admission",
+    "AdmissionVerified",
     "Branch",
     "CommitBoundaryError",
     "CommitRefusal",
@@ -55,11 +74,9 @@ __all__ = [
     "Draft",
     "EvidenceClass",
     "VerifierOutcome",
-    "admit_or_raise",
     "admit_to_commit",
     "branch_from_corroboration",
     "drafts_are_decorrelated",
-    "require_verified",
     "verify_admission",
 ]
 
@@ -91,12 +108,13 @@ class CommitRefusalReason(enum.StrEnum):
     """A3: the independent verifier failed the branch; rollback required."""
     UNANIMOUS_CORRELATED_DRAFTS = "unanimous_correlated_drafts"
     """A4: unanimous agreement among correlated drafters, no verifier."""
+    OUTCOME_MISMATCH = "outcome_mismatch"
+    """V1: a stored outcome is not what `admit_to_commit` derives from the branch."""
 
 
 def _tools(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     tuple_of(str)(_instance, attribute, value)
-    assert isinstance(value, tuple)
-    if any(a >= b for a, b in itertools.pairwise(value)):
+    if any(a >= b for a, b in itertools.pairwise(typing.cast("tuple[str, ...]", value))):
         raise field_error(attribute.name, "tool names must be unique and sorted")
 
 
@@ -160,6 +178,7 @@ class CommitRefusal(Refusal):
     """A branch that must not be admitted. Self-sealed ``refusal_id``."""
 
     __identity__ = Identity(field="refusal_id", seals=True)
+    __error__ = CommitBoundaryError
 
     refusal_id: str = attrs.field(validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
@@ -173,6 +192,24 @@ class CommitRefusal(Refusal):
     """The rule that refused it."""
 
 
+@attrs.frozen(kw_only=True)
+class AdmissionVerified(Record):
+    """`verify_admission`'s success: the stored outcome is what the branch yields.
+
+    Nested form: every field. No id of its own: it restates verified identities.
+    """
+
+    branch_id: str = attrs.field(validator=exact(str))
+    """The branch whose outcome was re-derived."""
+    branch_digest: str = attrs.field(validator=digest)
+    """SHA-256 of the branch's canonical JSON."""
+    outcome_id: str = attrs.field(validator=digest)
+    """The verified ``admission_id`` or ``refusal_id``."""
+    admitted: bool = attrs.field(validator=exact(bool))
+    """True when the verified outcome is an `Admission`, False for a `CommitRefusal`."""
+
+
+@boundary
 def drafts_are_decorrelated(branch: Branch) -> bool:
     """True when no two drafters share both their context digest and their tool set."""
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -184,14 +221,13 @@ def drafts_are_decorrelated(branch: Branch) -> bool:
     return True
 
 
+@boundary
 def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
     """Apply the seed's decision boundary (rules A1-A5 in the module docstring).
 
     Raises:
-        TypeError: ``branch`` is not a `Branch` (a programmer error).
+        ArgumentTypeError: ``branch`` is not a `Branch` (a programmer error).
     """
-    if type(branch) is not Branch:
-        raise TypeError(f"expected Branch, got {type(branch).__name__}")
     branch_digest = sha256_hex(branch.to_dict())
     unanimous = len(branch.drafts) > 1 and len({d.output_digest for d in branch.drafts}) == 1
     decorrelated = drafts_are_decorrelated(branch)
@@ -239,40 +275,57 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
     )
 
 
-def verify_admission(outcome: Admission | CommitRefusal, branch: Branch) -> bool:
-    """True when ``outcome`` is exactly what `admit_to_commit` gives for ``branch``.
+@boundary
+def verify_admission(
+    outcome: Admission | CommitRefusal, branch: Branch
+) -> AdmissionVerified | CommitRefusal:
+    """Check that ``outcome`` is exactly what `admit_to_commit` gives for ``branch`` (V1).
 
     A self-sealed id is not a signature: anyone can edit an `Admission` document to
     ``verified`` and reseal it. This re-derives the outcome from the branch itself and
     compares identities (prose aside), so a stored admission can be trusted only
     together with the branch it claims to admit.
+
+    Returns:
+        `AdmissionVerified`, or a `CommitRefusal` with ``outcome_mismatch`` whose
+        explanation names the expected and the found outcome.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
-    if type(outcome) not in (Admission, CommitRefusal) or type(branch) is not Branch:
-        return False
     derived = admit_to_commit(branch)
-    if type(derived) is not type(outcome):
-        return False
-    if isinstance(derived, Admission):
-        return derived.admission_id == outcome.admission_id  # type: ignore[union-attr]
-    return derived.refusal_id == outcome.refusal_id  # type: ignore[union-attr]
+    expected_id = derived.admission_id if isinstance(derived, Admission) else derived.refusal_id
+    found_id = outcome.admission_id if isinstance(outcome, Admission) else outcome.refusal_id
+    if type(derived) is type(outcome) and expected_id == found_id:
+        return AdmissionVerified(
+            branch_id=branch.branch_id,
+            branch_digest=derived.branch_digest,
+            outcome_id=found_id,
+            admitted=isinstance(outcome, Admission),
+        )
+    return seal(
+        CommitRefusal,
+        branch_id=branch.branch_id,
+        branch_digest=derived.branch_digest,
+        reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
+        explanation=(
+            f"branch {branch.branch_id}: expected the {type(derived).__name__} {expected_id} "
+            f"that admit_to_commit derives from the branch, found the "
+            f"{type(outcome).__name__} {found_id}"
+        ),
+    )
 
 
 def admit_or_raise(branch: Branch) -> Admission:
-    """`admit_to_commit`, raising `CommitBoundaryError` on a refusal."""
-    outcome = admit_to_commit(branch)
-    if isinstance(outcome, CommitRefusal):
-        codes = ", ".join(outcome.reason_codes)
-        raise CommitBoundaryError(outcome, f"refused ({codes}): {outcome.explanation}")
-    return outcome
+    """Deprecated (0.1.0): use ``unwrap(admit_to_commit(branch))``."""
+    return unwrap(admit_to_commit(branch))
 
 
 def require_verified(branch: Branch) -> Admission:
-    """Admit for commit, raising `CommitBoundaryError` unless the branch is verified.
-
-    A ``corroborated_only`` admission is a refusal to commit here: promoting it would
-    be the corroboration-as-verification boundary failure.
+    """Deprecated (0.1.0): ``unwrap(admit_to_commit(branch))``, then check
+    ``evidence_class``; a ``corroborated_only`` admission raises `CommitBoundaryError`.
     """
-    admission = admit_or_raise(branch)
+    admission = unwrap(admit_to_commit(branch))
     if admission.evidence_class is not EvidenceClass.VERIFIED:
         raise CommitBoundaryError(
             admission,
@@ -282,6 +335,7 @@ def require_verified(branch: Branch) -> Admission:
     return admission
 
 
+@boundary
 def branch_from_corroboration(
     report: CorroborationReport,
     *,

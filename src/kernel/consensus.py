@@ -49,6 +49,7 @@ from kernel.codec import Identity, Record, field_error, seal
 from kernel.identity import is_canonical_str, is_digest
 from kernel.values import (
     Refusal,
+    boundary,
     digest,
     enum_member,
     exact,
@@ -469,6 +470,7 @@ ConsensusOutcome = Consensus | NoConsensus
 """What `build_consensus` returns when it does not refuse."""
 
 
+@boundary
 def build_consensus(
     observations: Sequence[RunObservation],
     *,
@@ -687,6 +689,7 @@ def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:
     return seal(NoConsensus, reason=report.no_consensus_reason, **fields)
 
 
+@boundary
 def build_corroboration_report(
     outcome: Consensus | NoConsensus,
     *,

@@ -46,7 +46,7 @@ from kernel.evidence_report import (
 )
 from kernel.identity import is_canonical_str
 from kernel.runrecord import AttemptState, constant
-from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
 from kernel.verification import Recommendation, nonblank
 
 __all__ = [
@@ -290,6 +290,7 @@ def _selection_problems(
     return reasons
 
 
+@boundary
 def record_decision(
     report: RunEvidenceReport,
     *,
@@ -374,6 +375,7 @@ def upgrade_decision_document(document: object) -> object:
     return document
 
 
+@boundary
 def verify_decision(
     record: HumanDecisionRecord, report: RunEvidenceReport
 ) -> DecisionVerified | DecisionRefusal:

@@ -10,10 +10,12 @@ by the programmer), for parsing documents at the edge, and for effects.
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
     "CanonicalizationError",
     "CommitBoundaryError",
     "ConfigError",
     "EffectError",
+    "FieldError",
     "KernelError",
     "RecordError",
     "RefusedError",
@@ -27,6 +29,23 @@ class KernelError(Exception):
     def diagnostics(self) -> str:
         """A one-line, human-readable description suitable for a CLI error line."""
         return str(self)
+
+
+class ArgumentTypeError(KernelError, TypeError):
+    """A public function was called with an argument of the wrong type (misuse).
+
+    Every pure ``build_*``/``check_*``/``verify_*``/``record_*``/``admit_*`` function
+    raises this, and only this, for a wrong argument type (ADR-0232's binding functions
+    refuse instead, as the reference does). The message names the function, the
+    parameter path (``observations[2]``), what was expected and what was found.
+    """
+
+    def __init__(self, function: str, path: str, expected: str, found: str) -> None:
+        super().__init__(f"{function}(): {path}: expected {expected}, got {found}")
+        self.function = function
+        self.path = path
+        self.expected = expected
+        self.found = found
 
 
 class CanonicalizationError(KernelError, ValueError):
@@ -50,6 +69,22 @@ class RecordError(KernelError, ValueError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}" if path else reason)
         self.path = path
+        self.reason = reason
+
+
+class FieldError(KernelError, ValueError):
+    """A record cannot be constructed: one field breaks its invariant.
+
+    The message names the record and the field (``WorkUnit.inputs: expected a tuple,
+    got list``); ``record`` is empty when a validator could not know its record.
+    `kernel_field` is the field path ``from_dict`` prefixes with the document path.
+    """
+
+    def __init__(self, field: str, reason: str, record: str = "") -> None:
+        where = f"{record}.{field}" if record else field
+        super().__init__(f"{where}: {reason}")
+        self.kernel_field = field
+        self.record = record
         self.reason = reason
 
 

@@ -54,7 +54,7 @@ from kernel.runrecord import (
     attempt_shape_problem,
     constant,
 )
-from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
+from kernel.values import Refusal, boundary, digest, enum_member, exact, non_negative, tuple_of
 from kernel.verification import CheckStatus, Recommendation, WorkerStatus, nonblank, positive
 
 __all__ = [
@@ -428,6 +428,7 @@ def _report_attempt(attempt: AttemptRecord) -> ReportAttempt:
     )
 
 
+@boundary
 def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     """Build the evidence report of ``run``; refuse on digest drift.
 
@@ -465,6 +466,7 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     )
 
 
+@boundary
 def check_evidence_report(
     report: RunEvidenceReport, *, run: RunRecord | None = None
 ) -> ReportCheck | ReportRefusal:

@@ -40,6 +40,7 @@ import attrs
 
 from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
 from kernel.identity import canonical_json, is_digest, sha256_bytes
+from kernel.values import boundary
 
 __all__ = [
     "WARNING_TEXT",
@@ -418,6 +419,7 @@ def _html_section(section: TableSection) -> list[str]:
     ]
 
 
+@boundary
 def render_json(report: RunEvidenceReport) -> bytes:
     """Canonical JSON bytes of the report, plus one trailing newline."""
     return canonical_json(report.to_dict()) + b"\n"
@@ -465,6 +467,7 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+@boundary
 def render_markdown(
     report: RunEvidenceReport,
     sections: Sequence[TableSection] = (),
@@ -739,6 +742,7 @@ def _html_workspace(report: RunEvidenceReport, space: Workspace) -> list[str]:
     return parts
 
 
+@boundary
 def render_html(
     report: RunEvidenceReport,
     sections: Sequence[TableSection] = (),

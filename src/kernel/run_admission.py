@@ -54,7 +54,15 @@ from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceRe
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
 from kernel.runrecord import RunAuthority, constant
-from kernel.values import digest, enum_member, exact, non_negative, optional_digest, tuple_of
+from kernel.values import (
+    boundary,
+    digest,
+    enum_member,
+    exact,
+    non_negative,
+    optional_digest,
+    tuple_of,
+)
 from kernel.verification import nonblank
 
 __all__ = [
@@ -219,6 +227,7 @@ def _group(
     )
 
 
+@boundary
 def build_run_admission(
     report: RunEvidenceReport,
     *,

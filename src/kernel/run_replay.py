@@ -50,7 +50,7 @@ from kernel.codec import Record, field_error
 from kernel.errors import CanonicalizationError
 from kernel.identity import sha256_hex
 from kernel.runrecord import DeclaredReplay, RunRecord, constant, first_difference
-from kernel.values import enum_member, exact, optional_digest, tuple_of
+from kernel.values import boundary, enum_member, exact, optional_digest, tuple_of
 
 __all__ = [
     "REPLAY_CHECK_KIND",
@@ -196,6 +196,7 @@ class ReplayCheck(Record):
             raise field_error("match", "a replay check matches exactly when it has no reason")
 
 
+@boundary
 def preflight(
     saved: object, *, mode: ReplayMode, declared: DeclaredReplay, config_digest: str
 ) -> list[ReplayReason]:
@@ -210,6 +211,7 @@ def preflight(
     return reasons
 
 
+@boundary
 def check_replay(
     saved: object,
     replayed: RunRecord | None,

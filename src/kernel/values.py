@@ -11,25 +11,38 @@ Rules enforced at construction (a record that exists is well formed):
 - ``(name, version)`` pairs are non-empty strings, unique and sorted ascending;
 - a `SourceSpan` has ``0 <= start <= end``.
 
-Refusals: every validator in `kernel` returns ``Result | <Domain>Refusal``; each
-refusal class subclasses `Refusal` and carries a closed ``StrEnum`` of reason codes.
-`unwrap` is the thin raising helper for callers who prefer exceptions.
+Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
+``admit_*`` function keeps it):
+
+- it returns ``Result | <Domain>Refusal``; each refusal class subclasses `Refusal`,
+  carries at least one code of a closed ``StrEnum`` (a refusal without a code cannot
+  be built) and a non-blank explanation saying what was expected and what was found;
+- a wrong argument type raises `kernel.errors.ArgumentTypeError` (a ``TypeError``),
+  checked against the function's annotations by `boundary`, the same way everywhere;
+  ADR-0232's binding functions refuse instead, as the reference implementation does;
+- `unwrap` is the one raising helper: it raises the refusal's own error family
+  (``Refusal.__error__``, `RefusedError` unless a domain names a subclass).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import enum
+import functools
+import types
+import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, ParamSpec, TypeVar
 
 import attrs
 
 from kernel.codec import Identity, Record, field_error
-from kernel.errors import RefusedError
+from kernel.errors import ArgumentTypeError, RefusedError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
 __all__ = [
     "BudgetCharge",
+    "boundary",
     "Refusal",
     "SourceSpan",
     "VersionPairs",
@@ -45,6 +58,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 VersionPairs = tuple[tuple[str, str], ...]
 """Sorted, unique ``(name, version)`` pairs, e.g. ``schema_versions``."""
@@ -201,20 +215,147 @@ class Refusal(Record):
     """
 
     __identity__ = Identity()
+    __error__: ClassVar[type[RefusedError]] = RefusedError
+    """The exception `unwrap` raises for a refusal of this class."""
 
     reason_codes: tuple[enum.StrEnum, ...]
     """Closed, deterministic reason codes (one per failed check, check order)."""
     explanation: str = attrs.field(default="", validator=exact(str))
-    """Human prose; never part of an identity."""
+    """Human prose: what was expected and what was found; never part of an identity."""
+
+    def __attrs_post_init__(self) -> None:
+        # A refusal says why: at least one closed code, and prose beyond the codes.
+        if not self.reason_codes:
+            raise field_error(
+                "reason_codes", f"a {type(self).__name__} needs at least one reason code"
+            )
+        if not self.explanation.strip():
+            raise field_error(
+                "explanation", f"a {type(self).__name__} needs an explanation (expected/found)"
+            )
 
 
 def unwrap(outcome: T | Refusal) -> T:
-    """Return ``outcome`` unless it is a refusal, which is raised as `RefusedError`.
+    """Return ``outcome`` unless it is a refusal, which is raised.
+
+    The one raising helper of `kernel`: callers who prefer exceptions write
+    ``unwrap(admit_to_commit(branch))``.
 
     Raises:
-        RefusedError: carrying the refusal record itself.
+        RefusedError: carrying the refusal record itself (``type(outcome).__error__``,
+            e.g. `kernel.errors.CommitBoundaryError` for a `CommitRefusal`).
     """
     if isinstance(outcome, Refusal):
         codes = ", ".join(str(code) for code in outcome.reason_codes)
-        raise RefusedError(outcome, f"refused ({codes}): {outcome.explanation}")
+        raise type(outcome).__error__(outcome, f"refused ({codes}): {outcome.explanation}")
     return outcome
+
+
+def boundary(function: Callable[P, T]) -> Callable[P, T]:
+    """Decorator: check every argument against ``function``'s annotations first.
+
+    A wrong type raises `ArgumentTypeError` naming the function, the parameter path
+    (``observations[2]``), the expected type and what was found. Checked: exact
+    ``str``/``int``/``bool`` (``bool`` is not an int), classes (records, enums),
+    unions, ``Literal``, ``tuple[...]``, ``Sequence[...]`` and ``Mapping[...]`` items,
+    ``type[...]``; other annotations (``object``, type variables) admit anything.
+    Arity errors stay Python's own ``TypeError``.
+    """
+    code = function.__code__
+    positional = code.co_varnames[: code.co_argcount]
+    known = frozenset(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    name = function.__qualname__
+    hints: dict[str, Any] = {}
+
+    @functools.wraps(function)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not hints:
+            hints.update(typing.get_type_hints(function))
+        for param, value in zip(positional, args, strict=False):
+            _raise_on_mismatch(name, param, value, hints)
+        for param, value in kwargs.items():
+            if param in known:
+                _raise_on_mismatch(name, param, value, hints)
+        return function(*args, **kwargs)
+
+    return checked
+
+
+def _raise_on_mismatch(function: str, param: str, value: object, hints: dict[str, Any]) -> None:
+    problem = _mismatch(value, hints.get(param, object), param)
+    if problem is not None:
+        raise ArgumentTypeError(function, *problem)
+
+
+def _found(value: object) -> str:
+    """What a value is, for an error message: its type, and a short repr of scalars."""
+    kind = type(value).__name__
+    if isinstance(value, str | int | float) and not isinstance(value, enum.Enum):
+        text = repr(value)
+        return f"{kind} {text[:40]}{'...' if len(text) > 40 else ''}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return f"{kind} of {len(value)} items"
+    return kind
+
+
+def _describe(hint: object) -> str:
+    if isinstance(hint, type):
+        return "None" if hint is type(None) else hint.__name__
+    return str(hint).replace("typing.", "").replace("collections.abc.", "")
+
+
+def _mismatch(value: object, hint: Any, path: str) -> tuple[str, str, str] | None:
+    """``(path, expected, found)`` for the first part of ``value`` not of type ``hint``."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    ok: bool
+    if origin is None:
+        if hint is None or hint is type(None):
+            ok = value is None
+        elif hint is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif hint is bool:
+            ok = type(value) is bool
+        elif isinstance(hint, type) and hint is not object:
+            ok = isinstance(value, hint)
+        else:
+            return None  # object, Any, type variables: anything goes
+    elif origin in (types.UnionType, typing.Union):
+        ok = any(_mismatch(value, member, path) is None for member in args)
+    elif origin is typing.Literal:
+        ok = any(type(value) is type(choice) and value == choice for choice in args)
+    elif origin is tuple or origin in (collections.abc.Sequence, list):
+        ok = type(value) is tuple if origin is tuple else isinstance(value, list | tuple)
+        if ok:
+            return _items_mismatch(typing.cast("tuple[object, ...]", value), args, path)
+    elif origin in (collections.abc.Mapping, dict):
+        ok = isinstance(value, collections.abc.Mapping)
+        if isinstance(value, collections.abc.Mapping) and len(args) == 2:
+            for key, item in value.items():
+                problem = _mismatch(key, args[0], f"{path} key {key!r}")
+                problem = problem or _mismatch(item, args[1], f"{path}[{key!r}]")
+                if problem is not None:
+                    return problem
+    elif origin is type:
+        ok = isinstance(value, type) and (
+            not isinstance(args[0], type) or issubclass(value, args[0])
+        )
+    else:
+        return None  # Iterable, Callable, ...: checked by the function itself
+    return None if ok else (path, _describe(hint), _found(value))
+
+
+def _items_mismatch(
+    value: tuple[object, ...], args: tuple[Any, ...], path: str
+) -> tuple[str, str, str] | None:
+    if (len(args) == 2 and args[1] is Ellipsis) or len(args) == 1:
+        kinds = [args[0]] * len(value)
+    elif len(args) != len(value):
+        return (path, f"{len(args)} items", f"{len(value)} items")
+    else:
+        kinds = list(args)
+    for index, (item, kind) in enumerate(zip(value, kinds, strict=True)):
+        problem = _mismatch(item, kind, f"{path}[{index}]")
+        if problem is not None:
+            return problem
+    return None

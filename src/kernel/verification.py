@@ -37,7 +37,7 @@ import attrs
 
 from kernel.codec import Identity, Record, field_error, seal
 from kernel.identity import is_digest, sha256_hex
-from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
 
 __all__ = [
     "verdict_from_checks",
@@ -462,6 +462,7 @@ def _verification_reasons(
     return reasons
 
 
+@boundary
 def check_manifest_chain(
     work_unit: WorkUnit, manifest: ResultManifest
 ) -> EvidenceChain | EvidenceChainRefusal:
@@ -473,6 +474,7 @@ def check_manifest_chain(
     return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
 
 
+@boundary
 def verdict_from_checks(
     checks: tuple[CheckResult, ...], worker_status: WorkerStatus
 ) -> tuple[VerificationStatus, Recommendation]:
@@ -503,6 +505,7 @@ def verdict_from_checks(
     return VerificationStatus.INCONCLUSIVE, Recommendation.INSUFFICIENT_EVIDENCE
 
 
+@boundary
 def check_evidence_chain(
     work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
 ) -> EvidenceChain | EvidenceChainRefusal:
