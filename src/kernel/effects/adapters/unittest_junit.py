@@ -137,6 +137,19 @@ def _one(test_id: str, outcomes: list[tuple[str, str, str]]) -> tuple[str, str, 
     return min(own, key=lambda o: _WORST.index(o[1]))
 
 
+_LABELS = {"failure": "FAIL", "error": "ERROR", "skipped": "SKIP"}
+
+
+def _summary(reported: list[tuple[str, str, str]]) -> None:
+    """For a reader of the check's output (stderr): what did not pass, and why."""
+    for test_id, status, message in reported:
+        if status != "passed":
+            name = test_id.rpartition(".")[2]
+            print(f"{_LABELS[status]}: {name} ({test_id})\n{message}", file=sys.stderr)
+    counts = {s: sum(1 for r in reported if r[1] == s) for s in ("passed", *_LABELS)}
+    print("ran " + ", ".join(f"{n} {s}" for s, n in counts.items() if n), file=sys.stderr)
+
+
 def _xml(nonce: str, outcomes: list[tuple[str, str, str]], tampered: bool) -> bytes:
     lines = [
         f"<testsuites kernel-nonce={quoteattr(nonce)} tampered="
@@ -181,6 +194,7 @@ def main(argv: list[str]) -> int:
         except Exception as e:
             result.outcomes.append((test_id, "error", _text((type(e), e, None))))
         reported.append(_one(test_id, result.outcomes[before:]))
+    _summary(reported)
     data = _xml(nonce, reported, result.tampered or _snapshot() != baseline)
     view = memoryview(data)
     while view:
