@@ -51,7 +51,7 @@ def test_record_and_verify(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _record("--decision", "accept", "--selected-attempt-id", "attempt-001",
                    "--run-record", "results/demo/run.json") == 0  # fmt: skip
     document: dict[str, Any] = json.loads((work / "results/demo/decision.json").read_text())
-    schema = json.loads((ROOT / "schemas/human-decision-record.schema.json").read_text())
+    schema = json.loads((ROOT / "src/kernel/schemas/human-decision-record.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(document)
     assert document["decided_at"] == "2026-03-04T05:06:07Z"
     assert _verify() == 0

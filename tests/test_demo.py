@@ -23,7 +23,7 @@ from kernel.runrecord import AttemptErrorCode, RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
-SCHEMAS = ROOT / "schemas"
+SCHEMAS = ROOT / "src/kernel/schemas"
 
 
 def visible_scratch() -> Path:

@@ -21,7 +21,7 @@ from kernel.effects.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
-SCHEMAS = ROOT / "schemas"
+SCHEMAS = ROOT / "src/kernel/schemas"
 
 
 def _validate(kind: str, path: Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_committed_schemas_are_current(capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m kernel.effects.schemas --check` passes on the committed schemas/."""
-    assert schemas.main(["--check", "--dir", str(ROOT / "schemas")]) == 0
+    assert schemas.main(["--check", "--dir", str(ROOT / "src/kernel/schemas")]) == 0
     capsys.readouterr()
 
 

@@ -31,6 +31,7 @@ def _command_modules() -> tuple[ModuleType, ...]:
     from kernel.effects.commands import promote as promote_cmd
     from kernel.effects.commands import report as report_cmd
     from kernel.effects.commands import run as run_cmd
+    from kernel.effects.commands import schemas as schemas_cmd
     from kernel.effects.commands import selftest
 
     return (
@@ -43,6 +44,7 @@ def _command_modules() -> tuple[ModuleType, ...]:
         run_cmd,
         ledger_cmd,
         promote_cmd,
+        schemas_cmd,
     )
 
 

@@ -1,9 +1,15 @@
-"""Generate ``schemas/*.schema.json`` (JSON Schema 2020-12) from the record classes.
+"""Generate ``src/kernel/schemas/*.schema.json`` (JSON Schema 2020-12) from the record
+classes, and list or read the schemas the installed package ships.
 
 Usage::
 
-    python -m kernel.effects.schemas            # (re)write schemas/
+    python -m kernel.effects.schemas            # (re)write src/kernel/schemas/
     python -m kernel.effects.schemas --check    # exit 1 when a file is stale or missing
+    kernel schemas list                         # what ships (name and $id)
+    kernel schemas show run-record              # one schema, as shipped
+
+From Python: `schema_names()` and `load_schema(name)` read the package data through
+``importlib.resources`` (they work from a wheel, a zip or a checkout alike).
 
 The schemas are derived from each record's field annotations (types, enums,
 ``X | None``, nested records as ``$defs``) and from its validators (digest patterns,
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import importlib.resources
 import sys
 import types
 import typing
@@ -27,10 +34,12 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from kernel.codec import Record
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
+from kernel.errors import ConfigError
 from kernel.evidence_report import RunEvidenceReport
 from kernel.identity import canonical_json
 from kernel.run_admission import RunAdmission
@@ -38,7 +47,16 @@ from kernel.run_replay import ReplayCheck
 from kernel.runrecord import RunRecord
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 
-__all__ = ["DOCUMENTS", "generate", "main", "schema_for"]
+__all__ = [
+    "DOCUMENTS",
+    "PACKAGE_FOLDER",
+    "SCHEMA_SUFFIX",
+    "generate",
+    "load_schema",
+    "main",
+    "schema_for",
+    "schema_names",
+]
 
 DOCUMENTS: Final[dict[str, type[Record]]] = {
     "run-record": RunRecord,
@@ -192,11 +210,48 @@ def generate() -> dict[str, bytes]:
     }
 
 
+SCHEMA_SUFFIX: Final = ".schema.json"
+PACKAGE_FOLDER: Final = Path(__file__).resolve().parents[1] / "schemas"
+"""Where the generator writes: the ``schemas`` folder of the package being developed."""
+
+
+def _shipped() -> Any:
+    return importlib.resources.files("kernel") / "schemas"
+
+
+def schema_names() -> list[str]:
+    """The names of the JSON Schemas the installed package ships (sorted), e.g.
+    ``run-record`` for ``run-record.schema.json``."""
+    return sorted(
+        entry.name[: -len(SCHEMA_SUFFIX)]
+        for entry in _shipped().iterdir()
+        if entry.name.endswith(SCHEMA_SUFFIX)
+    )
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """One shipped schema, decoded.
+
+    Raises:
+        ConfigError: no schema of that name ships (the message lists those that do).
+    """
+    if name not in schema_names():
+        raise ConfigError(f"no schema {name!r}; shipped: {', '.join(schema_names())}")
+    document = orjson.loads((_shipped() / f"{name}{SCHEMA_SUFFIX}").read_bytes())
+    if type(document) is not dict:
+        raise ConfigError(f"{name}: shipped schema is not an object")
+    return document
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the schemas, or with ``--check`` report stale ones (exit 1)."""
     parser = argparse.ArgumentParser(prog="python -m kernel.effects.schemas")
-    parser.add_argument("--check", action="store_true", help="fail when schemas/ is stale")
-    parser.add_argument("--dir", default="schemas", help="schema folder (default: schemas)")
+    parser.add_argument("--check", action="store_true", help="fail when a schema is stale")
+    parser.add_argument(
+        "--dir",
+        default=str(PACKAGE_FOLDER),
+        help="schema folder (default: the package's schemas/)",
+    )
     args = parser.parse_args(argv)
     folder = Path(args.dir)
     wanted = generate()

@@ -5,6 +5,16 @@ For our own tests and for users' property-based suites. Needs the optional extra
 package re-exports them all.
 """
 
+try:
+    import hypothesis  # noqa: F401
+except ModuleNotFoundError as e:
+    # Say which extra brings it, not only which module is missing.
+    raise ModuleNotFoundError(
+        "kernel.strategies needs hypothesis, from the optional extra 'testing': "
+        "pip install 'evidence-kernel[testing]'",
+        name=e.name,
+    ) from e
+
 from kernel.strategies.consensus import branches, drafts, run_observations, tool_sets
 from kernel.strategies.report import (
     actors,
