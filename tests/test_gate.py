@@ -394,6 +394,7 @@ def test_p8_ledger_broken(world: World) -> None:
         position=1,
         entry_id="",
         reason_codes=(LedgerReason.LINK_BROKEN,),
+        explanation="entry 1: prev_id is not the previous entry's id",
     )
     assert codes(world.promote(ledger=broken)) == (GateReason.LEDGER_BROKEN,)
     assert codes(world.stage(ledger=broken)) == (GateReason.LEDGER_BROKEN,)
