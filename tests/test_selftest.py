@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.resources
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import kernel
 from kernel.effects.cli import main
 from kernel.effects.commands import bind_selftest, selftest
 
@@ -49,3 +53,62 @@ def test_packaged_reference_chain_is_the_fixture() -> None:
     )
     fixture = ROOT / "fixtures" / "binding" / "reference-chain.json"
     assert packaged.read_bytes() == fixture.read_bytes()
+
+
+BROKEN_CORE = """
+import sys
+from kernel.effects.commands import report_selftest, selftest
+
+if sys.flags.optimize < 1:
+    raise SystemExit("not run under -O")
+# A broken report module: its consistency check accepts everything, and canonical
+# JSON writes keys unsorted. Under -O a bare assert would let both pass.
+report_selftest.check_evidence_report = lambda *args, **kwargs: None
+selftest.canonical_json = lambda value: b"{}"
+raise SystemExit(selftest.run(None))
+"""
+
+
+def test_a_broken_core_fails_the_self_test_under_python_O() -> None:
+    """Checks fail explicitly: `python -O` (which strips assert) still catches a broken core."""
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", BROKEN_CORE], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("FAIL canonical JSON matches") for line in lines), lines
+    assert any(
+        line.startswith("FAIL decision: a relabelled report is refused") for line in lines
+    ), lines
+    assert lines[-1] == "self-test: 3 failed"  # both identity checks and the report check
+
+
+def test_a_check_raising_anything_fails_rather_than_crashing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken core that raises (not a failed expectation) is a FAIL line, not a traceback."""
+
+    def crashing() -> None:
+        raise KeyError("attempts")
+
+    monkeypatch.setattr(selftest, "CHECK_GROUPS", [[("crashing check", crashing)]])
+    assert main(["self-test"]) == 1
+    assert "FAIL crashing check: KeyError: 'attempts'" in capsys.readouterr().out
+
+
+def test_no_self_test_check_uses_assert() -> None:
+    """`python -O` strips assert: every self-test module tests and raises explicitly."""
+    commands = ROOT / "src" / "kernel" / "effects" / "commands"
+    for path in sorted(commands.glob("*selftest*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+        assert found == [], f"{path.name}: assert at lines {found}"
+
+
+@pytest.mark.parametrize("command", [["kernel"], [sys.executable, "-m", "kernel"]])
+def test_version_and_module_entry_point(command: list[str]) -> None:
+    """`kernel --version` and `python -m kernel --version` print the package version."""
+    executable = Path(sys.executable).with_name("kernel")
+    argv = [str(executable)] if command == ["kernel"] else command
+    done = subprocess.run([*argv, "--version"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"kernel {kernel.__version__}"

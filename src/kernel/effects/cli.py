@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
+from kernel import __version__
 from kernel.errors import KernelError
 
 __all__ = ["main"]
@@ -58,6 +59,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree (exposed for documentation and tests)."""
     parser = _Parser(prog="kernel", description="Evidence records, checks and reports.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in _command_modules():
         module.register(sub)

@@ -4,7 +4,7 @@ The binding checks replay the reference chain (a copy of
 ``fixtures/binding/reference-chain.json`` ships with the package; a test keeps the two
 identical): `kernel` must reproduce the origin implementation's binding and refusal
 ids byte for byte. The corroboration and admission checks are the seeds' boundary
-cases. Each check raises ``AssertionError`` with what it saw.
+cases. Each check raises `SelfTestFailure` with what it saw.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from kernel.consensus import (
     RunObservation,
     build_consensus,
 )
+from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.effects.files import load_json
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
 
@@ -50,7 +51,7 @@ def _chain() -> dict[str, Any]:
     with importlib.resources.as_file(resource) as path:
         chain = load_json(path, what="packaged reference chain")
     if not isinstance(chain, dict):
-        raise AssertionError("the packaged reference chain is not a JSON object")
+        raise SelfTestFailure("the packaged reference chain is not a JSON object")
     return chain
 
 
@@ -60,9 +61,9 @@ def _reference_binding() -> None:
     result = CandidateOperatorResult.from_dict(chain["candidate_operator_result"])
     outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
     if not isinstance(outcome, CandidateAttemptRunBinding):
-        raise AssertionError(f"the reference chain did not bind: {outcome.reason_codes}")
+        raise SelfTestFailure(f"the reference chain did not bind: {outcome.reason_codes}")
     if outcome.to_dict() != chain["binding"]:
-        raise AssertionError(f"binding {outcome.binding_id} differs from the reference")
+        raise SelfTestFailure(f"binding {outcome.binding_id} differs from the reference")
 
 
 def _reference_refusal() -> None:
@@ -73,9 +74,9 @@ def _reference_refusal() -> None:
     result = CandidateOperatorResult.from_dict(document, verify_ids=False)
     outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
     if not isinstance(outcome, CandidateAttemptRunBindingRefusal):
-        raise AssertionError("a result naming another run was bound")
+        raise SelfTestFailure("a result naming another run was bound")
     if outcome.to_dict() != case["refusal"]:
-        raise AssertionError(f"refusal {outcome.binding_refusal_id} differs from the reference")
+        raise SelfTestFailure(f"refusal {outcome.binding_refusal_id} differs from the reference")
 
 
 def _observation(index: int, digest: str | None) -> RunObservation:
@@ -95,10 +96,10 @@ def _plurality_is_not_consensus() -> None:
     a, b = "a" * 64, "b" * 64
     outcome = build_consensus(tuple(_observation(i, d) for i, d in enumerate((a, a, b, None))))
     if not isinstance(outcome, NoConsensus):
-        raise AssertionError(f"2 of 4 launched runs gave {type(outcome).__name__}")
+        raise SelfTestFailure(f"2 of 4 launched runs gave {type(outcome).__name__}")
     majority = build_consensus(tuple(_observation(i, d) for i, d in enumerate((a, a, a, b))))
     if not isinstance(majority, Consensus) or majority.agreement_count != 3:
-        raise AssertionError("3 of 4 identical outputs did not corroborate")
+        raise SelfTestFailure("3 of 4 identical outputs did not corroborate")
 
 
 def _correlated_unanimity_is_refused() -> None:
@@ -108,12 +109,12 @@ def _correlated_unanimity_is_refused() -> None:
     if not isinstance(outcome, CommitRefusal) or outcome.reason_codes != (
         CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,
     ):
-        raise AssertionError("unanimous correlated drafters were admitted without a verifier")
+        raise SelfTestFailure("unanimous correlated drafters were admitted without a verifier")
     verified = admit_to_commit(
         Branch(branch_id="b", drafts=(clone, clone, clone), verifier=VerifierOutcome.PASSED)
     )
     if not isinstance(verified, Admission) or verified.evidence_class is not EvidenceClass.VERIFIED:
-        raise AssertionError("an independent verifier's pass did not make the branch verified")
+        raise SelfTestFailure("an independent verifier's pass did not make the branch verified")
 
 
 BIND_CHECKS: tuple[tuple[str, Callable[[], None]], ...] = (

@@ -2,7 +2,7 @@
 
 The seed's eight checks, then the decision checks. Each builds its own fixtures in a
 private temporary folder (nothing depends on the source checkout) and raises
-``AssertionError`` with what it saw.
+`SelfTestFailure` with what it saw.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from kernel.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
+from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.effects.files import write_canonical_json
 from kernel.effects.orchestrate import run_config
 from kernel.evidence_report import (
@@ -129,7 +130,8 @@ def _report(config: str) -> tuple[RunRecord, RunEvidenceReport]:
     with fixture_tree() as base:
         run = run_config(base / f"{config}.json")
     report = build_evidence_report(run)
-    assert isinstance(report, RunEvidenceReport), f"report refused: {report}"
+    if not isinstance(report, RunEvidenceReport):
+        raise SelfTestFailure(f"report refused: {report}")
     return run, report
 
 
@@ -140,61 +142,76 @@ def _states(report: RunEvidenceReport) -> list[EvidenceState]:
 def _one_support_one_rejection() -> None:
     _, report = _report("good-vs-bad")
     states = _states(report)
-    assert states == [EvidenceState.SUPPORTED, EvidenceState.REJECTED], states
-    assert (report.summary.supported, report.summary.rejected) == (1, 1), report.summary
+    if not (states == [EvidenceState.SUPPORTED, EvidenceState.REJECTED]):
+        raise SelfTestFailure(states)
+    if not ((report.summary.supported, report.summary.rejected) == (1, 1)):
+        raise SelfTestFailure(report.summary)
 
 
 def _disagreement_visible() -> None:
     _, report = _report("good-vs-bad")
-    assert report.summary.verification_disagreement, report.summary
+    if not report.summary.verification_disagreement:
+        raise SelfTestFailure(report.summary)
 
 
 def _decision_pending() -> None:
     _, report = _report("good-vs-bad")
     pending = report.human_decision
-    assert pending.status == "pending", pending
-    assert pending.selected_attempt_id is None, pending
+    if not (pending.status == "pending"):
+        raise SelfTestFailure(pending)
+    if pending.selected_attempt_id is not None:
+        raise SelfTestFailure(pending)
 
 
 def _no_automatic_selection() -> None:
     _, report = _report("good-vs-bad")
-    assert not any(report.authority.to_dict().values()), report.authority
+    if any(report.authority.to_dict().values()):
+        raise SelfTestFailure(report.authority)
 
 
 def _worker_failure_visible() -> None:
     _, report = _report("worker-failure")
     states = _states(report)
-    assert states == [EvidenceState.SUPPORTED, EvidenceState.WORKER_ERROR], states
-    assert report.summary.control_errors == 1, report.summary
-    assert report.attempts[0].verification is not None, "surviving evidence was dropped"
+    if not (states == [EvidenceState.SUPPORTED, EvidenceState.WORKER_ERROR]):
+        raise SelfTestFailure(states)
+    if not (report.summary.control_errors == 1):
+        raise SelfTestFailure(report.summary)
+    if not (report.attempts[0].verification is not None):
+        raise SelfTestFailure("surviving evidence was dropped")
 
 
 def _replay_matches() -> None:
     with fixture_tree() as base:
         first = run_config(base / "good-vs-bad.json")
         second = run_config(base / "good-vs-bad.json")
-    assert canonical_json(first.to_dict()) == canonical_json(second.to_dict()), "bytes differ"
-    assert first.digest == second.digest
+    if not (canonical_json(first.to_dict()) == canonical_json(second.to_dict())):
+        raise SelfTestFailure("bytes differ")
+    if not (first.digest == second.digest):
+        raise SelfTestFailure("expected first.digest == second.digest")
 
 
 def _tamper_fails_replay() -> None:
     run, _ = _report("good-vs-bad")
     saved = run.to_dict()
     saved["attempts"][1]["verification"]["recommendation"] = "accept_candidate"
-    assert sha256_hex(saved) != run.digest, "a tampered run record still matches"
+    if not (sha256_hex(saved) != run.digest):
+        raise SelfTestFailure("a tampered run record still matches")
 
 
 def _drift_rejected() -> None:
     run, _ = _report("good-vs-bad")
     attempt = run.attempts[0]
-    assert attempt.verification is not None
+    if not (attempt.verification is not None):
+        raise SelfTestFailure("expected attempt.verification is not None")
     drifted = attrs.evolve(
         attempt,
         verification=attrs.evolve(attempt.verification, result_manifest_digest="0" * 64),
     )
     outcome = build_evidence_report(attrs.evolve(run, attempts=(drifted, *run.attempts[1:])))
-    assert isinstance(outcome, ReportRefusal), "drift produced a report"
-    assert outcome.reason_codes == (ReportReason.VERIFICATION_MANIFEST_DRIFT,), outcome
+    if not isinstance(outcome, ReportRefusal):
+        raise SelfTestFailure("drift produced a report")
+    if not (outcome.reason_codes == (ReportReason.VERIFICATION_MANIFEST_DRIFT,)):
+        raise SelfTestFailure(outcome)
 
 
 _DECIDE: dict[str, Any] = {
@@ -210,19 +227,27 @@ def _decision_binds() -> None:
     record = record_decision(
         report, decision="accept", selected_attempt_id="attempt-001", **_DECIDE
     )
-    assert not isinstance(record, DecisionRefusal), record
-    assert record.evidence_report.digest == report.digest
-    assert not isinstance(verify_decision(record, report), DecisionRefusal)
+    if isinstance(record, DecisionRefusal):
+        raise SelfTestFailure(record)
+    if not (record.evidence_report.digest == report.digest):
+        raise SelfTestFailure("expected record.evidence_report.digest == report.digest")
+    if isinstance(verify_decision(record, report), DecisionRefusal):
+        raise SelfTestFailure(
+            "expected not isinstance(verify_decision(record, report), DecisionRefusal)"
+        )
 
 
 def _edited_report_fails_verify() -> None:
     _, report = _report("good-vs-bad")
     record = record_decision(report, decision="reject", **_DECIDE)
-    assert not isinstance(record, DecisionRefusal), record
+    if isinstance(record, DecisionRefusal):
+        raise SelfTestFailure(record)
     edited = attrs.evolve(report, run_id="self-test/other-run")
     outcome = verify_decision(record, edited)
-    assert isinstance(outcome, DecisionRefusal), "an edited report verified"
-    assert DecisionReason.REPORT_DIGEST in outcome.reason_codes, outcome
+    if not isinstance(outcome, DecisionRefusal):
+        raise SelfTestFailure("an edited report verified")
+    if DecisionReason.REPORT_DIGEST not in outcome.reason_codes:
+        raise SelfTestFailure(outcome)
 
 
 def _report_vocabulary_refused() -> None:
@@ -230,8 +255,10 @@ def _report_vocabulary_refused() -> None:
     outcome = record_decision(
         report, decision="accept_candidate", selected_attempt_id="attempt-001", **_DECIDE
     )
-    assert isinstance(outcome, DecisionRefusal), "report vocabulary was recorded"
-    assert outcome.reason_codes == (DecisionReason.REPORT_VOCABULARY,), outcome
+    if not isinstance(outcome, DecisionRefusal):
+        raise SelfTestFailure("report vocabulary was recorded")
+    if not (outcome.reason_codes == (DecisionReason.REPORT_VOCABULARY,)):
+        raise SelfTestFailure(outcome)
 
 
 def _forged_report_refused() -> None:
@@ -243,13 +270,17 @@ def _forged_report_refused() -> None:
         summary=attrs.evolve(report.summary, supported=2, rejected=0),
     )
     checked = check_evidence_report(forged)
-    assert isinstance(checked, ReportRefusal), "a relabelled report checked"
-    assert ReportReason.EVIDENCE_STATE in checked.reason_codes, checked
+    if not isinstance(checked, ReportRefusal):
+        raise SelfTestFailure("a relabelled report checked")
+    if ReportReason.EVIDENCE_STATE not in checked.reason_codes:
+        raise SelfTestFailure(checked)
     outcome = record_decision(
         forged, decision="accept", selected_attempt_id="attempt-002", **_DECIDE
     )
-    assert isinstance(outcome, DecisionRefusal), "a forged report was decided on"
-    assert outcome.reason_codes == (DecisionReason.REPORT_INCONSISTENT,), outcome
+    if not isinstance(outcome, DecisionRefusal):
+        raise SelfTestFailure("a forged report was decided on")
+    if not (outcome.reason_codes == (DecisionReason.REPORT_INCONSISTENT,)):
+        raise SelfTestFailure(outcome)
 
 
 def _unknown_attempt_refused() -> None:
@@ -257,8 +288,10 @@ def _unknown_attempt_refused() -> None:
     outcome = record_decision(
         report, decision="accept", selected_attempt_id="attempt-999", **_DECIDE
     )
-    assert isinstance(outcome, DecisionRefusal), "an unknown attempt was recorded"
-    assert outcome.reason_codes == (DecisionReason.UNKNOWN_ATTEMPT,), outcome
+    if not isinstance(outcome, DecisionRefusal):
+        raise SelfTestFailure("an unknown attempt was recorded")
+    if not (outcome.reason_codes == (DecisionReason.UNKNOWN_ATTEMPT,)):
+        raise SelfTestFailure(outcome)
 
 
 REPORT_CHECKS: tuple[tuple[str, Callable[[], None]], ...] = (

@@ -1,7 +1,7 @@
 """`kernel self-test`: run the library's built-in checks, each printed, exit 1 on any failure.
 
 Each check is a ``(name, function)`` pair; a function returns None on success or
-raises ``AssertionError`` with what it saw. Other verbs' modules contribute checks
+raises `SelfTestFailure` with what it saw. Other verbs' modules contribute checks
 through ``CHECK_GROUPS``.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from kernel.effects.commands.bind_selftest import BIND_CHECKS
 from kernel.effects.commands.report_selftest import REPORT_CHECKS
+from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.errors import CanonicalizationError
 from kernel.identity import canonical_json, sha256_hex
 
@@ -24,9 +25,11 @@ def _identity_vector() -> None:
     value = {"b": [1, None, True], "a": "\u00e9\U0001f600", "\ue000": {}}
     expected = '{"a":"\u00e9\U0001f600","b":[1,null,true],"\ue000":{}}'.encode()
     got = canonical_json(value)
-    assert got == expected, f"canonical bytes {got!r}"
+    if not (got == expected):
+        raise SelfTestFailure(f"canonical bytes {got!r}")
     digest = sha256_hex(value)
-    assert len(digest) == 64, digest
+    if not (len(digest) == 64):
+        raise SelfTestFailure(digest)
 
 
 def _identity_refuses_float() -> None:
@@ -36,7 +39,7 @@ def _identity_refuses_float() -> None:
     except CanonicalizationError as e:
         path = e.path
     if path != "$.score":
-        raise AssertionError(f"a float was not refused at $.score (got {path})")
+        raise SelfTestFailure(f"a float was not refused at $.score (got {path})")
 
 
 IDENTITY_CHECKS: tuple[Check, ...] = (
@@ -65,6 +68,9 @@ def run(_args: argparse.Namespace) -> int:
             except AssertionError as e:
                 failures += 1
                 print(f"FAIL {name}: {e}")
+            except Exception as e:
+                failures += 1
+                print(f"FAIL {name}: {type(e).__name__}: {e}")
             else:
                 print(f"ok   {name}")
     print(f"self-test: {failures} failed" if failures else "self-test: all checks passed")
