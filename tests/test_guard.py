@@ -44,7 +44,7 @@ def _policy(**kw: object) -> Policy:
     return Policy(rules=(Rule(**fields),))  # type: ignore[arg-type]
 
 
-def _codes(source: str, policy: Policy, module: str = "m") -> list[tuple[int, int, str]]:
+def _codes(source: str | bytes, policy: Policy, module: str = "m") -> list[tuple[int, int, str]]:
     return [(v.line, v.column, v.code.value) for v in check_source(source, policy, module=module)]
 
 
@@ -265,13 +265,18 @@ def test_latin1_coding_cookie_and_crlf() -> None:
     assert [(v.line, v.column) for v in found] == [(2, 10)]
 
 
-def test_annotations_are_skipped_only_under_future_annotations() -> None:
-    """Annotations are never evaluated with the future import, so they are not uses."""
-    policy = _policy(forbid_calls=("os.environ",))
+def test_annotations_are_checked_as_code_even_lazy_or_strings() -> None:
+    """`typing.get_type_hints` evaluates lazy and string annotations: both are checked;
+    a string inside `Literal[...]` is data, not a forward reference."""
+    policy = _policy(forbid_calls=("os.environ", "open"))
     lazy = "from __future__ import annotations\nimport os\ndef f(x: os.environ) -> None: ...\n"
     eager = "import os\ndef f(x: os.environ) -> None: ...\n"
-    assert _codes(lazy, policy) == []
+    string = "import os\nx: 'list[os.environ]'\ndef g() -> 'open(1)': ...\n"
+    literal = "from typing import Literal\nx: Literal['open']\n"
+    assert _codes(lazy, policy) == [(3, 10, "KG004")]
     assert _codes(eager, policy) == [(2, 10, "KG004")]
+    assert _codes(string, policy) == [(2, 4, "KG004"), (3, 12, "KG004")]
+    assert _codes(literal, policy) == []
 
 
 def test_rebinding_discovered_late_is_followed() -> None:
@@ -573,3 +578,71 @@ def test_github_annotations_escape_properties(tmp_path: Path) -> None:
     assert out[0].startswith("::error file=")
     assert ",line=1,col=1,title=KG001 forbidden-import::import of 'subprocess'" in out[0]
     assert out[-1] == "2 findings in 1 files"
+
+
+# ------------------------------------------------------------------ evasion families (unit level)
+
+
+def test_coding_cookie_counts_only_where_python_reads_it() -> None:
+    """Line 2 counts after a comment line 1, not after code; a BOM is honoured."""
+    policy = _policy(forbid_calls=("open",))
+    honoured = b"#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nx = '\xe9'; open(1)\n"
+    assert _codes(honoured, policy) == [(3, 10, "KG004")]
+    assert _codes(b"\xef\xbb\xbfopen(1)\n", policy) == [(1, 1, "KG004")]
+    hidden = b'x = 1\n# coding: utf-7\ns = "+ACI-"; open(1); t = "+ACI-"\n'
+    assert _codes(hidden, policy) == [(3, 14, "KG004")]
+    assert _codes(b"# coding: no-such-codec\nx = 1\n", policy)[0][2] == "KG010"
+
+
+def test_compatibility_forms_do_not_hide_a_name() -> None:
+    """A fullwidth identifier is the ASCII one for the parser and for the prefilter."""
+    policy = _policy(forbid_calls=("os.system",))
+    src = "import os\nos.\uff53\uff59\uff53\uff54\uff45\uff4d('x')\n"
+    assert _codes(src, policy) == [(2, 1, "KG004")]
+
+
+def test_deeply_nested_source_is_a_finding_not_a_crash() -> None:
+    """Nesting past the parser's limits is KG010, never a RecursionError."""
+    policy = _policy(forbid_calls=("open",))
+    for src in ("x = " + "(" * 500 + ")" * 500 + "\n", "x = " + "-" * 200_000 + "1\n"):
+        found = _codes(src, policy)
+        assert [code for _l, _c, code in found] == ["KG010"]
+
+
+def test_reach_through_allowed_modules_and_aliases() -> None:
+    """`json.codecs` is module codecs (not allowed); `os.path` is os's own submodule."""
+    policy = _policy(allow_imports=("json", "os"), forbid_calls=("codecs.open",))
+    assert _codes("import json\njson.codecs.open('x')\n", policy) == [
+        (2, 1, "KG002"),
+        (2, 1, "KG004"),
+    ]
+    assert _codes("import os\nos.path.join('a', 'b')\nimport json\njson.dumps(1)\n", policy) == []
+
+
+def test_type_checking_trust_follows_bindings() -> None:
+    """An alias is trusted; a second binding, a loop target or a faked attribute is not."""
+    policy = _policy(forbid_imports=("socket",), allow_typing_imports=("socket",))
+    guarded = "if TC:\n    import socket\n"
+    assert _codes("from typing import TYPE_CHECKING as TC\n" + guarded, policy) == []
+    rebound = "from typing import TYPE_CHECKING as TC\nfor TC in [1]: pass\n" + guarded
+    assert _codes(rebound, policy) == [(4, 5, "KG001")]
+    twice = "from typing import TYPE_CHECKING as TC\nfrom fake import TC\n" + guarded
+    assert _codes(twice, policy) == [(4, 5, "KG001")]
+    faked = "import typing\nsetattr(typing, 'TYPE_CHECKING', 1)\nif typing.TYPE_CHECKING:\n"
+    assert _codes(faked + "    import socket\n", policy) == [(2, 1, "KG008"), (4, 5, "KG001")]
+
+
+def test_suppression_needs_a_reason_and_a_finding() -> None:
+    """`# kernel-guard: ignore[CODE] reason` drops that finding; without a reason, or
+    with nothing to suppress, it is KG011; the text inside a string is no comment."""
+    policy = _policy(forbid_calls=("open",))
+    ok = "open(1)  # kernel-guard: ignore[KG004] the test fixture opens nothing\n"
+    assert _codes(ok, policy) == []
+    above = "# kernel-guard: ignore[KG004] reads its own source\nopen(1)\n"
+    assert _codes(above, policy) == []
+    bare = "open(1)  # kernel-guard: ignore[KG004]\n"
+    assert _codes(bare, policy) == [(1, 1, "KG004"), (1, 10, "KG011")]
+    unused = "x = 1  # kernel-guard: ignore[KG004] nothing here\n"
+    assert _codes(unused, policy) == [(1, 8, "KG011")]
+    in_string = 'x = """\n# kernel-guard: ignore[KG004] no\n"""\nopen(1)\n'
+    assert _codes(in_string, policy) == [(4, 1, "KG004")]

@@ -6,13 +6,16 @@ Rules this package enforces (details in each module):
 
 - `kernel.guard.policy`: the policy shape and its validation (unusable policy ->
   `kernel.errors.ConfigError` naming the file and key; no policy -> refused);
-- `kernel.guard.scan`: resolution of aliases, relative/dynamic imports, ``getattr``,
-  re-binding, ``builtins``, ``TYPE_CHECKING`` and star imports; one finding per break;
-- `kernel.guard.engine`: modules by path, the content-hash cache, transitive reach;
-- `kernel.guard.output`: text, JSON and SARIF 2.1.0.
+- `kernel.guard.scan`: decoding as Python does, resolution of aliases, relative/dynamic
+  imports, ``getattr``, re-binding, scopes, ``builtins``, reach-through of installed
+  modules, ``TYPE_CHECKING``, annotations, reflection and star imports; suppressions;
+- `kernel.guard.engine`: modules by path, coverage (fail closed), the content-hash
+  cache, transitive reach, layers;
+- `kernel.guard.output`: text, JSON, SARIF 2.1.0 and GitHub annotations.
 
-Only `ast` is used (no libcst): every row of docs/guard.md's capability table is caught
-from the syntax tree plus a flow-insensitive binding table.
+Only `ast` and `symtable` are used (no libcst): every row of docs/guard.md's
+capability table is caught from the syntax tree, a binding table and CPython's own
+scope analysis; each evasion row is proven at run time by tests/static_guards.
 """
 
 from __future__ import annotations

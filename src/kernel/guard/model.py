@@ -14,6 +14,7 @@ Rules this module enforces:
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Any
 
@@ -55,6 +56,9 @@ class ViolationCode(enum.StrEnum):
     frame and function internals, ``__subclasses__``, importer machinery."""
     LAYER_VIOLATION = "KG009"
     """A module imports one of a higher layer of a ``layers`` rule."""
+    BAD_SUPPRESSION = "KG011"
+    """A ``# kernel-guard: ignore[CODE]`` comment without a reason, or one that
+    suppresses no finding on its line."""
     UNPARSEABLE = "KG010"
     """The file could not be read or parsed as Python; nothing in it was checked."""
 
@@ -75,6 +79,7 @@ _TITLES = {
     ViolationCode.REFLECTIVE_REACH: "reflective-reach",
     ViolationCode.LAYER_VIOLATION: "layer-violation",
     ViolationCode.UNPARSEABLE: "unparseable",
+    ViolationCode.BAD_SUPPRESSION: "bad-suppression",
 }
 
 
@@ -139,14 +144,19 @@ class Rule:
         The most specific pattern wins (most literal characters before a glob), so a
         catch-all top group such as ``kernel`` places every module no lower group names.
         """
-        best: tuple[int, int] | None = None
-        for index, group in enumerate(self.layers):
-            for pattern in group:
-                if module_matches(pattern, module):
-                    weight = len(re.split(r"[*?\[]", pattern, maxsplit=1)[0])
-                    if best is None or weight > best[0]:
-                        best = (weight, index)
-        return None if best is None else best[1]
+        return _layer_index(self.layers, module)
+
+
+@functools.lru_cache(maxsize=65536)
+def _layer_index(layers: tuple[tuple[str, ...], ...], module: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for index, group in enumerate(layers):
+        for pattern in group:
+            if module_matches(pattern, module):
+                weight = len(re.split(r"[*?\[]", pattern, maxsplit=1)[0])
+                if best is None or weight > best[0]:
+                    best = (weight, index)
+    return None if best is None else best[1]
 
 
 @attrs.frozen(kw_only=True)

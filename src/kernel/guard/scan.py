@@ -1,29 +1,50 @@
 """Per-file analysis: parse once with `ast`, resolve names, report rule breaks.
 
-Rules this module enforces (each check's comment names its `ViolationCode`):
+Rules this module enforces (each check's comment names its `ViolationCode`); each one
+follows what Python itself does, not a list of examples:
 
+- the file is decoded as Python decodes it (`tokenize.detect_encoding`: a coding cookie
+  counts on line 1, or on line 2 only after a blank or comment-only line 1), and every
+  text prefilter searches the NFKC-folded text, as the parser folds identifiers;
 - imports are seen wherever they are: module level, inside functions, ``try``,
   ``with`` and class bodies; ``import x as y``, ``from x import y as z`` and relative
   imports (``from ..a import b``) resolve to absolute module names;
-- ``if TYPE_CHECKING:`` (and ``typing.TYPE_CHECKING``, ``typing_extensions``, a module
-  constant ``TYPE_CHECKING = False``, ``if not TYPE_CHECKING: ... else:``) marks imports
-  typing-only; a name ``TYPE_CHECKING`` assigned anything else is not trusted;
+- ``if TYPE_CHECKING:`` marks imports typing-only when the name is `typing`'s or
+  `typing_extensions`' constant (also under another name: ``import ... as TC``, or
+  ``typing.TYPE_CHECKING``) bound once by its import, or a module constant bound only
+  by ``TYPE_CHECKING = False``; any other binding of the name, or a store to an
+  attribute ``TYPE_CHECKING`` (which fakes it for every module), is not trusted; a name
+  bound only by typing-only imports is unbound at run time and resolves to nothing;
 - a reference is resolved to a qualified name through import aliases, re-binding
   (``f = os.system``), ``getattr(mod, "literal")``, ``mod.__dict__["literal"]``,
   ``vars(mod)["literal"]``, ``__import__("literal")``, ``importlib.import_module("literal")``,
-  ``builtins.open`` and ``__builtins__``; every load of a name that resolves to a
-  ``forbid-calls`` pattern is a finding, so an alias is caught where it is made and
-  where it is used;
-- names bound by function parameters, and builtin names re-bound locally or at module
-  level, are not the builtin (no false positive on ``def f(open): open()``);
-- annotations are skipped under ``from __future__ import annotations`` (never evaluated);
+  ``builtins.open`` and ``__builtins__``, and through the import bindings of installed
+  modules read from their source (``json.codecs`` is module `codecs`: a reach-through,
+  checked like an import); every load of a name that resolves to a ``forbid-calls``
+  pattern is a finding, so an alias is caught where it is made and where it is used;
+- whether a builtin's name is the builtin follows Python's scopes: in a function,
+  CPython's own symbol table (`symtable`) says whether the name is local or a closure
+  variable (a ``del`` or a bare annotation there makes it local too; a binding only in a
+  nested function or comprehension does not); at module level only an unconditional
+  top-level binding before the use shadows it, never one that is deleted anywhere, and
+  a bare annotation binds nothing;
+- annotations are checked as code even under ``from __future__ import annotations``
+  (`typing.get_type_hints` evaluates them), string annotations are parsed and checked;
+- in a guarded module, reflection that no static reading can resolve is a finding of
+  its own (KG008): ``__builtins__``, ``__loader__``, ``__spec__``, ``globals()``,
+  ``locals()``, ``vars()``, frame and function internals, ``__subclasses__`` and the
+  class graph, importer machinery, also as literal keys, ``.get`` keys, match keys;
 - star imports, non-literal dynamic imports and non-literal ``getattr`` on a guarded
   name are findings in every guarded module, whatever the rule's lists;
+- ``# kernel-guard: ignore[CODE] reason`` suppresses that code on its line (or, alone
+  on a line, on the next); one without a reason, or suppressing nothing, is KG011;
 - columns are reported in characters: `ast` gives UTF-8 byte offsets, converted per line.
 
-Speed: the file is parsed once; a regular expression over the raw bytes finds the lines
-that can matter (``import`` lines first, then lines naming an interesting alias), and
-only statements spanning those lines are visited. Everything else is never walked.
+Speed: the file is parsed once; a regular expression over the (folded) text finds the
+lines that can matter (``import`` lines first, then lines naming an interesting alias or
+a reflective name), and only statements spanning those lines are visited. Everything
+else is never walked; the symbol table is built only for files where a guarded
+builtin's name may be bound inside a function.
 """
 
 from __future__ import annotations
@@ -31,8 +52,16 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import collections
+import io
+import os
 import re
-from collections.abc import Iterable, Sequence
+import symtable
+import sys
+import tokenize
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cache, lru_cache
 from typing import Final
 
 from kernel.guard.model import Rule, ViolationCode
@@ -49,14 +78,53 @@ RawFinding = tuple[int, int, str, str, str]
 
 FileScan = tuple[list[ImportFact], list[RawFinding]]
 
-_COOKIE_RX: Final = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _BUILTIN_NAMES: Final = frozenset(dir(builtins))
 _DYNAMIC_IMPORTERS: Final = frozenset(
     {"builtins.__import__", "importlib.import_module", "importlib.__import__"}
 )
 _GETATTR: Final = "builtins.getattr"
 _VARS: Final = "builtins.vars"
-_ALWAYS: Final = frozenset({"builtins", "importlib", *_DYNAMIC_IMPORTERS, _GETATTR, _VARS})
+_REFLECTIVE_ATTRS: Final = frozenset(
+    {
+        # the builtins and globals of a module, a function or a frame
+        "__builtins__", "__globals__", "__dict__", "f_builtins", "f_globals", "f_locals",
+        # frames reached from generators, coroutines, tracebacks and other frames
+        "f_back", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "_getframe", "currentframe",
+        # objects one step from anything: bound self (``print.__self__`` is builtins),
+        # the class graph, code and closures
+        "__self__", "__subclasses__", "__bases__", "__base__", "__mro__",
+        "__getattribute__", "__code__", "__closure__",
+        # importer machinery
+        "__loader__", "__spec__", "meta_path", "path_hooks", "path_importer_cache",
+    }
+)  # fmt: skip
+"""Attribute names (also as literal keys and match keys) that KG008 reports."""
+_REFLECTIVE_NAMES: Final = frozenset({"__builtins__", "__loader__", "__spec__"})
+"""Module globals that KG008 reports wherever they are named."""
+_REFLECTIVE_CALLS: Final = frozenset(
+    {"builtins.globals", "builtins.locals", "inspect.stack", "inspect.trace",
+     "inspect.getouterframes", "inspect.getinnerframes"}
+)  # fmt: skip
+_ATTR_FUNCS: Final = frozenset(
+    {_GETATTR, "builtins.setattr", "builtins.delattr", "builtins.hasattr"}
+)
+_TC_ATTR_RX: Final = re.compile(rb"\.[ \t\\]*TYPE_CHECKING|['\"]TYPE_CHECKING['\"]")
+_TC_READ_RX: Final = re.compile(
+    rb"[ \t]*(?:el)?if[ \t]+(?:not[ \t]+)?[\w.]+\.TYPE_CHECKING[ \t]*:[ \t]*(?:#.*)?$"
+)
+_SUPPRESS_RX: Final = re.compile(r"#\s*kernel-guard:\s*ignore\[([A-Z0-9, ]+)\](.*)$")
+_MAPPING_READS: Final = frozenset({"get", "pop", "setdefault", "__getitem__"})
+_ALWAYS: Final = frozenset(
+    {
+        "builtins",
+        "importlib",
+        "inspect",
+        *_DYNAMIC_IMPORTERS,
+        *_REFLECTIVE_CALLS,
+        *_ATTR_FUNCS,
+        _VARS,
+    }
+)
 _TC_NAMES: Final = frozenset({"typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"})
 _FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_ROUNDS: Final = 8
@@ -134,10 +202,39 @@ def _interesting_builtins(matcher: CallMatcher) -> frozenset[str]:
     return entry[1]
 
 
-class _FunctionInfo:
-    __slots__ = ("params", "stores")
+_COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPE_NAMES: Final = {
+    ast.Lambda: "lambda",
+    ast.ListComp: "listcomp",
+    ast.SetComp: "setcomp",
+    ast.DictComp: "dictcomp",
+    ast.GeneratorExp: "genexpr",
+}
 
-    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+
+def _scope_name(node: ast.AST) -> str:
+    """The name `symtable` gives the scope ``node`` opens."""
+    if isinstance(node, (*_FUNCS, ast.ClassDef)):
+        return node.name
+    return _SCOPE_NAMES.get(type(node), "")
+
+
+class _FunctionInfo:
+    __slots__ = ("params",)
+
+    def __init__(
+        self,
+        fn: ast.FunctionDef
+        | ast.AsyncFunctionDef
+        | ast.Lambda
+        | ast.ListComp
+        | ast.SetComp
+        | ast.DictComp
+        | ast.GeneratorExp,
+    ) -> None:
+        if not isinstance(fn, (*_FUNCS, ast.Lambda)):
+            self.params: frozenset[str] = frozenset()
+            return
         a = fn.args
         params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
         if a.vararg:
@@ -145,23 +242,6 @@ class _FunctionInfo:
         if a.kwarg:
             params.append(a.kwarg)
         self.params = frozenset(p.arg for p in params)
-        self.stores: frozenset[str] | None = None
-        if isinstance(fn, ast.Lambda):
-            self.stores = frozenset()
-
-    def local_stores(self, fn: ast.AST) -> frozenset[str]:
-        if self.stores is None:
-            found: set[str] = set()
-            declared: set[str] = set()
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    found.add(node.id)
-                elif isinstance(node, (*_FUNCS, ast.ClassDef)) and node is not fn:
-                    found.add(node.name)
-                elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                    declared.update(node.names)
-            self.stores = frozenset(found - declared)
-        return self.stores
 
 
 _Scope = tuple[tuple[ast.AST, _FunctionInfo], ...]
@@ -174,6 +254,7 @@ class _Scanner:
         self,
         *,
         data: bytes,
+        search: bytes,
         tree: ast.Module,
         module: str,
         is_package: bool,
@@ -181,6 +262,7 @@ class _Scanner:
         matcher: CallMatcher,
     ) -> None:
         self.data = data
+        self.search = search
         self.tree = tree
         self.module = module
         self.is_package = is_package
@@ -193,7 +275,17 @@ class _Scanner:
         self.aliases: set[str] = set()  # names bound by assignment (re-binding)
         self.tc_guards: list[tuple[list[tuple[ast.expr, bool]], int]] = []
         self.future_annotations = False
-        self.module_shadows: set[str] = set()
+        self.import_sites: dict[str, list[int]] = {}
+        self.bound_objects: list[tuple[ast.stmt, str, int]] = []
+        self.tc_stored: bool | None = None
+        self.site_counts: collections.Counter[str] | None = None
+        self.module_shadows: dict[str, int] = {}
+        self.reflective_seen: set[int] = set()
+        self.reach_seen: set[tuple[int, int, str]] = set()
+        self.rules_key = tuple(rules)
+        self.deleted: set[str] | None = None
+        self.top_index = 1 << 30
+        self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
         self.lines: list[int] = []
         self.new_names = False
         self.functions: dict[int, _FunctionInfo] = {}
@@ -203,7 +295,7 @@ class _Scanner:
 
     # ---------------------------------------------------------------- import pass
     def import_pass(self) -> None:
-        self.lines = _lines_of(self.data, ("import",))
+        self.lines = _lines_of(self.search, ("import",))
         if self.lines:
             self._imports(self.tree.body, [])
 
@@ -216,9 +308,9 @@ class _Scanner:
         negated = False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
-        if (isinstance(test, ast.Name) and test.id.endswith("TYPE_CHECKING")) or (
-            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-        ):
+        # Any name may be an alias (`from typing import TYPE_CHECKING as TC`): every
+        # plain name or attribute test is a candidate, and `_is_tc` decides.
+        if isinstance(test, (ast.Name, ast.Attribute)):
             return test, negated
         return None
 
@@ -228,12 +320,12 @@ class _Scanner:
                 continue
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
-                    self._record_import(alias.name, "", stmt, guards)
+                    index = self._record_import(alias.name, "", stmt, guards)
                     if alias.asname:
-                        self.bindings[alias.asname] = alias.name
+                        self._bind_import(alias.asname, alias.name, index)
                     else:
                         head = alias.name.split(".", 1)[0]
-                        self.bindings[head] = head
+                        self._bind_import(head, head, index)
             elif isinstance(stmt, ast.ImportFrom):
                 self._import_from(stmt, guards)
             elif isinstance(stmt, ast.If):
@@ -251,10 +343,15 @@ class _Scanner:
 
     def _record_import(
         self, module: str, name: str, node: ast.stmt, guards: list[tuple[ast.expr, bool]]
-    ) -> None:
+    ) -> int:
         if guards:
             self.tc_guards.append((guards, len(self.imports)))
         self.imports.append((module, name, node.lineno, node.col_offset, "runtime"))
+        return len(self.imports) - 1
+
+    def _bind_import(self, name: str, qual: str, index: int) -> None:
+        self.bindings[name] = qual
+        self.import_sites.setdefault(name, []).append(index)
 
     def _import_from(self, stmt: ast.ImportFrom, guards: list[tuple[ast.expr, bool]]) -> None:
         base = stmt.module or ""
@@ -290,10 +387,17 @@ class _Scanner:
                         f"star import from {base!r} in a guarded module",
                     )
                 continue
-            self._record_import(base, alias.name, stmt, guards)
+            index = self._record_import(base, alias.name, stmt, guards)
             qual = f"{base}.{alias.name}"
-            self.bindings[alias.asname or alias.name] = qual
-            # KG004: binding a forbidden object by import is a reference to it.
+            self._bind_import(alias.asname or alias.name, qual, index)
+            self.bound_objects.append((stmt, qual, index))
+
+    def bound_object_rules(self) -> None:
+        """KG004: binding a forbidden object by a runtime import is a reference to it.
+        A typing-only import never runs, so it binds nothing (see `prune_typing`)."""
+        for stmt, qual, index in self.bound_objects:
+            if self.imports[index][4] == "typing":
+                continue
             for rule, pattern in self.matcher.match(qual):
                 self._finding(
                     stmt,
@@ -301,6 +405,15 @@ class _Scanner:
                     rule,
                     f"import of {qual!r} is forbidden (forbid-calls {pattern!r})",
                 )
+
+    def prune_typing(self) -> None:
+        """A name bound only by typing-only imports is unbound at run time: a use of it
+        raises NameError and reaches nothing, so it resolves to nothing."""
+        for name, sites in self.import_sites.items():
+            if all(self.imports[i][4] == "typing" for i in sites) and not self._other_sites(
+                name, len(sites)
+            ):
+                self.bindings.pop(name, None)
 
     def resolve_typing(self) -> None:
         """Mark imports under a real TYPE_CHECKING guard as typing-only."""
@@ -321,18 +434,100 @@ class _Scanner:
                 self.imports[index] = (m, n, line, col, "typing")
 
     def _is_tc(self, expr: ast.expr) -> bool:
+        """Is ``expr`` a TYPE_CHECKING that is false at run time?
+
+        Trusted: `typing`'s or `typing_extensions`' constant (also through an alias or the
+        module attribute) when the file binds that name once, by its import, and stores
+        no attribute named TYPE_CHECKING (``typing.TYPE_CHECKING = True`` fakes it for
+        everyone); or a module constant bound only by ``TYPE_CHECKING = False``. Any
+        other binding of the name (a loop target, a second import, ``global``) makes the
+        test an ordinary run-time condition.
+        """
         q = self._resolve(expr, ())
-        if isinstance(expr, ast.Name):
-            assigned = self._assignments_to(expr.id)
-            if q in _TC_NAMES:
-                return not assigned
+        if q not in _TC_NAMES and not (isinstance(expr, ast.Name) and "TYPE_CHECKING" in expr.id):
+            return False
+        if self._tc_attribute_stored():
+            return False
+        base: ast.expr = expr
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return False
+        sites = len(self.import_sites.get(base.id, ()))
+        if q in _TC_NAMES:
+            return sites == 1 and not self._other_sites(base.id, 1)
+        if isinstance(expr, ast.Name) and sites == 0 and "TYPE_CHECKING" in expr.id:
             # A module constant `TYPE_CHECKING = False` is the import-free idiom.
+            assigned = self._assignments_to(expr.id)
             return (
-                expr.id in self.module_shadows
-                and bool(assigned)
+                bool(assigned)
                 and all(isinstance(v, ast.Constant) and v.value is False for v in assigned)
+                and not self._other_sites(expr.id, len(assigned))
             )
-        return q in _TC_NAMES
+        return False
+
+    def _tc_attribute_stored(self) -> bool:
+        if self.tc_stored is None and b"TYPE_CHECKING" not in self.search:
+            self.tc_stored = False
+        if self.tc_stored is None and not any(
+            not _TC_READ_RX.match(self._line_at(m.start()))
+            for m in _TC_ATTR_RX.finditer(self.search)
+        ):
+            # Every attribute mention is a plain `if x.TYPE_CHECKING:` test and the name
+            # is never a string (no setattr): nothing stores it, no walk needed.
+            self.tc_stored = False
+        if self.tc_stored is None:
+            self.tc_stored = any(
+                (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == "TYPE_CHECKING"
+                    and not isinstance(node.ctx, ast.Load)
+                )
+                or (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in ("setattr", "delattr")
+                    and len(node.args) >= 2
+                    and _literal_str(node.args[1]) == "TYPE_CHECKING"
+                )
+                for node in ast.walk(self.tree)
+            )
+        return self.tc_stored
+
+    def _line_at(self, pos: int) -> bytes:
+        start = self.search.rfind(b"\n", 0, pos) + 1
+        end = self.search.find(b"\n", pos)
+        return self.search[start : end if end >= 0 else len(self.search)]
+
+    def _other_sites(self, name: str, expected: int) -> bool:
+        """Does ``name`` have more binding sites in the file than ``expected``?
+
+        Counts every form that binds: import aliases, assignment and loop/with/except
+        targets, walrus, ``del``, ``global``/``nonlocal``, parameters, definitions and
+        match captures.
+        """
+        if self.site_counts is None:
+            counts: collections.Counter[str] = collections.Counter()
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Name):
+                    if not isinstance(node.ctx, ast.Load):
+                        counts[node.id] += 1
+                elif isinstance(node, ast.alias):
+                    counts[node.asname or node.name.split(".", 1)[0]] += 1
+                elif isinstance(node, (*_FUNCS, ast.ClassDef)):
+                    counts[node.name] += 1
+                elif isinstance(node, ast.arg):
+                    counts[node.arg] += 1
+                elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                    counts.update(node.names)
+                elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+                    if node.name:
+                        counts[node.name] += 1
+                elif isinstance(node, ast.MatchMapping) and node.rest:
+                    counts[node.rest] += 1
+            self.site_counts = counts
+        count = self.site_counts[name]
+        return count > expected
 
     def _assignments_to(self, name: str) -> list[ast.expr | None]:
         cached = self.assigned.get(name)
@@ -354,24 +549,99 @@ class _Scanner:
 
     # ------------------------------------------------------------- reference pass
     def module_level_shadows(self) -> None:
-        """Builtin names that the module itself defines are not the builtin."""
-        for stmt in self.tree.body:
+        """Builtin names the module binds unconditionally, with the first such statement.
+
+        Only a statement directly in the module body binds for sure (one under ``if``,
+        ``try``, ``for`` or ``with`` may not run); an annotation without a value binds
+        nothing. The shadow holds for uses in later top-level statements (a function
+        defined after the binding can only be called after it), never before it, and
+        not at all when the name is deleted anywhere (`_deleted`).
+        """
+        for index, stmt in enumerate(self.tree.body):
+            names: list[str] = []
             if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
-                self.module_shadows.add(stmt.name)
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for t in targets:
-                    if isinstance(t, ast.Name):
-                        self.module_shadows.add(t.id)
+                names.append(stmt.name)
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                if isinstance(stmt.target, ast.Name):
+                    names.append(stmt.target.id)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for alias in stmt.names:
+                    if alias.name != "*":
+                        names.append(alias.asname or alias.name.split(".", 1)[0])
+            for name in names:
+                if name in _BUILTIN_NAMES:
+                    self.module_shadows.setdefault(name, index)
+
+    def _deleted(self, name: str) -> bool:
+        if self.deleted is None:
+            self.deleted = (
+                {
+                    n.id
+                    for n in ast.walk(self.tree)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)
+                }
+                if _lines_of(self.search, ("del",))
+                else set()
+            )
+        return name in self.deleted
+
+    def _module_shadowed(self, name: str) -> bool:
+        first = self.module_shadows.get(name)
+        return first is not None and first < self.top_index and not self._deleted(name)
 
     def interesting_names(self) -> set[str]:
         names = {n for n, q in self.bindings.items() if self._interesting(q)}
         names.update(n for n in _interesting_builtins(self.matcher) if n not in self.bindings)
-        names.add("__builtins__")
+        names.update(_REFLECTIVE_ATTRS)
         return names
 
     def _interesting(self, q: str) -> bool:
-        return q in _ALWAYS or self.matcher.interesting(q)
+        return q in _ALWAYS or self.matcher.interesting(q) or self._reaches(q)
+
+    def _reaches(self, q: str) -> bool:
+        """Can something forbidden be reached through the attributes of module ``q``?
+
+        Follows the modules that ``q`` (and what it imports, three levels deep) binds by
+        import, read statically from their source: ``json.codecs`` is the module
+        `codecs`, ``dataclasses.inspect.os`` is `os`. True when one of them breaks an
+        import rule of this file or leads to a ``forbid-calls`` name.
+        """
+        if not self.rules:
+            return False
+        key = (q, self.rules_key)
+        known = _REACHES.get(key)
+        if known is None:
+            known = False
+            seen = {q}
+            frontier = [q]
+            for _depth in range(3):
+                following: list[str] = []
+                for module in frontier:
+                    for targets in _module_table(module).values():
+                        for target in targets:
+                            if target in seen:
+                                continue
+                            seen.add(target)
+                            if self.matcher.interesting(target):
+                                known = True
+                            elif _module_file(target) is not None or target in _NO_SOURCE:
+                                if any(_import_problem(r, (target,)) for r in self.rules):
+                                    known = True
+                                following.append(target)
+                        if known:
+                            break
+                    if known:
+                        break
+                if known or not following:
+                    break
+                frontier = following
+            if len(_REACHES) > 65536:
+                _REACHES.clear()
+            _REACHES[key] = known
+        return known
 
     def reference_pass(self) -> None:
         searched: set[str] = set()
@@ -384,11 +654,17 @@ class _Scanner:
             searched = names
             del self.imports[imports_before:]
             del self.findings[findings_before:]
-            self.lines = _lines_of(self.data, names)
+            self.reach_seen.clear()
+            self.reflective_seen.clear()
+            self.lines = _lines_of(self.search, names)
             if not self.lines:
                 break
             self.new_names = False
-            self._stmts(self.tree.body, ())
+            for index, stmt in enumerate(self.tree.body):
+                if self._hit(stmt):
+                    self.top_index = index
+                    self._stmt(stmt, ())
+            self.top_index = 1 << 30
             if not self.new_names:
                 break
 
@@ -404,8 +680,8 @@ class _Scanner:
             for d in stmt.decorator_list:
                 self._expr(d, scope)
             self._arguments(stmt.args, scope)
-            if stmt.returns is not None and not self.future_annotations:
-                self._expr(stmt.returns, scope)
+            if stmt.returns is not None:
+                self._annotation(stmt.returns, scope)
             info = self.functions.get(id(stmt))
             if info is None:
                 info = self.functions[id(stmt)] = _FunctionInfo(stmt)
@@ -449,7 +725,7 @@ class _Scanner:
         elif isinstance(stmt, ast.Match):
             self._expr(stmt.subject, scope)
             for case in stmt.cases:
-                self._generic(case.pattern, scope)
+                self._pattern(case.pattern, scope)
                 if case.guard is not None:
                     self._expr(case.guard, scope)
                 self._stmts(case.body, scope)
@@ -462,8 +738,7 @@ class _Scanner:
             if stmt.value is not None:
                 self._expr(stmt.value, scope)
                 self._rebind([stmt.target], stmt.value, scope)
-            if not self.future_annotations:
-                self._expr(stmt.annotation, scope)
+            self._annotation(stmt.annotation, scope)
             self._expr(stmt.target, scope)
         else:
             self._generic(stmt, scope)
@@ -471,10 +746,80 @@ class _Scanner:
     def _arguments(self, args: ast.arguments, scope: _Scope) -> None:
         for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
             self._expr(default, scope)
-        if not self.future_annotations:
-            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                if a is not None and a.annotation is not None:
-                    self._expr(a.annotation, scope)
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if a is not None and a.annotation is not None:
+                self._annotation(a.annotation, scope)
+
+    def _annotation(self, node: ast.expr, scope: _Scope, depth: int = 0) -> None:
+        """Annotations can run: without the future import they are evaluated with the
+        definition; with it (or written as strings) `typing.get_type_hints` evaluates
+        them. Either way they are checked as code, and a string in a forward-reference
+        position is parsed and checked too, its findings placed on the string."""
+        self._expr(node, scope)
+        if depth > 4:
+            return
+        for sub in _forward_refs(node):
+            try:
+                parsed = ast.parse(str(sub.value).strip(), mode="eval")
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue  # not an expression: get_type_hints fails, nothing runs
+            before = len(self.findings)
+            self._annotation(parsed.body, scope, depth + 1)
+            for i in range(before, len(self.findings)):
+                _line, _col, code, rule, message = self.findings[i]
+                self.findings[i] = (sub.lineno, sub.col_offset, code, rule, message)
+
+    def _reflective(self, node: ast.AST, what: str) -> None:
+        if self.rules and id(node) not in self.reflective_seen:
+            self.reflective_seen.add(id(node))
+            # KG008: reflection a static reading cannot follow reaches anything.
+            self._finding(
+                node,
+                ViolationCode.REFLECTIVE_REACH,
+                self.guarded,
+                f"reflective reach through {what} cannot be resolved statically",
+            )
+
+    def _reflective_chain(self, node: ast.expr) -> None:
+        cur: ast.expr = node
+        literal_key = False
+        while True:
+            if isinstance(cur, ast.Attribute):
+                if cur.attr == "__dict__" and literal_key:
+                    pass  # `m.__dict__["name"]` is resolved like `m.name`
+                elif cur.attr in _REFLECTIVE_ATTRS:
+                    self._reflective(cur, f"'.{cur.attr}'")
+                elif cur.attr == "TYPE_CHECKING" and not isinstance(cur.ctx, ast.Load):
+                    self._reflective(cur, "a store to 'TYPE_CHECKING'")
+                cur = cur.value
+                literal_key = False
+            elif isinstance(cur, ast.Subscript):
+                key = _literal_str(cur.slice)
+                if key in _REFLECTIVE_ATTRS:
+                    self._reflective(cur, f"[{key!r}]")
+                cur = cur.value
+                literal_key = key is not None
+                continue
+            elif isinstance(cur, ast.Call):
+                cur = cur.func
+                literal_key = False
+            else:
+                break
+        if isinstance(cur, ast.Name) and cur.id in _REFLECTIVE_NAMES:
+            self._reflective(cur, repr(cur.id))
+
+    def _pattern(self, pattern: ast.pattern, scope: _Scope) -> None:
+        for sub in ast.walk(pattern):
+            if isinstance(sub, ast.MatchMapping):
+                for key in sub.keys:
+                    literal = _literal_str(key)
+                    if literal in _REFLECTIVE_ATTRS:
+                        self._reflective(key, f"a match key {literal!r}")
+            elif isinstance(sub, ast.MatchClass):
+                for attr in sub.kwd_attrs:
+                    if attr in _REFLECTIVE_ATTRS:
+                        self._reflective(sub, f"a match attribute {attr!r}")
+        self._generic(pattern, scope)
 
     def _generic(self, node: ast.AST, scope: _Scope) -> None:
         for child in ast.iter_child_nodes(node):
@@ -504,6 +849,8 @@ class _Scanner:
 
     def _expr(self, node: ast.expr, scope: _Scope) -> None:
         if isinstance(node, ast.Name):
+            if node.id in _REFLECTIVE_NAMES:
+                self._reflective(node, repr(node.id))
             if isinstance(node.ctx, ast.Load):
                 q = self._name(node.id, scope)
                 if q is not None:
@@ -512,6 +859,7 @@ class _Scanner:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, (ast.Attribute, ast.Subscript)):
+            self._reflective_chain(node)
             q = self._resolve(node, scope)
             if q is not None and self._use(q, node, None):
                 # Reported once for the whole chain; a dynamic import at its base is
@@ -535,6 +883,20 @@ class _Scanner:
             self._arguments(node.args, scope)
             self._expr(node.body, ((node, _FunctionInfo(node)), *scope))
             return
+        if isinstance(node, _COMPREHENSIONS):
+            # The first iterable is evaluated in the enclosing scope, the rest inside.
+            inner = ((node, _FunctionInfo(node)), *scope)
+            for i, gen in enumerate(node.generators):
+                self._expr(gen.iter, scope if i == 0 else inner)
+                self._expr(gen.target, inner)
+                for cond in gen.ifs:
+                    self._expr(cond, inner)
+            if isinstance(node, ast.DictComp):
+                self._expr(node.key, inner)
+                self._expr(node.value, inner)
+            else:
+                self._expr(node.elt, inner)
+            return
         if isinstance(node, ast.NamedExpr):
             self._expr(node.value, scope)
             self._rebind([node.target], node.value, scope)
@@ -542,9 +904,20 @@ class _Scanner:
         self._generic(node, scope)
 
     def _call(self, node: ast.Call, scope: _Scope) -> None:
-        fq = self._resolve(node.func, scope)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _MAPPING_READS and node.args:
+            key = _literal_str(node.args[0])
+            if key in _REFLECTIVE_ATTRS:
+                self._reflective(node, f".{func.attr}({key!r})")
+        fq = self._resolve(func, scope)
         if fq is None:
             return
+        if fq in _REFLECTIVE_CALLS or (fq == _VARS and not node.args):
+            self._reflective(node, f"{fq.removeprefix('builtins.')}()")
+        elif fq in _ATTR_FUNCS and len(node.args) >= 2:
+            key = _literal_str(node.args[1])
+            if key in _REFLECTIVE_ATTRS or (key == "TYPE_CHECKING" and fq != _GETATTR):
+                self._reflective(node, f"{fq.removeprefix('builtins.')}(..., {key!r})")
         first = node.args[0] if node.args else None
         if fq in _DYNAMIC_IMPORTERS:
             literal = _literal_str(first)
@@ -603,14 +976,51 @@ class _Scanner:
         if name == "__builtins__":
             return "builtins"
         if name in _BUILTIN_NAMES:
-            if name not in self.builtins_of_interest or name in self.module_shadows:
+            if name not in self.builtins_of_interest:
                 # Nothing reached through an uninteresting builtin can break a rule.
                 return None
-            for fn, info in scope:
-                if self._bound_in(name, fn) and name in info.local_stores(fn):
-                    return None
+            if scope and self._bound_in(name, scope[-1][0]) and self._local(name, scope[0][0]):
+                return None
+            if self._module_shadowed(name):
+                return None
             return f"builtins.{name}"
         return None
+
+    def _local(self, name: str, node: ast.AST) -> bool:
+        """Is ``name`` local to (or a closure variable of) the function scope ``node``?
+
+        Answered by CPython's own symbol table (`symtable`), built only for files where
+        a guarded builtin's name may be bound inside a function: a parameter, an
+        assignment, a ``del`` or an annotation in a function makes the name local for the
+        whole function (never the builtin); a name bound only in a nested function or a
+        comprehension is not local to the outer one. When the table cannot say (no
+        unique match), the name is treated as the builtin (fail closed).
+        """
+        if self.symtables is None:
+            self.symtables = {}
+            try:
+                top = symtable.symtable(self.data.decode("utf-8"), "<guard>", "exec")
+            except (SyntaxError, ValueError, RecursionError):
+                top = None
+            stack = [top] if top is not None else []
+            while stack:
+                table = stack.pop()
+                for child in table.get_children():
+                    key = (child.get_name().strip("<>"), child.get_lineno())
+                    self.symtables.setdefault(key, []).append(child)
+                    stack.append(child)
+        key = (_scope_name(node), getattr(node, "lineno", 0))
+        tables = self.symtables.get(key)
+        if not tables:
+            return False
+        for table in tables:
+            try:
+                sym = table.lookup(name)
+            except KeyError:
+                return False
+            if not (sym.is_local() or sym.is_free()):
+                return False
+        return True
 
     def _bound_lines(self, name: str) -> list[int]:
         """Lines where ``name`` may be bound (cheap, conservative; sorted).
@@ -634,16 +1044,16 @@ class _Scanner:
                 )
             positions = [
                 m.start()
-                for m in rxs[0].finditer(self.data)
+                for m in rxs[0].finditer(self.search)
                 if not m.start()
-                or (self.data[m.start() - 1] not in _WORD and self.data[m.start() - 1] != 0x2E)
+                or (self.search[m.start() - 1] not in _WORD and self.search[m.start() - 1] != 0x2E)
             ]
-            positions += [m.start() for rx in rxs[1:] for m in rx.finditer(self.data)]
+            positions += [m.start() for rx in rxs[1:] for m in rx.finditer(self.search)]
             positions.sort()
             known = []
             line, pos = 1, 0
             for start in positions:
-                line += self.data.count(b"\n", pos, start)
+                line += self.search.count(b"\n", pos, start)
                 pos = start
                 known.append(line)
             self.maybe_bound[name] = known
@@ -702,11 +1112,31 @@ class _Scanner:
 
     def _use(self, q: str, node: ast.expr, via: str | None) -> bool:
         hits = self.matcher.match(q)
+        if "." in q and not q.startswith("builtins."):
+            names, reached = _through(q)
+            for written, module in reached:
+                key = (node.lineno, node.col_offset, module)
+                if key not in self.reach_seen:
+                    self.reach_seen.add(key)
+                    self.imports.append(
+                        (module, "", node.lineno, node.col_offset, f"reach:{written}")
+                    )
+            if not hits:
+                for other in names:
+                    hits = self.matcher.match(other)
+                    if hits:
+                        # Reported under the written name, with what it is.
+                        return self._report(other, node, None, f" (that is {q!r})")
         if not hits:
             return False
+        return self._report(q, node, via, "")
+
+    def _report(self, q: str, node: ast.expr, via: str | None, note: str) -> bool:
+        hits = self.matcher.match(q)
         shown = q.removeprefix("builtins.")
-        note = f" (via alias {via!r})" if via is not None and via in self.aliases else ""
-        if via is not None and not note and via != shown and "." in q:
+        if via is not None and via in self.aliases:
+            note = f" (via alias {via!r})"
+        elif via is not None and not note and via != shown and "." in q:
             note = f" (imported as {via!r})"
         for rule, pattern in hits:
             # KG004: a reference to a forbidden qualified name.
@@ -755,22 +1185,86 @@ class _Scanner:
                     )
                     continue
                 how = "dynamic import" if kind == "dynamic" else "import"
+                what = f"{how} of {shown!r}"
+                if kind.startswith("reach:"):
+                    what = f"reach-through {kind[6:]!r} (module {shown!r})"
                 if code is ViolationCode.FORBIDDEN_IMPORT:
-                    message = f"{how} of {shown!r} is forbidden (forbid-imports {pattern!r})"
+                    message = f"{what} is forbidden (forbid-imports {pattern!r})"
                 else:
-                    message = f"{how} of {shown!r} is not in allow-imports"
+                    message = f"{what} is not in allow-imports"
                 self.findings.append((line, col, code.value, rule.name, message))
 
     def raw_findings(self) -> list[RawFinding]:
-        if not self.findings:
+        marks = self._suppressions() if b"kernel-guard:" in self.data else {}
+        if not self.findings and not marks:
             return []
         lines = self.data.split(b"\n")
         out: list[RawFinding] = []
+        used: set[tuple[int, str]] = set()
         for line, col, code, rule, message in self.findings:
+            mark = marks.get(line)
+            if mark is not None and code in mark[0] and mark[1]:
+                used.add((line, code))
+                continue  # suppressed, with the reason written next to it
             text = lines[line - 1] if 0 < line <= len(lines) else b""
             prefix = text[:col]
             chars = col if prefix.isascii() else len(prefix.decode("utf-8", "replace"))
             out.append((line, chars + 1, code, rule, message))
+        for line, (codes, reason, col) in sorted(marks.items()):
+            # KG011: a suppression must say why, and must still suppress something.
+            if not reason:
+                out.append(
+                    (
+                        line,
+                        col,
+                        ViolationCode.BAD_SUPPRESSION.value,
+                        self.guarded,
+                        "suppression without a reason (write one after the codes)",
+                    )
+                )
+            for code in sorted(codes):
+                if reason and (line, code) not in used:
+                    out.append(
+                        (
+                            line,
+                            col,
+                            ViolationCode.BAD_SUPPRESSION.value,
+                            self.guarded,
+                            f"suppression of {code} matches no finding on this line",
+                        )
+                    )
+        return out
+
+    def _suppressions(self) -> dict[int, tuple[frozenset[str], str, int]]:
+        """``# kernel-guard: ignore[KG008] reason`` comments: line -> (codes, reason,
+        1-based column). Read from tokens, so the text inside a string is never one; at
+        the end of a line it covers that line, alone on a line it covers the next."""
+        if not self.rules:
+            return {}
+        out: dict[int, tuple[frozenset[str], str, int]] = {}
+        lines = self.data.decode("utf-8", "replace").split("\n")
+        inside: set[int] = set()  # lines of multi-line strings: their text is no comment
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno:
+                inside.update(range(node.lineno + 1, node.end_lineno + 1))
+        for number, text in enumerate(lines, start=1):
+            if "kernel-guard:" not in text or number in inside:
+                continue
+            try:
+                tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+            except (tokenize.TokenError, SyntaxError):
+                tokens = []  # a line inside a multi-line string or bracket
+            comments = [t for t in tokens if t.type == tokenize.COMMENT]
+            for tok in comments:
+                m = _SUPPRESS_RX.match(tok.string)
+                if m is None:
+                    continue
+                codes = frozenset(c.strip() for c in m.group(1).split(",") if c.strip())
+                codes -= {ViolationCode.BAD_SUPPRESSION.value}
+                reason = m.group(2).strip(" -:\t")
+                # On a line of its own, the comment speaks for the next line.
+                alone = not text[: tok.start[1]].strip()
+                out[number + alone] = (codes, reason, tok.start[1] + 1)
         return out
 
 
@@ -787,6 +1281,166 @@ def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode
     return None
 
 
+_REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
+_NO_SOURCE: Final = frozenset(sys.builtin_module_names)
+_ALIAS_SUBMODULES: Final = frozenset({"os.path"})
+"""Attributes that Python also registers as importable submodules (`sys.modules`)."""
+_IMPORT_STMT_RX: Final = re.compile(rb"^[ \t]*(?:import|from)[ \t][^\n]*", re.MULTILINE)
+
+
+@cache
+def _listing(directory: str) -> dict[str, str]:
+    """Module names directly in ``directory`` -> file (``.py``) or folder (packages)."""
+    out: dict[str, str] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return out
+    for entry in entries:
+        name = entry.name
+        if name.endswith(".py"):
+            out.setdefault(name[:-3], entry.path)
+        elif "." not in name and entry.is_dir():
+            out.setdefault(name, entry.path)
+    return out
+
+
+@cache
+def _module_file(module: str) -> str | None:
+    """The source file of an installed module, found without importing anything.
+
+    Searched like the path finder does, in the directories of `sys.path` (one listing
+    per directory, memoised): a package is a folder with ``__init__.py``.
+    """
+    if module.split(".", 1)[0] in sys.builtin_module_names:
+        return None
+    directories = [d or "." for d in sys.path]
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        found = None
+        for directory in directories:
+            candidate = _listing(directory).get(part)
+            if candidate is not None and (
+                candidate.endswith(".py") or os.path.isfile(os.path.join(candidate, "__init__.py"))
+            ):
+                found = candidate
+                break
+        if found is None:
+            return None
+        if found.endswith(".py"):
+            return found if i == len(parts) - 1 else None
+        if i == len(parts) - 1:
+            return os.path.join(found, "__init__.py")
+        directories = [found]
+    return None
+
+
+@cache
+def _module_table(module: str) -> dict[str, tuple[str, ...]]:
+    """Names an installed module binds by import -> what they are bound to.
+
+    Read from its source (import statements anywhere in the file, every branch: a name
+    bound to ``posixpath`` on one platform and ``ntpath`` on another has both). A module
+    without Python source (builtin, extension) binds nothing that can be read.
+    """
+    path = _module_file(module)
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    table: dict[str, tuple[str, ...]] = {}
+    for m in _IMPORT_STMT_RX.finditer(data):
+        end = m.end()
+        line = m.group()
+        if line.count(b"(") > line.count(b")"):
+            close = data.find(b")", end)
+            end = len(data) if close < 0 else close + 1
+        while data[m.start() : end].rstrip().endswith(b"\\"):
+            nxt = data.find(b"\n", end + 1)
+            end = len(data) if nxt < 0 else nxt
+        try:
+            stmt = ast.parse(data[m.start() : end].strip().decode("utf-8")).body[0]
+        except (SyntaxError, ValueError, IndexError, UnicodeDecodeError):
+            continue  # not an import statement after all (inside a string)
+        pairs: list[tuple[str, str]] = []
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    pairs.append((alias.asname, alias.name))
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    pairs.append((head, head))
+        elif isinstance(stmt, ast.ImportFrom):
+            base = stmt.module or ""
+            if stmt.level:
+                parts = package.split(".")
+                keep = len(parts) - (stmt.level - 1)
+                if keep <= 0:
+                    continue
+                prefix = ".".join(parts[:keep])
+                base = f"{prefix}.{base}" if base else prefix
+            pairs.extend(
+                (alias.asname or alias.name, f"{base}.{alias.name}")
+                for alias in stmt.names
+                if alias.name != "*"
+            )
+        for name, target in pairs:
+            if target not in table.get(name, ()):
+                table[name] = (*table.get(name, ()), target)
+    return table
+
+
+@lru_cache(maxsize=65536)
+def _through(q: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Other names of ``q`` through modules' import bindings, and the modules reached.
+
+    ``json.codecs.open`` is also ``codecs.open`` (and reaches module `codecs` as
+    ``json.codecs``). A documented alias submodule (``os.path``) is not a reach.
+    """
+    parts = q.split(".")
+    current = {parts[0]}
+    reached: list[tuple[str, str]] = []
+    for part in parts[1:]:
+        following: set[str] = set()
+        for cur in current:
+            written = f"{cur}.{part}"
+            targets = _module_table(cur).get(part, ()) if written not in _ALIAS_SUBMODULES else ()
+            if not targets:
+                following.add(written)
+                continue
+            for target in targets:
+                following.add(target)
+                if _module_file(target) is not None or target in _NO_SOURCE:
+                    reached.append((written, target))
+        current = set(sorted(following)[:8])
+    names = tuple(sorted(current - {q}))
+    return names, tuple(reached)
+
+
+def _forward_refs(node: ast.expr) -> Iterator[ast.Constant]:
+    """String constants of an annotation that `typing` evaluates as forward references
+    (not the arguments of ``Literal[...]`` nor ``Annotated`` metadata)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, ast.Constant) and isinstance(cur.value, str):
+            yield cur
+        elif isinstance(cur, ast.Subscript):
+            head = cur.value
+            name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
+            if name == "Literal":
+                continue
+            stack.append(head)
+            items = cur.slice.elts if isinstance(cur.slice, ast.Tuple) else [cur.slice]
+            stack.extend(items[:1] if name == "Annotated" else items)
+        else:
+            stack.extend(c for c in ast.iter_child_nodes(cur) if isinstance(c, ast.expr))
+
+
 def _child_bodies(stmt: ast.stmt) -> Iterable[Sequence[ast.stmt]]:
     for field in ("body", "orelse", "finalbody"):
         value = getattr(stmt, field, None)
@@ -798,22 +1452,42 @@ def _child_bodies(stmt: ast.stmt) -> Iterable[Sequence[ast.stmt]]:
         yield case.body
 
 
-def _prepare(data: bytes) -> tuple[bytes, str | bytes]:
-    """Bytes to search (UTF-8, ``\\n`` newlines) and the source to hand to `ast.parse`."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+def _prepare(data: bytes) -> tuple[bytes, bytes, str | bytes]:
+    """UTF-8 bytes with ``\\n`` newlines (for columns), the same text NFKC-folded (for
+    the prefilters) and the source to hand to `ast.parse`.
+
+    The file is decoded exactly as Python decodes it: `tokenize.detect_encoding` honours
+    a BOM and a coding cookie on line 1, or on line 2 only when line 1 is blank or a
+    comment; a cookie anywhere else is an ordinary comment. Identifiers are NFKC-folded
+    by the parser (``open`` in fullwidth letters is ``open``), so the text the
+    prefilters search is folded the same way; folding never adds or removes a newline,
+    so line numbers agree.
+
+    Raises:
+        SyntaxError: an unknown or contradictory encoding declaration.
+        ValueError: bytes that do not decode.
+    """
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = data if second < 0 else data[: second + 1]
     source: str | bytes = data
-    head = data[: data.find(b"\n", data.find(b"\n") + 1) + 1] if b"\n" in data else data
-    cookie = _COOKIE_RX.search(head)
-    if cookie and cookie.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
-        text = data.decode(cookie.group(1).decode("ascii"))
-        source = text
-        data = text.encode("utf-8")
+    if data.startswith(b"\xef\xbb\xbf") or b"coding" in head:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding == "utf-8-sig":
+            data = data[3:]
+            source = data
+        elif encoding != "utf-8":
+            text = data.decode(encoding)
+            source = text
+            data = text.encode("utf-8")
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if isinstance(source, bytes):
             source = data
-    return data, source
+    search = data
+    if not data.isascii():
+        search = unicodedata.normalize("NFKC", data.decode("utf-8", "replace")).encode("utf-8")
+    return data, search, source
 
 
 def scan_source(
@@ -832,7 +1506,7 @@ def scan_source(
     is one `ViolationCode.UNPARSEABLE` finding.
     """
     try:
-        data, source = _prepare(data)
+        data, search, source = _prepare(data)
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
         # KG010: report, never skip silently and never crash.
@@ -846,18 +1520,29 @@ def scan_source(
                 f"cannot parse: {e.msg}",
             )
         ]
+    except (RecursionError, MemoryError) as e:
+        # KG010: nesting deeper than the parser (or this process) can follow.
+        return [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot parse: {e!r}")]
     except (ValueError, LookupError) as e:
         # KG010: undecodable bytes, unknown coding cookie, NUL bytes.
         return [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot parse: {e}")]
     if matcher is None:
         matcher = CallMatcher((r.name, p) for r in rules for p in r.forbid_calls)
     scanner = _Scanner(
-        data=data, tree=tree, module=module, is_package=is_package, rules=rules, matcher=matcher
+        data=data,
+        search=search,
+        tree=tree,
+        module=module,
+        is_package=is_package,
+        rules=rules,
+        matcher=matcher,
     )
     scanner.import_pass()
+    scanner.resolve_typing()
+    scanner.prune_typing()
+    scanner.bound_object_rules()
     scanner.module_level_shadows()
     scanner.reference_pass()
-    scanner.resolve_typing()
     if rules:
         scanner.import_rules()
     return scanner.imports, scanner.raw_findings()

@@ -1,0 +1,6 @@
+"""row: shadowing: del of the shadowing name"""
+from probe import TARGET
+
+open = len
+del open
+open(TARGET)  # expect: KG004
