@@ -87,13 +87,13 @@ _VARS: Final = "builtins.vars"
 _REFLECTIVE_ATTRS: Final = frozenset(
     {
         # the builtins and globals of a module, a function or a frame
-        "__builtins__", "__globals__", "__dict__", "f_builtins", "f_globals", "f_locals",
+        "__builtins__", "__globals__", "f_builtins", "f_globals", "f_locals",
         # frames reached from generators, coroutines, tracebacks and other frames
         "f_back", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "_getframe", "currentframe",
-        # objects one step from anything: bound self (``print.__self__`` is builtins),
-        # the class graph, code and closures
+        # objects one step from anything: bound self (``print.__self__`` is builtins)
+        # and the class graph (``object.__subclasses__()`` lists every class)
         "__self__", "__subclasses__", "__bases__", "__base__", "__mro__",
-        "__getattribute__", "__code__", "__closure__",
+        "__getattribute__",
         # importer machinery
         "__loader__", "__spec__", "meta_path", "path_hooks", "path_importer_cache",
     }
@@ -780,13 +780,17 @@ class _Scanner:
                 f"reflective reach through {what} cannot be resolved statically",
             )
 
-    def _reflective_chain(self, node: ast.expr) -> None:
+    def _reflective_chain(self, node: ast.expr, scope: _Scope) -> None:
         cur: ast.expr = node
         literal_key = False
         while True:
             if isinstance(cur, ast.Attribute):
-                if cur.attr == "__dict__" and literal_key:
-                    pass  # `m.__dict__["name"]` is resolved like `m.name`
+                if cur.attr == "__dict__":
+                    # `m.__dict__["name"]` is resolved like `m.name`; an object's own
+                    # namespace (`cls.__dict__`) reaches nothing a guarded name does.
+                    base = None if literal_key else self._resolve(cur.value, scope)
+                    if base is not None and self._interesting(base):
+                        self._reflective(cur, f"'{base}.__dict__'")
                 elif cur.attr in _REFLECTIVE_ATTRS:
                     self._reflective(cur, f"'.{cur.attr}'")
                 elif cur.attr == "TYPE_CHECKING" and not isinstance(cur.ctx, ast.Load):
@@ -859,7 +863,7 @@ class _Scanner:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, (ast.Attribute, ast.Subscript)):
-            self._reflective_chain(node)
+            self._reflective_chain(node, scope)
             q = self._resolve(node, scope)
             if q is not None and self._use(q, node, None):
                 # Reported once for the whole chain; a dynamic import at its base is
