@@ -44,6 +44,7 @@ bench: install
 	-$(PY) bench/report.py
 	-$(PY) bench/binding.py
 	-$(PY) bench/run.py --quick
+	-$(PY) bench/ledger.py
 
 demo: install
 	$(BIN)/kernel run --config fixtures/demo/config.json --output-dir results/demo

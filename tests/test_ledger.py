@@ -21,10 +21,11 @@ from kernel.ledger import (
     LedgerReason,
     RawEntry,
     entry_id_of,
+    new_entry,
     next_entry,
     verify_chain,
 )
-from kernel.strategies import json_values, texts
+from kernel.strategies import digests, json_values, texts
 
 
 def stdlib_sha(payload: Any) -> str:
@@ -228,3 +229,41 @@ def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> 
         assert outcome.position == changed[0] + 1
     else:
         assert isinstance(outcome, LedgerIntact)
+
+
+@given(
+    st.integers(min_value=0, max_value=2**53 - 1),
+    digests,
+    st.sampled_from(EntryKind),
+    digests,
+)
+def test_written_out_id_equals_the_definition(
+    seq: int, prev_id: str, kind: EntryKind, payload_digest: str
+) -> None:
+    """For all admitted shapes, the written-out canonical bytes give the defined id."""
+    expected = stdlib_sha(
+        {
+            "entry_id": "",
+            "kind": kind.value,
+            "payload_digest": payload_digest,
+            "prev_id": prev_id,
+            "seq": seq,
+        }
+    )
+    assert entry_id_of(seq, prev_id, kind.value, payload_digest) == expected
+    # Shapes outside the fast path still follow the definition.
+    assert entry_id_of(seq, prev_id, "Other", payload_digest) == stdlib_sha(
+        {"entry_id": "", "kind": "Other", "payload_digest": payload_digest,
+         "prev_id": prev_id, "seq": seq}
+    )  # fmt: skip
+
+
+def test_new_entry_refuses_misuse() -> None:
+    """A bad head or kind is a programmer error."""
+    with pytest.raises(ValueError, match="not a ledger head"):
+        new_entry((0, "x"), EntryKind.ADMISSION, {})
+    with pytest.raises(TypeError):
+        new_entry((0, GENESIS_ID), "admission", {})  # type: ignore[arg-type]
+    entry = new_entry((0, GENESIS_ID), EntryKind.ADMISSION, {"a": 1})
+    record = next_entry(LedgerHead.empty(), EntryKind.ADMISSION, {"a": 1})
+    assert entry._asdict() == {f: getattr(record, f) for f in entry._fields}

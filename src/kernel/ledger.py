@@ -43,7 +43,7 @@ from typing import Final, NamedTuple
 import attrs
 
 from kernel.codec import Identity, Record, seal
-from kernel.identity import canonical_json, is_digest, sha256_bytes, sha256_hex
+from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
 from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
 
 __all__ = [
@@ -54,8 +54,10 @@ __all__ = [
     "LedgerHead",
     "LedgerIntact",
     "LedgerReason",
+    "NewEntry",
     "RawEntry",
     "entry_id_of",
+    "new_entry",
     "next_entry",
     "verify_chain",
 ]
@@ -79,6 +81,9 @@ class EntryKind(enum.StrEnum):
     """A branch fast-forwarded to a promoted candidate."""
     REFUSAL = "refusal"
     """A refused stage or promotion: the refusal is evidence too."""
+
+
+_KINDS: Final = frozenset(k.value for k in EntryKind)
 
 
 class LedgerReason(enum.StrEnum):
@@ -174,7 +179,23 @@ class RawEntry(NamedTuple):
 
 
 def entry_id_of(seq: int, prev_id: str, kind: str, payload_digest: str) -> str:
-    """The id an entry with these fields must have (the identity payload above)."""
+    """The id an entry with these fields must have (the identity payload above).
+
+    When the fields have their admitted shapes (a known kind, two digests, a
+    non-negative int) the canonical bytes are written out directly: every value is
+    ASCII that JSON does not escape, and keys are in sorted order, so the bytes are
+    exactly ``canonical_json`` of the payload (a property test holds the two
+    together). Anything else takes the general path.
+    """
+    if (
+        type(kind) is str
+        and kind in _KINDS
+        and type(seq) is int
+        and 0 <= seq <= MAX_SAFE_INT
+        and is_digest(prev_id)
+        and is_digest(payload_digest)
+    ):
+        return _fast_id(seq, prev_id, kind, payload_digest)
     return sha256_hex(
         {
             "entry_id": "",
@@ -186,27 +207,57 @@ def entry_id_of(seq: int, prev_id: str, kind: str, payload_digest: str) -> str:
     )
 
 
-def next_entry(head: LedgerHead, kind: EntryKind, payload: Mapping[str, object]) -> LedgerEntry:
-    """The entry that appends ``payload`` after ``head``.
+def _fast_id(seq: int, prev_id: str, kind: str, payload_digest: str) -> str:
+    return sha256_bytes((_ID_TEMPLATE % (kind, payload_digest, prev_id, seq)).encode("ascii"))
+
+
+_ID_TEMPLATE: Final = '{"entry_id":"","kind":"%s","payload_digest":"%s","prev_id":"%s","seq":%d}'
+
+
+class NewEntry(NamedTuple):
+    """An entry made by `new_entry`: typed, built from checked values (a store's
+    append returns it without the cost of a record's validators)."""
+
+    seq: int
+    entry_id: str
+    prev_id: str
+    kind: EntryKind
+    payload_digest: str
+    payload: str
+
+
+def new_entry(head: tuple[int, str], kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+    """The entry that appends ``payload`` after ``head`` (``(seq, entry_id)``).
 
     Raises:
         CanonicalizationError: ``payload`` is not portable canonical JSON.
-        TypeError: ``payload`` is not a dict (a ledger payload is a JSON object).
+        TypeError: ``payload`` is not a dict (a ledger payload is a JSON object), or
+            ``kind`` is not an `EntryKind`.
+        ValueError: ``head`` is not a sequence number and an entry id.
     """
     if type(payload) is not dict:
         raise TypeError(f"a ledger payload is a dict, got {type(payload).__name__}")
-    text = canonical_json(payload).decode("utf-8")
-    return seal(
-        LedgerEntry,
-        seq=head.seq + 1,
-        prev_id=head.entry_id,
+    if type(kind) is not EntryKind:
+        raise TypeError(f"expected an EntryKind, got {kind!r}")
+    head_seq, head_id = head
+    if type(head_seq) is not int or not 0 <= head_seq < MAX_SAFE_INT or not is_digest(head_id):
+        raise ValueError(f"not a ledger head: {head!r}")
+    data = canonical_json(payload)
+    payload_digest = sha256_bytes(data)
+    seq = head_seq + 1
+    return NewEntry(
+        seq=seq,
+        entry_id=_fast_id(seq, head_id, kind.value, payload_digest),
+        prev_id=head_id,
         kind=kind,
-        payload_digest=sha256_bytes(text.encode("utf-8")),
-        payload=text,
+        payload_digest=payload_digest,
+        payload=data.decode("utf-8"),
     )
 
 
-_KINDS: Final = frozenset(k.value for k in EntryKind)
+def next_entry(head: LedgerHead, kind: EntryKind, payload: Mapping[str, object]) -> LedgerEntry:
+    """`new_entry` as a validated `LedgerEntry` record."""
+    return LedgerEntry(**new_entry((head.seq, head.entry_id), kind, payload)._asdict())
 
 
 def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[LedgerReason]:
@@ -282,10 +333,26 @@ def verify_chain(
     position = 0
     for raw in entries:
         position += 1
-        reasons = _entry_problems(raw, position, previous_id)
+        seq, entry_id, prev_id, kind, payload_digest, payload = raw
+        # The common case, every rule at once; the slow path names what failed.
+        if (
+            type(seq) is int
+            and seq == position
+            and prev_id == previous_id
+            and type(kind) is str
+            and kind in _KINDS
+            and type(payload) is str
+            and type(payload_digest) is str
+            and sha256_bytes(payload.encode("utf-8", "surrogatepass")) == payload_digest
+            and type(entry_id) is str
+            and _fast_id(seq, previous_id, kind, payload_digest) == entry_id
+        ):
+            previous_id = entry_id
+            continue
+        reasons = _entry_problems(RawEntry(*raw), position, previous_id)
         if reasons:
-            return _broken(position, raw.entry_id, reasons)
-        previous_id = raw.entry_id  # type: ignore[assignment]
+            return _broken(position, entry_id, reasons)
+        previous_id = str(entry_id)  # pragma: no cover - the fast path takes every valid entry
     head = LedgerHead(seq=position, entry_id=previous_id)
     # L6: the chain ends where the store (and any outside anchor) says it does.
     recorded_ok = recorded_head is None or (
