@@ -14,11 +14,18 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from kernel import __version__
+from kernel.effects import console
+from kernel.effects.commands.options import add_verbosity, verbosity_of
 from kernel.errors import KernelError
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
+EXIT_CODES = """exit codes (every verb):
+  0  success (recorded, verified, match, consensus)
+  1  refused / violations / replay mismatch (the reason codes on one line)
+  2  unusable input or usage (one line naming the file and field; nothing written)
+  3  no consensus (kernel corroborate)"""
 
 
 def _command_modules() -> tuple[ModuleType, ...]:
@@ -58,18 +65,35 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree (exposed for documentation and tests)."""
-    parser = _Parser(prog="kernel", description="Evidence records, checks and reports.")
+    parser = _Parser(
+        prog="kernel",
+        description="Evidence records, checks and reports.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in _command_modules():
         module.register(sub)
+    _add_verbosity_below(parser)
     return parser
+
+
+def _add_verbosity_below(parser: argparse.ArgumentParser) -> None:
+    # Every verb takes -q/-v, before or after it (one place, not one line per verb).
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                add_verbosity(child)
+                _add_verbosity_below(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `kernel` command; returns the process exit code, never raises."""
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    console.set_verbosity(verbosity_of(args))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

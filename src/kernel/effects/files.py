@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -107,7 +106,7 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=folder)
+        fd, tmp_name = _create_temp(folder)
     except OSError as e:
         raise EffectError(f"{path}: cannot create a file in {folder}: {e.strerror}") from e
     try:
@@ -123,6 +122,24 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
             raise EffectError(f"{path}: write failed: {e.strerror}") from e
         raise
     _fsync_dir(folder)
+
+
+_TEMP_ATTEMPTS = 100
+
+
+def _create_temp(folder: Path) -> tuple[int, str]:
+    """A new temporary file in ``folder``, created exclusively with mode 0666 so that
+    the process umask applies, as for any file a tool writes (0644 under 022);
+    ``mkstemp`` would force 0600 whatever the umask. The random part has a fixed
+    length (8 characters, as ``mkstemp``'s), so temp names are as long as planned."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    for _ in range(_TEMP_ATTEMPTS):
+        name = str(folder / f"{_TMP_PREFIX}{os.urandom(4).hex()}{_TMP_SUFFIX}")
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def write_canonical_json(path: Path | str, value: object) -> None:

@@ -33,7 +33,8 @@ from kernel.binding import (
     verify_binding,
 )
 from kernel.codec import Record
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT, OutputRoot, load_json, write_canonical_json
+from kernel.effects.commands.options import add_results_root
+from kernel.effects.files import OutputRoot, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
 from kernel.identity import canonical_json
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
@@ -152,7 +153,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--policy-version", action="append", metavar="NAME=VERSION", help="repeatable"
     )
     parser.add_argument("--output", help="write the outcome here (atomic) instead of stdout")
-    parser.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    add_results_root(parser)
     parser.add_argument(
         "--no-verify-ids",
         action="store_true",

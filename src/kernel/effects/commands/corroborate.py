@@ -9,8 +9,9 @@ byte), 3 no consensus, 2 unusable input (N < 1, missing baseline, unreadable
 candidate or baseline output, a command that cannot start, an output path outside
 the output root); in that case nothing is written. Writes only the named report
 (canonical JSON, atomically; stdout when ``--output`` is not given) and, when asked,
-the majority bytes. Progress goes to stderr when it is a terminal. Agreement is a
-corroboration signal, never a correctness claim.
+the majority bytes. Every exit prints one outcome line (on stderr when the report goes
+to stdout). Progress goes to stderr when it is a terminal or with ``-v``, never with
+``-q``. Agreement is a corroboration signal, never a correctness claim.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernel.consensus import CaptureMode, Consensus, Isolation
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT, OutputRoot, write_canonical_json
+from kernel.consensus import CaptureMode, Consensus, Isolation, NoConsensus
+from kernel.effects import console
+from kernel.effects.commands.options import add_results_root
+from kernel.effects.files import OutputRoot, write_canonical_json
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import Capture, Variation
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import canonical_json
 
-__all__ = ["EXIT_CONSENSUS", "EXIT_NO_CONSENSUS", "register", "run"]
+__all__ = ["EXIT_CONSENSUS", "EXIT_NO_CONSENSUS", "outcome_line", "register", "run"]
 
 EXIT_CONSENSUS = 0
 EXIT_NO_CONSENSUS = 3
@@ -44,7 +47,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--candidate", type=Path, help="the candidate patch or answer")
     parser.add_argument("--baseline", type=Path, help="directory each run starts from")
     parser.add_argument(
-        "--capture", choices=[m.value for m in CaptureMode], default=CaptureMode.STDOUT.value
+        "--capture",
+        choices=[m.value for m in CaptureMode],
+        default=CaptureMode.STDOUT.value,
+        help="what each run's output is: its stdout, or the patch it makes (default: stdout)",
     )
     parser.add_argument("--baseline-output", type=Path, help="output that means 'no change'")
     parser.add_argument("--timeout", type=float, help="per-run time limit in seconds")
@@ -62,12 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--output", type=Path, help="report path (default: stdout)")
     parser.add_argument("--majority-output", type=Path, help="write the majority bytes here")
-    parser.add_argument(
-        "--output-root",
-        type=Path,
-        default=DEFAULT_OUTPUT_ROOT,
-        help="outputs must lie inside this folder (default: results/)",
-    )
+    add_results_root(parser)
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     parser.set_defaults(handler=run)
 
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     for path in inputs:
         if not path.is_file():
             raise EffectError(f"{path}: not a readable file")
-    root = OutputRoot(args.output_root)
+    root = OutputRoot(args.results_root)
     # Every output path is checked before anything runs, so a refusal writes nothing.
     report_path = None if args.output is None else root.resolve(args.output, inputs=inputs)
     majority_path = (
@@ -112,14 +113,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if report_path is not None and report_path == majority_path:
         raise EffectError(f"{args.output}: report and majority output are the same file")
-    progress = sys.stderr.isatty()
 
     def show(capture: Capture) -> None:
-        if progress:
-            print(
-                f"run {capture.run_index}: {capture.status} ({capture.duration_ms} ms)",
-                file=sys.stderr,
-            )
+        console.progress(f"run {capture.run_index}: {capture.status} ({capture.duration_ms} ms)")
 
     result = corroborate(
         command,
@@ -141,4 +137,21 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     else:
         write_canonical_json(report_path, document)
+    # The outcome line: on stderr when stdout carries the report document itself.
+    print(outcome_line(result.outcome), file=sys.stderr if report_path is None else sys.stdout)
     return EXIT_CONSENSUS if isinstance(result.outcome, Consensus) else EXIT_NO_CONSENSUS
+
+
+def outcome_line(outcome: Consensus | NoConsensus) -> str:
+    """One line for exit 0 (consensus) or 3 (no consensus)."""
+    if isinstance(outcome, Consensus):
+        return (
+            f"consensus: {outcome.agreement_count} of {outcome.runs_launched} runs agree byte "
+            f"for byte ({outcome.majority_digest[:12]}); a corroboration signal, not correctness"
+        )
+    largest = max((len(g.run_indexes) for g in outcome.groups), default=0)
+    return (
+        f"no consensus ({outcome.reason}): the largest byte-identical group has {largest} of "
+        f"{outcome.runs_launched} runs; a strict majority needs "
+        f"{outcome.runs_launched // 2 + 1}"
+    )

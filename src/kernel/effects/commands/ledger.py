@@ -20,8 +20,8 @@ from pathlib import Path
 
 import orjson
 
+from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.report import plan_outputs
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT
 from kernel.effects.ledger_store import DEFAULT_LEDGER, export_jsonl, opened, read_jsonl
 from kernel.errors import ConfigError
 from kernel.identity import is_digest
@@ -109,5 +109,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export = sub.add_parser("export", help="write the chain as JSON Lines")
     export.add_argument("--ledger", default=DEFAULT_LEDGER, help="SQLite file or postgresql:// URL")
     export.add_argument("--output", required=True, help="the .jsonl file to write")
-    export.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    add_results_root(export)
     export.set_defaults(handler=run_export)

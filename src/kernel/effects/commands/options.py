@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kernel.effects.files import DEFAULT_OUTPUT_ROOT
 
-__all__ = ["RESULTS_ROOT_HELP", "add_results_root"]
+__all__ = ["RESULTS_ROOT_HELP", "add_results_root", "add_verbosity", "verbosity_of"]
 
 RESULTS_ROOT_HELP = "every output must lie inside this folder (default: results)"
 
@@ -34,3 +34,28 @@ def add_results_root(parser: argparse.ArgumentParser) -> None:
         help=RESULTS_ROOT_HELP,
     )
     parser.add_argument("--output-root", dest="results_root", type=Path, help=argparse.SUPPRESS)
+
+
+def add_verbosity(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``-q``/``--quiet`` and ``-v``/``--verbose`` (counted). On sub-commands the
+    defaults are suppressed so a flag given before the verb is not reset after it."""
+    default = 0 if top else argparse.SUPPRESS
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=default,
+        help="print only the outcome line (no file list, no progress)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="show progress on stderr even when it is not a terminal",
+    )
+
+
+def verbosity_of(args: argparse.Namespace) -> int:
+    """-v count minus -q count."""
+    return int(getattr(args, "verbose", 0) or 0) - int(getattr(args, "quiet", 0) or 0)

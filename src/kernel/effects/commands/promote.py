@@ -322,11 +322,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     stage = subparsers.add_parser(
         "stage", parents=[common], help="commit a candidate under refs/kernel/staged/"
     )
-    stage.add_argument("--attempt", required=True)
+    stage.add_argument("--attempt", required=True, help="the attempt id whose candidate to stage")
     stage.add_argument("--base", default="HEAD", help="the baseline commit (default HEAD)")
     stage.set_defaults(handler=run_stage)
     unstage = subparsers.add_parser("unstage", parents=[common], help="remove a staged ref")
-    unstage.add_argument("--attempt", required=True)
+    unstage.add_argument("--attempt", required=True, help="the attempt id to unstage")
     unstage.set_defaults(handler=run_unstage)
     promote = subparsers.add_parser(
         "promote",
