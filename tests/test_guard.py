@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kernel.effects.cli import main
@@ -16,8 +17,10 @@ from kernel.guard import (
     Policy,
     Rule,
     ViolationCode,
+    check_paths,
     check_source,
     check_tree,
+    discover_modules,
     load_policy,
     markdown_guard_blocks,
     policy_hash,
@@ -646,3 +649,111 @@ def test_suppression_needs_a_reason_and_a_finding() -> None:
     assert _codes(unused, policy) == [(1, 8, "KG011")]
     in_string = 'x = """\n# kernel-guard: ignore[KG004] no\n"""\nopen(1)\n'
     assert _codes(in_string, policy) == [(4, 1, "KG004")]
+
+
+# ------------------------------------------------------------------ adoption
+
+
+def test_exclude_gitignore_and_venvs_are_not_scanned(tmp_path: Path) -> None:
+    """--exclude globs, .gitignore rules (with negation and anchors) and any folder
+    holding pyvenv.cfg keep files out of discovery."""
+    root = tmp_path
+    for rel in (
+        "pkg/__init__.py", "pkg/a.py", "pkg/gen/b.py", "pkg/keep_me.py", "pkg/build/c.py",
+        "venv/lib/site.py", "env2/x.py", "pkg/skip.py",
+    ):  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n", encoding="utf-8")
+    (root / "env2" / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+    (root / ".gitignore").write_text("# c\nvenv/\n/pkg/gen/\n*_me.py\n!keep_me.py\n")
+    (root / "pkg" / ".gitignore").write_text("build\n")
+    found = discover_modules(root, exclude=["pkg/skip.py"], gitignore_from=root)
+    assert [m for _p, m, _k in found] == ["pkg", "pkg.a", "pkg.keep_me"]
+
+
+def test_paths_limit_the_report_not_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel guard FILE` reports that file's findings; coverage still sees the tree."""
+    bad = "import os\nos.system('x')\n"
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": bad, "pkg/b.py": bad})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["guard", "--config", "adr.md", "--no-cache"]
+    assert main([*args, "src/pkg/a.py"]) == 1
+    out = capsys.readouterr().out
+    assert "src/pkg/a.py:2:1: KG004" in out
+    assert "b.py" not in out
+    assert main([*args, "src/pkg/__init__.py", "README.md"]) == 0
+    capsys.readouterr()
+
+
+def test_cache_folder_ignores_itself(tmp_path: Path) -> None:
+    """The cache folder holds a .gitignore of `*`, as ruff's and pytest's do."""
+    src = _tree(tmp_path, {"m.py": "x = 1\n"})
+    check_tree(src, _policy(forbid_calls=("eval",)), cache_dir=tmp_path / "c")
+    assert (tmp_path / "c" / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
+
+
+def test_baseline_hides_known_findings_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--write-baseline records today's findings; --baseline hides them (by count, not
+    by line) and still reports a new one; a damaged baseline is exit 2."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('1')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["guard", "--config", "adr.md", "--no-cache"]
+    assert main([*args, "--write-baseline", "base.json"]) == 0
+    assert main([*args, "--baseline", "base.json"]) == 0
+    two = "import os\n\n\nos.system('1')\nos.system('1')\n"
+    (tmp_path / "src/pkg/a.py").write_text(two, encoding="utf-8")
+    capsys.readouterr()
+    assert main([*args, "--baseline", "base.json"]) == 1
+    assert capsys.readouterr().out.count("KG004") == 1
+    (tmp_path / "base.json").write_text('{"findings": []}', encoding="utf-8")
+    assert main([*args, "--baseline", "base.json"]) == 2
+    assert "kernel-guard-baseline" in capsys.readouterr().err
+
+
+def test_sarif_rules_carry_help_and_encoded_relative_uris(tmp_path: Path) -> None:
+    """Each SARIF rule has help text and a helpUri into docs/guard.md (whose heading
+    for the code exists); result URIs are percent-encoded and relative to SRCROOT."""
+    src = _tree(tmp_path, {"dir name/m é#.py": "eval('1')\n"})
+    policy = _policy(modules=("dir name.m é#",), forbid_calls=("eval",))
+    report = check_paths([(str(src / "dir name/m é#.py"), "dir name.m é#", False)], policy)
+    shown = GuardReport(
+        violations=tuple(attrs.evolve(v, path="src/dir name/m é#.py") for v in report.violations),
+        files_checked=1,
+        files_cached=0,
+    )
+    run = json.loads(render(shown, "sarif", "v"))["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "src/dir%20name/m%20%C3%A9%23.py", "uriBaseId": "SRCROOT"}
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"].startswith("file://")
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "guard.md").read_text("utf-8")
+    for rule in run["tool"]["driver"]["rules"]:
+        assert rule["help"]["text"] == ViolationCode(rule["id"]).help
+        uri, _, anchor = rule["helpUri"].partition("#")
+        assert uri.startswith("file://")
+        assert uri.endswith("/docs/guard.md")
+        assert f"### {rule['id']} {rule['name']}" in docs, anchor
+
+
+def test_help_documents_the_policy_format_and_pre_commit_hook(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`kernel guard --help` shows the policy format; the repository ships a hook."""
+    with pytest.raises(SystemExit):
+        main(["guard", "--help"])
+    out = capsys.readouterr().out
+    for needle in ("[[rules]]", "allow-imports", "layers", "unguarded", "kernel-guard: ignore"):
+        assert needle in out
+    hooks = (Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text("utf-8")
+    assert "id: kernel-guard" in hooks
+    assert "entry: kernel guard" in hooks
+    from kernel.effects.commands import guard as verb
+    from kernel.guard import DEFAULT_CACHE_DIR, FORMATS
+
+    assert verb._FORMATS == FORMATS  # the verb keeps its own copy to start fast
+    assert verb._CACHE_DIR == DEFAULT_CACHE_DIR

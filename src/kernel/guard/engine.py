@@ -26,6 +26,8 @@ import contextlib
 import gc
 import marshal
 import os
+import re
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -79,25 +81,137 @@ def _module_name(rel: Sequence[str]) -> tuple[str, bool]:
     return ".".join(parts), False
 
 
+class _Ignore:
+    """The ``.gitignore`` rules met on the way down, and ``--exclude`` patterns.
+
+    Supported gitignore syntax: comments, blank lines, ``!`` negation, a trailing ``/``
+    for directories only, a ``/`` inside or at the start to anchor at the file's folder,
+    ``*``, ``?``, ``[...]`` and ``**``; the last matching rule wins. ``--exclude``
+    patterns match a path relative to the import root, or any one folder or file name.
+    """
+
+    def __init__(self, exclude: Iterable[str]) -> None:
+        self.rules: list[tuple[str, re.Pattern[str], bool, bool]] = []
+        self.exclude = [_glob_rx(p.rstrip("/"), anchored="/" in p.rstrip("/")) for p in exclude]
+
+    def read(self, folder: str) -> None:
+        try:
+            with open(os.path.join(folder, ".gitignore"), encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            return
+        for raw in lines:
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            line = line[1:] if negated else line
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            self.rules.append(
+                (folder, _glob_rx(line.lstrip("/"), anchored=anchored), negated, dir_only)
+            )
+
+    def ignored(self, path: str, rel: str, *, is_dir: bool) -> bool:
+        if any(rx.fullmatch(rel) for rx in self.exclude):
+            return True
+        verdict = False
+        for base, rx, negated, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            inner = os.path.relpath(path, base).replace(os.sep, "/")
+            if inner.startswith("../"):
+                continue
+            if rx.fullmatch(inner):
+                verdict = not negated
+        return verdict
+
+
+def _glob_rx(pattern: str, *, anchored: bool) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+            continue
+        if c == "*":
+            out.append(".*" if pattern.startswith("**", i) else "[^/]*")
+            i += 2 if pattern.startswith("**", i) else 1
+            continue
+        if c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                out.append(f"[{'^' + body[1:] if body.startswith('!') else body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    body = "".join(out)
+    return re.compile(body if anchored else f"(?:.*/)?{body}")
+
+
 def discover_modules(
-    root: Path | str, *, exclude: Iterable[str] = ()
+    root: Path | str, *, exclude: Iterable[str] = (), gitignore_from: Path | str | None = None
 ) -> list[tuple[str, str, bool]]:
     """``(file path, module name, is package)`` for every ``*.py`` under ``root``, sorted.
 
-    ``exclude`` names directories (by base name) not to descend into.
+    Skipped: hidden folders, ``__pycache__``, any folder holding a ``pyvenv.cfg`` (a
+    virtual environment, whether ignored or not), paths matching ``exclude`` (globs on
+    the path relative to ``root`` or on one name), and what the ``.gitignore`` files say
+    from ``gitignore_from`` (a folder at or above ``root``, usually the repository) down.
     """
-    skip = {"__pycache__", *exclude}
     top = os.fspath(root)
+    ignore = _Ignore(exclude)
+    if gitignore_from is not None:
+        chain = []
+        here = Path(top).resolve()
+        stop = Path(gitignore_from).resolve()
+        while True:
+            chain.append(here)
+            if here in (stop, here.parent):
+                break
+            here = here.parent
+        if stop in chain:
+            for above in reversed(chain[1:]):
+                ignore.read(str(above))
     out: list[tuple[str, str, bool]] = []
     for folder, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if d not in skip and not d.startswith("."))
+        if gitignore_from is not None:
+            ignore.read(folder)
         rel = os.path.relpath(folder, top)
         prefix = [] if rel == "." else rel.split(os.sep)
+        keep = []
+        for d in sorted(dirs):
+            path = os.path.join(folder, d)
+            if (
+                d == "__pycache__"
+                or d.startswith(".")
+                or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+                or ignore.ignored(path, "/".join([*prefix, d]), is_dir=True)
+            ):
+                continue
+            keep.append(d)
+        dirs[:] = keep
         for name in sorted(files):
             if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                if ignore.ignored(path, "/".join([*prefix, name]), is_dir=False):
+                    continue
                 module, is_package = _module_name([*prefix, name])
                 if module:
-                    out.append((os.path.join(folder, name), module, is_package))
+                    out.append((path, module, is_package))
     return out
 
 
@@ -127,6 +241,10 @@ class _Cache:
         entries = {k: v for k, v in self.entries.items() if k in keep}
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
+            marker = self.file.parent / ".gitignore"
+            if not marker.exists():
+                # The cache ignores itself, as ruff's and pytest's do.
+                marker.write_text("# created by kernel guard\n*\n", encoding="utf-8")
             tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
             with open(tmp, "wb") as fh:
                 marshal.dump((_CACHE_MAGIC, time.time_ns(), entries), fh)
@@ -191,7 +309,10 @@ def check_paths(
         raise ConfigError("no Python files to check")
     check_coverage(files, policy)
     ctx = _Context(policy)
-    key = f"{policy_hash(policy)[:24]}-{tool_version().replace('+', '-')}"
+    # Reach-through reads installed modules: the interpreter and its search path are
+    # part of what a cached result depends on.
+    where = sha256_bytes("\0".join([sys.version, *sys.path]).encode("utf-8", "replace"))
+    key = f"{policy_hash(policy)[:24]}-{tool_version().replace('+', '-')}-{where[:8]}"
     cache = _Cache(None if cache_dir is None else Path(cache_dir), key)
     now_ok = cache.saved_ns - _RACY_NS
     results: dict[str, tuple[list[ImportFact], list[RawFinding]]] = {}
@@ -511,18 +632,42 @@ def check_tree(
     *,
     cache_dir: Path | str | None = None,
     exclude: Iterable[str] = (),
+    gitignore_from: Path | str | None = None,
+    only: Iterable[Path | str] | None = None,
 ) -> GuardReport:
     """Check every module under the import root ``src`` against ``policy``.
+
+    Args:
+        exclude, gitignore_from: see `discover_modules`.
+        only: report findings of these files (or of files under these folders) only,
+            as pre-commit passes the files it checks; the whole tree is still
+            discovered, so coverage and transitive reach see every module.
 
     Raises:
         ConfigError: ``src`` is not a directory or holds no Python file.
     """
     if not Path(src).is_dir():
         raise ConfigError(f"--src {src}: not a directory")
-    files = discover_modules(src, exclude=exclude)
+    files = discover_modules(src, exclude=exclude, gitignore_from=gitignore_from)
     if not files:
         raise ConfigError(f"--src {src}: no Python files found")
-    return check_paths(files, policy, cache_dir=cache_dir)
+    report = check_paths(files, policy, cache_dir=cache_dir)
+    if only is None:
+        return report
+    wanted = [Path(p).resolve() for p in only]
+    selected = {
+        path
+        for path, _m, _k in files
+        if any(Path(path).resolve() == w or w in Path(path).resolve().parents for w in wanted)
+    }
+    kept = tuple(
+        v
+        for v in report.violations
+        if v.path in selected or any(link.path in selected for link in v.chain)
+    )
+    return GuardReport(
+        violations=kept, files_checked=len(selected), files_cached=report.files_cached
+    )
 
 
 def check_source(

@@ -56,16 +56,21 @@ class ViolationCode(enum.StrEnum):
     frame and function internals, ``__subclasses__``, importer machinery."""
     LAYER_VIOLATION = "KG009"
     """A module imports one of a higher layer of a ``layers`` rule."""
+    UNPARSEABLE = "KG010"
+    """The file could not be read or parsed as Python; nothing in it was checked."""
     BAD_SUPPRESSION = "KG011"
     """A ``# kernel-guard: ignore[CODE]`` comment without a reason, or one that
     suppresses no finding on its line."""
-    UNPARSEABLE = "KG010"
-    """The file could not be read or parsed as Python; nothing in it was checked."""
 
     @property
     def slug(self) -> str:
         """Short kebab-case name of the code (SARIF ``rule.name``)."""
         return _TITLES[self]
+
+    @property
+    def help(self) -> str:
+        """What the code means and what to do (SARIF ``help``, ``kernel guard --help``)."""
+        return _HELP_TEXT[self]
 
 
 _TITLES = {
@@ -80,6 +85,55 @@ _TITLES = {
     ViolationCode.LAYER_VIOLATION: "layer-violation",
     ViolationCode.UNPARSEABLE: "unparseable",
     ViolationCode.BAD_SUPPRESSION: "bad-suppression",
+}
+
+
+_HELP_TEXT = {
+    ViolationCode.FORBIDDEN_IMPORT: (
+        "An import (static, relative, or a literal __import__/import_module, or a module "
+        "reached through an allowed module's attribute) matches the rule's forbid-imports. "
+        "Remove it, or change the ADR that holds the rule."
+    ),
+    ViolationCode.IMPORT_NOT_ALLOWED: (
+        "The rule lists allow-imports and this import (or a module reached through an "
+        "allowed module's attribute, such as json.codecs) is not in it."
+    ),
+    ViolationCode.STAR_IMPORT: (
+        "from x import * in a guarded module binds names no static reading can see; "
+        "import the names explicitly."
+    ),
+    ViolationCode.FORBIDDEN_CALL: (
+        "A reference (call, attribute read, alias, re-binding, getattr with a literal, "
+        "import of the object) resolves to a name in forbid-calls."
+    ),
+    ViolationCode.UNRESOLVABLE_DYNAMIC: (
+        "__import__/import_module/getattr on a guarded name with a computed argument, or a "
+        "relative import beyond the top-level package: the target cannot be known."
+    ),
+    ViolationCode.TYPING_ONLY_IMPORT: (
+        "A forbidden or not-allowed import under if TYPE_CHECKING: is still a dependency; "
+        "list it in allow-typing-imports if the rule should permit it."
+    ),
+    ViolationCode.TRANSITIVE_IMPORT: (
+        "A forbidden module is reached through the project's own modules; the message "
+        "gives the chain with the line of every hop."
+    ),
+    ViolationCode.REFLECTIVE_REACH: (
+        "Reflection that no static reading can follow (__builtins__, globals(), frame and "
+        "function internals, __subclasses__, importer machinery) reaches anything. Remove "
+        "it, or suppress it with a reason: # kernel-guard: ignore[KG008] why."
+    ),
+    ViolationCode.LAYER_VIOLATION: (
+        "A module imports a module of a higher layer of a layers rule (typing-only imports "
+        "included). Move the code down, or invert the dependency."
+    ),
+    ViolationCode.UNPARSEABLE: (
+        "The file could not be read, decoded or parsed as Python; nothing in it was checked."
+    ),
+    ViolationCode.BAD_SUPPRESSION: (
+        "A # kernel-guard: ignore[CODE] comment must give a reason after the codes and must "
+        "suppress a finding on its line (or, alone on a line, on the next)."
+    ),
 }
 
 

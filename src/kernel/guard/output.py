@@ -14,7 +14,8 @@ Rules this module enforces:
 from __future__ import annotations
 
 import json
-from pathlib import PurePath
+from pathlib import Path, PurePath
+from urllib.parse import quote
 
 from kernel.guard.model import GuardReport, ViolationCode
 
@@ -32,7 +33,18 @@ FORMATS = ("text", "json", "sarif", "github")
 """Accepted values of ``--format``."""
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_HELP = "https://github.com/kernel/kernel/blob/main/docs/guard.md"
+
+
+def _docs() -> Path | None:
+    """docs/guard.md of the checkout or sdist this guard runs from (an installed wheel
+    has no docs: then SARIF carries the help text without a ``helpUri``)."""
+    candidate = Path(__file__).resolve().parents[3] / "docs" / "guard.md"
+    return candidate if candidate.is_file() else None
+
+
+def _anchor(code: ViolationCode) -> str:
+    """GitHub's heading anchor of the code's section in docs/guard.md."""
+    return f"{code.value}-{code.slug}".lower()
 
 
 def render_text(report: GuardReport) -> str:
@@ -63,7 +75,16 @@ def render_json(report: GuardReport, version: str) -> str:
 
 
 def _uri(path: str) -> str:
-    return PurePath(path).as_posix()
+    """A relative path as a percent-encoded URI reference (RFC 3986): spaces, ``#``,
+    ``%`` and non-ASCII characters are encoded, ``/`` separates segments."""
+    return quote(PurePath(path).as_posix(), safe="/")
+
+
+def _location(path: str) -> dict[str, object]:
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return {"uri": pure.as_uri()}
+    return {"uri": _uri(path), "uriBaseId": "SRCROOT"}
 
 
 def render_sarif(report: GuardReport, version: str) -> str:
@@ -80,7 +101,7 @@ def render_sarif(report: GuardReport, version: str) -> str:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(v.path)},
+                        "artifactLocation": _location(v.path),
                         "region": {"startLine": v.line, "startColumn": v.column},
                     }
                 }
@@ -94,34 +115,28 @@ def render_sarif(report: GuardReport, version: str) -> str:
                     "id": i,
                     "message": {"text": f"{link.module} imports {link.imports}"},
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(link.path)},
+                        "artifactLocation": _location(link.path),
                         "region": {"startLine": link.line},
                     },
                 }
                 for i, link in enumerate(v.chain)
             ]
         results.append(result)
+    docs = _docs()
+    driver: dict[str, object] = {
+        "name": "kernel-guard",
+        "version": version,
+        "rules": [_sarif_rule(code, docs) for code in codes],
+    }
+    if docs is not None:
+        driver["informationUri"] = docs.as_uri()
     doc = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "kernel-guard",
-                        "version": version,
-                        "informationUri": _HELP,
-                        "rules": [
-                            {
-                                "id": code.value,
-                                "name": code.slug,
-                                "shortDescription": {"text": code.slug.replace("-", " ")},
-                                "defaultConfiguration": {"level": "error"},
-                            }
-                            for code in codes
-                        ],
-                    }
-                },
+                "tool": {"driver": driver},
+                "originalUriBaseIds": {"SRCROOT": {"uri": Path.cwd().as_uri() + "/"}},
                 "columnKind": "unicodeCodePoints",
                 "results": results,
             }
@@ -158,9 +173,7 @@ def render_error(message: str, fmt: str, version: str) -> str:
         return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     if fmt == "sarif":
         run: dict[str, object] = {
-            "tool": {
-                "driver": {"name": "kernel-guard", "version": version, "informationUri": _HELP}
-            },
+            "tool": {"driver": {"name": "kernel-guard", "version": version}},
             "invocations": [
                 {
                     "executionSuccessful": False,
@@ -176,6 +189,21 @@ def render_error(message: str, fmt: str, version: str) -> str:
     if fmt == "github":
         return f"::error title=kernel guard configuration::{_gh_data(message)}\n"
     return f"error: {message}\n"
+
+
+def _sarif_rule(code: ViolationCode, docs: Path | None) -> dict[str, object]:
+    text = code.help
+    rule: dict[str, object] = {
+        "id": code.value,
+        "name": code.slug,
+        "shortDescription": {"text": code.slug.replace("-", " ")},
+        "fullDescription": {"text": text},
+        "help": {"text": text, "markdown": f"**{code.value} {code.slug}**: {text}"},
+        "defaultConfiguration": {"level": "error"},
+    }
+    if docs is not None:
+        rule["helpUri"] = f"{docs.as_uri()}#{_anchor(code)}"
+    return rule
 
 
 def render(report: GuardReport, fmt: str, version: str) -> str:

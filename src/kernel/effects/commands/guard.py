@@ -6,10 +6,21 @@ Rules this verb enforces:
   it the policy is ``[tool.kernel.guard]`` of ``./pyproject.toml`` plus the ``guard``
   blocks of ``./docs/adr/*.md``; finding none is an error, never a pass;
 - ``--src DIR`` is the import root (default ``src`` when it exists, else ``.``);
+  ``PATH`` arguments (files or folders, as pre-commit passes them) limit the *report*
+  to those files; the whole import root is still discovered and checked for coverage;
+- ``--exclude GLOB`` (repeatable) and the ``.gitignore`` files from the working
+  directory down leave paths out; a folder holding ``pyvenv.cfg`` is never scanned;
 - ``--format text|json|sarif|github`` (default text); output goes to standard output;
-- the cache lives in ``--cache-dir`` (default ``.kernel-guard-cache``) unless ``--no-cache``;
+- ``--baseline FILE`` hides the findings a baseline lists; ``--write-baseline FILE``
+  writes one for the current findings (adopting the guard on a repository with
+  findings) and exits 0;
+- the cache lives in ``--cache-dir`` (default ``.kernel-guard-cache``, which ignores
+  itself with its own ``.gitignore``) unless ``--no-cache``;
 - exit 0: no finding; 1: findings; 2: unusable configuration (`ConfigError`, raised
   here and turned into the one-line message by `kernel.effects.cli.main`).
+
+Only the guard package is imported (lazily, when the verb runs), never the rest of the
+library: ``kernel guard`` starts as fast as Python can import `kernel.guard`.
 """
 
 from __future__ import annotations
@@ -19,22 +30,46 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import ConfigError
-from kernel.guard import (
-    DEFAULT_CACHE_DIR,
-    FORMATS,
-    check_tree,
-    discover_policy,
-    load_policy,
-    render,
-    tool_version,
-)
-from kernel.guard.output import render_error
-
 __all__ = ["register", "run"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
+
+_FORMATS = ("text", "json", "sarif", "github")
+_CACHE_DIR = ".kernel-guard-cache"
+
+POLICY_HELP = """\
+policy format (TOML, in a ```guard block of any Markdown file, docs/adr/*.md by
+default, or under [tool.kernel.guard] in pyproject.toml as [[tool.kernel.guard.rules]]):
+
+  unguarded = ["pkg.scripts.*"]        # optional: modules deliberately left unchecked
+
+  [[rules]]
+  name = "pure-core"                   # unique; quoted in every finding
+  modules = ["pkg", "pkg.*", "!pkg.shell.*"]   # dotted globs; !x excludes; last wins
+  allow-imports = ["attrs", "pkg"]     # optional: if given, nothing else may be imported
+  forbid-imports = ["subprocess", "os"]          # a package covers its submodules
+  forbid-calls = ["open", "os.*", "time.time"]   # qualified names; builtins by bare name
+  allow-typing-imports = ["pathlib"]   # optional: allowed under `if TYPE_CHECKING:`
+  transitive = false                   # also report forbidden modules reached through
+                                       # the project's own modules (needs forbid-imports)
+
+  [[rules]]
+  name = "layers"                      # a lower layer never imports a higher one
+  layers = ["pkg", "pkg.api", ["pkg.a", "pkg.b"], "pkg.base"]   # highest first
+
+Every module under --src must be covered by a rule or listed in unguarded; a rule, a
+layer or an unguarded pattern that matches no module, a rule that allows what it
+forbids, and an unknown key are configuration errors (exit 2, one line naming the key).
+
+suppress one finding, with its reason (required):
+  x = globals()  # kernel-guard: ignore[KG008] the lazy loader caches its own names
+
+codes: KG001 forbidden-import, KG002 import-not-allowed, KG003 star-import,
+KG004 forbidden-call, KG005 unresolvable-dynamic, KG006 typing-only-import,
+KG007 transitive-import, KG008 reflective-reach, KG009 layer-violation,
+KG010 unparseable, KG011 bad-suppression. Full text: docs/guard.md (in the sdist).
+"""
 
 
 def register(subparsers: Any) -> None:
@@ -46,6 +81,14 @@ def register(subparsers: Any) -> None:
             "Check every module under --src against the guard policy. Exit 0 clean, "
             "1 findings, 2 unusable configuration."
         ),
+        epilog=POLICY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="report only these files or folders (pre-commit passes the changed files)",
     )
     parser.add_argument(
         "--config",
@@ -55,12 +98,24 @@ def register(subparsers: Any) -> None:
         help="policy file: pyproject.toml or Markdown with ```guard blocks (repeatable)",
     )
     parser.add_argument("--src", metavar="DIR", help="import root (default: src if present)")
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out paths (relative to --src) or names matching GLOB (repeatable)",
+    )
+    parser.add_argument("--format", choices=_FORMATS, default="text", help="output format")
+    parser.add_argument("--output-format", dest="format", choices=_FORMATS, help="same as --format")
+    parser.add_argument("--baseline", metavar="FILE", help="hide the findings FILE lists")
+    parser.add_argument(
+        "--write-baseline", metavar="FILE", help="write the current findings to FILE, exit 0"
+    )
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        default=DEFAULT_CACHE_DIR,
-        help=f"per-file result cache (default: {DEFAULT_CACHE_DIR})",
+        default=_CACHE_DIR,
+        help=f"per-file result cache (default: {_CACHE_DIR})",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.set_defaults(handler=run)
@@ -73,10 +128,30 @@ def run(args: argparse.Namespace) -> int:
     (a JSON ``error``, a SARIF run with ``executionSuccessful: false``, a GitHub
     ``::error``), so a consumer of that format never reads it as a clean run.
     """
+    # Imported here: `kernel --help` and the other verbs never load the guard.
+    from kernel.errors import ConfigError
+    from kernel.guard.baseline import apply_baseline, baseline_document, read_baseline
+    from kernel.guard.engine import check_tree, tool_version
+    from kernel.guard.output import render, render_error
+    from kernel.guard.policy import discover_policy, load_policy
+
     try:
         policy = load_policy(args.config) if args.config else discover_policy(Path.cwd())
         src = args.src if args.src is not None else ("src" if Path("src").is_dir() else ".")
-        report = check_tree(src, policy, cache_dir=None if args.no_cache else args.cache_dir)
+        report = check_tree(
+            src,
+            policy,
+            cache_dir=None if args.no_cache else args.cache_dir,
+            exclude=args.exclude,
+            gitignore_from=Path.cwd(),
+            only=args.paths or None,
+        )
+        if args.write_baseline:
+            Path(args.write_baseline).write_text(baseline_document(report), encoding="utf-8")
+            sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
+            return EXIT_OK
+        if args.baseline:
+            report = apply_baseline(report, read_baseline(args.baseline))
     except ConfigError as e:
         if args.format != "text":
             sys.stdout.write(render_error(str(e), args.format, tool_version()))
