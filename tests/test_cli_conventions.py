@@ -138,3 +138,26 @@ def test_quiet_and_verbose_set_the_console(
     assert capsys.readouterr().err == ""
     assert main(["corroborate", "-v", *argv[1:]]) == 0
     assert re.search(r"^run \d+: ok", capsys.readouterr().err, flags=re.MULTILINE)
+
+
+def test_verb_table_matches_what_modules_register() -> None:
+    """VERB_MODULES names every verb each command module registers, and only those, so
+    a verb run by name (which imports only its module) parses as in the full tree."""
+    from kernel.effects.cli import VERB_MODULES, _command_modules
+
+    registered: dict[str, str] = {}
+    for module in _command_modules():
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        module.register(sub)
+        for verb in sub.choices:
+            registered[verb] = module.__name__.rsplit(".", 1)[1]
+    assert registered == VERB_MODULES
+
+
+def test_a_verb_alone_builds_only_its_branch() -> None:
+    """`kernel self-test` builds only the self-test branch; unknown words build all."""
+    only = dict(_parsers(build_parser("self-test")))
+    assert ("self-test",) in only
+    assert ("guard",) not in only
+    assert ("guard",) in dict(_parsers(build_parser("no-such-verb")))

@@ -9,9 +9,11 @@ Exit codes shared by every verb: 0 success, 1 a refusal / violation / mismatch
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Final
 
 from kernel import __version__
 from kernel.effects import console
@@ -28,32 +30,37 @@ EXIT_CODES = """exit codes (every verb):
   3  no consensus (kernel corroborate)"""
 
 
-def _command_modules() -> tuple[ModuleType, ...]:
-    # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
-    # Each verb module adds itself to this tuple (one line each).
-    from kernel.effects.commands import bind as bind_cmd
-    from kernel.effects.commands import corroborate as corroborate_cmd
-    from kernel.effects.commands import decision as decision_cmd
-    from kernel.effects.commands import guard as guard_cmd
-    from kernel.effects.commands import ledger as ledger_cmd
-    from kernel.effects.commands import promote as promote_cmd
-    from kernel.effects.commands import report as report_cmd
-    from kernel.effects.commands import run as run_cmd
-    from kernel.effects.commands import schemas as schemas_cmd
-    from kernel.effects.commands import selftest
+# Verb -> the module that registers it (in `kernel --help` order). A verb run by name
+# imports only its own module: `kernel self-test` does not pay for the guard, git or
+# the ledger. A test holds this table and the modules' `register` together.
+VERB_MODULES: Final = {
+    "self-test": "selftest",
+    "guard": "guard",
+    "report": "report",
+    "decision": "decision",
+    "corroborate": "corroborate",
+    "bind": "bind",
+    "run": "run",
+    "ledger": "ledger",
+    "stage": "promote",
+    "unstage": "promote",
+    "promote": "promote",
+    "schemas": "schemas",
+}
 
-    return (
-        selftest,
-        guard_cmd,
-        report_cmd,
-        decision_cmd,
-        corroborate_cmd,
-        bind_cmd,
-        run_cmd,
-        ledger_cmd,
-        promote_cmd,
-        schemas_cmd,
+
+def _command_modules(verb: str | None = None) -> tuple[ModuleType, ...]:
+    # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
+    names = [VERB_MODULES[verb]] if verb in VERB_MODULES else list(VERB_MODULES.values())
+    return tuple(
+        importlib.import_module(f"kernel.effects.commands.{name}")
+        for name in dict.fromkeys(names)
     )
+
+
+def _verb_of(argv: Sequence[str]) -> str | None:
+    """The verb named in ``argv`` (its first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,8 +70,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree (exposed for documentation and tests)."""
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The whole command tree (exposed for documentation and tests), or only ``verb``'s
+    branch when it names a known verb."""
     parser = _Parser(
         prog="kernel",
         description="Evidence records, checks and reports.",
@@ -74,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in _command_modules():
+    for module in _command_modules(verb):
         module.register(sub)
     _add_verbosity_below(parser)
     return parser
@@ -91,8 +99,9 @@ def _add_verbosity_below(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `kernel` command; returns the process exit code, never raises."""
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_verb_of(words))
+    args = parser.parse_args(words)
     console.set_verbosity(verbosity_of(args))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -7,6 +7,7 @@ private temporary folder (nothing depends on the source checkout) and raises
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -126,9 +127,22 @@ def fixture_tree() -> Iterator[Path]:
         yield base
 
 
-def _report(config: str) -> tuple[RunRecord, RunEvidenceReport]:
+@functools.cache
+def _runs() -> dict[str, RunRecord]:
+    """Each fixture config run once, plus a second run of ``good-vs-bad`` for the
+    replay check, all from one fixture tree (written atomically, once). The runs are
+    deterministic, so the checks share them: the self-test costs three runs, not one
+    fixture tree and one run per check."""
     with fixture_tree() as base:
-        run = run_config(base / f"{config}.json")
+        return {
+            "good-vs-bad": run_config(base / "good-vs-bad.json"),
+            "good-vs-bad/replay": run_config(base / "good-vs-bad.json"),
+            "worker-failure": run_config(base / "worker-failure.json"),
+        }
+
+
+def _report(config: str) -> tuple[RunRecord, RunEvidenceReport]:
+    run = _runs()[config]
     report = build_evidence_report(run)
     if not isinstance(report, RunEvidenceReport):
         raise SelfTestFailure(f"report refused: {report}")
@@ -181,9 +195,7 @@ def _worker_failure_visible() -> None:
 
 
 def _replay_matches() -> None:
-    with fixture_tree() as base:
-        first = run_config(base / "good-vs-bad.json")
-        second = run_config(base / "good-vs-bad.json")
+    first, second = _runs()["good-vs-bad"], _runs()["good-vs-bad/replay"]
     if not (canonical_json(first.to_dict()) == canonical_json(second.to_dict())):
         raise SelfTestFailure("bytes differ")
     if not (first.digest == second.digest):
