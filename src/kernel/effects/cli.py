@@ -49,13 +49,25 @@ VERB_MODULES: Final = {
 }
 
 
+# Literal module names (the guard refuses computed imports), loaded on first use.
+_LOADERS: Final[dict[str, Callable[[], ModuleType]]] = {
+    "selftest": lambda: importlib.import_module("kernel.effects.commands.selftest"),
+    "guard": lambda: importlib.import_module("kernel.effects.commands.guard"),
+    "report": lambda: importlib.import_module("kernel.effects.commands.report"),
+    "decision": lambda: importlib.import_module("kernel.effects.commands.decision"),
+    "corroborate": lambda: importlib.import_module("kernel.effects.commands.corroborate"),
+    "bind": lambda: importlib.import_module("kernel.effects.commands.bind"),
+    "run": lambda: importlib.import_module("kernel.effects.commands.run"),
+    "ledger": lambda: importlib.import_module("kernel.effects.commands.ledger"),
+    "promote": lambda: importlib.import_module("kernel.effects.commands.promote"),
+    "schemas": lambda: importlib.import_module("kernel.effects.commands.schemas"),
+}
+
+
 def _command_modules(verb: str | None = None) -> tuple[ModuleType, ...]:
     # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
     names = [VERB_MODULES[verb]] if verb in VERB_MODULES else list(VERB_MODULES.values())
-    return tuple(
-        importlib.import_module(f"kernel.effects.commands.{name}")
-        for name in dict.fromkeys(names)
-    )
+    return tuple(_LOADERS[name]() for name in dict.fromkeys(names))
 
 
 def _verb_of(argv: Sequence[str]) -> str | None:
