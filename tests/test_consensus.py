@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import identity_payload
+from kernel.codec import compute_id, identity_payload
 from kernel.consensus import (
     EMPTY_SHA256,
     CaptureMode,
@@ -482,3 +482,29 @@ def test_a_report_cannot_claim_consensus_its_runs_do_not_show() -> None:
     weaker["runs"][0]["isolation"] = "copy"
     with pytest.raises(RecordError):
         CorroborationReport.from_dict(_resealed(weaker, "report_id"))
+
+
+@settings(max_examples=50)
+@given(run_observations(), st.lists(st.integers(min_value=0, max_value=10**9), min_size=7))
+def test_ids_do_not_depend_on_run_durations(
+    runs: tuple[RunObservation, ...], durations: list[int]
+) -> None:
+    """Rerunning the same command (same outputs, other wall times) gives the same
+    consensus, outcome and report ids: time never enters an id."""
+    slower = tuple(attrs.evolve(run, duration_ms=durations[run.index]) for run in runs)
+    first, second = build_consensus(runs), build_consensus(slower)
+    assert not isinstance(first, ConsensusRefusal)
+    assert not isinstance(second, ConsensusRefusal)
+    assert compute_id(first) == compute_id(second)
+    options: dict[str, Any] = {
+        "command": ("make", "test"),
+        "capture_mode": CaptureMode.STDOUT,
+        "network": False,
+        "timeout_ms": 1000,
+    }
+    one = build_corroboration_report(first, **options)
+    two = build_corroboration_report(second, **options)
+    assert one.outcome_id == two.outcome_id
+    assert one.report_id == two.report_id
+    assert "duration_ms" not in json.dumps(identity_payload(one))
+    assert [run.duration_ms for run in two.runs] == [durations[r.index] for r in runs]

@@ -72,6 +72,28 @@ def test_accepted_vector(case: dict[str, Any]) -> None:
     assert sha256_hex(case["input"]) == case["sha256"]
 
 
+def test_vectors_hold_the_four_portability_traps() -> None:
+    """Vectors that fail an implementation agreeing with the definition everywhere else:
+    JavaScript's integer-key order, U+000B as ``\\v``, keys sorted by their escaped text,
+    depth counted with scalars; plus raw UTF-8 inputs."""
+    names = " | ".join(case["name"] for case in VECTORS["accepted"])
+    for trap in ("integer-like keys", "vertical tab", "escaped text", "around a scalar"):
+        assert trap in names, trap
+    assert len(VECTORS["utf8_inputs"]) >= 8
+
+
+@pytest.mark.parametrize("case", VECTORS["utf8_inputs"], ids=lambda c: c["name"])
+def test_utf8_input_vector(case: dict[str, Any]) -> None:
+    """A JSON text given as raw UTF-8 bytes, parsed then canonicalised, gives the golden
+    bytes (spacing, escapes and key order of the text never reach an id)."""
+    raw = bytes.fromhex(case["input_utf8_hex"])
+    value = json.loads(raw.decode("utf-8"))
+    expected = bytes.fromhex(case["canonical_hex"])
+    assert canonical_json(value) == expected
+    assert definition(value) == expected
+    assert sha256_hex(value) == case["sha256"] == hashlib.sha256(expected).hexdigest()
+
+
 @pytest.mark.parametrize("case", VECTORS["refused"], ids=lambda c: c["name"])
 def test_refused_vector(case: dict[str, Any]) -> None:
     """Every refused vector raises CanonicalizationError at the recorded path."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,3 +36,35 @@ def test_every_self_sealed_id_is_documented() -> None:
     for name in ("run_id", "attempt_id", "operator_result_id", "binding_id", "binding_refusal_id"):
         row = next(line for line in text.splitlines() if f"| `{name}` |" in line)
         assert "| yes |" in row, row
+
+
+def test_worked_examples_reproduce_with_the_stdlib_alone() -> None:
+    """Each worked example's hashed bytes are canonical (stdlib definition) and hash, with
+    hashlib, to the id the document names: a client needs nothing but the document."""
+    text = (ROOT / "docs" / "identities.md").read_text("utf-8")
+    pattern = re.compile(r"```json\n(?P<payload>[^\n]*)\n```\n\nsha256 = `(?P<sha>[0-9a-f]{64})`")
+    found = list(pattern.finditer(text))
+    assert len(found) >= 6
+    for match in found:
+        payload = match["payload"].encode("utf-8")
+        value = json.loads(payload)
+        canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        assert canonical.encode("utf-8") == payload
+        assert hashlib.sha256(payload).hexdigest() == match["sha"]
+        line = text[match.end() :].split("\n", 1)[0]
+        assert line.endswith(f"`{match['sha']}`."), line
+
+
+def test_portability_rules_name_the_traps() -> None:
+    """The rules a non-Python client needs are spelled out, traps included."""
+    text = identity_docs.generate().decode("utf-8")
+    for rule in (
+        "Unicode code point",
+        "\\u000b",
+        "never `\\v`",
+        "scalars are not a level",
+        "integer-like keys",
+        "not the escaped text",
+        "duration_ms",
+    ):
+        assert rule in text, rule

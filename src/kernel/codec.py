@@ -50,6 +50,7 @@ __all__ = [
     "compute_id",
     "field_error",
     "identity_payload",
+    "nested_form",
     "seal",
 ]
 
@@ -147,6 +148,18 @@ def identity_payload(record: Record) -> dict[str, Any]:
     _require_record("identity_payload", record)
     payload = _spec(type(record)).raw_payload(record)
     return {name: _jsonify(value) for name, value in payload.items()}
+
+
+def nested_form(record: Record) -> dict[str, Any]:
+    """``record`` as it enters a parent's identity payload, as JSON types: every field
+    but its class's ``exclude`` set, its own id (if any) kept as it is.
+
+    Raises:
+        ArgumentTypeError: ``record`` is not a `Record`.
+    """
+    _require_record("nested_form", record)
+    result: dict[str, Any] = _jsonify(record)
+    return result
 
 
 def _jsonify(value: object) -> Any:

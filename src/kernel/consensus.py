@@ -33,7 +33,9 @@ Identity payloads (SHA-256 of canonical JSON; ``explanation`` never enters):
 - `NoConsensus`: every field, ``no_consensus_id`` blanked (self-sealed).
 - `ConsensusRefusal`: ``reason_codes``, ``runs_launched``, ``refusal_id`` blanked.
 - `CorroborationReport`: every field but ``explanation``, ``report_id`` blanked.
-- `RunObservation`, `ClassifiedRun`, `OutputGroup`: nested form, every field.
+- `RunObservation`, `ClassifiedRun`: nested form, every field but ``duration_ms``;
+  `OutputGroup`: nested form, every field. Wall time and host facts never enter an id:
+  N reruns of the same command give the same consensus, report and outcome ids.
 """
 
 from __future__ import annotations
@@ -214,9 +216,12 @@ def _optional_bool(_instance: object, attribute: attrs.Attribute[Any], value: ob
 class RunObservation(Record):
     """One launched run as the effect shell captured it (the input of `build_consensus`).
 
-    Nested form: every field. Invariants: an ``ok`` run exited 0 and has an output
-    digest and size; digest and size are both present or both absent.
+    Nested form: every field but ``duration_ms`` (time never enters an id).
+    Invariants: an ``ok`` run exited 0 and has an output digest and size; digest and
+    size are both present or both absent.
     """
+
+    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms"}))
 
     index: int = attrs.field(validator=non_negative)
     """``KERNEL_RUN_INDEX`` of the run, ``0..N-1``."""
@@ -244,7 +249,13 @@ class RunObservation(Record):
 
 @attrs.frozen(kw_only=True)
 class ClassifiedRun(Record):
-    """One run after classification (rules C2, C3). Nested form: every field."""
+    """One run after classification (rules C2, C3).
+
+    Nested form: every field but ``duration_ms`` (wall time differs on every rerun;
+    time never enters an id, so rerunning the same command yields the same ids).
+    """
+
+    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms"}))
 
     index: int = attrs.field(validator=non_negative)
     """Run index."""

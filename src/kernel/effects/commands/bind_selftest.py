@@ -40,13 +40,14 @@ from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.effects.files import load_json
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
 
-__all__ = ["BIND_CHECKS", "REFERENCE_CHAIN"]
+__all__ = ["BIND_CHECKS", "REFERENCE_CHAIN", "reference_chain"]
 
 REFERENCE_CHAIN = "data/adr0232-reference-chain.json"
 """The packaged reference chain, relative to this package."""
 
 
-def _chain() -> dict[str, Any]:
+def reference_chain() -> dict[str, Any]:
+    """The packaged ADR-0232 reference chain (a copy of fixtures/binding's)."""
     resource = importlib.resources.files(__package__).joinpath(REFERENCE_CHAIN)
     with importlib.resources.as_file(resource) as path:
         chain = load_json(path, what="packaged reference chain")
@@ -56,7 +57,7 @@ def _chain() -> dict[str, Any]:
 
 
 def _reference_binding() -> None:
-    chain = _chain()
+    chain = reference_chain()
     run = GeometricSearchRun.from_dict(chain["geometric_search_run"])
     result = CandidateOperatorResult.from_dict(chain["candidate_operator_result"])
     outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
@@ -67,7 +68,7 @@ def _reference_binding() -> None:
 
 
 def _reference_refusal() -> None:
-    chain = _chain()
+    chain = reference_chain()
     case = chain["refusal_case"]
     run = GeometricSearchRun.from_dict(chain["geometric_search_run"])
     document = {**chain["candidate_operator_result"], **case["candidate_operator_result_change"]}
