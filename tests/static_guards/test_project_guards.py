@@ -1,6 +1,9 @@
 """The project's own static guards: the ADR guard blocks hold over src/kernel.
 
-(a) every ADR policy block in docs/adr holds over src; (b) the pure core uses no
+(a) every ADR policy block in docs/adr holds over src: the items
+``guard[<rule>][<module>]`` that the project's own pytest plugin
+(`kernel.guard.pytest_plugin`, ``kernel_guard_dirs`` in pyproject) adds to this folder;
+(b) the pure core uses no
 file, process, clock, randomness, uuid, environment, network or dynamic-import
 facility; (c) a lower layer never imports a higher one (one `layers` rule);
 (d) hashlib only in kernel.identity, json/orjson only in identity and the shell;
@@ -30,16 +33,6 @@ def _format(policy: Policy, names: set[str]) -> str:
         for v in report.violations
         if v.rule in names
     )
-
-
-def test_every_adr_block_holds_over_src() -> None:
-    """(a) Every rule of every docs/adr guard block holds over src/ (zero findings)."""
-    policy = _adr_policy()
-    report = check_tree(SRC, policy)
-    assert report.violations == (), "\n".join(
-        f"{v.path}:{v.line}:{v.column}: {v.code} {v.message} [{v.rule}]" for v in report.violations
-    )
-    assert report.files_checked > 0
 
 
 def test_discovery_from_project_root_finds_the_adr_policy() -> None:
