@@ -113,6 +113,7 @@ def test_disagreement_shown_and_decision_pending(demo: tuple[Path, PipelineResul
 def test_replay_exact_match(demo: tuple[Path, PipelineResult]) -> None:
     """The saved run record replays exactly (mode exact, outputs compared)."""
     base, result = demo
+    assert result.replay is not None
     assert result.replay.match
     assert result.replay.mode == "exact"
     assert result.replay.outputs_compared

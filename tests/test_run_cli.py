@@ -134,10 +134,11 @@ def test_output_outside_the_root_is_refused(work: Path, capsys: pytest.CaptureFi
 
 
 def test_missing_config_and_bad_reruns(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A missing config file and --reruns 0 are usage errors with nothing written."""
+    """A missing config file and --reruns -1 are usage errors with nothing written
+    (--reruns 0 is allowed: it skips corroboration)."""
     assert main(["run", "--config", "demo/nope.json"]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(["run", "--config", "demo/config.json", "--reruns", "0"]) == 2
+    assert main(["run", "--config", "demo/config.json", "--reruns", "-1"]) == 2
     assert "--reruns" in capsys.readouterr().err
     assert not (work / "results").exists()
 

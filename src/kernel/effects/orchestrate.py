@@ -50,6 +50,7 @@ from typing import Final
 
 import attrs
 
+from kernel.effects import console
 from kernel.effects.adapters import builtin_registry
 from kernel.effects.adapters.base import (
     AdapterRegistry,
@@ -350,6 +351,7 @@ def _attempt_in_scratch(
     notes: dict[str, object] = {}
     started = time.monotonic()
     folder = scratch / f"attempt-{order}"
+    console.progress(f"attempt {attempt_id}: started ({worker.kind})")
     try:
         with collecting_notes(notes):
             folder.mkdir()
@@ -358,6 +360,7 @@ def _attempt_in_scratch(
     finally:
         notes["attempt_ms"] = int((time.monotonic() - started) * 1000)
         shutil.rmtree(folder, ignore_errors=True)
+    console.progress(f"attempt {attempt_id}: {record.state} ({notes['attempt_ms']} ms)")
     return AttemptOutcome(record=record, manifest=manifest, notes=notes, artifacts=kept)
 
 

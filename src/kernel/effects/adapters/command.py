@@ -82,6 +82,7 @@ from typing import Final
 import attrs
 
 from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
+from kernel.effects import console
 from kernel.effects.adapters import unittest_junit
 from kernel.effects.adapters.base import (
     AdapterRegistry,
@@ -669,6 +670,9 @@ class CommandVerifier:
                 note(f"check:{check.id}:{OUTPUT_TAIL}", _output_tail(capture))
                 result, reason = self._result(check, capture, patch_digest, required_ids, nonce)
                 results.append(result)
+                console.progress(
+                    f"  {manifest.id}: check {check.id} {result.status} ({capture.duration_ms} ms)"
+                )
                 if reason is not None:
                     reasons[check.id] = reason
         note("verifier_ms", total_ms)

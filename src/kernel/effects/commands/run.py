@@ -7,7 +7,16 @@ independent verifier in its own fresh sandbox) -> run record -> evidence report 
 corroboration of each candidate group by reruns of its worker -> evidence class of each
 group (admission) -> report views (JSON, Markdown, HTML with the admission section) ->
 replay check of the saved record in the config's declared mode. Then it prints where
-each file is and a five-line summary.
+each file is and a five-line summary. Progress (attempt started/finished, check
+results, reruns, replay) goes to stderr on a terminal or with ``-v``.
+
+What it costs, by default: each attempt runs once (worker, then each verifier check);
+each distinct candidate is rerun ``--reruns`` times (default 3) for corroboration; the
+replay runs the whole config once more (every worker and check again). So with the
+defaults a worker runs up to 1 + 3 + 1 = 5 times. ``--reruns 0`` skips corroboration
+(no candidate group can then be corroborated); ``--replay none`` skips the replay. A
+config that declares ``"replay": "nondeterministic"`` (model or agent workers, often
+paid) is not re-run for replay unless ``--replay`` asks for a mode.
 
 Files written into the output folder (every path is confined to ``--results-root``,
 default ``results/``, and checked before anything runs):
@@ -17,11 +26,12 @@ default ``results/``, and checked before anything runs):
 ``evidence.json|.md|.html``  the run evidence report (Markdown/HTML add the admission section)
 ``admission.json``       evidence classes of the candidate groups (bound to the report)
 ``corroboration.json``   one corroboration report per candidate group (reruns)
-``replay.json``          the replay check (mode recorded)
+``replay.json``          the replay check (mode recorded; not written when skipped)
 ``patches/<digest>.patch``  each distinct candidate patch, for the human to read
 ``checks/<digest>.txt``     the tail of each check's output (what the report shows)
 
-Exit codes: 0 the pipeline ran and the replay matched; 1 the replay did not match;
+Exit codes: 0 the pipeline ran and the replay matched (or was skipped); 1 the replay
+did not match;
 2 unusable input (unknown adapter, missing command, baseline not a directory, a
 verifier with no checks, an output outside the root): one line, nothing written.
 Nothing here selects, merges or decides: the human decision stays pending.
@@ -39,7 +49,9 @@ from typing import Final
 import attrs
 
 from kernel.consensus import CaptureMode, CorroborationReport
+from kernel.effects import console
 from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
+from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.report import plan_outputs, replay, warn_stale_decisions
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
@@ -50,6 +62,7 @@ from kernel.effects.files import (
 )
 from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
 from kernel.effects.rerun import corroborate
+from kernel.effects.sandbox import Capture
 from kernel.errors import ConfigError, EffectError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.render import (
@@ -61,11 +74,14 @@ from kernel.render import (
     render_markdown,
 )
 from kernel.run_admission import RunAdmission, admission_section, build_run_admission
-from kernel.run_replay import ReplayCheck
+from kernel.run_replay import ReplayCheck, ReplayMode, default_mode
+from kernel.runrecord import DeclaredReplay
 
 __all__ = [
     "DEFAULT_RERUNS",
+    "REPLAY_NONE",
     "PipelineResult",
+    "chosen_replay",
     "refuse_outputs_on_inputs",
     "register",
     "run",
@@ -98,8 +114,8 @@ class PipelineResult:
     """Candidate digest -> corroboration report of reruns."""
     admission: RunAdmission
     """Evidence classes of the candidate groups."""
-    replay: ReplayCheck
-    """The replay check of the saved record."""
+    replay: ReplayCheck | None
+    """The replay check of the saved record; None when the replay was skipped."""
     files: Mapping[str, Path]
     """Name -> path of every file written."""
     wall_ms: int
@@ -122,13 +138,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--reruns",
         type=int,
         default=DEFAULT_RERUNS,
-        help=f"reruns per candidate group for corroboration (default {DEFAULT_RERUNS})",
+        help="reruns of each distinct candidate's worker for corroboration; each costs one "
+        f"more worker run (default {DEFAULT_RERUNS}; 0 skips corroboration)",
     )
     parser.add_argument(
-        "--results-root",
-        default=str(DEFAULT_OUTPUT_ROOT),
-        help="the output folder must be inside this folder (default: results)",
+        "--replay",
+        choices=[*(m.value for m in ReplayMode), REPLAY_NONE],
+        help="replay check after the run: exact, provenance and semantic re-run the whole "
+        "config once more (every worker and check again: the cost of one more run) and "
+        "compare; nondeterministic re-runs and compares provenance only (configs that "
+        "declare it); none skips it (no cost). Default: the config's declared mode, and "
+        "none for a config declaring nondeterministic (often paid) workers",
     )
+    add_results_root(parser)
     parser.set_defaults(handler=run)
 
 
@@ -163,8 +185,16 @@ def _corroborate(
         if isinstance(worker, CommandWorker):
             first.setdefault(patch.digest, worker)
     reports: dict[str, CorroborationReport] = {}
-    for digest, worker in first.items():
+    for digest, worker in first.items() if reruns else ():
         spec = worker.spec()
+        label = f"rerun of candidate {digest[:12]}"
+
+        def show(capture: Capture, label: str = label) -> None:
+            console.progress(
+                f"{label}: run {capture.run_index + 1}/{reruns} {capture.status} "
+                f"({capture.duration_ms} ms)"
+            )
+
         result = corroborate(
             spec.command,
             runs=reruns,
@@ -174,6 +204,7 @@ def _corroborate(
             timeout_s=spec.timeout_s,
             network=spec.network,
             env=dict(spec.env or ()),
+            on_capture=show,
         )
         reports[digest] = result.report
     return candidates, contexts, reports, patches
@@ -230,23 +261,51 @@ def refuse_outputs_on_inputs(outputs: Iterable[Path], inputs: Iterable[Path]) ->
                 raise EffectError(f"{output}: output would land on the input {source}")
 
 
+REPLAY_NONE: Final = "none"
+
+
+def chosen_replay(loaded: LoadedConfig, requested: str | None) -> ReplayMode | None:
+    """The replay mode to run (None: skip the replay), checked before anything runs.
+
+    Raises:
+        ConfigError: ``nondeterministic`` asked for a config that does not declare it
+            (it would silently weaken exact replay).
+    """
+    declared = loaded.declared_replay
+    if requested == REPLAY_NONE:
+        return None
+    if requested is None:
+        # Nondeterministic (model/agent, often paid) workers are not re-run unasked.
+        return None if declared is DeclaredReplay.NONDETERMINISTIC else default_mode(declared)
+    mode = ReplayMode(requested)
+    if mode is ReplayMode.NONDETERMINISTIC and declared is not DeclaredReplay.NONDETERMINISTIC:
+        raise ConfigError(
+            f"{loaded.source.path}: --replay nondeterministic needs the config to declare "
+            '"replay": "nondeterministic"; it would silently weaken exact replay'
+        )
+    return mode
+
+
 def run_pipeline(
     config: Path | str,
     output_dir: Path | str,
     *,
     reruns: int = DEFAULT_RERUNS,
     results_root: Path | str = DEFAULT_OUTPUT_ROOT,
+    replay_mode: str | None = None,
 ) -> PipelineResult:
     """Run the whole pipeline for ``config`` into ``output_dir`` (module docstring).
 
     Raises:
-        ConfigError: unusable config, adapter, command, baseline or verifier; reruns < 1.
+        ConfigError: unusable config, adapter, command, baseline or verifier; reruns < 0;
+            a replay mode the config does not allow.
         EffectError: a file cannot be read or written, or an output escapes the root.
     """
     started = time.monotonic()
-    if type(reruns) is not int or reruns < 1:
-        raise ConfigError(f"--reruns must be an integer >= 1, got {reruns!r}")
+    if type(reruns) is not int or reruns < 0:
+        raise ConfigError(f"--reruns must be an integer >= 0, got {reruns!r}")
     loaded = load_config(config)
+    mode = chosen_replay(loaded, replay_mode)
     # Every output path is confined before anything runs: a refusal writes nothing.
     folder = Path(output_dir)
     OutputRoot(results_root).resolve(folder / "patches" / "probe", inputs=loaded.inputs)
@@ -302,9 +361,16 @@ def run_pipeline(
     for digest, (path, data) in sorted(output_files.items()):
         atomic_write_bytes(path, data)
         files[f"checks/{digest[:12]}"] = path
-    # Replay reads the record back as a user would, and re-runs the config.
-    check, _ = replay(loaded, load_json(files["run.json"], what="run record"), None)
-    write_canonical_json(files["replay.json"], check.to_dict())
+    check = None
+    if mode is None:
+        del files["replay.json"]
+        console.progress("replay: skipped (no worker is re-run)")
+    else:
+        # Replay reads the record back as a user would, and re-runs the config.
+        console.progress(f"replay: re-running the config ({mode} comparison)")
+        check, _ = replay(loaded, load_json(files["run.json"], what="run record"), mode)
+        write_canonical_json(files["replay.json"], check.to_dict())
+        console.progress(f"replay: {'match' if check.match else 'MISMATCH'}")
     return PipelineResult(
         outcome=outcome,
         report=report,
@@ -337,7 +403,9 @@ def summary_lines(result: PipelineResult) -> list[str]:
     agreeing = sum(1 for r in result.corroborations.values() if r.consensus)
     check = result.replay
     replay_text = (
-        f"mode {check.mode}, "
+        "skipped (no worker was re-run; `kernel report replay-check` or --replay runs it)"
+        if check is None
+        else f"mode {check.mode}, "
         + ("match " if check.match else "MISMATCH ")
         + (
             f"({check.saved_compared_digest})"
@@ -362,13 +430,17 @@ def summary_lines(result: PipelineResult) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run the verb; 0 done and replay matched, 1 replay mismatch."""
     result = run_pipeline(
-        args.config, args.output_dir, reruns=args.reruns, results_root=args.results_root
+        args.config,
+        args.output_dir,
+        reruns=args.reruns,
+        results_root=args.results_root,
+        replay_mode=args.replay,
     )
     for name, path in result.files.items():
-        print(f"{name:<20} {path}")
+        console.info(f"{name:<20} {path}")
     warn_stale_decisions(result.files["evidence.json"].parent, result.report)
-    print()
+    console.info("")
     for line in summary_lines(result):
         print(line)
-    print(f"(pipeline wall time {result.wall_ms} ms)")
-    return 0 if result.replay.match else 1
+    console.info(f"(pipeline wall time {result.wall_ms} ms)")
+    return 0 if result.replay is None or result.replay.match else 1
