@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,19 @@ BAD_INPUT = [
     ("output-outside-root", ["-n", "1", "--output", "../escape.json", "--", "true"]),
     ("bad-timeout", ["-n", "1", "--timeout", "0", "--", "true"]),
     ("bad-capture", ["-n", "1", "--capture", "files", "--", "true"]),
+    ("timeout-nan", ["-n", "1", "--timeout", "nan", "--", "true"]),
+    ("timeout-inf", ["-n", "1", "--timeout", "inf", "--", "true"]),
+    ("timeout-absurd", ["-n", "1", "--timeout", "1e308", "--", "true"]),
+    ("timeout-negative", ["-n", "1", "--timeout", "-5", "--", "true"]),
+    ("n-absurd", ["-n", "1000000000", "--", "true"]),
+    ("n-fraction", ["-n", "2.5", "--", "true"]),
+    ("limit-unknown", ["-n", "1", "--limit", "moon=1", "--", "true"]),
+    ("limit-nan", ["-n", "1", "--limit", "memory=nan", "--", "true"]),
+    ("limit-negative", ["-n", "1", "--limit", "cpu=-1", "--", "true"]),
+    ("limit-absurd", ["-n", "1", "--limit", "memory=99999999999G", "--", "true"]),
+    ("env-unset", ["-n", "1", "--env", "KERNEL_SURELY_UNSET_NAME", "--", "true"]),
+    ("candidate-is-a-directory", ["-n", "1", "--candidate", "base", "--", "true"]),
+    ("candidate-is-a-device", ["-n", "1", "--candidate", "/dev/null", "--", "true"]),
 ]
 
 
@@ -126,6 +140,35 @@ def test_bad_input_exits_2_and_writes_nothing(
     except SystemExit as e:  # argparse's own usage errors
         code = int(str(e.code))
     assert code == 2, name
-    assert "error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error" in err
+    assert len(err.strip().splitlines()) <= 2, err  # argparse adds its usage line
     assert not (work / "results").exists()
     assert not (work.parent / "escape.json").exists()
+
+
+@pytest.mark.parametrize("option", ["--candidate", "--baseline-output"])
+def test_fifo_input_exits_2_without_blocking(
+    option: str, work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO as an input is refused at once (exit 2, one line), never read."""
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    code = main(["corroborate", "-n", "1", option, str(fifo), "--", "true"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "FIFO" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (work / "results").exists()
+
+
+def test_limits_reach_every_run(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--limit values are applied to the runs (here: a tiny output limit cuts them)."""
+    code = main(
+        ["corroborate", "-n", "2", "--limit", "output=100", "--output", "results/r.json",
+         "--", "head", "-c", "1000", "/dev/zero"]
+    )  # fmt: skip
+    capsys.readouterr()
+    assert code == 3
+    document = load(work / "results" / "r.json")
+    assert {run["status"] for run in document["runs"]} == {"limit_exceeded"}

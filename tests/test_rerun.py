@@ -45,10 +45,16 @@ def _owned_elsewhere(name: str) -> bool:
 
 @pytest.fixture(autouse=True)
 def no_scratch_left() -> Any:
-    """No sandbox scratch dir of this test survives it."""
-    yield
+    """No sandbox scratch dir of this test survives it.
+
+    Only dirs made during the test count: one left by an earlier, killed runner is
+    swept by the next sandbox, and must not turn this test red.
+    """
     root = scratch_root()
-    left = [p.name for p in root.iterdir() if not _owned_elsewhere(p.name)] if root.exists() else []
+    before = {p.name for p in root.iterdir()} if root.exists() else set()
+    yield
+    after = {p.name for p in root.iterdir()} if root.exists() else set()
+    left = sorted(name for name in after - before if not _owned_elsewhere(name))
     assert left == []
 
 

@@ -2,9 +2,17 @@
 
 Rules enforced:
 
-- every write is atomic: a temporary file in the destination folder, flushed and
-  fsynced, then renamed over the target, then the folder fsynced; a reader sees the
-  old file or the new one, never a half-written one, also when the writer is killed;
+- every write is atomic: an unnamed file (``O_TMPFILE``) in the destination folder,
+  written, fsynced, linked under a temporary name and renamed over the target, then
+  the folder fsynced; a reader sees the old file or the new one, never a half-written
+  one, also when the writer is killed;
+- temporary files never outlive their writer: while written they have no name (a
+  killed writer leaves nothing), they are named only between link and rename, are
+  removed on every exception (``KeyboardInterrupt`` included), and one left by a dead
+  writer (its pid is in the name) is swept by the next write to that folder; where
+  ``O_TMPFILE`` is unsupported a named ``O_EXCL | O_NOFOLLOW`` file is used instead;
+- inputs are regular files: a FIFO, device or socket is refused before it is read
+  (opened non-blocking, checked with ``fstat``), so an input never blocks;
 - outputs are confined to an output root (``results/`` by default): a path that
   escapes it through ``..``, an absolute path elsewhere, or a symlink anywhere on the
   way is refused before anything is written, and so is a path the filesystem cannot
@@ -19,11 +27,16 @@ Rules enforced:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import secrets
 import stat
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -34,35 +47,83 @@ __all__ = [
     "DEFAULT_OUTPUT_ROOT",
     "OutputRoot",
     "atomic_write_bytes",
+    "check_input",
     "load_json",
+    "open_input",
+    "read_input",
+    "sweep_temporaries",
     "write_canonical_json",
 ]
 
 DEFAULT_OUTPUT_ROOT = Path("results")
 
 # The temporary file's name has a fixed length, so any target name the filesystem
-# accepts also has a temporary name it accepts (checked before the first write).
+# accepts also has a temporary name it accepts (checked before the first write):
+# ".kernel-<pid, 10 digits>-<8 hex>.tmp". The pid lets the next writer sweep it.
 _TMP_PREFIX = ".kernel-"
 _TMP_SUFFIX = ".tmp"
+_TMP_NAME = re.compile(r"\.kernel-(\d{10})-[0-9a-f]{8}\.tmp")
+_LEGACY_TMP_NAME = re.compile(r"\.kernel-[A-Za-z0-9_]{8}\.tmp")
+_LEGACY_STALE_S = 3600.0
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def open_input(path: Path | str, *, what: str = "input") -> BinaryIO:
+    """Open an input file for reading; refuse anything but a regular file.
+
+    Opened non-blocking (a FIFO with no writer would block ``open`` itself), checked
+    with ``fstat`` on the open descriptor (no race with a swapped path), then put
+    back in blocking mode.
+
+    Raises:
+        EffectError: missing, unreadable, or not a regular file (message names it).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError as e:
+        raise EffectError(f"{path}: {what} not found") from e
+    except OSError as e:
+        raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise EffectError(f"{path}: {what} is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def check_input(path: Path | str, *, what: str = "input") -> None:
+    """Refuse ``path`` unless it is a readable regular file (see `open_input`)."""
+    open_input(path, what=what).close()
+
+
+def read_input(path: Path | str, *, what: str = "input") -> bytes:
+    """The bytes of a regular input file (see `open_input`)."""
+    with open_input(path, what=what) as handle:
+        try:
+            return handle.read()
+        except OSError as e:
+            raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
 
 
 def load_json(path: Path | str, *, what: str = "JSON document") -> object:
     """Read and decode one JSON document.
 
     Raises:
-        EffectError: the file is missing or unreadable (message names it).
+        EffectError: the file is missing, unreadable or not a regular file (message
+            names it).
         ConfigError: the bytes are not JSON (message names file and position), or an
             object repeats a key.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as e:
-        raise EffectError(f"{path}: {what} not found") from e
-    except IsADirectoryError as e:
-        raise EffectError(f"{path}: {what} is a directory, not a file") from e
-    except OSError as e:
-        raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
+    data = read_input(path, what=what)
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -96,7 +157,8 @@ def _refuse_duplicate_keys(path: Path, data: bytes, value: object) -> None:
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename + dir fsync).
+    """Write ``data`` to ``path`` atomically (unnamed temp file + fsync + link + rename
+    + dir fsync).
 
     Raises:
         EffectError: the write failed; the previous file (if any) is untouched and
@@ -106,40 +168,90 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = _create_temp(folder)
     except OSError as e:
         raise EffectError(f"{path}: cannot create a file in {folder}: {e.strerror}") from e
+    sweep_temporaries(folder)
+    tmp_name = folder / f"{_TMP_PREFIX}{os.getpid():010d}-{secrets.token_hex(4)}{_TMP_SUFFIX}"
+    named = False
     try:
+        try:
+            # Mode 0666 so the umask applies, as for any file a tool writes (0644
+            # under 022); mkstemp would force 0600.
+            fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+            # No O_TMPFILE on this filesystem: a named file from the start.
+            flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(tmp_name, flags, 0o666)
+            named = True
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+            if not named:
+                # linkat(AT_SYMLINK_FOLLOW) of the /proc magic link names the unnamed
+                # file (os.link uses plain link(2), which would not follow it, unless
+                # a dir fd is passed).
+                folder_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    os.link(
+                        f"/proc/self/fd/{handle.fileno()}",
+                        tmp_name.name,
+                        dst_dir_fd=folder_fd,
+                        follow_symlinks=True,
+                    )
+                finally:
+                    os.close(folder_fd)
+                named = True
         os.replace(tmp_name, path)
     except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
         if isinstance(e, OSError):
             raise EffectError(f"{path}: write failed: {e.strerror}") from e
         raise
     _fsync_dir(folder)
 
 
-_TEMP_ATTEMPTS = 100
+def sweep_temporaries(folder: Path | str) -> None:
+    """Remove temporary files of dead writers from ``folder`` (best effort).
 
-
-def _create_temp(folder: Path) -> tuple[int, str]:
-    """A new temporary file in ``folder``, created exclusively with mode 0666 so that
-    the process umask applies, as for any file a tool writes (0644 under 022);
-    ``mkstemp`` would force 0600 whatever the umask. The random part has a fixed
-    length (8 characters, as ``mkstemp``'s), so temp names are as long as planned."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
-    for _ in range(_TEMP_ATTEMPTS):
-        name = str(folder / f"{_TMP_PREFIX}{os.urandom(4).hex()}{_TMP_SUFFIX}")
-        try:
-            return os.open(name, flags, 0o666), name
-        except FileExistsError:
+    A temporary name carries its writer's pid: the file is removed when no process
+    has that pid. Names of the earlier, pid-less form are removed once an hour old.
+    """
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(_TMP_PREFIX)]
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        entry = os.path.join(folder, name)
+        if (match := _TMP_NAME.fullmatch(name)) is not None:
+            if _alive(int(match.group(1))):
+                continue
+        elif _LEGACY_TMP_NAME.fullmatch(name) is None:
             continue
-    raise FileExistsError(f"no free temporary name in {folder}")
+        try:
+            info = os.lstat(entry)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if match is None and now - info.st_mtime < _LEGACY_STALE_S:
+                continue
+            os.unlink(entry)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's live process
+    return True
 
 
 def write_canonical_json(path: Path | str, value: object) -> None:

@@ -44,10 +44,14 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
+from kernel.effects.files import open_input
 from kernel.effects.sandbox import (
     Capture,
+    Limits,
     SandboxSpec,
     Variation,
+    applied_limits,
+    base_env,
     check_command_starts,
     observation,
     private_tempdir,
@@ -60,6 +64,7 @@ from kernel.identity import Sha256Stream
 __all__ = ["Corroboration", "corroborate", "digest_of"]
 
 DEFAULT_MAX_MAJORITY_BYTES: Final = 64 << 20
+DEFAULT_LIMITS: Final = Limits()
 
 
 @attrs.frozen(kw_only=True)
@@ -80,18 +85,19 @@ def digest_of(data: bytes | Path) -> str:
     """SHA-256 of bytes, or of a file's bytes streamed from disk.
 
     Raises:
-        EffectError: the file cannot be read (message names it).
+        EffectError: the file cannot be read or is not a regular file (a FIFO would
+            block; message names it).
     """
     stream = Sha256Stream()
     if isinstance(data, bytes):
         stream.update(data)
         return stream.hexdigest()
-    try:
-        with open(data, "rb") as handle:
+    with open_input(data, what="input") as handle:
+        try:
             while chunk := handle.read(1 << 20):
                 stream.update(chunk)
-    except OSError as e:
-        raise EffectError(f"{data}: cannot read: {e.strerror}") from e
+        except OSError as e:
+            raise EffectError(f"{data}: cannot read: {e.strerror}") from e
     return stream.hexdigest()
 
 
@@ -107,6 +113,7 @@ def corroborate(
     network: bool = False,
     variations: Sequence[Variation] = (),
     env: Mapping[str, str] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
     isolation: Isolation | None = None,
     executor: concurrent.futures.Executor | None = None,
     spill_root: Path | str | None = None,
@@ -126,7 +133,9 @@ def corroborate(
         timeout_s: per-run time limit.
         network: give runs the runner's network.
         variations: per-run environment variations (recorded in each run).
-        env: base environment of the command (None: the runner's).
+        env: names added to every run's minimal environment (`base_env`); nothing
+            else of the runner's environment reaches a run.
+        limits: resource limits of every run (recorded in each capture).
         isolation: require this isolation level (None: the strongest available).
         executor: where runs execute (None: a local thread pool).
         spill_root: where outputs are spilled (must be visible to the executor's
@@ -148,7 +157,7 @@ def corroborate(
     base = None if baseline is None else Path(baseline)
     if base is not None and not base.is_dir():
         raise EffectError(f"{base}: baseline directory not found")
-    check_command_starts(command, env=env)
+    check_command_starts(command, env={**base_env(), **(env or {})})
     candidate_digest = None if candidate is None else digest_of(candidate)
     baseline_output_digest = None if baseline_output is None else digest_of(baseline_output)
     timeout_ms = None if timeout_s is None else int(timeout_s * 1000)
@@ -161,6 +170,7 @@ def corroborate(
             timeout_s=timeout_s,
             network=network,
             env=None if env is None else tuple(sorted(env.items())),
+            limits=limits,
             variation=variation_env(index, variations),
             isolation=isolation,
         )
@@ -251,6 +261,7 @@ def _sandbox_error(spec: SandboxSpec, error: str) -> Capture:
         stderr_size=0,
         stderr_path="",
         error=error,
+        limits=applied_limits(spec.limits, {}),
     )
 
 

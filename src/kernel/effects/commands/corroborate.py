@@ -2,12 +2,20 @@
 
     kernel corroborate -n N [--candidate FILE] [--baseline DIR] [--capture stdout|patch]
         [--baseline-output FILE] [--timeout S] [--network] [--vary tz,locale,...]
+        [--env NAME[=VALUE]]... [--limit KIND=VALUE]...
         [--output REPORT.json] [--majority-output FILE] -- CMD [ARGS...]
 
+Every run starts from a minimal environment (PATH, HOME=/tmp, TMPDIR=/tmp,
+LANG=C.UTF-8, KERNEL_RUN_INDEX); ``--env NAME`` passes the runner's value of NAME,
+``--env NAME=VALUE`` sets one. ``--limit`` sets a resource limit of every run
+(memory, processes, cpu, output, writable, tmp; ``none`` lifts it), e.g.
+``--limit memory=1G --limit cpu=120``.
+
 Exit codes: 0 consensus (a strict majority of the launched runs agreed byte for
-byte), 3 no consensus, 2 unusable input (N < 1, missing baseline, unreadable
-candidate or baseline output, a command that cannot start, an output path outside
-the output root); in that case nothing is written. Writes only the named report
+byte), 3 no consensus, 2 unusable input (N < 1 or absurd, a timeout that is not a
+finite positive number, missing baseline, an input that is not a regular file, a
+command that cannot start, an output path outside the output root); in that case
+nothing is written. Writes only the named report
 (canonical JSON, atomically; stdout when ``--output`` is not given) and, when asked,
 the majority bytes. Every exit prints one outcome line (on stderr when the report goes
 to stdout). Progress goes to stderr when it is a terminal or with ``-v``, never with
@@ -17,15 +25,16 @@ to stdout). Progress goes to stderr when it is a terminal or with ``-v``, never 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from kernel.consensus import CaptureMode, Consensus, Isolation, NoConsensus
 from kernel.effects import console
-from kernel.effects.commands.options import add_results_root
-from kernel.effects.files import OutputRoot, write_canonical_json
+from kernel.effects.commands.options import add_results_root, number
+from kernel.effects.files import OutputRoot, check_input, write_canonical_json
 from kernel.effects.rerun import corroborate
-from kernel.effects.sandbox import Capture, Variation
+from kernel.effects.sandbox import Capture, LimitKind, Limits, Variation, limits_with
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import canonical_json
 
@@ -33,6 +42,10 @@ __all__ = ["EXIT_CONSENSUS", "EXIT_NO_CONSENSUS", "outcome_line", "register", "r
 
 EXIT_CONSENSUS = 0
 EXIT_NO_CONSENSUS = 3
+MAX_RUNS = 1000
+"""More runs than this is a usage error (not a machine's worth of sandboxes)."""
+MAX_TIMEOUT_S = 7 * 24 * 3600
+"""A per-run timeout beyond a week is a usage error."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-n", "--runs", type=int, required=True, help="runs to launch (N >= 1)")
+    parser.add_argument(
+        "-n",
+        "--runs",
+        type=number(integer=True, minimum=1, maximum=MAX_RUNS),
+        required=True,
+        help=f"runs to launch (1 <= N <= {MAX_RUNS})",
+    )
     parser.add_argument("--candidate", type=Path, help="the candidate patch or answer")
     parser.add_argument("--baseline", type=Path, help="directory each run starts from")
     parser.add_argument(
@@ -53,13 +72,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="what each run's output is: its stdout, or the patch it makes (default: stdout)",
     )
     parser.add_argument("--baseline-output", type=Path, help="output that means 'no change'")
-    parser.add_argument("--timeout", type=float, help="per-run time limit in seconds")
+    parser.add_argument(
+        "--timeout",
+        type=number(integer=False, minimum=0, maximum=MAX_TIMEOUT_S, exclusive_minimum=True),
+        help="per-run time limit in seconds",
+    )
     parser.add_argument("--network", action="store_true", help="give runs network access")
     parser.add_argument(
         "--vary",
         action="append",
         default=[],
         help="per-run variations, comma-separated: " + ",".join(v.value for v in Variation),
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="add NAME (the runner's value) or NAME=VALUE to every run's environment",
+    )
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="KIND=VALUE",
+        help="resource limit of every run: " + ", ".join(k.value for k in LimitKind),
     )
     parser.add_argument(
         "--isolation",
@@ -87,6 +124,21 @@ def _variations(values: list[str]) -> tuple[Variation, ...]:
     return tuple(chosen)
 
 
+def _env(values: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not name or "\0" in value:
+            raise ConfigError(f"--env {value!r}: expected NAME or NAME=VALUE")
+        if sep:
+            env[name] = text
+        elif name in os.environ:
+            env[name] = os.environ[name]
+        else:
+            raise ConfigError(f"--env {name}: not set in this environment")
+    return env
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the verb; 0 consensus, 3 no consensus (usage errors raise `KernelError`)."""
     command = list(args.cmd)
@@ -99,12 +151,13 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise ConfigError(f"--timeout must be positive, got {args.timeout}")
     variations = _variations(args.vary)
+    env = _env(args.env)
+    limits = limits_with(Limits(), args.limit)
     if args.baseline is not None and not args.baseline.is_dir():
         raise EffectError(f"{args.baseline}: baseline directory not found")
     inputs = [p for p in (args.candidate, args.baseline_output) if p is not None]
     for path in inputs:
-        if not path.is_file():
-            raise EffectError(f"{path}: not a readable file")
+        check_input(path, what="input")
     root = OutputRoot(args.results_root)
     # Every output path is checked before anything runs, so a refusal writes nothing.
     report_path = None if args.output is None else root.resolve(args.output, inputs=inputs)
@@ -127,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         network=args.network,
         variations=variations,
+        env=env,
+        limits=limits,
         isolation=None if args.isolation is None else Isolation(args.isolation),
         majority_output_path=majority_path,
         on_capture=show,

@@ -10,17 +10,27 @@ Conventions (tests walk the parsers to hold every verb to them):
 - durations on the command line are seconds (``--timeout``), as in config files
   (``timeout_s``);
 - ``-q``/``--quiet`` and ``-v``/``--verbose`` are accepted by every verb (before or
-  after it).
+  after it);
+- numbers are finite and bounded (`number`): NaN, infinities and absurd values are a
+  usage error (exit 2, one line), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 from kernel.effects.files import DEFAULT_OUTPUT_ROOT
 
-__all__ = ["RESULTS_ROOT_HELP", "add_results_root", "add_verbosity", "verbosity_of"]
+__all__ = [
+    "RESULTS_ROOT_HELP",
+    "add_results_root",
+    "add_verbosity",
+    "number",
+    "verbosity_of",
+]
 
 RESULTS_ROOT_HELP = "every output must lie inside this folder (default: results)"
 
@@ -59,3 +69,30 @@ def add_verbosity(parser: argparse.ArgumentParser, *, top: bool = False) -> None
 def verbosity_of(args: argparse.Namespace) -> int:
     """-v count minus -q count."""
     return int(getattr(args, "verbose", 0) or 0) - int(getattr(args, "quiet", 0) or 0)
+
+
+def number(
+    *, integer: bool, minimum: float, maximum: float, exclusive_minimum: bool = False
+) -> Callable[[str], float]:
+    """An argparse ``type=``: a finite number within ``minimum .. maximum``.
+
+    NaN, infinities, values outside the range (``1e308``, negatives) and, when
+    ``integer``, non-integers are a usage error: exit 2 with one line, nothing run.
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        low_ok = value > minimum if exclusive_minimum else value >= minimum
+        if not math.isfinite(value) or not low_ok or value > maximum:
+            low = f"> {minimum:g}" if exclusive_minimum else f">= {minimum:g}"
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {low} and <= {maximum:g}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "integer" if integer else "number"  # argparse names the type by this
+    return parse

@@ -51,7 +51,7 @@ import attrs
 from kernel.consensus import CaptureMode, CorroborationReport
 from kernel.effects import console
 from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
-from kernel.effects.commands.options import add_results_root
+from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.commands.report import plan_outputs, replay, warn_stale_decisions
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
@@ -90,6 +90,8 @@ __all__ = [
 ]
 
 DEFAULT_RERUNS: Final = 3
+MAX_RERUNS: Final = 1000
+"""More reruns per candidate group than this is a usage error."""
 _FILES: Final = (
     "run.json",
     "run.volatile.json",
@@ -136,10 +138,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--reruns",
-        type=int,
+        type=number(integer=True, minimum=0, maximum=MAX_RERUNS),
         default=DEFAULT_RERUNS,
         help="reruns of each distinct candidate's worker for corroboration; each costs one "
-        f"more worker run (default {DEFAULT_RERUNS}; 0 skips corroboration)",
+        f"more worker run (0..{MAX_RERUNS}, default {DEFAULT_RERUNS}; 0 skips corroboration)",
     )
     parser.add_argument(
         "--replay",

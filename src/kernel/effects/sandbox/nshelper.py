@@ -610,13 +610,12 @@ def _report_limits(
     tree_layer: str,
 ) -> None:
     """Report the limit the run hit, when the helper can tell (CPU, tmpfs full)."""
-    if (
-        opts["cpu"]
-        and os.WIFSIGNALED(status)
-        and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL)
-    ):
+    if opts["cpu"] and os.WIFSIGNALED(status):
+        # SIGXCPU comes from RLIMIT_CPU's soft limit; SIGKILL from its hard limit
+        # (then the CPU time used tells it from another kill).
         used = rusage.ru_utime + rusage.ru_stime  # type: ignore[attr-defined]
-        if used >= int(opts["cpu"]) - 0.05:
+        signum = os.WTERMSIG(status)
+        if signum == signal.SIGXCPU or (signum == signal.SIGKILL and used >= int(opts["cpu"])):
             report("limit cpu")
             return
     for kind, folder in (("writable", tree_layer), ("tmp", tmp_layer)):

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
@@ -63,6 +63,34 @@ _BOOTSTRAP: Final = (
     "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\nnshelper.main()\n"
 )
 """The helper's ``-c`` program: import `nshelper` (byte code cached) and run it."""
+_COVERAGE_BOOTSTRAP: Final = """\
+import os, sys
+sys.path.append(sys.argv.pop(1))
+data_file, helper_dir = sys.argv.pop(1), sys.argv.pop(1)
+import coverage
+cov = coverage.Coverage(data_file=None, branch=True, config_file=False,
+                        include=[helper_dir + "/nshelper.py"])
+cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured"])
+cov.start()
+def save():
+    try:
+        cov.stop()
+        out = coverage.CoverageData(
+            basename=data_file, suffix=f"nshelper.{os.getpid()}.{os.urandom(4).hex()}")
+        out.update(cov.get_data())
+    except Exception:
+        pass  # measuring must never change a run
+sys.path.append(helper_dir)
+import nshelper
+nshelper.EXIT_HOOKS.append(save)
+nshelper.main()
+"""
+"""The helper measured by coverage: data is kept in memory (a fork copies it) and
+each helper process saves its own file beside the runner's data file, which the
+runner's coverage combines at the end. Used only when coverage measures the runner
+and `COVERAGE_ENV` is set (it costs ~0.2 s of CPU per run)."""
+COVERAGE_ENV: Final = "KERNEL_SANDBOX_HELPER_COVERAGE"
+"""Set (to anything) to measure the helper processes when the runner is measured."""
 
 
 def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
@@ -321,7 +349,7 @@ def _run_namespaced(
         "tmp": _opt(limits.tmp_bytes),
         "expose": ":".join(_exposed(spec.command)),
     }
-    argv = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _HELPER_DIR]
+    argv = _helper_argv()
     argv += [f"{key}={value}" for key, value in options.items()]
     argv += ["--", *spec.command]
     status_r, status_w = pipe()
@@ -359,6 +387,19 @@ def _run_namespaced(
         for fd in (status_r, patch_r, out_r, err_r):
             os.close(fd)
     return _interpret(b"".join(status_lines).decode("utf-8", "replace"), in_time, patch)
+
+
+def _helper_argv() -> list[str]:
+    """How to start the helper: plain, or measured when coverage measures this process."""
+    module: Any = sys.modules.get("coverage")
+    current = None if module is None else module.Coverage.current()
+    if not os.environ.get(COVERAGE_ENV):
+        current = None
+    if current is None:
+        return [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _HELPER_DIR]
+    site = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    data_file = os.path.abspath(current.config.data_file)
+    return [sys.executable, "-I", "-S", "-c", _COVERAGE_BOOTSTRAP, site, data_file, _HELPER_DIR]
 
 
 def _exposed(command: Sequence[str]) -> list[str]:

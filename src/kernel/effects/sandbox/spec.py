@@ -23,7 +23,7 @@ import attrs
 
 from kernel.codec import Record, field_error
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
-from kernel.errors import EffectError
+from kernel.errors import ConfigError, EffectError
 from kernel.identity import MAX_SAFE_INT, Sha256Stream
 from kernel.values import enum_member
 
@@ -43,6 +43,7 @@ __all__ = [
     "Variation",
     "applied_limits",
     "base_env",
+    "limits_with",
     "observation",
     "read_output",
     "variation_env",
@@ -203,14 +204,53 @@ class Limits(Record):
 
     def value(self, kind: LimitKind) -> int | None:
         """The limit of ``kind``."""
-        return {
-            LimitKind.MEMORY: self.memory_bytes,
-            LimitKind.PROCESSES: self.processes,
-            LimitKind.CPU: self.cpu_seconds,
-            LimitKind.OUTPUT: self.output_bytes,
-            LimitKind.WRITABLE: self.writable_bytes,
-            LimitKind.TMP: self.tmp_bytes,
-        }[kind]
+        value: int | None = getattr(self, _FIELDS[kind])
+        return value
+
+
+_FIELDS: Final = {
+    LimitKind.MEMORY: "memory_bytes",
+    LimitKind.PROCESSES: "processes",
+    LimitKind.CPU: "cpu_seconds",
+    LimitKind.OUTPUT: "output_bytes",
+    LimitKind.WRITABLE: "writable_bytes",
+    LimitKind.TMP: "tmp_bytes",
+}
+_SUFFIXES: Final = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_BYTES: Final = frozenset({LimitKind.MEMORY, LimitKind.OUTPUT, LimitKind.WRITABLE, LimitKind.TMP})
+
+
+def limits_with(base: Limits, options: Sequence[str]) -> Limits:
+    """``base`` with ``KIND=VALUE`` options applied (``--limit memory=512M``).
+
+    KIND is a `LimitKind` value; VALUE is ``none`` or a positive integer, for byte
+    limits optionally with a ``K``, ``M`` or ``G`` suffix (powers of 1024).
+
+    Raises:
+        ConfigError: an unknown kind, or a value that is not a positive integer
+            within +/-(2**53 - 1) (NaN, infinities, fractions, negatives included).
+    """
+    changes: dict[str, int | None] = {}
+    for option in options:
+        name, sep, text = option.partition("=")
+        try:
+            kind = LimitKind(name.strip())
+        except ValueError:
+            allowed = ", ".join(k.value for k in LimitKind)
+            raise ConfigError(f"--limit {option!r}: unknown limit (one of {allowed})") from None
+        text = text.strip()
+        if not sep or not text:
+            raise ConfigError(f"--limit {option!r}: expected {kind}=VALUE")
+        if text.lower() == "none":
+            changes[_FIELDS[kind]] = None
+            continue
+        scale = 1
+        if kind in _BYTES and text[-1:].upper() in _SUFFIXES:
+            scale, text = _SUFFIXES[text[-1].upper()], text[:-1]
+        if not text.isdigit() or not 0 < int(text) * scale <= MAX_SAFE_INT:
+            raise ConfigError(f"--limit {option!r}: expected a positive integer or none for {kind}")
+        changes[_FIELDS[kind]] = int(text) * scale
+    return attrs.evolve(base, **changes)
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,165 @@
+"""Tests for kernel.effects.files: regular-file inputs and temporary files that never
+outlive their writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.files import (
+    atomic_write_bytes,
+    check_input,
+    load_json,
+    read_input,
+    sweep_temporaries,
+)
+from kernel.errors import EffectError
+
+
+def temporaries(folder: Path) -> list[str]:
+    """Names of kernel temporary files in ``folder``."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".kernel-"))
+
+
+def test_fifo_input_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A FIFO with no writer would block open(); it is refused at once instead."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    with pytest.raises(EffectError, match="is a FIFO, not a regular file"):
+        load_json(fifo)
+    with pytest.raises(EffectError, match="FIFO"):
+        read_input(fifo)
+
+
+def test_device_socket_and_directory_inputs_are_refused(tmp_path: Path) -> None:
+    """A character device, a socket and a directory are not inputs."""
+    with pytest.raises(EffectError, match="character device"):
+        check_input("/dev/null")
+    path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        # A socket cannot be open()ed at all: refused either way, never read.
+        with pytest.raises(EffectError):
+            check_input(path)
+    finally:
+        server.close()
+    with pytest.raises(EffectError, match="directory"):
+        load_json(tmp_path)
+    with pytest.raises(EffectError, match="not found"):
+        load_json(tmp_path / "missing.json")
+
+
+def test_regular_input_is_read(tmp_path: Path) -> None:
+    """A regular file reads normally (blocking mode restored after the check)."""
+    path = tmp_path / "doc.json"
+    path.write_bytes(b'{"a": 1}')
+    assert load_json(path) == {"a": 1}
+    assert read_input(path) == b'{"a": 1}'
+
+
+def test_atomic_write_leaves_no_temporary(tmp_path: Path) -> None:
+    """After a write, the target holds the bytes and no temporary file remains."""
+    target = tmp_path / "out" / "r.json"
+    atomic_write_bytes(target, b"one")
+    atomic_write_bytes(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert temporaries(target.parent) == []
+
+
+def test_killed_writer_leaves_no_temporary(tmp_path: Path) -> None:
+    """A writer killed (SIGKILL) in the middle of a write leaves no file behind."""
+    target = tmp_path / "r.json"
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from kernel.effects import files
+        def stuck(fd):
+            print("writing", flush=True)
+            time.sleep(60)
+        files.os.fsync = stuck
+        files.atomic_write_bytes({str(target)!r}, b"x" * 100000)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"writing\n"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temporaries_of_dead_writers_are_swept(tmp_path: Path) -> None:
+    """The next write to a folder removes temporaries whose writer is gone; a live
+    writer's and other files stay."""
+    dead = tmp_path / f".kernel-{_dead_pid():010d}-0123abcd.tmp"
+    dead.write_bytes(b"partial")
+    live = tmp_path / f".kernel-{os.getpid():010d}-89abcdef.tmp"
+    live.write_bytes(b"in progress")
+    legacy = tmp_path / ".kernel-abcd1234.tmp"
+    legacy.write_bytes(b"old")
+    hour_ago = time.time() - 7200
+    os.utime(legacy, (hour_ago, hour_ago))
+    fresh_legacy = tmp_path / ".kernel-wxyz9876.tmp"
+    fresh_legacy.write_bytes(b"maybe live")
+    other = tmp_path / ".kernel-notes.txt"
+    other.write_bytes(b"keep")
+    atomic_write_bytes(tmp_path / "r.json", b"{}")
+    assert temporaries(tmp_path) == sorted([live.name, fresh_legacy.name, other.name])
+
+
+def test_sweep_never_follows_a_symlink(tmp_path: Path) -> None:
+    """A planted symlink with a temporary's name is not a regular file: left alone,
+    and its target untouched."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / f".kernel-{_dead_pid():010d}-0123abcd.tmp").symlink_to(victim)
+    sweep_temporaries(folder)
+    assert victim.read_bytes() == b"keep me"
+    sweep_temporaries(tmp_path / "missing")  # no folder: nothing to do
+
+
+def test_write_failure_leaves_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing write raises EffectError and removes its temporary file."""
+    target = tmp_path / "r.json"
+
+    def full(_src: object, _dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(EffectError, match="No space left"):
+        atomic_write_bytes(target, b"data")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_named_fallback_without_o_tmpfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where O_TMPFILE is unsupported, a named temporary is used and still cleaned."""
+    real_open = os.open
+
+    def no_tmpfile(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if flags & os.O_TMPFILE == os.O_TMPFILE:
+            raise OSError(95, "Operation not supported")
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_tmpfile)
+    atomic_write_bytes(tmp_path / "r.json", b"fallback")
+    assert (tmp_path / "r.json").read_bytes() == b"fallback"
+    assert temporaries(tmp_path) == []

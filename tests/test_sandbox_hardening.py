@@ -1,0 +1,463 @@
+"""Attacks on the sandbox's promises when the runner is root (CI), and its limits.
+
+Every probe is harmless if the escape works: a write puts back the value just read,
+a read aims at a file this test created. Run as root these tests attack the root
+case; run as another user they check that user's (already unprivileged) case.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import given
+
+from kernel.consensus import CaptureStatus, Isolation
+from kernel.effects.cli import main
+from kernel.effects.rerun import corroborate
+from kernel.effects.sandbox import (
+    SANDBOX_UID,
+    AppliedLimit,
+    Capture,
+    LimitKind,
+    LimitMechanism,
+    Limits,
+    SandboxSpec,
+    outer_ids,
+    read_output,
+    run_sandboxed,
+)
+from kernel.effects.sandbox import runner as sandbox_runner
+from kernel.effects.sandbox.nshelper import MASKED_PATHS, seccomp_program
+from kernel.errors import RecordError
+
+NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
+ALL_LEVELS = (*NAMESPACED, Isolation.COPY)
+ROOT = os.geteuid() == 0
+REFUSED = {"EACCES", "EROFS", "EPERM"}
+
+
+@pytest.fixture(autouse=True)
+def measure_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests also measure the in-namespace helper when coverage runs."""
+    monkeypatch.setenv(sandbox_runner.COVERAGE_ENV, "1")
+
+
+@pytest.fixture
+def spill(tmp_path: Path) -> Path:
+    """A spill directory owned by the test."""
+    path = tmp_path / "spill"
+    path.mkdir()
+    return path
+
+
+def interpreter(level: object) -> str:
+    """A Python the command's user can execute.
+
+    A ``copy`` run of a root runner is the unprivileged outer uid on the host with no
+    mount namespace to open the way to this interpreter (under ``/root``, 0700 here):
+    it uses the system's.
+    """
+    if ROOT and level is Isolation.COPY:
+        return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+    return sys.executable
+
+
+def python(spill: Path, code: str, **kwargs: object) -> Capture:
+    """Run a Python snippet in a sandbox with a generous time limit."""
+    kwargs.setdefault("timeout_s", 60.0)
+    program = interpreter(kwargs.get("isolation"))
+    spec = SandboxSpec(command=(program, "-c", textwrap.dedent(code)), **kwargs)  # type: ignore[arg-type]
+    return run_sandboxed(spec, spill_dir=spill)
+
+
+# ---------------------------------------------------------------------------
+# Host privileges
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_hostile_write_to_proc_sys_is_refused(spill: Path, level: Isolation) -> None:
+    """The command cannot write kernel settings: it writes back the value it read
+    (harmless if it worked) and must get EACCES, EROFS or EPERM."""
+    before = Path("/proc/sys/kernel/hostname").read_text()
+    capture = python(
+        spill,
+        """
+        import errno
+        for name in ("/proc/sys/kernel/hostname", "/proc/sys/kernel/domainname",
+                     "/proc/sys/vm/overcommit_memory"):
+            value = open(name).read()
+            try:
+                with open(name, "w") as handle:
+                    handle.write(value)
+                print("wrote", name)
+            except OSError as e:
+                print(errno.errorcode[e.errno], name)
+        """,
+        isolation=level,
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    lines = read_output(capture).decode().splitlines()
+    assert len(lines) == 3
+    assert {line.split()[0] for line in lines} <= REFUSED, lines
+    assert Path("/proc/sys/kernel/hostname").read_text() == before
+
+
+@pytest.fixture
+def root_only_file() -> Iterator[Path]:
+    """A 0600 file of the runner in a folder everyone may enter (/var/tmp, visible in
+    the sandbox): only the file's own mode keeps the command out."""
+    folder = Path(tempfile.mkdtemp(prefix="kernel-secret-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    secret = folder / "secret.txt"
+    secret.write_text("top secret\n")
+    secret.chmod(0o600)
+    try:
+        yield secret
+    finally:
+        secret.unlink()
+        folder.rmdir()
+
+
+@pytest.mark.skipif(not ROOT, reason="the runner's own file is the command's when not root")
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_hostile_read_of_root_only_files_is_refused(
+    spill: Path, root_only_file: Path, level: Isolation
+) -> None:
+    """Run by root, the command reads neither a root-only file nor /etc/shadow."""
+    capture = python(
+        spill,
+        f"""
+        import errno
+        for name in ({str(root_only_file)!r}, "/etc/shadow"):
+            try:
+                print("read", name, open(name).read()[:3])
+            except OSError as e:
+                print(errno.errorcode[e.errno], name)
+        """,
+        isolation=level,
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    output = read_output(capture).decode()
+    assert "read" not in output
+    assert output.split()[::2] == ["EACCES", "EACCES"]
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_command_is_unprivileged_outside_its_namespaces(spill: Path, level: Isolation) -> None:
+    """Inside it is uid 1000 mapped to an unprivileged outer uid (never 0), with no
+    capabilities and no supplementary groups."""
+    capture = python(
+        spill,
+        """
+        import os
+        print(open("/proc/self/uid_map").read().split())
+        print(os.getgroups())
+        caps = [l for l in open("/proc/self/status") if l.startswith(("CapEff", "CapPrm"))]
+        print([l.split()[1] for l in caps])
+        """,
+        isolation=level,
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    uid_map, groups, caps = read_output(capture).decode().splitlines()
+    outer = outer_ids()[0] if ROOT else os.geteuid()
+    # Root's own mapping (0 -> 0) serves the helper's setup; the command is never uid 0.
+    assert [str(SANDBOX_UID), str(outer), "1"] == eval(uid_map)[-3:]
+    assert outer != 0
+    assert groups in ("[]", f"[{SANDBOX_UID}]")
+    assert caps == "['0000000000000000', '0000000000000000']"
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_hostname_change_stays_inside(spill: Path, level: Isolation) -> None:
+    """The run has its own UTS and IPC namespaces: its hostname is not the host's, it
+    cannot set one, and the host's is unchanged."""
+    host = socket.gethostname()
+    namespaces = {name: os.readlink(f"/proc/self/ns/{name}") for name in ("uts", "ipc")}
+    capture = python(
+        spill,
+        """
+        import errno, os, socket
+        print(socket.gethostname())
+        print(os.readlink("/proc/self/ns/uts"), os.readlink("/proc/self/ns/ipc"))
+        try:
+            socket.sethostname(socket.gethostname())
+            print("set")
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+        """,
+        isolation=level,
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    name, ns, outcome = read_output(capture).decode().splitlines()
+    assert name == "kernel-sandbox"
+    assert ns.split() != [namespaces["uts"], namespaces["ipc"]]
+    assert ns.split()[0] != namespaces["uts"]
+    assert ns.split()[1] != namespaces["ipc"]
+    assert outcome in REFUSED
+    assert socket.gethostname() == host
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_proc_is_masked_like_container_runtimes(spill: Path, level: Isolation) -> None:
+    """runc's masked paths show nothing; its read-only paths are mounted read-only."""
+    capture = python(
+        spill,
+        f"""
+        import os
+        for name in {list(MASKED_PATHS)!r}:
+            if os.path.isdir(name):
+                print(name, "dir", len(os.listdir(name)))
+            elif os.path.exists(name):
+                print(name, "file", len(open(name, "rb").read(64)))
+        mounts = {{l.split()[4]: l.split()[5] for l in open("/proc/self/mountinfo")}}
+        for name in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
+            if name in mounts:
+                print(name, "mount", mounts[name].split(",")[0])
+        """,
+        isolation=level,
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    lines = read_output(capture).decode().splitlines()
+    for line in lines:
+        _name, kind, value = line.split()
+        if kind == "mount":
+            assert value == "ro", line
+        else:
+            assert value == "0", line
+    assert any(line.startswith("/proc/sys mount") for line in lines)
+
+
+def test_seccomp_program_covers_known_architectures() -> None:
+    """The unix-socket filter exists for x86_64 and aarch64 and ends allow/deny."""
+    for machine in ("x86_64", "aarch64"):
+        program = seccomp_program(machine)
+        assert program is not None
+        assert program[-1] == (0x06, 0, 0, 0x7FFF0000)
+    assert seccomp_program("riscv64") is None
+
+
+# ---------------------------------------------------------------------------
+# Environment
+
+
+CANARY = "KERNEL_TEST_CANARY"
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_runner_environment_is_absent(
+    spill: Path, level: Isolation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token in the runner's environment never reaches a run; named ones do."""
+    monkeypatch.setenv(CANARY, "leaked-token")
+    capture = run_sandboxed(
+        SandboxSpec(command=("env",), isolation=level, env=(("NAMED", "yes"),), timeout_s=30),
+        spill_dir=spill,
+    )
+    output = read_output(capture).decode()
+    assert "leaked-token" not in output
+    assert CANARY not in output
+    assert "NAMED=yes" in output
+    assert "KERNEL_RUN_INDEX=0" in output
+    names = {line.split("=", 1)[0] for line in output.splitlines()}
+    assert names <= {"PATH", "HOME", "TMPDIR", "LANG", "NAMED", "KERNEL_RUN_INDEX", "PWD"}
+
+
+def test_corroborate_runs_do_not_see_the_runner_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel corroborate` gives its runs the minimal environment plus --env names."""
+    monkeypatch.setenv(CANARY, "leaked-token")
+    monkeypatch.setenv("PASSED_ON", "from-runner")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "majority.txt"
+    code = main(
+        [
+            "corroborate", "-n", "1", "--env", "PASSED_ON", "--env", "SET=here",
+            "--majority-output", str(out), "--", "env",
+        ]
+    )  # fmt: skip
+    capsys.readouterr()
+    assert code == 0
+    text = out.read_text()
+    assert "leaked-token" not in text
+    assert "PASSED_ON=from-runner" in text
+    assert "SET=here" in text
+
+
+def test_corroborate_api_environment_is_explicit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The library call adds only what ``env`` names."""
+    monkeypatch.setenv(CANARY, "leaked-token")
+    result = corroborate(["env"], runs=1, env={"ONLY": "this"})
+    assert result.majority_output is not None
+    assert b"leaked-token" not in result.majority_output
+    assert b"ONLY=this" in result.majority_output
+
+
+# ---------------------------------------------------------------------------
+# Limits
+
+
+def _applied(capture: Capture) -> dict[LimitKind, AppliedLimit]:
+    return {applied.kind: applied for applied in capture.limits}
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_every_capture_records_its_limits(spill: Path, level: Isolation) -> None:
+    """Each limit appears once, with its value and how it was applied."""
+    limits = Limits(memory_bytes=1 << 30, writable_bytes=None)
+    capture = python(spill, "pass", isolation=level, limits=limits)
+    applied = _applied(capture)
+    assert [a.kind for a in capture.limits] == list(LimitKind)
+    assert applied[LimitKind.MEMORY] == AppliedLimit(
+        kind=LimitKind.MEMORY, value=1 << 30, mechanism=LimitMechanism.RLIMIT
+    )
+    assert applied[LimitKind.WRITABLE].mechanism is LimitMechanism.NONE
+    assert applied[LimitKind.OUTPUT].mechanism is LimitMechanism.RUNNER
+    expected_tmp = LimitMechanism.NONE if level is Isolation.COPY else LimitMechanism.TMPFS
+    assert applied[LimitKind.TMP].mechanism is expected_tmp
+    assert capture.limit_hit is None
+    assert Capture.from_dict(capture.to_dict()) == capture
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_memory_limit_refuses_a_large_allocation(spill: Path, level: Isolation) -> None:
+    """Allocating past the memory limit fails inside the run; the host is untouched."""
+    code = """
+        try:
+            block = bytearray(768 << 20)
+            print("allocated")
+        except MemoryError:
+            print("refused")
+    """
+    small = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
+    assert read_output(small) == b"refused\n"
+    assert _applied(small)[LimitKind.MEMORY].value == 256 << 20
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_fork_bomb_is_bounded(spill: Path, level: Isolation) -> None:
+    """A run cannot hold more processes than its limit; the rest fail with EAGAIN."""
+    capture = python(
+        spill,
+        """
+        import errno, os, time
+        children = 0
+        try:
+            for _ in range(200):
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                children += 1
+            print("unbounded", children)
+        except OSError as e:
+            print(errno.errorcode[e.errno], children)
+        """,
+        isolation=level,
+        limits=Limits(processes=16),
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    reason, children = read_output(capture).decode().split()
+    assert reason == "EAGAIN"
+    assert int(children) < 16
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_cpu_loop_is_killed_and_recorded(spill: Path, level: Isolation) -> None:
+    """A CPU loop is stopped at the CPU limit: status limit_exceeded, reason cpu."""
+    capture = python(spill, "while True: pass", isolation=level, limits=Limits(cpu_seconds=1))
+    assert capture.status is CaptureStatus.LIMIT_EXCEEDED, capture.error
+    assert capture.limit_hit is LimitKind.CPU
+    assert capture.output_digest is None
+
+
+def test_full_writable_layer_is_recorded(spill: Path) -> None:
+    """Writing past the writable-layer size is ENOSPC in the run, recorded as writable."""
+    capture = python(
+        spill,
+        """
+        import errno
+        try:
+            with open("big.bin", "wb") as handle:
+                for _ in range(64):
+                    handle.write(bytes(64 << 10))
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+        """,
+        isolation=Isolation.OVERLAY,
+        limits=Limits(writable_bytes=1 << 20),
+    )
+    assert read_output_any(capture) == b"ENOSPC\n"
+    assert capture.status is CaptureStatus.LIMIT_EXCEEDED
+    assert capture.limit_hit is LimitKind.WRITABLE
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_full_tmp_is_recorded(spill: Path, level: Isolation) -> None:
+    """Writing past the /tmp size is ENOSPC in the run, recorded as tmp."""
+    capture = python(
+        spill,
+        """
+        import errno
+        try:
+            with open("/tmp/big.bin", "wb") as handle:
+                for _ in range(64):
+                    handle.write(bytes(64 << 10))
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+        """,
+        isolation=level,
+        limits=Limits(tmp_bytes=1 << 20),
+    )
+    assert read_output_any(capture) == b"ENOSPC\n"
+    assert capture.status is CaptureStatus.LIMIT_EXCEEDED
+    assert capture.limit_hit is LimitKind.TMP
+
+
+def read_output_any(capture: Capture) -> bytes:
+    """stdout of any run (a limit_exceeded run has no output digest)."""
+    return Path(capture.stdout_path).read_bytes()
+
+
+limit_values = st.none() | st.integers(min_value=1, max_value=2**53 - 1)
+
+
+@given(
+    st.builds(
+        Limits,
+        memory_bytes=limit_values,
+        processes=limit_values,
+        cpu_seconds=limit_values,
+        output_bytes=limit_values,
+        writable_bytes=limit_values,
+        tmp_bytes=limit_values,
+    )
+)
+def test_limits_round_trip(limits: Limits) -> None:
+    """For every Limits: from_dict(to_dict) is the identity."""
+    assert Limits.from_dict(limits.to_dict()) == limits
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "1", 2**53])
+def test_limits_refuse_non_positive_or_mistyped_values(bad: object) -> None:
+    """A limit is a positive integer or null; anything else names the field."""
+    document = Limits().to_dict()
+    document["memory_bytes"] = bad
+    with pytest.raises(RecordError, match="memory_bytes"):
+        Limits.from_dict(document)
+
+
+def test_errno_names_used_here_exist() -> None:
+    """The refusal names the tests compare against are real errno names."""
+    assert {errno.errorcode[e] for e in (errno.EACCES, errno.EROFS, errno.EPERM)} == REFUSED
