@@ -210,7 +210,7 @@ def test_dask_local_cluster_executor_runs_unchanged(tmp_path: Path) -> None:
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: another run may hold 8787
             silence_logs=50,
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]

@@ -138,7 +138,10 @@ def test_missing_config_and_bad_reruns(work: Path, capsys: pytest.CaptureFixture
     (--reruns 0 is allowed: it skips corroboration)."""
     assert main(["run", "--config", "demo/nope.json"]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(["run", "--config", "demo/config.json", "--reruns", "-1"]) == 2
+    # Parsed as a bounded integer: argparse's one-line usage error, exit 2.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--config", "demo/config.json", "--reruns", "-1"])
+    assert exit_info.value.code == 2
     assert "--reruns" in capsys.readouterr().err
     assert not (work / "results").exists()
 
