@@ -757,3 +757,60 @@ def test_help_documents_the_policy_format_and_pre_commit_hook(
 
     assert verb._FORMATS == FORMATS  # the verb keeps its own copy to start fast
     assert verb._CACHE_DIR == DEFAULT_CACHE_DIR
+
+
+# ------------------------------------------------------------------ warm replay
+
+
+def _age(root: Path) -> None:
+    """Every file and folder under ``root`` older than the racy window."""
+    old = 1_000_000_000
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (old, old))
+
+
+def test_warm_run_is_replayed_until_something_it_read_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unchanged second `kernel guard` prints the recorded output without running
+    the guard; an edited module, a new file or an edited policy runs it again."""
+    from kernel.guard import engine
+
+    proj = tmp_path / "proj"
+    _tree(proj, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (proj / "docs" / "adr").mkdir(parents=True)
+    (proj / "docs" / "adr" / "x.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(proj)
+    args = ["guard", "--cache-dir", str(tmp_path / "cache")]
+    _age(proj)
+    assert main(args) == 1
+    first = capsys.readouterr().out
+    real = engine.check_tree
+    calls: list[int] = []
+
+    def counted(*a: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "check_tree", counted)
+    assert main(args) == 1
+    assert capsys.readouterr().out == first
+    assert calls == []
+    changes: list[tuple[str, str]] = [
+        ("src/pkg/a.py", "import os\nos.system('y')\n"),
+        ("src/pkg/b.py", "x = 1\n"),
+        ("docs/adr/x.md", POLICY_MD.replace("open", "eval")),
+    ]
+    for rel, text in changes:
+        _age(proj)
+        assert main(args) == 1  # records the current state
+        capsys.readouterr()
+        calls.clear()
+        (proj / rel).write_text(text, encoding="utf-8")
+        assert main(args) == 1
+        capsys.readouterr()
+        assert calls == [1]
+    (tmp_path / "cache" / "last-runs.marshal").write_bytes(b"damaged")
+    calls.clear()
+    assert main(args) == 1
+    assert calls == [1]

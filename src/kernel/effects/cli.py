@@ -17,7 +17,6 @@ from typing import Final
 
 from kernel import __version__
 from kernel.effects import console
-from kernel.effects.commands.options import add_verbosity, verbosity_of
 from kernel.errors import KernelError
 
 __all__ = ["main"]
@@ -91,6 +90,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    # Imported here: a replayed `kernel guard` (see `main`) never pays for the options'
+    # dependencies (orjson, the file helpers).
+    from kernel.effects.commands.options import add_verbosity
+
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -101,6 +104,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_verbosity_below(parser: argparse.ArgumentParser) -> None:
+    from kernel.effects.commands.options import add_verbosity
+
     # Every verb takes -q/-v, before or after it (one place, not one line per verb).
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -112,8 +117,17 @@ def _add_verbosity_below(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `kernel` command; returns the process exit code, never raises."""
     words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["guard"]:
+        # An unchanged warm `kernel guard` is replayed before the library loads.
+        from kernel.guard.fastpath import replay_cli
+
+        replayed = replay_cli(words[1:])
+        if replayed is not None:
+            return replayed
     parser = build_parser(_verb_of(words))
     args = parser.parse_args(words)
+    from kernel.effects.commands.options import verbosity_of
+
     console.set_verbosity(verbosity_of(args))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -20,17 +20,32 @@ scope analysis; each evasion row is proven at run time by tests/static_guards.
 
 from __future__ import annotations
 
-from kernel.guard.engine import (
-    DEFAULT_CACHE_DIR,
-    check_paths,
-    check_source,
-    check_tree,
-    discover_modules,
-    tool_version,
-)
-from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
-from kernel.guard.output import FORMATS, render
-from kernel.guard.policy import discover_policy, load_policy, markdown_guard_blocks, policy_hash
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernel.guard.engine import (
+        DEFAULT_CACHE_DIR,
+        check_paths,
+        check_source,
+        check_tree,
+        discover_modules,
+        tool_version,
+    )
+    from kernel.guard.model import (
+        ChainLink,
+        GuardReport,
+        Policy,
+        Rule,
+        Violation,
+        ViolationCode,
+    )
+    from kernel.guard.output import FORMATS, render
+    from kernel.guard.policy import (
+        discover_policy,
+        load_policy,
+        markdown_guard_blocks,
+        policy_hash,
+    )
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -52,3 +67,27 @@ __all__ = [
     "render",
     "tool_version",
 ]
+
+_ENGINE = frozenset(
+    {"DEFAULT_CACHE_DIR", "check_paths", "check_source", "check_tree", "discover_modules",
+     "tool_version"}
+)  # fmt: skip
+_MODEL = frozenset({"ChainLink", "GuardReport", "Policy", "Rule", "Violation", "ViolationCode"})
+_OUTPUT = frozenset({"FORMATS", "render"})
+_POLICY = frozenset({"discover_policy", "load_policy", "markdown_guard_blocks", "policy_hash"})
+
+
+def __getattr__(name: str) -> object:
+    """Load the submodule defining ``name`` on first use (PEP 562): ``kernel guard``'s
+    warm replay (`kernel.guard.fastpath`) then never loads the rest of the guard."""
+    if name in _ENGINE:
+        from kernel.guard import engine as module
+    elif name in _MODEL:
+        from kernel.guard import model as module  # type: ignore[no-redef]
+    elif name in _OUTPUT:
+        from kernel.guard import output as module  # type: ignore[no-redef]
+    elif name in _POLICY:
+        from kernel.guard import policy as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'kernel.guard' has no attribute {name!r}")
+    return getattr(module, name)

@@ -163,7 +163,11 @@ def _glob_rx(pattern: str, *, anchored: bool) -> re.Pattern[str]:
 
 
 def discover_modules(
-    root: Path | str, *, exclude: Iterable[str] = (), gitignore_from: Path | str | None = None
+    root: Path | str,
+    *,
+    exclude: Iterable[str] = (),
+    gitignore_from: Path | str | None = None,
+    visited: list[str] | None = None,
 ) -> list[tuple[str, str, bool]]:
     """``(file path, module name, is package)`` for every ``*.py`` under ``root``, sorted.
 
@@ -171,6 +175,8 @@ def discover_modules(
     virtual environment, whether ignored or not), paths matching ``exclude`` (globs on
     the path relative to ``root`` or on one name), and what the ``.gitignore`` files say
     from ``gitignore_from`` (a folder at or above ``root``, usually the repository) down.
+    ``visited`` receives every folder walked and every ``.gitignore`` consulted (what a
+    warm replay must find unchanged, `kernel.guard.fastpath`).
     """
     top = os.fspath(root)
     ignore = _Ignore(exclude)
@@ -186,8 +192,12 @@ def discover_modules(
         if stop in chain:
             for above in reversed(chain[1:]):
                 ignore.read(str(above))
+                if visited is not None:
+                    visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
     for folder, dirs, files in os.walk(top):
+        if visited is not None:
+            visited += [folder, os.path.join(folder, ".gitignore")]
         if gitignore_from is not None:
             ignore.read(folder)
         rel = os.path.relpath(folder, top)
@@ -634,11 +644,13 @@ def check_tree(
     exclude: Iterable[str] = (),
     gitignore_from: Path | str | None = None,
     only: Iterable[Path | str] | None = None,
+    visited: list[str] | None = None,
 ) -> GuardReport:
     """Check every module under the import root ``src`` against ``policy``.
 
     Args:
-        exclude, gitignore_from: see `discover_modules`.
+        exclude, gitignore_from, visited: see `discover_modules` (``visited`` also
+            receives every module file).
         only: report findings of these files (or of files under these folders) only,
             as pre-commit passes the files it checks; the whole tree is still
             discovered, so coverage and transitive reach see every module.
@@ -648,9 +660,11 @@ def check_tree(
     """
     if not Path(src).is_dir():
         raise ConfigError(f"--src {src}: not a directory")
-    files = discover_modules(src, exclude=exclude, gitignore_from=gitignore_from)
+    files = discover_modules(src, exclude=exclude, gitignore_from=gitignore_from, visited=visited)
     if not files:
         raise ConfigError(f"--src {src}: no Python files found")
+    if visited is not None:
+        visited += [path for path, _m, _k in files]
     report = check_paths(files, policy, cache_dir=cache_dir)
     if only is None:
         return report

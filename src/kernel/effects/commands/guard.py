@@ -130,11 +130,14 @@ def run(args: argparse.Namespace) -> int:
     """
     # Imported here: `kernel --help` and the other verbs never load the guard.
     from kernel.errors import ConfigError
+    from kernel.guard import fastpath
     from kernel.guard.baseline import apply_baseline, baseline_document, read_baseline
     from kernel.guard.engine import check_tree, tool_version
     from kernel.guard.output import render, render_error
     from kernel.guard.policy import discover_policy, load_policy
 
+    words = fastpath.take_words()
+    read: list[str] = []
     try:
         policy = load_policy(args.config) if args.config else discover_policy(Path.cwd())
         src = args.src if args.src is not None else ("src" if Path("src").is_dir() else ".")
@@ -145,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             exclude=args.exclude,
             gitignore_from=Path.cwd(),
             only=args.paths or None,
+            visited=read,
         )
         if args.write_baseline:
             Path(args.write_baseline).write_text(baseline_document(report), encoding="utf-8")
@@ -156,5 +160,23 @@ def run(args: argparse.Namespace) -> int:
         if args.format != "text":
             sys.stdout.write(render_error(str(e), args.format, tool_version()))
         raise
-    sys.stdout.write(render(report, args.format, tool_version()))
-    return EXIT_OK if report.ok else EXIT_VIOLATIONS
+    output = render(report, args.format, tool_version())
+    sys.stdout.write(output)
+    code = EXIT_OK if report.ok else EXIT_VIOLATIONS
+    if words is not None and not args.no_cache:
+        # What this run read, for `kernel.guard.fastpath` to replay it when unchanged:
+        # the policy files (and where discovery looked), the tree, the baseline and
+        # the guard's own source (its version).
+        guard_dir = Path(fastpath.__file__).parent
+        read += [str(p) for p in args.config] or [
+            "pyproject.toml",
+            "docs/adr",
+            *(str(p) for p in sorted(Path("docs/adr").glob("*.md"))),
+        ]
+        read += [".", "src", *(str(p) for p in sorted(guard_dir.glob("*.py")))]
+        if args.baseline:
+            read.append(args.baseline)
+        fastpath.record(
+            args.cache_dir, fastpath.run_key(words, str(Path.cwd())), read, output, code
+        )
+    return code

@@ -1,0 +1,143 @@
+"""Warm runs of ``kernel guard`` that replay the last result when nothing it read changed.
+
+A user runs ``kernel guard`` again and again on a tree that barely changes. The full
+run (policy parsing, discovery, the per-file cache) costs far more than the check that
+nothing changed, so the verb records, next to its per-file cache, what one invocation
+read and printed; the next identical invocation stats the same things and, if all is
+unchanged, prints the recorded output without loading the rest of the guard.
+
+Rules this module enforces:
+
+- a record is keyed by the exact command words, the working directory, the Python
+  version and `sys.path` (reach-through reads installed modules);
+- it is replayed only when every file it depends on (each module, each policy file,
+  each ``.gitignore``, the baseline, the guard's own source) has the same size, mtime
+  and inode, every folder walked has the same mtime (an added, removed or renamed entry
+  changes it), and every one of those mtimes is older than the racy window before the
+  record was written (git's racy-clean rule);
+- anything unexpected (no record, a damaged file, an unreadable path) means a full run,
+  never an error; this module imports nothing beyond `os`, `sys` and `marshal`.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import time
+
+__all__ = ["RECORD_NAME", "record", "replay", "replay_cli", "run_key", "take_words"]
+
+RECORD_NAME = "last-runs.marshal"
+_MAGIC = "kernel-guard-runs/1"
+_RACY_NS = 2_000_000_000
+_KEEP = 16
+
+Stat = tuple[str, int, int, int]
+"""``(path, size, mtime_ns, inode)``; size -1 stands for "did not exist"."""
+
+
+def run_key(words: list[str], cwd: str) -> tuple[str, ...]:
+    """What makes two invocations the same one."""
+    return (*words, "\0", cwd, sys.version, *sys.path)
+
+
+def _stat(path: str) -> Stat:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, -1, 0, 0)
+    return (path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _load(cache_dir: str) -> dict[tuple[str, ...], tuple[object, ...]]:
+    try:
+        with open(os.path.join(cache_dir, RECORD_NAME), "rb") as fh:
+            # Written by this module into the project's own cache folder; the shape is
+            # checked below and any damage means a full run.
+            magic, entries = marshal.load(fh)  # noqa: S302
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if magic != _MAGIC or not isinstance(entries, dict):
+        return {}
+    return entries
+
+
+def replay(cache_dir: str, key: tuple[str, ...]) -> tuple[str, int] | None:
+    """``(output, exit code)`` of the recorded run, if nothing it read has changed."""
+    entry = _load(cache_dir).get(key)
+    if not isinstance(entry, tuple) or len(entry) != 4:
+        return None
+    saved_ns, stats, output, code = entry
+    if (
+        not isinstance(saved_ns, int)
+        or not isinstance(stats, list)
+        or not isinstance(output, str)
+        or not isinstance(code, int)
+    ):
+        return None
+    limit = saved_ns - _RACY_NS
+    for item in stats:
+        if not isinstance(item, tuple) or len(item) != 4:
+            return None
+        now = _stat(item[0])
+        if now != item or (now[1] >= 0 and now[2] >= limit):
+            return None
+    return output, code
+
+
+def record(
+    cache_dir: str,
+    key: tuple[str, ...],
+    paths: list[str],
+    output: str,
+    code: int,
+) -> None:
+    """Remember this invocation's output and the stats of everything it read."""
+    entries = _load(cache_dir)
+    entries.pop(key, None)
+    while len(entries) >= _KEEP:
+        entries.pop(next(iter(entries)))
+    entries[key] = (time.time_ns(), [_stat(p) for p in dict.fromkeys(paths)], output, code)
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = os.path.join(cache_dir, f"{RECORD_NAME}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            marshal.dump((_MAGIC, entries), fh)
+        os.replace(tmp, os.path.join(cache_dir, RECORD_NAME))
+    except OSError:
+        pass  # an optimisation only: failing to record changes no result
+
+
+def cache_dir_of(words: list[str]) -> str | None:
+    """The cache folder ``kernel guard`` would use for these words (None: no cache)."""
+    if any(w in ("--no-cache", "-h", "--help") or w.startswith("--write-baseline") for w in words):
+        return None
+    folder = ".kernel-guard-cache"
+    for i, word in enumerate(words):
+        if word == "--cache-dir" and i + 1 < len(words):
+            folder = words[i + 1]
+        elif word.startswith("--cache-dir="):
+            folder = word.split("=", 1)[1]
+    return folder
+
+
+def replay_cli(words: list[str]) -> int | None:
+    """Print the recorded output of an unchanged warm run; None means run in full."""
+    folder = cache_dir_of(words)
+    if folder is None:
+        return None
+    hit = replay(folder, run_key(words, os.getcwd()))
+    if hit is None:
+        _PENDING[:] = [words]  # the full run records itself under these words
+        return None
+    sys.stdout.write(hit[0])
+    return hit[1]
+
+
+_PENDING: list[list[str]] = []
+
+
+def take_words() -> list[str] | None:
+    """The command words of a run that `replay_cli` could not replay (once)."""
+    return _PENDING.pop() if _PENDING else None
