@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from kernel.consensus import CaptureStatus, Isolation
-from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
 
 MIB = 1 << 20
 
@@ -64,7 +64,10 @@ def capture_rate(spill: Path, size: int) -> float:
     """Bytes per second through a sandboxed stdout capture (whole run, start-up included)."""
     started = time.perf_counter()
     capture = run_sandboxed(
-        SandboxSpec(command=("dd", "if=/dev/zero", "bs=1M", f"count={size // MIB}", "status=none")),
+        SandboxSpec(
+            command=("dd", "if=/dev/zero", "bs=1M", f"count={size // MIB}", "status=none"),
+            limits=Limits(output_bytes=None),
+        ),
         spill_dir=spill,
     )
     elapsed = time.perf_counter() - started
