@@ -6,6 +6,7 @@ import copy
 import enum
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import Identity, Record, compute_id, identity_payload, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload, seal
 from kernel.errors import RecordError
 from kernel.strategies import digests, source_spans, texts, version_pairs
 from kernel.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
@@ -48,7 +49,7 @@ class Sample(Record):
 
     __identity__ = Identity(field="sample_id")
 
-    sample_id: str = attrs.field(validator=digest)
+    sample_id: str = attrs.field(default=UNSEALED, validator=digest)
     status: Status
     flag: bool
     size: int = attrs.field(validator=non_negative)
@@ -68,7 +69,7 @@ class Unsealed(Record):
 
     __identity__ = Identity(field="digest", seals=False, include=("a", "b"))
 
-    digest: str = attrs.field(validator=digest)
+    digest: str = attrs.field(default=UNSEALED, validator=digest)
     a: int
     b: str
     c: str
@@ -280,3 +281,41 @@ def test_identity_payload_is_a_fresh_copy_of_the_cached_nested_form() -> None:
     payload["spans"][0]["text"] = "changed"
     assert identity_payload(record) == identity_payload(Sample.from_dict(base_document()))
     assert compute_id(record) == expected_id == record.sample_id
+
+
+@given(samples())
+def test_constructing_without_the_id_seals(sample: Sample) -> None:
+    """`cls(**fields)` without the id field seals like `seal` (the id defaults to UNSEALED)."""
+    fields = {f.name: getattr(sample, f.name) for f in attrs.fields(Sample)}
+    del fields["sample_id"]
+    built = Sample(**fields)
+    assert built == sample
+    assert built.sample_id == compute_id(built) != UNSEALED
+    kept = Sample(**fields, sample_id="f" * 64)  # an explicit id is kept as given
+    assert kept.sample_id == "f" * 64
+
+
+def test_seal_refuses_the_id_and_positional_arguments() -> None:
+    """`seal` computes the id: passing it, or fields by position, is a TypeError."""
+    with pytest.raises(TypeError, match="never sample_id"):
+        seal(Sample, sample_id="a" * 64)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="by name"):
+        seal(Unsealed, 1)  # type: ignore[call-arg, arg-type]
+
+
+def test_mypy_catches_a_misspelt_seal_field(tmp_path: Path) -> None:
+    """`seal` is typed by the record's constructor: mypy --strict names a misspelt field."""
+    from mypy import api
+
+    source = tmp_path / "misspelt.py"
+    source.write_text(
+        "from kernel.codec import seal\n"
+        "from kernel.search import CandidateAttempt\n"
+        "seal(CandidateAttempt, attempt_indx=0)\n",
+        encoding="utf-8",
+    )
+    out, _err, status = api.run(
+        ["--strict", "--no-incremental", "--follow-imports=silent", str(source)]
+    )
+    assert status == 1
+    assert 'Unexpected keyword argument "attempt_indx" for "seal"' in out

@@ -88,7 +88,7 @@ def _for_type(hint: object) -> st.SearchStrategy[object] | None:
         kernel.GeometricSearchRun: geometric_search_runs(),
         kernel.CandidateOperatorResult: candidate_operator_results(),
     }
-    if hint in table:
+    if isinstance(hint, typing.Hashable) and hint in table:
         return table[hint]
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return st.sampled_from(list(hint))

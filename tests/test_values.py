@@ -9,7 +9,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-from kernel.codec import Identity, seal
+from kernel.codec import UNSEALED, Identity, seal
 from kernel.errors import CanonicalizationError, RecordError, RefusedError
 from kernel.strategies import budget_charges, source_spans, version_pairs
 from kernel.values import (
@@ -100,7 +100,7 @@ class SampleRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id")
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     reason_codes: tuple[Reason, ...]
 
 

@@ -84,7 +84,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 
-from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.errors import CanonicalizationError
 from kernel.identity import MAX_SAFE_INT, is_digest, sha256_hex
 from kernel.search import (
@@ -252,7 +252,7 @@ class CandidateAttemptRunBindingInput(Record):
 
     __identity__ = Identity(field="input_digest", seals=False)
 
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: str = attrs.field(default=UNSEALED, validator=digest)
     """Digest of every field below."""
     binding_policy_version: str = attrs.field(validator=_STR)
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
@@ -304,11 +304,11 @@ class CandidateAttemptRunBinding(Record):
 
     __identity__ = Identity(field="binding_id")
 
-    binding_id: str = attrs.field(validator=digest)
+    binding_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of the membership relation."""
     binding_policy_version: str = attrs.field(validator=_STR)
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: str = attrs.field(default=UNSEALED, validator=digest)
     """`CandidateAttemptRunBindingInput.input_digest`."""
     original_run_id: str = attrs.field(validator=digest)
     """The run (unchanged; a binding never makes a run id)."""
@@ -352,7 +352,7 @@ class CandidateAttemptRunBindingRefusal(Refusal):
 
     __identity__ = Identity(field="binding_refusal_id")
 
-    binding_refusal_id: str = attrs.field(validator=digest)
+    binding_refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of the refusal."""
     binding_policy_version: str = attrs.field(validator=_STR)
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""

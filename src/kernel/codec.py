@@ -37,7 +37,7 @@ import operator
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, Self, TypeVar
+from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 
 import attrs
 
@@ -51,10 +51,12 @@ __all__ = [
     "field_error",
     "identity_payload",
     "nested_form",
+    "UNSEALED",
     "seal",
 ]
 
-R = TypeVar("R", bound="Record")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 _Parser = Callable[[object, str, bool], object]
 _Encoder = Callable[[Any], object]
@@ -133,6 +135,10 @@ def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
             if e.record:
                 raise
             raise FieldError(e.kernel_field, e.reason, type(self).__name__) from e
+        # Built without its id (which defaults to UNSEALED): seal it now.
+        id_field = type(self).__identity__.field
+        if id_field is not None and id_field not in kwargs:
+            _set_id(self, id_field)
 
     return __init__
 
@@ -189,33 +195,50 @@ def compute_id(record: Record) -> str:
     return sha256_prevalidated(spec.raw_payload(record), default=_nested_default)
 
 
-def seal(cls: type[R], /, **fields: Any) -> R:
+def seal(cls: Callable[P, R], /, *args: P.args, **fields: P.kwargs) -> R:
     """Build a record of ``cls`` and fill in its identity field.
 
-    The record is constructed (so every validator runs) with a placeholder id,
-    then its id is computed from the identity payload and set.
+    Typed by ``cls``'s own constructor (a ParamSpec), so ``mypy --strict`` refuses a
+    misspelt or missing field (``seal(CandidateAttempt, attempt_indx=0)``); the id
+    field itself defaults to `UNSEALED` and is never passed. The record is
+    constructed (so every validator runs), then its id is computed from the identity
+    payload and set. ``cls(**fields)`` without the id does the same.
 
     Raises:
         ArgumentTypeError: ``cls`` is not a `Record` class.
-        TypeError: ``cls`` declares no identity field, or a field is unknown or missing.
+        TypeError: ``cls`` declares no identity field, the id or a positional argument
+            is passed, or a field is unknown or missing.
         FieldError: a field breaks its invariant (the error names record and field).
     """
     if not (isinstance(cls, type) and issubclass(cls, Record)):
         raise ArgumentTypeError("seal", "cls", "a Record class", type(cls).__name__)
-    spec = _spec(cls)
-    id_field = spec.identity.field
+    record_cls: type[Record] = cls
+    id_field = _spec(record_cls).identity.field
     if id_field is None:
-        raise TypeError(f"{cls.__name__} declares no identity field")
-    record = cls(**fields, **{id_field: _PLACEHOLDER_ID})
-    # The record is frozen and not yet shared; set the id the payload yields.
+        raise TypeError(f"{record_cls.__name__} declares no identity field")
+    if args or id_field in fields:
+        raise TypeError(f"seal({record_cls.__name__}) takes fields by name, never {id_field}")
+    record = record_cls(**fields, **{id_field: UNSEALED})
+    _set_id(record, id_field)
+    return record  # type: ignore[return-value]  # an instance of cls, as P/R promise
+
+
+def _set_id(record: Record, id_field: str) -> None:
+    # The record is frozen and not yet shared; set the id its payload yields.
     object.__setattr__(record, id_field, compute_id(record))
     # A nested form cached before the id was set would hold the placeholder.
     with contextlib.suppress(AttributeError):
         object.__delattr__(record, "_kernel_nested")
-    return record
 
 
-_PLACEHOLDER_ID: Final = "0" * 64
+UNSEALED: Final = "0" * 64
+"""Default of every id field: a record built without its id is sealed at construction.
+
+A digest of 64 zeros (so the field's validator passes while the record is built);
+`seal` and ``cls(**fields)`` then replace it by the id the payload yields. An id passed
+explicitly (``from_dict``, ``attrs.evolve``) is kept as given, and checked where ids
+are verified.
+"""
 
 
 def _require_record(function: str, record: object) -> None:

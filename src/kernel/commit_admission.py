@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
@@ -150,7 +150,7 @@ class Admission(Record):
 
     __identity__ = Identity(field="admission_id", seals=True)
 
-    admission_id: str = attrs.field(validator=digest)
+    admission_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     branch_id: str = attrs.field(validator=exact(str))
     """The branch admitted."""
@@ -180,7 +180,7 @@ class CommitRefusal(Refusal):
     __identity__ = Identity(field="refusal_id", seals=True)
     __error__ = CommitBoundaryError
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     branch_id: str = attrs.field(validator=exact(str))
     """The branch refused."""

@@ -47,7 +47,7 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.identity import is_canonical_str, is_digest
 from kernel.values import (
     Refusal,
@@ -305,7 +305,7 @@ class Consensus(Record):
 
     __identity__ = Identity(field="consensus_id", seals=True)
 
-    consensus_id: str = attrs.field(validator=digest)
+    consensus_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     runs_launched: int = attrs.field(validator=non_negative)
     """N, every launched run (failed ones included)."""
@@ -358,7 +358,7 @@ class NoConsensus(Record):
 
     __identity__ = Identity(field="no_consensus_id", seals=True)
 
-    no_consensus_id: str = attrs.field(validator=digest)
+    no_consensus_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     reason: NoConsensusReason = attrs.field(validator=enum_member(NoConsensusReason))
     """Why there is no consensus."""
@@ -467,7 +467,7 @@ class ConsensusRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     runs_launched: int = attrs.field(validator=non_negative)
     """Number of observations given."""
@@ -605,7 +605,7 @@ class CorroborationReport(Record):
 
     __identity__ = Identity(field="report_id", seals=True)
 
-    report_id: str = attrs.field(validator=digest)
+    report_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 of the identity payload."""
     consensus: bool = attrs.field(validator=exact(bool))
     """True when a strict majority of the launched runs agreed byte for byte."""
@@ -684,20 +684,21 @@ def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:
         "candidate_reproduced_by": report.candidate_reproduced_by,
     }
     if report.consensus:
-        return seal(
-            Consensus,
-            agreement_count=report.agreement_count,
-            majority_digest=report.majority_digest,
-            majority_size=report.majority_size,
-            **fields,
-        )
+        # None here (a forged report) is refused by Consensus's own validators.
+        majority: dict[str, Any] = {
+            "agreement_count": report.agreement_count,
+            "majority_digest": report.majority_digest,
+            "majority_size": report.majority_size,
+        }
+        return seal(Consensus, **majority, **fields)
     if (
         report.agreement_count is not None
         or report.majority_digest is not None
         or report.majority_size is not None
     ):
         raise field_error("agreement_count", "a report without consensus has no majority")
-    return seal(NoConsensus, reason=report.no_consensus_reason, **fields)
+    fields["reason"] = report.no_consensus_reason
+    return seal(NoConsensus, **fields)
 
 
 @boundary

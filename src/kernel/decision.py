@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import Identity, Record, compute_id, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.evidence_report import (
     REPORT_KIND,
     ReportCheck,
@@ -164,7 +164,7 @@ class HumanDecisionRecord(Record):
         default=DECISION_SCHEMA_VERSION, validator=constant(DECISION_SCHEMA_VERSION)
     )
     """Document schema version."""
-    record_id: str = attrs.field(validator=digest)
+    record_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id over every field."""
     decision_id: str = attrs.field(validator=nonblank)
     """The decider's id for this decision."""
@@ -229,7 +229,7 @@ class DecisionRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     report_digest: str | None = attrs.field(validator=optional_digest)
     """The canonical digest of the report presented."""
@@ -243,7 +243,7 @@ class DecisionRefusal(Refusal):
 class DecisionVerified(Record):
     """A decision record that verifies against the report presented."""
 
-    record_id: str = attrs.field(validator=digest)
+    record_id: str = attrs.field(default=UNSEALED, validator=digest)
     """The decision record's id."""
     report_digest: str = attrs.field(validator=digest)
     """The report's canonical digest (equal to the one decided on)."""

@@ -39,7 +39,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import Identity, Record, seal
+from kernel.codec import UNSEALED, Identity, Record, seal
 from kernel.identity import sha256_hex
 from kernel.runrecord import (
     AttemptError,
@@ -265,7 +265,7 @@ class ReportRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     run_id: str = attrs.field(validator=exact(str))
     """The run concerned."""

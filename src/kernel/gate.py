@@ -41,7 +41,7 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import Identity, Record, compute_id, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
 from kernel.commit_admission import EvidenceClass
 from kernel.consensus import CorroborationReport
 from kernel.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
@@ -133,7 +133,7 @@ class StagingPermit(Record):
 
     __identity__ = Identity(field="permit_id", seals=True)
 
-    permit_id: str = attrs.field(validator=digest)
+    permit_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     run_id: str = attrs.field(validator=nonblank)
     """The run."""
@@ -157,7 +157,7 @@ class PromotionPermit(Record):
 
     __identity__ = Identity(field="permit_id", seals=True)
 
-    permit_id: str = attrs.field(validator=digest)
+    permit_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     run_id: str = attrs.field(validator=nonblank)
     """The run."""
@@ -187,7 +187,7 @@ class GateRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     action: Literal["stage", "promote"] = attrs.field(
         validator=attrs.validators.in_(("stage", "promote"))

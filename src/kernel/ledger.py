@@ -42,7 +42,7 @@ from typing import Final, NamedTuple
 
 import attrs
 
-from kernel.codec import Identity, Record, seal
+from kernel.codec import UNSEALED, Identity, Record, seal
 from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
 from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
 
@@ -110,7 +110,7 @@ class LedgerEntry(Record):
 
     __identity__ = Identity(field="entry_id", seals=True, exclude=frozenset({"payload"}))
 
-    entry_id: str = attrs.field(validator=digest)
+    entry_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 over seq, prev_id, kind and payload_digest."""
     seq: int = attrs.field(validator=non_negative)
     """Position in the chain, from 1."""
@@ -131,7 +131,7 @@ class LedgerHead(Record):
 
     seq: int = attrs.field(validator=non_negative)
     """The last entry's sequence number."""
-    entry_id: str = attrs.field(validator=digest)
+    entry_id: str = attrs.field(default=UNSEALED, validator=digest)
     """The last entry's id."""
 
     @classmethod
@@ -157,11 +157,11 @@ class LedgerBroken(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     position: int = attrs.field(validator=non_negative)
     """1-based position of the first broken entry as read (count + 1 for L6)."""
-    entry_id: str = attrs.field(validator=exact(str))
+    entry_id: str = attrs.field(default=UNSEALED, validator=exact(str))
     """The id that entry claims ("" for L6, which concerns no single entry)."""
     reason_codes: tuple[LedgerReason, ...] = attrs.field(validator=tuple_of(LedgerReason))
     """Every rule the entry fails, in rule order."""

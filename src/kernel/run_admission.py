@@ -38,7 +38,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.commit_admission import (
     Admission,
     Branch,
@@ -140,7 +140,7 @@ class RunAdmission(Record):
     """Document kind."""
     schema_version: Literal["1"] = attrs.field(default="1", validator=constant("1"))
     """Document schema version."""
-    admission_id: str = attrs.field(validator=digest)
+    admission_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed SHA-256 over every field: an edited class no longer reproduces it,
     and a resealed one no longer matches the re-derivation (ADR-0006 §3)."""
     run_id: str = attrs.field(validator=nonblank)

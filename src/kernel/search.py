@@ -57,7 +57,7 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import Identity, Record, compute_id, field_error
+from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 from kernel.values import (
     BudgetCharge,
@@ -278,7 +278,7 @@ class CandidateAttempt(Record):
 
     __identity__ = Identity(field="attempt_id")
 
-    attempt_id: str = attrs.field(validator=digest)
+    attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of this attempt."""
     attempt_index: int = attrs.field(validator=_safe_int)
     """Declared position of the attempt in its run (binding checks contiguity)."""
@@ -318,7 +318,7 @@ class GeometricSearchRun(Record):
 
     __identity__ = Identity(field="run_id")
 
-    run_id: str = attrs.field(validator=digest)
+    run_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of the run envelope."""
     run_policy_version: str = attrs.field(validator=_STR)
     """Run policy (v1 binding accepts `GEOMETRIC_SEARCH_RUN_POLICY_VERSION`)."""
@@ -332,7 +332,7 @@ class GeometricSearchRun(Record):
     """Residuals the run addresses, in order."""
     gate_decision_id: str = attrs.field(validator=digest)
     """The search gate decision that opened the run."""
-    budget_id: str = attrs.field(validator=digest)
+    budget_id: str = attrs.field(default=UNSEALED, validator=digest)
     """The compute budget decision that sized the run."""
     operator_set_id: str = attrs.field(validator=digest)
     """The candidate operator set the run may use."""
@@ -365,7 +365,7 @@ class SearchGateDecision(Record):
 
     __identity__ = Identity(field="decision_id", seals=False)
 
-    decision_id: str = attrs.field(validator=digest)
+    decision_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Id over the decision payload (not self-sealing)."""
     policy_version: str = attrs.field(validator=_STR)
     """Gate policy (`SEARCH_GATE_POLICY_VERSION`)."""
@@ -399,7 +399,7 @@ class ComputeBudgetDecision(Record):
         exclude=frozenset({"explanation", "max_wallclock_ms"}),
     )
 
-    budget_id: str = attrs.field(validator=digest)
+    budget_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Id over the budget payload (not self-sealing)."""
     policy_version: str = attrs.field(validator=_STR)
     """Budget policy (`COMPUTE_BUDGET_POLICY_VERSION`)."""
@@ -489,7 +489,7 @@ class CandidateOperatorResult(Record):
         ),
     )
 
-    operator_result_id: str = attrs.field(validator=digest)
+    operator_result_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of the result."""
     operator_policy_version: str = attrs.field(validator=_STR)
     """Operator policy (v1 binding accepts `CANDIDATE_OPERATOR_POLICY_VERSION`)."""
@@ -497,7 +497,7 @@ class CandidateOperatorResult(Record):
     """Digest of the operator input."""
     geometric_search_run_id: str = attrs.field(validator=digest)
     """The run the result was built for."""
-    attempt_id: str = attrs.field(validator=digest)
+    attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
     """The attempt's id, repeated."""
     attempt_index: int = attrs.field(validator=_safe_int)
     """The attempt's index, repeated."""

@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.identity import is_digest, sha256_hex
 from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
 
@@ -400,7 +400,7 @@ class EvidenceChainRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(validator=digest)
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id."""
     work_unit_digest: str = attrs.field(validator=digest)
     """The work unit's digest (always computable)."""

@@ -21,7 +21,7 @@ from kernel.binding import (
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
 )
-from kernel.codec import seal
+from kernel.codec import compute_id, seal
 from kernel.search import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     COMPUTE_BUDGET_POLICY_VERSION,
@@ -208,7 +208,7 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         )
         for position in range(count)
     )
-    existing = tuple(seal(CandidateAttempt, **_fields(attempt)) for attempt in existing)
+    existing = tuple(attrs.evolve(a, attempt_id=compute_id(a)) for a in existing)
     charge = draw(budget_charges)
     depth = draw(st.integers(0, 4))
     considered = sum(a.budget_charge.candidates for a in existing) + draw(st.integers(0, 2))
@@ -304,12 +304,6 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         explanation=draw(texts),
     )
     return run, result
-
-
-def _fields(record: CandidateAttempt) -> dict[str, object]:
-    """A sealed record's fields without its id (to re-seal after an edit)."""
-    names = [f.name for f in attrs.fields(CandidateAttempt) if f.name != "attempt_id"]
-    return {name: getattr(record, name) for name in names}
 
 
 def bindings() -> st.SearchStrategy[CandidateAttemptRunBinding]:
