@@ -22,6 +22,7 @@ every input is read and checked and every output path is confined before the fir
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -245,7 +246,11 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def replay(
-    loaded: LoadedConfig, saved: object, mode: ReplayMode | None
+    loaded: LoadedConfig,
+    saved: object,
+    mode: ReplayMode | None,
+    *,
+    executor: concurrent.futures.Executor | None = None,
 ) -> tuple[ReplayCheck, RunRecord | None]:
     """Replay ``loaded`` against a saved run record document (decoded JSON).
 
@@ -268,7 +273,7 @@ def replay(
     declared = loaded.declared_replay
     digest = loaded.config_digest
     failed = preflight(saved, mode=chosen, declared=declared, config_digest=digest)
-    replayed = None if failed else run_loaded(loaded)
+    replayed = None if failed else run_loaded(loaded, executor=executor)
     check = check_replay(saved, replayed, mode=chosen, declared=declared, config_digest=digest)
     return check, replayed
 

@@ -40,6 +40,7 @@ Nothing here selects, merges or decides: the human decision stays pending.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -53,6 +54,7 @@ from kernel.effects import console
 from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.commands.report import plan_outputs, replay, warn_stale_decisions
+from kernel.effects.executors import EXECUTOR_HELP, open_executor
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -152,6 +154,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "declare it); none skips it (no cost). Default: the config's declared mode, and "
         "none for a config declaring nondeterministic (often paid) workers",
     )
+    parser.add_argument("--executor", default="local", help=EXECUTOR_HELP)
     add_results_root(parser)
     parser.set_defaults(handler=run)
 
@@ -165,7 +168,10 @@ def _report(outcome: RunOutcome, config: Path) -> RunEvidenceReport:
 
 
 def _corroborate(
-    loaded: LoadedConfig, outcome: RunOutcome, reruns: int
+    loaded: LoadedConfig,
+    outcome: RunOutcome,
+    reruns: int,
+    executor: concurrent.futures.Executor | None = None,
 ) -> tuple[dict[str, str], dict[str, str], dict[str, CorroborationReport], dict[str, bytes]]:
     """Candidates, contexts, one corroboration per candidate group, and the patches."""
     workers = dict(loaded.attempts)
@@ -207,6 +213,7 @@ def _corroborate(
             network=spec.network,
             env=dict(spec.env or ()),
             on_capture=show,
+            executor=executor,
         )
         reports[digest] = result.report
     return candidates, contexts, reports, patches
@@ -295,6 +302,7 @@ def run_pipeline(
     reruns: int = DEFAULT_RERUNS,
     results_root: Path | str = DEFAULT_OUTPUT_ROOT,
     replay_mode: str | None = None,
+    executor: concurrent.futures.Executor | None = None,
 ) -> PipelineResult:
     """Run the whole pipeline for ``config`` into ``output_dir`` (module docstring).
 
@@ -315,9 +323,9 @@ def run_pipeline(
     files = {name: path for name, path in zip(_FILES, planned, strict=True) if path is not None}
     probes = [folder / "patches" / "probe", folder / "checks" / "probe"]
     refuse_outputs_on_inputs([*files.values(), *probes], loaded.inputs)
-    outcome = run_detailed(loaded, keep_artifacts=True)
+    outcome = run_detailed(loaded, executor=executor, keep_artifacts=True)
     report = _report(outcome, Path(config))
-    candidates, contexts, corroborations, patches = _corroborate(loaded, outcome, reruns)
+    candidates, contexts, corroborations, patches = _corroborate(loaded, outcome, reruns, executor)
     admission = build_run_admission(
         report, candidates=candidates, contexts=contexts, corroborations=corroborations
     )
@@ -370,7 +378,8 @@ def run_pipeline(
     else:
         # Replay reads the record back as a user would, and re-runs the config.
         console.progress(f"replay: re-running the config ({mode} comparison)")
-        check, _ = replay(loaded, load_json(files["run.json"], what="run record"), mode)
+        saved = load_json(files["run.json"], what="run record")
+        check, _ = replay(loaded, saved, mode, executor=executor)
         write_canonical_json(files["replay.json"], check.to_dict())
         console.progress(f"replay: {'match' if check.match else 'MISMATCH'}")
     return PipelineResult(
@@ -431,13 +440,15 @@ def summary_lines(result: PipelineResult) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the verb; 0 done and replay matched, 1 replay mismatch."""
-    result = run_pipeline(
-        args.config,
-        args.output_dir,
-        reruns=args.reruns,
-        results_root=args.results_root,
-        replay_mode=args.replay,
-    )
+    with open_executor(args.executor) as executor:
+        result = run_pipeline(
+            args.config,
+            args.output_dir,
+            reruns=args.reruns,
+            results_root=args.results_root,
+            replay_mode=args.replay,
+            executor=executor,
+        )
     for name, path in result.files.items():
         console.info(f"{name:<20} {path}")
     warn_stale_decisions(result.files["evidence.json"].parent, result.report)
