@@ -58,7 +58,8 @@ DEFAULT_CACHE_DIR = ".kernel-guard-cache"
 """Cache directory, relative to the working directory, used by the ``kernel guard`` verb."""
 
 _RACY_NS = 2_000_000_000
-_CACHE_MAGIC = "kernel-guard-cache/1"
+_CACHE_MAGIC = "kernel-guard-cache/2"
+_KEEP_CACHE_FILES = 8
 
 _Entry = tuple[int, int, int, str, list[ImportFact], list[RawFinding]]
 """``(size, mtime_ns, inode, content sha256, imports, findings)``."""
@@ -225,23 +226,39 @@ def discover_modules(
     return out
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Syntax trees hold no reference cycles and are dropped file by file: the cyclic
+    # collector would only re-traverse them while they are built, so it is paused.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class _Cache:
     """One marshal file per (policy hash, tool version): path -> `_Entry`."""
 
     def __init__(self, directory: Path | None, key: str) -> None:
         self.file = None if directory is None else directory / f"{key}.marshal"
         self.entries: dict[str, _Entry] = {}
+        self.derived: tuple[_Fingerprint, list[_Derived]] = (((), ()), [])
         self.saved_ns = 0
         self.dirty = False
         if self.file is None:
             return
         try:
-            with open(self.file, "rb") as fh:
+            with open(self.file, "rb") as fh, _gc_paused():
                 # The cache is written by this tool into the project's own ignored
                 # directory; its shape is checked and any damage means a cold run.
-                magic, saved_ns, entries = marshal.load(fh)  # noqa: S302
+                # (Loading builds many small containers: the cyclic collector would
+                # traverse them again and again while they arrive, so it is paused.)
+                magic, saved_ns, entries, derived = marshal.loads(fh.read())  # noqa: S302
             if magic == _CACHE_MAGIC and isinstance(entries, dict):
-                self.entries, self.saved_ns = entries, saved_ns
+                self.entries, self.saved_ns, self.derived = entries, saved_ns, derived
         except (OSError, EOFError, ValueError, TypeError):
             self.entries = {}  # a missing or damaged cache is a cold run, never an error
 
@@ -257,8 +274,15 @@ class _Cache:
                 marker.write_text("# created by kernel guard\n*\n", encoding="utf-8")
             tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
             with open(tmp, "wb") as fh:
-                marshal.dump((_CACHE_MAGIC, time.time_ns(), entries), fh)
+                marshal.dump((_CACHE_MAGIC, time.time_ns(), entries, self.derived), fh)
             os.replace(tmp, self.file)
+            # One file per policy and tool version: keep the most recent few.
+            older = sorted(
+                (p for p in self.file.parent.glob("*.marshal") if p.name != "last-runs.marshal"),
+                key=lambda p: p.stat().st_mtime_ns,
+            )
+            for stale in older[:-_KEEP_CACHE_FILES]:
+                stale.unlink(missing_ok=True)
         except OSError:
             pass  # the cache is an optimisation; failing to write it changes no result
 
@@ -283,17 +307,69 @@ class _Context:
         return matcher
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    # Syntax trees hold no reference cycles and are dropped file by file: the cyclic
-    # collector would only re-traverse them while they are built, so it is paused.
-    was_enabled = gc.isenabled()
-    gc.disable()
+PARALLEL_MIN_FILES = 64
+"""Below this many files to parse, a process pool costs more than it saves."""
+
+_Job = tuple[str, str, bool, tuple[Rule, ...], str]
+"""``(path, module, is_package, rules, cached digest or "")``."""
+_Done = tuple[str, tuple[int, int, int] | None, list[ImportFact], list[RawFinding]]
+"""``(digest, (size, mtime_ns, inode) or None if unreadable, imports, findings)``."""
+
+
+def _scan_one(job: _Job, matcher: CallMatcher | None) -> _Done:
+    path, module, is_package, rules, known = job
     try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+        st = os.stat(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return "", None, [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")]
+    digest = sha256_bytes(data)
+    stat = (st.st_size, st.st_mtime_ns, st.st_ino)
+    if digest == known:
+        return digest, stat, [], []  # the caller serves the cached result
+    imports, findings = scan_source(
+        data, module=module, is_package=is_package, rules=rules, matcher=matcher, filename=path
+    )
+    return digest, stat, imports, findings
+
+
+_WORKER_MATCHERS: dict[tuple[Rule, ...], CallMatcher] = {}
+
+
+def _scan_chunk(chunk: list[_Job]) -> list[_Done]:
+    """One worker's share (a top-level function: the pool pickles it by name)."""
+    out = []
+    with _gc_paused():
+        for job in chunk:
+            matcher = _WORKER_MATCHERS.get(job[3])
+            if matcher is None:
+                matcher = CallMatcher((r.name, p) for r in job[3] for p in r.forbid_calls)
+                _WORKER_MATCHERS[job[3]] = matcher
+            out.append(_scan_one(job, matcher))
+    return out
+
+
+def _scan_all(todo: list[_Job], ctx: _Context, jobs: int | None) -> list[_Done]:
+    """Scan ``todo`` in this process, or in a pool of processes when it pays.
+
+    Workers are forked when this process runs a single thread (cheap, and safe then),
+    otherwise started fresh (``forkserver``); each takes contiguous chunks, several per
+    worker so that a slow chunk does not hold the others.
+    """
+    workers = jobs if jobs is not None else len(os.sched_getaffinity(0))
+    if workers <= 1 or len(todo) < PARALLEL_MIN_FILES:
+        return [_scan_one(job, ctx.matcher_for(job[3])) for job in todo]
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if threading.active_count() == 1 else "forkserver"
+    size = max(1, len(todo) // (workers * 4))
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return [done for part in pool.map(_scan_chunk, chunks) for done in part]
 
 
 def check_paths(
@@ -302,6 +378,7 @@ def check_paths(
     *,
     cache_dir: Path | str | None = None,
     display: dict[str, str] | None = None,
+    jobs: int | None = None,
 ) -> GuardReport:
     """Check ``(path, module, is_package)`` files against ``policy``.
 
@@ -310,6 +387,8 @@ def check_paths(
         policy: the rules.
         cache_dir: where to keep the per-file cache; ``None`` disables it.
         display: optional path -> displayed path mapping for findings.
+        jobs: processes that parse the files the cache cannot serve (``None``: one per
+            available core; a pool starts only for `PARALLEL_MIN_FILES` files or more).
 
     Raises:
         ConfigError: ``files`` is empty, or the policy does not cover them
@@ -329,6 +408,7 @@ def check_paths(
     modules: dict[str, str] = {}
     cached = checked = 0
     need_graph = bool(ctx.transitive)
+    todo: list[_Job] = []
     with _gc_paused():
         for path, module, is_package in files:
             modules.setdefault(module, path)
@@ -355,33 +435,37 @@ def check_paths(
                 results[path] = (entry[4], entry[5])
                 cached += 1
                 continue
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as e:
-                results[path] = (
-                    [],
-                    [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")],
-                )
-                continue
-            digest = sha256_bytes(data)
-            if entry is not None and entry[3] == digest:
+            known = entry[3] if entry is not None else ""
+            todo.append((path, module, is_package, rules, known))
+        for job, (digest, stat, scanned, found) in zip(
+            todo, _scan_all(todo, ctx, jobs), strict=True
+        ):
+            path = job[0]
+            entry = cache.entries.get(path)
+            imports, findings = scanned, found
+            if digest and entry is not None and entry[3] == digest:
                 cached += 1
                 imports, findings = entry[4], entry[5]
-            else:
-                imports, findings = scan_source(
-                    data,
-                    module=module,
-                    is_package=is_package,
-                    rules=rules,
-                    matcher=ctx.matcher_for(rules),
-                    filename=path,
-                )
-            cache.entries[path] = (st.st_size, st.st_mtime_ns, st.st_ino, digest, imports, findings)
-            cache.dirty = True
+            if stat is not None:
+                cache.entries[path] = (*stat, digest, imports, findings)
+                cache.dirty = True
             results[path] = (imports, findings)
-    cache.save(set(results))
     show = display or {}
+    fingerprint: _Fingerprint = (
+        tuple((path, cache.entries[path][3] if path in cache.entries else "") for path in results),
+        tuple(sorted(show.items())),
+    )
+    if cache.derived[0] == fingerprint:
+        derived = [_violation(item) for item in cache.derived[1]]
+    else:
+        # Transitive reach and layers depend on every file: recomputed when any changed.
+        derived = _transitive(ctx, files, results, modules, show) if ctx.transitive else []
+        for rule in policy.rules:
+            if rule.layers:
+                derived.extend(_layer_breaks(rule, files, results, show))
+        cache.derived = (fingerprint, [_derived(v) for v in derived])
+        cache.dirty = True
+    cache.save(set(results))
     violations = [
         Violation(
             path=show.get(path, path),
@@ -394,16 +478,36 @@ def check_paths(
         for path, (_imports, findings) in results.items()
         for line, col, code, rule, message in findings
     ]
-    if ctx.transitive:
-        violations.extend(_transitive(ctx, files, results, modules, show))
-    for rule in policy.rules:
-        if rule.layers:
-            violations.extend(_layer_breaks(rule, files, results, show))
+    violations.extend(derived)
     violations.sort(key=Violation.sort_key)
     return GuardReport(
         violations=tuple(violations),
         files_checked=checked,
         files_cached=cached,
+    )
+
+
+_Fingerprint = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+"""Every file's content digest and the display mapping: what whole-tree findings read."""
+_Derived = tuple[str, int, int, str, str, str, tuple[tuple[str, str, int, str], ...]]
+"""A whole-tree finding (transitive, layers) as the cache stores it."""
+
+
+def _derived(v: Violation) -> _Derived:
+    chain = tuple((c.module, c.path, c.line, c.imports) for c in v.chain)
+    return (v.path, v.line, v.column, v.code.value, v.rule, v.message, chain)
+
+
+def _violation(item: _Derived) -> Violation:
+    path, line, column, code, rule, message, chain = item
+    return Violation(
+        path=path,
+        line=line,
+        column=column,
+        code=ViolationCode(code),
+        rule=rule,
+        message=message,
+        chain=tuple(ChainLink(module=m, path=p, line=n, imports=i) for m, p, n, i in chain),
     )
 
 

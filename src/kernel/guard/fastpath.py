@@ -55,7 +55,7 @@ def _load(cache_dir: str) -> dict[tuple[str, ...], tuple[object, ...]]:
         with open(os.path.join(cache_dir, RECORD_NAME), "rb") as fh:
             # Written by this module into the project's own cache folder; the shape is
             # checked below and any damage means a full run.
-            magic, entries = marshal.load(fh)  # noqa: S302
+            magic, entries = marshal.loads(fh.read())  # noqa: S302
     except (OSError, EOFError, ValueError, TypeError):
         return {}
     if magic != _MAGIC or not isinstance(entries, dict):

@@ -106,7 +106,12 @@ def _compiled_modules(
 
 def covers(patterns: Sequence[str], module: str) -> bool:
     """Whether a rule's ``modules`` list covers ``module`` (globs; last ``!`` wins)."""
-    for positive, body, rx in _compiled_modules(tuple(patterns)):
+    return _covers(tuple(patterns), module)
+
+
+@lru_cache(maxsize=65536)
+def _covers(patterns: tuple[str, ...], module: str) -> bool:
+    for positive, body, rx in _compiled_modules(patterns):
         if (rx.match(module) is not None) if rx is not None else body == module:
             return positive
     return False
