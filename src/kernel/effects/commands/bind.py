@@ -33,6 +33,7 @@ from kernel.binding import (
     verify_binding,
 )
 from kernel.codec import Record
+from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.files import OutputRoot, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     _emit(outcome, output)
     if output is not None:
         print(_summary(outcome), file=sys.stderr)
-        print(f"wrote {output}", file=sys.stderr)
+        console.info(f"wrote {output}")
     return 1 if type(outcome) is CandidateAttemptRunBindingRefusal else 0
 
 

@@ -26,6 +26,7 @@ from kernel.decision import (
     upgrade_decision_document,
     verify_decision,
 )
+from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
 from kernel.effects.files import (
@@ -105,7 +106,7 @@ def run_record(args: argparse.Namespace) -> int:
         atomic_write_bytes(sig_target, signature)
         print(f"signed ({DECISION_SIGNATURE_NAMESPACE}) -> {sig_target}")
     print(f"recorded {outcome.decision} on report {outcome.evidence_report.digest}")
-    print(f"wrote {target}")
+    console.info(f"wrote {target}")
     return 0
 
 

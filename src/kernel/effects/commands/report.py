@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kernel.decision import HumanDecisionRecord, upgrade_decision_document
+from kernel.effects import console
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -204,10 +205,10 @@ def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) ->
         f"{s.control_errors}, disagreement {'yes' if s.verification_disagreement else 'no'}, "
         "decision pending"
     )
-    print(f"report digest {report.digest}")
+    console.info(f"report digest {report.digest}")
     for target in targets:
         if target is not None:
-            print(f"wrote {target}")
+            console.info(f"wrote {target}")
     json_target = targets[-3]
     if json_target is not None:
         warn_stale_decisions(json_target.parent, report)
@@ -318,7 +319,7 @@ def run_replay_check(args: argparse.Namespace) -> int:
     print(describe_replay(check, saved, args.run_record, loaded))
     if target is not None:
         write_canonical_json(target, check.to_dict())
-        print(f"wrote {target}")
+        console.info(f"wrote {target}")
     return 0 if check.match else 1
 
 
