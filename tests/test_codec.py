@@ -79,20 +79,20 @@ class Unsealed(Record):
 @st.composite
 def samples(draw: st.DrawFn) -> Sample:
     """Valid Sample records."""
-    leaf = st.builds(Leaf, name=texts, count=st.integers(0, 100), explanation=texts)
+    leaf = st.builds(Leaf, name=texts(), count=st.integers(0, 100), explanation=texts())
     return seal(
         Sample,
         status=draw(st.sampled_from(Status)),
         flag=draw(st.booleans()),
         size=draw(st.integers(0, 2**53 - 1)),
-        parent=draw(st.none() | digests),
+        parent=draw(st.none() | digests()),
         leaf=draw(leaf),
         leaves=tuple(draw(st.lists(leaf, max_size=3))),
         spans=tuple(draw(st.lists(source_spans(), max_size=3))),
-        tags=tuple(draw(st.lists(texts, max_size=3))),
-        versions=draw(version_pairs),
+        tags=tuple(draw(st.lists(texts(), max_size=3))),
+        versions=draw(version_pairs()),
         kind="sample",
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
 
 
@@ -106,7 +106,7 @@ def test_round_trip(sample: Sample) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(samples(), texts)
+@given(samples(), texts())
 def test_id_is_recomputed_independently_and_ignores_explanation(sample: Sample, other: str) -> None:
     """The sealed id equals stdlib json + hashlib over the documented payload."""
     payload = sample.to_dict()

@@ -156,7 +156,7 @@ def test_unsorted_tools_cannot_exist() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(branches)
+@given(branches())
 def test_branch_outcomes_round_trip_and_seal(item: Branch) -> None:
     """Every outcome round-trips and its id reproduces with the stdlib definition."""
     assert Branch.from_dict(item.to_dict()) == item
@@ -167,7 +167,7 @@ def test_branch_outcomes_round_trip_and_seal(item: Branch) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(branches, st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=4))
+@given(branches(), st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=4))
 def test_correlated_drafts_never_cross_into_verified(item: Branch, picks: list[int]) -> None:
     """Adding drafts that copy an existing drafter's context and tools never yields `verified`.
 
@@ -188,7 +188,7 @@ def test_correlated_drafts_never_cross_into_verified(item: Branch, picks: list[i
 
 
 @settings(max_examples=60, deadline=None)
-@given(drafts, st.integers(min_value=2, max_value=6))
+@given(drafts(), st.integers(min_value=2, max_value=6))
 def test_unanimity_among_clones_is_refused_without_verifier(one: Draft, n: int) -> None:
     """N identical drafters agreeing is the highest-risk signal, not a green light."""
     outcome = admit_to_commit(

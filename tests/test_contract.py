@@ -49,7 +49,7 @@ REFERENCE_BOUND = frozenset(
 )  # ADR-0232: the reference refuses wrong input types (invalid_binding_input)
 
 _records: st.SearchStrategy[object] = st.one_of(
-    branches,
+    branches(),
     work_units(),
     geometric_search_runs(),
     candidate_operator_results(),
@@ -78,7 +78,7 @@ GARBAGE: st.SearchStrategy[object] = st.one_of(
 def _for_type(hint: object) -> st.SearchStrategy[object] | None:
     """A strategy of valid values for the record types our strategies build."""
     table: dict[object, st.SearchStrategy[object]] = {
-        kernel.Branch: branches,
+        kernel.Branch: branches(),
         kernel.WorkUnit: work_units(),
         kernel.ResultManifest: result_manifests(),
         kernel.VerificationResult: verification_results(),

@@ -122,7 +122,7 @@ def worlds(draw: st.DrawFn) -> World:
     attempt = run.attempts[index]
     assert attempt.manifest is not None
     assert attempt.verification is not None
-    candidate = draw(digests.filter(lambda d: d not in {"c" * 64, "d" * 64}))
+    candidate = draw(digests().filter(lambda d: d not in {"c" * 64, "d" * 64}))
     passed = attrs.evolve(
         attempt.verification,
         recommendation=Recommendation.ACCEPT_CANDIDATE,
@@ -140,7 +140,7 @@ def worlds(draw: st.DrawFn) -> World:
     provenance = RunProvenance(
         declared_replay=DeclaredReplay.DETERMINISTIC,
         inputs=tuple(
-            ProvenanceInput(name=f"worker:{a.attempt_id}", digest=draw(digests)) for a in attempts
+            ProvenanceInput(name=f"worker:{a.attempt_id}", digest=draw(digests())) for a in attempts
         ),
         baseline_git_tree=TREE,
     )
@@ -197,7 +197,7 @@ def test_everything_holds_permits(world: World) -> None:
 @given(worlds(), st.data())
 def test_p1_report_of_another_run(world: World, data: st.DataObject) -> None:
     """P1: a report that is not exactly this run's report."""
-    other = attrs.evolve(world.run, config_digest=data.draw(digests))
+    other = attrs.evolve(world.run, config_digest=data.draw(digests()))
     assume(other.digest != world.run.digest)
     assert GateReason.REPORT_RUN_MISMATCH in codes(world.promote(run=other))
     assert GateReason.REPORT_RUN_MISMATCH in codes(world.stage(run=other))
@@ -361,7 +361,7 @@ def test_p6_signature_status(world: World, status: SignatureStatus, code: GateRe
 
 
 @settings(max_examples=30)
-@given(worlds(), digests)
+@given(worlds(), digests())
 def test_p6_signature_over_other_bytes_or_principal(world: World, other: str) -> None:
     """P6: a valid check for other bytes or another principal is not this signature."""
     assume(other != world.signature.message_digest)

@@ -94,7 +94,7 @@ def test_empty_chain_is_intact() -> None:
     assert outcome == LedgerIntact(count=0, head=LedgerHead.empty())
 
 
-@given(st.lists(st.dictionaries(texts, json_values(8), max_size=4), max_size=12))
+@given(st.lists(st.dictionaries(texts(), json_values(8), max_size=4), max_size=12))
 def test_valid_chains_verify(payloads: list[dict[str, object]]) -> None:
     """For all payload sequences, the chain built by next_entry verifies."""
     entries = raw(chain(payloads))
@@ -217,7 +217,7 @@ def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> 
     entries = raw(chain(PAYLOADS))
     tampered = list(entries)
     for index in indexes:
-        new = data.draw(st.dictionaries(texts, json_values(4), min_size=1, max_size=3))
+        new = data.draw(st.dictionaries(texts(), json_values(4), min_size=1, max_size=3))
         if new != {"n": index}:
             tampered[index] = tampered[index]._replace(
                 payload=json.dumps(new, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -233,9 +233,9 @@ def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> 
 
 @given(
     st.integers(min_value=0, max_value=2**53 - 1),
-    digests,
+    digests(),
     st.sampled_from(EntryKind),
-    digests,
+    digests(),
 )
 def test_written_out_id_equals_the_definition(
     seq: int, prev_id: str, kind: EntryKind, payload_digest: str

@@ -132,7 +132,7 @@ def test_hostile_strings_cannot_break_the_markdown_table() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(identifiers)
+@given(identifiers())
 def test_md_cell_is_one_cell_without_raw_markup(value: str) -> None:
     """md_cell output has no unescaped pipe, no line break and no raw < or >."""
     cell = md_cell(value)

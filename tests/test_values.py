@@ -32,7 +32,7 @@ def test_span_round_trip_and_nested_form(span: SourceSpan) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(budget_charges)
+@given(budget_charges())
 def test_budget_charge_round_trip(charge: BudgetCharge) -> None:
     """A budget charge round-trips through its JSON form."""
     assert BudgetCharge.from_dict(charge.to_dict()) == charge
@@ -63,7 +63,7 @@ def test_bool_is_not_an_int_in_a_budget_charge() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(version_pairs)
+@given(version_pairs())
 def test_generated_version_pairs_are_valid(pairs: tuple[tuple[str, str], ...]) -> None:
     """The strategy only builds sorted, unique, non-empty pairs."""
     assert version_pair_problem(pairs) is None

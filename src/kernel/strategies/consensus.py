@@ -47,26 +47,34 @@ def run_observations(
     return tuple(draw(_observation(i, digests)) for i in range(n))
 
 
-tool_sets = st.lists(st.sampled_from(["grep", "pytest", "search", "shell"]), unique=True).map(
+_TOOL_SETS = st.lists(st.sampled_from(["grep", "pytest", "search", "shell"]), unique=True).map(
     lambda tools: tuple(sorted(tools))
 )
-"""Sorted, unique tool names."""
-
-
-drafts = st.builds(
+_DRAFTS = st.builds(
     Draft,
     output_digest=_FEW_DIGESTS,
     context_digest=st.sampled_from(["1" * 64, "2" * 64, "3" * 64]),
-    tools=tool_sets,
+    tools=_TOOL_SETS,
 )
-"""Drafts drawn from a small space, so agreement and correlation both happen."""
-
-
-branches = st.builds(
+_BRANCHES = st.builds(
     Branch,
     branch_id=st.text(min_size=1, max_size=8),
-    drafts=st.lists(drafts, max_size=5).map(tuple),
+    drafts=st.lists(_DRAFTS, max_size=5).map(tuple),
     verifier=st.sampled_from(list(VerifierOutcome)),
     verifier_evidence_digest=st.none() | _FEW_DIGESTS,
 )
-"""Valid branches (possibly without drafts)."""
+
+
+def tool_sets() -> st.SearchStrategy[tuple[str, ...]]:
+    """Sorted, unique tool names."""
+    return _TOOL_SETS
+
+
+def drafts() -> st.SearchStrategy[Draft]:
+    """Drafts drawn from a small space, so agreement and correlation both happen."""
+    return _DRAFTS
+
+
+def branches() -> st.SearchStrategy[Branch]:
+    """Valid branches (possibly without drafts)."""
+    return _BRANCHES

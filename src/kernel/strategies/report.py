@@ -59,10 +59,15 @@ __all__ = [
     "work_units",
 ]
 
-identifiers = texts.filter(lambda s: bool(s.strip()))
-"""Non-blank Unicode strings (hostile characters included)."""
+_IDENTIFIERS = texts().filter(lambda s: bool(s.strip()))
 
-_messages = identifiers.filter(lambda s: not has_absolute_path(s))
+
+def identifiers() -> st.SearchStrategy[str]:
+    """Non-blank Unicode strings (hostile characters included)."""
+    return _IDENTIFIERS
+
+
+_messages = _IDENTIFIERS.filter(lambda s: not has_absolute_path(s))
 _small = st.integers(min_value=1, max_value=50)
 
 
@@ -70,23 +75,23 @@ def actors() -> st.SearchStrategy[Actor]:
     """Workers or verifiers."""
     return st.builds(
         Actor,
-        id=identifiers,
+        id=identifiers(),
         type=st.sampled_from(ActorType),
-        adapter=identifiers,
-        adapter_version=identifiers,
+        adapter=identifiers(),
+        adapter_version=identifiers(),
     )
 
 
 @st.composite
 def work_units(draw: st.DrawFn) -> WorkUnit:
     """Work units with unique input ids and unique required validators."""
-    names = draw(st.lists(identifiers, unique=True, max_size=3))
+    names = draw(st.lists(identifiers(), unique=True, max_size=3))
     return WorkUnit(
-        id=draw(identifiers),
+        id=draw(identifiers()),
         version=draw(_small),
-        objective=draw(identifiers),
-        inputs=tuple(WorkInput(id=n, digest=draw(digests)) for n in names),
-        required_validators=tuple(draw(st.lists(identifiers, unique=True, max_size=3))),
+        objective=draw(identifiers()),
+        inputs=tuple(WorkInput(id=n, digest=draw(digests())) for n in names),
+        required_validators=tuple(draw(st.lists(identifiers(), unique=True, max_size=3))),
     )
 
 
@@ -94,9 +99,9 @@ def work_units(draw: st.DrawFn) -> WorkUnit:
 def result_manifests(draw: st.DrawFn, work_unit: WorkUnit | None = None) -> ResultManifest:
     """Manifests bound to ``work_unit`` (or to a random one)."""
     unit = work_unit if work_unit is not None else draw(work_units())
-    names = draw(st.lists(identifiers, unique=True, max_size=3))
+    names = draw(st.lists(identifiers(), unique=True, max_size=3))
     return ResultManifest(
-        id=draw(identifiers),
+        id=draw(identifiers()),
         work_unit_id=unit.id,
         work_unit_version=unit.version,
         work_unit_digest=unit.digest,
@@ -104,10 +109,10 @@ def result_manifests(draw: st.DrawFn, work_unit: WorkUnit | None = None) -> Resu
         worker=draw(actors()),
         status=draw(st.sampled_from(WorkerStatus)),
         artifacts=tuple(
-            Artifact(id=n, locator=draw(identifiers), digest=draw(digests), media_type="")
+            Artifact(id=n, locator=draw(identifiers()), digest=draw(digests()), media_type="")
             for n in names
         ),
-        claims=tuple(draw(st.lists(texts, max_size=3))),
+        claims=tuple(draw(st.lists(texts(), max_size=3))),
     )
 
 
@@ -118,10 +123,10 @@ def verification_results(
     """Verifications bound to ``manifest`` and ``work_unit`` (random when omitted)."""
     unit = work_unit if work_unit is not None else draw(work_units())
     seen = manifest if manifest is not None else draw(result_manifests(unit))
-    ids = list(unit.required_validators) + draw(st.lists(identifiers, max_size=2))
+    ids = list(unit.required_validators) + draw(st.lists(identifiers(), max_size=2))
     ids = list(dict.fromkeys(ids)) or ["check"]
     return VerificationResult(
-        id=draw(identifiers),
+        id=draw(identifiers()),
         result_manifest_id=seen.id,
         result_manifest_digest=seen.digest,
         work_unit_id=unit.id,
@@ -141,12 +146,12 @@ def verification_results(
                 id=i,
                 required=i in unit.required_validators or draw(st.booleans()),
                 status=draw(st.sampled_from(CheckStatus)),
-                evidence_digests=tuple(draw(st.lists(digests, max_size=2))),
+                evidence_digests=tuple(draw(st.lists(digests(), max_size=2))),
             )
             for i in ids
         ),
         recommendation=draw(st.sampled_from(Recommendation)),
-        rationale=draw(texts),
+        rationale=draw(texts()),
     )
 
 
@@ -156,14 +161,14 @@ _CANDIDATES = ("c" * 64, "d" * 64, EMPTY_SHA256)
 @st.composite
 def _manifest_summary(draw: st.DrawFn, work_unit_digest: str) -> ManifestSummary:
     return ManifestSummary(
-        id=draw(identifiers),
-        digest=draw(digests),
+        id=draw(identifiers()),
+        digest=draw(digests()),
         work_unit_digest=draw(st.sampled_from([work_unit_digest, None])),
-        worker_id=draw(identifiers),
+        worker_id=draw(identifiers()),
         worker_status=draw(st.sampled_from(WorkerStatus)),
         attempt=draw(_small),
         # A small pool, so that attempts share candidates (groups) often.
-        candidate_digest=draw(st.none() | st.sampled_from(_CANDIDATES) | digests),
+        candidate_digest=draw(st.none() | st.sampled_from(_CANDIDATES) | digests()),
     )
 
 
@@ -171,10 +176,10 @@ def _manifest_summary(draw: st.DrawFn, work_unit_digest: str) -> ManifestSummary
 def _verification_summary(
     draw: st.DrawFn, manifest: ManifestSummary, work_unit_digest: str
 ) -> VerificationSummary:
-    names = draw(st.lists(identifiers, unique=True, min_size=1, max_size=3))
+    names = draw(st.lists(identifiers(), unique=True, min_size=1, max_size=3))
     return VerificationSummary(
-        id=draw(identifiers),
-        verifier_id=draw(identifiers),
+        id=draw(identifiers()),
+        verifier_id=draw(identifiers()),
         status=draw(st.sampled_from(VerificationStatus)),
         recommendation=draw(st.sampled_from(Recommendation)),
         checks=tuple(
@@ -185,7 +190,7 @@ def _verification_summary(
         ),
         result_manifest_digest=manifest.digest,
         work_unit_digest=work_unit_digest,
-        semantic_digest=draw(digests),
+        semantic_digest=draw(digests()),
     )
 
 
@@ -194,7 +199,7 @@ def attempt_records(
     draw: st.DrawFn, order: int = 1, work_unit_digest: str | None = None
 ) -> AttemptRecord:
     """One attempt in any state, with digests that bind to ``work_unit_digest``."""
-    unit_digest = work_unit_digest if work_unit_digest is not None else draw(digests)
+    unit_digest = work_unit_digest if work_unit_digest is not None else draw(digests())
     state = draw(st.sampled_from(AttemptState))
     manifest = verification = error = None
     if state is not AttemptState.WORKER_ERROR and (
@@ -209,8 +214,8 @@ def attempt_records(
     return AttemptRecord(
         attempt_id=f"attempt-{order:03d}",
         order=order,
-        adapter=draw(identifiers),
-        adapter_version=draw(st.none() | identifiers),
+        adapter=draw(identifiers()),
+        adapter_version=draw(st.none() | identifiers()),
         state=state,
         manifest=manifest,
         verification=verification,
@@ -221,25 +226,27 @@ def attempt_records(
 @st.composite
 def provenances(draw: st.DrawFn) -> RunProvenance:
     """Run provenance: a declared replay and sorted, unique named input digests."""
-    names = sorted(draw(st.lists(identifiers, unique=True, max_size=4)))
+    names = sorted(draw(st.lists(identifiers(), unique=True, max_size=4)))
     return RunProvenance(
         declared_replay=draw(st.sampled_from(DeclaredReplay)),
-        inputs=tuple(ProvenanceInput(name=n, digest=draw(digests)) for n in names),
+        inputs=tuple(ProvenanceInput(name=n, digest=draw(digests())) for n in names),
     )
 
 
 @st.composite
 def run_records(draw: st.DrawFn, max_attempts: int = 8) -> RunRecord:
     """Run records with 1..max_attempts attempts whose digests bind."""
-    unit = WorkUnitRef(id=draw(identifiers), version=draw(_small), digest=draw(digests))
+    unit = WorkUnitRef(id=draw(identifiers()), version=draw(_small), digest=draw(digests()))
     count = draw(st.integers(min_value=1, max_value=max_attempts))
     return RunRecord(
-        run_id=draw(identifiers),
-        orchestrator=draw(identifiers),
+        run_id=draw(identifiers()),
+        orchestrator=draw(identifiers()),
         work_unit=unit,
-        config_digest=draw(digests),
-        verifier_policy_digest=draw(digests),
-        imported_from=draw(st.none() | st.builds(ImportedFrom, kind=identifiers, digest=digests)),
+        config_digest=draw(digests()),
+        verifier_policy_digest=draw(digests()),
+        imported_from=draw(
+            st.none() | st.builds(ImportedFrom, kind=identifiers(), digest=digests())
+        ),
         attempts=tuple(
             draw(attempt_records(order=i, work_unit_digest=unit.digest))
             for i in range(1, count + 1)
@@ -267,10 +274,10 @@ def decisions(draw: st.DrawFn) -> HumanDecisionRecord:
     decision = draw(st.sampled_from([Decision.REJECT, Decision.ESCALATE]))
     outcome = record_decision(
         report,
-        decision_id=draw(identifiers),
+        decision_id=draw(identifiers()),
         decision=decision,
-        rationale=draw(identifiers),
-        decider_id=draw(identifiers),
+        rationale=draw(identifiers()),
+        decider_id=draw(identifiers()),
         decider_type=draw(st.sampled_from(DeciderType)),
         decided_at="2026-01-01T00:00:00Z",
         selected_attempt_id=draw(

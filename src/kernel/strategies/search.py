@@ -94,12 +94,12 @@ def candidate_attempts(
     return seal(
         CandidateAttempt,
         attempt_index=draw(st.integers(0, 20)) if index is None else index,
-        parent_attempt_id=draw(st.none() | digests),
-        operator_id=draw(texts),
-        operator_version=draw(texts),
-        input_digest=draw(digests),
-        candidate_digest=draw(digests),
-        budget_charge=draw(budget_charges),
+        parent_attempt_id=draw(st.none() | digests()),
+        operator_id=draw(texts()),
+        operator_version=draw(texts()),
+        input_digest=draw(digests()),
+        candidate_digest=draw(digests()),
+        budget_charge=draw(budget_charges()),
         depth=draw(st.integers(0, 5)),
         step_index=draw(st.integers(0, 5)),
         replay_status=(
@@ -107,9 +107,9 @@ def candidate_attempts(
             if pending
             else draw(st.sampled_from(CandidateReplayStatus))
         ),
-        replay_blockers=() if pending else draw(st.lists(texts, max_size=2).map(tuple)),
+        replay_blockers=() if pending else draw(st.lists(texts(), max_size=2).map(tuple)),
         evidence_spans=draw(_SPANS),
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
 
 
@@ -120,19 +120,19 @@ def geometric_search_runs(draw: st.DrawFn) -> GeometricSearchRun:
         GeometricSearchRun,
         run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
         schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
-        problem_frame_digest=draw(digests),
-        contract_assessment_id=draw(texts),
-        residual_ids=tuple(draw(st.lists(digests, min_size=1, max_size=3))),
-        gate_decision_id=draw(digests),
-        budget_id=draw(digests),
-        operator_set_id=draw(digests),
-        operator_set_version=draw(texts),
-        input_digest=draw(digests),
+        problem_frame_digest=draw(digests()),
+        contract_assessment_id=draw(texts()),
+        residual_ids=tuple(draw(st.lists(digests(), min_size=1, max_size=3))),
+        gate_decision_id=draw(digests()),
+        budget_id=draw(digests()),
+        operator_set_id=draw(digests()),
+        operator_set_version=draw(texts()),
+        input_digest=draw(digests()),
         candidate_attempts=tuple(draw(st.lists(candidate_attempts(), max_size=3))),
         budget_consumed=draw(budget_consumed()),
         run_disposition=draw(st.sampled_from(SearchRunDisposition)),
         exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
 
 
@@ -141,13 +141,13 @@ def search_gate_decisions() -> st.SearchStrategy[SearchGateDecision]:
     return st.builds(
         lambda **fields: seal(SearchGateDecision, **fields),
         policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
-        input_digest=digests,
-        residual_ids=st.lists(digests, max_size=3).map(tuple),
-        candidate_organ=st.none() | texts,
+        input_digest=digests(),
+        residual_ids=st.lists(digests(), max_size=3).map(tuple),
+        candidate_organ=st.none() | texts(),
         status=st.sampled_from(SearchGateStatus),
-        reason_code=texts,
+        reason_code=texts(),
         evidence_spans=_SPANS,
-        explanation=texts,
+        explanation=texts(),
     )
 
 
@@ -156,39 +156,39 @@ def compute_budget_decisions() -> st.SearchStrategy[ComputeBudgetDecision]:
     return st.builds(
         lambda **fields: seal(ComputeBudgetDecision, **fields),
         policy_version=st.just(COMPUTE_BUDGET_POLICY_VERSION),
-        gate_decision_id=digests,
+        gate_decision_id=digests(),
         gate_policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
-        gate_input_digest=digests,
+        gate_input_digest=digests(),
         status=st.sampled_from(ComputeBudgetStatus),
-        reason_code=texts,
+        reason_code=texts(),
         max_candidates=_COUNTS,
         max_depth=_COUNTS,
         max_steps=_COUNTS,
         max_wallclock_ms=st.none() | _COUNTS,
         max_parallelism=_COUNTS,
         evidence_spans=_SPANS,
-        explanation=texts,
+        explanation=texts(),
     )
 
 
-_PAIRS = st.lists(st.tuples(texts, texts), max_size=3).map(tuple)
+_PAIRS = st.lists(st.tuples(texts(), texts()), max_size=3).map(tuple)
 
 
 def candidate_reconstructions() -> st.SearchStrategy[CandidateReconstruction]:
     """Any well-formed `CandidateReconstruction` (its digest is taken as given)."""
     return st.builds(
         CandidateReconstruction,
-        candidate_digest=digests,
-        candidate_reconstruction_digest=digests,
-        candidate_organ=texts,
+        candidate_digest=digests(),
+        candidate_reconstruction_digest=digests(),
+        candidate_organ=texts(),
         candidate_payload=_PAIRS,
         evidence_spans=_SPANS,
-        operator_name=texts,
-        operator_version=texts,
+        operator_name=texts(),
+        operator_version=texts(),
         operator_provenance=_PAIRS,
-        source_residual_id=digests,
-        problem_frame_digest=digests,
-        original_contract_assessment_id=texts,
+        source_residual_id=digests(),
+        problem_frame_digest=digests(),
+        original_contract_assessment_id=texts(),
     )
 
 
@@ -201,7 +201,9 @@ def candidate_operator_results() -> st.SearchStrategy[CandidateOperatorResult]:
 def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
     """A ``(run, operator_result)`` pair that binds, with 0..max_existing attempts."""
     count = draw(st.integers(0, max_existing))
-    candidate_digests = draw(st.lists(digests, min_size=count + 1, max_size=count + 1, unique=True))
+    candidate_digests = draw(
+        st.lists(digests(), min_size=count + 1, max_size=count + 1, unique=True)
+    )
     existing = tuple(
         attrs.evolve(
             draw(candidate_attempts(index=position)), candidate_digest=candidate_digests[position]
@@ -209,7 +211,7 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         for position in range(count)
     )
     existing = tuple(attrs.evolve(a, attempt_id=compute_id(a)) for a in existing)
-    charge = draw(budget_charges)
+    charge = draw(budget_charges())
     depth = draw(st.integers(0, 4))
     considered = sum(a.budget_charge.candidates for a in existing) + draw(st.integers(0, 2))
     steps = sum(a.budget_charge.steps for a in existing) + draw(st.integers(0, 2))
@@ -225,24 +227,24 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         max_parallelism=1,
         exhausted=draw(st.booleans()),
     )
-    residual_ids = tuple(draw(st.lists(digests, min_size=1, max_size=3)))
+    residual_ids = tuple(draw(st.lists(digests(), min_size=1, max_size=3)))
     run = seal(
         GeometricSearchRun,
         run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
         schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
-        problem_frame_digest=draw(digests),
-        contract_assessment_id=draw(texts),
+        problem_frame_digest=draw(digests()),
+        contract_assessment_id=draw(texts()),
         residual_ids=residual_ids,
-        gate_decision_id=draw(digests),
-        budget_id=draw(digests),
-        operator_set_id=draw(digests),
-        operator_set_version=draw(texts),
-        input_digest=draw(digests),
+        gate_decision_id=draw(digests()),
+        budget_id=draw(digests()),
+        operator_set_id=draw(digests()),
+        operator_set_version=draw(texts()),
+        input_digest=draw(digests()),
         candidate_attempts=existing,
         budget_consumed=consumed,
         run_disposition=draw(st.sampled_from(SearchRunDisposition)),
         exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
     spans = draw(_SPANS)
     attempt = seal(
@@ -251,9 +253,9 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         parent_attempt_id=draw(
             st.none() | st.sampled_from([a.attempt_id for a in existing]) if existing else st.none()
         ),
-        operator_id=draw(texts),
-        operator_version=draw(texts),
-        input_digest=draw(digests),
+        operator_id=draw(texts()),
+        operator_version=draw(texts()),
+        input_digest=draw(digests()),
         candidate_digest=candidate_digests[count],
         budget_charge=charge,
         depth=depth,
@@ -261,21 +263,21 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         replay_status=CandidateReplayStatus.REPLAY_PENDING,
         replay_blockers=(),
         evidence_spans=spans,
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
     provenance = draw(
         st.permutations(
             [
                 ("operator_set_id", run.operator_set_id),
                 ("operator_set_version", run.operator_set_version),
-                *draw(st.lists(st.tuples(texts, texts), max_size=2)),
+                *draw(st.lists(st.tuples(texts(), texts()), max_size=2)),
             ]
         )
     )
     reconstruction = CandidateReconstruction(
         candidate_digest=attempt.candidate_digest,
-        candidate_reconstruction_digest=draw(digests),
-        candidate_organ=draw(texts),
+        candidate_reconstruction_digest=draw(digests()),
+        candidate_organ=draw(texts()),
         candidate_payload=draw(_PAIRS),
         evidence_spans=spans,
         operator_name=attempt.operator_id,
@@ -299,9 +301,9 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         operator_version=attempt.operator_version,
         candidate_attempt=attempt,
         candidate_reconstruction=reconstruction,
-        reason_codes=tuple(draw(st.lists(texts, max_size=2))),
+        reason_codes=tuple(draw(st.lists(texts(), max_size=2))),
         evidence_spans=spans,
-        explanation=draw(texts),
+        explanation=draw(texts()),
     )
     return run, result
 
@@ -334,11 +336,11 @@ _Corruption = Callable[[st.DrawFn, GeometricSearchRun, CandidateOperatorResult],
 
 
 def _other(draw: st.DrawFn, value: str) -> str:
-    return draw(digests.filter(lambda d: d != value))
+    return draw(digests().filter(lambda d: d != value))
 
 
 def _other_text(draw: st.DrawFn, value: str) -> str:
-    return draw(texts.filter(lambda t: t != value))
+    return draw(texts().filter(lambda t: t != value))
 
 
 def _result(result: CandidateOperatorResult, **changes: object) -> CandidateOperatorResult:
@@ -458,14 +460,16 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
         R.REPLAY_BLOCKERS_PRESENT,
         lambda d, run, res: (
             run,
-            _attempt(res, replay_blockers=tuple(d(st.lists(texts, min_size=1, max_size=2)))),
+            _attempt(res, replay_blockers=tuple(d(st.lists(texts(), min_size=1, max_size=2)))),
         ),
     ),
     "reconstruction.source_residual_id": (
         R.RUN_IDENTITY_MISMATCH,
         lambda d, run, res: (
             run,
-            _recon(res, source_residual_id=d(digests.filter(lambda x: x not in run.residual_ids))),
+            _recon(
+                res, source_residual_id=d(digests().filter(lambda x: x not in run.residual_ids))
+            ),
         ),
     ),
     "reconstruction.problem_frame_digest": (

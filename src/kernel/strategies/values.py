@@ -17,24 +17,30 @@ __all__ = [
 ]
 
 # Valid Unicode text: every code point but the surrogate block (which UTF-8 cannot encode).
-texts = st.text(st.characters(codec="utf-8"), max_size=24)
-"""Unicode strings including astral characters, control characters and U+2028/9."""
+_TEXTS = st.text(st.characters(codec="utf-8"), max_size=24)
+_DIGESTS = st.binary(min_size=32, max_size=32).map(bytes.hex)
+_SAFE_INTS = st.integers(min_value=-MAX_SAFE_INT, max_value=MAX_SAFE_INT)
 
-digests = st.binary(min_size=32, max_size=32).map(bytes.hex)
-"""64-char lowercase hex digests."""
 
-safe_ints = st.integers(min_value=-MAX_SAFE_INT, max_value=MAX_SAFE_INT)
+def texts() -> st.SearchStrategy[str]:
+    """Unicode strings including astral characters, control characters and U+2028/9."""
+    return _TEXTS
+
+
+def digests() -> st.SearchStrategy[str]:
+    """64-char lowercase hex digests."""
+    return _DIGESTS
 
 
 def json_values(max_leaves: int = 30) -> st.SearchStrategy[object]:
     """Portable canonical-JSON values: dicts, lists, tuples, str, safe ints, bool, None."""
-    scalars = st.none() | st.booleans() | safe_ints | texts
+    scalars = st.none() | st.booleans() | _SAFE_INTS | _TEXTS
     return st.recursive(
         scalars,
         lambda children: (
             st.lists(children, max_size=6)
             | st.lists(children, max_size=6).map(tuple)
-            | st.dictionaries(texts, children, max_size=6)
+            | st.dictionaries(_TEXTS, children, max_size=6)
         ),
         max_leaves=max_leaves,
     )
@@ -46,23 +52,30 @@ def source_spans(draw: st.DrawFn) -> SourceSpan:
     start = draw(st.integers(min_value=0, max_value=10_000))
     end = draw(st.integers(min_value=start, max_value=start + 500))
     return SourceSpan(
-        text=draw(texts),
+        text=draw(_TEXTS),
         start=start,
         end=end,
         sentence_index=draw(st.none() | st.integers(min_value=0, max_value=500)),
     )
 
 
-budget_charges = st.builds(
+_BUDGET_CHARGES = st.builds(
     BudgetCharge,
     candidates=st.integers(min_value=1, max_value=5),
     steps=st.integers(min_value=1, max_value=5),
 )
-"""Positive budget charges."""
-
-version_pairs = st.dictionaries(
+_VERSION_PAIRS = st.dictionaries(
     st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=8),
     st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=8),
     max_size=4,
 ).map(lambda d: tuple(sorted(d.items())))
-"""Sorted, unique ``(name, version)`` pairs."""
+
+
+def budget_charges() -> st.SearchStrategy[BudgetCharge]:
+    """Positive budget charges."""
+    return _BUDGET_CHARGES
+
+
+def version_pairs() -> st.SearchStrategy[tuple[tuple[str, str], ...]]:
+    """Sorted, unique ``(name, version)`` pairs."""
+    return _VERSION_PAIRS

@@ -1,0 +1,87 @@
+"""How fast `kernel.strategies` generates valid records, as a ratio to ``st.integers()``.
+
+Each strategy draws examples inside one ``@given`` test (generate phase only, no
+database, no shrinking, no health checks) for a fixed number of examples; the rate is
+examples per second, and the ratio is that rate over ``st.integers()``'s rate measured
+the same way in this process (so machine load cancels out, as far as it can).
+
+Target (issue 11): every record strategy >= 25 % of ``st.integers()``'s rate.
+
+    python bench/strategies.py [--examples N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kernel import strategies as ks
+
+TARGET = 0.25
+
+STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Any]]] = {
+    "budget_charges": ks.budget_charges,
+    "source_spans": ks.source_spans,
+    "candidate_attempts": ks.candidate_attempts,
+    "geometric_search_runs": ks.geometric_search_runs,
+    "candidate_operator_results": ks.candidate_operator_results,
+    "binding_pairs": ks.binding_pairs,
+    "bindings": ks.bindings,
+    "work_units": ks.work_units,
+    "result_manifests": ks.result_manifests,
+    "verification_results": ks.verification_results,
+    "run_records": ks.run_records,
+    "reports": ks.reports,
+    "decisions": ks.decisions,
+    "run_observations": ks.run_observations,
+    "drafts": ks.drafts,
+    "branches": ks.branches,
+}
+
+
+def rate(strategy: st.SearchStrategy[object], examples: int) -> float:
+    """Examples per second drawn from ``strategy`` by hypothesis itself."""
+    seen = 0
+
+    @settings(
+        max_examples=examples,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+    @given(strategy)
+    def draw(_value: object) -> None:
+        nonlocal seen
+        seen += 1
+
+    start = time.perf_counter()
+    draw()
+    return seen / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--examples", type=int, default=300)
+    args = parser.parse_args()
+    baseline = rate(st.integers(), args.examples)
+    print(f"load average {os.getloadavg()[0]:.2f}; st.integers(): {baseline:,.0f} examples/s")
+    worst = 1.0
+    for name, make in STRATEGIES.items():
+        ratio = rate(make(), args.examples) / baseline
+        worst = min(worst, ratio)
+        mark = "PASS" if ratio >= TARGET else "MISS"
+        print(f"{mark} {name:28} {ratio * baseline:9,.0f}/s  {ratio:6.1%} of st.integers()")
+    print(f"worst ratio {worst:.1%} (target >= {TARGET:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
