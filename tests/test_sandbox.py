@@ -65,6 +65,23 @@ def _sandboxed(cmdline: str) -> bool:
     return "import nshelper" in cmdline or "4242.5" in cmdline or "4244.5" in cmdline
 
 
+def _named_runner(cmdline: str) -> int | None:
+    """The runner pid a sandbox helper's command line names, if any."""
+    for word in cmdline.split():
+        if word.startswith("ppid=") and word[5:].isdigit():
+            return int(word[5:])
+    return None
+
+
+def _ours(pid: int) -> bool:
+    """True when ``pid`` is this test process or one of its descendants."""
+    while pid > 1:
+        if pid == os.getpid():
+            return True
+        pid = _parent(pid)
+    return False
+
+
 def _foreign(pid: int) -> bool:
     """True when ``pid`` belongs to a live runner other than this test process.
 
@@ -73,16 +90,17 @@ def _foreign(pid: int) -> bool:
     that is not a helper or marked process; ours is this process or a descendant. A
     dead runner or an orphan counts as ours (a leftover).
     """
+    # A helper names its runner (``ppid=N``) and its forks inherit that command line:
+    # trust the name over the process tree, which an exiting helper briefly orphans.
+    owner = _named_runner(_cmdline(pid) or "")
+    if owner is not None:
+        return _cmdline(owner) is not None and not _ours(owner)
     runner = pid
     while runner > 1 and _sandboxed(_cmdline(runner) or ""):
         runner = _parent(runner)
     if runner <= 1 or _cmdline(runner) is None:
         return False
-    while runner > 1:
-        if runner == os.getpid():
-            return False
-        runner = _parent(runner)
-    return True
+    return not _ours(runner)
 
 
 def _helpers_alive() -> list[str]:
