@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,11 @@ from kernel.decision import DecisionReason
 from kernel.errors import RecordError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import (
+    IdkmeshConfig,
+    idkmesh_digest,
+    idkmesh_provenance_differences,
     parse_prefixed_digest,
+    read_idkmesh_config,
     read_idkmesh_decision,
     read_idkmesh_report,
     run_record_from_idkmesh,
@@ -442,3 +448,121 @@ def test_malformed_idkmesh_reports_name_the_field() -> None:
     with pytest.raises(RecordError) as info:
         read_idkmesh_report(document)
     assert info.value.path == "$.attempts[0].evidence_state"
+
+
+# --- provenance replay of saved IDKMesh runs against their IDKMesh configs -------------
+
+REPO = IDKMESH / "repo"
+GOOD_CONFIG = REPO / "examples/orchestration/two-attempt-good-vs-bad.json"
+FAILURE_CONFIG = REPO / "examples/orchestration/two-attempt-worker-failure.json"
+
+
+def _documents(config: IdkmeshConfig, root: Path = REPO) -> dict[str, object]:
+    paths = [config.work_unit, config.verifier_policy]
+    paths += [s.result_manifest for s in config.attempts if s.result_manifest]
+    return {p: json.loads((root / p).read_text()) for p in paths}
+
+
+def _differences(config_path: Path, run: Any, root: Path = REPO) -> list[str]:
+    config = read_idkmesh_config(json.loads(config_path.read_text()))
+    run_record_from_idkmesh(run)
+    return idkmesh_provenance_differences(config, _documents(config, root), run)
+
+
+def test_idkmesh_digests_are_reproduced_from_idkmesh_files() -> None:
+    """IDKMesh's config, work-unit (floats included), policy and manifest digests are
+    reproduced byte for byte from its own files, as its saved run records them."""
+    run = _load("demo.run.json")
+    config = read_idkmesh_config(json.loads(GOOD_CONFIG.read_text()))
+    assert "sha256:" + config.digest == run["config_digest"]
+    documents = _documents(config)
+    assert (
+        "sha256:" + idkmesh_digest(documents[config.work_unit], "u") == (run["work_unit"]["digest"])
+    )
+    good = config.attempts[0].result_manifest
+    assert good is not None
+    assert (
+        "sha256:" + idkmesh_digest(documents[good], "m")
+        == (run["attempts"][0]["result_manifest"]["digest"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "run"),
+    [
+        (GOOD_CONFIG, "demo.run.json"),
+        (GOOD_CONFIG, "demo.orchestrator-0.1.run.json"),
+        (FAILURE_CONFIG, "failure.run.json"),
+    ],
+)
+def test_saved_idkmesh_runs_replay_in_provenance_mode(config: Path, run: str) -> None:
+    """Each saved IDKMesh run (both orchestrator versions, the failure run) is a run of
+    its config: nothing differs."""
+    assert _differences(config, _load(run)) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda d: d.update(run_id="other"), "$.run_id"),
+        (lambda d: d["work_unit"].update(version=2), "$.work_unit"),
+        (
+            lambda d: d["attempts"][1]["result_manifest"].update(worker_status="failed"),
+            "$.attempts[1].result_manifest",
+        ),
+        (
+            lambda d: d["attempts"][0]["verification"].update(
+                work_unit_digest="sha256:" + "0" * 64
+            ),
+            "$.attempts[0].verification",
+        ),
+        (lambda d: d["attempts"][0].update(candidate_root="elsewhere"), "$.attempts[0]"),
+    ],
+)
+def test_a_tampered_saved_idkmesh_run_names_the_first_difference(edit: Any, path: str) -> None:
+    """A field of the saved run that its config's files contradict is named."""
+    run = _load("demo.run.json")
+    edit(run)
+    differences = _differences(GOOD_CONFIG, run)
+    assert differences
+    assert differences[0].startswith(path)
+
+
+def test_an_edited_idkmesh_manifest_is_a_difference(tmp_path: Path) -> None:
+    """A result manifest edited after the run no longer has the saved digest."""
+    shutil.copytree(REPO, tmp_path / "repo")
+    manifest = tmp_path / "repo/examples/verifier/bad/result-manifest.json"
+    document = json.loads(manifest.read_text())
+    document["status"] = "failed"
+    manifest.write_text(json.dumps(document))
+    differences = _differences(GOOD_CONFIG, _load("demo.run.json"), tmp_path / "repo")
+    assert differences[0].startswith("$.attempts[1].result_manifest")
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (
+            lambda d: d["attempts"][0].update(worker_adapter="docker"),
+            "$.attempts[0].worker_adapter",
+        ),
+        (lambda d: d.update(work_unit="/etc/passwd"), "$.work_unit"),
+        (lambda d: d["attempts"][1].update(result_manifest="../x.json"), "$.attempts[1]"),
+        (lambda d: d["attempts"][1].update(attempt_id="attempt-001"), "$.attempts[1].attempt_id"),
+        (lambda d: d.update(schema_version="0.2"), "$.schema_version"),
+    ],
+)
+def test_malformed_idkmesh_configs_name_the_field(edit: Any, path: str) -> None:
+    """Unknown adapters, paths outside the repository and duplicate ids are refused."""
+    document = json.loads(GOOD_CONFIG.read_text())
+    edit(document)
+    with pytest.raises(RecordError) as info:
+        read_idkmesh_config(document)
+    assert info.value.path.startswith(path)
+
+
+def test_float_digests_refuse_nan() -> None:
+    """IDKMesh's digest definition admits floats but not NaN (no JSON form)."""
+    assert idkmesh_digest({"x": 1.0}, "$") == hashlib.sha256(b'{"x":1.0}').hexdigest()
+    with pytest.raises(RecordError):
+        idkmesh_digest({"x": float("nan")}, "$")

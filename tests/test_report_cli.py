@@ -387,3 +387,34 @@ def test_replay_check_of_a_malformed_saved_record_is_exit_2_one_line(
     assert "results/demo/run.json: " in captured.err
     assert "attempts" in captured.err or "kind" in captured.err
     assert "Traceback" not in captured.err
+
+
+IDKMESH = ROOT / "fixtures" / "idkmesh"
+
+
+def _replay_idkmesh(run: Path | str, *extra: str) -> int:
+    config = IDKMESH / "repo/examples/orchestration/two-attempt-good-vs-bad.json"
+    return main(
+        ["report", "replay-check", "--config", str(config), "--run-record", str(run), *extra]
+    )
+
+
+def test_replay_check_of_a_saved_idkmesh_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An IDKMesh user replay-checks IDKMesh's saved run with its IDKMesh config: match
+    (exit 0); a tampered copy: mismatch naming the field (exit 1); a malformed copy:
+    exit 2 with one line; a kernel-only mode is refused (exit 2)."""
+    assert _replay_idkmesh(IDKMESH / "demo.run.json") == 0
+    assert "replay match (IDKMesh provenance replay" in capsys.readouterr().out
+    document = json.loads((IDKMESH / "demo.run.json").read_text())
+    document["work_unit"]["version"] = 7
+    (tmp_path / "tampered.json").write_text(json.dumps(document))
+    assert _replay_idkmesh(tmp_path / "tampered.json") == 1
+    assert "first difference at $.work_unit" in capsys.readouterr().out
+    del document["attempts"]
+    (tmp_path / "malformed.json").write_text(json.dumps(document))
+    assert _replay_idkmesh(tmp_path / "malformed.json") == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert _replay_idkmesh(IDKMESH / "demo.run.json", "--mode", "exact") == 2
+    assert "provenance" in capsys.readouterr().err

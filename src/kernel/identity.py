@@ -30,6 +30,7 @@ identity; the static guard enforces it.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -49,6 +50,7 @@ __all__ = [
     "sha256_bytes",
     "sha256_hex",
     "sha256_prevalidated",
+    "sha256_python_json",
 ]
 
 MAX_DEPTH: Final = 64
@@ -83,6 +85,27 @@ def canonical_json(value: object) -> bytes:
 def sha256_hex(value: object) -> str:
     """SHA-256 of ``canonical_json(value)`` as 64 lowercase hex characters."""
     return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def sha256_python_json(value: object) -> str:
+    """SHA-256 hex of ``json.dumps(value, ensure_ascii=False, sort_keys=True,
+    separators=(",", ":"))`` exactly as Python's stdlib writes it, floats included
+    (``repr`` form; NaN and Infinity refused).
+
+    This is the digest definition of IDKMesh v0.1 documents, whose work units and result
+    manifests carry floats. Only importers use it, to check another tool's digests; a
+    kernel identity is always `sha256_hex` (floats refused).
+
+    Raises:
+        CanonicalizationError: NaN/Infinity, a lone surrogate, or a non-JSON value.
+    """
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except (TypeError, ValueError) as e:
+        raise CanonicalizationError("$", f"not encodable as Python JSON: {e}") from e
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -1,4 +1,8 @@
-"""Read IDKMesh v0.1 run records (``kind: idkmesh-two-attempt-run``) as `RunRecord`s.
+"""Read IDKMesh v0.1 documents: run records (``kind: idkmesh-two-attempt-run``) as
+`RunRecord`s, evidence reports and human decision records (to verify an IDKMesh
+decision), orchestration configs (to replay-check a saved IDKMesh run in provenance
+mode: `idkmesh_provenance_differences`), and IDKMesh's digests of its work units,
+verifier policies and result manifests (floats included: `idkmesh_digest`).
 
 Pure conversion at the edge: a decoded JSON document in, a `RunRecord` out, or a
 `kernel.errors.RecordError` naming the failing path (never a traceback).
@@ -36,7 +40,7 @@ import attrs
 from kernel.decision import Decider, DeciderType, Decision, DecisionReason, EvidenceReportRef
 from kernel.errors import CanonicalizationError, RecordError
 from kernel.evidence_report import EvidenceState
-from kernel.identity import sha256_hex
+from kernel.identity import sha256_hex, sha256_python_json
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,
@@ -57,12 +61,18 @@ __all__ = [
     "IDKMESH_DECISION_KIND",
     "IDKMESH_REPORT_KIND",
     "IDKMESH_RUN_KIND",
+    "IdkmeshAttemptSpec",
+    "IdkmeshConfig",
     "IdkmeshDecision",
     "IdkmeshReport",
     "IdkmeshReportAttempt",
+    "idkmesh_digest",
+    "idkmesh_provenance_differences",
+    "is_idkmesh_config",
     "is_idkmesh_document",
     "is_idkmesh_run",
     "parse_prefixed_digest",
+    "read_idkmesh_config",
     "read_idkmesh_decision",
     "read_idkmesh_report",
     "require_kind",
@@ -725,3 +735,246 @@ def verify_idkmesh_decision(
     if decision.selected_attempt_id is not None and decision.selected_attempt_id not in attempt_ids:
         reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
     return tuple(reasons)
+
+
+# --- orchestration configs: a provenance replay of a saved IDKMesh run -----------------
+
+_CONFIG_KEYS: Final = frozenset({"attempts", "run_id", "schema_version", "verifier_policy",
+                                 "work_unit"})  # fmt: skip
+_FIXTURE_ADAPTERS: Final = ("fixture-result", "fixture-failure")
+_DEFAULT_FAILURE: Final = "simulated worker failure before ResultManifest"
+
+
+@attrs.frozen(kw_only=True)
+class IdkmeshAttemptSpec:
+    """One attempt of an IDKMesh v0.1 orchestration config."""
+
+    attempt_id: str
+    """Attempt id."""
+    worker_adapter: str
+    """``fixture-result`` or ``fixture-failure`` (IDKMesh v0.1's two adapters)."""
+    result_manifest: str | None
+    """Repository-relative path of the result manifest (fixture-result)."""
+    candidate_root: str | None
+    """Repository-relative path of the candidate folder (fixture-result)."""
+    failure: str | None
+    """The simulated failure message (fixture-failure)."""
+
+
+@attrs.frozen(kw_only=True)
+class IdkmeshConfig:
+    """An IDKMesh v0.1 orchestration config (it has no ``kind``: schema_version 0.1 and
+    these keys), with its digest as IDKMesh computes it."""
+
+    digest: str
+    """SHA-256 of the config document (IDKMesh's ``config_digest``, bare hex)."""
+    run_id: str
+    """Run id."""
+    work_unit: str
+    """Repository-relative path of the work unit."""
+    verifier_policy: str
+    """Repository-relative path of the verifier policy."""
+    attempts: tuple[IdkmeshAttemptSpec, ...]
+    """Attempts in launch order."""
+
+
+def is_idkmesh_config(document: object) -> bool:
+    """True when ``document`` looks like an IDKMesh v0.1 orchestration config."""
+    return (
+        isinstance(document, dict)
+        and "kind" not in document
+        and document.get("schema_version") == "0.1"
+        and {"verifier_policy", "work_unit", "attempts"} <= set(document)
+    )
+
+
+def read_idkmesh_config(document: object) -> IdkmeshConfig:
+    """Read an IDKMesh v0.1 orchestration config strictly.
+
+    Raises:
+        RecordError: malformed, an unknown adapter, duplicate attempt ids (path named).
+    """
+    doc = _R.obj(document, "$", set(_CONFIG_KEYS))
+    if doc["schema_version"] != "0.1":
+        raise RecordError("$.schema_version", "expected IDKMesh config schema_version '0.1'")
+    specs = []
+    for index, item in enumerate(_R.array(doc["attempts"], "$.attempts")):
+        where = f"$.attempts[{index}]"
+        if type(item) is not dict:
+            raise RecordError(where, "expected an object")
+        optional = {"result_manifest", "candidate_root", "failure"} & set(item)
+        entry = _R.obj(item, where, {"attempt_id", "worker_adapter"} | optional)
+        adapter = _R.string(entry["worker_adapter"], f"{where}.worker_adapter")
+        if adapter not in _FIXTURE_ADAPTERS:
+            raise RecordError(
+                f"{where}.worker_adapter", f"expected one of {list(_FIXTURE_ADAPTERS)}"
+            )
+        texts = {
+            key: None if key not in entry else _R.string(entry[key], f"{where}.{key}")
+            for key in ("result_manifest", "candidate_root", "failure")
+        }
+        specs.append(
+            IdkmeshAttemptSpec(
+                attempt_id=_R.string(entry["attempt_id"], f"{where}.attempt_id"),
+                worker_adapter=adapter,
+                result_manifest=texts["result_manifest"],
+                candidate_root=texts["candidate_root"],
+                failure=texts["failure"],
+            )
+        )
+    if not specs:
+        raise RecordError("$.attempts", "a config has at least one attempt")
+    for key in ("work_unit", "verifier_policy"):
+        _repository_path(doc[key], f"$.{key}")
+    for index, spec in enumerate(specs):
+        for key in ("result_manifest", "candidate_root"):
+            value = getattr(spec, key)
+            if value is not None:
+                _repository_path(value, f"$.attempts[{index}].{key}")
+    ids = [s.attempt_id for s in specs]
+    for index, attempt_id in enumerate(ids):
+        if attempt_id in ids[:index]:
+            raise RecordError(f"$.attempts[{index}].attempt_id", "duplicate attempt id")
+    try:
+        digest = sha256_hex(doc)
+    except CanonicalizationError as e:
+        raise RecordError(e.path, e.reason) from e
+    return IdkmeshConfig(
+        digest=digest,
+        run_id=_R.string(doc["run_id"], "$.run_id"),
+        work_unit=_R.string(doc["work_unit"], "$.work_unit"),
+        verifier_policy=_R.string(doc["verifier_policy"], "$.verifier_policy"),
+        attempts=tuple(specs),
+    )
+
+
+def _repository_path(value: object, path: str) -> None:
+    """IDKMesh paths are repository-relative: no absolute path, no ``..``."""
+    text = _R.string(value, path)
+    if text.startswith(("/", "\\")) or ".." in text.replace("\\", "/").split("/"):
+        raise RecordError(path, f"expected a repository-relative path, got {text!r}")
+
+
+def idkmesh_digest(document: object, path: str) -> str:
+    """IDKMesh's digest of a document that may carry floats (work units, manifests).
+
+    Raises:
+        RecordError: NaN, Infinity or another value with no JSON form.
+    """
+    try:
+        return sha256_python_json(document)
+    except CanonicalizationError as e:
+        raise RecordError(path, e.reason) from e
+
+
+def _same(differences: list[str], path: str, expected: object, saved: object) -> None:
+    if expected != saved:
+        differences.append(f"{path}: replayed {expected!r}, saved {saved!r}")
+
+
+def idkmesh_provenance_differences(
+    config: IdkmeshConfig, documents: Mapping[str, object], saved: Mapping[str, Any]
+) -> list[str]:
+    """What a provenance replay of ``config`` finds different from the ``saved``
+    IDKMesh run record (empty: they match), in document order.
+
+    ``documents`` maps each repository-relative path the config names (work unit,
+    verifier policy, result manifests) to its decoded document; a manifest path that
+    could not be read maps to None (IDKMesh records ``result_manifest_error`` then).
+
+    Re-derived and compared: the config digest, run id, work unit (id, version, digest),
+    verifier policy digest (and orchestrator 0.2's verification_control), attempt
+    order, ids and adapters, simulated failures, each result manifest's id, attempt,
+    worker id and status and digest, the candidate roots, and the verification's
+    binding to the manifest and work unit digests. IDKMesh's verifier itself is not
+    re-run (its outcomes are compared only through that binding): this is IDKMesh's
+    "provenance-equivalent replay", never a claim about correctness.
+
+    ``saved`` must already have been read by `run_record_from_idkmesh` (well formed).
+    """
+    differences: list[str] = []
+    _same(differences, "$.config_digest", "sha256:" + config.digest, saved["config_digest"])
+    if differences:
+        return differences  # a record of another config: nothing else is compared
+    _same(differences, "$.run_id", config.run_id, saved["run_id"])
+    unit = documents[config.work_unit]
+    unit_digest = "sha256:" + idkmesh_digest(unit, config.work_unit)
+    unit_doc = unit if isinstance(unit, dict) else {}
+    expected_unit = {"id": unit_doc.get("id"), "version": unit_doc.get("version"),
+                     "digest": unit_digest}  # fmt: skip
+    _same(differences, "$.work_unit", expected_unit, saved["work_unit"])
+    policy = "sha256:" + idkmesh_digest(documents[config.verifier_policy], config.verifier_policy)
+    _same(differences, "$.verifier_policy_digest", policy, saved["verifier_policy_digest"])
+    if "verification_control" in saved:
+        _same(
+            differences,
+            "$.verification_control.digest",
+            policy,
+            saved["verification_control"]["digest"],
+        )
+    ids = [spec.attempt_id for spec in config.attempts]
+    _same(differences, "$.attempt_order", ids, saved["attempt_order"])
+    attempts = saved["attempts"]
+    if len(attempts) != len(config.attempts):
+        differences.append(
+            f"$.attempts: replayed {len(config.attempts)} attempts, saved {len(attempts)}"
+        )
+        return differences
+    for index, (spec, attempt) in enumerate(zip(config.attempts, attempts, strict=True)):
+        _attempt_differences(
+            differences,
+            f"$.attempts[{index}]",
+            spec=spec,
+            attempt=attempt,
+            documents=documents,
+            unit_digest=unit_digest,
+        )
+    return differences
+
+
+def _attempt_differences(
+    differences: list[str],
+    where: str,
+    *,
+    spec: IdkmeshAttemptSpec,
+    attempt: Mapping[str, Any],
+    documents: Mapping[str, object],
+    unit_digest: str,
+) -> None:
+    _same(differences, f"{where}.attempt_id", spec.attempt_id, attempt["attempt_id"])
+    _same(differences, f"{where}.worker_adapter", spec.worker_adapter, attempt["worker_adapter"])
+    if spec.worker_adapter == "fixture-failure":
+        _same(differences, f"{where}.state", "worker_error", attempt["state"])
+        _same(differences, f"{where}.error", spec.failure or _DEFAULT_FAILURE, attempt["error"])
+        return
+    if spec.result_manifest is None or spec.candidate_root is None:
+        _same(differences, f"{where}.state", "worker_error", attempt["state"])
+        return
+    manifest = documents.get(spec.result_manifest)
+    if not isinstance(manifest, dict):
+        _same(differences, f"{where}.state", "result_manifest_error", attempt["state"])
+        return
+    worker = manifest.get("worker")
+    digest = "sha256:" + idkmesh_digest(manifest, spec.result_manifest)
+    expected = {
+        "id": manifest.get("id"),
+        "attempt": manifest.get("attempt"),
+        "worker_id": worker.get("id") if isinstance(worker, dict) else None,
+        "worker_status": manifest.get("status"),
+        "digest": digest,
+    }
+    _same(differences, f"{where}.result_manifest", expected, attempt["result_manifest"])
+    # IDKMesh writes the repository-relative path it resolved from this same string.
+    _same(
+        differences, f"{where}.candidate_root", spec.candidate_root, attempt.get("candidate_root")
+    )
+    if attempt["state"] not in {"verified", "verification_error"}:
+        differences.append(
+            f"{where}.state: replayed verified or verification_error, saved {attempt['state']!r}"
+        )
+        return
+    verification = attempt["verification"]
+    if verification is not None:
+        binding = {"result_manifest_digest": digest, "work_unit_digest": unit_digest}
+        saved_binding = {k: verification[k] for k in sorted(binding)}
+        _same(differences, f"{where}.verification", binding, saved_binding)

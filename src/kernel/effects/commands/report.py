@@ -39,7 +39,14 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.errors import ConfigError, EffectError, KernelError, RecordError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
-from kernel.importers.idkmesh import is_idkmesh_document, run_record_from_idkmesh
+from kernel.importers.idkmesh import (
+    idkmesh_provenance_differences,
+    is_idkmesh_config,
+    is_idkmesh_document,
+    is_idkmesh_run,
+    read_idkmesh_config,
+    run_record_from_idkmesh,
+)
 from kernel.render import render_html, render_json, render_markdown
 from kernel.run_replay import (
     ReplayCheck,
@@ -306,6 +313,9 @@ def run_replay_check(args: argparse.Namespace) -> int:
     Exit 0 when the replay matches in that mode, 1 on any mismatch (the config digest
     first, then the first differing path), 2 on unusable input.
     """
+    config_document = load_json(args.config, what="config")
+    if is_idkmesh_config(config_document):
+        return _replay_idkmesh(args, config_document)
     loaded = load_config(args.config)
     mode = None if args.mode is None else ReplayMode(args.mode)
     target = None
@@ -321,6 +331,65 @@ def run_replay_check(args: argparse.Namespace) -> int:
         write_canonical_json(target, check.to_dict())
         console.info(f"wrote {target}")
     return 0 if check.match else 1
+
+
+def _idkmesh_root(config: Path, relative: str, given: str | None) -> Path:
+    """The IDKMesh checkout the config's paths are relative to: ``--idkmesh-root``, or
+    the nearest folder above the config that holds its work unit."""
+    if given is not None:
+        return Path(given)
+    for folder in config.resolve().parents:
+        if (folder / relative).is_file():
+            return folder
+    raise ConfigError(
+        f"{config}: no folder above it holds {relative} (give the IDKMesh checkout with "
+        "--idkmesh-root)"
+    )
+
+
+def _replay_idkmesh(args: argparse.Namespace, document: object) -> int:
+    """Provenance replay of a saved IDKMesh v0.1 run against its IDKMesh config
+    (`kernel.importers.idkmesh.idkmesh_provenance_differences` says what is compared)."""
+    try:
+        config = read_idkmesh_config(document)
+    except RecordError as e:
+        raise ConfigError(f"{args.config}: {e}") from e
+    if args.mode not in {None, ReplayMode.PROVENANCE.value}:
+        raise ConfigError(
+            f"--mode {args.mode}: an IDKMesh run is replayed in provenance mode (its "
+            "verifier is not re-run by kernel)"
+        )
+    if args.output is not None:
+        raise ConfigError("--output writes kernel replay checks; an IDKMesh replay prints")
+    saved = load_json(args.run_record, what="run record")
+    parse_run_record(saved, args.run_record)
+    if not is_idkmesh_run(saved) or not isinstance(saved, dict):
+        raise ConfigError(f"{args.run_record}: an IDKMesh config replays an IDKMesh run record")
+    root = _idkmesh_root(Path(args.config), config.work_unit, args.idkmesh_root)
+    documents: dict[str, object] = {
+        config.work_unit: load_json(root / config.work_unit, what="IDKMesh work unit"),
+        config.verifier_policy: load_json(
+            root / config.verifier_policy, what="IDKMesh verifier policy"
+        ),
+    }
+    for spec in config.attempts:
+        if spec.result_manifest is not None:
+            try:
+                documents[spec.result_manifest] = load_json(
+                    root / spec.result_manifest, what="result manifest"
+                )
+            except KernelError:
+                documents[spec.result_manifest] = None  # IDKMesh: result_manifest_error
+    try:
+        differences = idkmesh_provenance_differences(config, documents, saved)
+    except RecordError as e:
+        raise ConfigError(f"{args.config}: {e}") from e
+    scope = "IDKMesh provenance replay; its verifier is not re-run"
+    if differences:
+        print(f"replay mismatch ({scope}): first difference at {differences[0]}")
+        return 1
+    print(f"replay match ({scope}): {args.run_record} is a run of {args.config}")
+    return 0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -347,6 +416,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="comparison (default: the config's declared replay; exact when none)",
     )
     replay.add_argument("--output", help="write the replay check document (JSON) here")
+    replay.add_argument(
+        "--idkmesh-root",
+        help="IDKMesh checkout an IDKMesh config's paths are relative to (default: the "
+        "nearest folder above the config that holds its work unit)",
+    )
     replay.add_argument(
         "--results-root",
         default=str(DEFAULT_OUTPUT_ROOT),
