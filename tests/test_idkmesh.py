@@ -24,6 +24,8 @@ from kernel.importers.idkmesh import (
     read_idkmesh_config,
     read_idkmesh_decision,
     read_idkmesh_report,
+    read_idkmesh_verifier_policy,
+    read_idkmesh_work_unit,
     run_record_from_idkmesh,
     verify_idkmesh_decision,
 )
@@ -566,3 +568,32 @@ def test_float_digests_refuse_nan() -> None:
     assert idkmesh_digest({"x": 1.0}, "$") == hashlib.sha256(b'{"x":1.0}').hexdigest()
     with pytest.raises(RecordError):
         idkmesh_digest({"x": float("nan")}, "$")
+
+
+def test_idkmesh_work_units_and_policies_are_read_strictly() -> None:
+    """IDKMesh's work unit (schema 0.2) and verifier policy (0.1) are read with their
+    required validators and digests; another version is refused by name and version."""
+    unit_doc = json.loads(
+        (REPO / "examples/work-units/local-verifier-smoke.work-unit.json").read_text()
+    )
+    unit = read_idkmesh_work_unit(unit_doc)
+    assert (unit.id, unit.version) == ("verification/local-smoke", 1)
+    assert unit.required_validators == (
+        "artifact-digest",
+        "candidate-scope",
+        "independent-acceptance",
+    )
+    assert "sha256:" + unit.digest == _load("demo.run.json")["work_unit"]["digest"]
+    policy_doc = json.loads((REPO / "verification/fixtures/verifier-smoke-policy.json").read_text())
+    policy = read_idkmesh_verifier_policy(policy_doc)
+    assert "sha256:" + policy.digest == _load("demo.run.json")["verifier_policy_digest"]
+    with pytest.raises(RecordError, match=r"'0\.1\.0'"):
+        read_idkmesh_work_unit({**unit_doc, "schema_version": "0.1.0"})
+    with pytest.raises(RecordError) as info:
+        read_idkmesh_work_unit({**unit_doc, "owner": "x"})
+    assert info.value.path == "$.owner"
+    with pytest.raises(RecordError, match="schema_version"):
+        read_idkmesh_verifier_policy({**policy_doc, "schema_version": "0.2"})
+    with pytest.raises(RecordError) as info:
+        read_idkmesh_verifier_policy({**policy_doc, "max_candidate_bytes": "4096"})
+    assert info.value.path == "$.max_candidate_bytes"

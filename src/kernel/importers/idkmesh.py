@@ -66,6 +66,8 @@ __all__ = [
     "IdkmeshDecision",
     "IdkmeshReport",
     "IdkmeshReportAttempt",
+    "IdkmeshVerifierPolicy",
+    "IdkmeshWorkUnit",
     "idkmesh_digest",
     "idkmesh_provenance_differences",
     "is_idkmesh_config",
@@ -75,6 +77,8 @@ __all__ = [
     "read_idkmesh_config",
     "read_idkmesh_decision",
     "read_idkmesh_report",
+    "read_idkmesh_verifier_policy",
+    "read_idkmesh_work_unit",
     "require_kind",
     "run_record_from_idkmesh",
     "verify_idkmesh_decision",
@@ -897,13 +901,11 @@ def idkmesh_provenance_differences(
     if differences:
         return differences  # a record of another config: nothing else is compared
     _same(differences, "$.run_id", config.run_id, saved["run_id"])
-    unit = documents[config.work_unit]
-    unit_digest = "sha256:" + idkmesh_digest(unit, config.work_unit)
-    unit_doc = unit if isinstance(unit, dict) else {}
-    expected_unit = {"id": unit_doc.get("id"), "version": unit_doc.get("version"),
-                     "digest": unit_digest}  # fmt: skip
+    unit = read_idkmesh_work_unit(documents[config.work_unit])
+    unit_digest = "sha256:" + unit.digest
+    expected_unit = {"id": unit.id, "version": unit.version, "digest": unit_digest}
     _same(differences, "$.work_unit", expected_unit, saved["work_unit"])
-    policy = "sha256:" + idkmesh_digest(documents[config.verifier_policy], config.verifier_policy)
+    policy = "sha256:" + read_idkmesh_verifier_policy(documents[config.verifier_policy]).digest
     _same(differences, "$.verifier_policy_digest", policy, saved["verifier_policy_digest"])
     if "verification_control" in saved:
         _same(
@@ -978,3 +980,102 @@ def _attempt_differences(
         binding = {"result_manifest_digest": digest, "work_unit_digest": unit_digest}
         saved_binding = {k: verification[k] for k in sorted(binding)}
         _same(differences, f"{where}.verification", binding, saved_binding)
+
+
+# --- work units and verifier policies --------------------------------------------------
+
+_WORK_UNIT_REQUIRED: Final = frozenset(
+    {"schema_version", "id", "version", "kind", "objective", "inputs", "outputs",
+     "dependencies", "requirements", "constraints", "uncertainty", "security",
+     "permissions", "verification_policy", "validators", "evidence_requirements",
+     "budget", "provenance", "failure_semantics"}
+)  # fmt: skip
+_WORK_UNIT_OPTIONAL: Final = frozenset({"context", "extensions"})
+_POLICY_KEYS: Final = frozenset(
+    {"schema_version", "id", "candidate_artifact_id", "allowed_files", "max_candidate_bytes",
+     "required_json"}
+)  # fmt: skip
+
+
+@attrs.frozen(kw_only=True)
+class IdkmeshWorkUnit:
+    """An IDKMesh work unit (schema 0.2, what its v0.1 orchestrator reads)."""
+
+    id: str
+    """Work unit id."""
+    version: int
+    """Work unit version."""
+    digest: str
+    """IDKMesh's digest of the document (bare hex; floats included)."""
+    required_validators: tuple[str, ...]
+    """Ids of the validators marked required, in order."""
+
+
+@attrs.frozen(kw_only=True)
+class IdkmeshVerifierPolicy:
+    """An IDKMesh v0.1 fixture verifier policy."""
+
+    id: str
+    """Policy id."""
+    digest: str
+    """IDKMesh's digest of the document (its ``verifier_policy_digest``, bare hex)."""
+
+
+def read_idkmesh_work_unit(document: object) -> IdkmeshWorkUnit:
+    """Read an IDKMesh work unit (schema_version 0.2) strictly at its top level.
+
+    Raises:
+        RecordError: another schema version (named), a missing or unknown field, a
+            malformed id, version or validator list.
+    """
+    if type(document) is not dict:
+        raise RecordError("$", "expected an object")
+    if document.get("schema_version") != "0.2":
+        raise RecordError(
+            "$.schema_version",
+            f"expected an IDKMesh work unit schema_version '0.2', got "
+            f"{document.get('schema_version')!r}",
+        )
+    optional = _WORK_UNIT_OPTIONAL & set(document)
+    doc = _R.obj(document, "$", set(_WORK_UNIT_REQUIRED | optional))
+    unit_id = _R.string(doc["id"], "$.id")
+    if not _DECISION_ID.fullmatch(unit_id):
+        raise RecordError("$.id", "expected [a-z0-9][a-z0-9._/-]{2,127}")
+    required = []
+    for index, item in enumerate(_R.array(doc["validators"], "$.validators")):
+        where = f"$.validators[{index}]"
+        if type(item) is not dict:
+            raise RecordError(where, "expected an object")
+        if _R.boolean(item.get("required"), f"{where}.required"):
+            required.append(_R.string(item.get("id"), f"{where}.id"))
+    return IdkmeshWorkUnit(
+        id=unit_id,
+        version=_R.integer(doc["version"], "$.version"),
+        digest=idkmesh_digest(doc, "$"),
+        required_validators=tuple(required),
+    )
+
+
+def read_idkmesh_verifier_policy(document: object) -> IdkmeshVerifierPolicy:
+    """Read an IDKMesh v0.1 fixture verifier policy strictly.
+
+    Raises:
+        RecordError: another schema version (named), a missing or unknown field.
+    """
+    if type(document) is not dict:
+        raise RecordError("$", "expected an object")
+    if document.get("schema_version") != "0.1":
+        raise RecordError(
+            "$.schema_version",
+            f"expected an IDKMesh verifier policy schema_version '0.1', got "
+            f"{document.get('schema_version')!r}",
+        )
+    doc = _R.obj(document, "$", set(_POLICY_KEYS))
+    for key in ("allowed_files",):
+        for index, name in enumerate(_R.array(doc[key], f"$.{key}")):
+            _R.string(name, f"$.{key}[{index}]")
+    _R.integer(doc["max_candidate_bytes"], "$.max_candidate_bytes")
+    _R.string(doc["candidate_artifact_id"], "$.candidate_artifact_id")
+    if type(doc["required_json"]) is not dict:
+        raise RecordError("$.required_json", "expected an object")
+    return IdkmeshVerifierPolicy(id=_R.string(doc["id"], "$.id"), digest=idkmesh_digest(doc, "$"))

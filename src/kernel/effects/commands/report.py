@@ -45,6 +45,8 @@ from kernel.importers.idkmesh import (
     is_idkmesh_document,
     is_idkmesh_run,
     read_idkmesh_config,
+    read_idkmesh_verifier_policy,
+    read_idkmesh_work_unit,
     run_record_from_idkmesh,
 )
 from kernel.render import render_html, render_json, render_markdown
@@ -372,6 +374,14 @@ def _replay_idkmesh(args: argparse.Namespace, document: object) -> int:
             root / config.verifier_policy, what="IDKMesh verifier policy"
         ),
     }
+    for path, reader in (
+        (config.work_unit, read_idkmesh_work_unit),
+        (config.verifier_policy, read_idkmesh_verifier_policy),
+    ):
+        try:
+            reader(documents[path])
+        except RecordError as e:
+            raise ConfigError(f"{root / path}: {e}") from e
     for spec in config.attempts:
         if spec.result_manifest is not None:
             try:
