@@ -91,16 +91,16 @@ def _forged_report() -> RunEvidenceReport:
 
 
 REFUSALS: dict[str, tuple[dict[str, Any], tuple[DecisionReason, ...]]] = {
-    "blank-decision-id": ({"decision_id": "  "}, (DecisionReason.BLANK_DECISION_ID,)),
-    "report-vocabulary": ({"decision": "accept_candidate"}, (DecisionReason.REPORT_VOCABULARY,)),
+    "blank_decision_id": ({"decision_id": "  "}, (DecisionReason.BLANK_DECISION_ID,)),
+    "report_vocabulary": ({"decision": "accept_candidate"}, (DecisionReason.REPORT_VOCABULARY,)),
     "report-vocabulary-escalate-like": (
         {"decision": "insufficient_evidence"},
         (DecisionReason.REPORT_VOCABULARY,),
     ),
-    "unknown-decision": ({"decision": "merge"}, (DecisionReason.UNKNOWN_DECISION,)),
-    "blank-rationale": ({"rationale": "\t\n"}, (DecisionReason.BLANK_RATIONALE,)),
-    "blank-decider": ({"decider_id": ""}, (DecisionReason.BLANK_DECIDER,)),
-    "unknown-decider-type": ({"decider_type": "bot"}, (DecisionReason.UNKNOWN_DECIDER_TYPE,)),
+    "unknown_decision": ({"decision": "merge"}, (DecisionReason.UNKNOWN_DECISION,)),
+    "blank_rationale": ({"rationale": "\t\n"}, (DecisionReason.BLANK_RATIONALE,)),
+    "blank_decider": ({"decider_id": ""}, (DecisionReason.BLANK_DECIDER,)),
+    "unknown_decider_type": ({"decider_type": "bot"}, (DecisionReason.UNKNOWN_DECIDER_TYPE,)),
     "bad-decided-at-offset": (
         {"decided_at": "2026-01-01T00:00:00+02:00"},
         (DecisionReason.BAD_TIMESTAMP,),
@@ -109,8 +109,8 @@ REFUSALS: dict[str, tuple[dict[str, Any], tuple[DecisionReason, ...]]] = {
         {"decided_at": "2026-02-30T00:00:00Z"},
         (DecisionReason.BAD_TIMESTAMP,),
     ),
-    "unknown-attempt": ({"selected_attempt_id": "attempt-999"}, (DecisionReason.UNKNOWN_ATTEMPT,)),
-    "accept-without-selection": (
+    "unknown_attempt": ({"selected_attempt_id": "attempt-999"}, (DecisionReason.UNKNOWN_ATTEMPT,)),
+    "accept_without_selection": (
         {"selected_attempt_id": None},
         (DecisionReason.ACCEPT_WITHOUT_SELECTION,),
     ),

@@ -69,11 +69,11 @@ def test_default_clock_is_rfc3339_utc() -> None:
     [
         (
             ("--decision", "accept_candidate", "--selected-attempt-id", "attempt-001"),
-            "report-vocabulary",
+            "report_vocabulary",
         ),
-        (("--decision", "accept", "--selected-attempt-id", "attempt-404"), "unknown-attempt"),
-        (("--decision", "reject", "--decided-at", "yesterday"), "bad-decided-at"),
-        (("--decision", "reject", "--decider-type", "robot"), "unknown-decider-type"),
+        (("--decision", "accept", "--selected-attempt-id", "attempt-404"), "unknown_attempt"),
+        (("--decision", "reject", "--decided-at", "yesterday"), "bad_decided_at"),
+        (("--decision", "reject", "--decider-type", "robot"), "unknown_decider_type"),
     ],
 )
 def test_refusals_exit_1_and_write_nothing(
@@ -97,7 +97,7 @@ def test_forged_report_file_is_refused(work: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert _record("--decision", "accept", "--selected-attempt-id", "attempt-002",
                    report="results/forged.json") == 1  # fmt: skip
-    assert "report-inconsistent" in capsys.readouterr().out
+    assert "report_inconsistent" in capsys.readouterr().out
     assert not (work / "results/demo/decision.json").exists()
 
 
@@ -110,7 +110,7 @@ def test_report_not_of_the_run_is_refused(work: Path, capsys: pytest.CaptureFixt
     ) == 0  # fmt: skip
     capsys.readouterr()
     assert _record("--decision", "reject", "--run-record", "results/other/run.json") == 1
-    assert "source-mismatch" in capsys.readouterr().out
+    assert "source_mismatch" in capsys.readouterr().out
 
 
 def test_verify_fails_closed_on_edited_report(
@@ -124,7 +124,7 @@ def test_verify_fails_closed_on_edited_report(
     path.write_text(json.dumps(document))
     capsys.readouterr()
     assert _verify() == 1
-    assert "report-digest-mismatch" in capsys.readouterr().out
+    assert "report_digest_mismatch" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("content", [b"", b"{}", b'{"kind": 1}', b"null"])
@@ -177,7 +177,7 @@ def test_a_decision_older_than_the_report_beside_it_is_flagged_stale(
     assert _verify() == 1
     out = capsys.readouterr().out
     assert "stale:" in out
-    assert "report-digest-mismatch" in out
+    assert "report_digest_mismatch" in out
 
 
 def test_a_current_decision_is_not_flagged(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,7 +217,7 @@ def test_verify_an_idkmesh_decision(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert _verify_idkmesh(tmp_path / "r.json") == 1
     out = capsys.readouterr().out
     assert "stale:" in out
-    assert "report-digest-mismatch" in out
+    assert "report_digest_mismatch" in out
 
 
 def test_verify_idkmesh_refuses_a_document_of_another_kind(

@@ -388,9 +388,9 @@ def _relabelled_report() -> Any:
 @pytest.mark.parametrize(
     ("name", "report", "run", "reason"),
     [
-        ("edited report", "edited", None, "report-digest-mismatch"),
-        ("self-consistent edit, run given", "relabelled", "demo.run.json", "report-inconsistent"),
-        ("report of another run", "demo.evidence.json", "failure.run.json", "report-inconsistent"),
+        ("edited report", "edited", None, "report_digest_mismatch"),
+        ("self-consistent edit, run given", "relabelled", "demo.run.json", "report_inconsistent"),
+        ("report of another run", "demo.evidence.json", "failure.run.json", "report_inconsistent"),
     ],
 )
 def test_idkmesh_decision_fails_closed(

@@ -13,6 +13,7 @@ import importlib
 import importlib.resources
 import inspect
 import pkgutil
+import re
 import subprocess
 import sys
 import typing
@@ -24,6 +25,7 @@ import attrs
 import pytest
 
 import kernel
+from kernel.values import Refusal
 
 INIT = Path(kernel.__file__)
 
@@ -183,3 +185,75 @@ def test_version_matches_the_distribution() -> None:
 def test_py_typed_ships() -> None:
     """The package carries its py.typed marker."""
     assert importlib.resources.files("kernel").joinpath("py.typed").is_file()
+
+
+def _exported_enums() -> list[type[enum.Enum]]:
+    return sorted(
+        (
+            kind
+            for kind in _reachable_kernel_types() | {getattr(kernel, n) for n in kernel.__all__}
+            if isinstance(kind, type) and issubclass(kind, enum.Enum)
+        ),
+        key=lambda kind: kind.__name__,
+    )
+
+
+SNAKE = r"[a-z0-9]+(_[a-z0-9]+)*"
+
+
+def test_every_code_is_lowercase_snake_case() -> None:
+    """One spelling (ADR-0001 section 4): every value of every exported enum."""
+    bad = [
+        f"{kind.__name__}.{member.name} = {member.value!r}"
+        for kind in _exported_enums()
+        for member in kind
+        if not (
+            isinstance(member.value, str) and re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", member.value)
+        )
+    ]
+    assert bad == []
+
+
+def _reason_enums() -> list[type[enum.Enum]]:
+    """Enums whose members a refusal carries (a refusal's reason_codes), and every
+    exported ``*Reason`` enum."""
+    found: set[type[enum.Enum]] = {
+        kind for kind in _exported_enums() if kind.__name__.endswith("Reason")
+    }
+    for kind in _reachable_kernel_types():
+        if isinstance(kind, type) and issubclass(kind, Refusal) and kind is not Refusal:
+            hint = typing.get_type_hints(kind)["reason_codes"]
+            found.update(typing.get_args(hint)[:1])
+    return sorted(found, key=lambda kind: kind.__name__)
+
+
+@pytest.mark.parametrize("kind", _reason_enums(), ids=lambda kind: kind.__name__)
+def test_every_reason_code_documents_its_check(kind: type[enum.Enum]) -> None:
+    """Each reason code has a docstring (the check that produces it), and each is named
+    by the code that produces it somewhere in the package (no dead code)."""
+    source = inspect.getsource(sys.modules[kind.__module__])
+    tree = ast.parse(source)
+    body = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == kind.__name__
+    )
+    documented: set[str] = set()
+    for first, second in zip(body.body, body.body[1:], strict=False):
+        if (
+            isinstance(first, ast.Assign)
+            and isinstance(second, ast.Expr)
+            and isinstance(second.value, ast.Constant)
+            and isinstance(second.value.value, str)
+            and second.value.value.strip()
+        ):
+            documented.update(t.id for t in first.targets if isinstance(t, ast.Name))
+    members = {member.name for member in kind}
+    listed = inspect.getdoc(kind) or ""  # or named in the class docstring, by value
+    documented.update(m.name for m in kind if f"``{m.value}``" in listed)
+    assert members - documented == set(), kind.__name__
+    package = "".join(path.read_text(encoding="utf-8") for path in INIT.parent.rglob("*.py"))
+    unused = {
+        name
+        for name in members
+        if f"{kind.__name__}.{name}" not in package and f"R.{name}" not in package
+    }
+    assert unused == set(), kind.__name__

@@ -208,7 +208,7 @@ def test_digest_drifted_run_record_is_refused(
          "--report-json", "results/d.json", "--report-markdown", "results/d.md"]
     )  # fmt: skip
     assert code == 2
-    assert "verification-manifest-digest-drift" in capsys.readouterr().err
+    assert "verification_manifest_digest_drift" in capsys.readouterr().err
     assert not (work / "results/d.json").exists()
 
 

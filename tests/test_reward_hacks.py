@@ -158,4 +158,4 @@ def test_an_exit_status_alone_never_passes(scratch: Path) -> None:
     assert attempt.verification is not None
     checks = {c.id: c.status for c in attempt.verification.checks}
     assert checks["unit-tests"] is CheckStatus.INCONCLUSIVE
-    assert outcome.attempts[0].notes["check:unit-tests:reason"] == "exit-status-only"
+    assert outcome.attempts[0].notes["check:unit-tests:reason"] == "exit_status_only"

@@ -50,7 +50,7 @@ def test_schema_refuses_what_the_records_refuse() -> None:
         "config_digest": "b" * 64, "verifier_policy_digest": "c" * 64, "imported_from": None,
         "attempts": [{"attempt_id": "a", "order": 1, "adapter": "x", "adapter_version": None,
                       "state": "worker_error", "manifest": None, "verification": None,
-                      "error": {"code": "worker-failed", "message": "m"}}],
+                      "error": {"code": "worker_failed", "message": "m"}}],
         "authority": {"canonical_state_write": False, "git_push": False, "merge": False,
                       "automatic_candidate_selection": False},
     }  # fmt: skip

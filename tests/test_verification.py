@@ -187,7 +187,7 @@ REFUSALS = {
         {"verifier": attrs.evolve(_verification().verifier, id="w")},
         (EvidenceChainReason.NOT_INDEPENDENT,),
     ),
-    "required-check-missing": (
+    "required_check_missing": (
         MANIFEST,
         {"checks": _evolved_check(0, required=False)},
         (EvidenceChainReason.REQUIRED_CHECK_MISSING,),

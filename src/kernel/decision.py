@@ -8,15 +8,15 @@ file name, so a swapped, edited or regenerated report fails `verify_decision`.
 `record_decision` (pure; ``decided_at`` is passed in, the CLI's clock lives in
 effects) refuses, with `DecisionReason` codes in check order:
 
-- a report that fails `kernel.evidence_report.check_evidence_report` (``report-inconsistent``);
+- a report that fails `kernel.evidence_report.check_evidence_report` (``report_inconsistent``);
 - the report's own vocabulary (``accept_candidate``...) as a decision
-  (``report-vocabulary``), any other value outside accept|reject|escalate
-  (``unknown-decision``);
+  (``report_vocabulary``), any other value outside accept|reject|escalate
+  (``unknown_decision``);
 - a blank decision id, rationale or decider id; one that is not valid Unicode (a lone
-  surrogate, as undecodable command-line bytes give: ``unencodable-text``); an unknown
+  surrogate, as undecodable command-line bytes give: ``unencodable_text``); an unknown
   decider type;
 - ``decided_at`` that is not RFC 3339 UTC ``YYYY-MM-DDTHH:MM:SS[.fff]Z`` (ASCII digits);
-- a selected attempt the report does not contain (``unknown-attempt``); an ``accept``
+- a selected attempt the report does not contain (``unknown_attempt``); an ``accept``
   without a selected attempt, or selecting an attempt with no verification.
 
 `verify_decision` re-applies the checks that involve the report (the selection rules
@@ -187,38 +187,38 @@ class HumanDecisionRecord(Record):
 class DecisionReason(enum.StrEnum):
     """Why a decision is not recorded or does not verify (check order)."""
 
-    REPORT_INCONSISTENT = "report-inconsistent"
+    REPORT_INCONSISTENT = "report_inconsistent"
     """The report fails `check_evidence_report` (e.g. a relabelled attempt)."""
-    REPORT_KIND = "report-kind-mismatch"
+    REPORT_KIND = "report_kind_mismatch"
     """The decision names another report kind or schema version."""
-    REPORT_RUN_ID = "report-run-id-mismatch"
+    REPORT_RUN_ID = "report_run_id_mismatch"
     """The decision names another run."""
-    REPORT_DIGEST = "report-digest-mismatch"
+    REPORT_DIGEST = "report_digest_mismatch"
     """The report's canonical digest is not the one decided on."""
-    RECORD_ID = "record-id-mismatch"
+    RECORD_ID = "record_id_mismatch"
     """The decision record's id does not reproduce (the record was edited)."""
-    BLANK_DECISION_ID = "blank-decision-id"
+    BLANK_DECISION_ID = "blank_decision_id"
     """The decision id is blank."""
-    REPORT_VOCABULARY = "report-vocabulary"
+    REPORT_VOCABULARY = "report_vocabulary"
     """The decision echoes a verifier recommendation instead of accept|reject|escalate."""
-    UNKNOWN_DECISION = "unknown-decision"
+    UNKNOWN_DECISION = "unknown_decision"
     """The decision is not accept, reject or escalate."""
-    BLANK_RATIONALE = "blank-rationale"
+    BLANK_RATIONALE = "blank_rationale"
     """The rationale is blank."""
-    BLANK_DECIDER = "blank-decider"
+    BLANK_DECIDER = "blank_decider"
     """The decider id, or a display name that is given, is blank."""
-    UNENCODABLE_TEXT = "unencodable-text"
+    UNENCODABLE_TEXT = "unencodable_text"
     """The decision id, rationale or decider id is not valid Unicode (a lone surrogate):
     it has no canonical JSON form, so no record could be sealed over it."""
-    UNKNOWN_DECIDER_TYPE = "unknown-decider-type"
+    UNKNOWN_DECIDER_TYPE = "unknown_decider_type"
     """The decider type is not human or governance_body."""
-    BAD_TIMESTAMP = "bad-decided-at"
+    BAD_TIMESTAMP = "bad_decided_at"
     """``decided_at`` is not RFC 3339 UTC."""
-    UNKNOWN_ATTEMPT = "unknown-attempt"
+    UNKNOWN_ATTEMPT = "unknown_attempt"
     """The selected attempt is not in the report."""
-    ACCEPT_WITHOUT_SELECTION = "accept-without-selection"
+    ACCEPT_WITHOUT_SELECTION = "accept_without_selection"
     """``accept`` names no attempt: there is nothing to accept."""
-    SELECTED_WITHOUT_EVIDENCE = "selected-attempt-without-verification"
+    SELECTED_WITHOUT_EVIDENCE = "selected_attempt_without_verification"
     """``accept`` names an attempt that has no independent verification."""
 
 

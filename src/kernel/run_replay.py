@@ -78,13 +78,13 @@ class ReplayMode(enum.StrEnum):
 class ReplayReason(enum.StrEnum):
     """Why a replay does not match (check order R1-R4)."""
 
-    CONFIG_DIGEST = "config-digest-mismatch"
+    CONFIG_DIGEST = "config_digest_mismatch"
     """R1: the saved record is not a run of this config."""
-    MODE_NOT_DECLARED = "nondeterministic-not-declared"
+    MODE_NOT_DECLARED = "nondeterministic_not_declared"
     """R2: ``nondeterministic`` asked for a run whose config does not declare it."""
-    NOT_CANONICAL = "saved-record-not-canonical"
+    NOT_CANONICAL = "saved_record_not_canonical"
     """R3: the saved document is not canonical-JSON encodable."""
-    RECORD_MISMATCH = "record-mismatch"
+    RECORD_MISMATCH = "record_mismatch"
     """R4: the mode's projections differ."""
 
 

@@ -144,32 +144,32 @@ class CheckStatus(enum.StrEnum):
 class CheckReason(enum.StrEnum):
     """Why a command verifier check did not pass (each produced by one rule).
 
-    Per-test evidence (`kernel.effects.adapters.junit`): ``result-missing``,
-    ``result-unreadable``, ``result-forged``, ``result-ambiguous``,
-    ``runner-tampered``, ``no-tests-found``, ``expected-test-missing``,
-    ``expected-test-skipped``, ``expected-test-failed``, ``runner-exit-nonzero``.
-    Commands (`kernel.effects.adapters.command`): ``exit-status-only`` (exit 0 is no
-    per-test evidence, never a pass), ``nonzero-exit``, ``timeout``,
-    ``start-failed``; protected paths: ``protected-path-touched``,
-    ``patch-unreadable``.
+    Per-test evidence (`kernel.effects.adapters.junit`): ``result_missing``,
+    ``result_unreadable``, ``result_forged``, ``result_ambiguous``,
+    ``runner_tampered``, ``no_tests_found``, ``expected_test_missing``,
+    ``expected_test_skipped``, ``expected_test_failed``, ``runner_exit_nonzero``.
+    Commands (`kernel.effects.adapters.command`): ``exit_status_only`` (exit 0 is no
+    per-test evidence, never a pass), ``nonzero_exit``, ``timeout``,
+    ``start_failed``; protected paths: ``protected_path_touched``,
+    ``patch_unreadable``.
     """
 
-    RESULT_MISSING = "result-missing"
-    RESULT_UNREADABLE = "result-unreadable"
-    RESULT_FORGED = "result-forged"
-    RESULT_AMBIGUOUS = "result-ambiguous"
-    RUNNER_TAMPERED = "runner-tampered"
-    NO_TESTS_FOUND = "no-tests-found"
-    EXPECTED_TEST_MISSING = "expected-test-missing"
-    EXPECTED_TEST_SKIPPED = "expected-test-skipped"
-    EXPECTED_TEST_FAILED = "expected-test-failed"
-    RUNNER_EXIT_NONZERO = "runner-exit-nonzero"
-    EXIT_STATUS_ONLY = "exit-status-only"
-    NONZERO_EXIT = "nonzero-exit"
+    RESULT_MISSING = "result_missing"
+    RESULT_UNREADABLE = "result_unreadable"
+    RESULT_FORGED = "result_forged"
+    RESULT_AMBIGUOUS = "result_ambiguous"
+    RUNNER_TAMPERED = "runner_tampered"
+    NO_TESTS_FOUND = "no_tests_found"
+    EXPECTED_TEST_MISSING = "expected_test_missing"
+    EXPECTED_TEST_SKIPPED = "expected_test_skipped"
+    EXPECTED_TEST_FAILED = "expected_test_failed"
+    RUNNER_EXIT_NONZERO = "runner_exit_nonzero"
+    EXIT_STATUS_ONLY = "exit_status_only"
+    NONZERO_EXIT = "nonzero_exit"
     TIMEOUT = "timeout"
-    START_FAILED = "start-failed"
-    PROTECTED_PATH_TOUCHED = "protected-path-touched"
-    PATCH_UNREADABLE = "patch-unreadable"
+    START_FAILED = "start_failed"
+    PROTECTED_PATH_TOUCHED = "protected_path_touched"
+    PATCH_UNREADABLE = "patch_unreadable"
 
 
 class Recommendation(enum.StrEnum):
@@ -353,31 +353,31 @@ class VerificationResult(Record):
 class EvidenceChainReason(enum.StrEnum):
     """Why a work unit / manifest / verification triple does not bind (check order)."""
 
-    MANIFEST_WORK_UNIT_ID = "manifest-work-unit-id-mismatch"
+    MANIFEST_WORK_UNIT_ID = "manifest_work_unit_id_mismatch"
     """The manifest names another work unit id."""
-    MANIFEST_WORK_UNIT_VERSION = "manifest-work-unit-version-mismatch"
+    MANIFEST_WORK_UNIT_VERSION = "manifest_work_unit_version_mismatch"
     """The manifest names another work unit version."""
-    MANIFEST_WORK_UNIT_DIGEST = "manifest-work-unit-digest-mismatch"
+    MANIFEST_WORK_UNIT_DIGEST = "manifest_work_unit_digest_mismatch"
     """The manifest's work unit digest is not the work unit's digest."""
-    VERIFICATION_MANIFEST_ID = "verification-manifest-id-mismatch"
+    VERIFICATION_MANIFEST_ID = "verification_manifest_id_mismatch"
     """The verification names another manifest id."""
-    VERIFICATION_MANIFEST_DIGEST = "verification-manifest-digest-mismatch"
+    VERIFICATION_MANIFEST_DIGEST = "verification_manifest_digest_mismatch"
     """The verification's manifest digest is not the manifest's digest."""
-    VERIFICATION_WORK_UNIT_ID = "verification-work-unit-id-mismatch"
+    VERIFICATION_WORK_UNIT_ID = "verification_work_unit_id_mismatch"
     """The verification names another work unit id."""
-    VERIFICATION_WORK_UNIT_VERSION = "verification-work-unit-version-mismatch"
+    VERIFICATION_WORK_UNIT_VERSION = "verification_work_unit_version_mismatch"
     """The verification names another work unit version."""
-    VERIFICATION_WORK_UNIT_DIGEST = "verification-work-unit-digest-mismatch"
+    VERIFICATION_WORK_UNIT_DIGEST = "verification_work_unit_digest_mismatch"
     """The verification's work unit digest is not the work unit's digest."""
-    VERIFICATION_ATTEMPT = "verification-attempt-mismatch"
+    VERIFICATION_ATTEMPT = "verification_attempt_mismatch"
     """The verification's attempt counter is not the manifest's."""
-    OBSERVED_OTHER_WORKER = "verifier-observed-other-worker"
+    OBSERVED_OTHER_WORKER = "verifier_observed_other_worker"
     """The worker the verifier observed is not the manifest's worker."""
-    NOT_INDEPENDENT = "verifier-not-independent"
+    NOT_INDEPENDENT = "verifier_not_independent"
     """The verifier says it is not independent, or it is the worker itself."""
-    REQUIRED_CHECK_MISSING = "required-check-missing"
+    REQUIRED_CHECK_MISSING = "required_check_missing"
     """A validator the work unit requires is missing or not marked required."""
-    ACCEPT_WITH_UNPASSED_CHECK = "accept-with-unpassed-required-check"
+    ACCEPT_WITH_UNPASSED_CHECK = "accept_with_unpassed_required_check"
     """The verifier recommends acceptance although a required check did not pass."""
 
 

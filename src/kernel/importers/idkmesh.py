@@ -720,7 +720,7 @@ def verify_idkmesh_decision(
     does not verify against ``report`` (and, when given, the imported ``run``); empty
     when it verifies.
 
-    Checks: the report is consistent with itself and with the run (``report-inconsistent``:
+    Checks: the report is consistent with itself and with the run (``report_inconsistent``:
     the weakness IDKMesh v0.1 has, a hand-edited report with self-consistent counts);
     the decision names this report's kind and version, run id and canonical digest; the
     selected attempt, if any, is one of the report's.

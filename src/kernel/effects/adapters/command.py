@@ -33,8 +33,8 @@ Rules enforced:
 - the worker runs once in a fresh sandbox of the baseline; its patch (byte-stable
   ``git diff``), exit status and stdout/stderr digests become a `ResultManifest`
   (artifacts ``patch``, ``stdout``, ``stderr``); a non-zero exit or signal, a timeout
-  and a sandbox failure are `WorkerFailed` with codes ``worker-failed``,
-  ``worker-timeout`` and ``sandbox-error``; its outputs are discarded once digested;
+  and a sandbox failure are `WorkerFailed` with codes ``worker_failed``,
+  ``worker_timeout`` and ``sandbox_error``; its outputs are discarded once digested;
 - the verifier receives only the patch bytes (re-read from the attempt folder and
   checked against the manifest's digest), copies them to its own private folder (a
   `kernel.effects.sandbox.private_tempdir`, invisible to every sandbox), and
@@ -46,7 +46,7 @@ Rules enforced:
   (`kernel.effects.adapters.unittest_junit`, read-only in the sandbox) and passes only
   when its JUnit result (`kernel.effects.adapters.junit`, captured fresh per check,
   carrying the check's nonce) shows every declared test passed; a ``command`` check
-  never passes (exit 0 is ``exit-status-only``, inconclusive) and fails on a non-zero
+  never passes (exit 0 is ``exit_status_only``, inconclusive) and fails on a non-zero
   exit; both are ``error`` on a timeout or when they cannot start; a sandbox failure
   is a `VerifierFailure`. Every non-pass has its `kernel.verification.CheckReason`
   (in the evidence digest, the rationale and the volatile notes). The recommendation

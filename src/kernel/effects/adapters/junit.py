@@ -10,17 +10,17 @@ Rules enforced:
 - the result is untrusted bytes: at most `MAX_RESULT_BYTES`; any markup declaration
   (``<!DOCTYPE``, ``<!ENTITY``, comments, CDATA) or processing instruction other than
   the XML declaration is refused before parsing, so no entity is ever expanded
-  (``result-unreadable``);
+  (``result_unreadable``);
 - the root is ``testsuites`` carrying this check's nonce; any other value is a result
-  this run did not write (``result-forged``); ``tampered="true"`` from the runner is
-  ``runner-tampered``;
-- each test appears at most once (``result-ambiguous``), and the result names at
-  least one test (``no-tests-found``);
+  this run did not write (``result_forged``); ``tampered="true"`` from the runner is
+  ``runner_tampered``;
+- each test appears at most once (``result_ambiguous``), and the result names at
+  least one test (``no_tests_found``);
 - a check passes only when every declared test is present and passed: a failed or
-  erroring one fails the check (``expected-test-failed``); a missing or skipped one
-  makes it inconclusive (``expected-test-missing``, ``expected-test-skipped``); no
-  result at all is ``result-missing`` whatever the exit status; a result that says
-  all passed from a runner that then exited non-zero is ``runner-exit-nonzero``.
+  erroring one fails the check (``expected_test_failed``); a missing or skipped one
+  makes it inconclusive (``expected_test_missing``, ``expected_test_skipped``); no
+  result at all is ``result_missing`` whatever the exit status; a result that says
+  all passed from a runner that then exited non-zero is ``runner_exit_nonzero``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from kernel.verification import CheckReason, CheckStatus
 __all__ = ["MAX_RESULT_BYTES", "TestOutcome", "judge_tests", "read_junit"]
 
 MAX_RESULT_BYTES: Final = 16 << 20
-"""The largest result read (a larger one is ``result-unreadable``)."""
+"""The largest result read (a larger one is ``result_unreadable``)."""
 
 TestOutcome = str
 """``passed``, ``failure``, ``error`` or ``skipped``."""
