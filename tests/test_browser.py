@@ -119,6 +119,8 @@ def test_page_renders_the_attempt_table_and_runs_no_script(
     assert '<span class="dl">-    ordered = sorted(values)</span>' in dom
     assert "AssertionError" in dom
     assert "FAIL: test_median_even" in dom
+    # Regression: the tail showed the runner's JUnit XML stdout, the check's nonce with it.
+    assert "nonce" not in dom
     for name in ("patches", "checks"):
         for path in (page.parent / name).iterdir():
             assert f'href="{name}/{path.name}"' in dom

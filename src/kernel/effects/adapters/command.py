@@ -344,11 +344,15 @@ for the reviewer (``checks/<digest>.txt`` beside the report)."""
 _TAIL_BYTES: Final = 4096
 
 
-def _output_tail(capture: Capture) -> str:
-    """The last few KiB of a check's stdout and stderr, labelled, starting on a line."""
+def _output_tail(capture: Capture, *, stdout: bool = True) -> str:
+    """The last few KiB of a check's stdout and stderr, labelled, starting on a line.
+
+    A declared-tests check's stdout is the kernel runner's machine result (JUnit XML
+    with the check's nonce): not for the reader, so only its stderr summary is kept."""
     parts = []
+    streams = [("stdout", capture.stdout_path, capture.stdout_size)] if stdout else []
     for name, path, size in (
-        ("stdout", capture.stdout_path, capture.stdout_size),
+        *streams,
         ("stderr", capture.stderr_path, capture.stderr_size),
     ):
         try:
@@ -667,7 +671,10 @@ class CommandVerifier:
                 note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
-                note(f"check:{check.id}:{OUTPUT_TAIL}", _output_tail(capture))
+                note(
+                    f"check:{check.id}:{OUTPUT_TAIL}",
+                    _output_tail(capture, stdout=not check.tests),
+                )
                 result, reason = self._result(check, capture, patch_digest, required_ids, nonce)
                 results.append(result)
                 console.progress(
