@@ -59,6 +59,7 @@ from kernel.values import (
     optional_digest,
     tuple_of,
 )
+from kernel.verification import Isolation, weakest_isolation
 
 __all__ = [
     "EMPTY_SHA256",
@@ -86,20 +87,6 @@ EMPTY_SHA256: Final = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7
 CORROBORATION_NOTICE: Final = (
     "Byte identity across reruns is a corroboration signal, not a correctness claim."
 )
-
-
-class Isolation(enum.StrEnum):
-    """How strongly a run was isolated, strongest first (recorded with every capture)."""
-
-    OVERLAY = "overlay"
-    """User + mount + network + PID namespaces, overlay of the baseline, read-only rest."""
-    NAMESPACE_COPY = "namespace_copy"
-    """The same namespaces around a private copy of the baseline (no overlayfs)."""
-    COPY = "copy"
-    """A private copy only: no namespaces; the command could write elsewhere."""
-
-
-_ISOLATION_RANK: Final = {Isolation.OVERLAY: 0, Isolation.NAMESPACE_COPY: 1, Isolation.COPY: 2}
 
 
 class CaptureMode(enum.StrEnum):
@@ -667,7 +654,7 @@ class CorroborationReport(Record):
 
 def _weakest(runs: tuple[ClassifiedRun, ...]) -> Isolation:
     """The weakest isolation level any run obtained."""
-    return max((run.isolation for run in runs), key=_ISOLATION_RANK.__getitem__)
+    return weakest_isolation(run.isolation for run in runs)
 
 
 def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:

@@ -45,17 +45,28 @@ from kernel.runrecord import (
     AttemptError,
     AttemptRecord,
     AttemptState,
+    CheckRun,
     ImportedFrom,
+    IsolationPolicy,
     ManifestSummary,
     RunAuthority,
     RunRecord,
+    SandboxRun,
     VerificationSummary,
     WorkUnitRef,
     attempt_shape_problem,
     constant,
+    evidence_isolation,
 )
 from kernel.values import Refusal, boundary, digest, enum_member, exact, non_negative, tuple_of
-from kernel.verification import CheckStatus, Recommendation, WorkerStatus, nonblank, positive
+from kernel.verification import (
+    CheckStatus,
+    Isolation,
+    Recommendation,
+    WorkerStatus,
+    nonblank,
+    positive,
+)
 
 __all__ = [
     "REPORT_KIND",
@@ -166,6 +177,17 @@ class ReportAttempt(Record):
         validator=attrs.validators.optional(exact(AttemptError))
     )
     """Control failure."""
+    worker_sandbox: SandboxRun | None = attrs.field(
+        default=None, validator=attrs.validators.optional(exact(SandboxRun))
+    )
+    """The worker's sandbox: isolation level and limits (as the run recorded them)."""
+    check_runs: tuple[CheckRun, ...] = attrs.field(default=(), validator=tuple_of(CheckRun))
+    """Each verifier check's sandbox and reason (as the run recorded them)."""
+
+    @property
+    def weakest_isolation(self) -> Isolation | None:
+        """The weakest isolation of the attempt's sandboxed evidence (None: none was)."""
+        return evidence_isolation(self.worker_sandbox, self.check_runs)
 
 
 @attrs.frozen(kw_only=True)
@@ -251,6 +273,10 @@ class RunEvidenceReport(Record):
     """Always pending."""
     authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
     """All false."""
+    isolation_policy: IsolationPolicy | None = attrs.field(
+        default=None, validator=attrs.validators.optional(exact(IsolationPolicy))
+    )
+    """The isolation the run's config accepted (as the run recorded it)."""
 
     @functools.cached_property
     def digest(self) -> str:
@@ -425,6 +451,8 @@ def _report_attempt(attempt: AttemptRecord) -> ReportAttempt:
         manifest=attempt.manifest,
         verification=attempt.verification,
         error=attempt.error,
+        worker_sandbox=attempt.worker_sandbox,
+        check_runs=attempt.check_runs,
     )
 
 
@@ -463,6 +491,7 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
         warnings=warnings,
         human_decision=PendingDecision(),
         authority=RunAuthority.none(),
+        isolation_policy=run.isolation_policy,
     )
 
 

@@ -20,7 +20,12 @@ Rules enforced by `build_run_admission`:
   only through the independent verifier, ``corroborated_only`` when only reruns agree,
   otherwise the refusal's reason codes;
 - G5 the section is not a selection: ``human_decision`` stays pending, every authority
-  flag false, and it binds to the report by ``report_digest``.
+  flag false, and it binds to the report by ``report_digest``;
+- G6 isolation is evidence: a group's ``isolation`` is the weakest level of its
+  attempts' sandboxed runs (worker and verifier checks). When it is below ``overlay``
+  and the run's isolation policy does not accept that (``accept_below_overlay``), a
+  verifier pass is not counted (``verifier_pass_discounted``): the group is never
+  ``verified`` on such evidence, and the section says why. A rejection still counts.
 
 Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
 and every group's class included); `RunAdmission.from_dict` refuses a document whose id
@@ -33,7 +38,7 @@ run, the report and the corroboration reports and compares ids (ADR-0006 §3).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
@@ -63,7 +68,7 @@ from kernel.values import (
     optional_digest,
     tuple_of,
 )
-from kernel.verification import nonblank
+from kernel.verification import Isolation, nonblank, weakest_isolation
 
 __all__ = [
     "RUN_ADMISSION_KIND",
@@ -80,7 +85,8 @@ UNKNOWN_CONTEXT: Final = sha256_hex({"context": "unknown"})
 _SECTION_NOTE: Final = (
     "Each candidate group (attempts whose patches are byte-identical) gets an evidence "
     "class: verified only when an independent verifier passed it, corroborated_only when "
-    "only reruns agree. This is not a selection: the human decision stays pending."
+    "only reruns agree, never on evidence gathered below overlay isolation unless the "
+    "config accepts it. This is not a selection: the human decision stays pending."
 )
 
 
@@ -119,6 +125,13 @@ class CandidateGroup(Record):
     """Why admission refused the group (empty when it has a class)."""
     admission_digest: str = attrs.field(validator=digest)
     """``admission_id`` or ``refusal_id`` of the admission outcome."""
+    isolation: Isolation | None = attrs.field(
+        default=None, validator=attrs.validators.optional(enum_member(Isolation))
+    )
+    """The weakest isolation of the group's sandboxed evidence (None: none was sandboxed)."""
+    verifier_pass_discounted: bool = attrs.field(default=False, validator=exact(bool))
+    """G6: the verifier passed, but on evidence below ``overlay`` that the run's config
+    does not accept, so admission did not count the pass."""
 
     def __attrs_post_init__(self) -> None:
         if (self.evidence_class is None) == (not self.refusal_reasons):
@@ -177,9 +190,18 @@ def _group(
     states: tuple[EvidenceState, ...],
     contexts: Mapping[str, str],
     corroboration: CorroborationReport | None,
+    *,
+    isolation: Isolation | None,
+    accept_below_overlay: bool,
 ) -> CandidateGroup:
     no_change = candidate == EMPTY_SHA256
     verifier = _verifier(states)
+    # G6: a pass gathered below overlay counts only when the config accepts it.
+    discounted = (
+        verifier is VerifierOutcome.PASSED
+        and isolation not in (None, Isolation.OVERLAY)
+        and not accept_below_overlay
+    )
     first_context = contexts.get(attempt_ids[0], UNKNOWN_CONTEXT)
     # G3: the attempts' own drafts (none for a no-change candidate) ...
     drafts: list[Draft] = (
@@ -200,7 +222,11 @@ def _group(
             corroboration, branch_id=candidate, context_digest=first_context
         )
         drafts += list(reruns.drafts)
-    branch = Branch(branch_id=candidate, drafts=tuple(drafts), verifier=verifier)
+    branch = Branch(
+        branch_id=candidate,
+        drafts=tuple(drafts),
+        verifier=VerifierOutcome.NONE if discounted else verifier,
+    )
     # G4: the only way to a class is the admission boundary.
     outcome = admit_to_commit(branch)
     if isinstance(outcome, Admission):
@@ -224,6 +250,8 @@ def _group(
         evidence_class=evidence_class,
         refusal_reasons=reasons,
         admission_digest=outcome_digest,
+        isolation=isolation,
+        verifier_pass_discounted=discounted,
     )
 
 
@@ -256,6 +284,8 @@ def build_run_admission(
         candidate = candidates.get(attempt.attempt_id)
         if candidate is not None:
             members.setdefault(candidate, []).append(attempt.attempt_id)
+    isolation = {a.attempt_id: a.weakest_isolation for a in report.attempts}
+    policy = report.isolation_policy
     groups = tuple(
         _group(
             candidate,
@@ -263,6 +293,8 @@ def build_run_admission(
             tuple(states[a] for a in ids),
             contexts,
             corroborations.get(candidate),
+            isolation=_weakest(isolation[a] for a in ids),
+            accept_below_overlay=policy is not None and policy.accept_below_overlay,
         )
         for candidate, ids in members.items()
     )
@@ -278,10 +310,23 @@ def build_run_admission(
     )
 
 
+def _weakest(levels: Iterable[Isolation | None]) -> Isolation | None:
+    known = [level for level in levels if level is not None]
+    return weakest_isolation(known) if known else None
+
+
 def _class_text(group: CandidateGroup) -> str:
-    if group.evidence_class is not None:
-        return str(group.evidence_class)
-    return "not admitted (" + ", ".join(group.refusal_reasons) + ")"
+    text = (
+        str(group.evidence_class)
+        if group.evidence_class is not None
+        else "not admitted (" + ", ".join(group.refusal_reasons) + ")"
+    )
+    if group.verifier_pass_discounted:
+        text += (
+            f"; verifier pass not counted: evidence gathered at {group.isolation} isolation, "
+            "below overlay, which the config does not accept"
+        )
+    return text
 
 
 def admission_section(admission: RunAdmission) -> TableSection:
@@ -292,6 +337,7 @@ def admission_section(admission: RunAdmission) -> TableSection:
             ", ".join(g.attempt_ids),
             ", ".join(str(s) for s in g.evidence_states),
             str(g.verifier),
+            "none" if g.isolation is None else str(g.isolation),
             f"{g.reruns_reproduced}/{g.reruns_launched} reproduced"
             + (", consensus" if g.rerun_consensus else ", no consensus"),
             _class_text(g),
@@ -301,7 +347,15 @@ def admission_section(admission: RunAdmission) -> TableSection:
     return TableSection(
         title="Evidence classes of candidate groups",
         notes=(_SECTION_NOTE, f"Human decision: {admission.human_decision.status}."),
-        headers=("Candidate", "Attempts", "Evidence states", "Verifier", "Reruns", "Class"),
+        headers=(
+            "Candidate",
+            "Attempts",
+            "Evidence states",
+            "Verifier",
+            "Isolation",
+            "Reruns",
+            "Class",
+        ),
         rows=rows,
-        badge_column=5,
+        badge_column=6,
     )

@@ -15,7 +15,11 @@ Rules enforced at construction (a record that exists is well formed):
 - a run of real (command) workers carries its `RunProvenance`: the replay it
   declares (``deterministic`` or ``nondeterministic``) and the digests of what it ran
   on (baseline tree, worker and verifier commands), so replay can check provenance
-  apart from outputs. Volatile facts (durations) are never in a run record.
+  apart from outputs. Volatile facts (durations) are never in a run record;
+- isolation is evidence: each attempt records how its worker's sandbox ran
+  (`SandboxRun`: isolation level and every limit with its mechanism) and how each
+  verifier check ran (`CheckRun`: its sandbox, and the `CheckReason` when it did not
+  pass); the run records the `IsolationPolicy` its config accepted.
 
 ``RunRecord.digest`` is SHA-256 over the canonical JSON of the whole ``to_dict()``
 document: the value a report binds to (``source_run_digest``) and replay compares.
@@ -34,7 +38,9 @@ from kernel.codec import Record, field_error
 from kernel.identity import sha256_hex
 from kernel.values import digest, enum_member, exact, optional_digest, tuple_of
 from kernel.verification import (
+    CheckReason,
     CheckStatus,
+    Isolation,
     Recommendation,
     ResultManifest,
     VerificationResult,
@@ -43,6 +49,7 @@ from kernel.verification import (
     WorkUnit,
     nonblank,
     positive,
+    weakest_isolation,
 )
 
 __all__ = [
@@ -52,18 +59,23 @@ __all__ = [
     "AttemptErrorCode",
     "AttemptRecord",
     "AttemptState",
+    "CheckRun",
     "CheckSummary",
     "DeclaredReplay",
     "ImportedFrom",
+    "IsolationPolicy",
     "ManifestSummary",
     "ProvenanceInput",
     "RunAuthority",
     "RunProvenance",
     "RunRecord",
+    "SandboxLimit",
+    "SandboxRun",
     "VerificationSummary",
     "WorkUnitRef",
     "attempt_shape_problem",
     "constant",
+    "evidence_isolation",
     "first_difference",
     "has_absolute_path",
     "redact_absolute_paths",
@@ -259,6 +271,58 @@ class AttemptError(Record):
     """Human message; never an absolute path."""
 
 
+def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SandboxLimit(Record):
+    """One resource limit of a sandboxed run and how it was applied."""
+
+    kind: str = attrs.field(validator=nonblank)
+    """Which limit (``memory``, ``processes``, ``cpu``, ``output``, ``writable``, ``tmp``)."""
+    value: int | None = attrs.field(validator=_positive_or_none)
+    """The limit (None: no limit)."""
+    mechanism: str = attrs.field(validator=nonblank)
+    """How it was enforced (``cgroup_v2``, ``rlimit``, ``tmpfs``, ``runner``, ``none``)."""
+
+
+@attrs.frozen(kw_only=True)
+class SandboxRun(Record):
+    """How one sandboxed run (a worker, a verifier check) was isolated and limited."""
+
+    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    """The isolation level the run obtained."""
+    limits: tuple[SandboxLimit, ...] = attrs.field(validator=tuple_of(SandboxLimit))
+    """Every limit of the run, as the sandbox applied it."""
+
+
+@attrs.frozen(kw_only=True)
+class CheckRun(Record):
+    """How one verifier check of an attempt ran, and why it did not pass (if it did not)."""
+
+    check_id: str = attrs.field(validator=nonblank)
+    """The check's id (as in the verification's checks)."""
+    sandbox: SandboxRun | None = attrs.field(validator=attrs.validators.optional(exact(SandboxRun)))
+    """Its sandbox's isolation and limits (None: a check run without a sandbox, such as
+    ``protected-paths``, which reads the patch)."""
+    reason: CheckReason | None = attrs.field(
+        validator=attrs.validators.optional(enum_member(CheckReason))
+    )
+    """Why the check did not pass; None when it passed."""
+
+
+def evidence_isolation(
+    worker_sandbox: SandboxRun | None, check_runs: tuple[CheckRun, ...]
+) -> Isolation | None:
+    """The weakest isolation of an attempt's sandboxed runs (None: nothing was sandboxed)."""
+    levels = [r.sandbox.isolation for r in check_runs if r.sandbox is not None]
+    if worker_sandbox is not None:
+        levels.append(worker_sandbox.isolation)
+    return weakest_isolation(levels) if levels else None
+
+
 @attrs.frozen(kw_only=True)
 class AttemptRecord(Record):
     """One attempt of a run, whatever happened to it."""
@@ -285,6 +349,17 @@ class AttemptRecord(Record):
         validator=attrs.validators.optional(exact(AttemptError))
     )
     """The control failure, when there was one."""
+    worker_sandbox: SandboxRun | None = attrs.field(
+        default=None, validator=attrs.validators.optional(exact(SandboxRun))
+    )
+    """The worker's sandbox (None: the worker ran no sandbox, e.g. a fixture)."""
+    check_runs: tuple[CheckRun, ...] = attrs.field(default=(), validator=tuple_of(CheckRun))
+    """Each sandboxed verifier check of this attempt, in check order."""
+
+    @property
+    def weakest_isolation(self) -> Isolation | None:
+        """The weakest isolation of the attempt's sandboxed evidence (None: none was)."""
+        return evidence_isolation(self.worker_sandbox, self.check_runs)
 
     def __attrs_post_init__(self) -> None:
         problem = attempt_shape_problem(
@@ -417,6 +492,18 @@ def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) ->
 
 
 @attrs.frozen(kw_only=True)
+class IsolationPolicy(Record):
+    """What isolation a run's config accepts (ADR-0004): recorded with the run."""
+
+    minimum: Isolation = attrs.field(validator=enum_member(Isolation))
+    """The weakest level the run accepted to start at (default: the strongest the
+    machine offered)."""
+    accept_below_overlay: bool = attrs.field(validator=exact(bool))
+    """True only when the config explicitly accepts evidence gathered below ``overlay``
+    as grounds for ``verified``; otherwise such evidence never is."""
+
+
+@attrs.frozen(kw_only=True)
 class RunRecord(Record):
     """One multi-attempt run: attempts in launch order, every failure kept.
 
@@ -453,6 +540,11 @@ class RunRecord(Record):
         default=None, validator=attrs.validators.optional(exact(RunProvenance))
     )
     """What the run ran on (command runs); None for fixture and imported runs."""
+    isolation_policy: IsolationPolicy | None = attrs.field(
+        default=None, validator=attrs.validators.optional(exact(IsolationPolicy))
+    )
+    """The isolation the config accepted (command runs); None for fixture and imported
+    runs."""
 
     @functools.cached_property
     def digest(self) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -51,6 +52,7 @@ __all__ = [
     "CheckResult",
     "CheckStatus",
     "Independence",
+    "Isolation",
     "Recommendation",
     "ResultManifest",
     "VerificationResult",
@@ -60,6 +62,7 @@ __all__ = [
     "WorkerStatus",
     "check_evidence_chain",
     "check_manifest_chain",
+    "weakest_isolation",
     "digests",
     "nonblank",
     "positive",
@@ -141,6 +144,30 @@ class CheckStatus(enum.StrEnum):
     ERROR = "error"
 
 
+class Isolation(enum.StrEnum):
+    """How strongly a run was isolated, strongest first (recorded with every capture).
+
+    The declaration order is the strength order (`weakest_isolation`).
+    """
+
+    OVERLAY = "overlay"
+    """User + mount + network + PID namespaces, overlay of the baseline, read-only rest."""
+    NAMESPACE_COPY = "namespace_copy"
+    """The same namespaces around a private copy of the baseline (no overlayfs)."""
+    COPY = "copy"
+    """A private copy only: no namespaces; the command could write elsewhere."""
+
+
+def weakest_isolation(levels: Iterable[Isolation]) -> Isolation:
+    """The weakest of ``levels`` (at least one).
+
+    Raises:
+        ValueError: ``levels`` is empty (misuse: no run, no level).
+    """
+    order = list(Isolation)
+    return max(levels, key=order.index)
+
+
 class CheckReason(enum.StrEnum):
     """Why a command verifier check did not pass (each produced by one rule).
 
@@ -150,8 +177,8 @@ class CheckReason(enum.StrEnum):
     ``expected_test_skipped``, ``expected_test_failed``, ``runner_exit_nonzero``.
     Commands (`kernel.effects.adapters.command`): ``exit_status_only`` (exit 0 is no
     per-test evidence, never a pass), ``nonzero_exit``, ``timeout``,
-    ``start_failed``; protected paths: ``protected_path_touched``,
-    ``patch_unreadable``.
+    ``limit_exceeded`` (a sandbox resource limit), ``start_failed``; protected paths:
+    ``protected_path_touched``, ``patch_unreadable``.
     """
 
     RESULT_MISSING = "result_missing"
@@ -167,6 +194,7 @@ class CheckReason(enum.StrEnum):
     EXIT_STATUS_ONLY = "exit_status_only"
     NONZERO_EXIT = "nonzero_exit"
     TIMEOUT = "timeout"
+    LIMIT_EXCEEDED = "limit_exceeded"
     START_FAILED = "start_failed"
     PROTECTED_PATH_TOUCHED = "protected_path_touched"
     PATCH_UNREADABLE = "patch_unreadable"

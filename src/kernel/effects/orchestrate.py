@@ -30,7 +30,21 @@ Config document (JSON; relative paths are resolved against the config's folder):
                    "result_manifest": "<path>", "candidate_root": "<path>"},
                   {"attempt_id": "...", "adapter": "fixture-failure",
                    "failure": "<message>"}],
-     "replay": "deterministic" | "nondeterministic"}     (optional, default deterministic)
+     "replay": "deterministic" | "nondeterministic",     (optional, default deterministic)
+     "isolation": {"minimum": "overlay" | "namespace_copy" | "copy",
+                   "accept_below_overlay": false},          (optional, see below)
+     "limits": {"memory_bytes": ..., "processes": ..., "cpu_seconds": ...,
+                "output_bytes": ..., "writable_bytes": ..., "tmp_bytes": ...}}
+                                          (optional; integers >= 1 or null for none)
+
+Isolation is evidence: the ``minimum`` defaults to the strongest level this machine
+offers, and below it the run refuses to start (`ConfigError`, exit 2); a config with
+sandboxed adapters records its `IsolationPolicy` in the run. Each attempt's record
+carries its worker's `SandboxRun` and each verifier check's `CheckRun` (isolation,
+limits and mechanisms, reason), reported by the adapters through
+`record_worker_sandbox` / `record_check_run`. ``limits`` (over the defaults of
+`kernel.effects.sandbox.Limits`, and under ``limit_overrides`` from the command line)
+apply to every sandboxed run of the config.
 
 ``config_digest`` is SHA-256 of the canonical JSON of the config document as read.
 Adapters that run real commands report provenance (`ProvenanceSource`): the digests
@@ -55,6 +69,7 @@ from kernel.effects.adapters import builtin_registry
 from kernel.effects.adapters.base import (
     AdapterRegistry,
     AttemptContext,
+    AttemptEvidence,
     ConfigSource,
     ProvenanceSource,
     VerifierAdapter,
@@ -68,8 +83,14 @@ from kernel.effects.adapters.base import (
 )
 from kernel.effects.files import load_json
 from kernel.effects.git import content_tree_id
-from kernel.effects.sandbox import private_tempdir
-from kernel.errors import CanonicalizationError, ConfigError, EffectError, RecordError
+from kernel.effects.sandbox import Limits, available_isolation, private_tempdir
+from kernel.errors import (
+    CanonicalizationError,
+    ConfigError,
+    EffectError,
+    FieldError,
+    RecordError,
+)
 from kernel.identity import sha256_bytes, sha256_hex
 from kernel.runrecord import (
     AttemptError,
@@ -77,6 +98,7 @@ from kernel.runrecord import (
     AttemptRecord,
     AttemptState,
     DeclaredReplay,
+    IsolationPolicy,
     ManifestSummary,
     ProvenanceInput,
     RunAuthority,
@@ -88,14 +110,17 @@ from kernel.runrecord import (
 )
 from kernel.verification import (
     EvidenceChainRefusal,
+    Isolation,
     ResultManifest,
     WorkUnit,
     check_evidence_chain,
     check_manifest_chain,
+    weakest_isolation,
 )
 
 __all__ = [
     "CONFIG_KIND",
+    "LIMIT_KEYS",
     "ORCHESTRATOR",
     "AdapterRegistry",
     "AttemptContext",
@@ -148,6 +173,8 @@ class LoadedConfig:
     """What the config declares about replay."""
     provenance: RunProvenance | None = None
     """What the run runs on (when an adapter reports it, or replay is declared)."""
+    isolation_policy: IsolationPolicy | None = None
+    """The isolation the config accepts (runs with sandboxed adapters)."""
 
 
 def _provenance(
@@ -171,12 +198,19 @@ def _provenance(
     )
 
 
-def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) -> LoadedConfig:
+def load_config(
+    path: Path | str,
+    *,
+    registry: AdapterRegistry | None = None,
+    limit_overrides: Mapping[str, int | None] | None = None,
+) -> LoadedConfig:
     """Read and check an orchestration config and the files it names.
 
     Args:
         path: the config file.
         registry: the adapters the config may name (None: `builtin_registry`).
+        limit_overrides: resource limits (`LIMIT_KEYS`) of every sandboxed run that
+            replace the config's ``limits`` entry key by key (e.g. from the CLI).
 
     Raises:
         EffectError: a file is missing or unreadable.
@@ -189,7 +223,7 @@ def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) ->
         document,
         {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
         "$",
-        optional=frozenset({"replay"}),
+        optional=frozenset({"replay", "isolation", "limits"}),
     )
     if document["kind"] != CONFIG_KIND:
         raise source.error("$.kind", f"expected {CONFIG_KIND!r}, got {document['kind']!r}")
@@ -207,6 +241,7 @@ def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) ->
         except ValueError as e:
             allowed = ", ".join(d.value for d in DeclaredReplay)
             raise source.error("$.replay", f"expected one of {allowed}") from e
+    source = attrs.evolve(source, limits=_limits(document, source, limit_overrides or {}))
     unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
     try:
         work_unit = WorkUnit.from_dict(load_json(unit_path, what="work unit"))
@@ -242,6 +277,7 @@ def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) ->
     provenance = _provenance(
         declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
     )
+    sandboxed = any(isinstance(a, ProvenanceSource) for a in (verifier, *(a for _, a in attempts)))
     return LoadedConfig(
         source=source,
         run_id=run_id,
@@ -253,7 +289,76 @@ def load_config(path: Path | str, *, registry: AdapterRegistry | None = None) ->
         inputs=(source.path, unit_path, *source.read),
         declared_replay=declared,
         provenance=provenance,
+        isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
     )
+
+
+LIMIT_KEYS: Final = tuple(f.name for f in attrs.fields(Limits))
+"""The keys of a config's ``limits`` entry (each a positive integer or null)."""
+
+
+def _limits(
+    document: Mapping[str, object], source: ConfigSource, overrides: Mapping[str, int | None]
+) -> Limits:
+    """The config's ``limits`` entry over the defaults (`kernel.effects.sandbox.Limits`),
+    then ``overrides`` over both."""
+    entry = document.get("limits", {})
+    where = "$.limits"
+    if type(entry) is not dict:
+        raise source.error(where, "expected an object")
+    source.only_keys(entry, set(), where, optional=frozenset(LIMIT_KEYS))
+    try:
+        limits = attrs.evolve(Limits(), **entry)
+    except FieldError as e:
+        raise source.error(where, str(e)) from e
+    unknown = sorted(set(overrides) - set(LIMIT_KEYS))
+    if unknown:
+        raise ConfigError(f"--limit: unknown limit {unknown[0]!r} (one of {', '.join(LIMIT_KEYS)})")
+    try:
+        return attrs.evolve(limits, **overrides)
+    except FieldError as e:
+        raise ConfigError(f"--limit: {e}") from e
+
+
+def _isolation_policy(
+    document: Mapping[str, object], source: ConfigSource, *, sandboxed: bool
+) -> IsolationPolicy | None:
+    """The config's ``isolation`` entry, checked against what this machine offers.
+
+    ``{"minimum": "overlay" | "namespace_copy" | "copy", "accept_below_overlay": bool}``,
+    both optional: the minimum defaults to the strongest level this machine offers, and
+    evidence below ``overlay`` is never grounds for ``verified`` unless accepted here.
+    """
+    entry = document.get("isolation")
+    if entry is None and not sandboxed:
+        return None
+    if entry is None:
+        entry = {}
+    where = "$.isolation"
+    if type(entry) is not dict:
+        raise source.error(where, "expected an object")
+    source.only_keys(entry, set(), where, optional=frozenset({"minimum", "accept_below_overlay"}))
+    offered = available_isolation()
+    minimum = offered
+    if "minimum" in entry:
+        try:
+            minimum = Isolation(source.string(entry, "minimum", where))
+        except ValueError as e:
+            allowed = ", ".join(i.value for i in Isolation)
+            raise source.error(f"{where}.minimum", f"expected one of {allowed}") from e
+    accept = entry.get("accept_below_overlay", False)
+    if type(accept) is not bool:
+        raise source.error(
+            f"{where}.accept_below_overlay", f"expected true or false, got {accept!r}"
+        )
+    # Below the minimum the run refuses to start: no attempt runs weaker than accepted.
+    if weakest_isolation((offered, minimum)) is not minimum:
+        raise source.error(
+            f"{where}.minimum",
+            f"this machine offers {offered} isolation, below the minimum {minimum}; "
+            "the run does not start",
+        )
+    return IsolationPolicy(minimum=minimum, accept_below_overlay=accept)
 
 
 def _error(
@@ -352,11 +457,17 @@ def _attempt_in_scratch(
     started = time.monotonic()
     folder = scratch / f"attempt-{order}"
     console.progress(f"attempt {attempt_id}: started ({worker.kind})")
+    evidence = AttemptEvidence()
     try:
-        with collecting_notes(notes):
+        with collecting_notes(notes, evidence):
             folder.mkdir()
             record, manifest, produced = _run_attempt(loaded, order, attempt_id, worker, folder)
             kept = _kept(manifest, produced) if keep_artifacts else {}
+        record = attrs.evolve(
+            record,
+            worker_sandbox=evidence.worker_sandbox,
+            check_runs=tuple(evidence.check_runs),
+        )
     finally:
         notes["attempt_ms"] = int((time.monotonic() - started) * 1000)
         shutil.rmtree(folder, ignore_errors=True)
@@ -549,6 +660,7 @@ def run_detailed(
         attempts=tuple(o.record for o in outcomes),
         authority=RunAuthority.none(),
         provenance=loaded.provenance,
+        isolation_policy=loaded.isolation_policy,
     )
     return RunOutcome(
         record=record,

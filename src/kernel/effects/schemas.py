@@ -15,9 +15,10 @@ The schemas are derived from each record's field annotations (types, enums,
 ``X | None``, nested records as ``$defs``) and from its validators (digest patterns,
 non-blank strings, minimum values, the all-false authority, non-empty attempts), so a
 change to a record that is not regenerated fails ``--check``. A field added to a
-published document with a ``None`` default (``RunRecord.provenance``) is optional in
-the schema: documents written before it existed stay valid, and the CLI readers take
-its absence as ``null``. Files are canonical JSON
+published run record with a default (``RunRecord.provenance``,
+``RunRecord.isolation_policy``, ``AttemptRecord.worker_sandbox`` and ``check_runs``) is
+optional in the schema: documents written before it existed stay valid, and the CLI
+readers take its absence as the default (``null``, ``[]``). Files are canonical JSON
 (sorted keys, compact) plus a newline.
 """
 
@@ -90,7 +91,14 @@ _ITEM_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
 }
 _UNIQUE: Final = frozenset({"_unique_strings"})
 # Fields added to a published document later, with a None default (module docstring).
-_OPTIONAL: Final = frozenset({("RunRecord", "provenance")})
+_OPTIONAL: Final = frozenset(
+    {
+        ("RunRecord", "provenance"),
+        ("RunRecord", "isolation_policy"),
+        ("AttemptRecord", "worker_sandbox"),
+        ("AttemptRecord", "check_runs"),
+    }
+)
 
 
 def _validators(validator: object) -> list[Callable[..., object]]:

@@ -26,8 +26,9 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from kernel.effects.files import load_json
+from kernel.effects.sandbox import Limits
 from kernel.errors import ConfigError, KernelError
-from kernel.runrecord import AttemptErrorCode
+from kernel.runrecord import AttemptErrorCode, CheckRun, SandboxRun
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 
 __all__ = [
@@ -43,9 +44,12 @@ __all__ = [
     "WorkerFactory",
     "WorkerFailed",
     "WorkerProduced",
+    "AttemptEvidence",
     "collecting_notes",
     "load_object",
     "note",
+    "record_check_run",
+    "record_worker_sandbox",
 ]
 
 
@@ -160,13 +164,47 @@ def note(key: str, value: object) -> None:
         notes[key] = value
 
 
+@attrs.define
+class AttemptEvidence:
+    """What an attempt's adapters report for its record: how each sandbox ran."""
+
+    worker_sandbox: SandboxRun | None = None
+    """The worker's sandbox."""
+    check_runs: list[CheckRun] = attrs.Factory(list)
+    """Each verifier check, in check order."""
+
+
+_EVIDENCE: contextvars.ContextVar[AttemptEvidence | None] = contextvars.ContextVar(
+    "kernel_attempt_evidence", default=None
+)
+
+
+def record_worker_sandbox(run: SandboxRun) -> None:
+    """Record (in the attempt's run record) how the worker's sandbox ran."""
+    evidence = _EVIDENCE.get()
+    if evidence is not None:
+        evidence.worker_sandbox = run
+
+
+def record_check_run(run: CheckRun) -> None:
+    """Record (in the attempt's run record) how one verifier check ran."""
+    evidence = _EVIDENCE.get()
+    if evidence is not None:
+        evidence.check_runs.append(run)
+
+
 @contextlib.contextmanager
-def collecting_notes(notes: dict[str, object]) -> Iterator[None]:
-    """Within the block, `note` (in this thread/context) writes into ``notes``."""
+def collecting_notes(
+    notes: dict[str, object], evidence: AttemptEvidence | None = None
+) -> Iterator[None]:
+    """Within the block, `note` (in this thread/context) writes into ``notes`` and the
+    ``record_*`` functions into ``evidence``."""
     token = _NOTES.set(notes)
+    evidence_token = _EVIDENCE.set(evidence)
     try:
         yield
     finally:
+        _EVIDENCE.reset(evidence_token)
         _NOTES.reset(token)
 
 
@@ -230,6 +268,9 @@ class ConfigSource:
     """The config file (as the user named it)."""
     cache: dict[object, object] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
     """Per-load memo for adapters (e.g. one baseline tree digest per folder)."""
+    limits: Limits = attrs.field(factory=Limits)
+    """Resource limits of every sandboxed run of the config (its ``limits`` entry, or
+    the command line's, over the defaults)."""
     read: list[Path] = attrs.field(factory=list, eq=False, hash=False, repr=False)
     """Every file and folder an adapter said it reads (`reads`): no output may land there."""
 

@@ -94,12 +94,15 @@ from kernel.effects.adapters.base import (
     WorkerFailed,
     WorkerProduced,
     note,
+    record_check_run,
+    record_worker_sandbox,
 )
 from kernel.effects.adapters.junit import MAX_RESULT_BYTES, judge_tests, read_junit
 from kernel.effects.adapters.patch import PatchRefusal, changed_paths, parse_patch
 from kernel.effects.adapters.unittest_junit import NONCE_ENV
 from kernel.effects.sandbox import (
     Capture,
+    Limits,
     SandboxSpec,
     available_isolation,
     check_command_starts,
@@ -110,7 +113,13 @@ from kernel.effects.sandbox import (
 )
 from kernel.errors import CanonicalizationError, EffectError
 from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
-from kernel.runrecord import AttemptErrorCode, redact_absolute_paths
+from kernel.runrecord import (
+    AttemptErrorCode,
+    CheckRun,
+    SandboxLimit,
+    SandboxRun,
+    redact_absolute_paths,
+)
 from kernel.verification import (
     Actor,
     ActorType,
@@ -137,6 +146,7 @@ __all__ = [
     "CommandVerifier",
     "CommandWorker",
     "register",
+    "sandbox_run",
     "tree_digest",
 ]
 
@@ -265,6 +275,8 @@ class CommandSpec:
     """The whole environment of the command."""
     network: bool
     """Network access (off unless asked for)."""
+    limits: Limits = attrs.field(factory=Limits)
+    """Resource limits of each sandboxed run (recorded per run, not part of the digest)."""
 
     def describe(self) -> dict[str, object]:
         """What the command's provenance digest covers (JSON types)."""
@@ -320,10 +332,22 @@ def _command(
         timeout_s=_timeout(source, entry, where),
         env=env,
         network=network,
+        limits=source.limits,
     )
 
 
 # --- worker ---------------------------------------------------------------------------
+
+
+def sandbox_run(capture: Capture) -> SandboxRun:
+    """How a capture's sandbox ran, as a run record keeps it (isolation and limits)."""
+    return SandboxRun(
+        isolation=capture.isolation,
+        limits=tuple(
+            SandboxLimit(kind=str(a.kind), value=a.value, mechanism=str(a.mechanism))
+            for a in capture.limits
+        ),
+    )
 
 
 def _excerpt(capture: Capture) -> str:
@@ -419,6 +443,7 @@ class CommandWorker:
             network=self.command.network,
             env=self.command.env,
             max_output_bytes=_MAX_PATCH_BYTES,
+            limits=self.command.limits,
         )
 
     def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
@@ -436,6 +461,7 @@ class CommandWorker:
                 )
             note("worker_ms", capture.duration_ms)
             note("worker_isolation", str(capture.isolation))
+            record_worker_sandbox(sandbox_run(capture))
             note("worker_stdout_bytes", capture.stdout_size)
             note("worker_stderr_bytes", capture.stderr_size)
             failed = self._failure(capture)
@@ -622,6 +648,11 @@ class CommandVerifier:
                     if touched is None
                     else CheckReason.PROTECTED_PATH_TOUCHED
                 )
+            record_check_run(
+                CheckRun(
+                    check_id=PROTECTED_CHECK, sandbox=None, reason=reasons.get(PROTECTED_CHECK)
+                )
+            )
             results.append(
                 CheckResult(
                     id=PROTECTED_CHECK,
@@ -661,6 +692,7 @@ class CommandVerifier:
                     network=check.command.network,
                     env=env,
                     apply_patch=None if patch_digest == EMPTY_SHA256 else str(patch_path),
+                    limits=check.command.limits,
                 )
                 try:
                     capture = run_sandboxed(spec, spill_dir=spill)
@@ -679,6 +711,9 @@ class CommandVerifier:
                 results.append(result)
                 console.progress(
                     f"  {manifest.id}: check {check.id} {result.status} ({capture.duration_ms} ms)"
+                )
+                record_check_run(
+                    CheckRun(check_id=check.id, sandbox=sandbox_run(capture), reason=reason)
                 )
                 if reason is not None:
                     reasons[check.id] = reason
@@ -701,6 +736,8 @@ class CommandVerifier:
         reason: CheckReason | None
         if capture.status is CaptureStatus.TIMEOUT:
             status, reason = CheckStatus.ERROR, CheckReason.TIMEOUT
+        elif capture.status is CaptureStatus.LIMIT_EXCEEDED:
+            status, reason = CheckStatus.ERROR, CheckReason.LIMIT_EXCEEDED
         elif capture.start_failed:
             status, reason = CheckStatus.ERROR, CheckReason.START_FAILED
         elif check.tests:

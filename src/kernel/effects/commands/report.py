@@ -103,14 +103,19 @@ def parse_run_record(document: object, path: Path | str) -> RunRecord:
 
 
 def _with_provenance(document: object) -> object:
-    """A kernel run record written before ``provenance`` existed reads as ``null``."""
-    if (
-        isinstance(document, dict)
-        and document.get("kind") == "kernel-run-record"
-        and "provenance" not in document
-    ):
-        return {**document, "provenance": None}
-    return document
+    """A kernel run record written before ``provenance`` (or the isolation evidence:
+    ``isolation_policy``, each attempt's ``worker_sandbox`` and ``check_runs``) existed
+    reads them as their defaults (``null``, ``[]``)."""
+    if not isinstance(document, dict) or document.get("kind") != "kernel-run-record":
+        return document
+    filled = {"provenance": None, "isolation_policy": None, **document}
+    attempts = filled.get("attempts")
+    if isinstance(attempts, list):
+        filled["attempts"] = [
+            {"worker_sandbox": None, "check_runs": [], **a} if isinstance(a, dict) else a
+            for a in attempts
+        ]
+    return filled
 
 
 def load_report(path: Path | str) -> RunEvidenceReport:

@@ -43,7 +43,7 @@ import argparse
 import concurrent.futures
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -62,7 +62,13 @@ from kernel.effects.files import (
     load_json,
     write_canonical_json,
 )
-from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
+from kernel.effects.orchestrate import (
+    LIMIT_KEYS,
+    LoadedConfig,
+    RunOutcome,
+    load_config,
+    run_detailed,
+)
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import Capture
 from kernel.errors import ConfigError, EffectError
@@ -84,6 +90,7 @@ __all__ = [
     "REPLAY_NONE",
     "PipelineResult",
     "chosen_replay",
+    "parse_limits",
     "refuse_outputs_on_inputs",
     "register",
     "run",
@@ -153,6 +160,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "compare; nondeterministic re-runs and compares provenance only (configs that "
         "declare it); none skips it (no cost). Default: the config's declared mode, and "
         "none for a config declaring nondeterministic (often paid) workers",
+    )
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a resource limit of every sandboxed run, over the config's `limits` "
+        f"({', '.join(LIMIT_KEYS)}; a positive integer or `none`); repeatable",
     )
     parser.add_argument("--executor", default="local", help=EXECUTOR_HELP)
     add_results_root(parser)
@@ -303,6 +318,7 @@ def run_pipeline(
     results_root: Path | str = DEFAULT_OUTPUT_ROOT,
     replay_mode: str | None = None,
     executor: concurrent.futures.Executor | None = None,
+    limit_overrides: Mapping[str, int | None] | None = None,
 ) -> PipelineResult:
     """Run the whole pipeline for ``config`` into ``output_dir`` (module docstring).
 
@@ -314,7 +330,7 @@ def run_pipeline(
     started = time.monotonic()
     if type(reruns) is not int or reruns < 0:
         raise ConfigError(f"--reruns must be an integer >= 0, got {reruns!r}")
-    loaded = load_config(config)
+    loaded = load_config(config, limit_overrides=limit_overrides)
     mode = chosen_replay(loaded, replay_mode)
     # Every output path is confined before anything runs: a refusal writes nothing.
     folder = Path(output_dir)
@@ -438,6 +454,27 @@ def summary_lines(result: PipelineResult) -> list[str]:
     ]
 
 
+def parse_limits(items: Sequence[str]) -> dict[str, int | None]:
+    """``NAME=VALUE`` command-line limits: a positive integer (decimal digits) or ``none``.
+
+    Raises:
+        ConfigError: an item is not ``NAME=VALUE`` or its value is not such a number
+            (NaN, infinities, signs, exponents and fractions are refused).
+    """
+    limits: dict[str, int | None] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--limit: expected NAME=VALUE, got {item!r}")
+        if value == "none":
+            limits[name] = None
+        elif value.isascii() and value.isdigit() and len(value) <= 16:
+            limits[name] = int(value)
+        else:
+            raise ConfigError(f"--limit {name}: expected a positive integer or none, got {value!r}")
+    return limits
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the verb; 0 done and replay matched, 1 replay mismatch."""
     with open_executor(args.executor) as executor:
@@ -448,6 +485,7 @@ def run(args: argparse.Namespace) -> int:
             results_root=args.results_root,
             replay_mode=args.replay,
             executor=executor,
+            limit_overrides=parse_limits(args.limit),
         )
     for name, path in result.files.items():
         console.info(f"{name:<20} {path}")
