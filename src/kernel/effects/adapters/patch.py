@@ -10,19 +10,19 @@ Rules enforced (each refusal is one `PatchReason`):
 
 - every line belongs to a section that starts with ``diff --git``: text before the
   first section, after a hunk, or an unknown header line is refused
-  (``unexpected-line``); hunks are read by their line counts, so a hunk line that
+  (``unexpected_line``); hunks are read by their line counts, so a hunk line that
   looks like a header (``--- a/x`` as removed text) is never taken for one, and a
-  hunk that ends early is refused (``truncated-hunk``);
+  hunk that ends early is refused (``truncated_hunk``);
 - paths come from the ``diff --git`` line, ``---``/``+++``, ``rename from/to`` and
   ``copy from/to``, quoted (git's C quoting) or not; each must be relative, without
-  ``..``, ``.`` or empty components and without NUL (``unsafe-path``); header paths
-  carry the ``a/`` or ``b/`` prefix (``bad-prefix``);
+  ``..``, ``.`` or empty components and without NUL (``unsafe_path``); header paths
+  carry the ``a/`` or ``b/`` prefix (``bad_prefix``);
 - the names of one section must agree: ``---`` with the old name, ``+++`` with the new
   one, ``rename``/``copy`` lines with both; old and new differ only for a rename or a
-  copy (``inconsistent-paths``); a ``diff --git`` line that cannot be split into two
-  names, and no other line names them, is refused (``ambiguous-header``);
+  copy (``inconsistent_paths``); a ``diff --git`` line that cannot be split into two
+  names, and no other line names them, is refused (``ambiguous_header``);
 - empty bytes are no change; any other bytes need at least one section (their first
-  line is otherwise ``unexpected-line``).
+  line is otherwise ``unexpected_line``).
 """
 
 from __future__ import annotations
@@ -56,12 +56,12 @@ class ChangeKind(enum.StrEnum):
 class PatchReason(enum.StrEnum):
     """Why bytes are not read as a patch (each produced by one rule of the module)."""
 
-    UNEXPECTED_LINE = "unexpected-line"
-    TRUNCATED_HUNK = "truncated-hunk"
-    UNSAFE_PATH = "unsafe-path"
-    BAD_PREFIX = "bad-prefix"
-    INCONSISTENT_PATHS = "inconsistent-paths"
-    AMBIGUOUS_HEADER = "ambiguous-header"
+    UNEXPECTED_LINE = "unexpected_line"
+    TRUNCATED_HUNK = "truncated_hunk"
+    UNSAFE_PATH = "unsafe_path"
+    BAD_PREFIX = "bad_prefix"
+    INCONSISTENT_PATHS = "inconsistent_paths"
+    AMBIGUOUS_HEADER = "ambiguous_header"
 
 
 @attrs.frozen(kw_only=True)
