@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import pytest
@@ -1142,3 +1142,73 @@ def test_an_honestly_accounted_continuation_binds() -> None:
         depth_reached=1,
     )
     assert isinstance(bind(honest, _at_index(result, 1)), CandidateAttemptRunBinding)
+
+
+# -- the Python API agrees with the reference, not only JSON documents ------------------
+
+
+class Pair(NamedTuple):
+    """A version pair as a NamedTuple (the reference accepts it: it is a tuple)."""
+
+    name: str
+    version: str
+
+
+class Name(str):
+    """A str subclass (the reference accepts it: it is a str)."""
+
+
+def test_version_pair_subclasses_bind_as_the_reference_binds_them() -> None:
+    """A NamedTuple pair or a str subclass passes check 4 (as in the reference) and binds
+    to the binding that plain tuples give: same input_digest and binding_id."""
+    run, result = chain()
+    plain = bind(run, result, schema_versions=(("a", "1"), ("b", "2")))
+    fancy = bind(run, result, schema_versions=(Pair("a", "1"), (Name("b"), Name("2"))))
+    assert type(plain) is CandidateAttemptRunBinding
+    assert type(fancy) is CandidateAttemptRunBinding
+    assert fancy == plain
+    assert fancy.input_digest == plain.input_digest
+    assert fancy.binding_id == compute_id(fancy)
+
+
+def test_forged_containers_meet_the_reference_checks_first() -> None:
+    """A record altered after construction (a list where a tuple belongs) is judged by
+    the reference's checks first; kernel's shape check refuses it only afterwards."""
+    run, result = chain()
+    elsewhere = forged(run, residual_ids=[OTHER])  # the candidate's residual is not there
+    assert code_of(bind(elsewhere, result)) is R.RUN_IDENTITY_MISMATCH
+    listed = forged(run, residual_ids=list(run.residual_ids))  # it is there: passes 10
+    assert code_of(bind(listed, result)) is R.MALFORMED_INPUT_FIELD
+    not_a_container = forged(run, residual_ids=7)  # the reference itself would fail here
+    assert code_of(bind(not_a_container, result)) is R.MALFORMED_INPUT_FIELD
+
+
+def test_a_forged_float_charge_meets_the_reference_budget_check_first() -> None:
+    """A float where an int belongs compares as the reference compares it (check 14);
+    kernel refuses the float itself only after the reference's checks."""
+    run, result = chain()
+    huge = attrs.evolve(result.candidate_attempt)
+    object.__setattr__(huge, "budget_charge", forged(huge.budget_charge, candidates=1e9))
+    over = attrs.evolve(result, candidate_attempt=huge)
+    assert code_of(bind(run, over)) is R.BUDGET_CHARGE_EXCEEDS_REMAINING
+    small = attrs.evolve(result.candidate_attempt)
+    object.__setattr__(small, "budget_charge", forged(small.budget_charge, candidates=1.0))
+    assert code_of(bind(run, attrs.evolve(result, candidate_attempt=small))) is (
+        R.MALFORMED_INPUT_FIELD
+    )
+
+
+def test_a_refusal_names_non_digest_ids_as_the_reference_does() -> None:
+    """A forged non-digest run id enters the refusal (and its id) as the reference's
+    refusal holds it; only a value that is not text at all is left out."""
+    run, result = chain()
+    odd = forged(run, run_id="run-7")
+    outcome = bind(odd, result)
+    assert code_of(outcome) is R.RUN_RESULT_MISMATCH
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    assert outcome.original_run_id == "run-7"
+    payload = {k: v for k, v in outcome.to_dict().items() if k != "explanation"}
+    assert outcome.binding_refusal_id == H({**payload, "binding_refusal_id": ""})
+    numeric = bind(forged(run, run_id=7), result)
+    assert type(numeric) is CandidateAttemptRunBindingRefusal
+    assert numeric.original_run_id is None

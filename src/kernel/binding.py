@@ -70,7 +70,17 @@ Identity payloads (tests recompute them with the stdlib):
   (``run_attempt_membership = "structurally_bound"``, ``reason_codes = []``);
 - ``binding_refusal_id`` self-seals over every refusal field but ``explanation``;
   a refusal's ``input_digest`` is always null (as in the reference) and an identity
-  is filled in only once its record's type was validated.
+  is filled in once its record's type was validated, with the record's own value as
+  the reference writes it (a non-digest string included; a value that is not text,
+  which only a forged record can hold, is null).
+
+Through the Python API as through JSON documents, kernel's stricter rules never pre-empt
+a reference check: version pairs the reference accepts (a NamedTuple, a str subclass)
+pass check 4 and are normalised to exact tuples afterwards (they hash the same); a
+record altered after construction meets the reference's checks 10-14 as the reference
+would judge it (a list searched like a tuple, a float compared as a number) and is
+refused as ``malformed_input_field`` only where the reference itself could not go on,
+or after every reference check (15, 24).
 
 Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`/
 `search` only; the fenced ``guard`` block of docs/adr/ADR-0232 pins this.
@@ -79,6 +89,7 @@ Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`
 from __future__ import annotations
 
 import enum
+import typing
 from collections.abc import Iterable
 from typing import Any, Final, TypeAlias, TypeVar
 
@@ -86,7 +97,7 @@ import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.errors import CanonicalizationError
-from kernel.identity import MAX_SAFE_INT, is_digest, sha256_hex
+from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest, sha256_hex
 from kernel.search import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
@@ -107,7 +118,6 @@ from kernel.values import (
     exact,
     optional_digest,
     tuple_of,
-    version_pair_problem,
     version_pairs,
 )
 
@@ -205,10 +215,11 @@ class RunAttemptBindingRefusalReason(enum.StrEnum):
 
 R = RunAttemptBindingRefusalReason
 _R = TypeVar("_R", bound=Record)
-_INT_LIKE: Final = frozenset({int, bool})
+_REAL: Final = frozenset({int, bool, float})
 _INT_ONLY: Final = frozenset({int})
 _STR_ONLY: Final = frozenset({str})
 _DIGEST_LENGTH: Final = frozenset({64})
+_OPTIONAL_TEXT: Final = attrs.validators.optional(exact(str))
 
 
 class RunAttemptMembership(enum.StrEnum):
@@ -347,7 +358,8 @@ class CandidateAttemptRunBindingRefusal(Refusal):
     """Why a candidate could not be bound; never a partial binding (ADR-0232 section 8).
 
     Identity: ``binding_refusal_id`` self-seals over every field but ``explanation``.
-    Identities are filled in only when validated without guessing, else None.
+    Identities are the records' own values once their types were validated (as the
+    reference writes them), else None.
     """
 
     __identity__ = Identity(field="binding_refusal_id")
@@ -358,11 +370,11 @@ class CandidateAttemptRunBindingRefusal(Refusal):
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
     input_digest: str | None = attrs.field(validator=optional_digest)
     """Always None (as in the reference): no input was accepted."""
-    original_run_id: str | None = attrs.field(validator=optional_digest)
+    original_run_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
     """The run, once validated as a run."""
-    operator_result_id: str | None = attrs.field(validator=optional_digest)
+    operator_result_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
     """The operator result, once validated as one."""
-    candidate_attempt_id: str | None = attrs.field(validator=optional_digest)
+    candidate_attempt_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
     """The attempt, once validated as one."""
     reason_codes: tuple[RunAttemptBindingRefusalReason, ...] = attrs.field(validator=_one_reason)
     """Exactly one code: the first failed check."""
@@ -378,8 +390,15 @@ _NO_IDS: Final[_Ids] = (None, None, None)
 
 
 def _known(value: object) -> str | None:
-    """An identity usable in a refusal: a digest, else None (never guessed)."""
-    return value if is_digest(value) else None  # type: ignore[return-value]
+    """An identity as the reference writes it into a refusal: the record's own value.
+
+    A string (a str subclass as its plain text, which hashes the same) is kept even
+    when it is not a digest, as the reference keeps it; a value that is not valid text
+    (a forged non-string, a lone surrogate) cannot enter a refusal and is None.
+    """
+    if isinstance(value, str) and is_canonical_str(value):
+        return str.__str__(value)
+    return None
 
 
 def _refusal(reason: R, ids: _Ids = _NO_IDS) -> CandidateAttemptRunBindingRefusal:
@@ -412,6 +431,34 @@ def _valid_spans(spans: object) -> bool:
         ):
             return False
     return True
+
+
+def _reference_pairs(value: object) -> bool:
+    """Check 4 as the reference makes it: a tuple of 2-tuples of non-empty strings,
+    names strictly ascending (subclasses of tuple and str pass, as they do there)."""
+    if not isinstance(value, tuple):
+        return False
+    previous: str | None = None
+    for pair in value:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            return False
+        name, version = pair
+        if not (isinstance(name, str) and isinstance(version, str) and name and version):
+            return False
+        if previous is not None and not previous < name:
+            return False
+        previous = name
+    return True
+
+
+def _exact_pairs(value: object) -> tuple[tuple[str, str], ...]:
+    """Pairs that passed `_reference_pairs`, as exact tuples of exact str."""
+    pairs = typing.cast("tuple[tuple[str, str], ...]", value)
+    if type(pairs) is tuple and all(
+        type(p) is tuple and type(p[0]) is str and type(p[1]) is str for p in pairs
+    ):
+        return pairs
+    return tuple((str.__str__(name), str.__str__(version)) for name, version in pairs)
 
 
 def _declares_other_binding_policy(policy_versions: tuple[tuple[str, str], ...]) -> bool:
@@ -474,15 +521,15 @@ def _bind(
     )
     # 4 (unsupported_schema_version): caller-declared version pairs.
     # (Empty tuples, the common case, need no walk.)
+    # The reference's rule: tuples (a NamedTuple is one) of non-empty str (a str
+    # subclass is one) pairs, names ascending; kernel normalises them to exact tuples
+    # of exact str after every reference check (they hash the same).
     if (
         type(schema_versions) is not tuple
         or type(policy_versions) is not tuple
         or schema_versions
         or policy_versions
-    ) and (
-        version_pair_problem(schema_versions) is not None
-        or version_pair_problem(policy_versions) is not None
-    ):
+    ) and (not _reference_pairs(schema_versions) or not _reference_pairs(policy_versions)):
         return _refusal(R.UNSUPPORTED_SCHEMA_VERSION, ids)
     # 5 (run_result_mismatch): the result was built for this run.
     if result.geometric_search_run_id != run.run_id:
@@ -511,23 +558,31 @@ def _bind(
     if attempt.replay_blockers != ():
         return _refusal(R.REPLAY_BLOCKERS_PRESENT, ids)
     # 10 (run_identity_mismatch): the candidate addresses this run's problem.
-    residual_ids = run.residual_ids
-    if type(residual_ids) is not tuple:
+    # A record altered after construction is judged as the reference judges it while
+    # the reference can (a list of residual ids is searched like a tuple); only where
+    # the reference itself would fail (TypeError) is it malformed here. Its shape is
+    # refused after every reference check (24).
+    residual_ids: Any = run.residual_ids
+    try:
+        in_run = reconstruction.source_residual_id in residual_ids
+    except TypeError:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     if (
-        reconstruction.source_residual_id not in residual_ids
+        not in_run
         or reconstruction.problem_frame_digest != run.problem_frame_digest
         or reconstruction.original_contract_assessment_id != run.contract_assessment_id
     ):
         return _refusal(R.RUN_IDENTITY_MISMATCH, ids)
     # 11 (operator_set_mismatch): built by the run's operator set.
     provenance = reconstruction.operator_provenance
-    if type(provenance) is not tuple:
+    try:
+        named = ("operator_set_id", run.operator_set_id) in provenance and (
+            "operator_set_version",
+            run.operator_set_version,
+        ) in provenance
+    except TypeError:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
-    if ("operator_set_id", run.operator_set_id) not in provenance or (
-        "operator_set_version",
-        run.operator_set_version,
-    ) not in provenance:
+    if not named:
         return _refusal(R.OPERATOR_SET_MISMATCH, ids)
     # 12 (malformed_evidence_span): valid, and one span stream, never merged.
     spans = attempt.evidence_spans
@@ -539,8 +594,8 @@ def _bind(
         return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
     # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
     # existing attempts hold exactly the indices 0..n-1 in order.
-    existing_attempts = run.candidate_attempts
-    if type(existing_attempts) is not tuple:
+    existing_attempts: object = run.candidate_attempts
+    if not isinstance(existing_attempts, tuple | list):
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     index = attempt.attempt_index
     attempt_id = attempt.attempt_id
@@ -549,7 +604,7 @@ def _bind(
     # What the existing attempts charged, for check 25 (None: not an exact charge).
     charged: tuple[int, int, int] | None = (0, 0, 0)
     for position, existing in enumerate(existing_attempts):
-        if type(existing) is not CandidateAttempt:
+        if not isinstance(existing, CandidateAttempt):
             return _refusal(R.MALFORMED_INPUT_FIELD, ids)
         existing_index = existing.attempt_index
         if existing_index == index:
@@ -598,9 +653,11 @@ def _bind(
         consumed.parallelism_used,
         consumed.max_parallelism,
     )
-    # The reference compares bools as ints here; anything else cannot be compared.
+    # The reference compares whatever numbers it is given (bools as ints, a forged
+    # float as a float); only values it could not compare are malformed here. Kernel
+    # refuses anything but exact ints after every reference check (15).
     kinds = set(map(type, numbers))
-    if not kinds <= _INT_LIKE:
+    if not kinds <= _REAL:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     depth = attempt.depth
     if (
@@ -672,8 +729,19 @@ def _bind(
         attempt.operator_id,
         attempt.operator_version,
     )
-    if not _all_digests(digests) or set(map(type, texts)) != _STR_ONLY:
+    if (
+        not _all_digests(digests)
+        or set(map(type, texts)) != _STR_ONLY
+        or type(residual_ids) is not tuple
+        or type(provenance) is not tuple
+        or type(existing_attempts) is not tuple
+        or any(type(existing) is not CandidateAttempt for existing in existing_attempts)
+    ):
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # Version pairs the reference accepts as subclasses (NamedTuple, str subclass) are
+    # normalised to exact tuples of exact str: they hash the same, and records hold them.
+    schema_versions = _exact_pairs(schema_versions)
+    policy_versions = _exact_pairs(policy_versions)
     # 25 (run_accounting_understated): ADR section 10, the run's declared consumption
     # covers what its existing attempts charged; an understated run would let this
     # candidate in on budget the run no longer has.
