@@ -814,3 +814,19 @@ def test_warm_run_is_replayed_until_something_it_read_changes(
     calls.clear()
     assert main(args) == 1
     assert calls == [1]
+
+
+def test_process_pool_gives_the_same_report(tmp_path: Path) -> None:
+    """Parsing in a pool of processes changes nothing in the report."""
+    from kernel.guard.engine import PARALLEL_MIN_FILES
+
+    files = {f"pkg/m{i}.py": f"import os\nx = {i}\nos.system('x')\n" for i in range(70)}
+    files["pkg/__init__.py"] = ""
+    files["pkg/broken.py"] = "def (:\n"
+    src = _tree(tmp_path, files)
+    assert len(files) >= PARALLEL_MIN_FILES
+    policy = _policy(modules=("pkg", "pkg.*"), forbid_calls=("os.system",))
+    serial = check_tree(src, policy, jobs=1)
+    pooled = check_tree(src, policy, jobs=2)
+    assert pooled == serial
+    assert len(serial.violations) == 71

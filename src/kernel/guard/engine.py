@@ -749,12 +749,14 @@ def check_tree(
     gitignore_from: Path | str | None = None,
     only: Iterable[Path | str] | None = None,
     visited: list[str] | None = None,
+    jobs: int | None = None,
 ) -> GuardReport:
     """Check every module under the import root ``src`` against ``policy``.
 
     Args:
         exclude, gitignore_from, visited: see `discover_modules` (``visited`` also
             receives every module file).
+        jobs: see `check_paths`.
         only: report findings of these files (or of files under these folders) only,
             as pre-commit passes the files it checks; the whole tree is still
             discovered, so coverage and transitive reach see every module.
@@ -769,7 +771,7 @@ def check_tree(
         raise ConfigError(f"--src {src}: no Python files found")
     if visited is not None:
         visited += [path for path, _m, _k in files]
-    report = check_paths(files, policy, cache_dir=cache_dir)
+    report = check_paths(files, policy, cache_dir=cache_dir, jobs=jobs)
     if only is None:
         return report
     wanted = [Path(p).resolve() for p in only]

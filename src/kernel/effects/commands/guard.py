@@ -118,6 +118,12 @@ def register(subparsers: Any) -> None:
         help=f"per-file result cache (default: {_CACHE_DIR})",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="processes that parse uncached files (default: one per available core)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -149,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             gitignore_from=Path.cwd(),
             only=args.paths or None,
             visited=read,
+            jobs=args.jobs,
         )
         if args.write_baseline:
             Path(args.write_baseline).write_text(baseline_document(report), encoding="utf-8")
