@@ -551,6 +551,25 @@ def test_layers_rule_reports_upward_imports(tmp_path: Path) -> None:
     assert rule.layer_of("app.new") == 0
 
 
+def test_layers_report_chains_through_unlayered_modules(tmp_path: Path) -> None:
+    """A lower layer reaching a higher one through a module no layer names is KG009
+    with the chain (as import-linter reports it), every hop with its line."""
+    src = _tree(tmp_path, {
+        "app/__init__.py": "",
+        "app/low.py": "\nimport helper\n",
+        "app/high.py": "",
+        "helper.py": "import app.high\n",
+    })  # fmt: skip
+    rule = Rule(name="l", modules=("app.*",), layers=(("app.high",), ("app.low",)))
+    policy = Policy(rules=(rule,), unguarded=("app", "helper"))
+    found = check_tree(src, policy).violations
+    assert [(Path(v.path).name, v.line, v.code.value) for v in found] == [("low.py", 2, "KG009")]
+    assert [(c.module, c.line, c.imports) for c in found[0].chain] == [
+        ("app.low", 2, "helper"),
+        ("helper", 1, "app.high"),
+    ]
+
+
 def test_configuration_error_in_every_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,11 +5,13 @@ Rules this module enforces:
 - every ``*.py`` file under the import root is a module named by its path
   (``a/b/__init__.py`` is ``a.b``); hidden directories and ``__pycache__`` are skipped;
 - a file is scanned in full when a rule covers its module, for imports only when a
-  ``transitive`` rule needs the import graph, and not at all otherwise;
+  ``transitive`` or ``layers`` rule needs the import graph, and not at all otherwise;
 - per-file results (imports and findings) are cached by SHA-256 of the file's content
   (`kernel.identity.sha256_bytes`) in a cache file keyed by the policy hash and the
   tool version (a hash of the guard's own source); a file whose size, mtime and inode
   are unchanged since an entry older than the racy window is not re-read, as git does;
+- layers (KG009) report direct imports of a higher layer and chains through modules
+  that no layer names;
 - transitive reach (`ViolationCode.TRANSITIVE_IMPORT`) follows runtime and literal
   dynamic imports (never typing-only ones) through the project's own modules,
   including package ``__init__`` re-exports, and reports the shortest chain to each
@@ -407,7 +409,7 @@ def check_paths(
     results: dict[str, tuple[list[ImportFact], list[RawFinding]]] = {}
     modules: dict[str, str] = {}
     cached = checked = 0
-    need_graph = bool(ctx.transitive)
+    need_graph = bool(ctx.transitive) or any(r.layers for r in policy.rules)
     todo: list[_Job] = []
     with _gc_paused():
         for path, module, is_package in files:
@@ -632,6 +634,69 @@ def _layer_breaks(
                         )
                     )
                     break
+    out.extend(_layer_chains(rule, files, results, show))
+    return out
+
+
+def _layer_chains(
+    rule: Rule,
+    files: Sequence[tuple[str, str, bool]],
+    results: dict[str, tuple[list[ImportFact], list[RawFinding]]],
+    show: dict[str, str],
+) -> list[Violation]:
+    """KG009 through modules outside the layers (as import-linter reports chains): a
+    layered module that reaches a higher layer only through project modules no layer
+    names; the shortest chain per higher module, every hop with its line."""
+    where = {module: path for path, module, _k in files}
+    graph = {
+        module: _edges(results[path][0]) if path in results else []
+        for module, path in where.items()
+    }
+    out: list[Violation] = []
+    for path, module, _pkg in files:
+        own = rule.layer_of(module) if covers(rule.modules, module) else None
+        if own is None:
+            continue
+        parent: dict[str, tuple[str, int]] = {module: ("", 0)}
+        queue = collections.deque([module])
+        reported: set[str] = set()
+        while queue:
+            current = queue.popleft()
+            for target, line, _col in graph.get(current, ()):
+                if target not in where or target in parent:
+                    continue
+                level = rule.layer_of(target)
+                if level is None:
+                    parent[target] = (current, line)
+                    queue.append(target)
+                    continue
+                if current == module or level >= own or target in reported:
+                    continue  # direct edges are reported above; lower layers are fine
+                reported.add(target)
+                hops = [ChainLink(module=current, path=show.get(where[current], where[current]),
+                                  line=line, imports=target)]  # fmt: skip
+                node = current
+                while node != module:
+                    prev, pline = parent[node]
+                    hops.append(ChainLink(module=prev, path=show.get(where[prev], where[prev]),
+                                          line=pline, imports=node))  # fmt: skip
+                    node = prev
+                hops.reverse()
+                trail = " -> ".join(f"{h.module}:{h.line}" for h in hops)
+                out.append(
+                    Violation(
+                        path=show.get(path, path),
+                        line=hops[0].line,
+                        column=1,
+                        code=ViolationCode.LAYER_VIOLATION,
+                        rule=rule.name,
+                        message=(
+                            f"{module!r} (layer {own}) reaches {target!r} of higher layer "
+                            f"{level} through {trail} -> {target}"
+                        ),
+                        chain=tuple(hops),
+                    )
+                )
     return out
 
 
