@@ -16,14 +16,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.commit_admission import EvidenceClass
+from kernel.consensus import CaptureMode
 from kernel.effects import orchestrate
+from kernel.effects.adapters import command
 from kernel.effects.cli import main
 from kernel.effects.commands.report import load_run_record
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.sandbox import run_sandboxed
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.run_admission import admission_section, build_run_admission
-from kernel.runrecord import CheckRun, IsolationPolicy, RunRecord, SandboxLimit, SandboxRun
+from kernel.runrecord import (
+    AttemptErrorCode,
+    AttemptState,
+    CheckRun,
+    IsolationPolicy,
+    RunRecord,
+    SandboxLimit,
+    SandboxRun,
+)
 from kernel.verification import CheckReason, Isolation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,3 +269,35 @@ def test_isolation_records_round_trip(runs: list[CheckRun], policy: IsolationPol
     for run in runs:
         assert CheckRun.from_dict(run.to_dict()) == run
     assert IsolationPolicy.from_dict(policy.to_dict()) == policy
+
+
+@pytest.mark.parametrize("weak_in", ["worker", "check"])
+def test_a_sandbox_that_falls_below_the_minimum_at_run_time_is_no_evidence(
+    work: Path, monkeypatch: pytest.MonkeyPatch, weak_in: str
+) -> None:
+    """A capture weaker than the run's minimum: the worker's is a sandbox_error, a check's a
+    verification error; neither is evidence, and the weaker level is still recorded."""
+    real = run_sandboxed
+    loaded = load_config(work / "demo" / "config.json")
+    if loaded.isolation_policy is None or loaded.isolation_policy.minimum is Isolation.COPY:
+        pytest.fail("this machine offers no namespace sandbox: nothing can fall below it")
+
+    def falls_back(spec: Any, **kwargs: Any) -> Any:
+        capture = real(spec, **kwargs)
+        weak = (spec.capture is CaptureMode.PATCH) == (weak_in == "worker")
+        return attrs.evolve(capture, isolation=Isolation.COPY) if weak else capture
+
+    monkeypatch.setattr(command, "run_sandboxed", falls_back)
+    loaded = attrs.evolve(loaded, attempts=loaded.attempts[:1])
+    (attempt,) = run_detailed(loaded).record.attempts
+    assert attempt.error is not None
+    assert "below the run's minimum" in attempt.error.message
+    if weak_in == "worker":
+        assert attempt.state is AttemptState.WORKER_ERROR
+        assert attempt.error.code is AttemptErrorCode.SANDBOX_ERROR
+        assert attempt.worker_sandbox is not None
+        assert attempt.worker_sandbox.isolation is Isolation.COPY
+    else:
+        assert attempt.state is AttemptState.VERIFICATION_ERROR
+        assert attempt.check_runs[-1].sandbox is not None
+        assert attempt.check_runs[-1].sandbox.isolation is Isolation.COPY

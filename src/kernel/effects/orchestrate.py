@@ -457,7 +457,8 @@ def _attempt_in_scratch(
     started = time.monotonic()
     folder = scratch / f"attempt-{order}"
     console.progress(f"attempt {attempt_id}: started ({worker.kind})")
-    evidence = AttemptEvidence()
+    policy = loaded.isolation_policy
+    evidence = AttemptEvidence(minimum=None if policy is None else policy.minimum)
     try:
         with collecting_notes(notes, evidence):
             folder.mkdir()

@@ -29,7 +29,13 @@ from kernel.effects.files import load_json
 from kernel.effects.sandbox import Limits
 from kernel.errors import ConfigError, KernelError
 from kernel.runrecord import AttemptErrorCode, CheckRun, SandboxRun
-from kernel.verification import ResultManifest, VerificationResult, WorkUnit
+from kernel.verification import (
+    Isolation,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+    weakest_isolation,
+)
 
 __all__ = [
     "AdapterRegistry",
@@ -45,6 +51,7 @@ __all__ = [
     "WorkerFailed",
     "WorkerProduced",
     "AttemptEvidence",
+    "below_minimum",
     "collecting_notes",
     "load_object",
     "note",
@@ -172,6 +179,8 @@ class AttemptEvidence:
     """The worker's sandbox."""
     check_runs: list[CheckRun] = attrs.Factory(list)
     """Each verifier check, in check order."""
+    minimum: Isolation | None = None
+    """The run's minimum isolation (its `kernel.runrecord.IsolationPolicy`), if any."""
 
 
 _EVIDENCE: contextvars.ContextVar[AttemptEvidence | None] = contextvars.ContextVar(
@@ -191,6 +200,19 @@ def record_check_run(run: CheckRun) -> None:
     evidence = _EVIDENCE.get()
     if evidence is not None:
         evidence.check_runs.append(run)
+
+
+def below_minimum(level: Isolation) -> str | None:
+    """Why a sandbox obtained at ``level`` is below the run's minimum, or None.
+
+    A sandbox may fall back at run time (the machine changed since the config loaded);
+    evidence weaker than the config accepts is a sandbox failure, never evidence.
+    """
+    evidence = _EVIDENCE.get()
+    minimum = None if evidence is None else evidence.minimum
+    if minimum is None or weakest_isolation((level, minimum)) is minimum:
+        return None
+    return f"the sandbox obtained {level} isolation, below the run's minimum {minimum}"
 
 
 @contextlib.contextmanager

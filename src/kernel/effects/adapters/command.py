@@ -93,6 +93,7 @@ from kernel.effects.adapters.base import (
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
+    below_minimum,
     note,
     record_check_run,
     record_worker_sandbox,
@@ -462,6 +463,9 @@ class CommandWorker:
             note("worker_ms", capture.duration_ms)
             note("worker_isolation", str(capture.isolation))
             record_worker_sandbox(sandbox_run(capture))
+            weak = below_minimum(capture.isolation)
+            if weak is not None:
+                return WorkerFailed(message=weak, code=AttemptErrorCode.SANDBOX_ERROR)
             note("worker_stdout_bytes", capture.stdout_size)
             note("worker_stderr_bytes", capture.stderr_size)
             failed = self._failure(capture)
@@ -715,6 +719,9 @@ class CommandVerifier:
                 record_check_run(
                     CheckRun(check_id=check.id, sandbox=sandbox_run(capture), reason=reason)
                 )
+                weak = below_minimum(capture.isolation)
+                if weak is not None:
+                    raise VerifierFailure(f"check {check.id}: {weak}")
                 if reason is not None:
                     reasons[check.id] = reason
         note("verifier_ms", total_ms)
