@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernel.effects.cli import main
 from kernel.errors import ConfigError
@@ -849,3 +853,56 @@ def test_process_pool_gives_the_same_report(tmp_path: Path) -> None:
     pooled = check_tree(src, policy, jobs=2)
     assert pooled == serial
     assert len(serial.violations) == 71
+
+
+# ------------------------------------------------------------------ properties and start-up
+
+
+@given(st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8")))
+def test_any_input_is_findings_never_an_exception(data: bytes) -> None:
+    """For all byte strings, the scan returns findings (KG010 when unparseable), with
+    1-based positions; it never raises."""
+    policy = _policy(forbid_calls=("open", "os.system"), forbid_imports=("socket",))
+    for v in check_source(data, policy, module="m"):
+        assert v.line >= 1
+        assert v.column >= 1
+
+
+@given(st.sampled_from(["open", "eval", "exec"]), st.integers(0, 3))
+def test_a_forbidden_builtin_is_caught_at_any_function_depth(name: str, depth: int) -> None:
+    """For all nestings of functions whose locals do not bind the name, the call is caught."""
+    policy = _policy(forbid_calls=(name,))
+    lines = []
+    for level in range(depth):
+        lines.append("    " * level + f"def f{level}(x):")
+        lines.append("    " * (level + 1) + f"[x for {name}_ in ()]")
+    lines.append("    " * depth + f"{name}('1')")
+    assert [code for _l, _c, code in _codes("\n".join(lines) + "\n", policy)] == ["KG004"]
+
+
+def test_kernel_guard_loads_only_the_guard(tmp_path: Path) -> None:
+    """`kernel guard` imports the guard, errors and identity; no other part of the
+    library. A replayed warm run does not even load the guard's scanner."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    _age(tmp_path)
+    cache = tmp_path.parent / f"{tmp_path.name}-cache"  # outside the aged tree
+    probe = (
+        "import sys\nfrom kernel.effects.cli import main\n"
+        f"code = main(['guard', '--config', 'adr.md', '--cache-dir', {str(cache)!r}])\n"
+        "print(code, ' '.join(sorted(m for m in sys.modules if m.startswith('kernel'))))\n"
+    )
+    runs = []
+    for _ in range(3):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        runs.append(proc.stdout.splitlines()[-1].split())
+    allowed = ("kernel.guard", "kernel.errors", "kernel.identity", "kernel.effects")
+    full, replayed = runs[0], runs[-1]
+    assert full[0] == replayed[0] == "0"
+    assert "kernel.guard.scan" in full
+    for name in full[1:]:
+        assert name == "kernel" or name.startswith(allowed), name
+    assert "kernel.guard.scan" not in replayed
+    assert "kernel.guard.fastpath" in replayed
