@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 
 import kernel
 from kernel.errors import ArgumentTypeError, FieldError, KernelError, RefusedError
+from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason
+from kernel.runrecord import DeclaredReplay
 from kernel.strategies import (
     branches,
     candidate_operator_results,
@@ -199,6 +201,19 @@ def _filler(hint: object) -> object:
         return ()
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return next(iter(hint))
+    if hint is ReplayCheck:  # a mismatching check carrying the first ReplayReason
+        return ReplayCheck(
+            mode=ReplayMode.EXACT,
+            declared_replay=DeclaredReplay.DETERMINISTIC,
+            outputs_compared=True,
+            match=False,
+            reason_codes=(next(iter(ReplayReason)),),
+            first_difference="$.config_digest",
+            saved_digest=None,
+            replayed_digest=None,
+            saved_compared_digest=None,
+            replayed_compared_digest=None,
+        )
     return {int: 0, bool: False}.get(hint, "a" * 64)  # type: ignore[call-overload]
 
 

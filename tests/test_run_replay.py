@@ -14,11 +14,21 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
+from kernel.codec import compute_id
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason, check_replay, default_mode
+from kernel.errors import RefusedError
+from kernel.run_replay import (
+    ReplayCheck,
+    ReplayMode,
+    ReplayReason,
+    ReplayRefusal,
+    check_replay,
+    default_mode,
+)
 from kernel.runrecord import DeclaredReplay, ProvenanceInput, RunProvenance, RunRecord
 from kernel.strategies.report import run_records
+from kernel.values import unwrap
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -40,13 +50,25 @@ def _with_provenance(run: RunRecord, digest: str = D) -> RunRecord:
 def _check(
     saved: Any, replayed: RunRecord, mode: ReplayMode, declared: DeclaredReplay | None = None
 ) -> ReplayCheck:
-    return check_replay(
+    outcome = check_replay(
         saved,
         replayed,
         mode=mode,
         declared=declared or DeclaredReplay.DETERMINISTIC,
         config_digest=replayed.config_digest,
     )
+    return _document(outcome)
+
+
+def _document(outcome: ReplayCheck | ReplayRefusal) -> ReplayCheck:
+    """The replay-check document: the match itself, or the check a refusal holds."""
+    if isinstance(outcome, ReplayRefusal):
+        assert outcome.reason_codes == outcome.check.reason_codes
+        assert outcome.refusal_id == compute_id(outcome)
+        assert outcome.check.mode in outcome.explanation
+        return outcome.check
+    assert outcome.match
+    return outcome
 
 
 def test_identical_records_match_in_every_mode() -> None:
@@ -124,13 +146,17 @@ def test_config_digest_checked_first_and_not_rerun() -> None:
     run = _fixture_run()
     saved = run.to_dict()
     saved["config_digest"] = D
-    check = check_replay(
+    outcome = check_replay(
         saved,
         None,
         mode=ReplayMode.EXACT,
         declared=DeclaredReplay.DETERMINISTIC,
         config_digest=run.config_digest,
     )
+    assert isinstance(outcome, ReplayRefusal)
+    with pytest.raises(RefusedError, match="config_digest_mismatch"):
+        unwrap(outcome)
+    check = _document(outcome)
     assert check.reason_codes == (ReplayReason.CONFIG_DIGEST,)
     assert check.replayed_digest is None
 

@@ -132,6 +132,7 @@ if TYPE_CHECKING:
         ReplayCheck,
         ReplayMode,
         ReplayReason,
+        ReplayRefusal,
         check_replay,
     )
     from kernel.runrecord import (
@@ -305,6 +306,7 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "ReplayCheck",
         "ReplayMode",
         "ReplayReason",
+        "ReplayRefusal",
         "check_replay",
     ),
     "kernel.runrecord": (
@@ -482,6 +484,7 @@ __all__ = [
     "ReplayCheck",
     "ReplayMode",
     "ReplayReason",
+    "ReplayRefusal",
     "ReportAttempt",
     "ReportCheck",
     "ReportReason",
@@ -498,9 +501,9 @@ __all__ = [
     "RunObservation",
     "RunProvenance",
     "RunRecord",
+    "RunStatus",
     "SandboxLimit",
     "SandboxRun",
-    "RunStatus",
     "SearchGateDecision",
     "SearchGateStatus",
     "SearchRunDisposition",

@@ -33,7 +33,12 @@ Rules enforced by `check_replay`, in order (each failure yields its reason code)
 - R4 the mode's projection of the saved and replayed records is equal; the first
   differing JSON path is named.
 
-Identity: `ReplayCheck` has no id; its ``*_digest`` fields are SHA-256 over canonical
+Outcome: `check_replay` returns the `ReplayCheck` of a match, or a `ReplayRefusal`
+holding the check (``match`` false) and its reason codes; callers ``match`` on the
+type, and `kernel.values.unwrap` raises the refusal.
+
+Identity: `ReplayRefusal.refusal_id` self-seals over its check and reason codes;
+`ReplayCheck` has no id; its ``*_digest`` fields are SHA-256 over canonical
 JSON of, respectively, the whole saved record, the whole replayed record, and each
 record's projection in the check's mode.
 """
@@ -46,17 +51,18 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import Record, field_error
+from kernel.codec import UNSEALED, Identity, Record, field_error
 from kernel.errors import CanonicalizationError
 from kernel.identity import sha256_hex
 from kernel.runrecord import DeclaredReplay, RunRecord, constant, first_difference
-from kernel.values import boundary, enum_member, exact, optional_digest, tuple_of
+from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
 
 __all__ = [
     "REPLAY_CHECK_KIND",
     "ReplayCheck",
     "ReplayMode",
     "ReplayReason",
+    "ReplayRefusal",
     "check_replay",
     "default_mode",
     "preflight",
@@ -196,6 +202,46 @@ class ReplayCheck(Record):
             raise field_error("match", "a replay check matches exactly when it has no reason")
 
 
+@attrs.frozen(kw_only=True)
+class ReplayRefusal(Refusal):
+    """A replay that does not match in its mode: the whole check and why.
+
+    ``refusal_id`` self-seals over ``check`` (nested form) and ``reason_codes``; the
+    explanation names the mode, the codes and the first differing path.
+    """
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    """Self-sealed id."""
+    check: ReplayCheck = attrs.field(validator=exact(ReplayCheck))
+    """The check (``match`` false) as the replay-check document records it."""
+    reason_codes: tuple[ReplayReason, ...] = attrs.field(validator=tuple_of(ReplayReason))
+    """The check's failed rules, in order (R1-R4)."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.check.match or self.check.reason_codes != self.reason_codes:
+            raise field_error("check", "a replay refusal holds a mismatching check, same codes")
+
+
+def _outcome(check: ReplayCheck) -> ReplayCheck | ReplayRefusal:
+    if check.match:
+        return check
+    codes = ", ".join(check.reason_codes)
+    where = check.first_difference or "(nothing compared)"
+    return ReplayRefusal(
+        check=check,
+        reason_codes=check.reason_codes,
+        explanation=(
+            f"replay in {check.mode} mode does not match ({codes}): expected the saved and "
+            f"the replayed record to agree on what {check.mode} compares, found the first "
+            f"difference at {where} (saved {check.saved_compared_digest}, replayed "
+            f"{check.replayed_compared_digest})"
+        ),
+    )
+
+
 @boundary
 def preflight(
     saved: object, *, mode: ReplayMode, declared: DeclaredReplay, config_digest: str
@@ -219,7 +265,7 @@ def check_replay(
     mode: ReplayMode,
     declared: DeclaredReplay,
     config_digest: str,
-) -> ReplayCheck:
+) -> ReplayCheck | ReplayRefusal:
     """Compare a saved run record (decoded JSON) with a replayed one in ``mode``.
 
     Args:
@@ -231,7 +277,12 @@ def check_replay(
         config_digest: the digest of the config that was replayed.
 
     Returns:
-        A `ReplayCheck` (checks R1-R4 in the module docstring). Never raises on bad data.
+        The `ReplayCheck` of a match, else a `ReplayRefusal` holding the check (checks
+        R1-R4 in the module docstring). Never raises on bad data.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+        ValueError: ``replayed`` is None although the preflight checks pass.
     """
     reasons = preflight(saved, mode=mode, declared=declared, config_digest=config_digest)
     saved_projection = projection(saved, mode)
@@ -245,17 +296,21 @@ def check_replay(
     if replayed is None:
         if not reasons:
             raise ValueError("replayed may be None only when the preflight checks fail")
-        return ReplayCheck(
-            mode=mode,
-            declared_replay=declared,
-            outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
-            match=False,
-            reason_codes=tuple(reasons),
-            first_difference="$.config_digest" if ReplayReason.CONFIG_DIGEST in reasons else None,
-            saved_digest=saved_digest,
-            replayed_digest=None,
-            saved_compared_digest=saved_compared,
-            replayed_compared_digest=None,
+        return _outcome(
+            ReplayCheck(
+                mode=mode,
+                declared_replay=declared,
+                outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
+                match=False,
+                reason_codes=tuple(reasons),
+                first_difference="$.config_digest"
+                if ReplayReason.CONFIG_DIGEST in reasons
+                else None,
+                saved_digest=saved_digest,
+                replayed_digest=None,
+                saved_compared_digest=saved_compared,
+                replayed_compared_digest=None,
+            )
         )
     replayed_document: dict[str, Any] = replayed.to_dict()
     replayed_projection = projection(replayed_document, mode)
@@ -266,15 +321,17 @@ def check_replay(
         difference = difference or "$"
     if difference is not None and ReplayReason.NOT_CANONICAL not in reasons:
         reasons.append(ReplayReason.RECORD_MISMATCH)
-    return ReplayCheck(
-        mode=mode,
-        declared_replay=declared,
-        outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
-        match=not reasons,
-        reason_codes=tuple(reasons),
-        first_difference=difference,
-        saved_digest=saved_digest,
-        replayed_digest=replayed.digest,
-        saved_compared_digest=saved_compared,
-        replayed_compared_digest=replayed_compared,
+    return _outcome(
+        ReplayCheck(
+            mode=mode,
+            declared_replay=declared,
+            outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
+            match=not reasons,
+            reason_codes=tuple(reasons),
+            first_difference=difference,
+            saved_digest=saved_digest,
+            replayed_digest=replayed.digest,
+            saved_compared_digest=saved_compared,
+            replayed_compared_digest=replayed_compared,
+        )
     )

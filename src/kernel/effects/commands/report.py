@@ -54,6 +54,7 @@ from kernel.run_replay import (
     ReplayCheck,
     ReplayMode,
     ReplayReason,
+    ReplayRefusal,
     check_replay,
     default_mode,
     preflight,
@@ -289,7 +290,9 @@ def replay(
     digest = loaded.config_digest
     failed = preflight(saved, mode=chosen, declared=declared, config_digest=digest)
     replayed = None if failed else run_loaded(loaded, executor=executor)
-    check = check_replay(saved, replayed, mode=chosen, declared=declared, config_digest=digest)
+    outcome = check_replay(saved, replayed, mode=chosen, declared=declared, config_digest=digest)
+    # The replay-check document is the check, whether it matched or was refused.
+    check = outcome.check if isinstance(outcome, ReplayRefusal) else outcome
     return check, replayed
 
 
