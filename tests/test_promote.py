@@ -5,9 +5,12 @@ copy of the demo repository and its own ledger."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -388,4 +391,78 @@ def test_stage_and_unstage(
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 0
     assert git(repo, "for-each-ref", "refs/kernel") == ""
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 2
-    assert kinds(ledger) == ["staging", "staging", "refusal", "unstaging"]
+    assert kinds(ledger) == [
+        "admission", "staging", "admission", "staging", "refusal", "unstaging",
+    ]  # fmt: skip
+
+
+def _readme_blocks() -> tuple[str, str]:
+    """The README's setup block and the three-command block after the loop-demo marker."""
+    text = (ROOT / "README.md").read_text()
+    before, marker, after = text.partition("<!-- loop-demo")
+    assert marker, "README lost its loop-demo block"
+    setup = before.rsplit("```sh\n", 1)[1].split("```", 1)[0]
+    commands = after.split("```sh\n", 1)[1].split("```", 1)[0]
+    return setup, commands
+
+
+def test_readme_closes_the_loop(demo: Demo, tmp_path: Path) -> None:
+    """The README's commands, run as written after `make demo`: a signed decision, a
+    promotion onto main of a git copy of the demo repository, an intact ledger."""
+    setup, commands = _readme_blocks()
+    assert len([line for line in commands.splitlines() if line.strip()]) == 3
+    work = tmp_path / "work"
+    shutil.copytree(DEMO / "repo", work / "fixtures" / "demo" / "repo")
+    shutil.copytree(demo.run_dir, work / "results" / "demo")
+    kernel = f"{shlex.quote(sys.executable)} -m kernel"
+    script = "set -euo pipefail\n" + setup + commands.replace(".venv/bin/kernel", kernel)
+    script += 'git -C "$DEMO/repo" log -1 --format=%B main > trailers.txt\n'
+    (tmp_path / "scratch").mkdir()
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=work,
+        env={**os.environ, "TMPDIR": str(tmp_path / "scratch")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "promoted attempt-1 onto main" in done.stdout
+    assert "intact: 3 entries" in done.stdout
+    trailers = (work / "trailers.txt").read_text()
+    assert f"Kernel-Report-Digest: {load_run_folder(demo.run_dir).report.digest}" in trailers
+
+
+def test_attest_writes_an_in_toto_statement(
+    demo: Demo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel attest`: subject = the candidate patch's sha256; the predicate carries the
+    report digest, the evidence class, the verifier's checks and the decision id."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    out = demo.results / tmp_path.name / "attempt-1.intoto.json"
+    assert main(["attest", "--run-dir", str(demo.run_dir), "--attempt", "attempt-1",
+                 "--decision", str(decision), "--output", str(out),
+                 "--results-root", str(demo.results)]) == 0  # fmt: skip
+    statement = json.loads(out.read_text())
+    folder = load_run_folder(demo.run_dir)
+    patch = next(demo.run_dir.glob("patches/*.patch"))
+    candidate = next(g for g in folder.admission.groups if "attempt-1" in g.attempt_ids)
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["subject"] == [
+        {
+            "name": f"patches/{candidate.candidate_digest}.patch",
+            "digest": {"sha256": candidate.candidate_digest},
+        }
+    ]
+    assert (demo.run_dir / statement["subject"][0]["name"]).exists() or patch.exists()
+    predicate = statement["predicate"]
+    assert statement["predicateType"].startswith("https://")
+    assert predicate["report_digest"] == folder.report.digest
+    assert predicate["evidence_class"] == "verified"
+    assert {c["id"] for c in predicate["verifier"]["checks"]} >= {"unit-tests"}
+    record = json.loads(decision.read_text())
+    assert predicate["decision"]["record_id"] == record["record_id"]
+    capsys.readouterr()
+    assert main(["attest", "--run-dir", str(demo.run_dir), "--attempt", "attempt-3",
+                 "--output", str(out), "--results-root", str(demo.results)]) == 1  # fmt: skip
+    assert "refused (no_candidate)" in capsys.readouterr().out

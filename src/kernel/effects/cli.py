@@ -44,6 +44,7 @@ VERB_MODULES: Final = {
     "stage": "promote",
     "unstage": "promote",
     "promote": "promote",
+    "attest": "attest",
     "schemas": "schemas",
 }
 
@@ -59,6 +60,7 @@ _LOADERS: Final[dict[str, Callable[[], ModuleType]]] = {
     "run": lambda: importlib.import_module("kernel.effects.commands.run"),
     "ledger": lambda: importlib.import_module("kernel.effects.commands.ledger"),
     "promote": lambda: importlib.import_module("kernel.effects.commands.promote"),
+    "attest": lambda: importlib.import_module("kernel.effects.commands.attest"),
     "schemas": lambda: importlib.import_module("kernel.effects.commands.schemas"),
 }
 

@@ -162,6 +162,7 @@ def run_stage(args: argparse.Namespace) -> int:
         if isinstance(outcome, GateRefusal):
             return _refused(store, "stage", outcome, {"repo_base": base, "ref": ref})
         patch = folder.patch(outcome.candidate_digest)
+        store.append(EntryKind.ADMISSION, {"action": "stage", **folder.admission.to_dict()})
         message = (
             f"kernel: stage {args.attempt} of run {folder.run.run_id} "
             f"({outcome.evidence_class})\n\n"
