@@ -20,14 +20,27 @@ import pytest
 
 from kernel.codec import seal
 from kernel.commit_admission import EvidenceClass
+from kernel.consensus import (
+    CaptureMode,
+    CaptureStatus,
+    ConsensusRefusal,
+    Isolation,
+    RunObservation,
+    build_consensus,
+    build_corroboration_report,
+)
 from kernel.decision import Decision, HumanDecisionRecord
 from kernel.effects.cli import main
 from kernel.effects.commands.promote import load_run_folder
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.git import CommitIdentity, GitRefusal, Repo, content_tree_id
 from kernel.effects.ledger_store import opened, verify_store
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.gate import derive_run_admission
+from kernel.identity import canonical_json
 from kernel.ledger import EntryKind, LedgerIntact
 from kernel.run_admission import RunAdmission
+from kernel.verification import Recommendation, VerificationStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -466,3 +479,128 @@ def test_attest_writes_an_in_toto_statement(
     assert main(["attest", "--run-dir", str(demo.run_dir), "--attempt", "attempt-3",
                  "--output", str(out), "--results-root", str(demo.results)]) == 1  # fmt: skip
     assert "refused (no_candidate)" in capsys.readouterr().out
+
+
+def _without_verifier_pass(demo: Demo, tmp_path: Path, reruns: int) -> Path:
+    """A run folder whose only attempt carries the demo's correct fix but no verifier
+    pass (insufficient evidence), with ``reruns`` unanimous reruns of its worker."""
+    folder = load_run_folder(demo.run_dir)
+    attempt = next(a for a in folder.run.attempts if a.attempt_id == "attempt-1")
+    assert attempt.verification is not None
+    assert attempt.manifest is not None
+    inconclusive = attrs.evolve(
+        attempt,
+        verification=attrs.evolve(
+            attempt.verification,
+            recommendation=Recommendation.INSUFFICIENT_EVIDENCE,
+            status=VerificationStatus.INCONCLUSIVE,
+        ),
+    )
+    assert folder.run.provenance is not None
+    provenance = attrs.evolve(
+        folder.run.provenance,
+        inputs=tuple(
+            i for i in folder.run.provenance.inputs
+            if not i.name.startswith("worker:") or i.name == "worker:attempt-1"
+        ),
+    )  # fmt: skip
+    run = attrs.evolve(folder.run, attempts=(inconclusive,), provenance=provenance)
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    candidate = attempt.manifest.candidate_digest
+    assert candidate is not None
+    corroborations = {}
+    if reruns:
+        observations = [
+            RunObservation(
+                index=i, status=CaptureStatus.OK, exit_code=0, output_digest=candidate,
+                output_size=100, isolation=Isolation.OVERLAY, duration_ms=1,
+            )
+            for i in range(reruns)
+        ]  # fmt: skip
+        consensus = build_consensus(observations, candidate_digest=candidate)
+        assert not isinstance(consensus, ConsensusRefusal)
+        corroborations[candidate] = build_corroboration_report(
+            consensus, command=("workers/correct_fix.sh",), capture_mode=CaptureMode.PATCH,
+            network=False, timeout_ms=None,
+        )  # fmt: skip
+    admission = derive_run_admission(run, report, corroborations)
+    assert admission is not None
+    out = demo.results / tmp_path.name / f"run-{reruns}"
+    (out / "patches").mkdir(parents=True)
+    shutil.copy(demo.run_dir / "patches" / f"{candidate}.patch", out / "patches")
+    (out / "run.json").write_bytes(canonical_json(run.to_dict()))
+    (out / "evidence.json").write_bytes(canonical_json(report.to_dict()))
+    (out / "admission.json").write_bytes(canonical_json(admission.to_dict()))
+    (out / "corroboration.json").write_bytes(
+        canonical_json(
+            {"kind": "kernel-corroboration-set", "schema_version": "1", "run_id": run.run_id,
+             "reports": {d: r.to_dict() for d, r in corroborations.items()}}
+        )
+    )  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("reruns", [0, 3, 9])
+def test_no_verifier_pass_is_never_promoted(
+    reruns: int, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the held-out verifier's pass a candidate is never promoted, signed accept
+    or not, whatever the number of unanimous reruns. Alone it is corroborated_only and
+    stageable; with unanimous reruns of its own (correlated) worker, admission refuses
+    the group (unanimous_correlated_drafts), so it is not even stageable."""
+    run_dir = _without_verifier_pass(demo, tmp_path, reruns)
+    ledger = tmp_path / "l.sqlite"
+    common = ["--run-dir", str(run_dir), "--repo", str(repo), "--ledger", str(ledger)]
+    group = load_run_folder(run_dir).admission.groups[0]
+    capsys.readouterr()
+    staged = main(["stage", *common, "--attempt", "attempt-1"])
+    out = capsys.readouterr().out
+    if reruns == 0:
+        assert group.evidence_class is EvidenceClass.CORROBORATED_ONLY
+        assert staged == 0
+        ref = "refs/kernel/staged/demo/median-fix/attempt-1"
+        body = git(repo, "log", "-1", "--format=%B", ref)
+        assert "Kernel-Evidence-Class: corroborated_only" in body
+    else:
+        assert group.evidence_class is None
+        assert staged == 1
+        assert "refused (not_stageable)" in out
+    report = run_dir / "evidence.json"
+    decision = demo.results / tmp_path.name / f"accept-{reruns}.json"
+    assert main([
+        "decision", "record", "--evidence-report", str(report), "--output", str(decision),
+        "--decision-id", "d", "--decision", "accept", "--selected-attempt-id", "attempt-1",
+        "--rationale", "looks right", "--decider-id", DECIDER, "--signing-key", str(demo.alice),
+        "--decided-at", "2026-11-30T12:00:00Z", "--results-root", str(demo.results),
+    ]) == 0  # fmt: skip
+    before = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    code = main(
+        [
+            "promote", *common, "--decision", str(decision), "--allowed-signers",
+            str(demo.allowed), "--onto", "main",
+        ]
+    )  # fmt: skip
+    assert code == 1
+    assert "refused (not_verified)" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == before
+    assert kinds(ledger)[-1] == "refusal"
+
+
+def test_decision_record_appends_to_the_ledger(demo: Demo, tmp_path: Path) -> None:
+    """`decision record --ledger` appends the signed decision as evidence."""
+    ledger = tmp_path / "l.sqlite"
+    out = demo.results / tmp_path.name / "d.json"
+    assert main([
+        "decision", "record", "--evidence-report", str(demo.run_dir / "evidence.json"),
+        "--output", str(out), "--decision-id", "d", "--decision", "reject",
+        "--rationale", "no", "--decider-id", DECIDER, "--signing-key", str(demo.alice),
+        "--results-root", str(demo.results), "--ledger", str(ledger),
+    ]) == 0  # fmt: skip
+    assert kinds(ledger) == ["decision"]
+    with opened(ledger, create=False) as store:
+        (entry,) = store.entries()
+    payload = json.loads(str(entry.payload))
+    assert payload["signed"] is True
+    assert payload["decision"]["record_id"] == json.loads(out.read_text())["record_id"]

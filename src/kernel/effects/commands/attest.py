@@ -24,9 +24,10 @@ from typing import Any, Final
 
 from kernel.codec import compute_id
 from kernel.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
+from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.promote import RunFolder, load_run_folder
 from kernel.effects.commands.report import plan_outputs
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT, load_json, write_canonical_json
+from kernel.effects.files import load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
 from kernel.evidence_report import ReportCheck, check_evidence_report
 from kernel.gate import GateReason, derive_run_admission
@@ -140,8 +141,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--run-dir", required=True, help="a `kernel run` output folder")
-    parser.add_argument("--attempt", required=True)
+    parser.add_argument("--attempt", required=True, help="the attempt whose candidate to attest")
     parser.add_argument("--decision", help="a decision record on the run's report")
     parser.add_argument("--output", help="default: <run-dir>/attestations/<attempt>.intoto.json")
-    parser.add_argument("--results-root", default=str(DEFAULT_OUTPUT_ROOT))
+    add_results_root(parser)
     parser.set_defaults(handler=run_attest)

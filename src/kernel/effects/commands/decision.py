@@ -34,6 +34,7 @@ from kernel.effects.files import (
     load_json,
     write_canonical_json,
 )
+from kernel.effects.ledger_store import opened
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.evidence_report import ReportRefusal, check_evidence_report
@@ -44,6 +45,7 @@ from kernel.importers.idkmesh import (
     read_idkmesh_report,
     verify_idkmesh_decision,
 )
+from kernel.ledger import EntryKind
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 
@@ -105,6 +107,13 @@ def run_record(args: argparse.Namespace) -> int:
     if signature is not None and sig_target is not None:
         atomic_write_bytes(sig_target, signature)
         print(f"signed ({DECISION_SIGNATURE_NAMESPACE}) -> {sig_target}")
+    if getattr(args, "ledger", None) is not None:
+        with opened(args.ledger) as store:
+            entry = store.append(
+                EntryKind.DECISION,
+                {"action": "record", "decision": outcome.to_dict(), "signed": bool(signature)},
+            )
+        print(f"ledger entry {entry.entry_id}")
     print(f"recorded {outcome.decision} on report {outcome.evidence_report.digest}")
     console.info(f"wrote {target}")
     return 0
@@ -232,6 +241,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     record.add_argument(
         "--signing-key",
         help="SSH private key: sign the record with ssh-keygen -Y (writes <output>.sig)",
+    )
+    record.add_argument(
+        "--ledger",
+        help="also append the decision to this ledger (SQLite file or postgresql:// URL)",
     )
     record.set_defaults(handler=run_record)
     verify = sub.add_parser(
