@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -30,11 +31,13 @@ from kernel.consensus import (
     build_corroboration_report,
 )
 from kernel.decision import Decision, HumanDecisionRecord
+from kernel.effects import git as git_effects
 from kernel.effects.cli import main
 from kernel.effects.commands.promote import load_run_folder
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.git import CommitIdentity, GitRefusal, Repo, content_tree_id
-from kernel.effects.ledger_store import opened, verify_store
+from kernel.effects.ledger_store import opened, read_jsonl, verify_store
+from kernel.errors import ConfigError, EffectError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
 from kernel.identity import canonical_json
@@ -604,3 +607,209 @@ def test_decision_record_appends_to_the_ledger(demo: Demo, tmp_path: Path) -> No
     payload = json.loads(str(entry.payload))
     assert payload["signed"] is True
     assert payload["decision"]["record_id"] == json.loads(out.read_text())["record_id"]
+
+
+# --- bad input to the loop's verbs -------------------------------------------------
+
+
+def copy_run(demo: Demo, tmp_path: Path) -> Path:
+    """A private copy of the demo's run folder inside the results root."""
+    target = demo.results / tmp_path.name / "run"
+    shutil.copytree(demo.run_dir, target)
+    return target
+
+
+def stage(run_dir: Path, repo: Path, ledger: Path, *extra: str) -> int:
+    """`kernel stage` of attempt-1."""
+    return main(["stage", "--run-dir", str(run_dir), "--repo", str(repo), "--ledger",
+                 str(ledger), "--attempt", "attempt-1", *extra])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["no folder", "corroboration not a set", "corroboration report", "admission field",
+     "patch edited", "patch missing"],
+)  # fmt: skip
+def test_unusable_run_folder(
+    damage: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged run folder: exit 2, one line, no ref, nothing appended."""
+    run_dir = copy_run(demo, tmp_path)
+    if damage == "no folder":
+        shutil.rmtree(run_dir)
+    elif damage == "corroboration not a set":
+        (run_dir / "corroboration.json").write_text("[]")
+    elif damage == "corroboration report":
+        data = json.loads((run_dir / "corroboration.json").read_text())
+        first = next(iter(data["reports"]))
+        data["reports"][first]["consensus"] = "yes"
+        (run_dir / "corroboration.json").write_text(json.dumps(data))
+    elif damage == "admission field":
+        data = json.loads((run_dir / "admission.json").read_text())
+        del data["groups"]
+        (run_dir / "admission.json").write_text(json.dumps(data))
+    else:
+        for patch in (run_dir / "patches").glob("*.patch"):
+            if damage == "patch missing":
+                patch.unlink()
+            else:
+                patch.write_bytes(patch.read_bytes() + b"\n# sneaked in\n")
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    assert stage(run_dir, repo, ledger) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert git(repo, "for-each-ref", "refs/kernel") == ""
+    assert not ledger.exists() or kinds(ledger) == []
+
+
+def test_stage_base_must_name_a_commit(demo: Demo, repo: Path, tmp_path: Path) -> None:
+    """--base that names nothing is unusable input."""
+    assert stage(demo.run_dir, repo, tmp_path / "l.sqlite", "--base", "nope") == 2
+
+
+def test_stage_base_not_the_baseline_is_refused(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A base whose tree is not the run's baseline: refused, and the refusal recorded."""
+    (repo / "extra.txt").write_text("x\n")
+    git(repo, "add", "extra.txt")
+    git(repo, "commit", "-q", "-m", "moved")
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    assert stage(demo.run_dir, repo, ledger) == 1
+    assert "refused (branch_not_baseline)" in capsys.readouterr().out
+    assert kinds(ledger) == ["refusal"]
+
+
+def test_decider_id_that_cannot_name_an_author(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A decider id with angle brackets cannot become a git author: unusable input."""
+    out = demo.results / tmp_path.name / "d.json"
+    assert main([
+        "decision", "record", "--evidence-report", str(demo.run_dir / "evidence.json"),
+        "--output", str(out), "--decision-id", "d", "--decision", "accept",
+        "--selected-attempt-id", "attempt-1", "--rationale", "r",
+        "--decider-id", "Eve <eve@example.com>", "--results-root", str(demo.results),
+    ]) == 0  # fmt: skip
+    assert promote(demo, repo, out, tmp_path / "l.sqlite") == 2
+
+
+def test_branch_moving_during_promotion_is_a_refusal(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another writer moves main between the gate's answer and the update: the
+    compare-and-swap loses, the refusal is branch_moved, the other writer's commit stays."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    original = Repo.update_ref
+    moved: list[str] = []
+
+    def racing(self: Repo, ref: str, new: str, old: str | None, reason: str) -> None:
+        (repo / "race.txt").write_text("the other writer\n")
+        git(repo, "add", "race.txt")
+        git(repo, "commit", "-q", "-m", "the other writer")
+        moved.append(git(repo, "rev-parse", "main"))
+        original(self, ref, new, old, reason)
+
+    monkeypatch.setattr(Repo, "update_ref", racing)
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    assert "refused (branch_moved)" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == moved[0]
+    assert kinds(ledger) == ["admission", "decision", "refusal"]
+
+
+def test_unstage_race_and_bad_ref_names(demo: Demo, repo: Path, tmp_path: Path) -> None:
+    """Deleting a ref that moved is refused; an invalid ref name is refused."""
+    handle = Repo(repo)
+    tip = git(repo, "rev-parse", "main")
+    who = CommitIdentity(name="t", email="t@example.com", date="@0 +0000")
+    stale = handle.commit_patch(tip, b"", "not the tip", who)
+    with pytest.raises(GitRefusal):
+        handle.delete_ref("refs/heads/main", stale)
+    with pytest.raises(EffectError, match="refusing to delete"):
+        handle.delete_ref("refs/heads/main", "0" * 40)
+    assert git(repo, "rev-parse", "main") == tip
+    with pytest.raises(EffectError, match="not a valid git ref"):
+        handle.check_ref_name("refs/kernel/staged/bad..name")
+    with pytest.raises(EffectError, match="git rev-parse failed"):
+        handle.tree_of("no-such-commit")
+
+
+def test_bare_repository(tmp_path: Path, repo: Path) -> None:
+    """A bare clone has no work tree: never dirty, no checked-out branch."""
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    handle = Repo(bare)
+    assert handle.bare
+    assert handle.checked_out_branch() is None
+    assert not handle.is_dirty()
+
+
+class _NoWhich:
+    """A `shutil` stand-in that finds no program."""
+
+    @staticmethod
+    def which(_name: str) -> None:
+        """Nothing is on PATH."""
+        return
+
+
+def test_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No git on PATH: no baseline tree (None), and repository verbs fail cleanly."""
+    monkeypatch.setattr(git_effects, "shutil", _NoWhich())
+    assert content_tree_id(tmp_path) is None
+    with pytest.raises(EffectError, match="git not found"):
+        Repo(tmp_path)
+
+
+def test_content_tree_of_unreadable_folder(tmp_path: Path) -> None:
+    """A folder git cannot read is an effect error, not a tree id."""
+    with pytest.raises(EffectError):
+        content_tree_id(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["not json"], "not valid JSON"),
+        (["[1]"], "expected a JSON object"),
+        (['{"ledger_head": {"seq": 0, "entry_id": "x"}}', "{}"], "after the head line"),
+        (["{}"], "no head line"),
+    ],
+)
+def test_unreadable_export(lines: list[str], message: str, tmp_path: Path) -> None:
+    """A JSON Lines export that is not one: ConfigError naming the line."""
+    path = tmp_path / "e.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match=message):
+        read_jsonl(path)
+    with pytest.raises(EffectError, match="not found"):
+        read_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_attest_refuses_inconsistent_evidence(
+    demo: Demo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """attest re-derives: a report that is not the run's, or a decision on another
+    report, is refused; a bad decision file is unusable."""
+    run_dir = copy_run(demo, tmp_path)
+    other = copy_run(demo, tmp_path / "x")
+    data: dict[str, Any] = json.loads((run_dir / "evidence.json").read_text())
+    data["run_id"] = "another-run"
+    (other / "evidence.json").write_text(json.dumps(data))
+    argv = ["attest", "--run-dir", str(other), "--attempt", "attempt-1",
+            "--results-root", str(demo.results)]  # fmt: skip
+    capsys.readouterr()
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code in (1, 2), out
+    bad = demo.results / tmp_path.name / "bad-decision.json"
+    bad.write_text("{}")
+    assert main(["attest", "--run-dir", str(run_dir), "--attempt", "attempt-1",
+                 "--decision", str(bad), "--results-root", str(demo.results)]) == 2  # fmt: skip

@@ -216,6 +216,9 @@ class Repo:
 
     def delete_ref(self, ref: str, old: str) -> None:
         """Compare-and-swap delete of ``ref`` (it must still be ``old``)."""
+        if not old.strip("0"):
+            # git reads an all-zero old value as "no check": never delete unchecked.
+            raise EffectError(f"{ref}: refusing to delete without the value it must hold")
         done = _run(["update-ref", "-d", "--no-deref", ref, old], cwd=self.path)
         if done.returncode != 0:
             raise GitRefusal(f"{ref} moved (expected {old}): {_why(done)}")
