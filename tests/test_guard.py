@@ -199,6 +199,13 @@ def test_shadowed_builtins_are_not_flagged() -> None:
     )
     assert _codes(src, policy) == []
     assert _codes("def k():\n    return open('x')\n", policy) == [(2, 12, "KG004")]
+    closures = (
+        "def f():\n    open = len\n    return [open(x) for x in 'ab']\n"
+        "def g():\n    open = len\n    return lambda: open('x')\n"
+        "[open for open in (1,)]\n"
+    )
+    assert _codes(closures, policy) == []
+    assert _codes("def f():\n    return [open(x) for x in 'ab']\n", policy) == [(2, 13, "KG004")]
 
 
 def test_typing_only_variants() -> None:

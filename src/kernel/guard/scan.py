@@ -983,8 +983,21 @@ class _Scanner:
             if name not in self.builtins_of_interest:
                 # Nothing reached through an uninteresting builtin can break a rule.
                 return None
-            if scope and self._bound_in(name, scope[-1][0]) and self._local(name, scope[0][0]):
-                return None
+            if scope and self._bound_in(name, scope[-1][0]):
+                for node, _info in scope:
+                    if isinstance(node, _COMPREHENSIONS):
+                        # Its iteration targets are its own (3.12 inlines comprehensions
+                        # and `symtable` no longer lists them; the scoping is unchanged).
+                        if any(
+                            isinstance(n, ast.Name) and n.id == name
+                            for gen in node.generators
+                            for n in ast.walk(gen.target)
+                        ):
+                            return None
+                        continue
+                    if self._local(name, node):
+                        return None
+                    break  # global in the innermost function: the module decides
             if self._module_shadowed(name):
                 return None
             return f"builtins.{name}"
