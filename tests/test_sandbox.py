@@ -109,7 +109,15 @@ def _helpers_alive() -> list[str]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
+        if int(entry.name) in sandbox_runner.helper_servers():
+            continue  # this runner's pre-forked helper server lives as long as the runner
         cmdline = _cmdline(int(entry.name))
+        if (
+            cmdline is not None
+            and "import nshelper" in cmdline
+            and not cmdline.startswith(sys.executable + " ")
+        ):
+            continue  # a helper of another checkout's runner (another session)
         if cmdline is not None and _sandboxed(cmdline) and not _foreign(int(entry.name)):
             found.append(cmdline)
     return found
@@ -744,8 +752,26 @@ def test_read_output_detects_tampering(spill: Path) -> None:
 def test_probe_falls_back_to_copy(monkeypatch: pytest.MonkeyPatch, spill: Path) -> None:
     """Where namespaces fail, the probe settles on `copy` and captures record it."""
     monkeypatch.setattr(sandbox_runner, "_PROBED", {})
+    monkeypatch.setattr(sandbox_runner, "_SERVERS", {})  # no running helper server
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     assert available_isolation() is Isolation.COPY
     capture = sh(spill, "echo weak")
     assert capture.isolation is Isolation.COPY
     assert read_output(capture) == b"weak\n"
+
+
+def test_helper_server_is_reused_and_replaced_when_gone(spill: Path) -> None:
+    """Runs go through one pre-forked helper server; if it dies, the next run starts a
+    new one (and a run whose server is gone still completes)."""
+    assert sh(spill, "true").status is CaptureStatus.OK
+    first = sandbox_runner.helper_servers()
+    assert sh(spill, "true", run_index=1).status is CaptureStatus.OK
+    assert sandbox_runner.helper_servers() == first
+    for pid in first:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(_cmdline(pid) is not None for pid in first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sh(spill, "echo again", run_index=2).status is CaptureStatus.OK
+    assert sh(spill, "echo again", run_index=3).status is CaptureStatus.OK
+    assert sandbox_runner.helper_servers().isdisjoint(first)

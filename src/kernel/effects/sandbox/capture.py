@@ -22,11 +22,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from kernel.identity import Sha256Stream
 
-__all__ = ["Sink", "kill", "pipe", "pump"]
+__all__ = ["Killable", "Sink", "kill", "pipe", "pump"]
 
 _CHUNK: Final = 256 << 10
 """Read size: a chunk stays in a core's L2 from the pipe read through hash and write.
@@ -126,9 +126,7 @@ class Sink:
         self._worker.start()
 
 
-def pump(
-    streams: dict[int, Sink | list[bytes]], deadline: float | None, proc: subprocess.Popen[bytes]
-) -> bool:
+def pump(streams: dict[int, Sink | list[bytes]], deadline: float | None, proc: Killable) -> bool:
     """Read every fd to EOF into its sink; returns False when the deadline passed.
 
     A sink past its limit stops being read and the run is killed.
@@ -170,10 +168,19 @@ def pump(
     return not timed_out
 
 
-def kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL ``proc`` and its process group (gone already is fine)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+class Killable(Protocol):
+    """A process the runner can end: a `subprocess.Popen` or a forked helper."""
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+
+
+def kill(proc: Killable) -> None:
+    """SIGKILL ``proc`` (and, for a child of this process, its process group); gone
+    already is fine."""
+    if isinstance(proc, subprocess.Popen):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
 

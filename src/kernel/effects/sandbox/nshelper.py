@@ -2,7 +2,9 @@
 
 Started by the runner as ``python -I -S -c <bootstrap>`` with this folder appended
 to ``sys.path`` (stdlib only, nothing of the runner's site; the bootstrap imports this
-module, so its byte code is cached like any module's). argv: ``key=value`` options,
+module, so its byte code is cached like any module's): once per runner as a helper
+server (`serve`) that forks one helper per run, or per run (`main`) where no server
+runs. argv: ``key=value`` options,
 ``--``, the command. Reports on the status fd, one line each: ``error <what>`` |
 ``start-failed <why>`` | ``exit <code>`` | ``limit <kind>`` | ``diff <rc>``.
 
@@ -289,6 +291,68 @@ def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid
     return tree
 
 
+def serve(sock_fd: int, runner: int) -> None:
+    """The pre-forked helper server: fork one helper per request. Never returns.
+
+    A request is one ``SOCK_SEQPACKET`` message: argv and environment entries joined
+    by NUL (an empty entry between them), with the run's stdout, stderr, status and
+    patch fds attached. The reply is the helper's pid with a pidfd attached (the
+    runner signals through it, so a reused pid is never hit). The server dies with
+    the runner; its helpers die with it (``PR_SET_PDEATHSIG``).
+    """
+    import socket
+
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != runner:
+        _exit(1)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped by the kernel
+    server = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
+        except OSError:
+            _exit(0)
+        if not message or len(fds) != 4:
+            _exit(0)  # the runner is gone (or broke the protocol)
+        pid = os.fork()
+        if pid == 0:
+            server.close()
+            _child(message, fds)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = -1  # it ended already: the runner sees EOF on its pipes
+        for fd in fds:
+            os.close(fd)
+        if pidfd < 0:
+            server.send(str(pid).encode())
+        else:
+            socket.send_fds(server, [str(pid).encode()], [pidfd])
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _child(message: bytes, fds: list[int]) -> None:
+    """In a forked helper of the server: take the request's fds, argv and env; run."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    out, err, status, patch = fds
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    for fd in (devnull, out, err):
+        os.close(fd)
+    parts = message.decode("utf-8", "surrogateescape").split("\0")
+    split = parts.index("")
+    os.environ.clear()
+    os.environ.update(part.split("=", 1) for part in parts[split + 1 :])  # type: ignore[misc]
+    os.environ["KERNEL_SANDBOX_STATUS_FD"] = str(status)
+    os.environ["KERNEL_SANDBOX_PATCH_FD"] = str(patch)
+    sys.argv = ["nshelper", *parts[:split]]
+    main()
+
+
 def main() -> None:
     """Run the helper (argv as documented above). Never returns."""
     split = sys.argv.index("--")
@@ -391,12 +455,19 @@ def _init(
     uid, gid = int(opts["uid"]), int(opts["gid"])
     user = (uid, gid, privileged)
     scratch = opts["scratch"]
-    root = scratch + "/root"
+    # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
+    # so removing it after the run never waits on mounts being torn down.
+    points = scratch + "/ns"
+    root = points + "/root"
     work = root + opts["workdir"]
-    lower = scratch + "/lower"
-    layer = scratch + "/layer"
-    tree_layer = scratch + "/upper"
+    lower = points + "/lower"
+    layer = points + "/layer"
+    tree_layer = points + "/upper"
+    diff = points + "/diff"
     _mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    _mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
+    for folder in (root, lower, layer, tree_layer, diff):
+        os.mkdir(folder, 0o700)
     # The rest of the filesystem: a recursive bind of / made read-only in one call.
     _mount(report, "/", root, None, _MS_BIND | _MS_REC, None)
     _read_only(report, root, True)
@@ -514,7 +585,6 @@ def _init(
         report, opts, status=status, rusage=rusage, tmp_layer=layer, tree_layer=tree_layer
     )
     if opts["patch"] == "1" and not start_error:
-        diff = scratch + "/diff"
         _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
         os.mkdir(diff + "/a")
         os.mkdir(diff + "/b")

@@ -17,8 +17,12 @@ import contextlib
 import functools
 import os
 import pwd
+import queue
 import resource
+import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -50,6 +54,7 @@ __all__ = [
     "FALLBACK_OUTER_ID",
     "available_isolation",
     "check_command_starts",
+    "helper_servers",
     "outer_ids",
     "run_sandboxed",
 ]
@@ -60,7 +65,9 @@ FALLBACK_OUTER_ID: Final = 2147418112
 
 _HELPER_DIR: Final = str(Path(__file__).resolve().parent)
 _BOOTSTRAP: Final = (
-    "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\nnshelper.main()\n"
+    "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\n"
+    "if sys.argv[1:2] == ['serve']:\n    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))\n"
+    "nshelper.main()\n"
 )
 """The helper's ``-c`` program: import `nshelper` (byte code cached) and run it."""
 _COVERAGE_BOOTSTRAP: Final = """\
@@ -83,6 +90,8 @@ def save():
 sys.path.append(helper_dir)
 import nshelper
 nshelper.EXIT_HOOKS.append(save)
+if sys.argv[1:2] == ["serve"]:
+    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))
 nshelper.main()
 """
 """The helper measured by coverage: data is kept in memory (a fork copies it) and
@@ -311,8 +320,7 @@ def _run_namespaced(
     patch: Sink | None,
     deadline: float | None,
 ) -> _Result:
-    for name in ("lower", "upper", "root", "diff", "layer"):
-        (scratch / name).mkdir()
+    (scratch / "ns").mkdir()  # the namespace's own tmpfs of mount points
     if baseline is None:
         baseline = scratch / "empty"
         baseline.mkdir()
@@ -349,28 +357,36 @@ def _run_namespaced(
         "tmp": _opt(limits.tmp_bytes),
         "expose": ":".join(_exposed(spec.command)),
     }
-    argv = _helper_argv()
-    argv += [f"{key}={value}" for key, value in options.items()]
-    argv += ["--", *spec.command]
+
+    def helper_args(parent: int) -> list[str]:
+        items = {**options, "ppid": str(parent)}
+        return [*(f"{key}={value}" for key, value in items.items()), "--", *spec.command]
+
     status_r, status_w = pipe()
     patch_r, patch_w = pipe()
     out_r, out_w = pipe()
     err_r, err_w = pipe()
     status_lines: list[bytes] = []
+    helper_env = {
+        **env,
+        "KERNEL_SANDBOX_STATUS_FD": str(status_w),
+        "KERNEL_SANDBOX_PATCH_FD": str(patch_w),
+    }
+    proc: subprocess.Popen[bytes] | _Forked | None = None
+    server = _server()
+    if server is not None:
+        proc = server.start(helper_args(server.pid), env, (out_w, err_w, status_w, patch_w))
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            pass_fds=(status_w, patch_w),
-            env={
-                **env,
-                "KERNEL_SANDBOX_STATUS_FD": str(status_w),
-                "KERNEL_SANDBOX_PATCH_FD": str(patch_w),
-            },
-            start_new_session=True,
-        )
+        if proc is None:  # no helper server here: start a helper directly
+            proc = subprocess.Popen(
+                [*_helper_argv(), *helper_args(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                pass_fds=(status_w, patch_w),
+                env=helper_env,
+                start_new_session=True,
+            )
     except OSError as e:
         for fd in (status_r, status_w, patch_r, patch_w, out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -389,14 +405,124 @@ def _run_namespaced(
     return _interpret(b"".join(status_lines).decode("utf-8", "replace"), in_time, patch)
 
 
+class _Forked:
+    """A helper forked by the helper server: signalled and awaited through a pidfd, so
+    a pid the kernel reused is never hit."""
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self._pidfd = pidfd
+
+    def kill(self) -> None:
+        """SIGKILL the helper (its namespaces die with it); gone already is fine."""
+        if self._pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def wait(self) -> None:
+        """Wait (at most 5 s) until the helper has exited, then drop the pidfd."""
+        if self._pidfd >= 0:
+            select.select([self._pidfd], [], [], 5.0)
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+
+class _HelperServer:
+    """A pre-forked helper (`nshelper.serve`): one interpreter start per runner
+    process instead of one per run. Started from a thread that lives as long as the
+    process (``PR_SET_PDEATHSIG`` fires when the *thread* that forked ends)."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.alive = True  # before the thread starts: it clears this when the server ends
+        self._lock = threading.Lock()
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+        started: queue.SimpleQueue[subprocess.Popen[bytes] | OSError] = queue.SimpleQueue()
+
+        def hold() -> None:
+            try:
+                process = subprocess.Popen(
+                    [*_helper_argv(), "serve", str(theirs.fileno()), str(os.getpid())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
+            except OSError as e:
+                started.put(e)
+                return
+            started.put(process)
+            process.wait()  # this thread (the server's parent) lives as long as it does
+            self.alive = False
+
+        threading.Thread(target=hold, name="sandbox-helper-server", daemon=True).start()
+        result = started.get()
+        theirs.close()
+        if isinstance(result, OSError):
+            self._sock.close()
+            raise result
+        self.pid = result.pid
+
+    def close(self) -> None:
+        """Stop using this server (it exits when its socket closes)."""
+        self.alive = False
+        self._sock.close()
+
+    def start(
+        self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
+    ) -> _Forked | None:
+        """Fork one helper for ``argv``/``env`` with the run's fds; None if the server
+        is gone (the caller then starts a helper itself)."""
+        payload = "\0".join([*argv, "", *(f"{k}={v}" for k, v in env.items())])
+        try:
+            with self._lock:
+                socket.send_fds(self._sock, [payload.encode("utf-8", "surrogateescape")], fds)
+                reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 64, 1)
+        except OSError:
+            reply, pidfds = b"", []
+        if not reply:
+            self.alive = False
+            return None
+        return _Forked(int(reply), pidfds[0] if pidfds else -1)
+
+
+_SERVERS: dict[bool, _HelperServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _server() -> _HelperServer | None:
+    """This process's helper server (started on first use), or None when it cannot run."""
+    measured = _measured()
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(measured)
+        if server is None or not server.alive or server.owner != os.getpid():
+            if server is not None and server.owner == os.getpid():
+                server.close()
+            try:
+                server = _SERVERS[measured] = _HelperServer()
+            except OSError:
+                return None
+        return server
+
+
+def helper_servers() -> frozenset[int]:
+    """Pids of this process's live helper servers (long-lived by design, not leftovers)."""
+    with _SERVERS_LOCK:
+        return frozenset(s.pid for s in _SERVERS.values() if s.alive and s.owner == os.getpid())
+
+
+def _measured() -> bool:
+    module: Any = sys.modules.get("coverage")
+    return bool(os.environ.get(COVERAGE_ENV) and module is not None and module.Coverage.current())
+
+
 def _helper_argv() -> list[str]:
     """How to start the helper: plain, or measured when coverage measures this process."""
-    module: Any = sys.modules.get("coverage")
-    current = None if module is None else module.Coverage.current()
-    if not os.environ.get(COVERAGE_ENV):
-        current = None
-    if current is None:
+    if not _measured():
         return [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _HELPER_DIR]
+    module: Any = sys.modules["coverage"]
+    current = module.Coverage.current()
     site = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
     data_file = os.path.abspath(current.config.data_file)
     return [sys.executable, "-I", "-S", "-c", _COVERAGE_BOOTSTRAP, site, data_file, _HELPER_DIR]
