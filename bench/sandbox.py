@@ -6,7 +6,9 @@ Run: ``.venv/bin/python bench/sandbox.py [--quick]``.
    10 MB and a 200 MB baseline of thousands of files, at each isolation level.
    Targets: overlay start-up independent of baseline size, and >= 100x faster than
    a copy at 200 MB.
-2. Streaming capture (``dd if=/dev/zero bs=1M`` through the sandbox: pipe, hash, spill)
+2. What the limits cost: interleaved pairs of one ``true`` run with the default
+   `Limits` and one with every limit lifted; the median difference. Target: <= 5 ms.
+3. Streaming capture (``dd if=/dev/zero bs=1M`` through the sandbox: pipe, hash, spill)
    against raw ``hashlib.sha256`` over the same bytes in memory. Target: >= 50 %.
    One full-size warm-up run first (the spill then lands on recycled page-cache pages,
    not on guest memory a VM touches for the first time, which costs ~10x here), then
@@ -60,6 +62,32 @@ def start_up(base: Path, level: Isolation, spill: Path, repeats: int) -> float:
     return statistics.median(times)
 
 
+NO_LIMITS = Limits(
+    memory_bytes=None,
+    processes=None,
+    cpu_seconds=None,
+    output_bytes=None,
+    writable_bytes=None,
+    tmp_bytes=None,
+)
+
+
+def limits_cost(base: Path, spill: Path, repeats: int) -> float:
+    """Median seconds the default limits add to one run (interleaved pairs)."""
+    differences = []
+    for _ in range(repeats):
+        timed = []
+        for limits in (Limits(), NO_LIMITS):
+            started = time.perf_counter()
+            capture = run_sandboxed(
+                SandboxSpec(command=("true",), baseline=str(base), limits=limits), spill_dir=spill
+            )
+            timed.append(time.perf_counter() - started)
+            assert capture.status is CaptureStatus.OK, capture.error
+        differences.append(timed[0] - timed[1])
+    return statistics.median(differences)
+
+
 def capture_rate(spill: Path, size: int) -> float:
     """Bytes per second through a sandboxed stdout capture (whole run, start-up included)."""
     started = time.perf_counter()
@@ -96,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     copy_repeats = 1 if args.quick else 3
     capture_size = (256 if args.quick else 1024) * MIB
     misses = 0
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average {load} on {os.cpu_count()} cores (figures are relative to it)")
     with tempfile.TemporaryDirectory(prefix="kernel-bench-") as tmp:
         root = Path(tmp)
         spill = root / "spill"
@@ -111,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                     f"start-up {total_mb:>4} MB, {files} files, {level.value:<15} "
                     f"{seconds * 1000:9.1f} ms"
                 )
+            if total_mb == 10:
+                cost = limits_cost(base, spill, 3 * repeats)
+                print(f"limits add {cost * 1000:.1f} ms per run (median of {3 * repeats} pairs)")
+                print(f"{'PASS' if cost <= 0.005 else 'MISS'} limits add <= 5 ms per run")
+                misses += cost > 0.005
             shutil.rmtree(base)
         small, large = results[10, Isolation.OVERLAY], results[200, Isolation.OVERLAY]
         ratio = results[200, Isolation.COPY] / large
