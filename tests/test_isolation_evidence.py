@@ -20,9 +20,11 @@ from kernel.consensus import CaptureMode
 from kernel.effects import orchestrate
 from kernel.effects.adapters import command
 from kernel.effects.cli import main
+from kernel.effects.commands import run as run_command
 from kernel.effects.commands.report import load_run_record
 from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import run_sandboxed
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.run_admission import admission_section, build_run_admission
@@ -301,3 +303,26 @@ def test_a_sandbox_that_falls_below_the_minimum_at_run_time_is_no_evidence(
         assert attempt.state is AttemptState.VERIFICATION_ERROR
         assert attempt.check_runs[-1].sandbox is not None
         assert attempt.check_runs[-1].sandbox.isolation is Isolation.COPY
+
+
+def test_reruns_run_under_the_same_limits(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Corroboration reruns get the run's limits (config and command line), not defaults."""
+    seen: list[Any] = []
+    real = corroborate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["limits"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_command, "corroborate", spy)
+    config = _config(work, limits={"cpu_seconds": 120})
+    run_pipeline(
+        config,
+        work / "results" / "demo",
+        reruns=1,
+        results_root=work / "results",
+        limit_overrides={"processes": 64},
+        replay_mode="none",
+    )
+    assert seen
+    assert {(x.cpu_seconds, x.processes) for x in seen} == {(120, 64)}

@@ -227,6 +227,7 @@ def _corroborate(
             timeout_s=spec.timeout_s,
             network=spec.network,
             env=dict(spec.env or ()),
+            limits=spec.limits,
             on_capture=show,
             executor=executor,
         )
