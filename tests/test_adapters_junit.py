@@ -278,3 +278,79 @@ def test_the_runner_in_process(
         sys.modules.pop("test_p", None)
     out = capfd.readouterr().out.encode()
     assert read_junit(out, NONCE) is CheckReason.RUNNER_TAMPERED
+
+
+def test_the_runner_result_records_each_outcome_kind() -> None:
+    """In process: every unittest outcome maps to one JUnit outcome; the worst one wins."""
+
+    class T(unittest.TestCase):
+        def test_ok(self) -> None:
+            pass
+
+        def test_fail(self) -> None:
+            self.fail("no")
+
+        def test_error(self) -> None:
+            raise RuntimeError("boom")
+
+        @unittest.skip("later")
+        def test_skip(self) -> None:
+            pass
+
+        @unittest.expectedFailure
+        def test_xfail(self) -> None:
+            self.fail("expected")
+
+        @unittest.expectedFailure
+        def test_xpass(self) -> None:
+            pass
+
+        def test_sub(self) -> None:
+            for i in range(2):
+                with self.subTest(i=i):
+                    self.assertEqual(i, 0)  # noqa: PT009 - a unittest case run by the runner
+
+    result = unittest_junit._Result(unittest_junit._snapshot())
+    unittest.defaultTestLoader.loadTestsFromTestCase(T).run(result)
+    outcomes: dict[str, set[str]] = {}
+    for test_id, status, _message in result.outcomes:
+        outcomes.setdefault(test_id.rpartition(".")[2], set()).add(status)
+    assert outcomes == {
+        "test_ok": {"passed"},
+        "test_fail": {"failure"},
+        "test_error": {"error"},
+        "test_skip": {"skipped"},
+        "test_xfail": {"skipped"},
+        "test_xpass": {"failure"},
+        "test_sub": {"failure"},
+    }
+    assert not result.tampered
+    name = f"{T.__module__}.{T.__qualname__}.test_sub"
+    sub = [o for o in result.outcomes if o[0] == name]
+    assert unittest_junit._one(name, sub)[1] == "failure"
+    assert unittest_junit._one("x.Y.z", [])[1] == "error"
+    assert unittest_junit._one("x.Y", [("x.Y.a", "passed", "")])[1] == "error"
+
+
+def test_the_runner_summary_names_what_did_not_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    """The stderr summary: one block per non-pass, then the counts."""
+    unittest_junit._summary(
+        [
+            ("m.C.a", "passed", ""),
+            ("m.C.b", "failure", "AssertionError: 1 != 2"),
+            ("m.C.c", "skipped", "later"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert "FAIL: b (m.C.b)\nAssertionError: 1 != 2" in err
+    assert "SKIP: c (m.C.c)" in err
+    assert err.strip().endswith("ran 1 passed, 1 failure, 1 skipped")
+
+
+def test_the_nonce_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a nonce the runner writes an empty one (a result no verifier accepts)."""
+    monkeypatch.delenv(unittest_junit.NONCE_ENV, raising=False)
+    assert unittest_junit._take_nonce() == ""
+    assert read_junit(unittest_junit._xml("", [("m.C.t", "passed", "")], False), "") is (
+        CheckReason.RESULT_FORGED
+    )
