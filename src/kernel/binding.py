@@ -97,7 +97,7 @@ import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.errors import CanonicalizationError
-from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest, sha256_hex
+from kernel.identity import is_canonical_str, sha256_hex
 from kernel.search import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
@@ -114,9 +114,11 @@ from kernel.values import (
     Refusal,
     SourceSpan,
     digest,
+    digests,
     enum_member,
     exact,
     optional_digest,
+    safe_int,
     tuple_of,
     version_pairs,
 )
@@ -239,18 +241,6 @@ def _one_reason(_instance: object, attribute: attrs.Attribute[Any], value: objec
         raise field_error(attribute.name, "a refusal carries exactly one reason code")
 
 
-def _safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
-        raise field_error(
-            attribute.name, f"expected an integer within +/-(2**53 - 1), got {value!r}"
-        )
-
-
-def _digests(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not tuple or not all(is_digest(item) for item in value):
-        raise field_error(attribute.name, "expected a tuple of digests")
-
-
 _STR = exact(str)
 
 
@@ -279,7 +269,7 @@ class CandidateAttemptRunBindingInput(Record):
     """Its policy."""
     candidate_attempt_id: str = attrs.field(validator=digest)
     """The attempt bound."""
-    attempt_index: int = attrs.field(validator=_safe_int)
+    attempt_index: int = attrs.field(validator=safe_int)
     """Its declared index."""
     candidate_digest: str = attrs.field(validator=digest)
     """The candidate's digest."""
@@ -293,7 +283,7 @@ class CandidateAttemptRunBindingInput(Record):
     """The run's compute budget decision."""
     gate_decision_id: str = attrs.field(validator=digest)
     """The run's search gate decision."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=_digests)
+    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
     """The run's residuals, in order."""
     problem_frame_digest: str = attrs.field(validator=digest)
     """The run's problem frame."""
@@ -327,7 +317,7 @@ class CandidateAttemptRunBinding(Record):
     """The operator result bound."""
     candidate_attempt_id: str = attrs.field(validator=digest)
     """The attempt bound."""
-    attempt_index: int = attrs.field(validator=_safe_int)
+    attempt_index: int = attrs.field(validator=safe_int)
     """Its declared index."""
     candidate_digest: str = attrs.field(validator=digest)
     """The candidate's digest."""
@@ -337,9 +327,9 @@ class CandidateAttemptRunBinding(Record):
     """Content digest of the exact attempt (its nested form)."""
     budget_charge: BudgetCharge = attrs.field(validator=attrs.validators.instance_of(BudgetCharge))
     """The attempt's declared charge, copied (evidence, not an allocation)."""
-    depth: int = attrs.field(validator=_safe_int)
+    depth: int = attrs.field(validator=safe_int)
     """The attempt's depth, copied."""
-    step_index: int = attrs.field(validator=_safe_int)
+    step_index: int = attrs.field(validator=safe_int)
     """The attempt's step index, copied."""
     run_attempt_membership: RunAttemptMembership = attrs.field(
         validator=enum_member(RunAttemptMembership)

@@ -58,14 +58,18 @@ from typing import Any, Final
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error
-from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
+from kernel.identity import is_canonical_str
 from kernel.values import (
     BudgetCharge,
     SourceSpan,
     digest,
+    digests,
     enum_member,
     exact,
+    non_negative,
+    optional,
     optional_digest,
+    safe_int,
     tuple_of,
 )
 
@@ -111,34 +115,6 @@ _Validator = Callable[[object, "attrs.Attribute[Any]", object], None]
 
 
 # -- field validators -----------------------------------------------------------------
-
-
-def _safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """An exact int inside the I-JSON range (any sign)."""
-    if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
-        raise field_error(
-            attribute.name, f"expected an integer within +/-(2**53 - 1), got {value!r}"
-        )
-
-
-def _count(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """An exact int in ``0 .. 2**53 - 1``."""
-    if type(value) is not int or not 0 <= value <= MAX_SAFE_INT:
-        raise field_error(attribute.name, f"expected a non-negative integer, got {value!r}")
-
-
-def _optional_count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _count(instance, attribute, value)
-
-
-def _digests(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A tuple of digests."""
-    if type(value) is not tuple:
-        raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
-    for index, item in enumerate(value):
-        if not is_digest(item):
-            raise field_error(f"{attribute.name}[{index}]", f"not a digest: {item!r}")
 
 
 def _str_pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -249,21 +225,21 @@ class ComputeBudgetStatus(enum.StrEnum):
 class BudgetConsumed(Record):
     """A run's consumption so far and its copied ceilings (nested form: all nine fields)."""
 
-    candidates_considered: int = attrs.field(validator=_count)
+    candidates_considered: int = attrs.field(validator=non_negative)
     """Candidates the run has already considered."""
-    max_candidates: int = attrs.field(validator=_count)
+    max_candidates: int = attrs.field(validator=non_negative)
     """Ceiling copied from the compute budget."""
-    depth_reached: int = attrs.field(validator=_count)
+    depth_reached: int = attrs.field(validator=non_negative)
     """Deepest attempt depth reached so far."""
-    max_depth: int = attrs.field(validator=_count)
+    max_depth: int = attrs.field(validator=non_negative)
     """Ceiling copied from the compute budget."""
-    steps_used: int = attrs.field(validator=_count)
+    steps_used: int = attrs.field(validator=non_negative)
     """Steps already used."""
-    max_steps: int = attrs.field(validator=_count)
+    max_steps: int = attrs.field(validator=non_negative)
     """Ceiling copied from the compute budget."""
-    parallelism_used: int = attrs.field(validator=_count)
+    parallelism_used: int = attrs.field(validator=non_negative)
     """Parallel attempts in use."""
-    max_parallelism: int = attrs.field(validator=_count)
+    max_parallelism: int = attrs.field(validator=non_negative)
     """Ceiling copied from the compute budget (v1 binding requires 1)."""
     exhausted: bool = attrs.field(validator=exact(bool))
     """Whether the run declared its budget exhausted."""
@@ -280,7 +256,7 @@ class CandidateAttempt(Record):
 
     attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
     """Self-sealed id of this attempt."""
-    attempt_index: int = attrs.field(validator=_safe_int)
+    attempt_index: int = attrs.field(validator=safe_int)
     """Declared position of the attempt in its run (binding checks contiguity)."""
     parent_attempt_id: str | None = attrs.field(validator=optional_digest)
     """The attempt this one refines, if any."""
@@ -294,9 +270,9 @@ class CandidateAttempt(Record):
     """Digest of the candidate itself."""
     budget_charge: BudgetCharge = attrs.field(validator=_record(BudgetCharge))
     """Budget the attempt declares it consumes."""
-    depth: int = attrs.field(validator=_safe_int)
+    depth: int = attrs.field(validator=safe_int)
     """Search depth of the attempt."""
-    step_index: int = attrs.field(validator=_safe_int)
+    step_index: int = attrs.field(validator=safe_int)
     """Step at which the attempt was made."""
     replay_status: CandidateReplayStatus = attrs.field(validator=enum_member(CandidateReplayStatus))
     """Replay status (pending until replayed)."""
@@ -328,7 +304,7 @@ class GeometricSearchRun(Record):
     """Digest of the problem frame searched."""
     contract_assessment_id: str = attrs.field(validator=_STR)
     """The contract assessment the run answers (not a digest upstream)."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=_digests)
+    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
     """Residuals the run addresses, in order."""
     gate_decision_id: str = attrs.field(validator=digest)
     """The search gate decision that opened the run."""
@@ -371,7 +347,7 @@ class SearchGateDecision(Record):
     """Gate policy (`SEARCH_GATE_POLICY_VERSION`)."""
     input_digest: str = attrs.field(validator=digest)
     """Digest of the gate input (not recomputable from the record)."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=_digests)
+    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
     """Residuals gated."""
     candidate_organ: str | None = attrs.field(validator=_optional_str)
     """The organ a candidate would repair, if any."""
@@ -413,15 +389,15 @@ class ComputeBudgetDecision(Record):
     """The decision."""
     reason_code: str = attrs.field(validator=_STR)
     """Why."""
-    max_candidates: int = attrs.field(validator=_count)
+    max_candidates: int = attrs.field(validator=non_negative)
     """Candidate ceiling."""
-    max_depth: int = attrs.field(validator=_count)
+    max_depth: int = attrs.field(validator=non_negative)
     """Depth ceiling."""
-    max_steps: int = attrs.field(validator=_count)
+    max_steps: int = attrs.field(validator=non_negative)
     """Step ceiling."""
-    max_wallclock_ms: int | None = attrs.field(validator=_optional_count)
+    max_wallclock_ms: int | None = attrs.field(validator=optional(non_negative))
     """Wall-clock ceiling, if any (never part of the id)."""
-    max_parallelism: int = attrs.field(validator=_count)
+    max_parallelism: int = attrs.field(validator=non_negative)
     """Parallelism ceiling."""
     evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
     """Cited evidence."""
@@ -499,7 +475,7 @@ class CandidateOperatorResult(Record):
     """The run the result was built for."""
     attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
     """The attempt's id, repeated."""
-    attempt_index: int = attrs.field(validator=_safe_int)
+    attempt_index: int = attrs.field(validator=safe_int)
     """The attempt's index, repeated."""
     candidate_digest: str = attrs.field(validator=digest)
     """The candidate's digest, repeated."""

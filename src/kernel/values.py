@@ -47,10 +47,15 @@ __all__ = [
     "SourceSpan",
     "VersionPairs",
     "digest",
+    "digests",
     "enum_member",
     "exact",
     "non_negative",
+    "nonblank",
+    "optional",
     "optional_digest",
+    "positive",
+    "safe_int",
     "tuple_of",
     "unwrap",
     "version_pair_problem",
@@ -104,12 +109,49 @@ def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: obje
         raise field_error(attribute.name, f"expected an integer in 0..2**53-1, got {value!r}")
 
 
-def _safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """attrs validator: an exact int inside +/-(2**53 - 1) (any sign)."""
     if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         raise field_error(
             attribute.name, f"expected an integer within +/-(2**53 - 1), got {value!r}"
         )
+
+
+def positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an exact int in ``1 .. 2**53 - 1``."""
+    if type(value) is not int or not 1 <= value <= MAX_SAFE_INT:
+        raise field_error(attribute.name, f"expected an integer >= 1, got {value!r}")
+
+
+def nonblank(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an exact ``str`` that is not empty or whitespace only."""
+    if type(value) is not str or not value.strip():
+        raise field_error(attribute.name, f"expected a non-blank string, got {value!r}")
+    if (problem := _text_problem(value)) is not None:
+        raise field_error(attribute.name, problem)
+
+
+def digests(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: a tuple of digests (the failing item is named by its index)."""
+    if type(value) is not tuple:
+        raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
+    for index, item in enumerate(value):
+        if not is_digest(item):
+            raise field_error(
+                f"{attribute.name}[{index}]", f"not a 64-char lowercase hex digest: {item!r}"
+            )
+
+
+def optional(
+    validator: Callable[[object, attrs.Attribute[Any], object], None],
+) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """attrs validator: None, or what ``validator`` admits."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None:
+            validator(instance, attribute, value)
+
+    return check
 
 
 def enum_member(kind: type[enum.Enum]) -> Callable[[object, attrs.Attribute[Any], object], None]:
@@ -200,9 +242,9 @@ class SourceSpan(Record):
 class BudgetCharge(Record):
     """What one candidate attempt declares it consumes. Nested form: both fields."""
 
-    candidates: int = attrs.field(validator=_safe_int)
+    candidates: int = attrs.field(validator=safe_int)
     """Candidates charged (validators require > 0 where the ADR does)."""
-    steps: int = attrs.field(validator=_safe_int)
+    steps: int = attrs.field(validator=safe_int)
     """Steps charged."""
 
 

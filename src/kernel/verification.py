@@ -37,8 +37,19 @@ from typing import Any
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, field_error, seal
-from kernel.identity import is_digest, sha256_hex
-from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.identity import sha256_hex
+from kernel.values import (
+    Refusal,
+    boundary,
+    digest,
+    digests,
+    enum_member,
+    exact,
+    nonblank,
+    optional_digest,
+    positive,
+    tuple_of,
+)
 
 __all__ = [
     "verdict_from_checks",
@@ -67,27 +78,6 @@ __all__ = [
     "nonblank",
     "positive",
 ]
-
-
-def nonblank(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact ``str`` that is not empty or whitespace only."""
-    if type(value) is not str or not value.strip():
-        raise field_error(attribute.name, f"expected a non-blank string, got {value!r}")
-
-
-def positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact int >= 1."""
-    if type(value) is not int or value < 1:
-        raise field_error(attribute.name, f"expected an integer >= 1, got {value!r}")
-
-
-def digests(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """attrs validator: a tuple of 64-char lowercase hex digests."""
-    for index, item in enumerate(value):
-        if not is_digest(item):
-            raise field_error(
-                f"{attribute.name}[{index}]", f"not a 64-char lowercase hex digest: {item!r}"
-            )
 
 
 def _unique_ids(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
