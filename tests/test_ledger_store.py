@@ -72,6 +72,10 @@ def test_eight_processes_append_without_loss(tmp_path: Path) -> None:
 
 TAMPERS = {
     "edit payload": ["UPDATE kernel_ledger SET payload = '{\"i\":99}' WHERE seq = 3"],
+    "payload not UTF-8": ["UPDATE kernel_ledger SET payload = X'ff7b7d' WHERE seq = 2"],
+    "payload as blob": [
+        "UPDATE kernel_ledger SET payload = CAST(payload AS BLOB) || X'20' WHERE seq = 4"
+    ],
     "edit kind": ["UPDATE kernel_ledger SET kind = 'promotion' WHERE seq = 2"],
     "edit id": ["UPDATE kernel_ledger SET entry_id = printf('%064d', 0) WHERE seq = 4"],
     "delete middle": ["DELETE FROM kernel_ledger WHERE seq = 3"],

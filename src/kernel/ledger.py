@@ -274,11 +274,7 @@ def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[Ledg
     if type(kind) is not str or kind not in _KINDS:
         reasons.append(LedgerReason.UNKNOWN_KIND)
     # L4: the payload bytes are what the entry committed to.
-    if (
-        type(payload) is not str
-        or not is_digest(payload_digest)
-        or sha256_bytes(payload.encode("utf-8", "surrogatepass")) != payload_digest
-    ):
+    if not is_digest(payload_digest) or _payload_hash(payload) != payload_digest:
         reasons.append(LedgerReason.PAYLOAD_EDITED)
     # L5: the id covers seq, prev_id, kind and payload digest.
     if (
@@ -291,6 +287,15 @@ def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[Ledg
     ):
         reasons.append(LedgerReason.ENTRY_ID_MISMATCH)
     return reasons
+
+
+def _payload_hash(payload: object) -> str | None:
+    """SHA-256 of a payload as stored: its UTF-8 bytes, or its text encoded as UTF-8."""
+    if type(payload) is bytes:
+        return sha256_bytes(payload)
+    if type(payload) is str:
+        return sha256_bytes(payload.encode("utf-8", "surrogatepass"))
+    return None
 
 
 def _recomputed(seq: int, prev_id: str, kind: str, payload_digest: str) -> str | None:
@@ -341,9 +346,8 @@ def verify_chain(
             and prev_id == previous_id
             and type(kind) is str
             and kind in _KINDS
-            and type(payload) is str
             and type(payload_digest) is str
-            and sha256_bytes(payload.encode("utf-8", "surrogatepass")) == payload_digest
+            and _payload_hash(payload) == payload_digest
             and type(entry_id) is str
             and _fast_id(seq, previous_id, kind, payload_digest) == entry_id
         ):

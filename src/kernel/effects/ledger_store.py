@@ -82,6 +82,12 @@ _PG_SCHEMA: Final = (
 _SELECT_ENTRIES: Final = (
     "SELECT seq, entry_id, prev_id, kind, payload_digest, payload FROM kernel_ledger ORDER BY seq"
 )
+# SQLite hands the payload over as its stored UTF-8 bytes: verification hashes them
+# as they are, without a decode and a re-encode per entry.
+_SELECT_ENTRIES_RAW: Final = (
+    "SELECT seq, entry_id, prev_id, kind, payload_digest, CAST(payload AS BLOB)"
+    " FROM kernel_ledger ORDER BY seq"
+)
 _SELECT_LAST: Final = "SELECT seq, entry_id FROM kernel_ledger ORDER BY seq DESC LIMIT 1"
 _SELECT_HEAD: Final = "SELECT seq, entry_id FROM kernel_ledger_head WHERE one = 1"
 _SELECT_BOTH: Final = (
@@ -122,9 +128,8 @@ def verify_store(
     store: LedgerStore, expected_head: LedgerHead | None = None
 ) -> LedgerIntact | LedgerBroken:
     """Recompute ``store``'s chain (`kernel.ledger.verify_chain`)."""
-    return verify_chain(
-        store.entries(), recorded_head=store.recorded_head(), expected_head=expected_head
-    )
+    rows = store.verify_rows() if isinstance(store, SqliteStore) else store.entries()
+    return verify_chain(rows, recorded_head=store.recorded_head(), expected_head=expected_head)
 
 
 def _raw_head(row: Any) -> tuple[object, object]:
@@ -202,6 +207,14 @@ class SqliteStore:
         try:
             for row in self._db.execute(_SELECT_ENTRIES):
                 yield RawEntry(*row)
+        except sqlite3.Error as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
+
+    def verify_rows(self) -> Iterator[RawEntry]:
+        """`entries` as plain row tuples (RawEntry's field order), each payload as its
+        stored UTF-8 bytes: what verification hashes, without per-row conversions."""
+        try:
+            yield from self._db.execute(_SELECT_ENTRIES_RAW)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 

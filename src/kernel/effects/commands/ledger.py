@@ -22,7 +22,13 @@ import orjson
 
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.report import plan_outputs
-from kernel.effects.ledger_store import DEFAULT_LEDGER, export_jsonl, opened, read_jsonl
+from kernel.effects.ledger_store import (
+    DEFAULT_LEDGER,
+    export_jsonl,
+    opened,
+    read_jsonl,
+    verify_store,
+)
 from kernel.errors import ConfigError
 from kernel.identity import is_digest
 from kernel.ledger import LedgerBroken, verify_chain
@@ -41,7 +47,7 @@ def run_verify(args: argparse.Namespace) -> int:
         where = args.jsonl
     else:
         with opened(args.ledger, create=False) as store:
-            outcome = verify_chain(store.entries(), recorded_head=store.recorded_head())
+            outcome = verify_store(store)
             where = store.locator
     if isinstance(outcome, LedgerBroken):
         print(f"kernel ledger verify: {outcome.explanation}")
