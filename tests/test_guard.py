@@ -661,6 +661,12 @@ def test_type_checking_trust_follows_bindings() -> None:
     assert _codes(rebound, policy) == [(4, 5, "KG001")]
     twice = "from typing import TYPE_CHECKING as TC\nfrom fake import TC\n" + guarded
     assert _codes(twice, policy) == [(4, 5, "KG001")]
+    fallback = (
+        "try:\n    from typing import TYPE_CHECKING\nexcept ImportError:\n"
+        "    TYPE_CHECKING = False\nif TYPE_CHECKING:\n    import socket\n"
+    )
+    assert _codes(fallback, policy) == []
+    assert _codes(fallback.replace("= False", "= True"), policy) == [(6, 5, "KG001")]
     faked = "import typing\nsetattr(typing, 'TYPE_CHECKING', 1)\nif typing.TYPE_CHECKING:\n"
     assert _codes(faked + "    import socket\n", policy) == [(2, 1, "KG008"), (4, 5, "KG001")]
 

@@ -436,12 +436,12 @@ class _Scanner:
     def _is_tc(self, expr: ast.expr) -> bool:
         """Is ``expr`` a TYPE_CHECKING that is false at run time?
 
-        Trusted: `typing`'s or `typing_extensions`' constant (also through an alias or the
-        module attribute) when the file binds that name once, by its import, and stores
-        no attribute named TYPE_CHECKING (``typing.TYPE_CHECKING = True`` fakes it for
-        everyone); or a module constant bound only by ``TYPE_CHECKING = False``. Any
-        other binding of the name (a loop target, a second import, ``global``) makes the
-        test an ordinary run-time condition.
+        Trusted, when the file stores no attribute named TYPE_CHECKING
+        (``typing.TYPE_CHECKING = True`` fakes it for everyone): a name every binding of
+        which is an import of `typing`'s or `typing_extensions`' constant (also under an
+        alias) or ``= False``; or ``typing.TYPE_CHECKING`` with `typing` bound once, by
+        its import. Any other binding of the name (a loop target, an import of something
+        else, ``global``) makes the test an ordinary run-time condition.
         """
         q = self._resolve(expr, ())
         if q not in _TC_NAMES and not (isinstance(expr, ast.Name) and "TYPE_CHECKING" in expr.id):
@@ -453,18 +453,19 @@ class _Scanner:
             base = base.value
         if not isinstance(base, ast.Name):
             return False
-        sites = len(self.import_sites.get(base.id, ()))
-        if q in _TC_NAMES:
-            return sites == 1 and not self._other_sites(base.id, 1)
-        if isinstance(expr, ast.Name) and sites == 0 and "TYPE_CHECKING" in expr.id:
-            # A module constant `TYPE_CHECKING = False` is the import-free idiom.
-            assigned = self._assignments_to(expr.id)
-            return (
-                bool(assigned)
-                and all(isinstance(v, ast.Constant) and v.value is False for v in assigned)
-                and not self._other_sites(expr.id, len(assigned))
-            )
-        return False
+        imported = self.import_sites.get(base.id, [])
+        if isinstance(expr, ast.Attribute):
+            # `typing.TYPE_CHECKING`: the module name is bound once, by its import.
+            return q in _TC_NAMES and len(imported) == 1 and not self._other_sites(base.id, 1)
+        # A name: every binding is an import of the real constant or `= False` (the
+        # import-free idiom, also as the fallback of a `try: from typing import ...`).
+        assigned = self._assignments_to(base.id) if "TYPE_CHECKING" in base.id else []
+        return (
+            bool(imported or assigned)
+            and all(f"{self.imports[i][0]}.{self.imports[i][1]}" in _TC_NAMES for i in imported)
+            and all(isinstance(v, ast.Constant) and v.value is False for v in assigned)
+            and not self._other_sites(base.id, len(imported) + len(assigned))
+        )
 
     def _tc_attribute_stored(self) -> bool:
         if self.tc_stored is None and b"TYPE_CHECKING" not in self.search:
