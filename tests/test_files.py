@@ -163,3 +163,14 @@ def test_named_fallback_without_o_tmpfile(tmp_path: Path, monkeypatch: pytest.Mo
     atomic_write_bytes(tmp_path / "r.json", b"fallback")
     assert (tmp_path / "r.json").read_bytes() == b"fallback"
     assert temporaries(tmp_path) == []
+
+
+def test_optional_input_missing_is_none_but_a_fifo_is_refused(tmp_path: Path) -> None:
+    """An optional input (a signature) may be absent; present, it must be a regular file."""
+    assert read_input(tmp_path / "absent.sig", what="signature", missing_ok=True) is None
+    fifo = tmp_path / "present.sig"
+    os.mkfifo(fifo)
+    with pytest.raises(EffectError, match="signature is a FIFO"):
+        read_input(fifo, what="signature", missing_ok=True)
+    (tmp_path / "real.sig").write_bytes(b"sig")
+    assert read_input(tmp_path / "real.sig", missing_ok=True) == b"sig"

@@ -36,7 +36,7 @@ import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, overload
 
 import orjson
 
@@ -104,8 +104,15 @@ def check_input(path: Path | str, *, what: str = "input") -> None:
     open_input(path, what=what).close()
 
 
-def read_input(path: Path | str, *, what: str = "input") -> bytes:
-    """The bytes of a regular input file (see `open_input`)."""
+@overload
+def read_input(path: Path | str, *, what: str = ..., missing_ok: Literal[False] = ...) -> bytes: ...
+@overload
+def read_input(path: Path | str, *, what: str = ..., missing_ok: bool) -> bytes | None: ...
+def read_input(path: Path | str, *, what: str = "input", missing_ok: bool = False) -> bytes | None:
+    """The bytes of a regular input file (see `open_input`); None for a missing file
+    when ``missing_ok`` (an optional input such as a signature)."""
+    if missing_ok and not os.path.lexists(path):
+        return None
     with open_input(path, what=what) as handle:
         try:
             return handle.read()

@@ -32,7 +32,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kernel.effects.files import atomic_write_bytes
+from kernel.effects.files import atomic_write_bytes, read_input
 from kernel.errors import CanonicalizationError, ConfigError, EffectError
 from kernel.identity import canonical_json, is_digest
 from kernel.ledger import (
@@ -394,12 +394,7 @@ def read_jsonl(path: Path) -> tuple[list[RawEntry], tuple[object, object]]:
         EffectError: the file is missing or unreadable.
         ConfigError: a line is not a JSON object, or the head line is missing.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as e:
-        raise EffectError(f"{path}: ledger export not found") from e
-    except OSError as e:
-        raise EffectError(f"{path}: cannot read ledger export: {e.strerror}") from e
+    data = read_input(path, what="ledger export")
     entries: list[RawEntry] = []
     head: tuple[object, object] = (None, None)
     seen_head = False

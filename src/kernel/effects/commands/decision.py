@@ -32,11 +32,12 @@ from kernel.effects.commands.report import load_report, load_run_record, plan_ou
 from kernel.effects.files import (
     atomic_write_bytes,
     load_json,
+    read_input,
     write_canonical_json,
 )
 from kernel.effects.ledger_store import opened
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
-from kernel.errors import ConfigError, EffectError, RecordError
+from kernel.errors import ConfigError, RecordError
 from kernel.evidence_report import ReportRefusal, check_evidence_report
 from kernel.gate import DECISION_SIGNATURE_NAMESPACE, GateReason, SignatureStatus
 from kernel.importers.idkmesh import (
@@ -143,12 +144,7 @@ def run_verify(args: argparse.Namespace) -> int:
     allowed = getattr(args, "allowed_signers", None)
     if allowed is not None:
         sig_file = Path(args.signature or signature_path(args.decision_record))
-        try:
-            signature: bytes | None = sig_file.read_bytes()
-        except FileNotFoundError:
-            signature = None
-        except OSError as e:
-            raise EffectError(f"{sig_file}: cannot read signature: {e.strerror}") from e
+        signature = read_input(sig_file, what="signature", missing_ok=True)
         check = check_decision_signature(record, signature, Path(allowed))
         if check.status is not SignatureStatus.VALID:
             code = {

@@ -38,7 +38,7 @@ from kernel.codec import Record, seal
 from kernel.consensus import CorroborationReport
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.commands.report import load_report, load_run_record
-from kernel.effects.files import load_json
+from kernel.effects.files import load_json, read_input
 from kernel.effects.git import CommitIdentity, GitRefusal, Repo
 from kernel.effects.ledger_store import DEFAULT_LEDGER, LedgerStore, opened, verify_store
 from kernel.effects.signing import check_decision_signature, signature_path
@@ -79,10 +79,7 @@ class RunFolder:
             EffectError: missing, unreadable or not matching its digest.
         """
         path = self.path / "patches" / f"{digest}.patch"
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise EffectError(f"{path}: cannot read candidate patch ({e.strerror})") from e
+        data = read_input(path, what="candidate patch")
         if sha256_bytes(data) != digest:
             raise EffectError(f"{path}: the patch does not hash to its name (edited?)")
         return data
@@ -213,12 +210,7 @@ def run_unstage(args: argparse.Namespace) -> int:
 
 def _load_decision(path: Path) -> tuple[HumanDecisionRecord, bytes | None]:
     record = _parse(HumanDecisionRecord, path, "decision record")
-    try:
-        signature: bytes | None = signature_path(path).read_bytes()
-    except FileNotFoundError:
-        signature = None
-    except OSError as e:
-        raise EffectError(f"{signature_path(path)}: cannot read signature: {e.strerror}") from e
+    signature = read_input(signature_path(path), what="signature", missing_ok=True)
     return record, signature  # type: ignore[return-value]
 
 
