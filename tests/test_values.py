@@ -8,10 +8,13 @@ from typing import Any
 import attrs
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kernel.codec import UNSEALED, Identity, seal
-from kernel.errors import CanonicalizationError, RecordError, RefusedError
+from kernel import values
+from kernel.codec import UNSEALED, Identity, kind_validators, seal
+from kernel.errors import CanonicalizationError, FieldError, RecordError, RefusedError
 from kernel.strategies import budget_charges, source_spans, version_pairs
+from kernel.strategies.values import of_kind
 from kernel.values import (
     BudgetCharge,
     Refusal,
@@ -20,6 +23,7 @@ from kernel.values import (
     unwrap,
     version_pair_problem,
 )
+from kernel.verification import WorkUnit
 
 
 @settings(max_examples=200, deadline=None)
@@ -138,3 +142,65 @@ def test_records_that_could_never_have_an_id_cannot_exist(build: Any) -> None:
         build()
     assert not isinstance(info.value, CanonicalizationError)
     assert getattr(info.value, "kernel_field", None) in {"text", "candidates", "steps"}
+
+
+# -- the field vocabulary ---------------------------------------------------------------
+
+KINDS = {
+    "Digest": values.Digest,
+    "OptionalDigest": values.OptionalDigest,
+    "Text": values.Text,
+    "NonBlank": values.NonBlank,
+    "Count": values.Count,
+    "Positive": values.Positive,
+    "SafeInt": values.SafeInt,
+    "Digests": values.Digests,
+    "VersionPairsField": values.VersionPairsField,
+}
+
+
+def _kind(alias: object) -> values.Kind:
+    (validator,) = kind_validators(alias)
+    kind = values.kind_of(validator)
+    assert kind is not None
+    return kind
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+@given(data=st.data())
+def test_every_kind_admits_what_its_strategy_draws(name: str, data: st.DataObject) -> None:
+    """One vocabulary: each kind's validator admits every value its strategy draws, and
+    its JSON Schema keywords are stated (documentation and schemas read them)."""
+    alias = KINDS[name]
+    (validator,) = kind_validators(alias)
+    kind = _kind(alias)
+    value = data.draw(of_kind(kind))
+    validator(None, attrs.fields(values.SourceSpan).text, value)
+    assert kind.description
+    assert isinstance(kind.schema, tuple)
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"text": "t", "start": True, "end": 1}, "SourceSpan.start"),
+        ({"text": "t", "start": 0, "end": -1}, "SourceSpan.end"),
+        ({"text": 3, "start": 0, "end": 1}, "SourceSpan.text"),
+    ],
+)
+def test_a_kind_field_is_validated_without_an_attrs_validator(
+    fields: dict[str, Any], path: str
+) -> None:
+    """SourceSpan declares its fields by kind only; construction still refuses, naming
+    record and field, before the record's own invariant (start <= end) runs."""
+    with pytest.raises(FieldError, match=path):
+        values.SourceSpan(**fields)
+
+
+def test_schemas_take_the_kind_keywords() -> None:
+    """The published work-unit schema carries the kind keywords of its fields."""
+    from kernel.effects.schemas import schema_for
+
+    version = schema_for("work-unit", WorkUnit)["properties"]["version"]
+    assert version["minimum"] == 1
+    assert version["maximum"] == 2**53 - 1

@@ -50,6 +50,7 @@ __all__ = [
     "compute_id",
     "field_error",
     "identity_payload",
+    "kind_validators",
     "nested_form",
     "UNSEALED",
     "seal",
@@ -130,6 +131,11 @@ def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
     def __init__(self: Record, *args: Any, **kwargs: Any) -> None:
         try:
+            # Fields declared with a kind (``start: Count``) are checked by the kind's
+            # validator first, so the record's own invariants see well-typed values.
+            for name, attribute, validator in _spec(type(self)).kind_checks:
+                if name in kwargs:
+                    validator(self, attribute, kwargs[name])
             init(self, *args, **kwargs)
         except FieldError as e:
             if e.record:
@@ -260,6 +266,15 @@ class _Spec:
         self.cls = cls
         self.identity = cls.__identity__
         hints = typing.get_type_hints(cls)
+        # A field annotated with a kind (`kernel.values`) and no validator of its own is
+        # validated by the kind's validator (the Annotated metadata).
+        extras = typing.get_type_hints(cls, include_extras=True)
+        self.kind_checks = tuple(
+            (field.name, field, validator)
+            for field in attrs.fields(cls)  # type: ignore[arg-type]
+            if field.validator is None
+            for validator in kind_validators(extras[field.name])
+        )
         self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[arg-type]
         self.field_set = frozenset(self.fields)
         self.parsers: dict[str, _Parser] = {}
@@ -350,6 +365,17 @@ class _Spec:
                     f"id does not reproduce from the record (expected {expected})",
                 )
         return record
+
+
+def kind_validators(hint: Any) -> tuple[Callable[[Any, Any, Any], None], ...]:
+    """The validators an ``Annotated`` hint carries (callables marked with a kind)."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return ()
+    return tuple(
+        item
+        for item in typing.get_args(hint)[1:]
+        if callable(item) and getattr(item, "kernel_kind", None) is not None
+    )
 
 
 _SPECS: dict[type, _Spec] = {}

@@ -11,6 +11,14 @@ Rules enforced at construction (a record that exists is well formed):
 - ``(name, version)`` pairs are non-empty strings, unique and sorted ascending;
 - a `SourceSpan` has ``0 <= start <= end``.
 
+Field vocabulary: each kind of field (`Digest`, `OptionalDigest`, `Text`, `NonBlank`,
+`Count`, `Positive`, `SafeInt`, `Digests`, `VersionPairs`) is one ``typing.Annotated``
+type whose metadata is its validator, and the validator carries its `Kind` (name, JSON
+Schema keywords, description). A record field annotated with a kind needs no
+``attrs.field(validator=...)``: the codec runs the kind's validator at construction
+(naming record and field), `kernel.effects.schemas` writes the kind's keywords, the
+identity docs name the kind, and `kernel.strategies.values.of_kind` draws valid values.
+
 Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
 ``admit_*`` function keeps it):
 
@@ -32,7 +40,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, ParamSpec, TypeVar
+from typing import Annotated, Any, ClassVar, ParamSpec, TypeVar
 
 import attrs
 
@@ -42,12 +50,23 @@ from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
 __all__ = [
     "BudgetCharge",
+    "Count",
+    "Digest",
+    "Digests",
+    "Kind",
+    "NonBlank",
+    "OptionalDigest",
+    "Positive",
+    "SafeInt",
+    "Text",
+    "VersionPairsField",
     "boundary",
     "Refusal",
     "SourceSpan",
     "VersionPairs",
     "digest",
     "digests",
+    "kind_of",
     "enum_member",
     "exact",
     "non_negative",
@@ -64,6 +83,33 @@ __all__ = [
 
 T = TypeVar("T")
 P = ParamSpec("P")
+_Validator = Callable[[object, "attrs.Attribute[Any]", object], None]
+
+
+@attrs.frozen(kw_only=True)
+class Kind:
+    """One kind of field: what it admits, as a JSON Schema and in words."""
+
+    name: str
+    """The kind's name (``digest``, ``count``, ...)."""
+    description: str
+    """One line for documentation."""
+    schema: tuple[tuple[str, object], ...]
+    """JSON Schema keywords a value of this kind satisfies (beyond its JSON type)."""
+    items: bool = False
+    """True when ``schema`` applies to each item of an array."""
+
+
+def kind_of(validator: object) -> Kind | None:
+    """The `Kind` a validator implements, or None for a record's own rule."""
+    found = getattr(validator, "kernel_kind", None)
+    return found if isinstance(found, Kind) else None
+
+
+def _kind(validator: _Validator, kind: Kind) -> _Validator:
+    validator.kernel_kind = kind  # type: ignore[attr-defined]
+    return validator
+
 
 VersionPairs = tuple[tuple[str, str], ...]
 """Sorted, unique ``(name, version)`` pairs, e.g. ``schema_versions``."""
@@ -214,6 +260,94 @@ def version_pairs(_instance: object, attribute: attrs.Attribute[Any], value: obj
         raise field_error(attribute.name, problem)
 
 
+_DIGEST_PATTERN = "^[0-9a-f]{64}$"
+_kind(
+    digest,
+    Kind(
+        name="digest",
+        description="64 lowercase hex characters (SHA-256)",
+        schema=(("pattern", _DIGEST_PATTERN),),
+    ),
+)
+_kind(
+    optional_digest,
+    Kind(
+        name="optional digest",
+        description="a digest, or null",
+        schema=(("pattern", _DIGEST_PATTERN),),
+    ),
+)
+_kind(
+    non_negative,
+    Kind(
+        name="count",
+        description="an integer in 0..2**53-1",
+        schema=(("minimum", 0), ("maximum", MAX_SAFE_INT)),
+    ),
+)
+_kind(
+    positive,
+    Kind(
+        name="positive",
+        description="an integer in 1..2**53-1",
+        schema=(("minimum", 1), ("maximum", MAX_SAFE_INT)),
+    ),
+)
+_kind(
+    safe_int,
+    Kind(
+        name="safe int",
+        description="an integer within +/-(2**53 - 1)",
+        schema=(("minimum", -MAX_SAFE_INT), ("maximum", MAX_SAFE_INT)),
+    ),
+)
+_kind(
+    nonblank,
+    Kind(
+        name="non-blank text",
+        description="text that is not only whitespace",
+        schema=(("minLength", 1), ("pattern", "\\S")),
+    ),
+)
+_kind(
+    digests,
+    Kind(
+        name="digests",
+        description="an array of digests",
+        items=True,
+        schema=(("pattern", _DIGEST_PATTERN),),
+    ),
+)
+_kind(
+    version_pairs,
+    Kind(
+        name="version pairs",
+        description="[name, version] pairs, non-empty, names ascending",
+        schema=(("uniqueItems", True),),
+    ),
+)
+_TEXT = _kind(exact(str), Kind(name="text", description="valid Unicode text", schema=()))
+
+Digest = Annotated[str, digest]
+"""64 lowercase hex characters."""
+OptionalDigest = Annotated[str | None, optional_digest]
+"""A digest or None."""
+Text = Annotated[str, _TEXT]
+"""An exact ``str`` of valid Unicode (no lone surrogate)."""
+NonBlank = Annotated[str, nonblank]
+"""Text that is not empty or whitespace only."""
+Count = Annotated[int, non_negative]
+"""An exact int in ``0 .. 2**53 - 1``."""
+Positive = Annotated[int, positive]
+"""An exact int in ``1 .. 2**53 - 1``."""
+SafeInt = Annotated[int, safe_int]
+"""An exact int within +/-(2**53 - 1)."""
+Digests = Annotated[tuple[str, ...], digests]
+"""A tuple of digests."""
+VersionPairsField = Annotated[VersionPairs, version_pairs]
+"""Sorted, unique ``(name, version)`` pairs."""
+
+
 @attrs.frozen(kw_only=True)
 class SourceSpan(Record):
     """A span of source text cited as evidence.
@@ -222,11 +356,11 @@ class SourceSpan(Record):
     "sentence_index"}``. Order and duplicates of spans are meaningful.
     """
 
-    text: str = attrs.field(validator=exact(str))
+    text: Text
     """The cited text."""
-    start: int = attrs.field(validator=non_negative)
+    start: Count
     """Start offset (characters), ``0 <= start <= end``."""
-    end: int = attrs.field(validator=non_negative)
+    end: Count
     """End offset (characters, exclusive)."""
     sentence_index: int | None = attrs.field(default=None)
     """Index of the sentence the span is in, when known."""
@@ -242,9 +376,9 @@ class SourceSpan(Record):
 class BudgetCharge(Record):
     """What one candidate attempt declares it consumes. Nested form: both fields."""
 
-    candidates: int = attrs.field(validator=safe_int)
+    candidates: SafeInt
     """Candidates charged (validators require > 0 where the ADR does)."""
-    steps: int = attrs.field(validator=safe_int)
+    steps: SafeInt
     """Steps charged."""
 
 

@@ -49,13 +49,14 @@ from kernel.binding import (
     bind_candidate_attempt_to_run,
     verify_binding,
 )
-from kernel.codec import Record, compute_id, identity_payload, nested_form
+from kernel.codec import Record, compute_id, identity_payload, kind_validators, nested_form
 from kernel.commit_admission import Branch, Draft, VerifierOutcome, admit_to_commit
 from kernel.consensus import CaptureStatus, RunObservation, build_consensus
 from kernel.effects.commands.bind_selftest import reference_chain
 from kernel.effects.files import atomic_write_bytes
 from kernel.identity import canonical_json, sha256_bytes
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.values import kind_of
 
 __all__ = ["PURE_MODULES", "generate", "main"]
 
@@ -168,10 +169,18 @@ def _json_type(hint: Any) -> str:
     return "JSON value"
 
 
+def _typed(hint: Any, extra: Any, validator: object) -> str:
+    """The JSON type, and the field kind (`kernel.values`) when the field has one."""
+    kinds = [kind_of(v) for v in (validator, *kind_validators(extra))]
+    names = [k.name for k in kinds if k is not None]
+    return _json_type(hint) + (f" ({', '.join(names)})" if names else "")
+
+
 def _row(cls: type[Record]) -> str:
     ident = cls.__identity__
     names = [f.name for f in attrs.fields(cls)]  # type: ignore[arg-type]
     hints = typing.get_type_hints(cls)
+    extras = typing.get_type_hints(cls, include_extras=True)
     if ident.include is not None:
         payload = [n for n in ident.include if n != ident.field]
     else:
@@ -180,7 +189,11 @@ def _row(cls: type[Record]) -> str:
     field = f"`{ident.field}`" if ident.field else "(nested form only)"
     seals = ("yes" if ident.seals else "no") if ident.field else ""
     recomputable = ("yes" if ident.recomputable else "no") if ident.field else ""
-    listed = ", ".join(f"`{n}`: {_json_type(hints[n])}" for n in payload) or "(none)"
+    validators = {f.name: f.validator for f in attrs.fields(cls)}  # type: ignore[arg-type]
+    listed = (
+        ", ".join(f"`{n}`: {_typed(hints[n], extras[n], validators[n])}" for n in payload)
+        or "(none)"
+    )
     dropped = ", ".join(f"`{n}`" for n in excluded) or "(none)"
     return f"| `{cls.__name__}` | {field} | {seals} | {recomputable} | {listed} | {dropped} |"
 

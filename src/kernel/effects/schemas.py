@@ -37,7 +37,7 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from kernel.codec import Record
+from kernel.codec import Record, kind_validators
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
 from kernel.errors import ConfigError
@@ -46,6 +46,7 @@ from kernel.identity import canonical_json
 from kernel.run_admission import RunAdmission
 from kernel.run_replay import ReplayCheck
 from kernel.runrecord import RunRecord
+from kernel.values import kind_of
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 
 __all__ = [
@@ -71,23 +72,15 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 }
 """Schema file stem -> record class. The CLI writes the first three and the last two."""
 
-_DIGEST: Final = "^[0-9a-f]{64}$"
-# Constraints implied by validators, keyed by validator function name.
+# Constraints of a record's own validators (the field kinds of `kernel.values` carry
+# their keywords themselves: `kind_of`), keyed by validator function name.
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
-    "nonblank": {"minLength": 1, "pattern": "\\S"},
     "_portable_message": {"minLength": 1, "pattern": "\\S"},
-    "positive": {"minimum": 1},
-    "non_negative": {"minimum": 0},
-    "digest": {"pattern": _DIGEST},
-    "optional_digest": {"pattern": _DIGEST},
     "_false": {"const": False},
     "_attempts": {"minItems": 1},
     "_timestamp": {
         "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
     },
-}
-_ITEM_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
-    "digests": {"pattern": _DIGEST},
 }
 _UNIQUE: Final = frozenset({"_unique_strings"})
 # Fields added to a published document later, with a None default (module docstring).
@@ -161,6 +154,7 @@ class _Builder:
             return self.defs[name]  # type: ignore[no-any-return]
         self.defs[name] = {}  # placeholder: recursion guard
         hints = typing.get_type_hints(cls)
+        extras = typing.get_type_hints(cls, include_extras=True)
         properties: dict[str, Any] = {}
         optional: set[str] = set()
         for field in attrs.fields(cls):  # type: ignore[arg-type]
@@ -170,15 +164,20 @@ class _Builder:
             target = schema
             if "anyOf" in schema and "$ref" not in schema["anyOf"][0]:
                 target = schema["anyOf"][0]
-            for validator in _validators(field.validator):
+            validators = _validators(field.validator) or list(kind_validators(extras[field.name]))
+            for validator in validators:
                 name_ = _name(validator)
+                kind = kind_of(validator)
+                if kind is not None and "$ref" not in target:
+                    if kind.items and "items" in target:
+                        target["items"].update(dict(kind.schema))
+                    elif not kind.items:
+                        target.update(dict(kind.schema))
                 if name_ in _CONSTRAINTS and "$ref" not in target:
                     extra = _CONSTRAINTS[name_]
                     if "const" in extra:
                         target.pop("type", None)
                     target.update(extra)
-                if name_ in _ITEM_CONSTRAINTS and "items" in target:
-                    target["items"].update(_ITEM_CONSTRAINTS[name_])
                 if name_ in _UNIQUE:
                     target["uniqueItems"] = True
             properties[field.name] = schema

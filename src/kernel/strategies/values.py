@@ -5,12 +5,13 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kernel.identity import MAX_SAFE_INT
-from kernel.values import BudgetCharge, SourceSpan
+from kernel.values import BudgetCharge, Kind, SourceSpan
 
 __all__ = [
     "budget_charges",
     "digests",
     "json_values",
+    "of_kind",
     "source_spans",
     "texts",
     "version_pairs",
@@ -79,3 +80,25 @@ def budget_charges() -> st.SearchStrategy[BudgetCharge]:
 def version_pairs() -> st.SearchStrategy[tuple[tuple[str, str], ...]]:
     """Sorted, unique ``(name, version)`` pairs."""
     return _VERSION_PAIRS
+
+
+_OF_KIND: dict[str, st.SearchStrategy[object]] = {
+    "digest": _DIGESTS,
+    "optional digest": st.none() | _DIGESTS,
+    "text": _TEXTS,
+    "non-blank text": _TEXTS.filter(lambda text: bool(text.strip())),
+    "count": st.integers(min_value=0, max_value=MAX_SAFE_INT),
+    "positive": st.integers(min_value=1, max_value=MAX_SAFE_INT),
+    "safe int": _SAFE_INTS,
+    "digests": st.lists(_DIGESTS, max_size=4).map(tuple),
+    "version pairs": _VERSION_PAIRS,
+}
+
+
+def of_kind(kind: Kind) -> st.SearchStrategy[object]:
+    """Valid values of a field kind of `kernel.values` (``of_kind(kind_of(digest))``).
+
+    Raises:
+        KeyError: ``kind`` is not one of `kernel.values`' kinds.
+    """
+    return _OF_KIND[kind.name]
