@@ -347,6 +347,21 @@ def test_memory_limit_refuses_a_large_allocation(spill: Path, level: Isolation) 
 
 
 @pytest.mark.parametrize("level", ALL_LEVELS)
+def test_memory_limit_allows_address_space_reservations(spill: Path, level: Isolation) -> None:
+    """A runtime that reserves a large address space (a JVM heap, V8's cage) still
+    starts: only private writable memory counts against the limit."""
+    code = """
+        import mmap
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+        reserved = mmap.mmap(-1, 8 << 30, flags=flags, prot=mmap.PROT_READ)
+        print("reserved", len(reserved) >> 30)
+    """
+    capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert read_output(capture) == b"reserved 8\n"
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
 def test_fork_bomb_is_bounded(spill: Path, level: Isolation) -> None:
     """A run cannot hold more processes than its limit; the rest fail with EAGAIN."""
     capture = python(

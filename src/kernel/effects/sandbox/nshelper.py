@@ -188,7 +188,10 @@ def _set_limits(opts: dict[str, str]) -> None:
     import resource
 
     for key, which, extra in (
-        ("mem", resource.RLIMIT_AS, 0),
+        # Private writable memory: what a process can really use. Address-space
+        # reservations (a JVM heap, V8's cage, Go's arenas) are not counted, so such
+        # runtimes still start, as they would not under RLIMIT_AS.
+        ("mem", resource.RLIMIT_DATA, 0),
         ("nproc", resource.RLIMIT_NPROC, 0),
         # SIGXCPU at the soft limit, SIGKILL one second later.
         ("cpu", resource.RLIMIT_CPU, 1),

@@ -574,7 +574,7 @@ def _interpret(report: str, in_time: bool, patch: Sink | None) -> _Result:
 def _rlimits(limits: Limits) -> None:
     """``preexec_fn`` of a copy run: the same rlimits as the helper sets."""
     if limits.memory_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
     if limits.processes is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
     if limits.cpu_seconds is not None:

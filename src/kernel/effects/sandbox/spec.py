@@ -152,7 +152,7 @@ class LimitKind(enum.StrEnum):
     """One resource limit of a run; also the reason code when a run hits it."""
 
     MEMORY = "memory"
-    """Address space of each process (bytes)."""
+    """Private writable memory of each process (bytes, ``RLIMIT_DATA``)."""
     PROCESSES = "processes"
     """Processes and threads of the run at once."""
     CPU = "cpu"
@@ -190,7 +190,7 @@ class Limits(Record):
     """Resource limits of one run; None means no limit. Defaults suit a test suite."""
 
     memory_bytes: int | None = attrs.field(default=2 << 30, validator=_positive_or_none)
-    """Address space of each process of the run."""
+    """Private writable memory of each process of the run (``RLIMIT_DATA``)."""
     processes: int | None = attrs.field(default=512, validator=_positive_or_none)
     """Processes (and threads) the run may have at once."""
     cpu_seconds: int | None = attrs.field(default=600, validator=_positive_or_none)
