@@ -813,3 +813,35 @@ def test_attest_refuses_inconsistent_evidence(
     bad.write_text("{}")
     assert main(["attest", "--run-dir", str(run_dir), "--attempt", "attempt-1",
                  "--decision", str(bad), "--results-root", str(demo.results)]) == 2  # fmt: skip
+
+
+@pytest.mark.parametrize("signers", ["principal missing", "file missing"])
+def test_missing_signer(
+    signers: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An allowed_signers file that does not list the decider refuses (1); no file at
+    all is unusable input (2). No ref moves either way."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    allowed = tmp_path / "allowed_signers"
+    if signers == "principal missing":
+        public = " ".join((demo.alice.parent / "bob.pub").read_text().split()[:2])
+        allowed.write_text(f"someone-else@example.com {public}\n")
+    before = git(repo, "rev-parse", "main")
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    code = main(
+        [
+            "promote", "--run-dir", str(demo.run_dir), "--decision", str(decision),
+            "--allowed-signers", str(allowed), "--repo", str(repo), "--onto", "main",
+            "--ledger", str(ledger),
+        ]
+    )  # fmt: skip
+    if signers == "principal missing":
+        assert code == 1
+        assert "refused (signer_not_allowed)" in capsys.readouterr().out
+        assert kinds(ledger) == ["refusal"]
+    else:
+        assert code == 2
+        assert capsys.readouterr().err.count("\n") == 1
+        assert not ledger.exists()
+    assert git(repo, "rev-parse", "main") == before
