@@ -650,6 +650,7 @@ def test_reach_through_allowed_modules_and_aliases() -> None:
         (2, 1, "KG004"),
     ]
     assert _codes("import os\nos.path.join('a', 'b')\nimport json\njson.dumps(1)\n", policy) == []
+    assert _codes("from json import codecs as c\nf = c\n", policy) == [(2, 5, "KG002")]
 
 
 def test_type_checking_trust_follows_bindings() -> None:
@@ -919,3 +920,39 @@ def test_kernel_guard_loads_only_the_guard(tmp_path: Path) -> None:
         assert name == "kernel" or name.startswith(allowed), name
     assert "kernel.guard.scan" not in replayed
     assert "kernel.guard.fastpath" in replayed
+
+
+def test_module_tables_read_every_import_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reach-through reads an installed module's import bindings without compiling it:
+    every statement form Python accepts, relative imports against the package."""
+    from kernel.guard.scan import _module_table
+
+    pkg = tmp_path / "kg_table_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "mod.py").write_text(
+        "import a.b as c, d.e\n"
+        "from . import x\n"
+        "from .y import z as w\n"
+        "if t: import q\n"
+        "v = 1; import r as s\n"
+        "from m import (\n    n,  # a comment\n    o as p,\n)\n"
+        "from k import \\\n    j\n"
+        "def f():\n    from g import *\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    table = _module_table("kg_table_probe.mod")
+    assert table == {
+        "c": ("a.b",),
+        "d": ("d",),
+        "x": ("kg_table_probe.x",),
+        "w": ("kg_table_probe.y.z",),
+        "q": ("q",),
+        "s": ("r",),
+        "n": ("m.n",),
+        "p": ("m.o",),
+        "j": ("k.j",),
+    }

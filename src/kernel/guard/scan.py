@@ -170,6 +170,9 @@ def _lines_of(data: bytes, names: Iterable[str]) -> list[int]:
     positions: list[int] = []
     word = _WORD
     for name in names:
+        # `in` runs CPython's fast substring search; most names are absent from a file.
+        if name.encode("utf-8") not in data:
+            continue
         for m in _name_rx(name).finditer(data):
             start = m.start()
             if start == 0 or data[start - 1] not in word:
@@ -616,8 +619,16 @@ class _Scanner:
         known = _REACHES.get(key)
         if known is None:
             known = False
-            seen = {q}
-            frontier = [q]
+            # `from json import codecs` binds a module through another one: start from
+            # what the written name is (`codecs`), not only from the name itself.
+            names, reached = _through(q) if "." in q else ((), ())
+            for _written, module in reached:
+                if self.matcher.interesting(module) or any(
+                    _import_problem(r, (module,)) for r in self.rules
+                ):
+                    known = True
+            seen = {q, *names}
+            frontier = [q, *names]
             for _depth in range(3):
                 following: list[str] = []
                 for module in frontier:
@@ -1303,7 +1314,13 @@ _REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
 _NO_SOURCE: Final = frozenset(sys.builtin_module_names)
 _ALIAS_SUBMODULES: Final = frozenset({"os.path"})
 """Attributes that Python also registers as importable submodules (`sys.modules`)."""
-_IMPORT_STMT_RX: Final = re.compile(rb"^[ \t]*(?:import|from)[ \t][^\n]*", re.MULTILINE)
+_IMPORT_NOISE: Final = re.compile(r"[()\\\n\r\t ]+")
+_IMPORT_PLAIN: Final = re.compile(r"import ([\w., ]+)")
+_IMPORT_FROM: Final = re.compile(r"from (\.*)([\w.]*) import ([\w., *]+)")
+_IMPORT_ITEM: Final = re.compile(r"([A-Za-z_][\w.]*)(?: as ([A-Za-z_]\w*))?")
+_IMPORT_WORD_RX: Final = re.compile(rb"import\b")
+_IMPORT_HEAD_RX: Final = re.compile(rb"(?:.*[:;])?[ \t]*((?:from[ \t]+\.*[\w.]*[ \t]+)?)")
+"""What may precede the word ``import`` on its line (group 1: the statement's start)."""
 
 
 @cache
@@ -1371,41 +1388,69 @@ def _module_table(module: str) -> dict[str, tuple[str, ...]]:
         return {}
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     table: dict[str, tuple[str, ...]] = {}
-    for m in _IMPORT_STMT_RX.finditer(data):
-        end = m.end()
-        line = m.group()
+    snippets: list[str] = []
+    seen_starts: set[int] = set()
+    for hit in _IMPORT_WORD_RX.finditer(data):
+        # Every import statement holds the word `import`: found with a literal search,
+        # then the statement is read from its line (`import x`, `from x import y`, also
+        # after `:` or `;` as in `if x: import y`).
+        pos = hit.start()
+        line_start = data.rfind(b"\n", 0, pos) + 1
+        head = _IMPORT_HEAD_RX.fullmatch(data, line_start, pos)
+        if head is None:
+            continue
+        start = head.start(1)
+        if start in seen_starts:
+            continue
+        seen_starts.add(start)
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
         if line.count(b"(") > line.count(b")"):
             close = data.find(b")", end)
             end = len(data) if close < 0 else close + 1
-        while data[m.start() : end].rstrip().endswith(b"\\"):
+        while data[start:end].rstrip().endswith(b"\\"):
             nxt = data.find(b"\n", end + 1)
             end = len(data) if nxt < 0 else nxt
-        try:
-            stmt = ast.parse(data[m.start() : end].strip().decode("utf-8")).body[0]
-        except (SyntaxError, ValueError, IndexError, UnicodeDecodeError):
-            continue  # not an import statement after all (inside a string)
+        text = data[start:end].strip().decode("utf-8", "replace")
+        snippets.extend(part.strip() for part in text.split(";"))
+    for snippet in snippets:
+        # Import statements have a tiny grammar: read without `compile` (this runs for
+        # every installed module a guarded file reaches). A line that does not fit it
+        # is not an import statement (a docstring's example): skipped.
         pairs: list[tuple[str, str]] = []
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    pairs.append((alias.asname, alias.name))
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    pairs.append((head, head))
-        elif isinstance(stmt, ast.ImportFrom):
-            base = stmt.module or ""
-            if stmt.level:
+        text = _IMPORT_NOISE.sub(" ", snippet.split("#", 1)[0] if "(" not in snippet else
+                                 re.sub(r"#[^\n]*", "", snippet)).strip()  # fmt: skip
+        plain = _IMPORT_PLAIN.fullmatch(text)
+        if plain is not None:
+            for item in plain.group(1).split(","):
+                got = _IMPORT_ITEM.fullmatch(item.strip())
+                if got is None:
+                    pairs = []
+                    break
+                name, alias = got.group(1), got.group(2)
+                first = name.split(".", 1)[0]
+                pairs.append((alias, name) if alias else (first, first))
+        else:
+            frm = _IMPORT_FROM.fullmatch(text)
+            if frm is None:
+                continue
+            dots, base, items = len(frm.group(1)), frm.group(2), frm.group(3)
+            if dots:
                 parts = package.split(".")
-                keep = len(parts) - (stmt.level - 1)
+                keep = len(parts) - (dots - 1)
                 if keep <= 0:
                     continue
                 prefix = ".".join(parts[:keep])
                 base = f"{prefix}.{base}" if base else prefix
-            pairs.extend(
-                (alias.asname or alias.name, f"{base}.{alias.name}")
-                for alias in stmt.names
-                if alias.name != "*"
-            )
+            for item in items.split(","):
+                got = _IMPORT_ITEM.fullmatch(item.strip())
+                if got is None or "." in got.group(1):
+                    if item.strip() not in ("", "*"):
+                        pairs = []
+                        break
+                    continue
+                pairs.append((got.group(2) or got.group(1), f"{base}.{got.group(1)}"))
         for name, target in pairs:
             if target not in table.get(name, ()):
                 table[name] = (*table.get(name, ()), target)
