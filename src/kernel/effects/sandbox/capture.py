@@ -56,7 +56,8 @@ class Sink:
         self.limit = limit
         self.overflow = False
         self.size = 0
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+        self._fd = os.open(path, flags, 0o666)
         self._free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
         self._allocated = 0
         self._work: queue.SimpleQueue[tuple[bytearray, int] | None] | None = None
