@@ -89,9 +89,10 @@ def main() -> int:
             floor_s += floor(db, texts[start : start + step])
             append_s += appends(store, payloads[start : start + step])
         db.close()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         outcome = verify_store(store)
         verify_s = time.perf_counter() - started
+        verify_cpu_s = time.process_time() - cpu
         store.close()
     if not isinstance(outcome, LedgerIntact) or outcome.count != n:
         print(f"FAIL: the chain did not verify: {outcome}")
@@ -107,7 +108,9 @@ def main() -> int:
     )
     print(
         f"  verify: {verify_s:.2f} s = {verify_rate:,.0f} entries/s "
-        f"[{'PASS' if verify_rate >= 100_000 else 'MISS'} >= 100,000/s]"
+        f"[{'PASS' if verify_rate >= 100_000 else 'MISS'} >= 100,000/s]; "
+        f"{n / verify_cpu_s:,.0f} entries per CPU second (what a shared machine's load "
+        "does not change)"
     )
     return 0
 
