@@ -12,6 +12,9 @@ import os
 
 from hypothesis import settings
 
+# The static-guard items (see addopts in pyproject.toml for why not the entry point).
+pytest_plugins = ("kernel.guard.pytest_plugin",)
+
 settings.register_profile("kernel", deadline=None)
 settings.register_profile("kernel-ci", deadline=None, derandomize=True)
 settings.load_profile("kernel-ci" if os.environ.get("CI") else "kernel")
