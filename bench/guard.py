@@ -8,6 +8,9 @@ directories: the same file list is handed to every tool) and over this project's
 - kernel guard cold (empty cache) in this process, on one core (``jobs=1``) and with
   a process pool over two (``jobs=2``), interleaved with the floor (the machine may be
   shared; ratios of interleaved runs are what is compared);
+- kernel guard cold through the CLI in a fresh process (``--no-cache``; it also pays
+  for reading installed modules' imports once, which later runs in one process reuse),
+  with one job and two, against the same floor;
 - kernel guard warm in this process (per-file cache), and warm through the CLI in a
   fresh process as a user runs it (``kernel guard ...``: the recorded run is replayed);
 - ``ruff check --select TID251`` with the same bans on the same files, cold
@@ -202,6 +205,17 @@ def _lines(files: list[tuple[str, str, bool]]) -> int:
     return total
 
 
+def _kernel_cli_cold(
+    src: Path, config: Path, exclude: tuple[str, ...], tmp: Path, jobs: int
+) -> float:
+    """``kernel guard --no-cache`` in a fresh process: nothing warm, not even the
+    interpreter's own caches of installed modules (what a first run costs)."""
+    argv = [str(BIN / "kernel"), "guard", "--config", str(config), "--src", str(src)]
+    argv += [f"--exclude={e}" for e in exclude]
+    argv += ["--no-cache", "--jobs", str(jobs)]
+    return _run(argv, tmp)
+
+
 def _policy_file(tmp: Path) -> Path:
     path = tmp / "stdlib-policy.md"
     rule = _stdlib_policy().rules[0].to_dict()
@@ -263,6 +277,24 @@ def main() -> int:
         cli, cli_files = _kernel_cli(
             stdlib, _policy_file(tmp), STDLIB_SKIP, tmp, max(args.repeat, 5)
         )
+        policy_md = _policy_file(tmp)
+        fresh: dict[int, list[float]] = {1: [], 2: []}
+        fresh_floor: list[float] = []
+        for _ in range(args.repeat):
+            fresh_floor.append(_best(lambda: _floor(std_files), 1))
+            for jobs in (1, 2):
+                fresh[jobs].append(_kernel_cli_cold(stdlib, policy_md, STDLIB_SKIP, tmp, jobs))
+        ff = min(fresh_floor)
+        rows += [
+            (
+                "stdlib: kernel guard cold CLI, fresh process, 1 job",
+                f"{min(fresh[1]):.3f} s = {min(fresh[1]) / ff:.2f}x floor ({ff:.3f} s)",
+            ),
+            (
+                "stdlib: kernel guard cold CLI, fresh process, 2 jobs",
+                f"{min(fresh[2]):.3f} s = {min(fresh[2]) / ff:.2f}x floor",
+            ),
+        ]
         rc, rw = _ruff([p for p, _m, _k in std_files], tmp, max(args.repeat, 5))
         rows += [
             (

@@ -374,6 +374,22 @@ def _scan_all(todo: list[_Job], ctx: _Context, jobs: int | None) -> list[_Done]:
         return [done for part in pool.map(_scan_chunk, chunks) for done in part]
 
 
+@lru_cache(maxsize=64)
+def _policy_key(policy: Policy) -> str:
+    return policy_hash(policy)[:24]
+
+
+def _environment_key() -> str:
+    # Reach-through reads installed modules: the interpreter and its search path are
+    # part of what a cached result depends on.
+    return _environment_digest(sys.version, tuple(sys.path))
+
+
+@lru_cache(maxsize=8)
+def _environment_digest(version: str, path: tuple[str, ...]) -> str:
+    return sha256_bytes("\0".join([version, *path]).encode("utf-8", "replace"))[:8]
+
+
 def check_paths(
     files: Sequence[tuple[str, str, bool]],
     policy: Policy,
@@ -400,10 +416,7 @@ def check_paths(
         raise ConfigError("no Python files to check")
     check_coverage(files, policy)
     ctx = _Context(policy)
-    # Reach-through reads installed modules: the interpreter and its search path are
-    # part of what a cached result depends on.
-    where = sha256_bytes("\0".join([sys.version, *sys.path]).encode("utf-8", "replace"))
-    key = f"{policy_hash(policy)[:24]}-{tool_version().replace('+', '-')}-{where[:8]}"
+    key = f"{_policy_key(policy)}-{tool_version().replace('+', '-')}-{_environment_key()}"
     cache = _Cache(None if cache_dir is None else Path(cache_dir), key)
     now_ok = cache.saved_ns - _RACY_NS
     results: dict[str, tuple[list[ImportFact], list[RawFinding]]] = {}
