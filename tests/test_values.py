@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -11,8 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel import values
-from kernel.codec import UNSEALED, Identity, kind_validators, seal
-from kernel.errors import CanonicalizationError, FieldError, RecordError, RefusedError
+from kernel.codec import UNSEALED, Identity, Record, kind_validators, seal
+from kernel.errors import (
+    ArgumentTypeError,
+    CanonicalizationError,
+    FieldError,
+    RecordError,
+    RefusedError,
+)
 from kernel.strategies import budget_charges, source_spans, version_pairs
 from kernel.strategies.values import of_kind
 from kernel.values import (
@@ -204,3 +211,95 @@ def test_schemas_take_the_kind_keywords() -> None:
     version = schema_for("work-unit", WorkUnit)["properties"]["version"]
     assert version["minimum"] == 1
     assert version["maximum"] == 2**53 - 1
+
+
+@attrs.frozen(kw_only=True)
+class Shapes(Record):
+    """A record exercising every shared validator's refusal."""
+
+    positive: int = attrs.field(default=1, validator=values.positive)
+    nonblank: str = attrs.field(default="x", validator=values.nonblank)
+    member: Reason = attrs.field(default=Reason.BAD, validator=values.enum_member(Reason))
+    items: tuple[str, ...] = attrs.field(default=(), validator=values.tuple_of(str))
+    digests: tuple[str, ...] = attrs.field(default=(), validator=values.digests)
+    maybe: int | None = attrs.field(default=None, validator=values.optional(values.positive))
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"positive": 0}, "Shapes.positive: expected an integer >= 1"),
+        ({"nonblank": " "}, "Shapes.nonblank: expected a non-blank string"),
+        ({"nonblank": "a\ud800"}, "Shapes.nonblank: string holds a lone surrogate"),
+        ({"member": "low"}, "Shapes.member: expected a Reason member"),
+        ({"items": ["a"]}, "Shapes.items: expected a tuple, got list"),
+        ({"items": ("a", 1)}, r"Shapes.items\[1\]: expected str, got int"),
+        ({"items": ("a\udfff",)}, r"Shapes.items\[0\]: string holds a lone surrogate"),
+        ({"digests": ["a" * 64]}, "Shapes.digests: expected a tuple"),
+        ({"digests": ("A" * 64,)}, r"Shapes.digests\[0\]: not a 64-char"),
+        ({"maybe": 0}, "Shapes.maybe: expected an integer >= 1"),
+    ],
+)
+def test_shared_validators_name_record_field_and_what_they_found(
+    changes: dict[str, Any], path: str
+) -> None:
+    """Each shared validator refuses with record, field (and index) and the value found."""
+    with pytest.raises(FieldError, match=path):
+        Shapes(**changes)
+    assert Shapes(maybe=None).maybe is None
+
+
+def _typed(
+    number: int,
+    flag: bool,
+    pick: Literal["a", "b"],
+    kind: type[Record],
+    table: Mapping[str, int],
+    items: Sequence[int],
+    pair: tuple[int, str],
+    anything: object,
+    many: Iterable[int] = (),
+) -> int:
+    return number
+
+
+CHECKED = values.boundary(_typed)
+GOOD: dict[str, Any] = {
+    "number": 1,
+    "flag": True,
+    "pick": "a",
+    "kind": values.SourceSpan,
+    "table": {"k": 1},
+    "items": [1, 2],
+    "pair": (1, "x"),
+    "anything": object(),
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "found"),
+    [
+        ({"number": True}, "number", "bool True"),
+        ({"flag": 1}, "flag", "int 1"),
+        ({"pick": "c"}, "pick", "str 'c'"),
+        ({"kind": int}, "kind", "type"),
+        ({"kind": 3}, "kind", "int 3"),
+        ({"table": {"k": "v"}}, "table['k']", "str 'v'"),
+        ({"table": {1: 1}}, "table key 1", "int 1"),
+        ({"table": [1]}, "table", "list of 1 items"),
+        ({"items": (1, "x")}, "items[1]", "str 'x'"),
+        ({"pair": (1, 2)}, "pair[1]", "int 2"),
+        ({"pair": (1,)}, "pair", "1 items"),
+        ({"number": "x" * 60}, "number", "..."),
+    ],
+)
+def test_boundary_names_the_parameter_path_and_what_it_found(
+    change: dict[str, Any], path: str, found: str
+) -> None:
+    """The argument check behind every validator: path, expectation, and what was found."""
+    with pytest.raises(ArgumentTypeError) as caught:
+        CHECKED(**{**GOOD, **change})
+    assert caught.value.path == path
+    assert found in caught.value.found
+    assert CHECKED(**GOOD, many=iter([1])) == 1
+    assert CHECKED(*GOOD.values()) == 1
