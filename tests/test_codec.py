@@ -14,8 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload, seal
-from kernel.errors import RecordError
+from kernel.codec import (
+    UNSEALED,
+    Identity,
+    Record,
+    compute_id,
+    identity_payload,
+    nested_form,
+    seal,
+)
+from kernel.errors import ArgumentTypeError, RecordError
 from kernel.strategies import digests, source_spans, texts, version_pairs
 from kernel.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
 from kernel.values import version_pairs as version_pairs_validator
@@ -319,3 +327,27 @@ def test_mypy_catches_a_misspelt_seal_field(tmp_path: Path) -> None:
     )
     assert status == 1
     assert 'Unexpected keyword argument "attempt_indx" for "seal"' in out
+
+
+def test_nested_form_is_what_a_parent_hashes() -> None:
+    """nested_form: every field but the excluded ones, id kept; misuse is named."""
+    span = SourceSpan(text="t", start=0, end=1)
+    assert nested_form(span) == {"text": "t", "start": 0, "end": 1, "sentence_index": None}
+    with pytest.raises(ArgumentTypeError, match=r"nested_form\(\): record: expected Record"):
+        nested_form({"text": "t"})  # type: ignore[arg-type]
+
+
+def test_seal_needs_a_record_class_with_an_identity() -> None:
+    """seal refuses a non-record class and a record without an identity field."""
+    with pytest.raises(ArgumentTypeError, match=r"seal\(\): cls"):
+        seal(dict)
+    with pytest.raises(TypeError, match="declares no identity field"):
+        seal(SourceSpan, text="t", start=0, end=1)
+
+
+def test_lazy_loader_refuses_an_unknown_submodule() -> None:
+    """kernel's loader knows its public submodules only."""
+    import kernel
+
+    with pytest.raises(AttributeError, match=r"no submodule 'kernel\.nope'"):
+        kernel._load("kernel.nope")
