@@ -55,6 +55,29 @@ def test_nondeterministic_workers_are_not_replayed_unless_asked(demo: Path) -> N
     assert asked.replay.mode == "nondeterministic"
 
 
+def test_costly_workers_are_not_replayed_unless_asked(demo: Path) -> None:
+    """A config declaring costly (paid) workers skips the replay by default; asking for
+    its declared mode replays it as usual."""
+    document = json.loads(demo.read_text())
+    document["costly"] = True
+    demo.write_text(json.dumps(document))
+    assert run_pipeline(demo, "results/a", reruns=0).replay is None
+    asked = run_pipeline(demo, "results/b", reruns=0, replay_mode="exact")
+    assert asked.replay is not None
+    assert asked.replay.match
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_costly_must_be_a_boolean(demo: Path, value: object) -> None:
+    """``costly`` is true or false; anything else names the key, nothing written."""
+    document = json.loads(demo.read_text())
+    document["costly"] = value
+    demo.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match=r"\$\.costly"):
+        run_pipeline(demo, "results/run", reruns=0)
+    assert not Path("results").exists()
+
+
 def test_a_weaker_replay_mode_is_refused_before_anything_runs(demo: Path) -> None:
     """--replay nondeterministic on a deterministic config: ConfigError, nothing written."""
     with pytest.raises(ConfigError, match="nondeterministic"):

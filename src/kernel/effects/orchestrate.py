@@ -31,6 +31,8 @@ Config document (JSON; relative paths are resolved against the config's folder):
                   {"attempt_id": "...", "adapter": "fixture-failure",
                    "failure": "<message>"}],
      "replay": "deterministic" | "nondeterministic",     (optional, default deterministic)
+     "costly": false,      (optional: true when a worker run costs money, e.g. a paid
+                            model; `kernel run` then skips the replay unless asked)
      "isolation": {"minimum": "overlay" | "namespace_copy" | "copy",
                    "accept_below_overlay": false},          (optional, see below)
      "limits": {"memory_bytes": ..., "processes": ..., "cpu_seconds": ...,
@@ -175,6 +177,8 @@ class LoadedConfig:
     """What the run runs on (when an adapter reports it, or replay is declared)."""
     isolation_policy: IsolationPolicy | None = None
     """The isolation the config accepts (runs with sandboxed adapters)."""
+    costly: bool = False
+    """The config declares its workers costly: they are not re-run for replay unasked."""
 
 
 def _provenance(
@@ -223,7 +227,7 @@ def load_config(
         document,
         {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
         "$",
-        optional=frozenset({"replay", "isolation", "limits"}),
+        optional=frozenset({"replay", "isolation", "limits", "costly"}),
     )
     if document["kind"] != CONFIG_KIND:
         raise source.error("$.kind", f"expected {CONFIG_KIND!r}, got {document['kind']!r}")
@@ -241,6 +245,9 @@ def load_config(
         except ValueError as e:
             allowed = ", ".join(d.value for d in DeclaredReplay)
             raise source.error("$.replay", f"expected one of {allowed}") from e
+    costly = document.get("costly", False)
+    if type(costly) is not bool:
+        raise source.error("$.costly", "expected true or false")
     source = attrs.evolve(source, limits=_limits(document, source, limit_overrides or {}))
     unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
     try:
@@ -290,6 +297,7 @@ def load_config(
         declared_replay=declared,
         provenance=provenance,
         isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
+        costly=costly,
     )
 
 

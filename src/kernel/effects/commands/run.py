@@ -15,8 +15,9 @@ each distinct candidate is rerun ``--reruns`` times (default 3) for corroboratio
 replay runs the whole config once more (every worker and check again). So with the
 defaults a worker runs up to 1 + 3 + 1 = 5 times. ``--reruns 0`` skips corroboration
 (no candidate group can then be corroborated); ``--replay none`` skips the replay. A
-config that declares ``"replay": "nondeterministic"`` (model or agent workers, often
-paid) is not re-run for replay unless ``--replay`` asks for a mode.
+config that declares ``"replay": "nondeterministic"`` (model or agent workers) or
+``"costly": true`` (paid workers) is not re-run for replay unless ``--replay`` asks
+for a mode.
 
 Files written into the output folder (every path is confined to ``--results-root``,
 default ``results/``, and checked before anything runs):
@@ -159,7 +160,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "config once more (every worker and check again: the cost of one more run) and "
         "compare; nondeterministic re-runs and compares provenance only (configs that "
         "declare it); none skips it (no cost). Default: the config's declared mode, and "
-        "none for a config declaring nondeterministic (often paid) workers",
+        "none for a config declaring nondeterministic or costly (paid) workers",
     )
     parser.add_argument(
         "--limit",
@@ -300,8 +301,9 @@ def chosen_replay(loaded: LoadedConfig, requested: str | None) -> ReplayMode | N
     if requested == REPLAY_NONE:
         return None
     if requested is None:
-        # Nondeterministic (model/agent, often paid) workers are not re-run unasked.
-        return None if declared is DeclaredReplay.NONDETERMINISTIC else default_mode(declared)
+        # Nondeterministic (model/agent) or costly (paid) workers are not re-run unasked.
+        unasked = declared is DeclaredReplay.NONDETERMINISTIC or loaded.costly
+        return None if unasked else default_mode(declared)
     mode = ReplayMode(requested)
     if mode is ReplayMode.NONDETERMINISTIC and declared is not DeclaredReplay.NONDETERMINISTIC:
         raise ConfigError(
