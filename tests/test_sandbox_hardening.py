@@ -333,17 +333,53 @@ def test_every_capture_records_its_limits(spill: Path, level: Isolation) -> None
 
 @pytest.mark.parametrize("level", ALL_LEVELS)
 def test_memory_limit_refuses_a_large_allocation(spill: Path, level: Isolation) -> None:
-    """Allocating past the memory limit fails inside the run; the host is untouched."""
+    """Allocating past the memory limit fails inside the run; the host is untouched.
+    An allocation refused before it was touched leaves no evidence: not a hit."""
     code = """
         try:
             block = bytearray(768 << 20)
             print("allocated")
         except MemoryError:
             print("refused")
+        raise SystemExit(1)
     """
     small = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
-    assert read_output(small) == b"refused\n"
+    assert read_output_any(small) == b"refused\n"
     assert _applied(small)[LimitKind.MEMORY].value == 256 << 20
+    assert small.status is CaptureStatus.FAILED, small.error
+    assert small.limit_hit is None
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_memory_growth_to_the_limit_is_recorded(spill: Path, level: Isolation) -> None:
+    """A run that grows until its allocations fail, and fails, is recorded as a memory
+    hit: its peak resident memory reached the limit (the kernel's accounting)."""
+    code = """
+        blocks = []
+        try:
+            while True:
+                blocks.append(b"x" * (1 << 20))
+        except MemoryError:
+            print("refused")
+        raise SystemExit(1)
+    """
+    capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
+    assert read_output_any(capture) == b"refused\n"
+    assert capture.status is CaptureStatus.LIMIT_EXCEEDED, capture.error
+    assert capture.limit_hit is LimitKind.MEMORY
+    assert capture.exit_code == 1
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_memory_near_the_limit_that_succeeds_is_no_hit(spill: Path, level: Isolation) -> None:
+    """Using memory close to the limit is no hit when the run does not fail."""
+    code = """
+        block = b"x" * (240 << 20)
+        print(len(block) >> 20)
+    """
+    capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert capture.limit_hit is None
 
 
 @pytest.mark.parametrize("level", ALL_LEVELS)
@@ -382,10 +418,37 @@ def test_fork_bomb_is_bounded(spill: Path, level: Isolation) -> None:
         isolation=level,
         limits=Limits(processes=16),
     )
-    assert capture.status is CaptureStatus.OK, capture.error
-    reason, children = read_output(capture).decode().split()
+    reason, children = read_output_any(capture).decode().split()
     assert reason == "EAGAIN"
     assert int(children) < 16
+    if level is Isolation.COPY:
+        # A copy run's processes leave its session unseen: no evidence, no hit.
+        assert capture.status is CaptureStatus.OK, capture.error
+        assert capture.limit_hit is None
+    else:
+        assert capture.status is CaptureStatus.LIMIT_EXCEEDED, capture.error
+        assert capture.limit_hit is LimitKind.PROCESSES
+        assert capture.exit_code == 0
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_processes_below_the_limit_are_no_hit(spill: Path, level: Isolation) -> None:
+    """Children alive when the command ends, one short of the limit: no hit."""
+    capture = python(
+        spill,
+        """
+        import os, time
+        for _ in range(14):
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+        print("forked")
+        """,
+        isolation=level,
+        limits=Limits(processes=16),
+    )
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert capture.limit_hit is None
 
 
 @pytest.mark.parametrize("level", NAMESPACED)

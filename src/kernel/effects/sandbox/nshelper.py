@@ -37,7 +37,14 @@ import sys
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["MASKED_PATHS", "READ_ONLY_PATHS", "main", "seccomp_program"]
+__all__ = [
+    "MASKED_PATHS",
+    "MEMORY_EVIDENCE",
+    "READ_ONLY_PATHS",
+    "main",
+    "memory_hit",
+    "seccomp_program",
+]
 
 MASKED_PATHS: Final = (
     "/proc/acpi",
@@ -56,6 +63,10 @@ MASKED_PATHS: Final = (
 """Hidden (empty read-only tmpfs, or /dev/null over a file): runc's default masked paths."""
 READ_ONLY_PATHS: Final = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 """Bound read-only over themselves: runc's default read-only paths."""
+
+MEMORY_EVIDENCE: Final = 0.9
+"""A failed run whose largest process held this share of the memory limit resident
+(peak RSS, the kernel's own accounting) is recorded as a memory hit."""
 
 EXIT_HOOKS: list[Callable[[], None]] = []
 """Run before each helper process ends (the test suite saves coverage data here)."""
@@ -569,7 +580,10 @@ def _init(
         if rc != 0:
             report(f"error apply patch: git apply exited {rc}")
             _exit(1)
-    status, start_error, rusage = _run_command(opts, command, root, user)
+    pid, start_error, peak = _run_command(opts, command, root, user)
+    held = _processes_of(root + "/proc", uid)
+    _done, status, rusage = os.wait4(pid, 0)
+    peak = max(peak, rusage.ru_maxrss)
     if start_error:
         report(f"start-failed {start_error.decode('utf-8', 'replace')}")
     else:
@@ -581,11 +595,16 @@ def _init(
         pass  # nothing was left behind
     while True:
         try:
-            os.waitpid(-1, 0)
+            peak = max(peak, os.wait4(-1, 0)[2].ru_maxrss)
         except ChildProcessError:
             break
     _report_limits(
-        report, opts, status=status, rusage=rusage, tmp_layer=layer, tree_layer=tree_layer
+        report,
+        opts,
+        status=status,
+        rusage=rusage,
+        evidence=(peak << 10, held),
+        layers=(tree_layer, layer),
     )
     if opts["patch"] == "1" and not start_error:
         _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
@@ -641,8 +660,11 @@ def _expose(report: _Report, root: str, paths: list[str]) -> None:
 
 def _run_command(
     opts: dict[str, str], command: list[str], root: str, user: tuple[int, int, bool]
-) -> tuple[int, bytes, object]:
-    """Fork, confine and exec the command; as PID 1 reap every orphan until it ends."""
+) -> tuple[int, bytes, int]:
+    """Fork, confine and exec the command; as PID 1 reap every orphan until it ends.
+
+    Returns its pid (a zombie, not yet reaped), why it could not start (empty if it
+    did) and the largest peak RSS (KiB) of the orphans reaped meanwhile."""
     error_r, error_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -667,10 +689,41 @@ def _run_command(
     os.close(error_w)
     start_error = os.read(error_r, 4096)
     os.close(error_r)
+    peak = 0
     while True:
-        done, status, rusage = os.wait4(-1, 0)
-        if done == pid:
-            return status, start_error, rusage
+        # The command stays a zombie (still counted against RLIMIT_NPROC) until
+        # `_reap` has counted the run's processes.
+        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        if info is None or info.si_pid != pid:
+            _done, _status, rusage = os.wait4(-1 if info is None else info.si_pid, 0)
+            peak = max(peak, rusage.ru_maxrss)
+            continue
+        return pid, start_error, peak
+
+
+def _processes_of(proc: str, uid: int) -> int:
+    """Tasks (threads included, zombies too) of ``uid`` in this PID namespace: what
+    ``RLIMIT_NPROC`` counts for the command."""
+    count = 0
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/status", "rb") as handle:
+                fields = dict(line.split(b":", 1) for line in handle if b":" in line)
+            if int(fields[b"Uid"].split()[0]) == uid:
+                count += int(fields[b"Threads"]) if b"Threads" in fields else 1
+        except (OSError, KeyError, ValueError):
+            continue  # gone meanwhile
+    return count
+
+
+def memory_hit(limit: str, code: int, peak_bytes: int) -> bool:
+    """Whether a run shows it hit its memory limit: it failed (``code``: its exit code,
+    negative for a signal), and one of its processes
+    held at least `MEMORY_EVIDENCE` of the limit resident. An allocation refused
+    before it was touched leaves no such trace (not recorded: no evidence)."""
+    return bool(limit) and code != 0 and peak_bytes >= MEMORY_EVIDENCE * int(limit)
 
 
 def _report_limits(
@@ -679,10 +732,15 @@ def _report_limits(
     *,
     status: int,
     rusage: object,
-    tmp_layer: str,
-    tree_layer: str,
+    evidence: tuple[int, int],
+    layers: tuple[str, str],
 ) -> None:
-    """Report the limit the run hit, when the helper can tell (CPU, tmpfs full)."""
+    """Report the limit the run hit, when the helper has evidence of it.
+
+    ``evidence``: the largest peak RSS (bytes) of the run's processes, and its tasks
+    counted when the command ended (zombie included). ``layers``: the writable
+    layer's and /tmp's upper layers."""
+    peak_bytes, held = evidence
     if opts["cpu"] and os.WIFSIGNALED(status):
         # SIGXCPU comes from RLIMIT_CPU's soft limit; SIGKILL from its hard limit
         # (then the CPU time used tells it from another kill).
@@ -691,7 +749,13 @@ def _report_limits(
         if signum == signal.SIGXCPU or (signum == signal.SIGKILL and used >= int(opts["cpu"])):
             report("limit cpu")
             return
-    for kind, folder in (("writable", tree_layer), ("tmp", tmp_layer)):
+    if opts["nproc"] and held >= int(opts["nproc"]):
+        report("limit processes")  # at the limit: every further fork failed with EAGAIN
+        return
+    if memory_hit(opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes):
+        report("limit memory")
+        return
+    for kind, folder in zip(("writable", "tmp"), layers, strict=True):
         if opts[kind] and os.path.ismount(folder):
             info = os.statvfs(folder)
             if info.f_bavail == 0:

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
+from kernel.effects.sandbox.nshelper import memory_hit
 from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root
 from kernel.effects.sandbox.spec import (
     PATCH_COMMAND,
@@ -647,9 +648,16 @@ def _run_copy(
     try:
         in_time = pump({out_r: out, err_r: err}, deadline, proc)
     finally:
-        code = proc.poll()
-        kill(proc)  # whatever the command left in its session
-        code = proc.wait() if code is None else code
+        # Whatever the command left in its session; the command itself is reaped here
+        # (for its rusage) unless the pump's kill reaped it already.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        peak_kib = 0
+        if proc.returncode is None:
+            _pid, status, rusage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            peak_kib = rusage.ru_maxrss
+        code = proc.returncode
         os.close(out_r)
         os.close(err_r)
     if not in_time:
@@ -673,6 +681,10 @@ def _run_copy(
             )
         if rc not in (0, 1):
             return CaptureStatus.SANDBOX_ERROR, code, False, f"patch capture failed ({rc})", None
+    # A copy run's orphans leave the session unseen: only memory has evidence here.
+    if memory_hit(_opt(spec.limits.memory_bytes), code, peak_kib << 10):
+        hit = LimitKind.MEMORY
+        return CaptureStatus.LIMIT_EXCEEDED, code, False, f"{hit} limit reached", hit
     if code != 0:
         return CaptureStatus.FAILED, code, False, None, None
     return CaptureStatus.OK, 0, False, None, None
