@@ -14,14 +14,16 @@ import pytest
 from kernel.consensus import (
     CaptureMode,
     Consensus,
+    ConsensusRefusal,
     Isolation,
     NoConsensus,
     NoConsensusReason,
     RunStatus,
+    build_consensus,
 )
 from kernel.effects.rerun import corroborate, digest_of
 from kernel.effects.sandbox import Variation, scratch_root
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, EffectError, RefusedError
 
 
 def _owned_elsewhere(name: str) -> bool:
@@ -220,3 +222,18 @@ def test_dask_local_cluster_executor_runs_unchanged(tmp_path: Path) -> None:
     assert isinstance(result.outcome, Consensus)
     assert result.majority_output == b"dask\n"
     assert result.report.isolation is Isolation.OVERLAY
+
+
+def test_a_consensus_refusal_is_raised_not_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal of the consensus (impossible with checked inputs) raises RefusedError
+    carrying the refusal, also under ``python -O`` (no assert)."""
+
+    def refusing(observations: Any, **_kwargs: Any) -> Any:
+        return build_consensus(observations, baseline_output_digest="not-a-digest")
+
+    monkeypatch.setattr("kernel.effects.rerun.build_consensus", refusing)
+    with pytest.raises(RefusedError, match="invalid_baseline_output_digest") as raised:
+        corroborate(["true"], runs=1, spill_root=tmp_path)
+    assert isinstance(raised.value.refusal, ConsensusRefusal)

@@ -58,7 +58,7 @@ from kernel.effects.sandbox import (
     run_sandboxed,
     variation_env,
 )
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, EffectError, RefusedError
 from kernel.identity import Sha256Stream
 
 __all__ = ["Corroboration", "corroborate", "digest_of"]
@@ -149,6 +149,8 @@ def corroborate(
         ConfigError: N < 1 or an empty command.
         EffectError: missing baseline, unreadable candidate or baseline output, a
             command that cannot start, or the majority output cannot be written.
+        RefusedError: the consensus refused the observations (a defect of
+            this module: its inputs are checked first).
     """
     if type(runs) is not int or runs < 1:
         raise ConfigError(f"the number of runs must be an integer >= 1, got {runs!r}")
@@ -190,8 +192,11 @@ def corroborate(
             baseline_output_digest=baseline_output_digest,
             candidate_digest=candidate_digest,
         )
-        # The inputs were checked above, so a refusal here is a programming error.
-        assert not isinstance(outcome, ConsensusRefusal), outcome.reason_codes
+        if isinstance(outcome, ConsensusRefusal):
+            # The inputs were checked above: a refusal here is a defect of this module,
+            # raised (with the refusal) rather than passed on as a result.
+            codes = ", ".join(outcome.reason_codes)
+            raise RefusedError(outcome, f"consensus refused ({codes}): {outcome.explanation}")
         majority: bytes | None = None
         if isinstance(outcome, Consensus):
             source = next(
