@@ -774,3 +774,33 @@ def test_helper_server_is_reused_and_replaced_when_gone(spill: Path) -> None:
     assert sh(spill, "echo again", run_index=3).status is CaptureStatus.OK
     assert sandbox_runner.helper_servers().isdisjoint(first)
 
+
+def test_helper_server_socket_is_closed_at_exit(tmp_path: Path) -> None:
+    """A process that used the sandbox exits without an unclosed-socket
+    ResourceWarning (warnings as errors), also when its helper server died and no
+    later run replaced it."""
+    program = textwrap.dedent(
+        """
+        import os, signal, sys, time
+        from pathlib import Path
+        from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+        from kernel.effects.sandbox import runner
+        spec = SandboxSpec(command=("true",), timeout_s=600.0)
+        capture = run_sandboxed(spec, spill_dir=Path(sys.argv[1]))
+        servers = runner.helper_servers()
+        for pid in servers:
+            os.kill(pid, signal.SIGKILL)
+        while runner.helper_servers():
+            time.sleep(0.05)
+        print(capture.status, len(servers))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error::ResourceWarning", "-c", program, str(tmp_path)],
+        capture_output=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != sandbox_runner.COVERAGE_ENV},
+    )
+    assert done.stderr.decode() == ""
+    assert done.returncode == 0
+    assert done.stdout.decode().split() == ["ok", "1"]

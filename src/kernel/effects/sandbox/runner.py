@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -438,6 +439,9 @@ class _HelperServer:
         self.alive = True  # before the thread starts: it clears this when the server ends
         self._lock = threading.Lock()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Closed with this object, or at interpreter exit (the server then exits too):
+        # never left for the garbage collector to warn about.
+        self._close = weakref.finalize(self, self._sock.close)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
         started: queue.SimpleQueue[subprocess.Popen[bytes] | OSError] = queue.SimpleQueue()
 
@@ -461,14 +465,14 @@ class _HelperServer:
         result = started.get()
         theirs.close()
         if isinstance(result, OSError):
-            self._sock.close()
+            self._close()
             raise result
         self.pid = result.pid
 
     def close(self) -> None:
         """Stop using this server (it exits when its socket closes)."""
         self.alive = False
-        self._sock.close()
+        self._close()
 
     def start(
         self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
