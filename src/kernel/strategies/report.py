@@ -207,7 +207,8 @@ def attempt_records(
     ):
         manifest = draw(_manifest_summary(unit_digest))
     if state is AttemptState.VERIFIED:
-        assert manifest is not None
+        if manifest is None:
+            raise TypeError("a verified attempt record was drawn without a manifest")
         verification = draw(_verification_summary(manifest, unit_digest))
     else:
         error = AttemptError(code=draw(st.sampled_from(AttemptErrorCode)), message=draw(_messages))
@@ -263,7 +264,8 @@ def reports(max_attempts: int = 8) -> st.SearchStrategy[RunEvidenceReport]:
 
 def _built(run: RunRecord) -> RunEvidenceReport:
     report = build_evidence_report(run)
-    assert isinstance(report, RunEvidenceReport), report
+    if not isinstance(report, RunEvidenceReport):
+        raise TypeError(f"a drawn run record does not report: {report}")
     return report
 
 
@@ -284,5 +286,6 @@ def decisions(draw: st.DrawFn) -> HumanDecisionRecord:
             st.none() | st.sampled_from([a.attempt_id for a in report.attempts])
         ),
     )
-    assert isinstance(outcome, HumanDecisionRecord), outcome
+    if not isinstance(outcome, HumanDecisionRecord):
+        raise TypeError(f"a drawn decision was refused: {outcome}")
     return outcome

@@ -320,13 +320,15 @@ def binding_refusals() -> st.SearchStrategy[CandidateAttemptRunBindingRefusal]:
 
 def _bound(pair: BindingPair) -> CandidateAttemptRunBinding:
     outcome = bind_candidate_attempt_to_run(original_run=pair[0], candidate_operator_result=pair[1])
-    assert type(outcome) is CandidateAttemptRunBinding, outcome
+    if type(outcome) is not CandidateAttemptRunBinding:
+        raise TypeError(f"a binding pair did not bind: {outcome}")
     return outcome
 
 
 def _refused(case: CorruptedPair) -> CandidateAttemptRunBindingRefusal:
     outcome = bind_candidate_attempt_to_run(original_run=case[0], candidate_operator_result=case[1])
-    assert type(outcome) is CandidateAttemptRunBindingRefusal, outcome
+    if type(outcome) is not CandidateAttemptRunBindingRefusal:
+        raise TypeError(f"a corrupted pair was not refused: {outcome}")
     return outcome
 
 
@@ -671,5 +673,6 @@ def corrupted_binding_pairs(
             binding_pairs().filter(lambda pair: len(pair[0].candidate_attempts) >= 2)
         )
         corrupted = corrupt(draw, run, result)
-    assert corrupted is not None
+    if corrupted is None:
+        raise TypeError("no corruption was drawn")
     return corrupted[0], corrupted[1], code
