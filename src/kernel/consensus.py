@@ -43,11 +43,12 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, field_error, seal
+from kernel.errors import KernelError
 from kernel.identity import is_canonical_str, is_digest
 from kernel.values import (
     Refusal,
@@ -172,8 +173,8 @@ def _pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) ->
 def _ascending_indexes(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """attrs validator: strictly ascending non-negative run indexes."""
     tuple_of(int)(_instance, attribute, value)
-    assert isinstance(value, tuple)
-    if any(i < 0 for i in value) or any(a >= b for a, b in itertools.pairwise(value)):
+    indexes = cast(tuple[int, ...], value)  # tuple_of(int) raised on anything else
+    if any(i < 0 for i in indexes) or any(a >= b for a, b in itertools.pairwise(indexes)):
         raise field_error(attribute.name, "run indexes must be non-negative and ascending")
 
 
@@ -529,7 +530,8 @@ def build_consensus(
     # C2-C4, C6: the same derivation every outcome record re-checks at construction
     # (the observations were checked above, so it cannot find a contradiction).
     derived = _derive(classified, baseline_output_digest, candidate_digest)
-    assert not isinstance(derived, str), derived
+    if isinstance(derived, str):  # pragma: no cover - unreachable after C1's checks
+        raise KernelError(f"consensus derivation contradicted checked runs: {derived}")
     groups: tuple[OutputGroup, ...] = derived["groups"]
     common: dict[str, Any] = {
         "runs_launched": n,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import attrs
 
@@ -561,7 +561,7 @@ def first_difference(left: object, right: object, path: str = "$") -> str | None
     if type(left) is not type(right):
         return path
     if isinstance(left, dict):
-        assert isinstance(right, dict)
+        right = cast(dict[str, object], right)  # same type as left (checked above)
         for key in sorted(left.keys() | right.keys()):
             child = f"{path}.{key}"
             if key not in left or key not in right:
@@ -571,7 +571,7 @@ def first_difference(left: object, right: object, path: str = "$") -> str | None
                 return found
         return None
     if isinstance(left, list | tuple):
-        assert isinstance(right, list | tuple)
+        right = cast(list[object], right)  # same type as left (checked above)
         for index, (a, b) in enumerate(zip(left, right, strict=False)):
             found = first_difference(a, b, f"{path}[{index}]")
             if found is not None:

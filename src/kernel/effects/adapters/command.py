@@ -77,7 +77,7 @@ import signal
 import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Final, cast
 
 import attrs
 
@@ -256,8 +256,8 @@ def _baseline(
     if digest is None:
         digest = tree_digest(path)
         source.cache[key] = digest
-    assert isinstance(digest, str)
-    return locator, path, digest
+    # The cache maps a ("tree", path) key only to that tree's digest.
+    return locator, path, cast(str, digest)
 
 
 @attrs.frozen(kw_only=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from kernel.binding import (
     CandidateAttemptRunBinding,
@@ -127,9 +127,9 @@ def _run_verify(args: argparse.Namespace) -> int:
 def _summary(outcome: Record) -> str:
     if type(outcome) is CandidateAttemptRunBinding:
         return f"bound: binding {outcome.binding_id}"
-    assert type(outcome) is CandidateAttemptRunBindingRefusal
-    codes = ", ".join(outcome.reason_codes)
-    return f"refused ({codes}): refusal {outcome.binding_refusal_id}"
+    refusal = cast(CandidateAttemptRunBindingRefusal, outcome)  # the binding's other outcome
+    codes = ", ".join(refusal.reason_codes)
+    return f"refused ({codes}): refusal {refusal.binding_refusal_id}"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,6 +15,7 @@ import argparse
 import datetime
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from kernel.decision import (
     DeciderType,
@@ -84,7 +85,7 @@ def run_record(args: argparse.Namespace) -> int:
         inputs,
     )
     target, sig_target = planned
-    assert target is not None
+    target = cast(Path, target)  # --output is required, so it was planned
     if run is not None:
         checked = check_evidence_report(report, run=run)
         if isinstance(checked, ReportRefusal):

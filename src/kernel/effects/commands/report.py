@@ -26,6 +26,7 @@ import concurrent.futures
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from kernel.decision import HumanDecisionRecord, upgrade_decision_document
 from kernel.effects import console
@@ -178,8 +179,8 @@ def _add_views(parser: argparse.ArgumentParser) -> None:
 
 def _write_views(report: RunEvidenceReport, targets: Sequence[Path | None]) -> None:
     json_path, markdown_path, html_path = targets
-    assert json_path is not None
-    assert markdown_path is not None
+    # plan_outputs keeps None only where no path was given; these two are required.
+    json_path, markdown_path = cast(Path, json_path), cast(Path, markdown_path)
     atomic_write_bytes(json_path, render_json(report))
     atomic_write_bytes(markdown_path, render_markdown(report).encode("utf-8"))
     if html_path is not None:
@@ -239,8 +240,7 @@ def run_generate(args: argparse.Namespace) -> int:
     )
     run = run_loaded(loaded)
     report = _report_of(run, args.config)
-    run_path = targets[0]
-    assert run_path is not None
+    run_path = cast(Path, targets[0])  # --run-output is required, so it was planned
     write_canonical_json(run_path, run.to_dict())
     _write_views(report, targets[1:])
     _print_summary(report, targets)
