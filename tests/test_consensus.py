@@ -29,6 +29,7 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
+from kernel.effects.commands.promote import with_run_limits
 from kernel.errors import RecordError
 from kernel.strategies import run_observations
 
@@ -508,3 +509,35 @@ def test_ids_do_not_depend_on_run_durations(
     assert one.report_id == two.report_id
     assert "duration_ms" not in json.dumps(identity_payload(one))
     assert [run.duration_ms for run in two.runs] == [durations[r.index] for r in runs]
+
+
+@settings(max_examples=60, deadline=None)
+@given(run_observations())
+def test_run_limits_are_kept_but_never_enter_an_id(
+    observations: tuple[RunObservation, ...],
+) -> None:
+    """Each run's limits reach the report (and its document), but no id depends on them;
+    a report written before runs recorded limits reads as ``limits: null`` and keeps
+    its ids."""
+    outcome = build_consensus(observations)
+    assert not isinstance(outcome, ConsensusRefusal)
+    assert [r.limits for r in outcome.runs] == [o.limits for o in observations]
+    bare = build_consensus(tuple(attrs.evolve(o, limits=None) for o in observations))
+    assert not isinstance(bare, ConsensusRefusal)
+    assert identity_payload(bare) == identity_payload(outcome)
+    report = build_corroboration_report(
+        outcome, command=("x",), capture_mode=CaptureMode.STDOUT, network=False, timeout_ms=5
+    )
+    document = report.to_dict()
+    assert [r["limits"] for r in document["runs"]] == [
+        None if o.limits is None else [x.to_dict() for x in o.limits] for o in observations
+    ]
+    older = {
+        **document,
+        "runs": [{k: v for k, v in r.items() if k != "limits"} for r in document["runs"]],
+    }
+    with pytest.raises(RecordError, match="limits"):
+        CorroborationReport.from_dict(older)
+    read = CorroborationReport.from_dict(with_run_limits(older))
+    assert read.report_id == report.report_id
+    assert all(r.limits is None for r in read.runs)

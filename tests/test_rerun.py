@@ -22,7 +22,7 @@ from kernel.consensus import (
     build_consensus,
 )
 from kernel.effects.rerun import corroborate, digest_of
-from kernel.effects.sandbox import Variation, scratch_root
+from kernel.effects.sandbox import LimitKind, Limits, Variation, scratch_root
 from kernel.errors import ConfigError, EffectError, RefusedError
 
 
@@ -237,3 +237,16 @@ def test_a_consensus_refusal_is_raised_not_returned(
     with pytest.raises(RefusedError, match="invalid_baseline_output_digest") as raised:
         corroborate(["true"], runs=1, spill_root=tmp_path)
     assert isinstance(raised.value.refusal, ConsensusRefusal)
+
+
+def test_each_rerun_records_its_limits(tmp_path: Path) -> None:
+    """Every rerun of a corroboration carries its limits and how they were applied."""
+    limits = Limits(memory_bytes=512 << 20, processes=64)
+    result = corroborate(["echo", "same"], runs=2, limits=limits, spill_root=tmp_path)
+    for run in result.outcome.runs:
+        assert run.limits is not None
+        applied = {limit.kind: limit for limit in run.limits}
+        assert [limit.kind for limit in run.limits] == [str(k) for k in LimitKind]
+        assert applied["memory"].value == 512 << 20
+        assert applied["memory"].mechanism == "rlimit"
+        assert applied["processes"].value == 64

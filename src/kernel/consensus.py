@@ -33,9 +33,11 @@ Identity payloads (SHA-256 of canonical JSON; ``explanation`` never enters):
 - `NoConsensus`: every field, ``no_consensus_id`` blanked (self-sealed).
 - `ConsensusRefusal`: ``reason_codes``, ``runs_launched``, ``refusal_id`` blanked.
 - `CorroborationReport`: every field but ``explanation``, ``report_id`` blanked.
-- `RunObservation`, `ClassifiedRun`: nested form, every field but ``duration_ms``;
-  `OutputGroup`: nested form, every field. Wall time and host facts never enter an id:
-  N reruns of the same command give the same consensus, report and outcome ids.
+- `RunObservation`, `ClassifiedRun`: nested form, every field but ``duration_ms`` and
+  ``limits``; `OutputGroup`: nested form, every field. Wall time and host facts (the
+  limits and how this host applied them) never enter an id: N reruns of the same
+  command give the same consensus, report and outcome ids, and a report written
+  before ``limits`` existed keeps its ids (it reads as ``limits: null``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from kernel.values import (
     optional_digest,
     tuple_of,
 )
-from kernel.verification import Isolation, weakest_isolation
+from kernel.verification import Isolation, SandboxLimit, weakest_isolation
 
 __all__ = [
     "EMPTY_SHA256",
@@ -200,16 +202,22 @@ def _optional_bool(_instance: object, attribute: attrs.Attribute[Any], value: ob
         raise field_error(attribute.name, f"expected a bool or None, got {value!r}")
 
 
+def _limits(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        tuple_of(SandboxLimit)(_instance, attribute, value)
+
+
 @attrs.frozen(kw_only=True)
 class RunObservation(Record):
     """One launched run as the effect shell captured it (the input of `build_consensus`).
 
-    Nested form: every field but ``duration_ms`` (time never enters an id).
+    Nested form: every field but ``duration_ms`` and ``limits`` (time and host facts
+    never enter an id).
     Invariants: an ``ok`` run exited 0 and has an output digest and size; digest and
     size are both present or both absent.
     """
 
-    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms"}))
+    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms", "limits"}))
 
     index: int = attrs.field(validator=non_negative)
     """``KERNEL_RUN_INDEX`` of the run, ``0..N-1``."""
@@ -227,6 +235,8 @@ class RunObservation(Record):
     """Wall time of the run in milliseconds."""
     variation: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_pairs)
     """Per-run environment variation, sorted ``(name, value)`` pairs (e.g. ``TZ``)."""
+    limits: tuple[SandboxLimit, ...] | None = attrs.field(default=None, validator=_limits)
+    """Every resource limit of the run and how it was applied (None: not recorded)."""
 
     def __attrs_post_init__(self) -> None:
         if (self.output_digest is None) != (self.output_size is None):
@@ -239,11 +249,12 @@ class RunObservation(Record):
 class ClassifiedRun(Record):
     """One run after classification (rules C2, C3).
 
-    Nested form: every field but ``duration_ms`` (wall time differs on every rerun;
-    time never enters an id, so rerunning the same command yields the same ids).
+    Nested form: every field but ``duration_ms`` and ``limits`` (wall time differs on
+    every rerun and how limits apply is a host fact; neither enters an id, so rerunning
+    the same command yields the same ids).
     """
 
-    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms"}))
+    __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms", "limits"}))
 
     index: int = attrs.field(validator=non_negative)
     """Run index."""
@@ -261,6 +272,9 @@ class ClassifiedRun(Record):
     """Wall time in milliseconds."""
     variation: tuple[tuple[str, str], ...] = attrs.field(validator=_pairs)
     """Per-run environment variation."""
+    limits: tuple[SandboxLimit, ...] | None = attrs.field(default=None, validator=_limits)
+    """Every resource limit of the run and how it was applied (None: not recorded, as
+    in a report written before limits were)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -580,6 +594,7 @@ def _classify(run: RunObservation, baseline_output_digest: str | None) -> Classi
         isolation=run.isolation,
         duration_ms=run.duration_ms,
         variation=run.variation,
+        limits=run.limits,
     )
 
 

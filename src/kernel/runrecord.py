@@ -43,6 +43,7 @@ from kernel.verification import (
     Isolation,
     Recommendation,
     ResultManifest,
+    SandboxLimit,
     VerificationResult,
     VerificationStatus,
     WorkerStatus,
@@ -269,23 +270,6 @@ class AttemptError(Record):
     """Closed reason code."""
     message: str = attrs.field(validator=_portable_message)
     """Human message; never an absolute path."""
-
-
-def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (type(value) is not int or value < 1):
-        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
-
-
-@attrs.frozen(kw_only=True)
-class SandboxLimit(Record):
-    """One resource limit of a sandboxed run and how it was applied."""
-
-    kind: str = attrs.field(validator=nonblank)
-    """Which limit (``memory``, ``processes``, ``cpu``, ``output``, ``writable``, ``tmp``)."""
-    value: int | None = attrs.field(validator=_positive_or_none)
-    """The limit (None: no limit)."""
-    mechanism: str = attrs.field(validator=nonblank)
-    """How it was enforced (``cgroup_v2``, ``rlimit``, ``tmpfs``, ``runner``, ``none``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -52,6 +52,7 @@ from kernel.values import (
 )
 
 __all__ = [
+    "SandboxLimit",
     "verdict_from_checks",
     "ActorType",
     "Actor",
@@ -156,6 +157,24 @@ def weakest_isolation(levels: Iterable[Isolation]) -> Isolation:
     """
     order = list(Isolation)
     return max(levels, key=order.index)
+
+
+def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SandboxLimit(Record):
+    """One resource limit of a sandboxed run and how it was applied (with `Isolation`,
+    the vocabulary of how a run was confined: run records and corroboration keep it)."""
+
+    kind: str = attrs.field(validator=nonblank)
+    """Which limit (``memory``, ``processes``, ``cpu``, ``output``, ``writable``, ``tmp``)."""
+    value: int | None = attrs.field(validator=_positive_or_none)
+    """The limit (None: no limit)."""
+    mechanism: str = attrs.field(validator=nonblank)
+    """How it was enforced (``cgroup_v2``, ``rlimit``, ``tmpfs``, ``runner``, ``none``)."""
 
 
 class CheckReason(enum.StrEnum):

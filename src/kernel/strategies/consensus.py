@@ -6,11 +6,21 @@ from hypothesis import strategies as st
 
 from kernel.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.consensus import CaptureStatus, Isolation, RunObservation
+from kernel.verification import SandboxLimit
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]
 
 _FEW_DIGESTS = st.sampled_from(["a" * 64, "b" * 64, "c" * 64, "0" * 64])
 _SIZES = (0, 1, 7)
+_LIMITS = st.none() | st.lists(
+    st.builds(
+        SandboxLimit,
+        kind=st.sampled_from(["memory", "processes", "cpu", "output", "writable", "tmp"]),
+        value=st.none() | st.integers(min_value=1, max_value=1 << 40),
+        mechanism=st.sampled_from(["rlimit", "tmpfs", "runner", "none"]),
+    ),
+    max_size=3,
+).map(tuple)
 
 
 @st.composite
@@ -32,6 +42,7 @@ def _observation(draw: st.DrawFn, index: int, digests: st.SearchStrategy[str]) -
         output_size=size,
         isolation=draw(st.sampled_from(list(Isolation))),
         duration_ms=draw(st.integers(min_value=0, max_value=10_000)),
+        limits=draw(_LIMITS),
     )
 
 

@@ -109,6 +109,7 @@ from kernel.effects.sandbox import (
     check_command_starts,
     private_tempdir,
     read_output,
+    recorded_limits,
     run_sandboxed,
     scratch_root,
 )
@@ -117,7 +118,6 @@ from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_h
 from kernel.runrecord import (
     AttemptErrorCode,
     CheckRun,
-    SandboxLimit,
     SandboxRun,
     redact_absolute_paths,
 )
@@ -342,13 +342,7 @@ def _command(
 
 def sandbox_run(capture: Capture) -> SandboxRun:
     """How a capture's sandbox ran, as a run record keeps it (isolation and limits)."""
-    return SandboxRun(
-        isolation=capture.isolation,
-        limits=tuple(
-            SandboxLimit(kind=str(a.kind), value=a.value, mechanism=str(a.mechanism))
-            for a in capture.limits
-        ),
-    )
+    return SandboxRun(isolation=capture.isolation, limits=recorded_limits(capture))
 
 
 def _excerpt(capture: Capture) -> str:

@@ -56,7 +56,15 @@ from kernel.ledger import EntryKind
 from kernel.run_admission import RunAdmission
 from kernel.runrecord import RunRecord
 
-__all__ = ["RunFolder", "load_run_folder", "register", "run_promote", "run_stage", "run_unstage"]
+__all__ = [
+    "RunFolder",
+    "load_run_folder",
+    "register",
+    "run_promote",
+    "run_stage",
+    "run_unstage",
+    "with_run_limits",
+]
 
 STAGED_PREFIX: Final = "refs/kernel/staged/"
 _STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
@@ -108,7 +116,7 @@ def load_run_folder(folder: Path | str) -> RunFolder:
     corroborations: dict[str, CorroborationReport] = {}
     for key, value in sets["reports"].items():
         try:
-            corroborations[key] = CorroborationReport.from_dict(value)
+            corroborations[key] = CorroborationReport.from_dict(with_run_limits(value))
         except RecordError as e:
             raise ConfigError(f"{path / 'corroboration.json'}: reports.{key}: {e}") from e
     return RunFolder(
@@ -118,6 +126,15 @@ def load_run_folder(folder: Path | str) -> RunFolder:
         admission=admission,  # type: ignore[arg-type]
         corroborations=corroborations,
     )
+
+
+def with_run_limits(report: object) -> object:
+    """A corroboration report written before each run recorded its ``limits`` reads
+    them as ``null`` (not recorded); they never entered its ids."""
+    if not isinstance(report, dict) or not isinstance(report.get("runs"), list):
+        return report
+    runs = [{"limits": None, **r} if isinstance(r, dict) else r for r in report["runs"]]
+    return {**report, "runs": runs}
 
 
 def _staged_ref(repo: Repo, run: RunRecord, attempt: str) -> str:

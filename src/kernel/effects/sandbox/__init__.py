@@ -79,6 +79,7 @@ from kernel.effects.sandbox.spec import (
     limits_with,
     observation,
     read_output,
+    recorded_limits,
     variation_env,
 )
 
@@ -107,6 +108,7 @@ __all__ = [
     "outer_ids",
     "private_tempdir",
     "read_output",
+    "recorded_limits",
     "run_sandboxed",
     "scratch_root",
     "variation_env",

@@ -25,6 +25,7 @@ from kernel.codec import Record, field_error
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import MAX_SAFE_INT, Sha256Stream
+from kernel.runrecord import SandboxLimit
 from kernel.values import enum_member
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "limits_with",
     "observation",
     "read_output",
+    "recorded_limits",
     "variation_env",
 ]
 
@@ -379,6 +381,15 @@ def observation(capture: Capture) -> RunObservation:
         isolation=capture.isolation,
         duration_ms=capture.duration_ms,
         variation=capture.variation,
+        limits=recorded_limits(capture),
+    )
+
+
+def recorded_limits(capture: Capture) -> tuple[SandboxLimit, ...]:
+    """A capture's limits as evidence records keep them (run record, corroboration)."""
+    return tuple(
+        SandboxLimit(kind=str(a.kind), value=a.value, mechanism=str(a.mechanism))
+        for a in capture.limits
     )
 
 
