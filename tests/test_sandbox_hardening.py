@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import shutil
 import socket
 import sys
@@ -37,7 +38,12 @@ from kernel.effects.sandbox import (
     run_sandboxed,
 )
 from kernel.effects.sandbox import runner as sandbox_runner
-from kernel.effects.sandbox.nshelper import MASKED_PATHS, seccomp_program
+from kernel.effects.sandbox.nshelper import (
+    MASKED_PATHS,
+    MEMORY_EVIDENCE,
+    memory_hit,
+    seccomp_program,
+)
 from kernel.errors import RecordError
 
 NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
@@ -363,11 +369,31 @@ def test_memory_growth_to_the_limit_is_recorded(spill: Path, level: Isolation) -
             print("refused")
         raise SystemExit(1)
     """
-    capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=256 << 20))
+    # A copy run is forked from this process and reports its peak from ours on: the
+    # limit must lie above it for the run's own growth to be evidence.
+    ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    limit = max(256 << 20, ours + (256 << 20))
+    capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=limit))
     assert read_output_any(capture) == b"refused\n"
     assert capture.status is CaptureStatus.LIMIT_EXCEEDED, capture.error
     assert capture.limit_hit is LimitKind.MEMORY
     assert capture.exit_code == 1
+
+
+@given(
+    limit=st.integers(min_value=1, max_value=1 << 40),
+    code=st.integers(min_value=-64, max_value=255),
+    peak=st.integers(min_value=0, max_value=1 << 41),
+    inherited=st.integers(min_value=0, max_value=1 << 41),
+)
+def test_memory_hit_needs_a_failure_and_an_own_peak_near_the_limit(
+    limit: int, code: int, peak: int, inherited: int
+) -> None:
+    """A memory hit is recorded only for a failed run whose own peak (above what it
+    inherited) reached 90 % of the limit; no limit, no hit."""
+    hit = memory_hit(str(limit), code, peak, inherited)
+    assert hit == (code != 0 and peak > inherited and peak >= MEMORY_EVIDENCE * limit)
+    assert not memory_hit("", code, peak, inherited)
 
 
 @pytest.mark.parametrize("level", ALL_LEVELS)

@@ -580,7 +580,7 @@ def _init(
         if rc != 0:
             report(f"error apply patch: git apply exited {rc}")
             _exit(1)
-    pid, start_error, peak = _run_command(opts, command, root, user)
+    pid, start_error, peak, inherited = _run_command(opts, command, root, user)
     held = _processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
     peak = max(peak, rusage.ru_maxrss)
@@ -603,7 +603,7 @@ def _init(
         opts,
         status=status,
         rusage=rusage,
-        evidence=(peak << 10, held),
+        evidence=(peak << 10, inherited << 10, held),
         layers=(tree_layer, layer),
     )
     if opts["patch"] == "1" and not start_error:
@@ -660,11 +660,15 @@ def _expose(report: _Report, root: str, paths: list[str]) -> None:
 
 def _run_command(
     opts: dict[str, str], command: list[str], root: str, user: tuple[int, int, bool]
-) -> tuple[int, bytes, int]:
+) -> tuple[int, bytes, int, int]:
     """Fork, confine and exec the command; as PID 1 reap every orphan until it ends.
 
     Returns its pid (a zombie, not yet reaped), why it could not start (empty if it
-    did) and the largest peak RSS (KiB) of the orphans reaped meanwhile."""
+    did), the largest peak RSS (KiB) of the orphans reaped meanwhile, and this
+    process's own peak RSS at the fork (a child's peak may be inherited up to it)."""
+    import resource
+
+    inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     error_r, error_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -698,7 +702,7 @@ def _run_command(
             _done, _status, rusage = os.wait4(-1 if info is None else info.si_pid, 0)
             peak = max(peak, rusage.ru_maxrss)
             continue
-        return pid, start_error, peak
+        return pid, start_error, peak, inherited
 
 
 def _processes_of(proc: str, uid: int) -> int:
@@ -718,12 +722,16 @@ def _processes_of(proc: str, uid: int) -> int:
     return count
 
 
-def memory_hit(limit: str, code: int, peak_bytes: int) -> bool:
+def memory_hit(limit: str, code: int, peak_bytes: int, inherited_bytes: int) -> bool:
     """Whether a run shows it hit its memory limit: it failed (``code``: its exit code,
-    negative for a signal), and one of its processes
-    held at least `MEMORY_EVIDENCE` of the limit resident. An allocation refused
-    before it was touched leaves no such trace (not recorded: no evidence)."""
-    return bool(limit) and code != 0 and peak_bytes >= MEMORY_EVIDENCE * int(limit)
+    negative for a signal), and one of its processes held at least `MEMORY_EVIDENCE`
+    of the limit resident. A forked child reports the peak of the memory it was forked
+    with (up to ``inherited_bytes``, its parent's peak then): a peak not above that is
+    no evidence. An allocation refused before it was touched leaves no trace either
+    (not recorded: no evidence)."""
+    if not limit or code == 0 or peak_bytes <= inherited_bytes:
+        return False
+    return peak_bytes >= MEMORY_EVIDENCE * int(limit)
 
 
 def _report_limits(
@@ -732,15 +740,16 @@ def _report_limits(
     *,
     status: int,
     rusage: object,
-    evidence: tuple[int, int],
+    evidence: tuple[int, int, int],
     layers: tuple[str, str],
 ) -> None:
     """Report the limit the run hit, when the helper has evidence of it.
 
-    ``evidence``: the largest peak RSS (bytes) of the run's processes, and its tasks
-    counted when the command ended (zombie included). ``layers``: the writable
+    ``evidence``: the largest peak RSS (bytes) of the run's processes, PID 1's own
+    peak when it forked the command, and the run's tasks counted when the command
+    ended (zombie included). ``layers``: the writable
     layer's and /tmp's upper layers."""
-    peak_bytes, held = evidence
+    peak_bytes, inherited_bytes, held = evidence
     if opts["cpu"] and os.WIFSIGNALED(status):
         # SIGXCPU comes from RLIMIT_CPU's soft limit; SIGKILL from its hard limit
         # (then the CPU time used tells it from another kill).
@@ -752,7 +761,7 @@ def _report_limits(
     if opts["nproc"] and held >= int(opts["nproc"]):
         report("limit processes")  # at the limit: every further fork failed with EAGAIN
         return
-    if memory_hit(opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes):
+    if memory_hit(opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes, inherited_bytes):
         report("limit memory")
         return
     for kind, folder in zip(("writable", "tmp"), layers, strict=True):

@@ -647,6 +647,8 @@ def _run_copy(
         for fd in (out_r, out_w, err_r, err_w):
             os.close(fd)
         return CaptureStatus.FAILED, 127, True, f"command could not start: {e.strerror}", None
+    # The child was forked from this process: its peak RSS starts from ours.
+    inherited_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     os.close(out_w)
     os.close(err_w)
     try:
@@ -686,7 +688,7 @@ def _run_copy(
         if rc not in (0, 1):
             return CaptureStatus.SANDBOX_ERROR, code, False, f"patch capture failed ({rc})", None
     # A copy run's orphans leave the session unseen: only memory has evidence here.
-    if memory_hit(_opt(spec.limits.memory_bytes), code, peak_kib << 10):
+    if memory_hit(_opt(spec.limits.memory_bytes), code, peak_kib << 10, inherited_kib << 10):
         hit = LimitKind.MEMORY
         return CaptureStatus.LIMIT_EXCEEDED, code, False, f"{hit} limit reached", hit
     if code != 0:
