@@ -400,7 +400,9 @@ def run_record_from_idkmesh(document: object) -> RunRecord:
         )
     except RecordError:
         raise
-    except ValueError as e:
+    # Defensive: the whole-document canonicalization and the readers above already refuse
+    # every value RunRecord's validators would (text, int range, order, duplicates).
+    except ValueError as e:  # pragma: no cover
         field = getattr(e, "kernel_field", "")
         raise RecordError(f"$.{field}" if field else "$", str(e)) from e
 
