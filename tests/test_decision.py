@@ -20,6 +20,7 @@ from kernel.decision import (
     DecisionVerified,
     HumanDecisionRecord,
     record_decision,
+    upgrade_decision_document,
     verify_decision,
 )
 from kernel.effects.orchestrate import run_config
@@ -280,3 +281,48 @@ def test_text_that_cannot_be_canonical_is_refused_not_raised(field: str) -> None
     )
     assert outcome.reason_codes == (expected,)
     assert DecisionRefusal.from_dict(outcome.to_dict()) == outcome
+
+
+# -- branches: a stored record is re-checked field by field on reading -------------------
+
+
+def _genuine() -> HumanDecisionRecord:
+    record = _record()
+    assert isinstance(record, HumanDecisionRecord)
+    return record
+
+
+@pytest.mark.parametrize("key", ["canonical_state_write", "git_push", "merge"])
+def test_a_stored_record_granting_authority_is_refused(key: str) -> None:
+    document = _genuine().to_dict()
+    document["authority"][key] = True
+    with pytest.raises(ValueError, match="authority must be false, got True"):
+        HumanDecisionRecord.from_dict(document)
+
+
+def test_a_stored_record_with_an_unreal_timestamp_is_refused() -> None:
+    document = _genuine().to_dict() | {"decided_at": "2026-02-30T00:00:00Z"}
+    with pytest.raises(ValueError, match="not a real date and time"):
+        HumanDecisionRecord.from_dict(document)
+
+
+def test_a_record_naming_another_report_kind_fails_verify() -> None:
+    record = _genuine()
+    ref = record.to_dict()["evidence_report"]
+    forged = _resealed_record(record, evidence_report=ref | {"schema_version": "0"})
+    outcome = verify_decision(forged, REPORT)
+    assert isinstance(outcome, DecisionRefusal)
+    assert DecisionReason.REPORT_KIND in outcome.reason_codes
+
+
+def test_an_old_record_without_a_display_name_reads_with_null() -> None:
+    document = _genuine().to_dict()
+    del document["decider"]["display_name"]
+    upgraded = upgrade_decision_document(document)
+    assert isinstance(upgraded, dict)
+    assert upgraded["decider"]["display_name"] is None
+    assert HumanDecisionRecord.from_dict(upgraded) == _genuine()
+    # Anything else passes through untouched (it is refused, if at all, by the reader).
+    current = _genuine().to_dict()
+    for other in (current, [current], {"kind": "other", "decider": {}}, current | {"decider": 1}):
+        assert upgrade_decision_document(other) is other
