@@ -1,0 +1,80 @@
+"""Run-admission branches the demo tests do not reach: malformed candidate groups, the
+document digest, and how a discounted verifier pass is shown."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kernel.commit_admission import EvidenceClass
+from kernel.effects.orchestrate import load_config, run_loaded
+from kernel.errors import FieldError
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.run_admission import RunAdmission, admission_section, build_run_admission
+from kernel.verification import Isolation
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _admission() -> RunAdmission:
+    report = build_evidence_report(
+        run_loaded(load_config(FIXTURES / "orchestration/two-attempt-good-vs-bad.json"))
+    )
+    assert isinstance(report, RunEvidenceReport)
+    good, bad = (a.attempt_id for a in report.attempts)
+    return build_run_admission(
+        report,
+        candidates={good: "a" * 64, bad: "b" * 64},
+        contexts={good: "1" * 64, bad: "2" * 64},
+        corroborations={},
+    )
+
+
+def test_the_document_digest_is_the_stdlib_sha256_of_its_canonical_json() -> None:
+    admission = _admission()
+    text = json.dumps(
+        admission.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
+    assert admission.digest == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_group_needs_exactly_a_class_or_refusal_reasons() -> None:
+    verified, refused = _admission().groups
+    with pytest.raises(FieldError, match="a group has a class or refusal reasons"):
+        attrs.evolve(verified, evidence_class=None)
+    with pytest.raises(FieldError, match="a group has a class or refusal reasons"):
+        attrs.evolve(refused, evidence_class=EvidenceClass.CORROBORATED_ONLY)
+    with pytest.raises(FieldError, match="expected an EvidenceClass or None"):
+        attrs.evolve(verified, evidence_class="verified")
+
+
+@pytest.mark.parametrize("cut", ["ids", "states", "both"])
+def test_a_group_has_one_state_per_attempt_and_at_least_one(cut: str) -> None:
+    group = _admission().groups[0]
+    changes: dict[str, tuple[object, ...]] = {}
+    if cut in {"ids", "both"}:
+        changes["attempt_ids"] = ()
+    if cut in {"states", "both"}:
+        changes["evidence_states"] = ()
+    with pytest.raises(FieldError, match="one state per attempt, at least one"):
+        attrs.evolve(group, **changes)
+
+
+def test_a_discounted_verifier_pass_is_explained_in_the_section() -> None:
+    admission = _admission()
+    refused = attrs.evolve(
+        admission.groups[1], verifier_pass_discounted=True, isolation=Isolation.COPY
+    )
+    section = admission_section(attrs.evolve(admission, groups=(admission.groups[0], refused)))
+    cells = [cell for row in section.rows for cell in row]
+    assert any(
+        "verifier pass not counted: evidence gathered at copy isolation, below overlay" in cell
+        for cell in cells
+    )
+    assert not any(
+        "not counted" in cell for row in admission_section(admission).rows for cell in row
+    )
