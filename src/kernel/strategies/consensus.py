@@ -2,47 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import strategies as st
 
 from kernel.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.consensus import CaptureStatus, Isolation, RunObservation
+from kernel.strategies._seeded import SEEDS, Stream
 from kernel.verification import SandboxLimit
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]
 
-_FEW_DIGESTS = st.sampled_from(["a" * 64, "b" * 64, "c" * 64, "0" * 64])
+_FEW = ("a" * 64, "b" * 64, "c" * 64, "0" * 64)
+_FEW_DIGESTS = st.sampled_from(_FEW)
 _SIZES = (0, 1, 7)
-_LIMITS = st.none() | st.lists(
-    st.builds(
-        SandboxLimit,
-        kind=st.sampled_from(["memory", "processes", "cpu", "output", "writable", "tmp"]),
-        value=st.none() | st.integers(min_value=1, max_value=1 << 40),
-        mechanism=st.sampled_from(["rlimit", "tmpfs", "runner", "none"]),
-    ),
-    max_size=3,
-).map(tuple)
+_LIMIT_KINDS = ("memory", "processes", "cpu", "output", "writable", "tmp")
+_MECHANISMS = ("rlimit", "tmpfs", "runner", "none")
+_STATUSES = tuple(CaptureStatus)
+_ISOLATIONS = tuple(Isolation)
 
 
-@st.composite
-def _observation(draw: st.DrawFn, index: int, digests: st.SearchStrategy[str]) -> RunObservation:
-    status = draw(st.sampled_from(list(CaptureStatus)))
-    if status is CaptureStatus.OK:
-        exit_code: int | None = 0
-    else:
-        exit_code = draw(st.none() | st.integers(min_value=-64, max_value=255).filter(bool))
-    captured = status is CaptureStatus.OK or draw(st.booleans())
-    digest = draw(digests) if captured else None
-    # One digest names one byte string: derive its size from it, so captures agree.
-    size = None if digest is None else _SIZES[int(digest[0], 16) % len(_SIZES)]
-    return RunObservation(
-        index=index,
-        status=status,
-        exit_code=exit_code,
-        output_digest=digest,
-        output_size=size,
-        isolation=draw(st.sampled_from(list(Isolation))),
-        duration_ms=draw(st.integers(min_value=0, max_value=10_000)),
-        limits=draw(_LIMITS),
+def _limits_of(s: Stream) -> tuple[SandboxLimit, ...]:
+    return tuple(
+        SandboxLimit(
+            kind=s.pick(_LIMIT_KINDS),
+            value=s.maybe(lambda: s.integer(1, 1 << 40)),
+            mechanism=s.pick(_MECHANISMS),
+        )
+        for _ in range(s.integer(0, 3))
     )
 
 
@@ -54,25 +41,63 @@ def run_observations(
     digests: st.SearchStrategy[str] = _FEW_DIGESTS,
 ) -> tuple[RunObservation, ...]:
     """N valid observations indexed ``0..N-1``; few distinct digests, so groups form."""
-    n = draw(st.integers(min_value=min_runs, max_value=max_runs))
-    return tuple(draw(_observation(i, digests)) for i in range(n))
+    count = draw(st.integers(min_value=min_runs, max_value=max_runs))
+    s = Stream(draw(SEEDS))
+    # The default pool is picked from the seed; a caller's strategy is drawn per capture.
+    digest_of = (lambda: s.pick(_FEW)) if digests is _FEW_DIGESTS else (lambda: draw(digests))
+    return tuple(_observation_of(s, index, digest_of) for index in range(count))
 
 
-_TOOL_SETS = st.lists(st.sampled_from(["grep", "pytest", "search", "shell"]), unique=True).map(
-    lambda tools: tuple(sorted(tools))
-)
-_DRAFTS = st.builds(
-    Draft,
-    output_digest=_FEW_DIGESTS,
-    context_digest=st.sampled_from(["1" * 64, "2" * 64, "3" * 64]),
-    tools=_TOOL_SETS,
-)
-_BRANCHES = st.builds(
-    Branch,
-    branch_id=st.text(min_size=1, max_size=8),
-    drafts=st.lists(_DRAFTS, max_size=5).map(tuple),
-    verifier=st.sampled_from(list(VerifierOutcome)),
-    verifier_evidence_digest=st.none() | _FEW_DIGESTS,
+def _observation_of(s: Stream, index: int, digest_of: Callable[[], str]) -> RunObservation:
+    status = s.pick(_STATUSES)
+    if status is CaptureStatus.OK:
+        exit_code: int | None = 0
+    else:
+        exit_code = s.maybe(lambda: s.integer(-64, 255) or 1)
+    captured = status is CaptureStatus.OK or s.flag()
+    digest = digest_of() if captured else None
+    # One digest names one byte string: derive its size from it, so captures agree.
+    size = None if digest is None else _SIZES[int(digest[0], 16) % len(_SIZES)]
+    return RunObservation(
+        index=index,
+        status=status,
+        exit_code=exit_code,
+        output_digest=digest,
+        output_size=size,
+        isolation=s.pick(_ISOLATIONS),
+        duration_ms=s.integer(0, 10_000),
+        limits=s.maybe(lambda: _limits_of(s)),
+    )
+
+
+_TOOLS = ("grep", "pytest", "search", "shell")
+_TOOL_SETS = st.lists(st.sampled_from(_TOOLS), unique=True).map(lambda tools: tuple(sorted(tools)))
+_CONTEXTS = ("1" * 64, "2" * 64, "3" * 64)
+_OUTCOMES = tuple(VerifierOutcome)
+
+
+def _draft_of(s: Stream) -> Draft:
+    mask = s.integer(0, 2 ** len(_TOOLS) - 1)
+    return Draft(
+        output_digest=s.pick(_FEW),
+        context_digest=s.pick(_CONTEXTS),
+        # _TOOLS is sorted, so the subset is too.
+        tools=tuple(tool for bit, tool in enumerate(_TOOLS) if mask >> bit & 1),
+    )
+
+
+def _branch_of(count: int, s: Stream) -> Branch:
+    return Branch(
+        branch_id=s.text(min_size=1),
+        drafts=tuple(_draft_of(s) for _ in range(count)),
+        verifier=s.pick(_OUTCOMES),
+        verifier_evidence_digest=s.maybe(lambda: s.pick(_FEW)),
+    )
+
+
+_DRAFTS = SEEDS.map(lambda seed: _draft_of(Stream(seed)))
+_BRANCHES = st.tuples(st.integers(0, 5), SEEDS).map(
+    lambda drawn: _branch_of(drawn[0], Stream(drawn[1]))
 )
 
 

@@ -29,7 +29,8 @@ from kernel.runrecord import (
     WorkUnitRef,
     has_absolute_path,
 )
-from kernel.strategies.values import digests, texts
+from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies.values import texts
 from kernel.verification import (
     Actor,
     ActorType,
@@ -67,156 +68,186 @@ def identifiers() -> st.SearchStrategy[str]:
     return _IDENTIFIERS
 
 
-_messages = _IDENTIFIERS.filter(lambda s: not has_absolute_path(s))
-_small = st.integers(min_value=1, max_value=50)
+_SMALL = (1, 50)
+_ACTOR_TYPES = tuple(ActorType)
+_WORKER_STATUSES = tuple(WorkerStatus)
+_VERIFICATION_STATUSES = tuple(VerificationStatus)
+_CHECK_STATUSES = tuple(CheckStatus)
+_RECOMMENDATIONS = tuple(Recommendation)
+_ATTEMPT_STATES = tuple(AttemptState)
+_ERROR_CODES = tuple(AttemptErrorCode)
+_REPLAYS = tuple(DeclaredReplay)
+
+
+def _identifier(s: Stream) -> str:
+    return s.text(nonblank=True)
+
+
+def _message(s: Stream) -> str:
+    text = s.text(nonblank=True)
+    # Without a slash no absolute-path pattern can match (the alphabet has no colon or tilde).
+    return text.replace("/", "|") if has_absolute_path(text) else text
 
 
 def actors() -> st.SearchStrategy[Actor]:
     """Workers or verifiers."""
-    return st.builds(
-        Actor,
-        id=identifiers(),
-        type=st.sampled_from(ActorType),
-        adapter=identifiers(),
-        adapter_version=identifiers(),
+    return SEEDS.map(lambda seed: _actor_of(Stream(seed)))
+
+
+def _actor_of(s: Stream) -> Actor:
+    return Actor(
+        id=_identifier(s),
+        type=s.pick(_ACTOR_TYPES),
+        adapter=_identifier(s),
+        adapter_version=_identifier(s),
     )
 
 
-@st.composite
-def work_units(draw: st.DrawFn) -> WorkUnit:
+def work_units() -> st.SearchStrategy[WorkUnit]:
     """Work units with unique input ids and unique required validators."""
-    names = draw(st.lists(identifiers(), unique=True, max_size=3))
+    return SEEDS.map(lambda seed: _work_unit_of(Stream(seed)))
+
+
+def _work_unit_of(s: Stream) -> WorkUnit:
+    names = s.unique_texts(3)
     return WorkUnit(
-        id=draw(identifiers()),
-        version=draw(_small),
-        objective=draw(identifiers()),
-        inputs=tuple(WorkInput(id=n, digest=draw(digests())) for n in names),
-        required_validators=tuple(draw(st.lists(identifiers(), unique=True, max_size=3))),
+        id=_identifier(s),
+        version=s.integer(*_SMALL),
+        objective=_identifier(s),
+        inputs=tuple(WorkInput(id=n, digest=s.digest()) for n in names),
+        required_validators=s.unique_texts(3),
     )
 
 
-@st.composite
-def result_manifests(draw: st.DrawFn, work_unit: WorkUnit | None = None) -> ResultManifest:
+def result_manifests(work_unit: WorkUnit | None = None) -> st.SearchStrategy[ResultManifest]:
     """Manifests bound to ``work_unit`` (or to a random one)."""
-    unit = work_unit if work_unit is not None else draw(work_units())
-    names = draw(st.lists(identifiers(), unique=True, max_size=3))
+    return SEEDS.map(lambda seed: _manifest_of(Stream(seed), work_unit))
+
+
+def _manifest_of(s: Stream, work_unit: WorkUnit | None) -> ResultManifest:
+    unit = work_unit if work_unit is not None else _work_unit_of(s)
+    names = s.unique_texts(3)
     return ResultManifest(
-        id=draw(identifiers()),
+        id=_identifier(s),
         work_unit_id=unit.id,
         work_unit_version=unit.version,
         work_unit_digest=unit.digest,
-        attempt=draw(_small),
-        worker=draw(actors()),
-        status=draw(st.sampled_from(WorkerStatus)),
+        attempt=s.integer(*_SMALL),
+        worker=_actor_of(s),
+        status=s.pick(_WORKER_STATUSES),
         artifacts=tuple(
-            Artifact(id=n, locator=draw(identifiers()), digest=draw(digests()), media_type="")
-            for n in names
+            Artifact(id=n, locator=_identifier(s), digest=s.digest(), media_type="") for n in names
         ),
-        claims=tuple(draw(st.lists(texts(), max_size=3))),
+        claims=s.texts(3),
     )
 
 
-@st.composite
 def verification_results(
-    draw: st.DrawFn, work_unit: WorkUnit | None = None, manifest: ResultManifest | None = None
-) -> VerificationResult:
+    work_unit: WorkUnit | None = None, manifest: ResultManifest | None = None
+) -> st.SearchStrategy[VerificationResult]:
     """Verifications bound to ``manifest`` and ``work_unit`` (random when omitted)."""
-    unit = work_unit if work_unit is not None else draw(work_units())
-    seen = manifest if manifest is not None else draw(result_manifests(unit))
-    ids = list(unit.required_validators) + draw(st.lists(identifiers(), max_size=2))
-    ids = list(dict.fromkeys(ids)) or ["check"]
+    return SEEDS.map(lambda seed: _verification_of(Stream(seed), work_unit, manifest))
+
+
+def _verification_of(
+    s: Stream, work_unit: WorkUnit | None, manifest: ResultManifest | None
+) -> VerificationResult:
+    unit = work_unit if work_unit is not None else _work_unit_of(s)
+    seen = manifest if manifest is not None else _manifest_of(s, unit)
+    ids = list(dict.fromkeys([*unit.required_validators, *s.texts(2, nonblank=True)])) or ["check"]
     return VerificationResult(
-        id=draw(identifiers()),
+        id=_identifier(s),
         result_manifest_id=seen.id,
         result_manifest_digest=seen.digest,
         work_unit_id=unit.id,
         work_unit_version=unit.version,
         work_unit_digest=unit.digest,
         attempt=seen.attempt,
-        verifier=draw(actors()),
+        verifier=_actor_of(s),
         independence=Independence(
-            independent_from_worker=draw(st.booleans()),
+            independent_from_worker=s.flag(),
             worker_id_observed=seen.worker.id,
-            shared_model_family=draw(st.booleans()),
-            shared_runtime=draw(st.booleans()),
+            shared_model_family=s.flag(),
+            shared_runtime=s.flag(),
         ),
-        status=draw(st.sampled_from(VerificationStatus)),
+        status=s.pick(_VERIFICATION_STATUSES),
         checks=tuple(
             CheckResult(
                 id=i,
-                required=i in unit.required_validators or draw(st.booleans()),
-                status=draw(st.sampled_from(CheckStatus)),
-                evidence_digests=tuple(draw(st.lists(digests(), max_size=2))),
+                required=i in unit.required_validators or s.flag(),
+                status=s.pick(_CHECK_STATUSES),
+                evidence_digests=s.digests(2),
             )
             for i in ids
         ),
-        recommendation=draw(st.sampled_from(Recommendation)),
-        rationale=draw(texts()),
+        recommendation=s.pick(_RECOMMENDATIONS),
+        rationale=s.text(),
     )
 
 
 _CANDIDATES = ("c" * 64, "d" * 64, EMPTY_SHA256)
 
 
-@st.composite
-def _manifest_summary(draw: st.DrawFn, work_unit_digest: str) -> ManifestSummary:
+def _manifest_summary_of(s: Stream, work_unit_digest: str) -> ManifestSummary:
+    # A small pool, so that attempts share candidates (groups) often.
+    pool = s.integer(0, len(_CANDIDATES) + 1)
     return ManifestSummary(
-        id=draw(identifiers()),
-        digest=draw(digests()),
-        work_unit_digest=draw(st.sampled_from([work_unit_digest, None])),
-        worker_id=draw(identifiers()),
-        worker_status=draw(st.sampled_from(WorkerStatus)),
-        attempt=draw(_small),
-        # A small pool, so that attempts share candidates (groups) often.
-        candidate_digest=draw(st.none() | st.sampled_from(_CANDIDATES) | digests()),
+        id=_identifier(s),
+        digest=s.digest(),
+        work_unit_digest=s.pick((work_unit_digest, None)),
+        worker_id=_identifier(s),
+        worker_status=s.pick(_WORKER_STATUSES),
+        attempt=s.integer(*_SMALL),
+        candidate_digest=(
+            None if pool == 0 else _CANDIDATES[pool - 1] if pool <= len(_CANDIDATES) else s.digest()
+        ),
     )
 
 
-@st.composite
-def _verification_summary(
-    draw: st.DrawFn, manifest: ManifestSummary, work_unit_digest: str
+def _verification_summary_of(
+    s: Stream, manifest: ManifestSummary, work_unit_digest: str
 ) -> VerificationSummary:
-    names = draw(st.lists(identifiers(), unique=True, min_size=1, max_size=3))
+    names = s.unique_texts(3, min_count=1)
     return VerificationSummary(
-        id=draw(identifiers()),
-        verifier_id=draw(identifiers()),
-        status=draw(st.sampled_from(VerificationStatus)),
-        recommendation=draw(st.sampled_from(Recommendation)),
+        id=_identifier(s),
+        verifier_id=_identifier(s),
+        status=s.pick(_VERIFICATION_STATUSES),
+        recommendation=s.pick(_RECOMMENDATIONS),
         checks=tuple(
-            CheckSummary(
-                id=n, required=draw(st.booleans()), status=draw(st.sampled_from(CheckStatus))
-            )
-            for n in names
+            CheckSummary(id=n, required=s.flag(), status=s.pick(_CHECK_STATUSES)) for n in names
         ),
         result_manifest_digest=manifest.digest,
         work_unit_digest=work_unit_digest,
-        semantic_digest=draw(digests()),
+        semantic_digest=s.digest(),
     )
 
 
-@st.composite
 def attempt_records(
-    draw: st.DrawFn, order: int = 1, work_unit_digest: str | None = None
-) -> AttemptRecord:
+    order: int = 1, work_unit_digest: str | None = None
+) -> st.SearchStrategy[AttemptRecord]:
     """One attempt in any state, with digests that bind to ``work_unit_digest``."""
-    unit_digest = work_unit_digest if work_unit_digest is not None else draw(digests())
-    state = draw(st.sampled_from(AttemptState))
+    return SEEDS.map(lambda seed: _attempt_record_of(Stream(seed), order, work_unit_digest))
+
+
+def _attempt_record_of(s: Stream, order: int, work_unit_digest: str | None) -> AttemptRecord:
+    unit_digest = work_unit_digest if work_unit_digest is not None else s.digest()
+    state = s.pick(_ATTEMPT_STATES)
     manifest = verification = error = None
     if state is not AttemptState.WORKER_ERROR and (
-        state is not AttemptState.RESULT_MANIFEST_ERROR or draw(st.booleans())
+        state is not AttemptState.RESULT_MANIFEST_ERROR or s.flag()
     ):
-        manifest = draw(_manifest_summary(unit_digest))
+        manifest = _manifest_summary_of(s, unit_digest)
     if state is AttemptState.VERIFIED:
         if manifest is None:
-            raise TypeError("a verified attempt record was drawn without a manifest")
-        verification = draw(_verification_summary(manifest, unit_digest))
+            raise TypeError("a verified attempt record was derived without a manifest")
+        verification = _verification_summary_of(s, manifest, unit_digest)
     else:
-        error = AttemptError(code=draw(st.sampled_from(AttemptErrorCode)), message=draw(_messages))
+        error = AttemptError(code=s.pick(_ERROR_CODES), message=_message(s))
     return AttemptRecord(
         attempt_id=f"attempt-{order:03d}",
         order=order,
-        adapter=draw(identifiers()),
-        adapter_version=draw(st.none() | identifiers()),
+        adapter=_identifier(s),
+        adapter_version=s.maybe(lambda: _identifier(s)),
         state=state,
         manifest=manifest,
         verification=verification,
@@ -224,36 +255,38 @@ def attempt_records(
     )
 
 
-@st.composite
-def provenances(draw: st.DrawFn) -> RunProvenance:
+def provenances() -> st.SearchStrategy[RunProvenance]:
     """Run provenance: a declared replay and sorted, unique named input digests."""
-    names = sorted(draw(st.lists(identifiers(), unique=True, max_size=4)))
+    return SEEDS.map(lambda seed: _provenance_of(Stream(seed)))
+
+
+def _provenance_of(s: Stream) -> RunProvenance:
+    names = sorted(s.unique_texts(4))
     return RunProvenance(
-        declared_replay=draw(st.sampled_from(DeclaredReplay)),
-        inputs=tuple(ProvenanceInput(name=n, digest=draw(digests())) for n in names),
+        declared_replay=s.pick(_REPLAYS),
+        inputs=tuple(ProvenanceInput(name=n, digest=s.digest()) for n in names),
     )
 
 
-@st.composite
-def run_records(draw: st.DrawFn, max_attempts: int = 8) -> RunRecord:
+def run_records(max_attempts: int = 8) -> st.SearchStrategy[RunRecord]:
     """Run records with 1..max_attempts attempts whose digests bind."""
-    unit = WorkUnitRef(id=draw(identifiers()), version=draw(_small), digest=draw(digests()))
-    count = draw(st.integers(min_value=1, max_value=max_attempts))
+    return st.tuples(st.integers(min_value=1, max_value=max_attempts), SEEDS).map(
+        lambda drawn: _run_record_of(drawn[0], Stream(drawn[1]))
+    )
+
+
+def _run_record_of(count: int, s: Stream) -> RunRecord:
+    unit = WorkUnitRef(id=_identifier(s), version=s.integer(*_SMALL), digest=s.digest())
     return RunRecord(
-        run_id=draw(identifiers()),
-        orchestrator=draw(identifiers()),
+        run_id=_identifier(s),
+        orchestrator=_identifier(s),
         work_unit=unit,
-        config_digest=draw(digests()),
-        verifier_policy_digest=draw(digests()),
-        imported_from=draw(
-            st.none() | st.builds(ImportedFrom, kind=identifiers(), digest=digests())
-        ),
-        attempts=tuple(
-            draw(attempt_records(order=i, work_unit_digest=unit.digest))
-            for i in range(1, count + 1)
-        ),
+        config_digest=s.digest(),
+        verifier_policy_digest=s.digest(),
+        imported_from=s.maybe(lambda: ImportedFrom(kind=_identifier(s), digest=s.digest())),
+        attempts=tuple(_attempt_record_of(s, i, unit.digest) for i in range(1, count + 1)),
         authority=RunAuthority.none(),
-        provenance=draw(st.none() | provenances()),
+        provenance=s.maybe(lambda: _provenance_of(s)),
     )
 
 
@@ -269,23 +302,28 @@ def _built(run: RunRecord) -> RunEvidenceReport:
     return report
 
 
-@st.composite
-def decisions(draw: st.DrawFn) -> HumanDecisionRecord:
+def decisions() -> st.SearchStrategy[HumanDecisionRecord]:
     """Recorded decisions on a random report."""
-    report = draw(reports(4))
-    decision = draw(st.sampled_from([Decision.REJECT, Decision.ESCALATE]))
+    return st.tuples(st.integers(min_value=1, max_value=4), SEEDS).map(
+        lambda drawn: _decision_of(drawn[0], Stream(drawn[1]))
+    )
+
+
+def _decision_of(count: int, s: Stream) -> HumanDecisionRecord:
+    report = _built(_run_record_of(count, s))
     outcome = record_decision(
         report,
-        decision_id=draw(identifiers()),
-        decision=decision,
-        rationale=draw(identifiers()),
-        decider_id=draw(identifiers()),
-        decider_type=draw(st.sampled_from(DeciderType)),
+        decision_id=_identifier(s),
+        decision=s.pick((Decision.REJECT, Decision.ESCALATE)),
+        rationale=_identifier(s),
+        decider_id=_identifier(s),
+        decider_type=s.pick(_DECIDER_TYPES),
         decided_at="2026-01-01T00:00:00Z",
-        selected_attempt_id=draw(
-            st.none() | st.sampled_from([a.attempt_id for a in report.attempts])
-        ),
+        selected_attempt_id=s.maybe(lambda: s.pick([a.attempt_id for a in report.attempts])),
     )
     if not isinstance(outcome, HumanDecisionRecord):
-        raise TypeError(f"a drawn decision was refused: {outcome}")
+        raise TypeError(f"a derived decision was refused: {outcome}")
     return outcome
+
+
+_DECIDER_TYPES = tuple(DeciderType)

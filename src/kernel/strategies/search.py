@@ -21,7 +21,7 @@ from kernel.binding import (
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
 )
-from kernel.codec import compute_id, seal
+from kernel.codec import seal
 from kernel.search import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     COMPUTE_BUDGET_POLICY_VERSION,
@@ -41,7 +41,14 @@ from kernel.search import (
     SearchGateStatus,
     SearchRunDisposition,
 )
-from kernel.strategies.values import budget_charges, digests, source_spans, texts
+from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies.values import (
+    digests,
+    seeded_charge,
+    seeded_spans,
+    source_spans,
+    texts,
+)
 
 __all__ = [
     "CORRUPTED_FIELDS",
@@ -86,54 +93,77 @@ def budget_consumed() -> st.SearchStrategy[BudgetConsumed]:
     )
 
 
-@st.composite
 def candidate_attempts(
-    draw: st.DrawFn, *, index: int | None = None, pending: bool = False
-) -> CandidateAttempt:
+    *, index: int | None = None, pending: bool = False
+) -> st.SearchStrategy[CandidateAttempt]:
     """A sealed `CandidateAttempt` (pending with no blockers when ``pending``)."""
+    return SEEDS.map(lambda seed: _attempt_of(Stream(seed), index=index, pending=pending))
+
+
+def _attempt_of(stream: Stream, *, index: int | None, pending: bool) -> CandidateAttempt:
+    s = stream
     return seal(
         CandidateAttempt,
-        attempt_index=draw(st.integers(0, 20)) if index is None else index,
-        parent_attempt_id=draw(st.none() | digests()),
-        operator_id=draw(texts()),
-        operator_version=draw(texts()),
-        input_digest=draw(digests()),
-        candidate_digest=draw(digests()),
-        budget_charge=draw(budget_charges()),
-        depth=draw(st.integers(0, 5)),
-        step_index=draw(st.integers(0, 5)),
+        attempt_index=s.integer(0, 20) if index is None else index,
+        parent_attempt_id=s.maybe(s.digest),
+        operator_id=s.text(),
+        operator_version=s.text(),
+        input_digest=s.digest(),
+        candidate_digest=s.digest(),
+        budget_charge=seeded_charge(s),
+        depth=s.integer(0, 5),
+        step_index=s.integer(0, 5),
         replay_status=(
-            CandidateReplayStatus.REPLAY_PENDING
-            if pending
-            else draw(st.sampled_from(CandidateReplayStatus))
+            CandidateReplayStatus.REPLAY_PENDING if pending else s.pick(_REPLAY_STATUSES)
         ),
-        replay_blockers=() if pending else draw(st.lists(texts(), max_size=2).map(tuple)),
-        evidence_spans=draw(_SPANS),
-        explanation=draw(texts()),
+        replay_blockers=() if pending else s.texts(2),
+        evidence_spans=seeded_spans(s),
+        explanation=s.text(),
     )
 
 
-@st.composite
-def geometric_search_runs(draw: st.DrawFn) -> GeometricSearchRun:
+_REPLAY_STATUSES = tuple(CandidateReplayStatus)
+
+
+def geometric_search_runs() -> st.SearchStrategy[GeometricSearchRun]:
     """A sealed `GeometricSearchRun` with up to three attempts (any consistency)."""
+    return st.tuples(st.integers(0, 3), SEEDS).map(lambda drawn: _run_of(*drawn))
+
+
+def _run_of(count: int, seed: int) -> GeometricSearchRun:
+    s = Stream(seed)
     return seal(
         GeometricSearchRun,
         run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
         schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
-        problem_frame_digest=draw(digests()),
-        contract_assessment_id=draw(texts()),
-        residual_ids=tuple(draw(st.lists(digests(), min_size=1, max_size=3))),
-        gate_decision_id=draw(digests()),
-        budget_id=draw(digests()),
-        operator_set_id=draw(digests()),
-        operator_set_version=draw(texts()),
-        input_digest=draw(digests()),
-        candidate_attempts=tuple(draw(st.lists(candidate_attempts(), max_size=3))),
-        budget_consumed=draw(budget_consumed()),
-        run_disposition=draw(st.sampled_from(SearchRunDisposition)),
-        exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
-        explanation=draw(texts()),
+        problem_frame_digest=s.digest(),
+        contract_assessment_id=s.text(),
+        residual_ids=s.digests(3, min_count=1),
+        gate_decision_id=s.digest(),
+        budget_id=s.digest(),
+        operator_set_id=s.digest(),
+        operator_set_version=s.text(),
+        input_digest=s.digest(),
+        candidate_attempts=tuple(_attempt_of(s, index=None, pending=False) for _ in range(count)),
+        budget_consumed=BudgetConsumed(
+            candidates_considered=s.integer(0, 50),
+            max_candidates=s.integer(0, 50),
+            depth_reached=s.integer(0, 50),
+            max_depth=s.integer(0, 50),
+            steps_used=s.integer(0, 50),
+            max_steps=s.integer(0, 50),
+            parallelism_used=s.integer(0, 50),
+            max_parallelism=s.integer(0, 50),
+            exhausted=s.flag(),
+        ),
+        run_disposition=s.pick(_DISPOSITIONS),
+        exhaustion_code=s.maybe(lambda: s.pick(_EXHAUSTION_CODES)),
+        explanation=s.text(),
     )
+
+
+_DISPOSITIONS = tuple(SearchRunDisposition)
+_EXHAUSTION_CODES = tuple(RunExhaustionCode)
 
 
 def search_gate_decisions() -> st.SearchStrategy[SearchGateDecision]:
@@ -197,93 +227,86 @@ def candidate_operator_results() -> st.SearchStrategy[CandidateOperatorResult]:
     return binding_pairs(max_existing=0).map(lambda pair: pair[1])
 
 
-@st.composite
-def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
+def binding_pairs(*, max_existing: int = 3) -> st.SearchStrategy[BindingPair]:
     """A ``(run, operator_result)`` pair that binds, with 0..max_existing attempts."""
-    count = draw(st.integers(0, max_existing))
-    candidate_digests = draw(
-        st.lists(digests(), min_size=count + 1, max_size=count + 1, unique=True)
-    )
-    existing = tuple(
-        attrs.evolve(
-            draw(candidate_attempts(index=position)), candidate_digest=candidate_digests[position]
-        )
-        for position in range(count)
-    )
-    existing = tuple(attrs.evolve(a, attempt_id=compute_id(a)) for a in existing)
-    charge = draw(budget_charges())
-    depth = draw(st.integers(0, 4))
-    considered = sum(a.budget_charge.candidates for a in existing) + draw(st.integers(0, 2))
-    steps = sum(a.budget_charge.steps for a in existing) + draw(st.integers(0, 2))
+    return st.tuples(st.integers(0, max_existing), SEEDS).map(lambda drawn: _pair_of(*drawn))
+
+
+def _pair_of(count: int, seed: int) -> BindingPair:
+    s = Stream(seed)
+    # Every digest of one stream is distinct, so candidate digests never collide.
+    existing = tuple(_attempt_of(s, index=position, pending=False) for position in range(count))
+    charge = seeded_charge(s)
+    depth = s.integer(0, 4)
+    considered = sum(a.budget_charge.candidates for a in existing) + s.integer(0, 2)
+    steps = sum(a.budget_charge.steps for a in existing) + s.integer(0, 2)
     reached = max((a.depth for a in existing), default=0)
     consumed = BudgetConsumed(
         candidates_considered=considered,
-        max_candidates=considered + charge.candidates + draw(st.integers(0, 3)),
+        max_candidates=considered + charge.candidates + s.integer(0, 3),
         depth_reached=reached,
-        max_depth=max(reached, depth) + draw(st.integers(0, 2)),
+        max_depth=max(reached, depth) + s.integer(0, 2),
         steps_used=steps,
-        max_steps=steps + charge.steps + draw(st.integers(0, 3)),
-        parallelism_used=draw(st.integers(0, 1)),
+        max_steps=steps + charge.steps + s.integer(0, 3),
+        parallelism_used=s.integer(0, 1),
         max_parallelism=1,
-        exhausted=draw(st.booleans()),
+        exhausted=s.flag(),
     )
-    residual_ids = tuple(draw(st.lists(digests(), min_size=1, max_size=3)))
+    residual_ids = s.digests(3, min_count=1)
     run = seal(
         GeometricSearchRun,
         run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
         schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
-        problem_frame_digest=draw(digests()),
-        contract_assessment_id=draw(texts()),
+        problem_frame_digest=s.digest(),
+        contract_assessment_id=s.text(),
         residual_ids=residual_ids,
-        gate_decision_id=draw(digests()),
-        budget_id=draw(digests()),
-        operator_set_id=draw(digests()),
-        operator_set_version=draw(texts()),
-        input_digest=draw(digests()),
+        gate_decision_id=s.digest(),
+        budget_id=s.digest(),
+        operator_set_id=s.digest(),
+        operator_set_version=s.text(),
+        input_digest=s.digest(),
         candidate_attempts=existing,
         budget_consumed=consumed,
-        run_disposition=draw(st.sampled_from(SearchRunDisposition)),
-        exhaustion_code=draw(st.none() | st.sampled_from(RunExhaustionCode)),
-        explanation=draw(texts()),
+        run_disposition=s.pick(_DISPOSITIONS),
+        exhaustion_code=s.maybe(lambda: s.pick(_EXHAUSTION_CODES)),
+        explanation=s.text(),
     )
-    spans = draw(_SPANS)
+    spans = seeded_spans(s)
     attempt = seal(
         CandidateAttempt,
         attempt_index=count,
-        parent_attempt_id=draw(
-            st.none() | st.sampled_from([a.attempt_id for a in existing]) if existing else st.none()
+        parent_attempt_id=(
+            s.maybe(lambda: s.pick([a.attempt_id for a in existing])) if existing else None
         ),
-        operator_id=draw(texts()),
-        operator_version=draw(texts()),
-        input_digest=draw(digests()),
-        candidate_digest=candidate_digests[count],
+        operator_id=s.text(),
+        operator_version=s.text(),
+        input_digest=s.digest(),
+        candidate_digest=s.digest(),
         budget_charge=charge,
         depth=depth,
-        step_index=draw(st.integers(0, 20)),
+        step_index=s.integer(0, 20),
         replay_status=CandidateReplayStatus.REPLAY_PENDING,
         replay_blockers=(),
         evidence_spans=spans,
-        explanation=draw(texts()),
+        explanation=s.text(),
     )
-    provenance = draw(
-        st.permutations(
-            [
-                ("operator_set_id", run.operator_set_id),
-                ("operator_set_version", run.operator_set_version),
-                *draw(st.lists(st.tuples(texts(), texts()), max_size=2)),
-            ]
-        )
-    )
+    listed = [
+        ("operator_set_id", run.operator_set_id),
+        ("operator_set_version", run.operator_set_version),
+        *_pairs_of(s, 2),
+    ]
+    # A seeded shuffle: the binding must not depend on the provenance's order.
+    provenance = tuple(sorted(listed, key=lambda _: s.integer(0, 2**32)))
     reconstruction = CandidateReconstruction(
         candidate_digest=attempt.candidate_digest,
-        candidate_reconstruction_digest=draw(digests()),
-        candidate_organ=draw(texts()),
-        candidate_payload=draw(_PAIRS),
+        candidate_reconstruction_digest=s.digest(),
+        candidate_organ=s.text(),
+        candidate_payload=_pairs_of(s, 3),
         evidence_spans=spans,
         operator_name=attempt.operator_id,
         operator_version=attempt.operator_version,
-        operator_provenance=tuple(provenance),
-        source_residual_id=draw(st.sampled_from(residual_ids)),
+        operator_provenance=provenance,
+        source_residual_id=s.pick(residual_ids),
         problem_frame_digest=run.problem_frame_digest,
         original_contract_assessment_id=run.contract_assessment_id,
     )
@@ -301,11 +324,15 @@ def binding_pairs(draw: st.DrawFn, *, max_existing: int = 3) -> BindingPair:
         operator_version=attempt.operator_version,
         candidate_attempt=attempt,
         candidate_reconstruction=reconstruction,
-        reason_codes=tuple(draw(st.lists(texts(), max_size=2))),
+        reason_codes=s.texts(2),
         evidence_spans=spans,
-        explanation=draw(texts()),
+        explanation=s.text(),
     )
     return run, result
+
+
+def _pairs_of(stream: Stream, max_count: int) -> tuple[tuple[str, str], ...]:
+    return tuple((stream.text(), stream.text()) for _ in range(stream.integer(0, max_count)))
 
 
 def bindings() -> st.SearchStrategy[CandidateAttemptRunBinding]:

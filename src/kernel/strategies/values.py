@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kernel.identity import MAX_SAFE_INT
+from kernel.strategies._seeded import SEEDS, Stream
 from kernel.values import BudgetCharge, Kind, SourceSpan
 
 __all__ = [
@@ -47,19 +48,33 @@ def json_values(max_leaves: int = 30) -> st.SearchStrategy[object]:
     )
 
 
-@st.composite
-def source_spans(draw: st.DrawFn) -> SourceSpan:
+def source_spans() -> st.SearchStrategy[SourceSpan]:
     """A valid `SourceSpan` (``0 <= start <= end``)."""
-    start = draw(st.integers(min_value=0, max_value=10_000))
-    end = draw(st.integers(min_value=start, max_value=start + 500))
+    return _SOURCE_SPANS
+
+
+def seeded_span(stream: Stream) -> SourceSpan:
+    """A valid `SourceSpan` derived from ``stream`` (for seeded record strategies)."""
+    start = stream.integer(0, 10_000)
     return SourceSpan(
-        text=draw(_TEXTS),
+        text=stream.text(24),
         start=start,
-        end=end,
-        sentence_index=draw(st.none() | st.integers(min_value=0, max_value=500)),
+        end=stream.integer(start, start + 500),
+        sentence_index=stream.maybe(lambda: stream.integer(0, 500)),
     )
 
 
+def seeded_spans(stream: Stream, max_count: int = 3) -> tuple[SourceSpan, ...]:
+    """Up to ``max_count`` spans derived from ``stream``."""
+    return tuple(seeded_span(stream) for _ in range(stream.integer(0, max_count)))
+
+
+def seeded_charge(stream: Stream) -> BudgetCharge:
+    """A positive `BudgetCharge` derived from ``stream``."""
+    return BudgetCharge(candidates=stream.integer(1, 5), steps=stream.integer(1, 5))
+
+
+_SOURCE_SPANS = SEEDS.map(lambda seed: seeded_span(Stream(seed)))
 _BUDGET_CHARGES = st.builds(
     BudgetCharge,
     candidates=st.integers(min_value=1, max_value=5),
