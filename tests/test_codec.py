@@ -19,8 +19,10 @@ from kernel.codec import (
     Identity,
     Record,
     compute_id,
+    id_of_fields,
     identity_payload,
     nested_form,
+    nested_id,
     seal,
 )
 from kernel.errors import ArgumentTypeError, RecordError
@@ -351,3 +353,62 @@ def test_lazy_loader_refuses_an_unknown_submodule() -> None:
 
     with pytest.raises(AttributeError, match=r"no submodule 'kernel\.nope'"):
         kernel._load("kernel.nope")
+
+
+def fields_of(record: Record) -> dict[str, Any]:
+    """Every field of ``record`` by name (as a constructor would take them)."""
+    return {f.name: getattr(record, f.name) for f in attrs.fields(type(record))}  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(samples())
+def test_every_way_to_an_id_agrees_with_the_stdlib(sample: Sample) -> None:
+    """For all records: id_of_fields (no record built), compute_id with and without the
+    nested-form cache, and nested_id all hash what the stdlib hashes."""
+    payload = identity_payload(sample)
+    assert id_of_fields(Sample, fields_of(sample)) == independent_id(payload) == sample.sample_id
+    assert compute_id(sample, cached=False) == sample.sample_id
+    fields = fields_of(sample) | {"sample_id": "f" * 64, "explanation": "ignored"}
+    assert id_of_fields(Sample, fields) == sample.sample_id
+    assert (
+        nested_id(sample) == nested_id(sample, cached=False) == independent_id(nested_form(sample))
+    )
+    for leaf in sample.leaves:
+        assert nested_id(leaf, cached=False) == independent_id(nested_form(leaf))
+
+
+def test_id_of_fields_follows_an_include_list() -> None:
+    """A non-sealing include-list identity: only the included fields, never the id."""
+    record = seal(Unsealed, a=1, b="x", c="ignored")
+    assert id_of_fields(Unsealed, {"a": 1, "b": "x"}) == record.digest
+    assert id_of_fields(Unsealed, fields_of(record) | {"c": "other"}) == record.digest
+
+
+def test_uncached_ids_see_a_record_altered_after_its_nested_form_was_cached() -> None:
+    """The nested-form cache holds a record's values from when it was first hashed;
+    ``cached=False`` and `id_of_fields` hash the fields as they hold now."""
+    record = Sample.from_dict(base_document())
+    before = compute_id(record)  # caches the nested forms of its leaves
+    object.__setattr__(record.leaf, "name", "altered")  # harmless: our own object
+    payload = identity_payload(Sample.from_dict(base_document()))
+    payload["leaf"]["name"] = "altered"
+    assert compute_id(record) == before  # the cache still answers
+    assert compute_id(record, cached=False) == independent_id(payload) != before
+    assert id_of_fields(Sample, fields_of(record)) == independent_id(payload)
+    assert nested_id(record.leaf) != nested_id(record.leaf, cached=False)
+    assert nested_id(record.leaf, cached=False) == independent_id(payload["leaf"])
+
+
+def test_id_of_fields_and_nested_id_name_their_misuse() -> None:
+    """A non-record class, a record without an identity, a missing payload field, a
+    non-record are refused with errors that say so."""
+    with pytest.raises(ArgumentTypeError, match=r"id_of_fields\(\): cls"):
+        id_of_fields(dict, {})  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match=r"id_of_fields\(\): cls"):
+        id_of_fields("Sample", {})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="declares no identity field"):
+        id_of_fields(SourceSpan, {"text": "t", "start": 0, "end": 1, "sentence_index": None})
+    with pytest.raises(TypeError, match="no value for payload field 'b'"):
+        id_of_fields(Unsealed, {"a": 1})
+    with pytest.raises(ArgumentTypeError, match=r"nested_id\(\): record: expected Record"):
+        nested_id({"text": "t"})  # type: ignore[arg-type]

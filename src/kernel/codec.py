@@ -36,7 +36,7 @@ import functools
 import operator
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 
 import attrs
@@ -49,9 +49,11 @@ __all__ = [
     "Record",
     "compute_id",
     "field_error",
+    "id_of_fields",
     "identity_payload",
     "kind_validators",
     "nested_form",
+    "nested_id",
     "UNSEALED",
     "seal",
 ]
@@ -187,18 +189,75 @@ def _jsonify(value: object) -> Any:
     return value
 
 
-def compute_id(record: Record) -> str:
+def compute_id(record: Record, *, cached: bool = True) -> str:
     """Recompute ``record``'s id from its identity payload (fast path).
+
+    Args:
+        record: the record.
+        cached: when False, nested records enter the payload as their fields hold
+            now, never from (nor into) the nested-form cache: for a caller hashing
+            records that may have been altered after construction (the cache would
+            hold their values from before). Both give the same id for an unaltered
+            record.
 
     Raises:
         ArgumentTypeError: ``record`` is not a `Record`.
         TypeError: the record class declares no identity field.
+        CanonicalizationError: a value has no canonical JSON form (a lone surrogate,
+            an int beyond 2**53 - 1: only a record altered after construction holds one).
     """
     _require_record("compute_id", record)
     spec = _spec(type(record))
     if spec.identity.field is None:
         raise TypeError(f"{type(record).__name__} declares no identity field")
-    return sha256_prevalidated(spec.raw_payload(record), default=_nested_default)
+    return sha256_prevalidated(
+        spec.raw_payload(record, cached), default=_nested_default if cached else _fresh_default
+    )
+
+
+def nested_id(record: Record, *, cached: bool = True) -> str:
+    """SHA-256 of ``record``'s nested form (`nested_form`) as canonical JSON: the
+    content digest a parent uses to name an exact record (``candidate_attempt_ref``).
+
+    ``cached`` as for `compute_id`.
+
+    Raises:
+        ArgumentTypeError: ``record`` is not a `Record`.
+        CanonicalizationError: as for `compute_id`.
+    """
+    _require_record("nested_id", record)
+    spec = _spec(type(record))
+    nested = spec.raw_nested(record) if cached else spec.fresh_nested(record)
+    return sha256_prevalidated(nested, default=_nested_default if cached else _fresh_default)
+
+
+def id_of_fields(cls: type[Record], fields: Mapping[str, object], /) -> str:
+    """The id a record of ``cls`` holding ``fields`` has, without building the record.
+
+    For a caller that has already checked every value against the record's rules and
+    builds the record afterwards with this id (the binding's hot path). The payload
+    is chosen by ``cls.__identity__`` exactly as for `compute_id` (keys of ``fields``
+    outside it, the id and ``explanation`` among them, are ignored); nested records
+    enter it as their fields hold now (as with ``compute_id(..., cached=False)``).
+
+    Raises:
+        ArgumentTypeError: ``cls`` is not a `Record` class.
+        TypeError: ``cls`` declares no identity field, or ``fields`` lacks a payload field.
+        CanonicalizationError: a value has no canonical JSON form.
+    """
+    spec = _SPECS.get(cls) if isinstance(cls, type) else None
+    if spec is None:
+        # Only a class never compiled needs the check (every compiled one is a Record).
+        if not (isinstance(cls, type) and issubclass(cls, Record)):
+            raise ArgumentTypeError("id_of_fields", "cls", "a Record class", type(cls).__name__)
+        spec = _spec(cls)
+    if spec.identity.field is None:
+        raise TypeError(f"{cls.__name__} declares no identity field")
+    try:
+        payload = spec.payload_of_fields(fields)
+    except KeyError as e:
+        raise TypeError(f"{cls.__name__}: no value for payload field {e}") from None
+    return sha256_prevalidated(payload, default=_fresh_default)
 
 
 def seal(cls: Callable[P, R], /, *args: P.args, **fields: P.kwargs) -> R:
@@ -259,6 +318,13 @@ def _nested_default(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not a record")
 
 
+def _fresh_default(value: object) -> object:
+    """`_nested_default` for ``cached=False``: the nested form built afresh."""
+    if isinstance(value, Record):
+        return _spec(type(value)).fresh_nested(value)
+    raise TypeError(f"{type(value).__name__} is not a record")
+
+
 class _Spec:
     """Compiled parser/encoder for one record class."""
 
@@ -298,10 +364,18 @@ class _Spec:
         self.payload_fields = tuple(n for n in chosen if n != ident.field)
         self._get_payload = _getter(self.payload_fields)
         self._get_nested = _getter(nested)
+        self._get_payload_items = _item_getter(self.payload_fields)
+        # The id field blanked to "" in its own payload (self-sealing ids), else None.
+        self.blank = ident.field if ident.field is not None and ident.seals else None
         # Nested records are turned into their nested-form dicts here rather than by
         # an orjson ``default`` hook: a C -> Python round trip per record costs ~2x.
-        self._payload_records = _record_converters(hints, self.payload_fields)
-        self._nested_records = _record_converters(hints, nested)
+        self._payload_records = _record_converters(hints, self.payload_fields, cached=True)
+        self._nested_records = _record_converters(hints, nested, cached=True)
+        self._fresh_payload_records = _record_converters(hints, self.payload_fields, cached=False)
+        # The nested form from the fields as they hold now; the cache is left alone.
+        self.fresh_nested = _dict_builder(
+            nested, self._get_nested, _record_converters(hints, nested, cached=False)
+        )
 
     def encode(self, record: Record) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -310,14 +384,22 @@ class _Spec:
             out[name] = value if encoder is None else encoder(value)
         return out
 
-    def raw_payload(self, record: Record) -> dict[str, object]:
+    def raw_payload(self, record: Record, cached: bool = True) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""
         payload = dict(zip(self.payload_fields, self._get_payload(record)))  # noqa: B905 - equal lengths
-        for name, convert in self._payload_records:
+        for name, convert in self._payload_records if cached else self._fresh_payload_records:
             payload[name] = convert(payload[name])
-        ident = self.identity
-        if ident.field is not None and ident.seals:
-            payload[ident.field] = ""
+        if self.blank is not None:
+            payload[self.blank] = ""
+        return payload
+
+    def payload_of_fields(self, fields: Mapping[str, object]) -> dict[str, object]:
+        """`raw_payload` of the record ``fields`` describe (nested forms built afresh)."""
+        payload = dict(zip(self.payload_fields, self._get_payload_items(fields)))  # noqa: B905
+        for name, convert in self._fresh_payload_records:
+            payload[name] = convert(payload[name])
+        if self.blank is not None:
+            payload[self.blank] = ""
         return payload
 
     def raw_nested(self, record: Record) -> dict[str, object]:
@@ -389,24 +471,35 @@ def _spec(cls: type[Record]) -> _Spec:
 
 
 def _record_converters(
-    hints: dict[str, Any], names: tuple[str, ...]
+    hints: dict[str, Any], names: tuple[str, ...], *, cached: bool
 ) -> tuple[tuple[str, Callable[[Any], object]], ...]:
-    """For each field holding records, a function giving their nested forms."""
+    """For each field holding records, a function giving their nested forms (from the
+    cache, or built afresh from the fields: ``cached``)."""
     converters = []
     for name in names:
-        convert = _record_converter(hints[name])
+        convert = _record_converter(hints[name], cached)
         if convert is not None:
             converters.append((name, convert))
     return tuple(converters)
 
 
-def _record_converter(hint: Any) -> Callable[[Any], object] | None:
+def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None:
     origin = typing.get_origin(hint)
     if isinstance(hint, type) and issubclass(hint, Record):
         record_cls: type[Record] = hint
-        return lambda value: _spec(record_cls).raw_nested(value)
+        # The class's spec is looked up at the first call, not here: a record class may
+        # hold itself (or one not yet fully defined) in a field.
+        resolved: list[Callable[[Any], object]] = []
+
+        def convert(value: Any) -> object:
+            if not resolved:
+                spec = _spec(record_cls)
+                resolved.append(spec.raw_nested if cached else spec.fresh_nested)
+            return resolved[0](value)
+
+        return convert
     if origin in (types.UnionType, typing.Union):
-        inner = [_record_converter(a) for a in typing.get_args(hint)]
+        inner = [_record_converter(a, cached) for a in typing.get_args(hint)]
         found = [c for c in inner if c is not None]
         if not found:
             return None
@@ -415,7 +508,7 @@ def _record_converter(hint: Any) -> Callable[[Any], object] | None:
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            convert_item = _record_converter(args[0])
+            convert_item = _record_converter(args[0], cached)
             if convert_item is not None:
                 item_fn = convert_item
                 return lambda value: [item_fn(item) for item in value]
@@ -429,6 +522,34 @@ def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
         single = operator.attrgetter(names[0])
         return lambda record: (single(record),)
     return operator.attrgetter(*names)
+
+
+def _dict_builder(
+    names: tuple[str, ...],
+    get: Callable[[Any], tuple[object, ...]],
+    converters: tuple[tuple[str, Callable[[Any], object]], ...],
+) -> Callable[[Any], dict[str, object]]:
+    """A function building ``{name: value}`` from ``get``'s values, records converted."""
+    if not converters:
+        # Leaf records (spans, charges): one C-level pass, no Python loop.
+        return lambda source: dict(zip(names, get(source)))  # noqa: B905 - equal lengths
+
+    def build(source: Any) -> dict[str, object]:
+        built = dict(zip(names, get(source)))  # noqa: B905 - equal lengths
+        for name, convert in converters:
+            built[name] = convert(built[name])
+        return built
+
+    return build
+
+
+def _item_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, object]], tuple[object, ...]]:
+    if not names:
+        return lambda _fields: ()
+    if len(names) == 1:
+        single = operator.itemgetter(names[0])
+        return lambda fields: (single(fields),)
+    return operator.itemgetter(*names)
 
 
 def _join(path: str, name: str) -> str:
