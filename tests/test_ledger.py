@@ -267,3 +267,29 @@ def test_new_entry_refuses_misuse() -> None:
     entry = new_entry((0, GENESIS_ID), EntryKind.ADMISSION, {"a": 1})
     record = next_entry(LedgerHead.empty(), EntryKind.ADMISSION, {"a": 1})
     assert entry._asdict() == {f: getattr(record, f) for f in entry._fields}
+
+
+# -- branches: payloads stored as bytes, fields with no canonical form -------------------
+
+
+def test_a_chain_whose_payloads_are_stored_as_bytes_verifies() -> None:
+    entries = [e._replace(payload=str(e.payload).encode()) for e in raw(chain(PAYLOADS[:3]))]
+    assert all(type(e.payload) is bytes for e in entries)
+    assert isinstance(verify_chain(entries, recorded_head=head_of(entries)), LedgerIntact)
+    stored = [str(e.payload) for e in raw(chain(PAYLOADS[:3]))]
+    edited = [entries[0], entries[1]._replace(payload=stored[1].encode() + b" "), entries[2]]
+    outcome = verify_chain(edited, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.position == 2
+    assert LedgerReason.PAYLOAD_EDITED in outcome.reason_codes
+
+
+@pytest.mark.parametrize("field", ["kind", "seq"])
+def test_an_entry_field_with_no_canonical_form_is_an_id_mismatch_not_a_crash(field: str) -> None:
+    entries = raw(chain(PAYLOADS[:2]))
+    bad = "\ud800" if field == "kind" else 2**60
+    tampered = [entries[0]._replace(**{field: bad}), entries[1]]
+    outcome = verify_chain(tampered, recorded_head=head_of(entries))
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.position == 1
+    assert LedgerReason.ENTRY_ID_MISMATCH in outcome.reason_codes
