@@ -237,3 +237,45 @@ def test_cli_declared_nondeterministic(demo_work: Path, capsys: pytest.CaptureFi
     code = main(["report", "replay-check", "--config", str(config), "--run-record", str(saved)])
     assert code == 0
     assert "mode nondeterministic, outputs not compared" in capsys.readouterr().out
+
+
+# -- branches: records that cannot hold together, a missing replay ----------------------
+
+
+def test_a_missing_replay_with_passing_preflight_is_a_programmer_error() -> None:
+    run = _fixture_run()
+    with pytest.raises(ValueError, match="replayed may be None only when the preflight"):
+        check_replay(
+            run.to_dict(),
+            None,
+            mode=ReplayMode.EXACT,
+            declared=DeclaredReplay.DETERMINISTIC,
+            config_digest=run.config_digest,
+        )
+
+
+def test_a_check_matches_exactly_when_it_has_no_reason() -> None:
+    run = _fixture_run()
+    matched = _check(run.to_dict(), run, ReplayMode.EXACT)
+    with pytest.raises(ValueError, match="matches exactly when it has no reason"):
+        attrs.evolve(matched, match=False)
+    with pytest.raises(ValueError, match="matches exactly when it has no reason"):
+        attrs.evolve(matched, reason_codes=(ReplayReason.CONFIG_DIGEST,))
+
+
+def test_a_refusal_holds_its_own_failing_check() -> None:
+    run = _fixture_run()
+    refusal = check_replay(
+        run.to_dict(),
+        run,
+        mode=ReplayMode.EXACT,
+        declared=DeclaredReplay.DETERMINISTIC,
+        config_digest=D,
+    )
+    assert isinstance(refusal, ReplayRefusal)
+    matched = _check(run.to_dict(), run, ReplayMode.EXACT)
+    with pytest.raises(ValueError, match="a replay refusal holds a mismatching check, same codes"):
+        attrs.evolve(refusal, check=matched)
+    other = tuple(r for r in ReplayReason if r not in refusal.reason_codes)[:1]
+    with pytest.raises(ValueError, match="a replay refusal holds a mismatching check, same codes"):
+        attrs.evolve(refusal, reason_codes=refusal.reason_codes + other)
