@@ -71,19 +71,19 @@ def _observation_of(s: Stream, index: int, digest_of: Callable[[], str]) -> RunO
 
 
 _TOOLS = ("grep", "pytest", "search", "shell")
-_TOOL_SETS = st.lists(st.sampled_from(_TOOLS), unique=True).map(lambda tools: tuple(sorted(tools)))
+_TOOL_SETS = SEEDS.map(lambda seed: _tools_of(Stream(seed)))
 _CONTEXTS = ("1" * 64, "2" * 64, "3" * 64)
 _OUTCOMES = tuple(VerifierOutcome)
 
 
-def _draft_of(s: Stream) -> Draft:
+def _tools_of(s: Stream) -> tuple[str, ...]:
     mask = s.integer(0, 2 ** len(_TOOLS) - 1)
-    return Draft(
-        output_digest=s.pick(_FEW),
-        context_digest=s.pick(_CONTEXTS),
-        # _TOOLS is sorted, so the subset is too.
-        tools=tuple(tool for bit, tool in enumerate(_TOOLS) if mask >> bit & 1),
-    )
+    # _TOOLS is sorted, so the subset is too.
+    return tuple(tool for bit, tool in enumerate(_TOOLS) if mask >> bit & 1)
+
+
+def _draft_of(s: Stream) -> Draft:
+    return Draft(output_digest=s.pick(_FEW), context_digest=s.pick(_CONTEXTS), tools=_tools_of(s))
 
 
 def _branch_of(count: int, s: Stream) -> Branch:

@@ -45,9 +45,8 @@ from kernel.strategies._seeded import SEEDS, Stream
 from kernel.strategies.values import (
     digests,
     seeded_charge,
+    seeded_span,
     seeded_spans,
-    source_spans,
-    texts,
 )
 
 __all__ = [
@@ -73,23 +72,24 @@ CorruptedPair = tuple[GeometricSearchRun, CandidateOperatorResult, RunAttemptBin
 """A run, an operator result, and the code the binding must refuse them with."""
 
 R = RunAttemptBindingRefusalReason
-_SPANS = st.lists(source_spans(), max_size=3).map(tuple)
-_COUNTS = st.integers(min_value=0, max_value=50)
 
 
 def budget_consumed() -> st.SearchStrategy[BudgetConsumed]:
     """Any well-formed `BudgetConsumed` (not necessarily one a binding accepts)."""
-    return st.builds(
-        BudgetConsumed,
-        candidates_considered=_COUNTS,
-        max_candidates=_COUNTS,
-        depth_reached=_COUNTS,
-        max_depth=_COUNTS,
-        steps_used=_COUNTS,
-        max_steps=_COUNTS,
-        parallelism_used=_COUNTS,
-        max_parallelism=_COUNTS,
-        exhausted=st.booleans(),
+    return SEEDS.map(lambda seed: _consumed_of(Stream(seed)))
+
+
+def _consumed_of(s: Stream) -> BudgetConsumed:
+    return BudgetConsumed(
+        candidates_considered=s.integer(0, 50),
+        max_candidates=s.integer(0, 50),
+        depth_reached=s.integer(0, 50),
+        max_depth=s.integer(0, 50),
+        steps_used=s.integer(0, 50),
+        max_steps=s.integer(0, 50),
+        parallelism_used=s.integer(0, 50),
+        max_parallelism=s.integer(0, 50),
+        exhausted=s.flag(),
     )
 
 
@@ -145,17 +145,7 @@ def _run_of(count: int, seed: int) -> GeometricSearchRun:
         operator_set_version=s.text(),
         input_digest=s.digest(),
         candidate_attempts=tuple(_attempt_of(s, index=None, pending=False) for _ in range(count)),
-        budget_consumed=BudgetConsumed(
-            candidates_considered=s.integer(0, 50),
-            max_candidates=s.integer(0, 50),
-            depth_reached=s.integer(0, 50),
-            max_depth=s.integer(0, 50),
-            steps_used=s.integer(0, 50),
-            max_steps=s.integer(0, 50),
-            parallelism_used=s.integer(0, 50),
-            max_parallelism=s.integer(0, 50),
-            exhausted=s.flag(),
-        ),
+        budget_consumed=_consumed_of(s),
         run_disposition=s.pick(_DISPOSITIONS),
         exhaustion_code=s.maybe(lambda: s.pick(_EXHAUSTION_CODES)),
         explanation=s.text(),
@@ -168,57 +158,71 @@ _EXHAUSTION_CODES = tuple(RunExhaustionCode)
 
 def search_gate_decisions() -> st.SearchStrategy[SearchGateDecision]:
     """A `SearchGateDecision` with a reproducing ``decision_id``."""
-    return st.builds(
-        lambda **fields: seal(SearchGateDecision, **fields),
-        policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
-        input_digest=digests(),
-        residual_ids=st.lists(digests(), max_size=3).map(tuple),
-        candidate_organ=st.none() | texts(),
-        status=st.sampled_from(SearchGateStatus),
-        reason_code=texts(),
-        evidence_spans=_SPANS,
-        explanation=texts(),
+    return SEEDS.map(lambda seed: _gate_decision_of(Stream(seed)))
+
+
+def _gate_decision_of(s: Stream) -> SearchGateDecision:
+    return seal(
+        SearchGateDecision,
+        policy_version=SEARCH_GATE_POLICY_VERSION,
+        input_digest=s.digest(),
+        residual_ids=s.digests(3),
+        candidate_organ=s.maybe(s.text),
+        status=s.pick(_GATE_STATUSES),
+        reason_code=s.text(),
+        evidence_spans=seeded_spans(s),
+        explanation=s.text(),
     )
+
+
+_GATE_STATUSES = tuple(SearchGateStatus)
 
 
 def compute_budget_decisions() -> st.SearchStrategy[ComputeBudgetDecision]:
     """A `ComputeBudgetDecision` with a reproducing ``budget_id``."""
-    return st.builds(
-        lambda **fields: seal(ComputeBudgetDecision, **fields),
-        policy_version=st.just(COMPUTE_BUDGET_POLICY_VERSION),
-        gate_decision_id=digests(),
-        gate_policy_version=st.just(SEARCH_GATE_POLICY_VERSION),
-        gate_input_digest=digests(),
-        status=st.sampled_from(ComputeBudgetStatus),
-        reason_code=texts(),
-        max_candidates=_COUNTS,
-        max_depth=_COUNTS,
-        max_steps=_COUNTS,
-        max_wallclock_ms=st.none() | _COUNTS,
-        max_parallelism=_COUNTS,
-        evidence_spans=_SPANS,
-        explanation=texts(),
+    return SEEDS.map(lambda seed: _budget_decision_of(Stream(seed)))
+
+
+def _budget_decision_of(s: Stream) -> ComputeBudgetDecision:
+    return seal(
+        ComputeBudgetDecision,
+        policy_version=COMPUTE_BUDGET_POLICY_VERSION,
+        gate_decision_id=s.digest(),
+        gate_policy_version=SEARCH_GATE_POLICY_VERSION,
+        gate_input_digest=s.digest(),
+        status=s.pick(_BUDGET_STATUSES),
+        reason_code=s.text(),
+        max_candidates=s.integer(0, 50),
+        max_depth=s.integer(0, 50),
+        max_steps=s.integer(0, 50),
+        max_wallclock_ms=s.maybe(lambda: s.integer(0, 50)),
+        max_parallelism=s.integer(0, 50),
+        evidence_spans=seeded_spans(s),
+        explanation=s.text(),
     )
 
 
-_PAIRS = st.lists(st.tuples(texts(), texts()), max_size=3).map(tuple)
+_BUDGET_STATUSES = tuple(ComputeBudgetStatus)
 
 
 def candidate_reconstructions() -> st.SearchStrategy[CandidateReconstruction]:
     """Any well-formed `CandidateReconstruction` (its digest is taken as given)."""
-    return st.builds(
-        CandidateReconstruction,
-        candidate_digest=digests(),
-        candidate_reconstruction_digest=digests(),
-        candidate_organ=texts(),
-        candidate_payload=_PAIRS,
-        evidence_spans=_SPANS,
-        operator_name=texts(),
-        operator_version=texts(),
-        operator_provenance=_PAIRS,
-        source_residual_id=digests(),
-        problem_frame_digest=digests(),
-        original_contract_assessment_id=texts(),
+    return SEEDS.map(lambda seed: _reconstruction_of(Stream(seed)))
+
+
+def _reconstruction_of(s: Stream) -> CandidateReconstruction:
+    return CandidateReconstruction(
+        candidate_digest=s.digest(),
+        candidate_reconstruction_digest=s.digest(),
+        candidate_organ=s.text(),
+        candidate_payload=_pairs_of(s, 3),
+        evidence_spans=seeded_spans(s),
+        operator_name=s.text(),
+        operator_version=s.text(),
+        operator_provenance=_pairs_of(s, 3),
+        source_residual_id=s.digest(),
+        problem_frame_digest=s.digest(),
+        original_contract_assessment_id=s.text(),
     )
 
 
@@ -369,7 +373,8 @@ def _other(draw: st.DrawFn, value: str) -> str:
 
 
 def _other_text(draw: st.DrawFn, value: str) -> str:
-    return draw(texts().filter(lambda t: t != value))
+    text = Stream(draw(SEEDS)).text()
+    return text if text != value else f"{text}x"
 
 
 def _result(result: CandidateOperatorResult, **changes: object) -> CandidateOperatorResult:
@@ -413,7 +418,9 @@ def _existing_like(
 
 
 def _span_other(draw: st.DrawFn, spans: tuple[object, ...]) -> tuple[object, ...]:
-    return draw(st.lists(source_spans(), max_size=3).map(tuple).filter(lambda s: s != spans))
+    stream = Stream(draw(SEEDS))
+    other = seeded_spans(stream)
+    return other if other != spans else (*other, seeded_span(stream))
 
 
 _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
@@ -489,7 +496,7 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
         R.REPLAY_BLOCKERS_PRESENT,
         lambda d, run, res: (
             run,
-            _attempt(res, replay_blockers=tuple(d(st.lists(texts(), min_size=1, max_size=2)))),
+            _attempt(res, replay_blockers=Stream(d(SEEDS)).texts(2, min_count=1)),
         ),
     ),
     "reconstruction.source_residual_id": (
@@ -659,6 +666,7 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
 """Every single-field corruption, by the field it changes, with its expected code."""
 
 CORRUPTED_FIELDS: tuple[str, ...] = tuple(_CORRUPTIONS)
+_WITH_TWO_EXISTING = st.tuples(st.integers(2, 3), SEEDS).map(lambda drawn: _pair_of(*drawn))
 """Names of the corruptions `corrupted_binding_pairs` draws from."""
 
 
@@ -696,9 +704,7 @@ def corrupted_binding_pairs(
     code, corrupt = _CORRUPTIONS[name]
     corrupted = corrupt(draw, run, result)
     if corrupted is None:  # not applicable to this pair (e.g. needs existing attempts)
-        run, result = draw(
-            binding_pairs().filter(lambda pair: len(pair[0].candidate_attempts) >= 2)
-        )
+        run, result = draw(_WITH_TWO_EXISTING)
         corrupted = corrupt(draw, run, result)
     if corrupted is None:
         raise TypeError("no corruption was drawn")
