@@ -34,6 +34,7 @@ from kernel.gate import (
     SignatureCheck,
     SignatureStatus,
     StagingPermit,
+    contexts_of,
     decide_promotion,
     decide_staging,
     decision_message,
@@ -422,3 +423,32 @@ def test_refusal_identity_recomputed() -> None:
         }
     )
     assert GateRefusal.from_dict(refusal.to_dict()) == refusal
+
+
+# -- branches: a run naming attempts its report lacks; a run without provenance ----------
+
+
+@settings(max_examples=20)
+@given(worlds())
+def test_a_run_naming_a_candidate_its_report_lacks_derives_no_admission(world: World) -> None:
+    """The run's candidate belongs to an attempt the report does not have: nothing is
+    derived, so the stored admission does not match and no candidate group exists."""
+    index = next(i for i, a in enumerate(world.run.attempts) if a.attempt_id == world.attempt_id)
+    renamed = attrs.evolve(world.run.attempts[index], attempt_id="zz-not-in-the-report")
+    attempts = (*world.run.attempts[:index], renamed, *world.run.attempts[index + 1 :])
+    run = attrs.evolve(world.run, attempts=attempts)
+    assert derive_run_admission(run, world.report, {}) is None
+    outcome = world.stage(run=run)
+    assert isinstance(outcome, GateRefusal)
+    assert GateReason.ADMISSION_MISMATCH in outcome.reason_codes
+    assert GateReason.NO_CANDIDATE in outcome.reason_codes
+
+
+@settings(max_examples=10)
+@given(worlds())
+def test_a_run_without_provenance_has_no_worker_contexts(world: World) -> None:
+    contexts = contexts_of(world.run)
+    assert set(contexts) == {a.attempt_id for a in world.run.attempts}
+    assert world.run.provenance is not None
+    assert set(contexts.values()) <= {i.digest for i in world.run.provenance.inputs}
+    assert contexts_of(attrs.evolve(world.run, provenance=None)) == {}
