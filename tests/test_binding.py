@@ -210,6 +210,27 @@ def test_02_reference_ids_recompute_with_the_stdlib() -> None:
     )
 
 
+def test_02_ids_hash_an_attempt_altered_after_its_nested_form_was_cached() -> None:
+    """An attempt altered in place (a valid value) after the codec cached its nested form
+    (sealing the result hashes it) binds with ids of its fields as they hold now, never
+    of the cached values: the binding record and its ids describe the same attempt."""
+    run, result = chain()
+    attempt = result.candidate_attempt
+    compute_id(result)  # caches the attempt's nested form, spans and charge
+    object.__setattr__(attempt, "step_index", attempt.step_index + 1)  # our own object
+    object.__setattr__(attempt.budget_charge, "steps", attempt.budget_charge.steps + 1)
+    outcome = bind(run, result)
+    assert type(outcome) is CandidateAttemptRunBinding
+    assert outcome.step_index == attempt.step_index
+    current = {k: v for k, v in attempt.to_dict().items() if k != "explanation"}
+    assert current["step_index"] == attempt.step_index
+    assert outcome.candidate_attempt_ref == H(current) != CHAIN["binding"]["candidate_attempt_ref"]
+    document = outcome.to_dict()
+    assert document["budget_charge"]["steps"] == attempt.budget_charge.steps
+    payload = {k: v for k, v in document.items() if k != "explanation"}
+    assert outcome.binding_id == H({**payload, "binding_id": ""})
+
+
 def test_02_reference_refusal_reproduces() -> None:
     """(5, control) fixture-a's refusal: same code, identities and binding_refusal_id."""
     run, result = chain()

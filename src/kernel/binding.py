@@ -95,9 +95,18 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
+from kernel.codec import (
+    UNSEALED,
+    Identity,
+    Record,
+    compute_id,
+    field_error,
+    id_of_fields,
+    nested_id,
+    seal,
+)
 from kernel.errors import CanonicalizationError
-from kernel.identity import is_canonical_str, sha256_hex
+from kernel.identity import is_canonical_str
 from kernel.search import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
@@ -742,20 +751,11 @@ def _bind(
         or charged[2] > consumed.depth_reached
     ):
         return _refusal(R.RUN_ACCOUNTING_UNDERSTATED, ids)
-    # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids are
-    # computed from the explicit ADR section 15 payloads and the binding is built
+    # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids come
+    # from the codec without building the records first, and the binding is built
     # without re-running its validators (the hot path; a property test holds this
-    # equal to validated construction and to the codec's identity of each record).
-    charge_payload = {"candidates": charge.candidates, "steps": charge.steps}
-    span_payloads = [
-        {
-            "text": span.text,
-            "start": span.start,
-            "end": span.end,
-            "sentence_index": span.sentence_index,
-        }
-        for span in spans
-    ]
+    # equal to validated construction). Nested records are hashed as their fields hold
+    # now (a record altered after its nested form was cached must not hash as it was).
     input_fields: dict[str, object] = {
         "binding_policy_version": CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
         "original_run_id": run.run_id,
@@ -777,27 +777,9 @@ def _bind(
         "schema_versions": schema_versions,
         "policy_versions": policy_versions,
     }
-    # The attempt's nested form: every field but explanation, the real attempt_id.
-    attempt_payload = {
-        "attempt_id": attempt_id,
-        "attempt_index": index,
-        "parent_attempt_id": parent,
-        "operator_id": attempt.operator_id,
-        "operator_version": attempt.operator_version,
-        "input_digest": attempt.input_digest,
-        "candidate_digest": candidate_digest,
-        "budget_charge": charge_payload,
-        "depth": depth,
-        "step_index": attempt.step_index,
-        "replay_status": CandidateReplayStatus.REPLAY_PENDING.value,
-        "replay_blockers": [],
-        "evidence_spans": span_payloads,
-    }
     try:
-        input_digest = sha256_hex(input_fields)
-        candidate_attempt_ref = sha256_hex(attempt_payload)
-        binding_payload = {
-            "binding_id": "",
+        input_digest = id_of_fields(CandidateAttemptRunBindingInput, input_fields)
+        fields: dict[str, object] = {
             "binding_policy_version": CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
             "input_digest": input_digest,
             "original_run_id": run.run_id,
@@ -806,27 +788,18 @@ def _bind(
             "attempt_index": index,
             "candidate_digest": candidate_digest,
             "candidate_reconstruction_digest": reconstruction.candidate_reconstruction_digest,
-            "candidate_attempt_ref": candidate_attempt_ref,
-            "budget_charge": charge_payload,
+            "candidate_attempt_ref": nested_id(attempt, cached=False),
+            "budget_charge": charge,
             "depth": depth,
             "step_index": attempt.step_index,
-            "run_attempt_membership": RunAttemptMembership.STRUCTURALLY_BOUND.value,
-            "evidence_spans": span_payloads,
-            "reason_codes": [],
+            "run_attempt_membership": RunAttemptMembership.STRUCTURALLY_BOUND,
+            "evidence_spans": spans,
+            "reason_codes": (),
+            "explanation": explanation or _BOUND_EXPLANATION,
         }
-        binding_id = sha256_hex(binding_payload)
+        fields["binding_id"] = id_of_fields(CandidateAttemptRunBinding, fields)
     except CanonicalizationError:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
-    # The binding holds the payload's values, with records where the payload has
-    # their JSON form, its id in place of "", and the explanation.
-    fields = binding_payload | {
-        "binding_id": binding_id,
-        "budget_charge": charge,
-        "run_attempt_membership": RunAttemptMembership.STRUCTURALLY_BOUND,
-        "evidence_spans": spans,
-        "reason_codes": (),
-        "explanation": explanation or _BOUND_EXPLANATION,
-    }
     binding = _trusted(CandidateAttemptRunBinding, fields)
     return binding, input_fields
 

@@ -225,8 +225,10 @@ def nested_id(record: Record, *, cached: bool = True) -> str:
         ArgumentTypeError: ``record`` is not a `Record`.
         CanonicalizationError: as for `compute_id`.
     """
-    _require_record("nested_id", record)
-    spec = _spec(type(record))
+    spec = _SPECS.get(type(record))
+    if spec is None:
+        _require_record("nested_id", record)
+        spec = _spec(type(record))
     nested = spec.raw_nested(record) if cached else spec.fresh_nested(record)
     return sha256_prevalidated(nested, default=_nested_default if cached else _fresh_default)
 
@@ -487,8 +489,11 @@ def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None
     origin = typing.get_origin(hint)
     if isinstance(hint, type) and issubclass(hint, Record):
         record_cls: type[Record] = hint
-        # The class's spec is looked up at the first call, not here: a record class may
-        # hold itself (or one not yet fully defined) in a field.
+        # A class not compiled yet is looked up at the first call, not here: a record
+        # class may hold itself (or one not yet fully defined) in a field.
+        known = _SPECS.get(record_cls)
+        if known is not None:
+            return known.raw_nested if cached else known.fresh_nested
         resolved: list[Callable[[Any], object]] = []
 
         def convert(value: Any) -> object:
@@ -511,7 +516,7 @@ def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None
             convert_item = _record_converter(args[0], cached)
             if convert_item is not None:
                 item_fn = convert_item
-                return lambda value: [item_fn(item) for item in value]
+                return lambda value: list(map(item_fn, value))
     return None
 
 
