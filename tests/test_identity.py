@@ -25,6 +25,7 @@ from kernel.identity import (
     MAX_SAFE_INT,
     Sha256Stream,
     canonical_json,
+    is_canonical_str,
     is_digest,
     sha256_bytes,
     sha256_hex,
@@ -344,3 +345,19 @@ def test_sha256_bytes_and_stream_agree_with_hashlib() -> None:
 def test_is_digest(value: object, ok: bool) -> None:
     """A digest is exactly 64 lowercase hex characters, nothing else."""
     assert is_digest(value) is ok
+
+
+# -- branches: text with a lone surrogate, a refusal after a well-formed list -----------
+
+
+def test_is_canonical_str_refuses_a_lone_surrogate_only() -> None:
+    assert is_canonical_str("plain")
+    assert is_canonical_str("caf\u00e9 \U0001f600")
+    assert not is_canonical_str("a\ud800")
+    assert not is_canonical_str(b"bytes")
+
+
+def test_the_refusal_is_located_after_a_well_formed_list() -> None:
+    with pytest.raises(CanonicalizationError) as info:
+        canonical_json({"a": [1, "x", [True]], "b": 1.5})
+    assert info.value.path == "$.b"

@@ -79,7 +79,9 @@ def canonical_json(value: object) -> bytes:
     except orjson.JSONEncodeError as e:
         # orjson refuses lone surrogates and out-of-range ints natively; find where.
         _locate_refusal(value, "$", 1)
-        raise CanonicalizationError("$", f"not encodable: {e}") from e
+        # Unreachable: _locate_refusal raises for every value orjson refuses (it admits
+        # only exact str/int/bool/None/dict/list/tuple within range and depth).
+        raise CanonicalizationError("$", f"not encodable: {e}") from e  # pragma: no cover
 
 
 def sha256_hex(value: object) -> str:
