@@ -253,6 +253,23 @@ def test_output_may_not_overwrite_an_input(work: Path) -> None:
     assert (work / "results/demo/run.json").read_bytes() == before
 
 
+def test_output_may_not_land_inside_an_input_folder(work: Path) -> None:
+    """An output under a folder the run reads (a candidate tree) is refused before
+    anything is written, even as a new file (no path or inode to compare)."""
+    folder = work / "orchestration/candidates/good/candidate-root"
+    before = sorted(p.name for p in folder.rglob("*"))
+    code = main(
+        ["report", "generate", "--config", "orchestration/two-attempt-good-vs-bad.json",
+         "--results-root", "orchestration",
+         "--run-output", "orchestration/candidates/good/candidate-root/run.json",
+         "--report-json", "orchestration/evidence.json",
+         "--report-markdown", "orchestration/evidence.md"]
+    )  # fmt: skip
+    assert code == 2
+    assert sorted(p.name for p in folder.rglob("*")) == before
+    assert not (work / "orchestration/evidence.json").exists()
+
+
 _KILLED_WRITER = """
 import os, sys, time
 from kernel.effects import files

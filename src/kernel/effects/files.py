@@ -51,6 +51,7 @@ __all__ = [
     "load_json",
     "open_input",
     "read_input",
+    "refuse_outputs_on_inputs",
     "sweep_temporaries",
     "write_canonical_json",
 ]
@@ -281,6 +282,35 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def refuse_outputs_on_inputs(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
+    """Refuse any output that would land on a file the run reads, before the first write.
+
+    Each output is compared with each input by resolved path (symlinks followed) and by
+    ``(st_dev, st_ino)`` when both exist (a hard link or a bind mount is the same file);
+    an input folder (a baseline, a candidate folder) covers every file under it.
+
+    Raises:
+        EffectError: an output names an input (the message names both).
+    """
+    sources = [(Path(i), Path(os.path.realpath(i)), _identity(Path(i))) for i in inputs]
+    for output in outputs:
+        real = Path(os.path.realpath(output))
+        identity = _identity(output)
+        for source, source_real, source_identity in sources:
+            inside = source_real.is_dir() and real.is_relative_to(source_real)
+            same = real == source_real or (identity is not None and identity == source_identity)
+            if inside or same:
+                raise EffectError(f"{output}: output would land on the input {source}")
+
+
 class OutputRoot:
     """A folder that a command may write into, and nothing outside it.
 
@@ -299,7 +329,8 @@ class OutputRoot:
         Raises:
             EffectError: the path escapes the root (``..``, absolute elsewhere, a
                 symlink on the way), is the root itself or a folder, cannot be a file
-                (a file on the way, a name too long), or names an input.
+                (a file on the way, a name too long), or lands on an input (the
+                same file, or under an input folder: `refuse_outputs_on_inputs`).
         """
         requested = Path(requested)
         root = Path(os.path.abspath(self.root))
@@ -310,12 +341,7 @@ class OutputRoot:
             raise EffectError(f"{requested}: output must be inside the output root {self.root}/")
         try:
             self._check_way(requested, root, target)
-            for source in inputs:
-                source_path = Path(source)
-                if source_path.exists() and target.exists() and source_path.samefile(target):
-                    raise EffectError(f"{requested}: output would overwrite the input {source}")
-                if Path(os.path.abspath(source_path)) == target:
-                    raise EffectError(f"{requested}: output would overwrite the input {source}")
+            refuse_outputs_on_inputs([target], [Path(source) for source in inputs])
         except EffectError:
             raise
         except OSError as e:

@@ -42,9 +42,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -61,6 +60,7 @@ from kernel.effects.files import (
     OutputRoot,
     atomic_write_bytes,
     load_json,
+    refuse_outputs_on_inputs,
     write_canonical_json,
 )
 from kernel.effects.orchestrate import (
@@ -72,7 +72,7 @@ from kernel.effects.orchestrate import (
 )
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import Capture
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError
 from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.render import (
     CheckOutputView,
@@ -256,35 +256,6 @@ def _workspace(
         patches=tuple(PatchView.of(patches[d], ids) for d, ids in sorted(by_patch.items())),
         outputs=tuple(outputs),
     )
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def refuse_outputs_on_inputs(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
-    """Refuse any output that would land on a file the run reads, before the first write.
-
-    Each output is compared with each input by resolved path (symlinks followed) and by
-    ``(st_dev, st_ino)`` when both exist (a hard link or a bind mount is the same file);
-    an input folder (a baseline, a candidate folder) covers every file under it.
-
-    Raises:
-        EffectError: an output names an input (the message names both).
-    """
-    sources = [(Path(i), Path(os.path.realpath(i)), _identity(Path(i))) for i in inputs]
-    for output in outputs:
-        real = Path(os.path.realpath(output))
-        identity = _identity(output)
-        for source, source_real, source_identity in sources:
-            inside = source_real.is_dir() and real.is_relative_to(source_real)
-            same = real == source_real or (identity is not None and identity == source_identity)
-            if inside or same:
-                raise EffectError(f"{output}: output would land on the input {source}")
 
 
 REPLAY_NONE: Final = "none"
