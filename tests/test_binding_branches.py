@@ -3,8 +3,10 @@ no reason codes, a refusal exactly one."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -14,6 +16,7 @@ from kernel.binding import (
     CandidateAttemptRunBindingRefusal,
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
+    verify_binding,
 )
 from kernel.errors import FieldError
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
@@ -52,3 +55,46 @@ def test_a_refusal_carries_exactly_one_reason_code() -> None:
     for codes in ((), (*refusal.reason_codes, other), [refusal.reason_codes[0]], ("x",)):
         with pytest.raises(FieldError, match="a refusal carries exactly one reason code"):
             attrs.evolve(refusal, reason_codes=codes)  # type: ignore[arg-type]
+
+
+def _chain() -> tuple[GeometricSearchRun, CandidateOperatorResult]:
+    return (
+        GeometricSearchRun.from_dict(CHAIN["geometric_search_run"]),
+        CandidateOperatorResult.from_dict(CHAIN["candidate_operator_result"]),
+    )
+
+
+def _forged(record: Any, **changes: Any) -> Any:
+    """A copy of ``record`` altered after construction (bypassing its validators)."""
+    copy_ = copy.copy(record)
+    for name, value in changes.items():
+        object.__setattr__(copy_, name, value)
+    return copy_
+
+
+@pytest.mark.parametrize("versions", [(("a",),), (("a", "b", "c"),), ["x"]])
+def test_malformed_schema_versions_are_unsupported(versions: Any) -> None:
+    run, result = _chain()
+    outcome = bind_candidate_attempt_to_run(
+        original_run=run, candidate_operator_result=result, schema_versions=versions
+    )
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    assert outcome.reason_codes == (R.UNSUPPORTED_SCHEMA_VERSION,)
+
+
+@pytest.mark.parametrize("value", ["g" * 64, "A" * 64, " " + "a" * 63])
+def test_a_64_character_id_that_is_not_lowercase_hex_is_malformed(value: str) -> None:
+    run, result = _chain()
+    outcome = bind_candidate_attempt_to_run(
+        original_run=_forged(run, budget_id=value), candidate_operator_result=result
+    )
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    assert outcome.reason_codes == (R.MALFORMED_INPUT_FIELD,)
+
+
+def test_a_binding_whose_id_cannot_be_recomputed_does_not_verify() -> None:
+    run, result = _chain()
+    forged = _forged(_binding(), original_run_id="\ud800")
+    outcome = verify_binding(forged, original_run=run, candidate_operator_result=result)
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    assert outcome.reason_codes == (R.BINDING_ID_MISMATCH,)
