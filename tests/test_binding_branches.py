@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
 
 from kernel.binding import (
     CandidateAttemptRunBinding,
@@ -20,6 +21,7 @@ from kernel.binding import (
 )
 from kernel.errors import FieldError
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.strategies import binding_pairs
 
 CHAIN = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures/binding/reference-chain.json").read_text()
@@ -98,3 +100,20 @@ def test_a_binding_whose_id_cannot_be_recomputed_does_not_verify() -> None:
     outcome = verify_binding(forged, original_run=run, candidate_operator_result=result)
     assert type(outcome) is CandidateAttemptRunBindingRefusal
     assert outcome.reason_codes == (R.BINDING_ID_MISMATCH,)
+
+
+@settings(max_examples=25)
+@given(binding_pairs(max_existing=3).filter(lambda pair: len(pair[0].candidate_attempts) >= 2))
+def test_an_existing_attempt_without_an_exact_charge_leaves_the_run_unaccounted(
+    pair: tuple[GeometricSearchRun, CandidateOperatorResult],
+) -> None:
+    """Once one existing attempt's charge is not an exact BudgetCharge, what the earlier
+    attempts charged is unknown, whatever the later ones say: check 25 refuses."""
+    run, result = pair
+    first, *rest = run.candidate_attempts
+    attempts = (_forged(first, budget_charge=None), *rest)
+    outcome = bind_candidate_attempt_to_run(
+        original_run=_forged(run, candidate_attempts=attempts), candidate_operator_result=result
+    )
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    assert outcome.reason_codes == (R.RUN_ACCOUNTING_UNDERSTATED,)
