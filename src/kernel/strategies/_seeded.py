@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from kernel.identity import sha256_bytes
 
+__all__ = ["SEEDS", "Stream"]
+
 T = TypeVar("T")
 
 SEEDS = st.integers(min_value=0, max_value=2**64 - 1)
