@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload
-from kernel.errors import CanonicalizationError, FieldError, RecordError
+from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload, nested_id
+from kernel.errors import ArgumentTypeError, CanonicalizationError, FieldError, RecordError
 from kernel.values import Count, digest
 
 
@@ -189,3 +189,31 @@ def test_record_classes_the_codec_cannot_compile_are_named() -> None:
         with pytest.raises(TypeError) as info:
             _compile(cls)
         assert str(info.value) == message
+
+
+# -- nested_id: the content digest of a record's nested form ----------------------------
+
+
+def test_nested_id_is_the_stdlib_hash_of_the_nested_form_cached_or_fresh() -> None:
+    @attrs.frozen(kw_only=True)
+    class Fresh(Record):
+        """A class whose codec spec is not compiled yet when nested_id first meets it."""
+
+        pair: tuple[Leaf, int]
+
+    record = Fresh(pair=(Leaf(name="x"), 1))
+    expected = _stdlib_id({"pair": [{"name": "x"}, 1]})
+    assert nested_id(record) == expected
+    assert nested_id(record, cached=False) == expected
+    # Altered after its nested form was cached: only cached=False sees the new value.
+    object.__setattr__(record, "pair", (Leaf(name="y"), 1))
+    assert nested_id(record, cached=False) == _stdlib_id({"pair": [{"name": "y"}, 1]})
+
+
+def test_nested_id_of_a_non_record_or_a_smuggled_value_is_refused() -> None:
+    with pytest.raises(ArgumentTypeError, match="nested_id"):
+        nested_id({"name": "x"})  # type: ignore[arg-type]
+    smuggled = Pairs(tagged=(Leaf(name="x"), 1), coloured=(Colour.RED, "y"), plain=("z", 2))
+    object.__setattr__(smuggled, "tagged", ({1}, 1))
+    with pytest.raises(CanonicalizationError, match="set"):
+        nested_id(smuggled, cached=False)
