@@ -848,7 +848,9 @@ def test_22_no_effects_while_binding(audit_events: list[str]) -> None:
     run, result = chain()
     # The codec compiles a record class's annotations on first use (a cache filled once,
     # not an effect); warm it so only the measured calls' own events remain.
-    verify_binding(bind(run, result), run, result)
+    warm = bind(run, result)
+    assert type(warm) is CandidateAttemptRunBinding
+    verify_binding(warm, run, result)
     bind(run, attrs.evolve(result, geometric_search_run_id=OTHER))
     audit_events.clear()
     outcome = bind(run, result)
