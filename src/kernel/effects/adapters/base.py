@@ -30,10 +30,15 @@ from kernel.effects.sandbox import Limits
 from kernel.errors import ConfigError, KernelError
 from kernel.runrecord import AttemptErrorCode, CheckRun, SandboxRun
 from kernel.verification import (
+    Actor,
+    ActorType,
+    CheckResult,
+    Independence,
     Isolation,
     ResultManifest,
     VerificationResult,
     WorkUnit,
+    verdict_from_checks,
     weakest_isolation,
 )
 
@@ -53,6 +58,7 @@ __all__ = [
     "AttemptEvidence",
     "below_minimum",
     "collecting_notes",
+    "independent_verification",
     "load_object",
     "note",
     "record_check_run",
@@ -352,3 +358,47 @@ def load_object(path: Path, what: str) -> dict[str, object]:
     if type(document) is not dict:
         raise ConfigError(f"{path}: {what} must be a JSON object")
     return document
+
+
+def independent_verification(
+    *,
+    verifier_id: str,
+    adapter: VerifierAdapter,
+    work_unit: WorkUnit,
+    manifest: ResultManifest,
+    checks: tuple[CheckResult, ...],
+    result_id: str,
+    rationale: str,
+) -> VerificationResult:
+    """The verification result a kernel verifier adapter reports for ``manifest``.
+
+    Every built-in verifier is a system actor independent of the worker (it sees only
+    the manifest and the candidate), and its verdict follows the one shared rule
+    (`verdict_from_checks`); only the id, the checks and the rationale differ.
+    """
+    status, recommendation = verdict_from_checks(checks, manifest.status)
+    return VerificationResult(
+        id=result_id,
+        result_manifest_id=manifest.id,
+        result_manifest_digest=manifest.digest,
+        work_unit_id=work_unit.id,
+        work_unit_version=work_unit.version,
+        work_unit_digest=work_unit.digest,
+        attempt=manifest.attempt,
+        verifier=Actor(
+            id=verifier_id,
+            type=ActorType.SYSTEM,
+            adapter=adapter.kind,
+            adapter_version=adapter.version,
+        ),
+        independence=Independence(
+            independent_from_worker=True,
+            worker_id_observed=manifest.worker.id,
+            shared_model_family=False,
+            shared_runtime=False,
+        ),
+        status=status,
+        checks=checks,
+        recommendation=recommendation,
+        rationale=rationale,
+    )

@@ -94,6 +94,7 @@ from kernel.effects.adapters.base import (
     WorkerFailed,
     WorkerProduced,
     below_minimum,
+    independent_verification,
     note,
     record_check_run,
     record_worker_sandbox,
@@ -128,12 +129,10 @@ from kernel.verification import (
     CheckReason,
     CheckResult,
     CheckStatus,
-    Independence,
     ResultManifest,
     VerificationResult,
     WorkerStatus,
     WorkUnit,
-    verdict_from_checks,
 )
 
 __all__ = [
@@ -777,30 +776,13 @@ class CommandVerifier:
         checks: tuple[CheckResult, ...],
         reasons: Mapping[str, CheckReason],
     ) -> VerificationResult:
-        status, recommendation = verdict_from_checks(checks, manifest.status)
-        return VerificationResult(
-            id=f"{manifest.id}/{self.verifier_id}/verification",
-            result_manifest_id=manifest.id,
-            result_manifest_digest=manifest.digest,
-            work_unit_id=work_unit.id,
-            work_unit_version=work_unit.version,
-            work_unit_digest=work_unit.digest,
-            attempt=manifest.attempt,
-            verifier=Actor(
-                id=self.verifier_id,
-                type=ActorType.SYSTEM,
-                adapter=self.kind,
-                adapter_version=self.version,
-            ),
-            independence=Independence(
-                independent_from_worker=True,
-                worker_id_observed=manifest.worker.id,
-                shared_model_family=False,
-                shared_runtime=False,
-            ),
-            status=status,
+        return independent_verification(
+            verifier_id=self.verifier_id,
+            adapter=self,
+            work_unit=work_unit,
+            manifest=manifest,
             checks=checks,
-            recommendation=recommendation,
+            result_id=f"{manifest.id}/{self.verifier_id}/verification",
             rationale=", ".join(f"{c.id}={c.status}" for c in checks)
             + "".join(f"; {c}: {r}" for c, r in reasons.items()),
         )

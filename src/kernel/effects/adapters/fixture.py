@@ -27,6 +27,7 @@ from kernel.effects.adapters.base import (
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
+    independent_verification,
     load_object,
 )
 from kernel.effects.files import load_json
@@ -34,15 +35,11 @@ from kernel.errors import CanonicalizationError, KernelError
 from kernel.identity import canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import redact_absolute_paths
 from kernel.verification import (
-    Actor,
-    ActorType,
     CheckResult,
     CheckStatus,
-    Independence,
     ResultManifest,
     VerificationResult,
     WorkUnit,
-    verdict_from_checks,
 )
 
 __all__ = [
@@ -176,30 +173,13 @@ class FixturePolicyVerifier:
             CheckResult(id=name, required=name in required, status=status, evidence_digests=ev)
             for name, (status, ev) in statuses.items()
         )
-        status, recommendation = verdict_from_checks(checks, manifest.status)
-        return VerificationResult(
-            id=f"{manifest.id}/{self.policy_id}/verification",
-            result_manifest_id=manifest.id,
-            result_manifest_digest=manifest.digest,
-            work_unit_id=work_unit.id,
-            work_unit_version=work_unit.version,
-            work_unit_digest=work_unit.digest,
-            attempt=manifest.attempt,
-            verifier=Actor(
-                id="kernel-fixture-verifier",
-                type=ActorType.SYSTEM,
-                adapter=self.kind,
-                adapter_version=self.version,
-            ),
-            independence=Independence(
-                independent_from_worker=True,
-                worker_id_observed=manifest.worker.id,
-                shared_model_family=False,
-                shared_runtime=False,
-            ),
-            status=status,
+        return independent_verification(
+            verifier_id="kernel-fixture-verifier",
+            adapter=self,
+            work_unit=work_unit,
+            manifest=manifest,
             checks=checks,
-            recommendation=recommendation,
+            result_id=f"{manifest.id}/{self.policy_id}/verification",
             rationale=f"policy {self.policy_id}: "
             + ", ".join(f"{c.id}={c.status}" for c in checks),
         )
