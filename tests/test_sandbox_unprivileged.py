@@ -52,13 +52,24 @@ def user() -> Iterator[pwd.struct_passwd]:
             subprocess.run(["userdel", USER], check=False, capture_output=True)
 
 
-def _site_paths() -> str:
-    """This checkout's source and installed dependencies, for the system python."""
+@pytest.fixture
+def site_paths() -> Iterator[str]:
+    """This checkout's kernel and its runtime dependencies, copied where the
+    unprivileged user can read them (a checkout or venv may sit in a 0700 folder)."""
+    import attr
     import attrs
+    import orjson
 
-    src = Path(__file__).resolve().parent.parent / "src"
-    site = Path(attrs.__file__).resolve().parent.parent
-    return f"{src}:{site}"
+    top = Path(tempfile.mkdtemp(prefix="kernel-unpriv-site-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        sources = [Path(__file__).resolve().parent.parent / "src" / "kernel"]
+        sources += [Path(str(m.__file__)).resolve().parent for m in (attr, attrs, orjson)]
+        for source in sources:
+            shutil.copytree(source, top / source.name, ignore=shutil.ignore_patterns("*.pyc"))
+        yield str(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 RUNNER = textwrap.dedent("""
@@ -97,7 +108,7 @@ RUNNER = textwrap.dedent("""
 
 
 def test_unprivileged_runner_maps_the_command_to_itself(
-    user: pwd.struct_passwd, tmp_path: Path
+    user: pwd.struct_passwd, tmp_path: Path, site_paths: str
 ) -> None:
     """Run by an unprivileged user, the command is that user outside (never root),
     cannot write kernel settings, and the baseline stays unchanged."""
@@ -110,7 +121,7 @@ def test_unprivileged_runner_maps_the_command_to_itself(
         user=user.pw_uid,
         group=user.pw_gid,
         extra_groups=[],
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": _site_paths(), "TMPDIR": "/tmp"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": site_paths, "TMPDIR": "/tmp"},
         capture_output=True,
         text=True,
         timeout=120,

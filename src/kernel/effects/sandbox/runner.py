@@ -66,6 +66,7 @@ FALLBACK_OUTER_ID: Final = 2147418112
 (``2**31 - 2**16``: far above ``useradd``'s ranges, below the 32-bit ``-1``)."""
 
 _HELPER_DIR: Final = str(Path(__file__).resolve().parent)
+_KERNEL_DIR: Final = str(Path(__file__).resolve().parents[2])
 _BOOTSTRAP: Final = (
     "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\n"
     "if sys.argv[1:2] == ['serve']:\n    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))\n"
@@ -534,9 +535,11 @@ def _helper_argv() -> list[str]:
 
 
 def _exposed(command: Sequence[str]) -> list[str]:
-    """Folders the unprivileged command must reach: this interpreter's prefixes and
-    the folder of an absolute program (the helper opens them if a parent is closed)."""
-    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    """Folders the unprivileged command must reach: this interpreter's prefixes, the
+    kernel package (the verifier's test runner runs from it, also from a checkout in
+    a folder closed to others) and the folder of an absolute program (the helper
+    opens them, read-only, if a parent is closed)."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
     if command and command[0].startswith("/"):
         paths.add(os.path.dirname(os.path.realpath(command[0])))
     return sorted(p for p in paths if ":" not in p and p != "/")
