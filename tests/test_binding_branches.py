@@ -40,9 +40,17 @@ def _binding() -> CandidateAttemptRunBinding:
     return outcome
 
 
-@pytest.mark.parametrize("codes", [("x",), [], (R.INVALID_BINDING_INPUT,)])
-def test_a_binding_carries_no_reason_codes(codes: object) -> None:
-    with pytest.raises(FieldError, match="a binding carries no reason codes"):
+@pytest.mark.parametrize(
+    ("codes", "message"),
+    [
+        (("x",), "a binding carries no reason codes"),
+        ([], "reason_codes: expected a tuple, got list"),
+        ((R.INVALID_BINDING_INPUT,), r"reason_codes\[0\]: expected str, got RunAttempt"),
+        (("",), "a binding carries no reason codes"),
+    ],
+)
+def test_a_binding_carries_no_reason_codes(codes: object, message: str) -> None:
+    with pytest.raises(FieldError, match=message):
         attrs.evolve(_binding(), reason_codes=codes)  # type: ignore[arg-type]
 
 
@@ -54,9 +62,13 @@ def test_a_refusal_carries_exactly_one_reason_code() -> None:
     assert type(refusal) is CandidateAttemptRunBindingRefusal
     assert len(refusal.reason_codes) == 1
     other = next(r for r in R if r not in refusal.reason_codes)
-    for codes in ((), (*refusal.reason_codes, other), [refusal.reason_codes[0]], ("x",)):
+    for codes in ((), (*refusal.reason_codes, other)):
         with pytest.raises(FieldError, match="a refusal carries exactly one reason code"):
-            attrs.evolve(refusal, reason_codes=codes)  # type: ignore[arg-type]
+            attrs.evolve(refusal, reason_codes=codes)
+    with pytest.raises(FieldError, match="reason_codes: expected a tuple, got list"):
+        attrs.evolve(refusal, reason_codes=[refusal.reason_codes[0]])  # type: ignore[arg-type]
+    with pytest.raises(FieldError, match=r"reason_codes\[0\]: expected a RunAttemptBinding"):
+        attrs.evolve(refusal, reason_codes=("x",))  # type: ignore[arg-type]
 
 
 def _chain() -> tuple[GeometricSearchRun, CandidateOperatorResult]:

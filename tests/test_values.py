@@ -231,7 +231,7 @@ class Shapes(Record):
         ({"positive": 0}, "Shapes.positive: expected an integer >= 1"),
         ({"nonblank": " "}, "Shapes.nonblank: expected a non-blank string"),
         ({"nonblank": "a\ud800"}, "Shapes.nonblank: string holds a lone surrogate"),
-        ({"member": "low"}, "Shapes.member: expected a Reason member"),
+        ({"member": "low"}, "Shapes.member: expected a Reason, got str 'low'"),
         ({"items": ["a"]}, "Shapes.items: expected a tuple, got list"),
         ({"items": ("a", 1)}, r"Shapes.items\[1\]: expected str, got int"),
         ({"items": ("a\udfff",)}, r"Shapes.items\[0\]: string holds a lone surrogate"),

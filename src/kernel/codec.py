@@ -48,6 +48,7 @@ __all__ = [
     "Identity",
     "Record",
     "compute_id",
+    "field_check",
     "field_error",
     "id_of_fields",
     "identity_payload",
@@ -56,6 +57,7 @@ __all__ = [
     "nested_id",
     "UNSEALED",
     "seal",
+    "tag_of",
 ]
 
 R = TypeVar("R")
@@ -135,9 +137,9 @@ def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
         try:
             # Fields declared with a kind (``start: Count``) are checked by the kind's
             # validator first, so the record's own invariants see well-typed values.
-            for name, attribute, validator in _spec(type(self)).kind_checks:
+            for name, check in _spec(type(self)).kind_checks:
                 if name in kwargs:
-                    validator(self, attribute, kwargs[name])
+                    check(kwargs[name], name)
             init(self, *args, **kwargs)
         except FieldError as e:
             if e.record:
@@ -337,11 +339,14 @@ class _Spec:
         # A field annotated with a kind (`kernel.values`) and no validator of its own is
         # validated by the kind's validator (the Annotated metadata).
         extras = typing.get_type_hints(cls, include_extras=True)
+        # Every field is checked by what its annotation says (`field_check`): the
+        # annotation is the one statement of the field's kind; a validator of the
+        # field's own (attrs) adds the record's rule and runs after, on a checked value.
         self.kind_checks = tuple(
-            (field.name, field, validator)
+            (field.name, check)
             for field in attrs.fields(cls)  # type: ignore[arg-type]
-            if field.validator is None
-            for validator in kind_validators(extras[field.name])
+            if (check := field_check(extras[field.name], f"{cls.__name__}.{field.name}"))
+            is not None
         )
         self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[arg-type]
         self.field_set = frozenset(self.fields)
@@ -462,6 +467,173 @@ def kind_validators(hint: Any) -> tuple[Callable[[Any, Any, Any], None], ...]:
     )
 
 
+_Check = Callable[[object, str], None]
+"""Checks one value at a construction path; raises `FieldError` naming that path."""
+
+
+@attrs.frozen
+class _At:
+    """Stands in for an ``attrs.Attribute`` when a kind's validator checks an item
+    (``inputs[2]``): validators read only ``name``."""
+
+    name: str
+
+
+def field_check(hint: Any, where: str) -> _Check | None:
+    """The construction check an annotation implies, or None when it admits anything.
+
+    ``str`` is exact, valid-Unicode text; ``int`` an exact int inside +/-(2**53 - 1)
+    (``bool`` is not an int); ``bool`` exact; an enum its members only (not their
+    values); a record class exactly that class; ``Literal`` its values; ``X | None``
+    and unions of records; ``tuple[X, ...]`` and fixed tuples item by item (the
+    failing item named ``field[i]``); ``Annotated[T, kind]`` runs the kinds of
+    `kernel.values` (digest, count, ...), which state the whole rule.
+    """
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        validators = kind_validators(hint)
+        if not validators:
+            return field_check(typing.get_args(hint)[0], where)
+
+        def check_kind(value: object, path: str) -> None:
+            at = _At(path)
+            for validator in validators:
+                validator(None, at, value)
+
+        return check_kind
+    if hint is str:
+        return _check_str
+    if hint is int:
+        return _check_int
+    if hint is bool or hint is type(None):
+        return _exact_check(hint)
+    if isinstance(hint, type) and issubclass(hint, Record | enum.Enum):
+        return _class_check(hint)
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+
+        def check_literal(value: object, path: str) -> None:
+            if not any(type(value) is type(a) and value == a for a in allowed):
+                raise FieldError(path, f"expected one of {list(allowed)}, got {value!r}")
+
+        return check_literal
+    if origin in (types.UnionType, typing.Union):
+        return _union_check(typing.get_args(hint), where)
+    if origin is tuple:
+        return _tuple_check(typing.get_args(hint), where)
+    if hint is object or hint is Any:
+        return None
+    raise TypeError(f"{where}: no construction check for field type {hint!r}")
+
+
+def _check_str(value: object, path: str) -> None:
+    if type(value) is not str:
+        raise FieldError(path, f"expected str, got {_found_type(value)}")
+    if not is_canonical_str(value):
+        raise FieldError(path, "string holds a lone surrogate (not valid Unicode)")
+
+
+def _check_int(value: object, path: str) -> None:
+    if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        raise FieldError(
+            path, f"expected an integer within +/-(2**53 - 1), got {_found_type(value)}"
+        )
+
+
+def _exact_check(kind: type) -> _Check:
+    def check_exact(value: object, path: str) -> None:
+        if type(value) is not kind:
+            raise FieldError(path, f"expected {kind.__name__}, got {_found_type(value)}")
+
+    return check_exact
+
+
+def _class_check(kind: type) -> _Check:
+    # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
+    # refusal base class) admits the members of any subclass, which subclasses narrow.
+    abstract = issubclass(kind, enum.Enum) and not list(kind)
+    a = "an" if kind.__name__[0] in "AEIOU" else "a"
+
+    def check_class(value: object, path: str) -> None:
+        if type(value) is not kind and not (abstract and isinstance(value, kind)):
+            raise FieldError(path, f"expected {a} {kind.__name__}, got {_found_type(value)}")
+
+    return check_class
+
+
+def _found_type(value: object) -> str:
+    """What a wrong value is: its exact type, and a short repr of a scalar."""
+    kind = type(value).__name__
+    if value is None or isinstance(value, enum.Enum | Record):
+        return kind
+    if isinstance(value, str | int | float):
+        text = repr(value)
+        return f"{kind} {text[:40]}{'...' if len(text) > 40 else ''}"
+    return kind
+
+
+def _union_check(members: tuple[Any, ...], where: str) -> _Check | None:
+    checks = [field_check(member, where) for member in members]
+    if any(check is None for check in checks):
+        return None
+    names = " | ".join(_type_name(member) for member in members)
+    known = [c for c in checks if c is not None]
+    # ``X | None``: a wrong value is explained by X's own check (which item, which rule).
+    proper = [c for m, c in zip(members, known, strict=True) if m is not type(None)]
+    explain = proper[0] if len(proper) == 1 else None
+
+    def check_union(value: object, path: str) -> None:
+        if value is None and len(proper) < len(members):
+            return
+        if explain is not None:
+            try:
+                explain(value, path)
+            except FieldError as e:
+                reason = e.reason
+                if e.kernel_field == path and reason.startswith("expected ") and ", got " in reason:
+                    cut = reason.rindex(", got ")
+                    raise FieldError(path, f"{reason[:cut]} or None{reason[cut:]}") from None
+                raise
+            return
+        for check in proper:
+            try:
+                check(value, path)
+            except FieldError:
+                continue
+            return
+        raise FieldError(path, f"expected {names}, got {_found_type(value)}")
+
+    return check_union
+
+
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "None"
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def _tuple_check(args: tuple[Any, ...], where: str) -> _Check:
+    variadic = len(args) == 2 and args[1] is Ellipsis
+    items = [field_check(a, where) for a in (args[:1] if variadic else args)]
+
+    def check_tuple(value: object, path: str) -> None:
+        if type(value) is not tuple:
+            raise FieldError(path, f"expected a tuple, got {type(value).__name__}")
+        if variadic:
+            item = items[0]
+            if item is not None:
+                for index, element in enumerate(value):
+                    item(element, f"{path}[{index}]")
+            return
+        if len(value) != len(items):
+            raise FieldError(path, f"expected {len(items)} items, got {len(value)}")
+        for index, (element, check) in enumerate(zip(value, items, strict=True)):
+            if check is not None:
+                check(element, f"{path}[{index}]")
+
+    return check_tuple
+
+
 _SPECS: dict[type, _Spec] = {}
 
 
@@ -508,6 +680,10 @@ def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None
         found = [c for c in inner if c is not None]
         if not found:
             return None
+        if len(found) > 1:  # a tagged union: each value is converted by its own class
+            if cached:
+                return lambda value: None if value is None else _spec(type(value)).raw_nested(value)
+            return lambda value: None if value is None else _spec(type(value)).fresh_nested(value)
         convert_member = found[0]
         return lambda value: None if value is None else convert_member(value)
     if origin is tuple:
@@ -589,9 +765,14 @@ def _compile(hint: Any, where: str) -> tuple[_Parser, _Encoder | None]:
         return _exact(type(None)), None
     if origin in (types.UnionType, typing.Union):
         members = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(members) != 1 or len(typing.get_args(hint)) != 2:
-            raise TypeError(f"{where}: only `X | None` unions are supported")
-        inner_parse, inner_encode = _compile(members[0], where)
+        inner_parse: _Parser
+        inner_encode: _Encoder | None
+        if len(members) > 1:
+            inner_parse, inner_encode = _compile_tagged(tuple(members), where)
+        else:
+            inner_parse, inner_encode = _compile(members[0], where)
+        if len(members) == len(typing.get_args(hint)):
+            return inner_parse, inner_encode
 
         def parse_optional(value: object, path: str, verify: bool) -> object:
             return None if value is None else inner_parse(value, path, verify)
@@ -621,6 +802,51 @@ def _compile(hint: Any, where: str) -> tuple[_Parser, _Encoder | None]:
     if origin is tuple:
         return _compile_tuple(typing.get_args(hint), where)
     raise TypeError(f"{where}: unsupported field type {hint!r}")
+
+
+def tag_of(members: tuple[type[Record], ...], where: str = "union") -> tuple[str, dict[str, Any]]:
+    """The discriminating field of a union of records, and its value per member.
+
+    A union of records is *tagged*: every member has a field of the same name
+    annotated with a one-value ``Literal`` (``kind: Literal["kernel-run-record"]``),
+    and no two members share the value. The JSON form is the member's own object; the
+    tag picks the member when parsing.
+
+    Raises:
+        TypeError: the members are not records, or no field tags them apart.
+    """
+    if not all(isinstance(m, type) and issubclass(m, Record) for m in members):
+        raise TypeError(f"{where}: a union of several types must be a union of records")
+    hints = [typing.get_type_hints(m) for m in members]
+    for name in hints[0]:
+        values = []
+        for member_hints in hints:
+            hint = member_hints.get(name)
+            if typing.get_origin(hint) is not typing.Literal or len(typing.get_args(hint)) != 1:
+                break
+            values.append(typing.get_args(hint)[0])
+        else:
+            if len(set(values)) == len(values):
+                return name, dict(zip(values, members, strict=True))
+    raise TypeError(
+        f"{where}: the records of a union need a one-value Literal field to tell them apart"
+    )
+
+
+def _compile_tagged(members: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder]:
+    tag, by_value = tag_of(members, where)
+    allowed = sorted(by_value)
+
+    def parse_tagged(value: object, path: str, verify: bool) -> object:
+        if type(value) is not dict:
+            raise RecordError(path, f"expected an object, got {_json_type(value)}")
+        found = value.get(tag)
+        member = by_value.get(found) if type(found) is str else None
+        if member is None:
+            raise RecordError(_join(path, tag), f"expected one of {allowed}, got {found!r}")
+        return _spec(member).parse(value, path, verify)
+
+    return parse_tagged, operator.methodcaller("to_dict")
 
 
 def _compile_tuple(args: tuple[Any, ...], where: str) -> tuple[_Parser, _Encoder | None]:

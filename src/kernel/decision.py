@@ -30,9 +30,7 @@ the id (this is the one record where free text enters an identity, on purpose).
 
 from __future__ import annotations
 
-import datetime
 import enum
-import re
 from typing import Any, Final, Literal
 
 import attrs
@@ -46,7 +44,16 @@ from kernel.evidence_report import (
 )
 from kernel.identity import is_canonical_str
 from kernel.runrecord import AttemptState, constant
-from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.values import (
+    Refusal,
+    boundary,
+    digest,
+    enum_member,
+    exact,
+    optional_digest,
+    rfc3339_utc_problem,
+    tuple_of,
+)
 from kernel.verification import Recommendation, nonblank
 
 __all__ = [
@@ -69,19 +76,6 @@ __all__ = [
 
 DECISION_KIND: Final = "kernel-human-decision-record"
 DECISION_SCHEMA_VERSION: Final = "1"
-# ASCII digits only: ``\d`` alone would admit fullwidth or Arabic-Indic digits.
-_RFC3339_UTC: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z", re.ASCII)
-
-
-def rfc3339_utc_problem(value: object) -> str | None:
-    """Why ``value`` is not an RFC 3339 UTC timestamp (``...Z``), or None."""
-    if type(value) is not str or not _RFC3339_UTC.fullmatch(value):
-        return f"expected RFC 3339 UTC like 2026-01-01T00:00:00Z, got {value!r}"
-    try:
-        datetime.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
-        return f"not a real date and time: {value!r}"
-    return None
 
 
 def _timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -11,13 +11,18 @@ Rules enforced at construction (a record that exists is well formed):
 - ``(name, version)`` pairs are non-empty strings, unique and sorted ascending;
 - a `SourceSpan` has ``0 <= start <= end``.
 
-Field vocabulary: each kind of field (`Digest`, `OptionalDigest`, `Text`, `NonBlank`,
-`Count`, `Positive`, `SafeInt`, `Digests`, `VersionPairs`) is one ``typing.Annotated``
+Field vocabulary: a field's annotation is the one statement of what it admits. Plain
+types mean their strict form (``str`` valid Unicode text, ``int`` a safe int, ``bool``,
+an enum's members, a record class, ``Literal`` values, ``X | None``, tuples item by
+item, a union of records told apart by a ``Literal`` tag); each further kind of field
+(`Digest`, `OptionalDigest`, `Text`, `NonBlank`, `Count`, `Positive`, `SafeInt`,
+`Digests`, `VersionPairsField`, `Timestamp`, `UniqueTexts`) is one ``typing.Annotated``
 type whose metadata is its validator, and the validator carries its `Kind` (name, JSON
-Schema keywords, description). A record field annotated with a kind needs no
-``attrs.field(validator=...)``: the codec runs the kind's validator at construction
-(naming record and field), `kernel.effects.schemas` writes the kind's keywords, the
-identity docs name the kind, and `kernel.strategies.values.of_kind` draws valid values.
+Schema keywords, description). From the annotation the codec derives the construction
+check (`kernel.codec.field_check`, naming record and field) and the parser,
+`kernel.effects.schemas` the JSON Schema, the identity docs the field's type and kind,
+and `kernel.strategies.values.of_kind` valid values. ``attrs.field(validator=...)`` is
+left for a record's own rule (ascending indexes, no absolute path), which runs after.
 
 Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
 ``admit_*`` function keeps it):
@@ -35,12 +40,14 @@ Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
 from __future__ import annotations
 
 import collections.abc
+import datetime
 import enum
 import functools
+import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, ParamSpec, TypeVar
+from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
 
@@ -59,6 +66,8 @@ __all__ = [
     "Positive",
     "SafeInt",
     "Text",
+    "Timestamp",
+    "UniqueTexts",
     "VersionPairsField",
     "boundary",
     "Refusal",
@@ -74,8 +83,11 @@ __all__ = [
     "optional",
     "optional_digest",
     "positive",
+    "rfc3339_utc_problem",
     "safe_int",
+    "timestamp",
     "tuple_of",
+    "unique_texts",
     "unwrap",
     "version_pair_problem",
     "version_pairs",
@@ -260,7 +272,69 @@ def version_pairs(_instance: object, attribute: attrs.Attribute[Any], value: obj
         raise field_error(attribute.name, problem)
 
 
+# ASCII digits only: ``\d`` alone would admit fullwidth or Arabic-Indic digits.
+_RFC3339_UTC: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z", re.ASCII)
+
+
+def rfc3339_utc_problem(value: object) -> str | None:
+    """Why ``value`` is not an RFC 3339 UTC timestamp (``...Z``), or None."""
+    if type(value) is not str or not _RFC3339_UTC.fullmatch(value):
+        return f"expected RFC 3339 UTC like 2026-01-01T00:00:00Z, got {value!r}"
+    try:
+        datetime.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return f"not a real date and time: {value!r}"
+    return None
+
+
+def timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: an RFC 3339 UTC timestamp that names a real date and time."""
+    problem = rfc3339_utc_problem(value)
+    if problem is not None:
+        raise field_error(attribute.name, problem)
+
+
+def unique_texts(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: a tuple of distinct texts (order kept: it may mean something)."""
+    if type(value) is not tuple:
+        raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if type(item) is not str:
+            raise field_error(
+                f"{attribute.name}[{index}]", f"expected str, got {type(item).__name__}"
+            )
+        if (problem := _text_problem(item)) is not None:
+            raise field_error(f"{attribute.name}[{index}]", problem)
+        if item in seen:
+            raise field_error(
+                f"{attribute.name}[{index}]", f"{item!r} is repeated (items must be unique)"
+            )
+        seen.add(item)
+
+
 _DIGEST_PATTERN = "^[0-9a-f]{64}$"
+_kind(
+    timestamp,
+    Kind(
+        name="timestamp",
+        description="RFC 3339 UTC, e.g. 2026-01-01T00:00:00Z (a real date and time)",
+        schema=(
+            (
+                "pattern",
+                "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$",
+            ),
+        ),
+    ),
+)
+_kind(
+    unique_texts,
+    Kind(
+        name="unique texts",
+        description="an array of distinct texts",
+        schema=(("uniqueItems", True),),
+    ),
+)
 _kind(
     digest,
     Kind(
@@ -346,6 +420,10 @@ Digests = Annotated[tuple[str, ...], digests]
 """A tuple of digests."""
 VersionPairsField = Annotated[VersionPairs, version_pairs]
 """Sorted, unique ``(name, version)`` pairs."""
+Timestamp = Annotated[str, timestamp]
+"""An RFC 3339 UTC timestamp (``2026-01-01T00:00:00Z``) naming a real date and time."""
+UniqueTexts = Annotated[tuple[str, ...], unique_texts]
+"""A tuple of distinct texts."""
 
 
 @attrs.frozen(kw_only=True)

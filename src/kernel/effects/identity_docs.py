@@ -56,7 +56,7 @@ from kernel.effects.commands.bind_selftest import reference_chain
 from kernel.effects.files import atomic_write_bytes
 from kernel.identity import canonical_json, sha256_bytes
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
-from kernel.values import kind_of
+from kernel.values import Kind, kind_of
 
 __all__ = ["PURE_MODULES", "generate", "main"]
 
@@ -169,9 +169,16 @@ def _json_type(hint: Any) -> str:
     return "JSON value"
 
 
+def _kinds(hint: Any) -> list[Kind | None]:
+    """The field kinds an annotation names, wherever they sit (``tuple[Count, ...]``)."""
+    found = [kind_of(v) for v in kind_validators(hint)]
+    inner = typing.get_args(hint)[:1] if found else typing.get_args(hint)
+    return found + [k for arg in inner for k in _kinds(arg)]
+
+
 def _typed(hint: Any, extra: Any, validator: object) -> str:
     """The JSON type, and the field kind (`kernel.values`) when the field has one."""
-    kinds = [kind_of(v) for v in (validator, *kind_validators(extra))]
+    kinds = [kind_of(validator), *_kinds(extra)]
     names = [k.name for k in kinds if k is not None]
     return _json_type(hint) + (f" ({', '.join(names)})" if names else "")
 

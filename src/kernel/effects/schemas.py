@@ -38,7 +38,7 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from kernel.codec import Record, kind_validators
+from kernel.codec import Record, kind_validators, tag_of
 from kernel.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
 from kernel.errors import ConfigError
@@ -47,7 +47,7 @@ from kernel.identity import canonical_json
 from kernel.run_admission import RunAdmission
 from kernel.run_replay import ReplayCheck
 from kernel.runrecord import RunRecord
-from kernel.values import kind_of
+from kernel.values import Kind, kind_of
 from kernel.verification import ResultManifest, VerificationResult, WorkUnit
 
 __all__ = [
@@ -114,12 +114,30 @@ def _name(function: object) -> str:
     return str(getattr(function, "__name__", ""))
 
 
+def _apply(kind: Kind, schema: dict[str, Any]) -> None:
+    """Add a field kind's keywords to ``schema`` (to its items for an items kind, to
+    the non-null member of an optional)."""
+    target = schema["anyOf"][0] if "anyOf" in schema else schema
+    if kind.items:
+        if "items" in target:
+            target["items"].update(dict(kind.schema))
+    else:
+        target.update(dict(kind.schema))
+
+
 class _Builder:
     def __init__(self) -> None:
         self.defs: dict[str, Any] = {}
 
     def hint(self, hint: Any) -> dict[str, Any]:
         origin = typing.get_origin(hint)
+        if origin is typing.Annotated:
+            schema = self.hint(typing.get_args(hint)[0])
+            for validator in kind_validators(hint):
+                kind = kind_of(validator)
+                if kind is not None:
+                    _apply(kind, schema)
+            return schema
         if hint is str:
             return {"type": "string"}
         if hint is int:
@@ -130,6 +148,12 @@ class _Builder:
             return {"type": "null"}
         if origin in (types.UnionType, typing.Union):
             members = [a for a in typing.get_args(hint) if a is not type(None)]
+            if len(members) > 1:  # a tagged union of records (`kernel.codec.tag_of`)
+                tag, _ = tag_of(tuple(members))
+                inner = {"oneOf": [self.hint(m) for m in members], "discriminator": tag}
+                if len(members) == len(typing.get_args(hint)):
+                    return inner
+                return {"anyOf": [inner, {"type": "null"}]}
             return {"anyOf": [self.hint(members[0]), {"type": "null"}]}
         if origin is typing.Literal:
             values = typing.get_args(hint)
@@ -156,26 +180,21 @@ class _Builder:
         if name in self.defs:
             return self.defs[name]  # type: ignore[no-any-return]
         self.defs[name] = {}  # placeholder: recursion guard
-        hints = typing.get_type_hints(cls)
         extras = typing.get_type_hints(cls, include_extras=True)
         properties: dict[str, Any] = {}
         optional: set[str] = set()
         for field in attrs.fields(cls):  # type: ignore[arg-type]
             if (name, field.name) in _OPTIONAL:
                 optional.add(field.name)
-            schema = self.hint(hints[field.name])
+            schema = self.hint(extras[field.name])
             target = schema
             if "anyOf" in schema and "$ref" not in schema["anyOf"][0]:
                 target = schema["anyOf"][0]
-            validators = _validators(field.validator) or list(kind_validators(extras[field.name]))
-            for validator in validators:
+            for validator in _validators(field.validator):
                 name_ = _name(validator)
                 kind = kind_of(validator)
                 if kind is not None and "$ref" not in target:
-                    if kind.items and "items" in target:
-                        target["items"].update(dict(kind.schema))
-                    elif not kind.items:
-                        target.update(dict(kind.schema))
+                    _apply(kind, target)
                 if name_ in _CONSTRAINTS and "$ref" not in target:
                     extra = _CONSTRAINTS[name_]
                     if "const" in extra:

@@ -1,0 +1,247 @@
+"""The annotation of a field is its one statement: construction checks derived from it
+(`kernel.codec.field_check`) and tagged unions of records in the codec."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel.codec import Record, field_check, nested_form, tag_of
+from kernel.errors import FieldError, RecordError
+from kernel.identity import MAX_SAFE_INT
+from kernel.strategies import digests, texts
+from kernel.values import Count, Digest, Digests, NonBlank, OptionalDigest, SourceSpan
+
+
+class Colour(enum.StrEnum):
+    """A closed vocabulary for the sample record."""
+
+    RED = "red"
+    BLUE = "blue"
+
+
+@attrs.frozen(kw_only=True)
+class Plain(Record):
+    """Every field is checked by its annotation alone: no ``attrs.field`` validator."""
+
+    text: str
+    number: int
+    flag: bool
+    colour: Colour
+    span: SourceSpan
+    mode: Literal["a", "b"]
+    maybe: int | None
+    names: tuple[str, ...]
+    pair: tuple[str, int]
+    digest: Digest
+    optional_digest: OptionalDigest
+    count: Count
+    label: NonBlank
+    hashes: Digests
+    spans: tuple[SourceSpan, ...]
+    counts: tuple[Count, ...]
+
+
+def good(**changes: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "text": "t",
+        "number": -3,
+        "flag": True,
+        "colour": Colour.RED,
+        "span": SourceSpan(text="s", start=0, end=1),
+        "mode": "a",
+        "maybe": None,
+        "names": ("x",),
+        "pair": ("p", 1),
+        "digest": "a" * 64,
+        "optional_digest": None,
+        "count": 0,
+        "label": "l",
+        "hashes": ("b" * 64,),
+        "spans": (),
+        "counts": (1, 2),
+    }
+    fields.update(changes)
+    return fields
+
+
+def test_a_record_of_annotations_alone_is_built() -> None:
+    record = Plain(**good())
+    assert record.colour is Colour.RED
+    assert Plain.from_dict(record.to_dict()) == record
+
+
+BAD = [
+    ("text", 1, "Plain.text: expected str, got int 1"),
+    ("text", "\ud800", "Plain.text: string holds a lone surrogate"),
+    ("number", True, "Plain.number: expected an integer"),
+    ("number", MAX_SAFE_INT + 1, "Plain.number: expected an integer"),
+    ("flag", 1, "Plain.flag: expected bool, got int 1"),
+    ("colour", "red", "Plain.colour: expected a Colour, got str 'red'"),
+    ("span", {"text": "s"}, "Plain.span: expected a SourceSpan, got dict"),
+    ("mode", "c", "Plain.mode: expected one of ['a', 'b'], got 'c'"),
+    ("maybe", "1", "Plain.maybe: expected an integer"),
+    ("names", ["x"], "Plain.names: expected a tuple, got list"),
+    ("names", ("x", 2), "Plain.names[1]: expected str, got int 2"),
+    ("pair", ("p",), "Plain.pair: expected 2 items, got 1"),
+    ("pair", ("p", "1"), "Plain.pair[1]: expected an integer"),
+    ("digest", "A" * 64, "Plain.digest: not a 64-char lowercase hex digest"),
+    ("optional_digest", "x", "Plain.optional_digest: not a 64-char lowercase hex digest"),
+    ("count", -1, "Plain.count: expected an integer in 0..2**53-1"),
+    ("label", " ", "Plain.label: expected a non-blank string"),
+    ("hashes", ("b" * 64, "z"), "Plain.hashes[1]: not a 64-char lowercase hex digest"),
+    ("spans", (None,), "Plain.spans[0]: expected a SourceSpan, got NoneType"),
+    ("counts", (1, -2), "Plain.counts[1]: expected an integer in 0..2**53-1"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD)
+def test_each_annotation_refuses_what_it_does_not_admit(
+    field: str, value: object, message: str
+) -> None:
+    with pytest.raises(FieldError) as caught:
+        Plain(**good(**{field: value}))
+    assert str(caught.value).startswith(message)
+    assert caught.value.record == "Plain"
+
+
+JSON_BAD = [
+    (field, list(value) if type(value) is tuple else value)
+    for field, value, _ in BAD
+    if field not in {"colour", "span", "spans"} and type(value) is not list
+]
+
+
+@pytest.mark.parametrize(("field", "value"), JSON_BAD)
+def test_from_dict_refuses_the_same_values_at_their_document_path(
+    field: str, value: object
+) -> None:
+    document = Plain(**good()).to_dict()
+    document[field] = value
+    with pytest.raises(RecordError) as caught:
+        Plain.from_dict(document)
+    assert caught.value.path.startswith(field)
+
+
+@given(st.one_of(st.floats(), st.binary(), st.lists(st.integers()), st.booleans()))
+def test_text_and_digest_fields_admit_only_exact_strings(value: object) -> None:
+    for field in ("text", "digest", "label"):
+        with pytest.raises(FieldError):
+            Plain(**good(**{field: value}))
+
+
+@given(texts(), digests())
+def test_valid_values_of_each_kind_are_admitted(text: str, digest: str) -> None:
+    record = Plain(**good(text=text, digest=digest, hashes=(digest, digest)))
+    assert record.text == text
+
+
+def test_an_unknown_field_type_is_refused_when_its_record_is_first_used() -> None:
+    with pytest.raises(TypeError, match="no construction check for field type"):
+        field_check(list[int], "Sample.field")
+    assert field_check(object, "Sample.field") is None
+    assert field_check(Any, "Sample.field") is None
+
+
+def test_an_abstract_enum_admits_members_of_its_subclasses_only() -> None:
+    check = field_check(enum.StrEnum, "Refusal.code")
+    assert check is not None
+    check(Colour.RED, "code")
+    with pytest.raises(FieldError, match="expected a StrEnum, got str 'red'"):
+        check("red", "code")
+
+
+# Tagged unions ---------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Cat(Record):
+    """One member of a tagged union."""
+
+    kind: Literal["cat"] = "cat"
+    lives: Count
+
+
+@attrs.frozen(kw_only=True)
+class Dog(Record):
+    """Another member, told apart by ``kind``."""
+
+    kind: Literal["dog"] = "dog"
+    name: NonBlank
+
+
+@attrs.frozen(kw_only=True)
+class Home(Record):
+    """Holds union values directly, optionally and in a tuple."""
+
+    pet: Cat | Dog
+    other: Dog | Cat | None
+    pets: tuple[Cat | Dog, ...]
+
+
+def test_a_union_of_records_round_trips_by_its_tag() -> None:
+    home = Home(pet=Dog(name="rex"), other=None, pets=(Cat(lives=9), Dog(name="a")))
+    document = home.to_dict()
+    assert document["pet"] == {"kind": "dog", "name": "rex"}
+    assert Home.from_dict(document) == home
+    again = Home.from_dict({**document, "other": {"kind": "cat", "lives": 1}})
+    assert again.other == Cat(lives=1)
+
+
+def test_the_nested_form_of_a_union_value_is_its_member_s_own() -> None:
+    home = Home(pet=Cat(lives=3), other=Dog(name="x"), pets=(Dog(name="y"),))
+    form = nested_form(home)
+    assert form == {
+        "pet": {"kind": "cat", "lives": 3},
+        "other": {"kind": "dog", "name": "x"},
+        "pets": [{"kind": "dog", "name": "y"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("pet", "path", "message"),
+    [
+        ({"kind": "fish"}, "pet.kind", "expected one of ['cat', 'dog'], got 'fish'"),
+        ({"lives": 1}, "pet.kind", "got None"),
+        ({"kind": 1}, "pet.kind", "got 1"),
+        (["cat"], "pet", "expected an object, got array"),
+        ({"kind": "cat", "name": "rex"}, "pet.name", "unknown field"),
+        ({"kind": "dog", "name": " "}, "pet.name", "non-blank"),
+    ],
+)
+def test_a_union_value_with_a_wrong_or_missing_tag_is_refused_at_its_path(
+    pet: object, path: str, message: str
+) -> None:
+    document = Home(pet=Cat(lives=1), other=None, pets=()).to_dict()
+    document["pet"] = pet
+    with pytest.raises(RecordError) as caught:
+        Home.from_dict(document)
+    assert caught.value.path == path
+    assert message in str(caught.value)
+
+
+def test_construction_refuses_a_value_outside_the_union() -> None:
+    with pytest.raises(FieldError, match=r"Home.pets\[0\]: expected Cat \| Dog, got SourceSpan"):
+        Home(pet=Cat(lives=1), other=None, pets=(SourceSpan(text="", start=0, end=0),))  # type: ignore[arg-type]
+
+
+@attrs.frozen(kw_only=True)
+class Twin(Record):
+    """Shares the tag value ``cat`` with `Cat`."""
+
+    kind: Literal["cat"] = "cat"
+
+
+def test_a_union_without_a_telling_tag_is_a_declaration_error() -> None:
+    with pytest.raises(TypeError, match="one-value Literal field"):
+        tag_of((Cat, Twin))
+    with pytest.raises(TypeError, match="one-value Literal field"):
+        tag_of((Cat, SourceSpan))
+    with pytest.raises(TypeError, match="a union of records"):
+        tag_of((Cat, int))  # type: ignore[arg-type]
+    assert tag_of((Cat, Dog)) == ("kind", {"cat": Cat, "dog": Dog})
