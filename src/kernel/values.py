@@ -440,14 +440,12 @@ class SourceSpan(Record):
     """Start offset (characters), ``0 <= start <= end``."""
     end: Count
     """End offset (characters, exclusive)."""
-    sentence_index: int | None = attrs.field(default=None)
+    sentence_index: Count | None = None
     """Index of the sentence the span is in, when known."""
 
     def __attrs_post_init__(self) -> None:
         if self.start > self.end:
             raise field_error("end", f"span end {self.end} is before start {self.start}")
-        if self.sentence_index is not None:
-            non_negative(self, attrs.fields(SourceSpan).sentence_index, self.sentence_index)
 
 
 @attrs.frozen(kw_only=True)
@@ -474,7 +472,7 @@ class Refusal(Record):
 
     reason_codes: tuple[enum.StrEnum, ...]
     """Closed, deterministic reason codes (one per failed check, check order)."""
-    explanation: str = attrs.field(default="", validator=exact(str))
+    explanation: str = ""
     """Human prose: what was expected and what was found; never part of an identity."""
 
     def __attrs_post_init__(self) -> None:
