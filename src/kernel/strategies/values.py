@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from hypothesis import strategies as st
 
 from kernel.identity import MAX_SAFE_INT
@@ -107,6 +109,14 @@ _OF_KIND: dict[str, st.SearchStrategy[object]] = {
     "safe int": _SAFE_INTS,
     "digests": st.lists(_DIGESTS, max_size=4).map(tuple),
     "version pairs": _VERSION_PAIRS,
+    "timestamp": st.builds(
+        lambda moment, fraction: moment.isoformat(timespec="seconds") + fraction + "Z",
+        st.datetimes(
+            min_value=datetime.datetime(1, 1, 1), max_value=datetime.datetime(9999, 12, 31)
+        ),
+        st.sampled_from(["", ".5", ".123456789"]),
+    ),
+    "unique texts": st.lists(_TEXTS, max_size=4, unique=True).map(tuple),
 }
 
 
