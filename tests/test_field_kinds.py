@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import enum
+import importlib
+import pkgutil
+import typing
 from typing import Any, Literal
 
 import attrs
@@ -11,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import kernel
 from kernel.codec import Record, field_check, nested_form, tag_of
 from kernel.errors import FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT
@@ -245,3 +249,32 @@ def test_a_union_without_a_telling_tag_is_a_declaration_error() -> None:
     with pytest.raises(TypeError, match="a union of records"):
         tag_of((Cat, int))  # type: ignore[arg-type]
     assert tag_of((Cat, Dog)) == ("kind", {"cat": Cat, "dog": Dog})
+
+
+# The vocabulary is the one statement ------------------------------------------------
+
+
+def _kernel_records() -> list[type[Record]]:
+    for module in pkgutil.walk_packages(kernel.__path__, "kernel."):
+        importlib.import_module(module.name)
+    found: list[type[Record]] = []
+    pending = list(Record.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("kernel.") and "__attrs_attrs__" in cls.__dict__:
+            found.append(cls)
+    return sorted(set(found), key=lambda c: (c.__module__, c.__qualname__))
+
+
+def test_every_kernel_record_compiles_its_checks_parser_and_schema() -> None:
+    """Every annotation of every record is one the vocabulary knows (field_check, the
+    parser and the schema builder all accept it)."""
+    from kernel.effects.schemas import _Builder
+
+    records = _kernel_records()
+    assert len(records) > 50
+    for cls in records:
+        for field in attrs.fields(cls):  # type: ignore[arg-type]
+            field_check(typing.get_type_hints(cls, include_extras=True)[field.name], cls.__name__)
+        _Builder().record(cls)
