@@ -486,11 +486,11 @@ def test_timeout_kills_the_whole_process_tree(spill: Path, level: Isolation) -> 
     if level is Isolation.COPY:
         # Without namespaces a process that leaves the session escapes (weaker level).
         script = "sleep 4242.5 & (sleep 4242.5 &) ; sleep 4242.5"
-    started = time.monotonic()
+    # No speed bound: had the runner waited for the tree (sleeps of 4242 s holding the
+    # output pipe) instead of killing it, this call would not return at all.
     capture = sh(spill, script, timeout_s=1.0, isolation=level)
     assert capture.status is CaptureStatus.TIMEOUT
     assert capture.output_digest is None
-    assert time.monotonic() - started < 8
     deadline = time.monotonic() + 3
     while _helpers_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
