@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import enum
 import itertools
-import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,16 +52,7 @@ from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
-from kernel.values import (
-    Refusal,
-    boundary,
-    digest,
-    enum_member,
-    exact,
-    optional_digest,
-    tuple_of,
-    unwrap,
-)
+from kernel.values import Digest, OptionalDigest, Refusal, boundary, unwrap
 
 __all__ = [
     "Admission",
@@ -112,9 +102,8 @@ class CommitRefusalReason(enum.StrEnum):
     """V1: a stored outcome is not what `admit_to_commit` derives from the branch."""
 
 
-def _tools(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    tuple_of(str)(_instance, attribute, value)
-    if any(a >= b for a, b in itertools.pairwise(typing.cast("tuple[str, ...]", value))):
+def _tools(_instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    if any(a >= b for a, b in itertools.pairwise(value)):
         raise field_error(attribute.name, "tool names must be unique and sorted")
 
 
@@ -122,9 +111,9 @@ def _tools(_instance: object, attribute: attrs.Attribute[Any], value: object) ->
 class Draft(Record):
     """One drafter's output and what it shared with others. Nested form: every field."""
 
-    output_digest: str = attrs.field(validator=digest)
+    output_digest: Digest
     """SHA-256 of the draft's output bytes."""
-    context_digest: str = attrs.field(validator=digest)
+    context_digest: Digest
     """SHA-256 of the drafter's context (shared prefix, retrieval path)."""
     tools: tuple[str, ...] = attrs.field(validator=_tools)
     """The drafter's tool surface, sorted and unique."""
@@ -134,13 +123,13 @@ class Draft(Record):
 class Branch(Record):
     """A speculative branch up for commit. Nested form: every field."""
 
-    branch_id: str = attrs.field(validator=exact(str))
+    branch_id: str
     """The orchestrator's name for the branch."""
-    drafts: tuple[Draft, ...] = attrs.field(validator=tuple_of(Draft))
+    drafts: tuple[Draft, ...]
     """Every draft of the branch."""
-    verifier: VerifierOutcome = attrs.field(validator=enum_member(VerifierOutcome))
+    verifier: VerifierOutcome
     """Outcome of the independent, held-out verifier (``none`` when none ran)."""
-    verifier_evidence_digest: str | None = attrs.field(default=None, validator=optional_digest)
+    verifier_evidence_digest: OptionalDigest = None
     """Digest of the verifier's own evidence record, when there is one."""
 
 
@@ -150,21 +139,21 @@ class Admission(Record):
 
     __identity__ = Identity(field="admission_id", seals=True)
 
-    admission_id: str = attrs.field(default=UNSEALED, validator=digest)
+    admission_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    branch_id: str = attrs.field(validator=exact(str))
+    branch_id: str
     """The branch admitted."""
-    branch_digest: str = attrs.field(validator=digest)
+    branch_digest: Digest
     """SHA-256 of the branch's canonical JSON."""
-    evidence_class: EvidenceClass = attrs.field(validator=enum_member(EvidenceClass))
+    evidence_class: EvidenceClass
     """``verified`` or ``corroborated_only``."""
-    commit_permitted: bool = attrs.field(validator=exact(bool))
+    commit_permitted: bool
     """True only for ``verified``."""
-    staging_only: bool = attrs.field(validator=exact(bool))
+    staging_only: bool
     """True for ``corroborated_only``: reversible staging, confirmation required."""
-    unanimous: bool = attrs.field(validator=exact(bool))
+    unanimous: bool
     """More than one draft and all byte-identical."""
-    decorrelated: bool = attrs.field(validator=exact(bool))
+    decorrelated: bool
     """No two drafters share both context and tools."""
 
     def __attrs_post_init__(self) -> None:
@@ -180,15 +169,13 @@ class CommitRefusal(Refusal):
     __identity__ = Identity(field="refusal_id", seals=True)
     __error__ = CommitBoundaryError
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    branch_id: str = attrs.field(validator=exact(str))
+    branch_id: str
     """The branch refused."""
-    branch_digest: str = attrs.field(validator=digest)
+    branch_digest: Digest
     """SHA-256 of the branch's canonical JSON."""
-    reason_codes: tuple[CommitRefusalReason, ...] = attrs.field(
-        validator=tuple_of(CommitRefusalReason)
-    )
+    reason_codes: tuple[CommitRefusalReason, ...]
     """The rule that refused it."""
 
 
@@ -199,13 +186,13 @@ class AdmissionVerified(Record):
     Nested form: every field. No id of its own: it restates verified identities.
     """
 
-    branch_id: str = attrs.field(validator=exact(str))
+    branch_id: str
     """The branch whose outcome was re-derived."""
-    branch_digest: str = attrs.field(validator=digest)
+    branch_digest: Digest
     """SHA-256 of the branch's canonical JSON."""
-    outcome_id: str = attrs.field(validator=digest)
+    outcome_id: Digest
     """The verified ``admission_id`` or ``refusal_id``."""
-    admitted: bool = attrs.field(validator=exact(bool))
+    admitted: bool
     """True when the verified outcome is an `Admission`, False for a `CommitRefusal`."""
 
 

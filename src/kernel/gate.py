@@ -50,8 +50,7 @@ from kernel.identity import canonical_json, sha256_bytes
 from kernel.ledger import LedgerBroken, LedgerIntact
 from kernel.run_admission import CandidateGroup, RunAdmission, build_run_admission
 from kernel.runrecord import RunRecord
-from kernel.values import Refusal, digest, enum_member, exact, optional_digest, tuple_of
-from kernel.verification import nonblank
+from kernel.values import Digest, NonBlank, OptionalDigest, Refusal
 
 __all__ = [
     "DECISION_SIGNATURE_NAMESPACE",
@@ -90,11 +89,11 @@ class SignatureStatus(enum.StrEnum):
 class SignatureCheck(Record):
     """The result of checking a decision record's signature (made by the effects layer)."""
 
-    status: SignatureStatus = attrs.field(validator=enum_member(SignatureStatus))
+    status: SignatureStatus
     """What the check found."""
-    principal: str = attrs.field(validator=exact(str))
+    principal: str
     """The principal the signature was checked for (the decider id)."""
-    message_digest: str = attrs.field(validator=digest)
+    message_digest: Digest
     """SHA-256 of the bytes checked (`decision_message` of the record)."""
 
 
@@ -133,21 +132,21 @@ class StagingPermit(Record):
 
     __identity__ = Identity(field="permit_id", seals=True)
 
-    permit_id: str = attrs.field(default=UNSEALED, validator=digest)
+    permit_id: Digest = UNSEALED
     """Self-sealed id."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """The run."""
-    report_digest: str = attrs.field(validator=digest)
+    report_digest: Digest
     """The report the admission is bound to."""
-    admission_id: str = attrs.field(validator=digest)
+    admission_id: Digest
     """The re-derived admission."""
-    attempt_id: str = attrs.field(validator=nonblank)
+    attempt_id: NonBlank
     """The attempt staged."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """SHA-256 of the candidate patch."""
-    evidence_class: EvidenceClass = attrs.field(validator=enum_member(EvidenceClass))
+    evidence_class: EvidenceClass
     """``verified`` or ``corroborated_only`` (the staged commit says which)."""
-    baseline_git_tree: str = attrs.field(validator=nonblank)
+    baseline_git_tree: NonBlank
     """The baseline tree the candidate applies to."""
 
 
@@ -157,27 +156,27 @@ class PromotionPermit(Record):
 
     __identity__ = Identity(field="permit_id", seals=True)
 
-    permit_id: str = attrs.field(default=UNSEALED, validator=digest)
+    permit_id: Digest = UNSEALED
     """Self-sealed id."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """The run."""
-    run_digest: str = attrs.field(validator=digest)
+    run_digest: Digest
     """The run record's digest."""
-    report_digest: str = attrs.field(validator=digest)
+    report_digest: Digest
     """The report decided on."""
-    admission_id: str = attrs.field(validator=digest)
+    admission_id: Digest
     """The re-derived admission."""
-    attempt_id: str = attrs.field(validator=nonblank)
+    attempt_id: NonBlank
     """The attempt promoted."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """SHA-256 of the candidate patch."""
-    decision_record_id: str = attrs.field(validator=digest)
+    decision_record_id: Digest
     """The accept decision's record id."""
-    decider_id: str = attrs.field(validator=nonblank)
+    decider_id: NonBlank
     """Who decided (and signed)."""
-    baseline_git_tree: str = attrs.field(validator=nonblank)
+    baseline_git_tree: NonBlank
     """The branch tip's tree: the baseline the run was verified on."""
-    ledger_head_id: str = attrs.field(validator=digest)
+    ledger_head_id: Digest
     """The ledger head the gate saw intact."""
 
 
@@ -187,19 +186,17 @@ class GateRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    action: Literal["stage", "promote"] = attrs.field(
-        validator=attrs.validators.in_(("stage", "promote"))
-    )
+    action: Literal["stage", "promote"]
     """What was asked."""
-    run_id: str = attrs.field(validator=exact(str))
+    run_id: str
     """The run named by the run record."""
-    attempt_id: str = attrs.field(validator=exact(str))
+    attempt_id: str
     """The attempt asked about."""
-    report_digest: str | None = attrs.field(validator=optional_digest)
+    report_digest: OptionalDigest
     """The report presented."""
-    reason_codes: tuple[GateReason, ...] = attrs.field(validator=tuple_of(GateReason))
+    reason_codes: tuple[GateReason, ...]
     """Every failed check, in check order."""
 
 
