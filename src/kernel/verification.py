@@ -39,16 +39,17 @@ import attrs
 from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.identity import sha256_hex
 from kernel.values import (
+    Digest,
+    Digests,
+    NonBlank,
+    OptionalDigest,
+    Positive,
     Refusal,
+    UniqueTexts,
     boundary,
-    digest,
     digests,
-    enum_member,
-    exact,
     nonblank,
-    optional_digest,
     positive,
-    tuple_of,
 )
 
 __all__ = [
@@ -88,11 +89,6 @@ def _unique_ids(_instance: object, attribute: attrs.Attribute[Any], value: Any) 
         if item.id in seen:
             raise field_error(f"{attribute.name}[{index}].id", f"duplicate id {item.id!r}")
         seen.add(item.id)
-
-
-def _unique_strings(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if len(set(value)) != len(value):
-        raise field_error(attribute.name, "items must be unique")
 
 
 class ActorType(enum.StrEnum):
@@ -159,21 +155,16 @@ def weakest_isolation(levels: Iterable[Isolation]) -> Isolation:
     return max(levels, key=order.index)
 
 
-def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (type(value) is not int or value < 1):
-        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class SandboxLimit(Record):
     """One resource limit of a sandboxed run and how it was applied (with `Isolation`,
     the vocabulary of how a run was confined: run records and corroboration keep it)."""
 
-    kind: str = attrs.field(validator=nonblank)
+    kind: NonBlank
     """Which limit (``memory``, ``processes``, ``cpu``, ``output``, ``writable``, ``tmp``)."""
-    value: int | None = attrs.field(validator=_positive_or_none)
+    value: Positive | None
     """The limit (None: no limit)."""
-    mechanism: str = attrs.field(validator=nonblank)
+    mechanism: NonBlank
     """How it was enforced (``cgroup_v2``, ``rlimit``, ``tmpfs``, ``runner``, ``none``)."""
 
 
@@ -222,9 +213,9 @@ class Recommendation(enum.StrEnum):
 class WorkInput(Record):
     """One input of a work unit, pinned by the digest of its bytes."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Input name, unique within the work unit."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of the input's bytes."""
 
 
@@ -235,15 +226,15 @@ class WorkUnit(Record):
     ``digest`` is SHA-256 over the canonical JSON of the whole document.
     """
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Work unit id, stable across versions."""
-    version: int = attrs.field(validator=positive)
+    version: Positive
     """Version of this work unit (>= 1)."""
-    objective: str = attrs.field(validator=nonblank)
+    objective: NonBlank
     """What a successful attempt achieves (prose, but part of the digest)."""
-    inputs: tuple[WorkInput, ...] = attrs.field(validator=[tuple_of(WorkInput), _unique_ids])
+    inputs: tuple[WorkInput, ...] = attrs.field(validator=_unique_ids)
     """Inputs with digests, in declaration order."""
-    required_validators: tuple[str, ...] = attrs.field(validator=[tuple_of(str), _unique_strings])
+    required_validators: UniqueTexts
     """Ids of the verifier checks that must run as required checks."""
 
     @functools.cached_property
@@ -256,13 +247,13 @@ class WorkUnit(Record):
 class Actor(Record):
     """The identity of a worker or a verifier and the adapter that ran it."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Actor id (e.g. ``fixture-good-worker``)."""
-    type: ActorType = attrs.field(validator=enum_member(ActorType))
+    type: ActorType
     """Kind of actor."""
-    adapter: str = attrs.field(validator=nonblank)
+    adapter: NonBlank
     """Adapter kind that ran the actor (e.g. ``fixture-result``, later ``command``)."""
-    adapter_version: str = attrs.field(validator=nonblank)
+    adapter_version: NonBlank
     """Adapter version."""
 
 
@@ -270,13 +261,13 @@ class Actor(Record):
 class Artifact(Record):
     """One artifact an attempt produced, pinned by the digest of its bytes."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Artifact id, unique within the manifest."""
-    locator: str = attrs.field(validator=nonblank)
+    locator: NonBlank
     """Where the bytes are, relative to the candidate root."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of the artifact's bytes, as the worker claims it."""
-    media_type: str = attrs.field(validator=exact(str))
+    media_type: str
     """Media type, ``""`` when unknown."""
 
 
@@ -287,23 +278,23 @@ class ResultManifest(Record):
     ``digest`` is SHA-256 over the canonical JSON of the whole document.
     """
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Manifest id (worker-chosen)."""
-    work_unit_id: str = attrs.field(validator=nonblank)
+    work_unit_id: NonBlank
     """Id of the work unit this attempt worked on."""
-    work_unit_version: int = attrs.field(validator=positive)
+    work_unit_version: Positive
     """Version of that work unit."""
-    work_unit_digest: str = attrs.field(validator=digest)
+    work_unit_digest: Digest
     """Digest of that work unit (binds the manifest to its exact bytes)."""
-    attempt: int = attrs.field(validator=positive)
+    attempt: Positive
     """The worker's own attempt counter (>= 1)."""
-    worker: Actor = attrs.field(validator=exact(Actor))
+    worker: Actor
     """Who did the work, through which adapter."""
-    status: WorkerStatus = attrs.field(validator=enum_member(WorkerStatus))
+    status: WorkerStatus
     """What the worker says happened."""
-    artifacts: tuple[Artifact, ...] = attrs.field(validator=[tuple_of(Artifact), _unique_ids])
+    artifacts: tuple[Artifact, ...] = attrs.field(validator=_unique_ids)
     """Produced artifacts with byte digests."""
-    claims: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    claims: tuple[str, ...]
     """The worker's claims, verbatim (untrusted text)."""
 
     @functools.cached_property
@@ -316,13 +307,13 @@ class ResultManifest(Record):
 class Independence(Record):
     """Facts about how independent the verifier is from the worker it checked."""
 
-    independent_from_worker: bool = attrs.field(validator=exact(bool))
+    independent_from_worker: bool
     """The verifier did not share code, policy or control with the worker."""
-    worker_id_observed: str = attrs.field(validator=nonblank)
+    worker_id_observed: NonBlank
     """The worker id the verifier saw in the manifest it checked."""
-    shared_model_family: bool = attrs.field(validator=exact(bool))
+    shared_model_family: bool
     """Worker and verifier use the same model family (correlated failures)."""
-    shared_runtime: bool = attrs.field(validator=exact(bool))
+    shared_runtime: bool
     """Worker and verifier ran in the same runtime."""
 
 
@@ -330,13 +321,13 @@ class Independence(Record):
 class CheckResult(Record):
     """One named verifier check."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Check id (matches a work unit's required validator id when required)."""
-    required: bool = attrs.field(validator=exact(bool))
+    required: bool
     """Whether the check is required for acceptance."""
-    status: CheckStatus = attrs.field(validator=enum_member(CheckStatus))
+    status: CheckStatus
     """Outcome of the check."""
-    evidence_digests: tuple[str, ...] = attrs.field(validator=[tuple_of(str), digests])
+    evidence_digests: Digests
     """Digests of the evidence the check produced (observed bytes, outputs)."""
 
 
@@ -348,31 +339,31 @@ class VerificationResult(Record):
     ``rationale``.
     """
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Verification id."""
-    result_manifest_id: str = attrs.field(validator=nonblank)
+    result_manifest_id: NonBlank
     """Id of the manifest verified."""
-    result_manifest_digest: str = attrs.field(validator=digest)
+    result_manifest_digest: Digest
     """Digest of the manifest verified."""
-    work_unit_id: str = attrs.field(validator=nonblank)
+    work_unit_id: NonBlank
     """Id of the work unit the verifier checked against."""
-    work_unit_version: int = attrs.field(validator=positive)
+    work_unit_version: Positive
     """Version of that work unit."""
-    work_unit_digest: str = attrs.field(validator=digest)
+    work_unit_digest: Digest
     """Digest of that work unit."""
-    attempt: int = attrs.field(validator=positive)
+    attempt: Positive
     """The manifest's attempt counter, as the verifier read it."""
-    verifier: Actor = attrs.field(validator=exact(Actor))
+    verifier: Actor
     """Who verified, through which adapter."""
-    independence: Independence = attrs.field(validator=exact(Independence))
+    independence: Independence
     """Independence facts."""
-    status: VerificationStatus = attrs.field(validator=enum_member(VerificationStatus))
+    status: VerificationStatus
     """Outcome of the verifier run."""
-    checks: tuple[CheckResult, ...] = attrs.field(validator=[tuple_of(CheckResult), _unique_ids])
+    checks: tuple[CheckResult, ...] = attrs.field(validator=_unique_ids)
     """Named checks, at least one."""
-    recommendation: Recommendation = attrs.field(validator=enum_member(Recommendation))
+    recommendation: Recommendation
     """Decision support for a human; never a decision."""
-    rationale: str = attrs.field(validator=exact(str))
+    rationale: str
     """Why (prose; not in the semantic digest)."""
 
     def __attrs_post_init__(self) -> None:
@@ -422,11 +413,11 @@ class EvidenceChainReason(enum.StrEnum):
 class EvidenceChain(Record):
     """A triple that binds: the three digests that were checked together."""
 
-    work_unit_digest: str = attrs.field(validator=digest)
+    work_unit_digest: Digest
     """The work unit's digest."""
-    result_manifest_digest: str = attrs.field(validator=digest)
+    result_manifest_digest: Digest
     """The manifest's digest."""
-    verification_semantic_digest: str | None = attrs.field(validator=optional_digest)
+    verification_semantic_digest: OptionalDigest
     """The verification's semantic digest (None when only the manifest was bound)."""
 
 
@@ -437,17 +428,15 @@ class EvidenceChainRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    work_unit_digest: str = attrs.field(validator=digest)
+    work_unit_digest: Digest
     """The work unit's digest (always computable)."""
-    result_manifest_digest: str = attrs.field(validator=digest)
+    result_manifest_digest: Digest
     """The manifest's digest (always computable)."""
-    verification_semantic_digest: str | None = attrs.field(validator=optional_digest)
+    verification_semantic_digest: OptionalDigest
     """The verification's semantic digest, None when no verification was given."""
-    reason_codes: tuple[EvidenceChainReason, ...] = attrs.field(
-        validator=tuple_of(EvidenceChainReason)
-    )
+    reason_codes: tuple[EvidenceChainReason, ...]
     """Failed checks in check order."""
 
 

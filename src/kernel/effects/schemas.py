@@ -83,7 +83,6 @@ _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
         "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
     },
 }
-_UNIQUE: Final = frozenset({"_unique_strings"})
 # Fields added to a published document later, with a None default (module docstring).
 _OPTIONAL: Final = frozenset(
     {
@@ -200,8 +199,6 @@ class _Builder:
                     if "const" in extra:
                         target.pop("type", None)
                     target.update(extra)
-                if name_ in _UNIQUE:
-                    target["uniqueItems"] = True
             properties[field.name] = schema
         doc = (cls.__doc__ or name).strip().split("\n\n")[0]
         definition = {
