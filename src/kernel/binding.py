@@ -120,16 +120,13 @@ from kernel.search import (
     GeometricSearchRun,
 )
 from kernel.values import (
+    Digest,
+    Digests,
+    OptionalDigest,
     Refusal,
+    SafeInt,
     SourceSpan,
-    digest,
-    digests,
-    enum_member,
-    exact,
-    optional_digest,
-    safe_int,
-    tuple_of,
-    version_pairs,
+    VersionPairsField,
 )
 
 __all__ = [
@@ -230,7 +227,6 @@ _REAL: Final = frozenset({int, bool, float})
 _INT_ONLY: Final = frozenset({int})
 _STR_ONLY: Final = frozenset({str})
 _DIGEST_LENGTH: Final = frozenset({64})
-_OPTIONAL_TEXT: Final = attrs.validators.optional(exact(str))
 
 
 class RunAttemptMembership(enum.StrEnum):
@@ -240,17 +236,14 @@ class RunAttemptMembership(enum.StrEnum):
     """Admissible as a member of this run episode under the v1 policy; nothing more."""
 
 
-def _empty(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value != () or type(value) is not tuple:
+def _empty(_instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    if value:
         raise field_error(attribute.name, "a binding carries no reason codes")
 
 
-def _one_reason(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not tuple or len(value) != 1 or type(value[0]) is not R:
+def _one_reason(_instance: object, attribute: attrs.Attribute[Any], value: tuple[R, ...]) -> None:
+    if len(value) != 1:
         raise field_error(attribute.name, "a refusal carries exactly one reason code")
-
-
-_STR = exact(str)
 
 
 @attrs.frozen(kw_only=True)
@@ -262,45 +255,45 @@ class CandidateAttemptRunBindingInput(Record):
 
     __identity__ = Identity(field="input_digest", seals=False)
 
-    input_digest: str = attrs.field(default=UNSEALED, validator=digest)
+    input_digest: Digest = UNSEALED
     """Digest of every field below."""
-    binding_policy_version: str = attrs.field(validator=_STR)
+    binding_policy_version: str
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
-    original_run_id: str = attrs.field(validator=digest)
+    original_run_id: Digest
     """The run bound to."""
-    original_run_policy_version: str = attrs.field(validator=_STR)
+    original_run_policy_version: str
     """Its policy."""
-    original_run_input_digest: str = attrs.field(validator=digest)
+    original_run_input_digest: Digest
     """Its input digest."""
-    operator_result_id: str = attrs.field(validator=digest)
+    operator_result_id: Digest
     """The operator result bound."""
-    operator_policy_version: str = attrs.field(validator=_STR)
+    operator_policy_version: str
     """Its policy."""
-    candidate_attempt_id: str = attrs.field(validator=digest)
+    candidate_attempt_id: Digest
     """The attempt bound."""
-    attempt_index: int = attrs.field(validator=safe_int)
+    attempt_index: SafeInt
     """Its declared index."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """The candidate's digest."""
-    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    candidate_reconstruction_digest: Digest
     """The reconstruction's digest."""
-    operator_set_id: str = attrs.field(validator=digest)
+    operator_set_id: Digest
     """The run's operator set."""
-    operator_set_version: str = attrs.field(validator=_STR)
+    operator_set_version: str
     """Its version."""
-    budget_id: str = attrs.field(validator=digest)
+    budget_id: Digest
     """The run's compute budget decision."""
-    gate_decision_id: str = attrs.field(validator=digest)
+    gate_decision_id: Digest
     """The run's search gate decision."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
+    residual_ids: Digests
     """The run's residuals, in order."""
-    problem_frame_digest: str = attrs.field(validator=digest)
+    problem_frame_digest: Digest
     """The run's problem frame."""
-    original_contract_assessment_id: str = attrs.field(validator=_STR)
+    original_contract_assessment_id: str
     """The run's contract assessment."""
-    schema_versions: tuple[tuple[str, str], ...] = attrs.field(validator=version_pairs)
+    schema_versions: VersionPairsField
     """Caller-declared schema versions (sorted, unique)."""
-    policy_versions: tuple[tuple[str, str], ...] = attrs.field(validator=version_pairs)
+    policy_versions: VersionPairsField
     """Caller-declared policy versions (sorted, unique)."""
 
 
@@ -314,41 +307,39 @@ class CandidateAttemptRunBinding(Record):
 
     __identity__ = Identity(field="binding_id")
 
-    binding_id: str = attrs.field(default=UNSEALED, validator=digest)
+    binding_id: Digest = UNSEALED
     """Self-sealed id of the membership relation."""
-    binding_policy_version: str = attrs.field(validator=_STR)
+    binding_policy_version: str
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
-    input_digest: str = attrs.field(default=UNSEALED, validator=digest)
+    input_digest: Digest = UNSEALED
     """`CandidateAttemptRunBindingInput.input_digest`."""
-    original_run_id: str = attrs.field(validator=digest)
+    original_run_id: Digest
     """The run (unchanged; a binding never makes a run id)."""
-    operator_result_id: str = attrs.field(validator=digest)
+    operator_result_id: Digest
     """The operator result bound."""
-    candidate_attempt_id: str = attrs.field(validator=digest)
+    candidate_attempt_id: Digest
     """The attempt bound."""
-    attempt_index: int = attrs.field(validator=safe_int)
+    attempt_index: SafeInt
     """Its declared index."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """The candidate's digest."""
-    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    candidate_reconstruction_digest: Digest
     """The reconstruction's digest."""
-    candidate_attempt_ref: str = attrs.field(validator=digest)
+    candidate_attempt_ref: Digest
     """Content digest of the exact attempt (its nested form)."""
-    budget_charge: BudgetCharge = attrs.field(validator=attrs.validators.instance_of(BudgetCharge))
+    budget_charge: BudgetCharge
     """The attempt's declared charge, copied (evidence, not an allocation)."""
-    depth: int = attrs.field(validator=safe_int)
+    depth: SafeInt
     """The attempt's depth, copied."""
-    step_index: int = attrs.field(validator=safe_int)
+    step_index: SafeInt
     """The attempt's step index, copied."""
-    run_attempt_membership: RunAttemptMembership = attrs.field(
-        validator=enum_member(RunAttemptMembership)
-    )
+    run_attempt_membership: RunAttemptMembership
     """Always `RunAttemptMembership.STRUCTURALLY_BOUND`."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=tuple_of(SourceSpan))
+    evidence_spans: tuple[SourceSpan, ...]
     """The attempt's spans, in order, duplicates kept."""
     reason_codes: tuple[str, ...] = attrs.field(validator=_empty)
     """Always empty for a binding."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
@@ -363,17 +354,17 @@ class CandidateAttemptRunBindingRefusal(Refusal):
 
     __identity__ = Identity(field="binding_refusal_id")
 
-    binding_refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    binding_refusal_id: Digest = UNSEALED
     """Self-sealed id of the refusal."""
-    binding_policy_version: str = attrs.field(validator=_STR)
+    binding_policy_version: str
     """`CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION`."""
-    input_digest: str | None = attrs.field(validator=optional_digest)
+    input_digest: OptionalDigest
     """Always None (as in the reference): no input was accepted."""
-    original_run_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
+    original_run_id: str | None
     """The run, once validated as a run."""
-    operator_result_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
+    operator_result_id: str | None
     """The operator result, once validated as one."""
-    candidate_attempt_id: str | None = attrs.field(validator=_OPTIONAL_TEXT)
+    candidate_attempt_id: str | None
     """The attempt, once validated as one."""
     reason_codes: tuple[RunAttemptBindingRefusalReason, ...] = attrs.field(validator=_one_reason)
     """Exactly one code: the first failed check."""
