@@ -44,7 +44,7 @@ import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, seal
 from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
-from kernel.values import Refusal, digest, enum_member, exact, non_negative, tuple_of
+from kernel.values import Count, Digest, Refusal
 
 __all__ = [
     "GENESIS_ID",
@@ -110,17 +110,17 @@ class LedgerEntry(Record):
 
     __identity__ = Identity(field="entry_id", seals=True, exclude=frozenset({"payload"}))
 
-    entry_id: str = attrs.field(default=UNSEALED, validator=digest)
+    entry_id: Digest = UNSEALED
     """Self-sealed SHA-256 over seq, prev_id, kind and payload_digest."""
-    seq: int = attrs.field(validator=non_negative)
+    seq: Count
     """Position in the chain, from 1."""
-    prev_id: str = attrs.field(validator=digest)
+    prev_id: Digest
     """The previous entry's id (`GENESIS_ID` for the first)."""
-    kind: EntryKind = attrs.field(validator=enum_member(EntryKind))
+    kind: EntryKind
     """What the entry records."""
-    payload_digest: str = attrs.field(validator=digest)
+    payload_digest: Digest
     """SHA-256 of the payload's UTF-8 bytes."""
-    payload: str = attrs.field(validator=exact(str))
+    payload: str
     """Canonical JSON text of the payload object."""
 
 
@@ -129,9 +129,9 @@ class LedgerHead(Record):
     """Where a chain ends: the last entry's sequence number and id (0 and `GENESIS_ID`
     for an empty ledger)."""
 
-    seq: int = attrs.field(validator=non_negative)
+    seq: Count
     """The last entry's sequence number."""
-    entry_id: str = attrs.field(default=UNSEALED, validator=digest)
+    entry_id: Digest = UNSEALED
     """The last entry's id."""
 
     @classmethod
@@ -144,9 +144,9 @@ class LedgerHead(Record):
 class LedgerIntact(Record):
     """A chain that verifies: how many entries and where it ends."""
 
-    count: int = attrs.field(validator=non_negative)
+    count: Count
     """Entries checked."""
-    head: LedgerHead = attrs.field(validator=exact(LedgerHead))
+    head: LedgerHead
     """The last entry."""
 
 
@@ -157,13 +157,13 @@ class LedgerBroken(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    position: int = attrs.field(validator=non_negative)
+    position: Count
     """1-based position of the first broken entry as read (count + 1 for L6)."""
-    entry_id: str = attrs.field(default=UNSEALED, validator=exact(str))
+    entry_id: str = UNSEALED
     """The id that entry claims ("" for L6, which concerns no single entry)."""
-    reason_codes: tuple[LedgerReason, ...] = attrs.field(validator=tuple_of(LedgerReason))
+    reason_codes: tuple[LedgerReason, ...]
     """Every rule the entry fails, in rule order."""
 
 

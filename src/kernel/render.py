@@ -38,9 +38,10 @@ from typing import Final
 
 import attrs
 
+from kernel.codec import Record
 from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
-from kernel.identity import canonical_json, is_digest, sha256_bytes
-from kernel.values import boundary
+from kernel.identity import canonical_json, sha256_bytes
+from kernel.values import Digest, boundary
 
 __all__ = [
     "WARNING_TEXT",
@@ -142,16 +143,11 @@ _MAX_LINE_CHARS: Final = 500
 _COLLAPSE_LINES: Final = 40
 
 
-def _digest_field(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not is_digest(value):
-        raise ValueError(f"{attribute.name} must be 64 lowercase hex characters")
-
-
 @attrs.frozen(kw_only=True)
-class PatchView:
+class PatchView(Record):
     """One distinct candidate patch, as the run wrote it to ``patches/<digest>.patch``."""
 
-    digest: str = attrs.field(validator=_digest_field)
+    digest: Digest
     """SHA-256 of the patch bytes (the file name)."""
     attempt_ids: tuple[str, ...]
     """Attempts that produced exactly these bytes."""
@@ -174,14 +170,14 @@ class PatchView:
 
 
 @attrs.frozen(kw_only=True)
-class CheckOutputView:
+class CheckOutputView(Record):
     """The tail of one check's output, as the run wrote it to ``checks/<digest>.txt``."""
 
     attempt_id: str
     """The attempt whose candidate was checked."""
     check_id: str
     """The verifier check."""
-    digest: str = attrs.field(validator=_digest_field)
+    digest: Digest
     """SHA-256 of the tail bytes (the file name)."""
     text: str
     """The tail, decoded; escaped when rendered."""

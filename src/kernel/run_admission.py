@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import attrs
 
@@ -58,17 +58,9 @@ from kernel.consensus import EMPTY_SHA256, CorroborationReport
 from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
-from kernel.runrecord import RunAuthority, constant
-from kernel.values import (
-    boundary,
-    digest,
-    enum_member,
-    exact,
-    non_negative,
-    optional_digest,
-    tuple_of,
-)
-from kernel.verification import Isolation, nonblank, weakest_isolation
+from kernel.runrecord import RunAuthority
+from kernel.values import Count, Digest, NonBlank, OptionalDigest, boundary
+from kernel.verification import Isolation, weakest_isolation
 
 __all__ = [
     "RUN_ADMISSION_KIND",
@@ -90,46 +82,37 @@ _SECTION_NOTE: Final = (
 )
 
 
-def _optional_class(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and type(value) is not EvidenceClass:
-        raise field_error(attribute.name, f"expected an EvidenceClass or None, got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class CandidateGroup(Record):
     """Attempts whose candidates are byte-identical, and what their evidence is."""
 
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """SHA-256 of the candidate (patch) bytes."""
-    no_change: bool = attrs.field(validator=exact(bool))
+    no_change: bool
     """The candidate is empty: the worker changed nothing."""
-    attempt_ids: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    attempt_ids: tuple[str, ...]
     """Attempts in the group, launch order."""
-    evidence_states: tuple[EvidenceState, ...] = attrs.field(validator=tuple_of(EvidenceState))
+    evidence_states: tuple[EvidenceState, ...]
     """Each attempt's evidence state, same order."""
-    verifier: VerifierOutcome = attrs.field(validator=enum_member(VerifierOutcome))
+    verifier: VerifierOutcome
     """Independent verifier outcome of the group (G2)."""
-    reruns_launched: int = attrs.field(validator=non_negative)
+    reruns_launched: Count
     """Reruns of the group's worker (0 when none ran)."""
-    reruns_reproduced: int = attrs.field(validator=non_negative)
+    reruns_reproduced: Count
     """Reruns whose output is byte-identical to the candidate."""
-    rerun_consensus: bool = attrs.field(validator=exact(bool))
+    rerun_consensus: bool
     """A strict majority of the reruns agreed byte for byte (on any output)."""
-    corroboration_report_id: str | None = attrs.field(validator=optional_digest)
+    corroboration_report_id: OptionalDigest
     """The corroboration report of the reruns, when they ran."""
-    evidence_class: EvidenceClass | None = attrs.field(validator=_optional_class)
+    evidence_class: EvidenceClass | None
     """``verified`` or ``corroborated_only``; None when admission refused the group."""
-    refusal_reasons: tuple[CommitRefusalReason, ...] = attrs.field(
-        validator=tuple_of(CommitRefusalReason)
-    )
+    refusal_reasons: tuple[CommitRefusalReason, ...]
     """Why admission refused the group (empty when it has a class)."""
-    admission_digest: str = attrs.field(validator=digest)
+    admission_digest: Digest
     """``admission_id`` or ``refusal_id`` of the admission outcome."""
-    isolation: Isolation | None = attrs.field(
-        default=None, validator=attrs.validators.optional(enum_member(Isolation))
-    )
+    isolation: Isolation | None = None
     """The weakest isolation of the group's sandboxed evidence (None: none was sandboxed)."""
-    verifier_pass_discounted: bool = attrs.field(default=False, validator=exact(bool))
+    verifier_pass_discounted: bool = False
     """G6: the verifier passed, but on evidence below ``overlay`` that the run's config
     does not accept, so admission did not count the pass."""
 
@@ -147,26 +130,24 @@ class RunAdmission(Record):
 
     __identity__ = Identity(field="admission_id", seals=True)
 
-    kind: Literal["kernel-run-admission"] = attrs.field(
-        default=RUN_ADMISSION_KIND, validator=constant(RUN_ADMISSION_KIND)
-    )
+    kind: Literal["kernel-run-admission"] = RUN_ADMISSION_KIND
     """Document kind."""
-    schema_version: Literal["1"] = attrs.field(default="1", validator=constant("1"))
+    schema_version: Literal["1"] = "1"
     """Document schema version."""
-    admission_id: str = attrs.field(default=UNSEALED, validator=digest)
+    admission_id: Digest = UNSEALED
     """Self-sealed SHA-256 over every field: an edited class no longer reproduces it,
     and a resealed one no longer matches the re-derivation (ADR-0006 §3)."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """The run."""
-    source_run_digest: str = attrs.field(validator=digest)
+    source_run_digest: Digest
     """The run record's digest."""
-    report_digest: str = attrs.field(validator=digest)
+    report_digest: Digest
     """The evidence report this section belongs to."""
-    groups: tuple[CandidateGroup, ...] = attrs.field(validator=tuple_of(CandidateGroup))
+    groups: tuple[CandidateGroup, ...]
     """Candidate groups, launch order of their first attempt."""
-    human_decision: PendingDecision = attrs.field(validator=exact(PendingDecision))
+    human_decision: PendingDecision
     """Always pending."""
-    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    authority: RunAuthority
     """All false."""
 
     @functools.cached_property

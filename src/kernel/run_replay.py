@@ -54,8 +54,8 @@ import attrs
 from kernel.codec import UNSEALED, Identity, Record, field_error
 from kernel.errors import CanonicalizationError
 from kernel.identity import sha256_hex
-from kernel.runrecord import DeclaredReplay, RunRecord, constant, first_difference
-from kernel.values import Refusal, boundary, digest, enum_member, exact, optional_digest, tuple_of
+from kernel.runrecord import DeclaredReplay, RunRecord, first_difference
+from kernel.values import Digest, OptionalDigest, Refusal, boundary
 
 __all__ = [
     "REPLAY_CHECK_KIND",
@@ -170,31 +170,29 @@ def projection(document: object, mode: ReplayMode) -> object:
 class ReplayCheck(Record):
     """The outcome of one replay check; names its mode and what it compared."""
 
-    kind: Literal["kernel-replay-check"] = attrs.field(
-        default=REPLAY_CHECK_KIND, validator=constant(REPLAY_CHECK_KIND)
-    )
+    kind: Literal["kernel-replay-check"] = REPLAY_CHECK_KIND
     """Document kind."""
-    schema_version: Literal["1"] = attrs.field(default="1", validator=constant("1"))
+    schema_version: Literal["1"] = "1"
     """Document schema version."""
-    mode: ReplayMode = attrs.field(validator=enum_member(ReplayMode))
+    mode: ReplayMode
     """The mode compared (never silently another)."""
-    declared_replay: DeclaredReplay = attrs.field(validator=enum_member(DeclaredReplay))
+    declared_replay: DeclaredReplay
     """What the config declares."""
-    outputs_compared: bool = attrs.field(validator=exact(bool))
+    outputs_compared: bool
     """False only in ``nondeterministic`` mode: outputs were recorded, not compared."""
-    match: bool = attrs.field(validator=exact(bool))
+    match: bool
     """True when every check of the mode passed."""
-    reason_codes: tuple[ReplayReason, ...] = attrs.field(validator=tuple_of(ReplayReason))
+    reason_codes: tuple[ReplayReason, ...]
     """Failed checks in order; empty on a match."""
-    first_difference: str | None = attrs.field(validator=attrs.validators.optional(exact(str)))
+    first_difference: str | None
     """JSON path of the first difference of the compared projections, or None."""
-    saved_digest: str | None = attrs.field(validator=optional_digest)
+    saved_digest: OptionalDigest
     """SHA-256 of the whole saved record (None when it is not canonical JSON)."""
-    replayed_digest: str | None = attrs.field(validator=optional_digest)
+    replayed_digest: OptionalDigest
     """SHA-256 of the whole replayed record (None: not re-run, R1 or R2 failed first)."""
-    saved_compared_digest: str | None = attrs.field(validator=optional_digest)
+    saved_compared_digest: OptionalDigest
     """SHA-256 of the saved record's projection in this mode (None: not canonical)."""
-    replayed_compared_digest: str | None = attrs.field(validator=optional_digest)
+    replayed_compared_digest: OptionalDigest
     """SHA-256 of the replayed record's projection in this mode (None: not re-run)."""
 
     def __attrs_post_init__(self) -> None:
@@ -212,11 +210,11 @@ class ReplayRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    check: ReplayCheck = attrs.field(validator=exact(ReplayCheck))
+    check: ReplayCheck
     """The check (``match`` false) as the replay-check document records it."""
-    reason_codes: tuple[ReplayReason, ...] = attrs.field(validator=tuple_of(ReplayReason))
+    reason_codes: tuple[ReplayReason, ...]
     """The check's failed rules, in order (R1-R4)."""
 
     def __attrs_post_init__(self) -> None:
