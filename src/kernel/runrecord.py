@@ -36,7 +36,7 @@ import attrs
 
 from kernel.codec import Record, field_error
 from kernel.identity import sha256_hex
-from kernel.values import digest, enum_member, exact, optional_digest, tuple_of
+from kernel.values import Digest, NonBlank, OptionalDigest, Positive
 from kernel.verification import (
     CheckReason,
     CheckStatus,
@@ -48,8 +48,6 @@ from kernel.verification import (
     VerificationStatus,
     WorkerStatus,
     WorkUnit,
-    nonblank,
-    positive,
     weakest_isolation,
 )
 
@@ -156,11 +154,11 @@ class AttemptErrorCode(enum.StrEnum):
 class WorkUnitRef(Record):
     """Which work unit a run worked on."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Work unit id."""
-    version: int = attrs.field(validator=positive)
+    version: Positive
     """Work unit version."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """Work unit digest."""
 
     @classmethod
@@ -173,19 +171,19 @@ class WorkUnitRef(Record):
 class ManifestSummary(Record):
     """What a run keeps of a worker's `ResultManifest`."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Manifest id."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """Manifest digest (the whole document)."""
-    work_unit_digest: str | None = attrs.field(validator=optional_digest)
+    work_unit_digest: OptionalDigest
     """Work unit digest the manifest binds to (None when the source did not record it)."""
-    worker_id: str = attrs.field(validator=nonblank)
+    worker_id: NonBlank
     """Worker id."""
-    worker_status: WorkerStatus = attrs.field(validator=enum_member(WorkerStatus))
+    worker_status: WorkerStatus
     """The worker's self-reported status."""
-    attempt: int = attrs.field(validator=positive)
+    attempt: Positive
     """The worker's attempt counter."""
-    candidate_digest: str | None = attrs.field(default=None, validator=optional_digest)
+    candidate_digest: OptionalDigest = None
     """SHA-256 of the manifest's ``patch`` artifact (the candidate), when it has one:
     what staging and promotion apply, bound to the run (ADR-0006)."""
 
@@ -208,11 +206,11 @@ class ManifestSummary(Record):
 class CheckSummary(Record):
     """One verifier check as a run keeps it."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Check id."""
-    required: bool = attrs.field(validator=exact(bool))
+    required: bool
     """Required for acceptance."""
-    status: CheckStatus = attrs.field(validator=enum_member(CheckStatus))
+    status: CheckStatus
     """Outcome."""
 
 
@@ -220,21 +218,21 @@ class CheckSummary(Record):
 class VerificationSummary(Record):
     """What a run keeps of an independent `VerificationResult`."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Verification id."""
-    verifier_id: str = attrs.field(validator=nonblank)
+    verifier_id: NonBlank
     """Verifier id."""
-    status: VerificationStatus = attrs.field(validator=enum_member(VerificationStatus))
+    status: VerificationStatus
     """Verifier run outcome."""
-    recommendation: Recommendation = attrs.field(validator=enum_member(Recommendation))
+    recommendation: Recommendation
     """Decision support."""
-    checks: tuple[CheckSummary, ...] = attrs.field(validator=tuple_of(CheckSummary))
+    checks: tuple[CheckSummary, ...]
     """Named checks."""
-    result_manifest_digest: str = attrs.field(validator=digest)
+    result_manifest_digest: Digest
     """Manifest digest the verification binds to."""
-    work_unit_digest: str = attrs.field(validator=digest)
+    work_unit_digest: Digest
     """Work unit digest the verification binds to."""
-    semantic_digest: str = attrs.field(validator=digest)
+    semantic_digest: Digest
     """The verification's semantic digest."""
 
     @classmethod
@@ -255,9 +253,7 @@ class VerificationSummary(Record):
         )
 
 
-def _portable_message(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not str or not value.strip():
-        raise field_error(attribute.name, f"expected a non-blank string, got {value!r}")
+def _portable_message(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if has_absolute_path(value):
         raise field_error(attribute.name, "error messages may not embed absolute paths")
 
@@ -266,9 +262,9 @@ def _portable_message(_instance: object, attribute: attrs.Attribute[Any], value:
 class AttemptError(Record):
     """Why an attempt stopped: a closed code and a portable message."""
 
-    code: AttemptErrorCode = attrs.field(validator=enum_member(AttemptErrorCode))
+    code: AttemptErrorCode
     """Closed reason code."""
-    message: str = attrs.field(validator=_portable_message)
+    message: NonBlank = attrs.field(validator=_portable_message)
     """Human message; never an absolute path."""
 
 
@@ -276,9 +272,9 @@ class AttemptError(Record):
 class SandboxRun(Record):
     """How one sandboxed run (a worker, a verifier check) was isolated and limited."""
 
-    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    isolation: Isolation
     """The isolation level the run obtained."""
-    limits: tuple[SandboxLimit, ...] = attrs.field(validator=tuple_of(SandboxLimit))
+    limits: tuple[SandboxLimit, ...]
     """Every limit of the run, as the sandbox applied it."""
 
 
@@ -286,14 +282,12 @@ class SandboxRun(Record):
 class CheckRun(Record):
     """How one verifier check of an attempt ran, and why it did not pass (if it did not)."""
 
-    check_id: str = attrs.field(validator=nonblank)
+    check_id: NonBlank
     """The check's id (as in the verification's checks)."""
-    sandbox: SandboxRun | None = attrs.field(validator=attrs.validators.optional(exact(SandboxRun)))
+    sandbox: SandboxRun | None
     """Its sandbox's isolation and limits (None: a check run without a sandbox, such as
     ``protected-paths``, which reads the patch)."""
-    reason: CheckReason | None = attrs.field(
-        validator=attrs.validators.optional(enum_member(CheckReason))
-    )
+    reason: CheckReason | None
     """Why the check did not pass; None when it passed."""
 
 
@@ -311,33 +305,25 @@ def evidence_isolation(
 class AttemptRecord(Record):
     """One attempt of a run, whatever happened to it."""
 
-    attempt_id: str = attrs.field(validator=nonblank)
+    attempt_id: NonBlank
     """Attempt id, unique within the run."""
-    order: int = attrs.field(validator=positive)
+    order: Positive
     """1-based launch position."""
-    adapter: str = attrs.field(validator=nonblank)
+    adapter: NonBlank
     """Worker adapter kind (``fixture-result``, ``fixture-failure``, later ``command``)."""
-    adapter_version: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    adapter_version: NonBlank | None
     """Worker adapter version (None when the source did not record it)."""
-    state: AttemptState = attrs.field(validator=enum_member(AttemptState))
+    state: AttemptState
     """How far the control path got."""
-    manifest: ManifestSummary | None = attrs.field(
-        validator=attrs.validators.optional(exact(ManifestSummary))
-    )
+    manifest: ManifestSummary | None
     """The manifest summary, when one was collected."""
-    verification: VerificationSummary | None = attrs.field(
-        validator=attrs.validators.optional(exact(VerificationSummary))
-    )
+    verification: VerificationSummary | None
     """The verification summary, when the verifier produced one."""
-    error: AttemptError | None = attrs.field(
-        validator=attrs.validators.optional(exact(AttemptError))
-    )
+    error: AttemptError | None
     """The control failure, when there was one."""
-    worker_sandbox: SandboxRun | None = attrs.field(
-        default=None, validator=attrs.validators.optional(exact(SandboxRun))
-    )
+    worker_sandbox: SandboxRun | None = None
     """The worker's sandbox (None: the worker ran no sandbox, e.g. a fixture)."""
-    check_runs: tuple[CheckRun, ...] = attrs.field(default=(), validator=tuple_of(CheckRun))
+    check_runs: tuple[CheckRun, ...] = ()
     """Each sandboxed verifier check of this attempt, in check order."""
 
     @property
@@ -402,9 +388,9 @@ class RunAuthority(Record):
 class ImportedFrom(Record):
     """The foreign document a run record was converted from (e.g. IDKMesh v0.1)."""
 
-    kind: str = attrs.field(validator=nonblank)
+    kind: NonBlank
     """The foreign document's kind (``idkmesh-two-attempt-run``)."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of the canonical JSON of the foreign document as read."""
 
 
@@ -417,8 +403,9 @@ class DeclaredReplay(enum.StrEnum):
     """Model/agent workers: replay checks provenance only; outputs are never compared."""
 
 
-def _inputs(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    tuple_of(ProvenanceInput)(_instance, attribute, value)
+def _inputs(
+    _instance: object, attribute: attrs.Attribute[Any], value: tuple[ProvenanceInput, ...]
+) -> None:
     names = [item.name for item in value]
     if names != sorted(set(names)):
         raise field_error(attribute.name, "input names must be unique and ascending")
@@ -427,8 +414,8 @@ def _inputs(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> N
 _GIT_OBJECT_ID: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def _git_object_id(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (type(value) is not str or not _GIT_OBJECT_ID.fullmatch(value)):
+def _git_object_id(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not _GIT_OBJECT_ID.fullmatch(value):
         raise field_error(attribute.name, f"expected a git object id (40 or 64 hex), got {value!r}")
 
 
@@ -436,9 +423,9 @@ def _git_object_id(_instance: object, attribute: attrs.Attribute[Any], value: ob
 class ProvenanceInput(Record):
     """One thing a run ran on, pinned by a digest (e.g. ``baseline``, ``worker:a1``)."""
 
-    name: str = attrs.field(validator=nonblank)
+    name: NonBlank
     """What it is: ``baseline``, ``worker:<attempt id>`` or ``verifier``."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of its canonical description (tree digest, command and program bytes)."""
 
 
@@ -446,7 +433,7 @@ class ProvenanceInput(Record):
 class RunProvenance(Record):
     """What a run of real workers ran on, apart from its outputs."""
 
-    declared_replay: DeclaredReplay = attrs.field(validator=enum_member(DeclaredReplay))
+    declared_replay: DeclaredReplay
     """The replay the config declares."""
     inputs: tuple[ProvenanceInput, ...] = attrs.field(validator=_inputs)
     """Input digests, sorted by name, unique."""
@@ -455,8 +442,9 @@ class RunProvenance(Record):
     a promotion, ADR-0006), when git could compute it."""
 
 
-def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    tuple_of(AttemptRecord)(_instance, attribute, value)
+def _attempts(
+    _instance: object, attribute: attrs.Attribute[Any], value: tuple[AttemptRecord, ...]
+) -> None:
     # Vacuous input is refused: a run has at least one attempt.
     if not value:
         raise field_error(attribute.name, "a run has at least one attempt")
@@ -479,10 +467,10 @@ def _attempts(_instance: object, attribute: attrs.Attribute[Any], value: Any) ->
 class IsolationPolicy(Record):
     """What isolation a run's config accepts (ADR-0004): recorded with the run."""
 
-    minimum: Isolation = attrs.field(validator=enum_member(Isolation))
+    minimum: Isolation
     """The weakest level the run accepted to start at (default: the strongest the
     machine offered)."""
-    accept_below_overlay: bool = attrs.field(validator=exact(bool))
+    accept_below_overlay: bool
     """True only when the config explicitly accepts evidence gathered below ``overlay``
     as grounds for ``verified``; otherwise such evidence never is."""
 
@@ -494,39 +482,29 @@ class RunRecord(Record):
     ``digest`` is SHA-256 over the canonical JSON of the whole document.
     """
 
-    kind: Literal["kernel-run-record"] = attrs.field(
-        default=RUN_RECORD_KIND, validator=constant(RUN_RECORD_KIND)
-    )
+    kind: Literal["kernel-run-record"] = RUN_RECORD_KIND
     """Document kind."""
-    schema_version: Literal["1"] = attrs.field(
-        default=RUN_RECORD_SCHEMA_VERSION, validator=constant(RUN_RECORD_SCHEMA_VERSION)
-    )
+    schema_version: Literal["1"] = RUN_RECORD_SCHEMA_VERSION
     """Document schema version."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """Run id."""
-    orchestrator: str = attrs.field(validator=nonblank)
+    orchestrator: NonBlank
     """Orchestrator name and version (e.g. ``kernel.effects.orchestrate/1``)."""
-    work_unit: WorkUnitRef = attrs.field(validator=exact(WorkUnitRef))
+    work_unit: WorkUnitRef
     """The work unit every attempt worked on."""
-    config_digest: str = attrs.field(validator=digest)
+    config_digest: Digest
     """SHA-256 of the canonical orchestration config."""
-    verifier_policy_digest: str = attrs.field(validator=digest)
+    verifier_policy_digest: Digest
     """SHA-256 of the canonical verifier policy."""
-    imported_from: ImportedFrom | None = attrs.field(
-        validator=attrs.validators.optional(exact(ImportedFrom))
-    )
+    imported_from: ImportedFrom | None
     """The foreign run document this record was converted from, if any."""
     attempts: tuple[AttemptRecord, ...] = attrs.field(validator=_attempts)
     """Attempts in launch order (at least one)."""
-    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    authority: RunAuthority
     """All false."""
-    provenance: RunProvenance | None = attrs.field(
-        default=None, validator=attrs.validators.optional(exact(RunProvenance))
-    )
+    provenance: RunProvenance | None = None
     """What the run ran on (command runs); None for fixture and imported runs."""
-    isolation_policy: IsolationPolicy | None = attrs.field(
-        default=None, validator=attrs.validators.optional(exact(IsolationPolicy))
-    )
+    isolation_policy: IsolationPolicy | None = None
     """The isolation the config accepted (command runs); None for fixture and imported
     runs."""
 
