@@ -45,23 +45,14 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, field_error, seal
 from kernel.errors import KernelError
-from kernel.identity import is_canonical_str, is_digest
-from kernel.values import (
-    Refusal,
-    boundary,
-    digest,
-    enum_member,
-    exact,
-    non_negative,
-    optional_digest,
-    tuple_of,
-)
+from kernel.identity import is_digest
+from kernel.values import Count, Digest, OptionalDigest, Refusal, boundary
 from kernel.verification import Isolation, SandboxLimit, weakest_isolation
 
 __all__ = [
@@ -153,58 +144,27 @@ class ConsensusRefusalReason(enum.StrEnum):
     tampered with or mis-recorded, so byte identity cannot be judged."""
 
 
-def _pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: sorted, unique ``(name, value)`` string pairs (values may be empty)."""
-    if type(value) is not tuple:
-        raise field_error(attribute.name, "expected a tuple of (name, value) pairs")
-    previous: str | None = None
-    for index, pair in enumerate(value):
-        if (
-            type(pair) is not tuple
-            or len(pair) != 2
-            or not is_canonical_str(pair[0])
-            or not is_canonical_str(pair[1])
-            or not pair[0]
-        ):
-            raise field_error(f"{attribute.name}[{index}]", "not a (name, value) string pair")
-        if previous is not None and pair[0] <= previous:
-            raise field_error(f"{attribute.name}[{index}]", "names must be unique and ascending")
-        previous = pair[0]
-
-
-def _ascending_indexes(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: strictly ascending non-negative run indexes."""
-    tuple_of(int)(_instance, attribute, value)
-    indexes = cast(tuple[int, ...], value)  # tuple_of(int) raised on anything else
-    if any(i < 0 for i in indexes) or any(a >= b for a, b in itertools.pairwise(indexes)):
-        raise field_error(attribute.name, "run indexes must be non-negative and ascending")
-
-
-def _optional_non_negative(
-    instance: object, attribute: attrs.Attribute[Any], value: object
+def _pairs(
+    _instance: object,
+    attribute: attrs.Attribute[tuple[tuple[str, str], ...]],
+    value: tuple[tuple[str, str], ...],
 ) -> None:
-    if value is not None:
-        non_negative(instance, attribute, value)
+    """Names are non-empty, unique and ascending (values may be empty)."""
+    previous: str | None = None
+    for index, (name, _value) in enumerate(value):
+        if not name:
+            raise field_error(f"{attribute.name}[{index}][0]", "expected a non-empty name, got ''")
+        if previous is not None and name <= previous:
+            raise field_error(f"{attribute.name}[{index}]", "names must be unique and ascending")
+        previous = name
 
 
-def _optional_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and type(value) is not int:
-        raise field_error(attribute.name, f"expected an int or None, got {value!r}")
-
-
-def _optional_reason(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and type(value) is not NoConsensusReason:
-        raise field_error(attribute.name, f"expected a NoConsensusReason or None, got {value!r}")
-
-
-def _optional_bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and type(value) is not bool:
-        raise field_error(attribute.name, f"expected a bool or None, got {value!r}")
-
-
-def _limits(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        tuple_of(SandboxLimit)(_instance, attribute, value)
+def _ascending_indexes(
+    _instance: object, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
+) -> None:
+    """Run indexes ascend strictly (each run once, in order)."""
+    if any(a >= b for a, b in itertools.pairwise(value)):
+        raise field_error(attribute.name, "run indexes must be ascending")
 
 
 @attrs.frozen(kw_only=True)
@@ -219,23 +179,23 @@ class RunObservation(Record):
 
     __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms", "limits"}))
 
-    index: int = attrs.field(validator=non_negative)
+    index: Count
     """``KERNEL_RUN_INDEX`` of the run, ``0..N-1``."""
-    status: CaptureStatus = attrs.field(validator=enum_member(CaptureStatus))
+    status: CaptureStatus
     """How the run ended."""
-    exit_code: int | None = attrs.field(validator=_optional_int)
+    exit_code: int | None
     """Exit status; negative for a signal (``-9``); None when it never ran to an end."""
-    output_digest: str | None = attrs.field(validator=optional_digest)
+    output_digest: OptionalDigest
     """SHA-256 of the captured output bytes, when captured."""
-    output_size: int | None = attrs.field(validator=_optional_non_negative)
+    output_size: Count | None
     """Size in bytes of the captured output, when captured."""
-    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    isolation: Isolation
     """Isolation level the run actually obtained."""
-    duration_ms: int = attrs.field(validator=non_negative)
+    duration_ms: Count
     """Wall time of the run in milliseconds."""
     variation: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_pairs)
     """Per-run environment variation, sorted ``(name, value)`` pairs (e.g. ``TZ``)."""
-    limits: tuple[SandboxLimit, ...] | None = attrs.field(default=None, validator=_limits)
+    limits: tuple[SandboxLimit, ...] | None = None
     """Every resource limit of the run and how it was applied (None: not recorded)."""
 
     def __attrs_post_init__(self) -> None:
@@ -256,23 +216,23 @@ class ClassifiedRun(Record):
 
     __identity__ = Identity(exclude=frozenset({"explanation", "duration_ms", "limits"}))
 
-    index: int = attrs.field(validator=non_negative)
+    index: Count
     """Run index."""
-    status: RunStatus = attrs.field(validator=enum_member(RunStatus))
+    status: RunStatus
     """``ok`` (joins a group), ``no_change``, or a failure status."""
-    exit_code: int | None = attrs.field(validator=_optional_int)
+    exit_code: int | None
     """Exit status as observed."""
-    output_digest: str | None = attrs.field(validator=optional_digest)
+    output_digest: OptionalDigest
     """SHA-256 of the output, when captured."""
-    output_size: int | None = attrs.field(validator=_optional_non_negative)
+    output_size: Count | None
     """Output size in bytes, when captured."""
-    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    isolation: Isolation
     """Isolation level obtained."""
-    duration_ms: int = attrs.field(validator=non_negative)
+    duration_ms: Count
     """Wall time in milliseconds."""
     variation: tuple[tuple[str, str], ...] = attrs.field(validator=_pairs)
     """Per-run environment variation."""
-    limits: tuple[SandboxLimit, ...] | None = attrs.field(default=None, validator=_limits)
+    limits: tuple[SandboxLimit, ...] | None = None
     """Every resource limit of the run and how it was applied (None: not recorded, as
     in a report written before limits were)."""
 
@@ -281,20 +241,12 @@ class ClassifiedRun(Record):
 class OutputGroup(Record):
     """Runs whose outputs are byte-identical (rule C4). Nested form: every field."""
 
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of the shared output."""
-    size: int = attrs.field(validator=non_negative)
+    size: Count
     """Output size in bytes."""
-    run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs that produced it, ascending."""
-
-
-def _groups(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    tuple_of(OutputGroup)(_instance, attribute, value)
-
-
-def _runs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    tuple_of(ClassifiedRun)(_instance, attribute, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -307,31 +259,31 @@ class Consensus(Record):
 
     __identity__ = Identity(field="consensus_id", seals=True)
 
-    consensus_id: str = attrs.field(default=UNSEALED, validator=digest)
+    consensus_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    runs_launched: int = attrs.field(validator=non_negative)
+    runs_launched: Count
     """N, every launched run (failed ones included)."""
-    agreement_count: int = attrs.field(validator=non_negative)
+    agreement_count: Count
     """Runs in the majority group (``agreement_count * 2 > runs_launched``)."""
-    majority_digest: str = attrs.field(validator=digest)
+    majority_digest: Digest
     """SHA-256 of the majority output."""
-    majority_size: int = attrs.field(validator=non_negative)
+    majority_size: Count
     """Size in bytes of the majority output."""
-    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    groups: tuple[OutputGroup, ...]
     """Every group, largest first then by digest."""
-    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    runs: tuple[ClassifiedRun, ...]
     """Every launched run, by index."""
-    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    no_change_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs excluded as no-change (C3)."""
-    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    failed_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs that failed, timed out or hit a sandbox error (C2)."""
-    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    baseline_output_digest: OptionalDigest
     """Digest of the baseline output no-change runs were classified against."""
-    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    candidate_digest: OptionalDigest
     """Digest of the candidate being corroborated, when one was given (C6)."""
-    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    candidate_matches_majority: bool | None
     """Whether the majority output is byte-identical to the candidate; None without one."""
-    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    candidate_reproduced_by: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs whose output is byte-identical to the candidate."""
 
     def __attrs_post_init__(self) -> None:
@@ -360,27 +312,27 @@ class NoConsensus(Record):
 
     __identity__ = Identity(field="no_consensus_id", seals=True)
 
-    no_consensus_id: str = attrs.field(default=UNSEALED, validator=digest)
+    no_consensus_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    reason: NoConsensusReason = attrs.field(validator=enum_member(NoConsensusReason))
+    reason: NoConsensusReason
     """Why there is no consensus."""
-    runs_launched: int = attrs.field(validator=non_negative)
+    runs_launched: Count
     """N, every launched run."""
-    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    groups: tuple[OutputGroup, ...]
     """Every group, largest first then by digest (possibly none)."""
-    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    runs: tuple[ClassifiedRun, ...]
     """Every launched run, by index."""
-    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    no_change_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs excluded as no-change."""
-    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    failed_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs that failed, timed out or hit a sandbox error."""
-    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    baseline_output_digest: OptionalDigest
     """Digest of the baseline output, when given."""
-    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    candidate_digest: OptionalDigest
     """Digest of the candidate, when given."""
-    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    candidate_matches_majority: bool | None
     """False when a candidate was given (there is no majority), else None."""
-    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    candidate_reproduced_by: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs whose output is byte-identical to the candidate."""
 
     def __attrs_post_init__(self) -> None:
@@ -469,13 +421,11 @@ class ConsensusRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    runs_launched: int = attrs.field(validator=non_negative)
+    runs_launched: Count
     """Number of observations given."""
-    reason_codes: tuple[ConsensusRefusalReason, ...] = attrs.field(
-        validator=tuple_of(ConsensusRefusalReason)
-    )
+    reason_codes: tuple[ConsensusRefusalReason, ...]
     """Failed checks, in check order."""
 
 
@@ -609,49 +559,49 @@ class CorroborationReport(Record):
 
     __identity__ = Identity(field="report_id", seals=True)
 
-    report_id: str = attrs.field(default=UNSEALED, validator=digest)
+    report_id: Digest = UNSEALED
     """Self-sealed SHA-256 of the identity payload."""
-    consensus: bool = attrs.field(validator=exact(bool))
+    consensus: bool
     """True when a strict majority of the launched runs agreed byte for byte."""
-    agreement_count: int | None = attrs.field(validator=_optional_non_negative)
+    agreement_count: Count | None
     """Runs in the majority group, or None without consensus."""
-    runs_launched: int = attrs.field(validator=non_negative)
+    runs_launched: Count
     """N."""
-    majority_digest: str | None = attrs.field(validator=optional_digest)
+    majority_digest: OptionalDigest
     """SHA-256 of the majority output, or None."""
-    majority_size: int | None = attrs.field(validator=_optional_non_negative)
+    majority_size: Count | None
     """Size of the majority output, or None."""
-    no_consensus_reason: NoConsensusReason | None = attrs.field(validator=_optional_reason)
+    no_consensus_reason: NoConsensusReason | None
     """Why there is no consensus, or None when there is one."""
-    outcome_id: str = attrs.field(validator=digest)
+    outcome_id: Digest
     """``consensus_id`` or ``no_consensus_id`` of the outcome this report renders."""
-    groups: tuple[OutputGroup, ...] = attrs.field(validator=_groups)
+    groups: tuple[OutputGroup, ...]
     """Every byte-identical group."""
-    runs: tuple[ClassifiedRun, ...] = attrs.field(validator=_runs)
+    runs: tuple[ClassifiedRun, ...]
     """Every launched run, by index."""
-    no_change_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    no_change_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs excluded as no-change."""
-    failed_run_indexes: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    failed_run_indexes: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs that failed."""
-    baseline_output_digest: str | None = attrs.field(validator=optional_digest)
+    baseline_output_digest: OptionalDigest
     """Digest of the baseline output, when given."""
-    candidate_digest: str | None = attrs.field(validator=optional_digest)
+    candidate_digest: OptionalDigest
     """Digest of the candidate, when given."""
-    candidate_matches_majority: bool | None = attrs.field(validator=_optional_bool)
+    candidate_matches_majority: bool | None
     """Whether the majority output equals the candidate (None without a candidate)."""
-    candidate_reproduced_by: tuple[int, ...] = attrs.field(validator=_ascending_indexes)
+    candidate_reproduced_by: tuple[Count, ...] = attrs.field(validator=_ascending_indexes)
     """Runs that reproduced the candidate exactly."""
-    capture_mode: CaptureMode = attrs.field(validator=enum_member(CaptureMode))
+    capture_mode: CaptureMode
     """What each run's output is."""
-    command: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    command: tuple[str, ...]
     """The argv every run executed."""
-    network: bool = attrs.field(validator=exact(bool))
+    network: bool
     """Whether runs had network access."""
-    timeout_ms: int | None = attrs.field(validator=_optional_non_negative)
+    timeout_ms: Count | None
     """Per-run time limit, or None."""
-    isolation: Isolation = attrs.field(validator=enum_member(Isolation))
+    isolation: Isolation
     """The weakest isolation level any run obtained."""
-    explanation: str = attrs.field(default=CORROBORATION_NOTICE, validator=exact(str))
+    explanation: str = CORROBORATION_NOTICE
     """Prose (never in the id)."""
 
     def __attrs_post_init__(self) -> None:
@@ -688,7 +638,7 @@ def _outcome_of(report: CorroborationReport) -> Consensus | NoConsensus:
         "candidate_reproduced_by": report.candidate_reproduced_by,
     }
     if report.consensus:
-        # None here (a forged report) is refused by Consensus's own validators.
+        # None here (a forged report) is refused by Consensus's field checks.
         majority: dict[str, Any] = {
             "agreement_count": report.agreement_count,
             "majority_digest": report.majority_digest,
