@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel
@@ -19,6 +19,7 @@ from kernel.codec import Record, field_check, nested_form, tag_of
 from kernel.errors import FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT
 from kernel.strategies import digests, texts
+from kernel.strategies.fields import from_annotation, records_of
 from kernel.values import Count, Digest, Digests, NonBlank, OptionalDigest, SourceSpan
 
 
@@ -278,3 +279,75 @@ def test_every_kernel_record_compiles_its_checks_parser_and_schema() -> None:
         for field in attrs.fields(cls):  # type: ignore[arg-type]
             field_check(typing.get_type_hints(cls, include_extras=True)[field.name], cls.__name__)
         _Builder().record(cls)
+
+
+_GARBAGE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=5),
+    st.binary(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.tuples(st.text(max_size=2)),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    st.sampled_from([Colour.RED, SourceSpan(text="", start=0, end=0), object()]),
+)
+
+
+@settings(max_examples=500)
+@given(data=st.data())
+def test_no_record_constructor_lets_garbage_escape_as_a_foreign_exception(
+    data: st.DataObject,
+) -> None:
+    """For every record of the package and any values: either the record is built, or
+    construction raises `FieldError` naming the record (never AttributeError,
+    TypeError from inside a rule, or a partial record)."""
+    cls = data.draw(st.sampled_from(_RECORDS))
+    fields = attrs.fields(cls)  # type: ignore[arg-type]
+    hints = typing.get_type_hints(cls, include_extras=True)
+    kwargs = {
+        field.name: data.draw(_valid_or_garbage(hints[field.name]), label=field.name)
+        for field in fields
+    }
+    refused: FieldError | None = None
+    try:
+        cls(**kwargs)
+    except FieldError as e:
+        refused = e
+    if refused is not None:
+        assert refused.record == cls.__name__
+        assert refused.kernel_field.split("[")[0].split(".")[0] in kwargs
+
+
+_RECORDS = _kernel_records()
+
+
+def _holds_a_record(hint: object) -> bool:
+    if isinstance(hint, type):
+        return issubclass(hint, Record)
+    return any(_holds_a_record(arg) for arg in typing.get_args(hint))
+
+
+def _valid_or_garbage(hint: object) -> st.SearchStrategy[object]:
+    """A value the annotation admits, or anything; nested records only as garbage (a
+    valid nested record is drawn by its own class's turn)."""
+    if _holds_a_record(hint):
+        return _GARBAGE
+    return st.one_of(from_annotation(hint), _GARBAGE)
+
+
+@given(st.data())
+def test_records_drawn_from_annotations_are_valid_and_round_trip(data: st.DataObject) -> None:
+    """`records_of` derives a strategy from a record's annotations alone."""
+    classes: list[type[Record]] = [SourceSpan, Plain, Home, Cat]
+    cls = data.draw(st.sampled_from(classes))
+    record = data.draw(records_of(cls))
+    assert type(record) is cls
+    assert cls.from_dict(record.to_dict()) == record
+
+
+def test_from_annotation_refuses_what_the_vocabulary_does_not_know() -> None:
+    with pytest.raises(TypeError, match="no strategy for field type"):
+        from_annotation(list[int])
+    assert from_annotation(enum.StrEnum).is_empty

@@ -16,6 +16,7 @@ except ModuleNotFoundError as e:
     ) from e
 
 from kernel.strategies.consensus import branches, drafts, run_observations, tool_sets
+from kernel.strategies.fields import from_annotation, records_of
 from kernel.strategies.report import (
     actors,
     attempt_records,
@@ -50,6 +51,8 @@ from kernel.strategies.values import (
 )
 
 __all__ = [
+    "from_annotation",
+    "records_of",
     "branches",
     "drafts",
     "run_observations",
