@@ -17,16 +17,16 @@ import enum
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from kernel.codec import Record, field_error
+from kernel.codec import Record
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import MAX_SAFE_INT, Sha256Stream
 from kernel.runrecord import SandboxLimit
-from kernel.values import enum_member
+from kernel.values import Positive
 
 __all__ = [
     "DEFAULT_PATH",
@@ -182,26 +182,21 @@ class LimitMechanism(enum.StrEnum):
     """Not applied at this isolation level (or no limit was asked for)."""
 
 
-def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (type(value) is not int or not 0 < value <= MAX_SAFE_INT):
-        raise field_error(attribute.name, f"expected a positive integer or null, got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class Limits(Record):
     """Resource limits of one run; None means no limit. Defaults suit a test suite."""
 
-    memory_bytes: int | None = attrs.field(default=2 << 30, validator=_positive_or_none)
+    memory_bytes: Positive | None = 2 << 30
     """Private writable memory of each process of the run (``RLIMIT_DATA``)."""
-    processes: int | None = attrs.field(default=512, validator=_positive_or_none)
+    processes: Positive | None = 512
     """Processes (and threads) the run may have at once."""
-    cpu_seconds: int | None = attrs.field(default=600, validator=_positive_or_none)
+    cpu_seconds: Positive | None = 600
     """CPU time of each process."""
-    output_bytes: int | None = attrs.field(default=256 << 20, validator=_positive_or_none)
+    output_bytes: Positive | None = 256 << 20
     """Captured output (stdout or patch) and stderr, each."""
-    writable_bytes: int | None = attrs.field(default=512 << 20, validator=_positive_or_none)
+    writable_bytes: Positive | None = 512 << 20
     """Changes to the run's tree (the overlay's upper layer)."""
-    tmp_bytes: int | None = attrs.field(default=256 << 20, validator=_positive_or_none)
+    tmp_bytes: Positive | None = 256 << 20
     """Files written to the run's private ``/tmp``."""
 
     def value(self, kind: LimitKind) -> int | None:
@@ -259,11 +254,11 @@ def limits_with(base: Limits, options: Sequence[str]) -> Limits:
 class AppliedLimit(Record):
     """How one limit of a run was applied."""
 
-    kind: LimitKind = attrs.field(validator=enum_member(LimitKind))
+    kind: LimitKind
     """Which limit."""
-    value: int | None = attrs.field(validator=_positive_or_none)
+    value: Positive | None
     """The limit (None: no limit)."""
-    mechanism: LimitMechanism = attrs.field(validator=enum_member(LimitMechanism))
+    mechanism: LimitMechanism
     """How it was enforced."""
 
 
