@@ -20,6 +20,7 @@ import argparse
 import ast
 import enum
 import inspect
+import json
 import sys
 import types
 import typing
@@ -156,7 +157,8 @@ def _json_type(hint: Any) -> str:
     if isinstance(hint, type) and issubclass(hint, Record):
         return f"`{hint.__name__}`"
     if origin is typing.Literal:
-        return " or ".join(f'"{a}"' for a in args)
+        # As JSON writes them: "1" for a string, false for a bool.
+        return " or ".join(json.dumps(a) for a in args)
     if origin in (types.UnionType, typing.Union):
         members = [_json_type(a) for a in args if a is not type(None)]
         return " or ".join(members) + (" or null" if type(None) in args else "")
