@@ -43,18 +43,17 @@ from kernel.evidence_report import (
     check_evidence_report,
 )
 from kernel.identity import is_canonical_str
-from kernel.runrecord import AttemptState, constant
+from kernel.runrecord import AttemptState
 from kernel.values import (
+    Digest,
+    NonBlank,
+    OptionalDigest,
     Refusal,
+    Timestamp,
     boundary,
-    digest,
-    enum_member,
-    exact,
-    optional_digest,
     rfc3339_utc_problem,
-    tuple_of,
 )
-from kernel.verification import Recommendation, nonblank
+from kernel.verification import Recommendation
 
 __all__ = [
     "DECISION_KIND",
@@ -76,12 +75,6 @@ __all__ = [
 
 DECISION_KIND: Final = "kernel-human-decision-record"
 DECISION_SCHEMA_VERSION: Final = "1"
-
-
-def _timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    problem = rfc3339_utc_problem(value)
-    if problem is not None:
-        raise field_error(attribute.name, problem)
 
 
 def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -108,13 +101,11 @@ class DeciderType(enum.StrEnum):
 class Decider(Record):
     """The decider's identity."""
 
-    id: str = attrs.field(validator=nonblank)
+    id: NonBlank
     """Decider id (e-mail, handle, body name)."""
-    type: DeciderType = attrs.field(validator=enum_member(DeciderType))
+    type: DeciderType
     """Human or governance body."""
-    display_name: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(nonblank)
-    )
+    display_name: NonBlank | None = None
     """How the decider is shown to people (IDKMesh's ``display_name``), or None."""
 
 
@@ -122,13 +113,13 @@ class Decider(Record):
 class EvidenceReportRef(Record):
     """Which report was decided on: by content, never by file name."""
 
-    kind: str = attrs.field(validator=nonblank)
+    kind: NonBlank
     """The report's kind."""
-    schema_version: str = attrs.field(validator=nonblank)
+    schema_version: NonBlank
     """The report's schema version."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """The report's run id."""
-    digest: str = attrs.field(validator=digest)
+    digest: Digest
     """SHA-256 of the canonical JSON of the whole report document."""
 
 
@@ -150,31 +141,27 @@ class HumanDecisionRecord(Record):
 
     __identity__ = Identity(field="record_id", seals=True, exclude=frozenset())
 
-    kind: Literal["kernel-human-decision-record"] = attrs.field(
-        default=DECISION_KIND, validator=constant(DECISION_KIND)
-    )
+    kind: Literal["kernel-human-decision-record"] = DECISION_KIND
     """Document kind."""
-    schema_version: Literal["1"] = attrs.field(
-        default=DECISION_SCHEMA_VERSION, validator=constant(DECISION_SCHEMA_VERSION)
-    )
+    schema_version: Literal["1"] = DECISION_SCHEMA_VERSION
     """Document schema version."""
-    record_id: str = attrs.field(default=UNSEALED, validator=digest)
+    record_id: Digest = UNSEALED
     """Self-sealed id over every field."""
-    decision_id: str = attrs.field(validator=nonblank)
+    decision_id: NonBlank
     """The decider's id for this decision."""
-    decision: Decision = attrs.field(validator=enum_member(Decision))
+    decision: Decision
     """accept, reject or escalate."""
-    rationale: str = attrs.field(validator=nonblank)
+    rationale: NonBlank
     """Why (the decider's words)."""
-    decider: Decider = attrs.field(validator=exact(Decider))
+    decider: Decider
     """Who decided."""
-    decided_at: str = attrs.field(validator=_timestamp)
+    decided_at: Timestamp
     """When, RFC 3339 UTC (passed in by the caller)."""
-    selected_attempt_id: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    selected_attempt_id: NonBlank | None
     """The attempt decided on, or None."""
-    evidence_report: EvidenceReportRef = attrs.field(validator=exact(EvidenceReportRef))
+    evidence_report: EvidenceReportRef
     """The report decided on."""
-    authority: DecisionAuthority = attrs.field(validator=exact(DecisionAuthority))
+    authority: DecisionAuthority
     """All false."""
 
 
@@ -223,13 +210,13 @@ class DecisionRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    report_digest: str | None = attrs.field(validator=optional_digest)
+    report_digest: OptionalDigest
     """The canonical digest of the report presented."""
-    decision_id: str = attrs.field(validator=exact(str))
+    decision_id: str
     """The decision id presented (may be blank: that is one of the refusals)."""
-    reason_codes: tuple[DecisionReason, ...] = attrs.field(validator=tuple_of(DecisionReason))
+    reason_codes: tuple[DecisionReason, ...]
     """Failed checks in check order."""
 
 
@@ -237,9 +224,9 @@ class DecisionRefusal(Refusal):
 class DecisionVerified(Record):
     """A decision record that verifies against the report presented."""
 
-    record_id: str = attrs.field(default=UNSEALED, validator=digest)
+    record_id: Digest = UNSEALED
     """The decision record's id."""
-    report_digest: str = attrs.field(validator=digest)
+    report_digest: Digest
     """The report's canonical digest (equal to the one decided on)."""
 
 

@@ -78,9 +78,6 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "_false": {"const": False},
     "_attempts": {"minItems": 1},
-    "_timestamp": {
-        "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
-    },
 }
 # Fields added to a published document later, with a None default (module docstring).
 _OPTIONAL: Final = frozenset(
