@@ -55,18 +55,10 @@ from kernel.runrecord import (
     VerificationSummary,
     WorkUnitRef,
     attempt_shape_problem,
-    constant,
     evidence_isolation,
 )
-from kernel.values import Refusal, boundary, digest, enum_member, exact, non_negative, tuple_of
-from kernel.verification import (
-    CheckStatus,
-    Isolation,
-    Recommendation,
-    WorkerStatus,
-    nonblank,
-    positive,
-)
+from kernel.values import Count, Digest, NonBlank, Positive, Refusal, boundary
+from kernel.verification import CheckStatus, Isolation, Recommendation, WorkerStatus
 
 __all__ = [
     "REPORT_KIND",
@@ -153,35 +145,27 @@ class ReportAttempt(Record):
     refuses an inconsistent report with reason codes instead.
     """
 
-    attempt_id: str = attrs.field(validator=nonblank)
+    attempt_id: NonBlank
     """Attempt id."""
-    order: int = attrs.field(validator=positive)
+    order: Positive
     """1-based launch position."""
-    adapter: str = attrs.field(validator=nonblank)
+    adapter: NonBlank
     """Worker adapter kind."""
-    adapter_version: str | None = attrs.field(validator=attrs.validators.optional(nonblank))
+    adapter_version: NonBlank | None
     """Worker adapter version."""
-    state: AttemptState = attrs.field(validator=enum_member(AttemptState))
+    state: AttemptState
     """Control-path state."""
-    evidence_state: EvidenceState = attrs.field(validator=enum_member(EvidenceState))
+    evidence_state: EvidenceState
     """Evidence state."""
-    manifest: ManifestSummary | None = attrs.field(
-        validator=attrs.validators.optional(exact(ManifestSummary))
-    )
+    manifest: ManifestSummary | None
     """Manifest summary."""
-    verification: VerificationSummary | None = attrs.field(
-        validator=attrs.validators.optional(exact(VerificationSummary))
-    )
+    verification: VerificationSummary | None
     """Verification summary."""
-    error: AttemptError | None = attrs.field(
-        validator=attrs.validators.optional(exact(AttemptError))
-    )
+    error: AttemptError | None
     """Control failure."""
-    worker_sandbox: SandboxRun | None = attrs.field(
-        default=None, validator=attrs.validators.optional(exact(SandboxRun))
-    )
+    worker_sandbox: SandboxRun | None = None
     """The worker's sandbox: isolation level and limits (as the run recorded them)."""
-    check_runs: tuple[CheckRun, ...] = attrs.field(default=(), validator=tuple_of(CheckRun))
+    check_runs: tuple[CheckRun, ...] = ()
     """Each verifier check's sandbox and reason (as the run recorded them)."""
 
     @property
@@ -194,27 +178,27 @@ class ReportAttempt(Record):
 class ReportSummary(Record):
     """Counts and flags, all re-derivable from the attempts."""
 
-    attempt_count: int = attrs.field(validator=positive)
+    attempt_count: Positive
     """Number of attempts."""
-    supported: int = attrs.field(validator=non_negative)
+    supported: Count
     """Attempts in state supported."""
-    rejected: int = attrs.field(validator=non_negative)
+    rejected: Count
     """Attempts in state rejected."""
-    inconclusive: int = attrs.field(validator=non_negative)
+    inconclusive: Count
     """Attempts in state inconclusive."""
-    worker_errors: int = attrs.field(validator=non_negative)
+    worker_errors: Count
     """Attempts in state worker_error."""
-    result_manifest_errors: int = attrs.field(validator=non_negative)
+    result_manifest_errors: Count
     """Attempts in state result_manifest_error."""
-    verification_errors: int = attrs.field(validator=non_negative)
+    verification_errors: Count
     """Attempts in state verification_error."""
-    control_errors: int = attrs.field(validator=non_negative)
+    control_errors: Count
     """Sum of the three error counts."""
-    control_failure_present: bool = attrs.field(validator=exact(bool))
+    control_failure_present: bool
     """``control_errors > 0``."""
-    recommendations: tuple[Recommendation, ...] = attrs.field(validator=tuple_of(Recommendation))
+    recommendations: tuple[Recommendation, ...]
     """Distinct recommendations among verified attempts, in vocabulary order."""
-    verification_disagreement: bool = attrs.field(validator=exact(bool))
+    verification_disagreement: bool
     """More than one distinct recommendation among verified attempts."""
 
 
@@ -222,14 +206,11 @@ class ReportSummary(Record):
 class PendingDecision(Record):
     """The human decision slot of a generated report: always pending, nothing selected."""
 
-    status: Literal["pending"] = attrs.field(default="pending", validator=constant("pending"))
+    status: Literal["pending"] = "pending"
     """Always ``pending``."""
-    selected_attempt_id: None = attrs.field(default=None, validator=exact(type(None)))
+    selected_attempt_id: None = None
     """Always null: a report never selects."""
-    integration_authority: Literal["external_human_or_governance"] = attrs.field(
-        default="external_human_or_governance",
-        validator=constant("external_human_or_governance"),
-    )
+    integration_authority: Literal["external_human_or_governance"] = "external_human_or_governance"
     """Who may decide: someone outside the report."""
 
 
@@ -237,45 +218,37 @@ class PendingDecision(Record):
 class RunEvidenceReport(Record):
     """The evidence report of one run. ``digest``: SHA-256 of the whole document."""
 
-    kind: Literal["kernel-run-evidence-report"] = attrs.field(
-        default=REPORT_KIND, validator=constant(REPORT_KIND)
-    )
+    kind: Literal["kernel-run-evidence-report"] = REPORT_KIND
     """Document kind."""
-    schema_version: Literal["1"] = attrs.field(
-        default=REPORT_SCHEMA_VERSION, validator=constant(REPORT_SCHEMA_VERSION)
-    )
+    schema_version: Literal["1"] = REPORT_SCHEMA_VERSION
     """Document schema version."""
-    run_id: str = attrs.field(validator=nonblank)
+    run_id: NonBlank
     """Run id."""
-    source_run_kind: str = attrs.field(validator=nonblank)
+    source_run_kind: NonBlank
     """Kind of the run record reported on."""
-    source_run_digest: str = attrs.field(validator=digest)
+    source_run_digest: Digest
     """Digest of the whole run record reported on."""
-    source_config_digest: str = attrs.field(validator=digest)
+    source_config_digest: Digest
     """The run's orchestration config digest."""
-    imported_from: ImportedFrom | None = attrs.field(
-        validator=attrs.validators.optional(exact(ImportedFrom))
-    )
+    imported_from: ImportedFrom | None
     """The foreign document the run record was converted from, if any."""
-    orchestrator: str = attrs.field(validator=nonblank)
+    orchestrator: NonBlank
     """The run's orchestrator."""
-    work_unit: WorkUnitRef = attrs.field(validator=exact(WorkUnitRef))
+    work_unit: WorkUnitRef
     """The run's work unit."""
-    verifier_policy_digest: str = attrs.field(validator=digest)
+    verifier_policy_digest: Digest
     """The run's verifier policy digest."""
-    attempts: tuple[ReportAttempt, ...] = attrs.field(validator=tuple_of(ReportAttempt))
+    attempts: tuple[ReportAttempt, ...]
     """Every attempt, in launch order."""
-    summary: ReportSummary = attrs.field(validator=exact(ReportSummary))
+    summary: ReportSummary
     """Counts and flags."""
-    warnings: tuple[ReportWarning, ...] = attrs.field(validator=tuple_of(ReportWarning))
+    warnings: tuple[ReportWarning, ...]
     """Warning codes in `ReportWarning` order."""
-    human_decision: PendingDecision = attrs.field(validator=exact(PendingDecision))
+    human_decision: PendingDecision
     """Always pending."""
-    authority: RunAuthority = attrs.field(validator=exact(RunAuthority))
+    authority: RunAuthority
     """All false."""
-    isolation_policy: IsolationPolicy | None = attrs.field(
-        default=None, validator=attrs.validators.optional(exact(IsolationPolicy))
-    )
+    isolation_policy: IsolationPolicy | None = None
     """The isolation the run's config accepted (as the run recorded it)."""
 
     @functools.cached_property
@@ -291,15 +264,15 @@ class ReportRefusal(Refusal):
 
     __identity__ = Identity(field="refusal_id", seals=True)
 
-    refusal_id: str = attrs.field(default=UNSEALED, validator=digest)
+    refusal_id: Digest = UNSEALED
     """Self-sealed id."""
-    run_id: str = attrs.field(validator=exact(str))
+    run_id: str
     """The run concerned."""
-    source_run_digest: str = attrs.field(validator=digest)
+    source_run_digest: Digest
     """The run record (or the report's recorded source) concerned."""
-    attempt_ids: tuple[str, ...] = attrs.field(validator=tuple_of(str))
+    attempt_ids: tuple[str, ...]
     """Attempts where a check failed, first failure order, no duplicates."""
-    reason_codes: tuple[ReportReason, ...] = attrs.field(validator=tuple_of(ReportReason))
+    reason_codes: tuple[ReportReason, ...]
     """Failed checks, in `ReportReason` order."""
 
 
@@ -307,9 +280,9 @@ class ReportRefusal(Refusal):
 class ReportCheck(Record):
     """A report that checks: its digest and the run it reports on."""
 
-    report_digest: str = attrs.field(validator=digest)
+    report_digest: Digest
     """The checked report's digest."""
-    source_run_digest: str = attrs.field(validator=digest)
+    source_run_digest: Digest
     """The run record it reports on."""
 
 
