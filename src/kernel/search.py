@@ -52,25 +52,19 @@ is the binding's job so that a refusal carries the reference's reason code):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error
-from kernel.identity import is_canonical_str
+from kernel.codec import UNSEALED, Identity, Record, compute_id
 from kernel.values import (
     BudgetCharge,
+    Count,
+    Digest,
+    Digests,
+    OptionalDigest,
+    SafeInt,
     SourceSpan,
-    digest,
-    digests,
-    enum_member,
-    exact,
-    non_negative,
-    optional,
-    optional_digest,
-    safe_int,
-    tuple_of,
 )
 
 __all__ = [
@@ -110,57 +104,6 @@ GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION: Final = "geometric_search_run.schema.v1"
 """The only run schema the v1 binding accepts."""
 CANDIDATE_OPERATOR_POLICY_VERSION: Final = "candidate_operator.v1"
 """The only candidate operator policy the v1 binding accepts."""
-
-_Validator = Callable[[object, "attrs.Attribute[Any]", object], None]
-
-
-# -- field validators -----------------------------------------------------------------
-
-
-def _str_pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A tuple of ``(str, str)`` tuples (order and duplicates as given)."""
-    if type(value) is not tuple:
-        raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
-    for index, pair in enumerate(value):
-        if (
-            type(pair) is not tuple
-            or len(pair) != 2
-            or not is_canonical_str(pair[0])
-            or not is_canonical_str(pair[1])
-        ):
-            raise field_error(f"{attribute.name}[{index}]", "expected a (str, str) pair")
-
-
-def _optional_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not is_canonical_str(value):
-        raise field_error(attribute.name, f"expected str or None, got {value!r}")
-
-
-def _record(kind: type[Record]) -> _Validator:
-    """Exactly a ``kind`` record (no subclass, no look-alike)."""
-
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not kind:
-            raise field_error(
-                attribute.name, f"expected a {kind.__name__}, got {type(value).__name__}"
-            )
-
-    return check
-
-
-def _optional_enum(kind: type[enum.Enum]) -> _Validator:
-    member = enum_member(kind)
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is not None:
-            member(instance, attribute, value)
-
-    return check
-
-
-_STR = exact(str)
-_SPANS = tuple_of(SourceSpan)
-_STRS = tuple_of(str)
 
 
 # -- enums ----------------------------------------------------------------------------
@@ -225,23 +168,23 @@ class ComputeBudgetStatus(enum.StrEnum):
 class BudgetConsumed(Record):
     """A run's consumption so far and its copied ceilings (nested form: all nine fields)."""
 
-    candidates_considered: int = attrs.field(validator=non_negative)
+    candidates_considered: Count
     """Candidates the run has already considered."""
-    max_candidates: int = attrs.field(validator=non_negative)
+    max_candidates: Count
     """Ceiling copied from the compute budget."""
-    depth_reached: int = attrs.field(validator=non_negative)
+    depth_reached: Count
     """Deepest attempt depth reached so far."""
-    max_depth: int = attrs.field(validator=non_negative)
+    max_depth: Count
     """Ceiling copied from the compute budget."""
-    steps_used: int = attrs.field(validator=non_negative)
+    steps_used: Count
     """Steps already used."""
-    max_steps: int = attrs.field(validator=non_negative)
+    max_steps: Count
     """Ceiling copied from the compute budget."""
-    parallelism_used: int = attrs.field(validator=non_negative)
+    parallelism_used: Count
     """Parallel attempts in use."""
-    max_parallelism: int = attrs.field(validator=non_negative)
+    max_parallelism: Count
     """Ceiling copied from the compute budget (v1 binding requires 1)."""
-    exhausted: bool = attrs.field(validator=exact(bool))
+    exhausted: bool
     """Whether the run declared its budget exhausted."""
 
 
@@ -254,33 +197,33 @@ class CandidateAttempt(Record):
 
     __identity__ = Identity(field="attempt_id")
 
-    attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
+    attempt_id: Digest = UNSEALED
     """Self-sealed id of this attempt."""
-    attempt_index: int = attrs.field(validator=safe_int)
+    attempt_index: SafeInt
     """Declared position of the attempt in its run (binding checks contiguity)."""
-    parent_attempt_id: str | None = attrs.field(validator=optional_digest)
+    parent_attempt_id: OptionalDigest
     """The attempt this one refines, if any."""
-    operator_id: str = attrs.field(validator=_STR)
+    operator_id: str
     """Operator that produced the candidate."""
-    operator_version: str = attrs.field(validator=_STR)
+    operator_version: str
     """Version of that operator."""
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: Digest
     """Digest of the operator input (shared with the operator result)."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """Digest of the candidate itself."""
-    budget_charge: BudgetCharge = attrs.field(validator=_record(BudgetCharge))
+    budget_charge: BudgetCharge
     """Budget the attempt declares it consumes."""
-    depth: int = attrs.field(validator=safe_int)
+    depth: SafeInt
     """Search depth of the attempt."""
-    step_index: int = attrs.field(validator=safe_int)
+    step_index: SafeInt
     """Step at which the attempt was made."""
-    replay_status: CandidateReplayStatus = attrs.field(validator=enum_member(CandidateReplayStatus))
+    replay_status: CandidateReplayStatus
     """Replay status (pending until replayed)."""
-    replay_blockers: tuple[str, ...] = attrs.field(validator=_STRS)
+    replay_blockers: tuple[str, ...]
     """Reasons replay cannot run yet."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
+    evidence_spans: tuple[SourceSpan, ...]
     """Cited evidence, in order, duplicates kept."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
@@ -294,41 +237,37 @@ class GeometricSearchRun(Record):
 
     __identity__ = Identity(field="run_id")
 
-    run_id: str = attrs.field(default=UNSEALED, validator=digest)
+    run_id: Digest = UNSEALED
     """Self-sealed id of the run envelope."""
-    run_policy_version: str = attrs.field(validator=_STR)
+    run_policy_version: str
     """Run policy (v1 binding accepts `GEOMETRIC_SEARCH_RUN_POLICY_VERSION`)."""
-    schema_version: str = attrs.field(validator=_STR)
+    schema_version: str
     """Run schema (v1 binding accepts `GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION`)."""
-    problem_frame_digest: str = attrs.field(validator=digest)
+    problem_frame_digest: Digest
     """Digest of the problem frame searched."""
-    contract_assessment_id: str = attrs.field(validator=_STR)
+    contract_assessment_id: str
     """The contract assessment the run answers (not a digest upstream)."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
+    residual_ids: Digests
     """Residuals the run addresses, in order."""
-    gate_decision_id: str = attrs.field(validator=digest)
+    gate_decision_id: Digest
     """The search gate decision that opened the run."""
-    budget_id: str = attrs.field(default=UNSEALED, validator=digest)
+    budget_id: Digest = UNSEALED
     """The compute budget decision that sized the run."""
-    operator_set_id: str = attrs.field(validator=digest)
+    operator_set_id: Digest
     """The candidate operator set the run may use."""
-    operator_set_version: str = attrs.field(validator=_STR)
+    operator_set_version: str
     """Its version."""
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: Digest
     """Digest of the run's input (not recomputable from the record)."""
-    candidate_attempts: tuple[CandidateAttempt, ...] = attrs.field(
-        validator=tuple_of(CandidateAttempt)
-    )
+    candidate_attempts: tuple[CandidateAttempt, ...]
     """Attempts already in the run, in order."""
-    budget_consumed: BudgetConsumed = attrs.field(validator=_record(BudgetConsumed))
+    budget_consumed: BudgetConsumed
     """Consumption so far and ceilings."""
-    run_disposition: SearchRunDisposition = attrs.field(validator=enum_member(SearchRunDisposition))
+    run_disposition: SearchRunDisposition
     """How the episode stands."""
-    exhaustion_code: RunExhaustionCode | None = attrs.field(
-        validator=_optional_enum(RunExhaustionCode)
-    )
+    exhaustion_code: RunExhaustionCode | None
     """Why it produced no (further) candidate, if it did not."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
@@ -341,23 +280,23 @@ class SearchGateDecision(Record):
 
     __identity__ = Identity(field="decision_id", seals=False)
 
-    decision_id: str = attrs.field(default=UNSEALED, validator=digest)
+    decision_id: Digest = UNSEALED
     """Id over the decision payload (not self-sealing)."""
-    policy_version: str = attrs.field(validator=_STR)
+    policy_version: str
     """Gate policy (`SEARCH_GATE_POLICY_VERSION`)."""
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: Digest
     """Digest of the gate input (not recomputable from the record)."""
-    residual_ids: tuple[str, ...] = attrs.field(validator=digests)
+    residual_ids: Digests
     """Residuals gated."""
-    candidate_organ: str | None = attrs.field(validator=_optional_str)
+    candidate_organ: str | None
     """The organ a candidate would repair, if any."""
-    status: SearchGateStatus = attrs.field(validator=enum_member(SearchGateStatus))
+    status: SearchGateStatus
     """The decision."""
-    reason_code: str = attrs.field(validator=_STR)
+    reason_code: str
     """Why."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
+    evidence_spans: tuple[SourceSpan, ...]
     """Cited evidence."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
@@ -375,33 +314,33 @@ class ComputeBudgetDecision(Record):
         exclude=frozenset({"explanation", "max_wallclock_ms"}),
     )
 
-    budget_id: str = attrs.field(default=UNSEALED, validator=digest)
+    budget_id: Digest = UNSEALED
     """Id over the budget payload (not self-sealing)."""
-    policy_version: str = attrs.field(validator=_STR)
+    policy_version: str
     """Budget policy (`COMPUTE_BUDGET_POLICY_VERSION`)."""
-    gate_decision_id: str = attrs.field(validator=digest)
+    gate_decision_id: Digest
     """The gate decision budgeted."""
-    gate_policy_version: str = attrs.field(validator=_STR)
+    gate_policy_version: str
     """That gate's policy."""
-    gate_input_digest: str = attrs.field(validator=digest)
+    gate_input_digest: Digest
     """That gate's input digest."""
-    status: ComputeBudgetStatus = attrs.field(validator=enum_member(ComputeBudgetStatus))
+    status: ComputeBudgetStatus
     """The decision."""
-    reason_code: str = attrs.field(validator=_STR)
+    reason_code: str
     """Why."""
-    max_candidates: int = attrs.field(validator=non_negative)
+    max_candidates: Count
     """Candidate ceiling."""
-    max_depth: int = attrs.field(validator=non_negative)
+    max_depth: Count
     """Depth ceiling."""
-    max_steps: int = attrs.field(validator=non_negative)
+    max_steps: Count
     """Step ceiling."""
-    max_wallclock_ms: int | None = attrs.field(validator=optional(non_negative))
+    max_wallclock_ms: Count | None
     """Wall-clock ceiling, if any (never part of the id)."""
-    max_parallelism: int = attrs.field(validator=non_negative)
+    max_parallelism: Count
     """Parallelism ceiling."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
+    evidence_spans: tuple[SourceSpan, ...]
     """Cited evidence."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
@@ -415,27 +354,27 @@ class CandidateReconstruction(Record):
 
     __identity__ = Identity(field=None)
 
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """Digest of the candidate."""
-    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    candidate_reconstruction_digest: Digest
     """Upstream digest of this reconstruction (taken as given)."""
-    candidate_organ: str = attrs.field(validator=_STR)
+    candidate_organ: str
     """The organ the candidate fills."""
-    candidate_payload: tuple[tuple[str, str], ...] = attrs.field(validator=_str_pairs)
+    candidate_payload: tuple[tuple[str, str], ...]
     """The candidate as ``(key, value)`` pairs."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
+    evidence_spans: tuple[SourceSpan, ...]
     """Cited evidence."""
-    operator_name: str = attrs.field(validator=_STR)
+    operator_name: str
     """Operator that built it."""
-    operator_version: str = attrs.field(validator=_STR)
+    operator_version: str
     """Its version."""
-    operator_provenance: tuple[tuple[str, str], ...] = attrs.field(validator=_str_pairs)
+    operator_provenance: tuple[tuple[str, str], ...]
     """``(key, value)`` provenance, incl. ``operator_set_id`` and ``operator_set_version``."""
-    source_residual_id: str = attrs.field(validator=digest)
+    source_residual_id: Digest
     """The residual the candidate addresses."""
-    problem_frame_digest: str = attrs.field(validator=digest)
+    problem_frame_digest: Digest
     """The problem frame it was built for."""
-    original_contract_assessment_id: str = attrs.field(validator=_STR)
+    original_contract_assessment_id: str
     """The contract assessment it was built for."""
 
 
@@ -465,39 +404,37 @@ class CandidateOperatorResult(Record):
         ),
     )
 
-    operator_result_id: str = attrs.field(default=UNSEALED, validator=digest)
+    operator_result_id: Digest = UNSEALED
     """Self-sealed id of the result."""
-    operator_policy_version: str = attrs.field(validator=_STR)
+    operator_policy_version: str
     """Operator policy (v1 binding accepts `CANDIDATE_OPERATOR_POLICY_VERSION`)."""
-    input_digest: str = attrs.field(validator=digest)
+    input_digest: Digest
     """Digest of the operator input."""
-    geometric_search_run_id: str = attrs.field(validator=digest)
+    geometric_search_run_id: Digest
     """The run the result was built for."""
-    attempt_id: str = attrs.field(default=UNSEALED, validator=digest)
+    attempt_id: Digest = UNSEALED
     """The attempt's id, repeated."""
-    attempt_index: int = attrs.field(validator=safe_int)
+    attempt_index: SafeInt
     """The attempt's index, repeated."""
-    candidate_digest: str = attrs.field(validator=digest)
+    candidate_digest: Digest
     """The candidate's digest, repeated."""
-    candidate_reconstruction_digest: str = attrs.field(validator=digest)
+    candidate_reconstruction_digest: Digest
     """The reconstruction's digest, repeated."""
-    candidate_organ: str = attrs.field(validator=_STR)
+    candidate_organ: str
     """The organ the candidate fills."""
-    operator_name: str = attrs.field(validator=_STR)
+    operator_name: str
     """Operator that produced the result."""
-    operator_version: str = attrs.field(validator=_STR)
+    operator_version: str
     """Its version."""
-    candidate_attempt: CandidateAttempt = attrs.field(validator=_record(CandidateAttempt))
+    candidate_attempt: CandidateAttempt
     """The attempt produced."""
-    candidate_reconstruction: CandidateReconstruction = attrs.field(
-        validator=_record(CandidateReconstruction)
-    )
+    candidate_reconstruction: CandidateReconstruction
     """The reconstruction produced."""
-    reason_codes: tuple[str, ...] = attrs.field(validator=_STRS)
+    reason_codes: tuple[str, ...]
     """Operator reason codes."""
-    evidence_spans: tuple[SourceSpan, ...] = attrs.field(validator=_SPANS)
+    evidence_spans: tuple[SourceSpan, ...]
     """Cited evidence."""
-    explanation: str = attrs.field(default="", validator=_STR)
+    explanation: str = ""
     """Prose; never part of an identity."""
 
 
