@@ -19,10 +19,8 @@ from kernel.runrecord import (
     DeclaredReplay,
     ProvenanceInput,
     RunProvenance,
-    RunRecord,
     SandboxRun,
     attempt_shape_problem,
-    constant,
     evidence_isolation,
 )
 from kernel.verification import Isolation, SandboxLimit, WorkInput, WorkUnit
@@ -33,12 +31,16 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 @pytest.mark.parametrize("value", ["other", "", 1, None])
 def test_a_constant_field_names_the_expected_value(value: object) -> None:
-    """Built directly (not parsed, where the Literal type refuses first), a record's kind
-    is still checked by its validator."""
-    kind = attrs.fields(RunRecord).kind
-    with pytest.raises(FieldError, match=f"kind: expected 'kernel-run-record', got {value!r}"):
-        constant("kernel-run-record")(None, kind, value)
-    constant("kernel-run-record")(None, kind, "kernel-run-record")
+    """Built directly (not parsed), a record's kind is still checked by its Literal
+    annotation, and the error names the record, the field and the one value admitted."""
+    document = json.loads((FIXTURES / "idkmesh/demo.run.json").read_text())
+    record = run_record_from_idkmesh(document)
+    with pytest.raises(
+        FieldError,
+        match=rf"RunRecord.kind: expected one of \['kernel-run-record'\], got {value!r}",
+    ):
+        attrs.evolve(record, kind=value)  # type: ignore[arg-type]
+    assert attrs.evolve(record, kind="kernel-run-record") == record
 
 
 @pytest.mark.parametrize("message", ["", "   ", 3])

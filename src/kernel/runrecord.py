@@ -73,7 +73,6 @@ __all__ = [
     "VerificationSummary",
     "WorkUnitRef",
     "attempt_shape_problem",
-    "constant",
     "evidence_isolation",
     "first_difference",
     "has_absolute_path",
@@ -101,16 +100,6 @@ def redact_absolute_paths(text: str) -> str:
     redacted = _ABSOLUTE_TOKEN.sub(lambda m: m.group(1) + "<path>", text)
     # A token the first pattern misses (e.g. a bare file URL mid-word) is cut outright.
     return redacted if not has_absolute_path(redacted) else _ABSOLUTE_PATH.sub(" <path>", redacted)
-
-
-def constant(expected: str) -> Any:
-    """attrs validator: exactly the string ``expected`` (document kinds and versions)."""
-
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not str or value != expected:
-            raise field_error(attribute.name, f"expected {expected!r}, got {value!r}")
-
-    return check
 
 
 def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
