@@ -9,6 +9,7 @@ import decimal
 import enum
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -345,6 +346,23 @@ def test_sha256_bytes_and_stream_agree_with_hashlib() -> None:
 def test_is_digest(value: object, ok: bool) -> None:
     """A digest is exactly 64 lowercase hex characters, nothing else."""
     assert is_digest(value) is ok
+
+
+_HEX = st.text(st.sampled_from("0123456789abcdef"), min_size=64, max_size=64)
+_NEAR_HEX = st.builds(
+    lambda digest, at, char: digest[:at] + char + digest[at + 1 :],
+    _HEX,
+    st.integers(0, 64),
+    st.sampled_from("0123456789abcdefABCDEFgx \n\u0660\uff10\u00e9\U0001f600"),
+)
+
+
+@given(st.one_of(_HEX, _NEAR_HEX, st.text(), st.binary(min_size=64, max_size=64)))
+def test_is_digest_is_the_regular_expression(value: object) -> None:
+    """For all values: a digest is exactly what ``[0-9a-f]{64}`` matches in full (ASCII
+    digits only: fullwidth or Arabic-Indic digits are not hex)."""
+    expected = type(value) is str and re.fullmatch("[0-9a-f]{64}", value) is not None
+    assert is_digest(value) is expected
 
 
 # -- branches: text with a lone surrogate, a refusal after a well-formed list -----------

@@ -33,10 +33,11 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import itertools
 import operator
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 
 import attrs
@@ -134,19 +135,19 @@ class Record:
 def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
     def __init__(self: Record, *args: Any, **kwargs: Any) -> None:
+        kind = type(self)
+        spec = _SPECS.get(kind) or _spec(kind)
         try:
-            # Fields declared with a kind (``start: Count``) are checked by the kind's
-            # validator first, so the record's own invariants see well-typed values.
-            for name, check in _spec(type(self)).kind_checks:
-                if name in kwargs:
-                    check(kwargs[name], name)
+            # Every field is checked by its annotation first, so the record's own
+            # invariants (attrs validators, ``__attrs_post_init__``) see well-typed values.
+            spec.check_fields(kwargs)
             init(self, *args, **kwargs)
         except FieldError as e:
             if e.record:
                 raise
-            raise FieldError(e.kernel_field, e.reason, type(self).__name__) from e
+            raise FieldError(e.kernel_field, e.reason, kind.__name__) from e
         # Built without its id (which defaults to UNSEALED): seal it now.
-        id_field = type(self).__identity__.field
+        id_field = spec.identity.field
         if id_field is not None and id_field not in kwargs:
             _set_id(self, id_field)
 
@@ -336,19 +337,16 @@ class _Spec:
         self.cls = cls
         self.identity = cls.__identity__
         hints = typing.get_type_hints(cls)
-        # A field annotated with a kind (`kernel.values`) and no validator of its own is
-        # validated by the kind's validator (the Annotated metadata).
-        extras = typing.get_type_hints(cls, include_extras=True)
         # Every field is checked by what its annotation says (`field_check`): the
         # annotation is the one statement of the field's kind; a validator of the
         # field's own (attrs) adds the record's rule and runs after, on a checked value.
-        self.kind_checks = tuple(
-            (field.name, check)
-            for field in attrs.fields(cls)  # type: ignore[arg-type]
-            if (check := field_check(extras[field.name], f"{cls.__name__}.{field.name}"))
-            is not None
+        extras = typing.get_type_hints(cls, include_extras=True)
+        declared = attrs.fields(cls)  # type: ignore[arg-type]
+        self.check_fields = _field_checks(
+            cls.__name__,
+            [(f.name, extras[f.name], f.default is attrs.NOTHING) for f in declared],
         )
-        self.fields = tuple(f.name for f in attrs.fields(cls))  # type: ignore[arg-type]
+        self.fields = tuple(f.name for f in declared)
         self.field_set = frozenset(self.fields)
         self.parsers: dict[str, _Parser] = {}
         self.encoders: list[tuple[str, _Encoder | None]] = []
@@ -469,14 +467,54 @@ def kind_validators(hint: Any) -> tuple[Callable[[Any, Any, Any], None], ...]:
 
 _Check = Callable[[object, str], None]
 """Checks one value at a construction path; raises `FieldError` naming that path."""
+_Accepts = Callable[[object], bool]
+"""Answers whether a value is admitted: no path, no message (the fast path)."""
 
 
-@attrs.frozen
 class _At:
-    """Stands in for an ``attrs.Attribute`` when a kind's validator checks an item
+    """Stands in for an ``attrs.Attribute`` when a kind's validator checks a value
     (``inputs[2]``): validators read only ``name``."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+# What a kind's validator sees when only its verdict is wanted (`_Rule.accepts`).
+_ANYWHERE: Final = _At("")
+_SAFE_INTS: Final = range(-MAX_SAFE_INT, MAX_SAFE_INT + 1)
+_TEXT_TYPES: Final = frozenset({str, type(None)})
+_NUMBER_TYPES: Final = frozenset({int, type(None)})
+
+
+class _Rule:
+    """What one annotation admits, said twice.
+
+    ``check(value, path)`` raises a `FieldError` naming the path and the rule broken;
+    ``accepts(value)`` only answers, building no path and no message: construction
+    runs ``accepts`` and calls ``check`` only for a value it refuses, so the two must
+    agree on every value (a property test holds them together).
+
+    ``types`` is set when the rule is exactly "the value's exact type is one of
+    ``types``; a ``str`` is valid Unicode; an ``int`` is safe": such fields of a
+    record are checked together (`_FieldChecks`), without a Python call per field.
+    """
+
+    __slots__ = ("accepts", "check", "types", "validators")
+
+    def __init__(
+        self,
+        check: _Check,
+        accepts: _Accepts,
+        types: frozenset[type] | None,
+        validators: tuple[Callable[[Any, Any, Any], None], ...] | None = None,
+    ) -> None:
+        self.check = check
+        self.accepts = accepts
+        self.types = types
+        self.validators = validators
+        """The kind's validators, for a rule that is exactly an ``Annotated`` kind."""
 
 
 def field_check(hint: Any, where: str) -> _Check | None:
@@ -489,41 +527,116 @@ def field_check(hint: Any, where: str) -> _Check | None:
     failing item named ``field[i]``); ``Annotated[T, kind]`` runs the kinds of
     `kernel.values` (digest, count, ...), which state the whole rule.
     """
+    rule = _rule(hint, where)
+    return None if rule is None else rule.check
+
+
+def _rule(hint: Any, where: str) -> _Rule | None:
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
         validators = kind_validators(hint)
         if not validators:
-            return field_check(typing.get_args(hint)[0], where)
-
-        def check_kind(value: object, path: str) -> None:
-            at = _At(path)
-            for validator in validators:
-                validator(None, at, value)
-
-        return check_kind
+            return _rule(typing.get_args(hint)[0], where)
+        return _kind_rule(validators)
     if hint is str:
-        return _check_str
+        return _Rule(_check_str, _accepts_str, frozenset({str}))
     if hint is int:
-        return _check_int
+        return _Rule(_check_int, _accepts_int, frozenset({int}))
     if hint is bool or hint is type(None):
-        return _exact_check(hint)
+        return _typed_rule(_exact_check(hint), frozenset({hint}))
     if isinstance(hint, type) and issubclass(hint, Record | enum.Enum):
-        return _class_check(hint)
+        # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
+        # refusal base class) admits the members of any subclass, which subclasses narrow.
+        if issubclass(hint, enum.Enum) and not list(hint):
+            abstract: type = hint
+            return _Rule(_class_check(hint), lambda value: isinstance(value, abstract), None)
+        return _typed_rule(_class_check(hint), frozenset({hint}))
     if origin is typing.Literal:
-        allowed = typing.get_args(hint)
-
-        def check_literal(value: object, path: str) -> None:
-            if not any(type(value) is type(a) and value == a for a in allowed):
-                raise FieldError(path, f"expected one of {list(allowed)}, got {value!r}")
-
-        return check_literal
+        return _literal_rule(typing.get_args(hint))
     if origin in (types.UnionType, typing.Union):
-        return _union_check(typing.get_args(hint), where)
+        return _union_rule(typing.get_args(hint), where)
     if origin is tuple:
-        return _tuple_check(typing.get_args(hint), where)
+        return _tuple_rule(typing.get_args(hint), where)
     if hint is object or hint is Any:
         return None
     raise TypeError(f"{where}: no construction check for field type {hint!r}")
+
+
+def _kind_rule(validators: tuple[Callable[[Any, Any, Any], None], ...]) -> _Rule:
+    def check_kind(value: object, path: str) -> None:
+        at = _At(path)
+        for validator in validators:
+            validator(None, at, value)
+
+    if len(validators) == 1:
+        (validator,) = validators
+
+        def accepts_kind(value: object) -> bool:
+            try:
+                validator(None, _ANYWHERE, value)
+            except FieldError:
+                return False
+            return True
+
+        return _Rule(check_kind, accepts_kind, None, validators)
+
+    def accepts_kinds(value: object) -> bool:
+        try:
+            for validator in validators:
+                validator(None, _ANYWHERE, value)
+        except FieldError:
+            return False
+        return True
+
+    return _Rule(check_kind, accepts_kinds, None, validators)
+
+
+def _typed_rule(check: _Check, kinds: frozenset[type]) -> _Rule:
+    return _Rule(check, _accepts_typed(kinds), kinds)
+
+
+def _accepts_typed(kinds: frozenset[type]) -> _Accepts:
+    """``accepts`` of a rule given by its ``types`` (see `_Rule`)."""
+    if kinds == {str}:
+        return _accepts_str
+    if kinds == {int}:
+        return _accepts_int
+    if str not in kinds and int not in kinds:
+        if len(kinds) == 1:
+            (only,) = kinds
+            return lambda value: type(value) is only
+        return lambda value: type(value) in kinds
+
+    def accepts(value: object) -> bool:
+        kind = type(value)
+        if kind is str:
+            return str in kinds and is_canonical_str(value)
+        if kind is int:
+            return int in kinds and value in _SAFE_INTS
+        return kind in kinds
+
+    return accepts
+
+
+def _of_types(values: tuple[object, ...], kinds: frozenset[type]) -> bool:
+    """True when every one of ``values`` is admitted by the rule given by ``kinds``."""
+    if not all(map(kinds.__contains__, map(type, values))):
+        return False
+    if kinds <= _TEXT_TYPES:
+        return _texts_admitted(values)
+    if kinds <= _NUMBER_TYPES:
+        return all(map(_SAFE_INTS.__contains__, filter(None, values)))
+    if str in kinds or int in kinds:
+        return all(map(_accepts_typed(kinds), values))
+    return True
+
+
+def _accepts_str(value: object) -> bool:
+    return type(value) is str and (value.isascii() or is_canonical_str(value))
+
+
+def _accepts_int(value: object) -> bool:
+    return type(value) is int and value in _SAFE_INTS
 
 
 def _check_str(value: object, path: str) -> None:
@@ -549,8 +662,6 @@ def _exact_check(kind: type) -> _Check:
 
 
 def _class_check(kind: type) -> _Check:
-    # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
-    # refusal base class) admits the members of any subclass, which subclasses narrow.
     abstract = issubclass(kind, enum.Enum) and not list(kind)
     a = "an" if kind.__name__[0] in "AEIOU" else "a"
 
@@ -559,6 +670,22 @@ def _class_check(kind: type) -> _Check:
             raise FieldError(path, f"expected {a} {kind.__name__}, got {_found_type(value)}")
 
     return check_class
+
+
+def _literal_rule(allowed: tuple[Any, ...]) -> _Rule:
+    # Only values of the literals' own (builtin or enum) types are hashed: a foreign
+    # value's ``__hash__`` is never called.
+    kinds = frozenset(type(a) for a in allowed)
+    pairs = frozenset((type(a), a) for a in allowed)
+
+    def check_literal(value: object, path: str) -> None:
+        if not any(type(value) is type(a) and value == a for a in allowed):
+            raise FieldError(path, f"expected one of {list(allowed)}, got {value!r}")
+
+    def accepts_literal(value: object) -> bool:
+        return type(value) in kinds and (type(value), value) in pairs
+
+    return _Rule(check_literal, accepts_literal, None)
 
 
 def _found_type(value: object) -> str:
@@ -572,18 +699,19 @@ def _found_type(value: object) -> str:
     return kind
 
 
-def _union_check(members: tuple[Any, ...], where: str) -> _Check | None:
-    checks = [field_check(member, where) for member in members]
-    if any(check is None for check in checks):
+def _union_rule(members: tuple[Any, ...], where: str) -> _Rule | None:
+    rules = [_rule(member, where) for member in members]
+    known = [r for r in rules if r is not None]
+    if len(known) < len(rules):
         return None
     names = " | ".join(_type_name(member) for member in members)
-    known = [c for c in checks if c is not None]
     # ``X | None``: a wrong value is explained by X's own check (which item, which rule).
-    proper = [c for m, c in zip(members, known, strict=True) if m is not type(None)]
+    proper = [r.check for m, r in zip(members, known, strict=True) if m is not type(None)]
     explain = proper[0] if len(proper) == 1 else None
+    optional = len(proper) < len(members)
 
     def check_union(value: object, path: str) -> None:
-        if value is None and len(proper) < len(members):
+        if value is None and optional:
             return
         if explain is not None:
             try:
@@ -603,7 +731,17 @@ def _union_check(members: tuple[Any, ...], where: str) -> _Check | None:
             return
         raise FieldError(path, f"expected {names}, got {_found_type(value)}")
 
-    return check_union
+    if all(r.types is not None for r in known):
+        return _typed_rule(check_union, frozenset().union(*(r.types or () for r in known)))
+    inner = tuple(r.accepts for r, m in zip(known, members, strict=True) if m is not type(None))
+    if optional and len(inner) == 1:
+        (only,) = inner
+        return _Rule(check_union, lambda value: value is None or only(value), None)
+    return _Rule(
+        check_union,
+        lambda value: (value is None and optional) or any(a(value) for a in inner),
+        None,
+    )
 
 
 def _type_name(hint: Any) -> str:
@@ -612,26 +750,137 @@ def _type_name(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
-def _tuple_check(args: tuple[Any, ...], where: str) -> _Check:
+def _tuple_rule(args: tuple[Any, ...], where: str) -> _Rule:
     variadic = len(args) == 2 and args[1] is Ellipsis
-    items = [field_check(a, where) for a in (args[:1] if variadic else args)]
+    items = [_rule(a, where) for a in (args[:1] if variadic else args)]
+    checks = [None if item is None else item.check for item in items]
 
     def check_tuple(value: object, path: str) -> None:
         if type(value) is not tuple:
             raise FieldError(path, f"expected a tuple, got {type(value).__name__}")
         if variadic:
-            item = items[0]
+            item = checks[0]
             if item is not None:
                 for index, element in enumerate(value):
                     item(element, f"{path}[{index}]")
             return
-        if len(value) != len(items):
-            raise FieldError(path, f"expected {len(items)} items, got {len(value)}")
-        for index, (element, check) in enumerate(zip(value, items, strict=True)):
+        if len(value) != len(checks):
+            raise FieldError(path, f"expected {len(checks)} items, got {len(value)}")
+        for index, (element, check) in enumerate(zip(value, checks, strict=True)):
             if check is not None:
                 check(element, f"{path}[{index}]")
 
-    return check_tuple
+    accepts: _Accepts
+    if variadic:
+        item = items[0]
+        if item is None:
+            accepts = _is_tuple
+        elif item.types is not None:
+            kinds = item.types
+            accepts = lambda value: type(value) is tuple and _of_types(value, kinds)  # noqa: E731
+        else:
+            each = item.accepts
+            accepts = lambda value: type(value) is tuple and all(map(each, value))  # noqa: E731
+    else:
+        size = len(items)
+        each_of = tuple(_anything if item is None else item.accepts for item in items)
+        accepts = lambda value: (  # noqa: E731
+            type(value) is tuple and len(value) == size and all(map(operator.call, each_of, value))
+        )
+    return _Rule(check_tuple, accepts, None)
+
+
+def _is_tuple(value: object) -> bool:
+    return type(value) is tuple
+
+
+def _anything(_value: object) -> bool:
+    return True
+
+
+def _field_checks(record: str, fields: list[tuple[str, Any, bool]]) -> _FieldsCheck:
+    """The construction check of one record class, run over its keyword arguments.
+
+    ``fields`` are ``(name, annotation, required)`` in declaration order. The fast
+    path answers for the whole record at once: the required fields whose rule is a
+    set of exact types (`_Rule.types`) are read with one ``itemgetter`` and tested
+    with C-level passes (types, then texts, then ints); then each other field by its
+    own check, in declaration order. When the typed fields are refused, every field is
+    checked one by one in declaration order, so the error names the first bad field
+    exactly as a field-by-field check would.
+    """
+    rules = [(name, _rule(hint, f"{record}.{name}"), required) for name, hint, required in fields]
+    ordered = tuple((name, rule) for name, rule, _ in rules if rule is not None)
+    typed = [
+        (name, rule.types)
+        for name, rule, required in rules
+        if rule is not None
+        and rule.types is not None
+        and required
+        and (
+            rule.types <= _TEXT_TYPES or rule.types <= _NUMBER_TYPES or not rule.types & {str, int}
+        )
+    ]
+    grouped = {name for name, _ in typed}
+    others = tuple((name, _at_field(name, rule)) for name, rule in ordered if name not in grouped)
+    get = _item_getter(tuple(name for name, _ in typed)) if typed else None
+    kinds = tuple(kinds for _, kinds in typed)
+    texts = tuple(kinds <= _TEXT_TYPES for _, kinds in typed)
+    numbers = tuple(kinds <= _NUMBER_TYPES for _, kinds in typed)
+
+    def one_by_one(kwargs: Mapping[str, object]) -> None:
+        for name, rule in ordered:
+            if name in kwargs:
+                value = kwargs[name]
+                if not rule.accepts(value):
+                    rule.check(value, name)
+
+    def run(kwargs: Mapping[str, object]) -> None:
+        if get is not None:
+            try:
+                values = get(kwargs)
+            except KeyError:  # a required field is missing: attrs' __init__ says which
+                one_by_one(kwargs)
+                return
+            if not (
+                all(map(operator.contains, kinds, map(type, values)))
+                and _texts_admitted(itertools.compress(values, texts))
+                and all(
+                    map(_SAFE_INTS.__contains__, filter(None, itertools.compress(values, numbers)))
+                )
+            ):
+                one_by_one(kwargs)
+                return
+        for name, check in others:
+            if name in kwargs:
+                check(kwargs[name])
+
+    return run
+
+
+_FieldsCheck = Callable[[Mapping[str, object]], None]
+
+
+def _texts_admitted(texts: Iterable[object]) -> bool:
+    """True when the strings among ``texts`` (strings or None) are valid Unicode; one
+    string is tested, since a lone surrogate stays lone when strings are joined."""
+    joined = "".join(filter(None, texts))  # type: ignore[arg-type]
+    return joined.isascii() or is_canonical_str(joined)
+
+
+def _at_field(name: str, rule: _Rule) -> Callable[[object], None]:
+    """``rule``'s check of a top-level field: raises naming ``name`` or returns."""
+    validators = rule.validators
+    if validators is not None and len(validators) == 1:
+        # A kind's validator already raises naming the field: no wrapper of ours.
+        return functools.partial(validators[0], None, _At(name))
+    accepts, check = rule.accepts, rule.check
+
+    def at_field(value: object) -> None:
+        if not accepts(value):
+            check(value, name)
+
+    return at_field
 
 
 _SPECS: dict[type, _Spec] = {}

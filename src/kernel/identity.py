@@ -61,7 +61,7 @@ MAX_SAFE_INT: Final = 2**53 - 1
 
 _OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _CONTAINERS: Final = frozenset({dict, list, tuple})
-_DIGEST_RE: Final = re.compile(r"[0-9a-f]{64}")
+_HEX_DIGITS: Final = b"0123456789abcdef"
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -155,7 +155,14 @@ def is_canonical_str(value: object) -> bool:
 
 def is_digest(value: object) -> bool:
     """True when ``value`` is exactly 64 lowercase hex characters (a bare SHA-256)."""
-    return type(value) is str and _DIGEST_RE.fullmatch(value) is not None
+    # Deleting the hex digits leaves nothing: one C pass, no match object (a regex
+    # fullmatch costs about a third more, and every record field of digests calls this).
+    return (
+        type(value) is str
+        and len(value) == 64
+        and value.isascii()
+        and not value.encode("ascii").translate(None, _HEX_DIGITS)
+    )
 
 
 class Sha256Stream:
