@@ -351,3 +351,31 @@ def test_from_annotation_refuses_what_the_vocabulary_does_not_know() -> None:
     with pytest.raises(TypeError, match="no strategy for field type"):
         from_annotation(list[int])
     assert from_annotation(enum.StrEnum).is_empty
+
+
+@attrs.frozen(kw_only=True)
+class Flagged(Record):
+    """A Literal of a bool and one of a str: exact types on both paths."""
+
+    authority: Literal[False] = False
+    version: Literal["1"] = "1"
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"authority": 0, "version": "1"}, "authority"),
+        ({"authority": True, "version": "1"}, "authority"),
+        ({"authority": False, "version": 1}, "version"),
+        ({"authority": "false", "version": "1"}, "authority"),
+    ],
+)
+def test_a_literal_admits_its_values_of_the_same_exact_type(
+    document: dict[str, object], path: str
+) -> None:
+    assert Flagged.from_dict({"authority": False, "version": "1"}) == Flagged()
+    with pytest.raises(RecordError) as caught:
+        Flagged.from_dict(document)
+    assert caught.value.path == path
+    with pytest.raises(FieldError, match=f"Flagged.{path}: expected one of"):
+        Flagged(**document)  # type: ignore[arg-type]

@@ -1034,7 +1034,9 @@ def _compile(hint: Any, where: str) -> tuple[_Parser, _Encoder | None]:
         allowed = typing.get_args(hint)
 
         def parse_literal(value: object, path: str, _verify: bool) -> object:
-            if type(value) is not str or value not in allowed:
+            # Same exact type as well as equal: `Literal[False]` never admits 0, and
+            # `Literal["1"]` never admits 1.
+            if not any(type(value) is type(a) and value == a for a in allowed):
                 raise RecordError(path, f"expected one of {list(allowed)}, got {value!r}")
             return value
 
