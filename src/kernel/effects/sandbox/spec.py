@@ -26,7 +26,7 @@ from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservati
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import MAX_SAFE_INT, Sha256Stream
 from kernel.runrecord import SandboxLimit
-from kernel.values import Positive
+from kernel.values import Count, Digest, OptionalDigest, Positive
 
 __all__ = [
     "DEFAULT_PATH",
@@ -302,7 +302,7 @@ class SandboxSpec:
 class Capture(Record):
     """What one sandboxed run produced. Paths name files in the caller's spill dir."""
 
-    run_index: int
+    run_index: Count
     """``KERNEL_RUN_INDEX`` of the run."""
     status: CaptureStatus
     """ok, failed, timeout, limit_exceeded or sandbox_error."""
@@ -310,7 +310,7 @@ class Capture(Record):
     """Exit status; negative for a signal; None when the command never ended by itself."""
     start_failed: bool
     """True when the command could not be executed at all."""
-    duration_ms: int
+    duration_ms: Count
     """Wall time of the whole run."""
     isolation: Isolation
     """Isolation level obtained."""
@@ -320,21 +320,21 @@ class Capture(Record):
     """Whether the run had network access."""
     variation: tuple[tuple[str, str], ...]
     """Variation pairs applied."""
-    output_digest: str | None
+    output_digest: OptionalDigest
     """SHA-256 of the output; None unless the output was captured whole."""
-    output_size: int | None
+    output_size: Count | None
     """Output size in bytes, with ``output_digest``."""
     output_path: str | None
     """Spilled output file, with ``output_digest``."""
-    stdout_digest: str
+    stdout_digest: Digest
     """SHA-256 of everything read from stdout."""
-    stdout_size: int
+    stdout_size: Count
     """Bytes read from stdout."""
     stdout_path: str
     """Spilled stdout."""
-    stderr_digest: str
+    stderr_digest: Digest
     """SHA-256 of everything read from stderr."""
-    stderr_size: int
+    stderr_size: Count
     """Bytes read from stderr."""
     stderr_path: str
     """Spilled stderr."""
