@@ -51,7 +51,7 @@ from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
 
-from kernel.codec import Identity, Record, field_error
+from kernel.codec import Identity, Record, field_check, field_error
 from kernel.errors import ArgumentTypeError, RefusedError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
@@ -146,19 +146,25 @@ def _text_problem(value: object) -> str | None:
     return "string holds a lone surrogate (not valid Unicode)"
 
 
-def exact(kind: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """attrs validator: ``type(value) is kind`` (so ``bool`` never passes as ``int``);
-    a ``str`` must also be valid Unicode (no lone surrogate)."""
+def _admit_anything(_value: object, _path: str) -> None:
+    return None
 
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not kind:
-            raise field_error(
-                attribute.name, f"expected {kind.__name__}, got {type(value).__name__}"
-            )
-        if kind is str and (problem := _text_problem(value)) is not None:
-            raise field_error(attribute.name, problem)
 
-    return check
+def _validator_of(hint: Any, what: str) -> _Validator:
+    """An attrs validator doing what the annotation ``hint`` says (`field_check`)."""
+    found = field_check(hint, what) or _admit_anything
+
+    def validate(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        found(value, attribute.name)
+
+    return validate
+
+
+def exact(kind: type) -> _Validator:
+    """attrs validator: what an annotation ``kind`` admits (``type(value) is kind``, so
+    ``bool`` never passes as ``int``; a ``str`` must be valid Unicode). For records of
+    users' own: a `Record`'s annotation alone already says it (ADR-0007)."""
+    return _validator_of(kind, f"exact({kind.__name__})")
 
 
 def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -212,32 +218,16 @@ def optional(
     return check
 
 
-def enum_member(kind: type[enum.Enum]) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """attrs validator: a member of ``kind`` (not its bare value)."""
-
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not kind:
-            raise field_error(attribute.name, f"expected a {kind.__name__} member, got {value!r}")
-
-    return check
+def enum_member(kind: type[enum.Enum]) -> _Validator:
+    """attrs validator: a member of ``kind`` (not its bare value); an annotation ``kind``
+    says the same on a `Record` (ADR-0007)."""
+    return _validator_of(kind, f"enum_member({kind.__name__})")
 
 
-def tuple_of(kind: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """attrs validator: a tuple whose items are all exactly ``kind``."""
-
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not tuple:
-            raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
-        for index, item in enumerate(value):
-            if type(item) is not kind:
-                raise field_error(
-                    f"{attribute.name}[{index}]",
-                    f"expected {kind.__name__}, got {type(item).__name__}",
-                )
-            if kind is str and (problem := _text_problem(item)) is not None:
-                raise field_error(f"{attribute.name}[{index}]", problem)
-
-    return check
+def tuple_of(kind: type) -> _Validator:
+    """attrs validator: a tuple whose items are all exactly ``kind``; the annotation
+    ``tuple[kind, ...]`` says the same on a `Record` (ADR-0007)."""
+    return _validator_of(tuple[kind, ...], f"tuple_of({kind.__name__})")  # type: ignore[valid-type]
 
 
 def version_pair_problem(value: object) -> str | None:
