@@ -2,9 +2,10 @@
 
 Each strategy draws examples inside one ``@given`` test (generate phase only, no
 database, no shrinking, no health checks) for a fixed number of examples; the rate is
-examples per second, and the ratio is that rate over ``st.integers()``'s rate measured
-the same way in this process just before it (so machine load, which changes while the
-bench runs on a shared machine, cancels out as far as it can).
+examples per second of this process's CPU time (so other processes of a shared machine
+count as little as they can), and the ratio is that rate over ``st.integers()``'s rate
+measured the same way in this process, alternately with it: the best of ``--rounds``
+runs of each (the runs least disturbed by load, which changes while the bench runs).
 
 Target (issue 11): every record strategy >= 25 % of ``st.integers()``'s rate.
 
@@ -80,21 +81,29 @@ def rate(strategy: st.SearchStrategy[object], examples: int) -> float:
         nonlocal seen
         seen += 1
 
-    start = time.perf_counter()
+    start = time.process_time()
     draw()
-    return seen / (time.perf_counter() - start)
+    return seen / (time.process_time() - start)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("names", nargs="*", help="only these strategies")
     args = parser.parse_args()
     rate(st.integers(), args.examples)  # warm-up: hypothesis' first run pays setup costs
     print(f"load average {os.getloadavg()[0]:.2f}")
     worst = 1.0
     for name, make in {**STRATEGIES, **REFERENCE}.items():
-        baseline = rate(st.integers(), args.examples)
-        ratio = rate(make(), args.examples) / baseline
+        if args.names and name not in args.names:
+            continue
+        baselines, rates = [], []
+        for _ in range(args.rounds):
+            baselines.append(rate(st.integers(), args.examples))
+            rates.append(rate(make(), args.examples))
+        baseline = max(baselines)
+        ratio = max(rates) / baseline
         if name in STRATEGIES:
             worst = min(worst, ratio)
             mark = "PASS" if ratio >= TARGET else "MISS"

@@ -5,9 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel.consensus import RunObservation
 from kernel.identity import is_digest
 from kernel.runrecord import has_absolute_path
-from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies import run_observations
+from kernel.strategies._seeded import SEEDS, Stream, derive, seeded
 from kernel.strategies.report import _message
 
 
@@ -77,3 +79,35 @@ def test_messages_never_carry_an_absolute_path(seed: int) -> None:
         message = _message(s)
         assert message.strip()
         assert not has_absolute_path(message)
+
+
+@given(SEEDS, st.integers(0, 3), st.integers(0, 5))
+def test_one_draw_derives_a_count_in_its_bounds_and_a_stream(
+    drawn: int, low: int, width: int
+) -> None:
+    """For all draws: the count stays in ``low..high`` and the same draw makes the same
+    value; the draw 0 makes the lowest count from the minimal stream."""
+
+    def make(count: int, s: Stream) -> tuple[int, tuple[object, ...]]:
+        return count, (s.integer(0, 9), s.text(), s.digest())
+
+    count, values = derive(make, low, low + width, drawn)
+    assert low <= count <= low + width
+    assert derive(make, low, low + width, drawn) == (count, values)
+    assert derive(make, low, low + width, 0)[0] == low
+    assert derive(make, low, low + width, 0)[1][:2] == (0, "")
+
+
+@given(seeded(lambda count, s: (count, s.integer(0, 3)), 2, 4))
+def test_a_seeded_strategy_draws_what_derive_makes(value: tuple[int, int]) -> None:
+    assert 2 <= value[0] <= 4
+    assert 0 <= value[1] <= 3
+
+
+@given(run_observations(min_runs=2, max_runs=3, digests=st.sampled_from(["e" * 64])))
+def test_run_observations_draw_a_caller_s_digests_per_capture(
+    observations: tuple[RunObservation, ...],
+) -> None:
+    assert 2 <= len(observations) <= 3
+    assert [o.index for o in observations] == list(range(len(observations)))
+    assert {o.output_digest for o in observations} <= {"e" * 64, None}

@@ -1,14 +1,15 @@
-"""Field values derived from one drawn seed, so a record costs hypothesis a few draws.
+"""Field values derived from one drawn seed, so a record costs hypothesis one draw.
 
 Hypothesis' cost grows with the number of draws (each is recorded, mutated and
-replayed), so record strategies draw a seed (plus the few structural counts that
-should shrink on their own) and derive every field from it with sha256. The seed
-``0`` derives the minimal record (lowest ints, first choices, shortest texts), so
-shrinking the seed still leads to a simple example.
+replayed: a second draw alone halves the rate), so record strategies draw one int and
+derive every field from it with sha256, a structural count included (`seeded`). The
+draw ``0`` derives the minimal record (lowest count, lowest ints, first choices,
+shortest texts), so shrinking the draw still leads to a simple example.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -16,12 +17,28 @@ from hypothesis import strategies as st
 
 from kernel.identity import sha256_bytes
 
-__all__ = ["SEEDS", "Stream"]
+__all__ = ["SEEDS", "Stream", "derive", "seeded"]
 
 T = TypeVar("T")
 
 SEEDS = st.integers(min_value=0, max_value=2**64 - 1)
 """The one draw a seeded record costs; hypothesis favours 0 and the boundaries."""
+
+
+def seeded(make: Callable[[int, Stream], T], low: int = 0, high: int = 0) -> st.SearchStrategy[T]:
+    """Values ``make(count, stream)`` from one draw (`derive`): a count in ``low..high``
+    and a stream."""
+    return SEEDS.map(functools.partial(derive, make, low, high))
+
+
+def derive(make: Callable[[int, Stream], T], low: int, high: int, drawn: int) -> T:
+    """``make(count, stream)`` from one drawn int: the count in ``low..high`` is its
+    remainder (hypothesis draws mostly below 2**64 whatever the bound, so high bits
+    would leave it at ``low``) and the rest seeds the stream. ``drawn`` 0 gives ``low``
+    and the minimal stream."""
+    span = high - low + 1
+    return make(low + drawn % span, Stream(drawn // span))
+
 
 # Hostile but valid characters: astral, combining, control, line/paragraph separators,
 # BOM, quotes, backslash, a slash (for path checks), the highest code point.
@@ -50,22 +67,38 @@ _ALPHABET = (
 _VISIBLE = tuple(c for c in _ALPHABET if c.strip())
 
 
-class Stream:
-    """Deterministic values from ``seed``: each call hashes the seed with a counter."""
+_CHAR_OF_BYTE = tuple(_ALPHABET[b % len(_ALPHABET)] for b in range(256))
 
-    __slots__ = ("_count", "_minimal", "_seed")
+
+class Stream:
+    """Deterministic values from ``seed``.
+
+    Each digest hashes the seed with a counter. Other values are taken from a pool of
+    hashed bits (a big int, refilled with the next hash when it runs short): a small
+    int or a text costs a ``divmod``, not a hash of its own, so a record of some forty
+    values costs a handful of hashes.
+    """
+
+    __slots__ = ("_count", "_minimal", "_pool", "_seed")
 
     def __init__(self, seed: int) -> None:
         self._seed = seed.to_bytes(8, "big")
         self._count = 0
         self._minimal = seed == 0
+        self._pool = 0
 
     def _hex(self) -> str:
         self._count += 1
         return sha256_bytes(self._seed + self._count.to_bytes(4, "big"))
 
-    def _next(self) -> bytes:
-        return bytes.fromhex(self._hex())
+    def _below(self, bound: int) -> int:
+        """A number in ``0 .. bound - 1`` (``bound`` >= 1) taken from the pool."""
+        pool = self._pool
+        # 64 spare bits keep the remainder as good as uniform for any bound.
+        while pool < bound << 64:
+            pool = pool << 256 | int.from_bytes(bytes.fromhex(self._hex()), "big")
+        self._pool, value = divmod(pool, bound)
+        return value
 
     def integer(self, low: int, high: int) -> int:
         """An int in ``low..high`` inclusive; each bound one time in sixteen (edge cases).
@@ -74,10 +107,11 @@ class Stream:
         """
         if self._minimal or high <= low:
             return low
-        raw = self._next()
-        if raw[0] < 32:
-            return low if raw[0] < 16 else high
-        return low + int.from_bytes(raw[1:9], "big") % (high - low + 1)
+        drawn = self._below((high - low + 1) << 4)
+        edge = drawn & 15
+        if edge < 2:
+            return low if edge == 0 else high
+        return low + (drawn >> 4)
 
     def flag(self) -> bool:
         """A bool (False for the minimal seed)."""
@@ -102,11 +136,9 @@ class Stream:
             return ""
         if self._minimal:
             return "a"
-        raw = self._next()
+        raw = self._below(1 << (8 * size)).to_bytes(size, "big")
         pool = _VISIBLE if nonblank else _ALPHABET
-        return pool[raw[0] % len(pool)] + "".join(
-            _ALPHABET[b % len(_ALPHABET)] for b in raw[1:size]
-        )
+        return pool[raw[0] % len(pool)] + "".join(map(_CHAR_OF_BYTE.__getitem__, raw[1:]))
 
     def texts(
         self, max_count: int, *, min_count: int = 0, nonblank: bool = False

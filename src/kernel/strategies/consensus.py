@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kernel.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.consensus import CaptureStatus, Isolation, RunObservation
-from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.verification import SandboxLimit
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]
@@ -33,19 +33,32 @@ def _limits_of(s: Stream) -> tuple[SandboxLimit, ...]:
     )
 
 
-@st.composite
 def run_observations(
-    draw: st.DrawFn,
     min_runs: int = 1,
     max_runs: int = 7,
     digests: st.SearchStrategy[str] = _FEW_DIGESTS,
+) -> st.SearchStrategy[tuple[RunObservation, ...]]:
+    """N valid observations indexed ``0..N-1``; few distinct digests, so groups form.
+
+    By default the digests are picked from the seed (one draw in all); a caller's
+    ``digests`` strategy is drawn once per capture.
+    """
+    if digests is _FEW_DIGESTS:
+        return seeded(_observations_of, min_runs, max_runs)
+    return _observations_drawn(min_runs, max_runs, digests)
+
+
+def _observations_of(count: int, s: Stream) -> tuple[RunObservation, ...]:
+    return tuple(_observation_of(s, index, lambda: s.pick(_FEW)) for index in range(count))
+
+
+@st.composite
+def _observations_drawn(
+    draw: st.DrawFn, min_runs: int, max_runs: int, digests: st.SearchStrategy[str]
 ) -> tuple[RunObservation, ...]:
-    """N valid observations indexed ``0..N-1``; few distinct digests, so groups form."""
     count = draw(st.integers(min_value=min_runs, max_value=max_runs))
     s = Stream(draw(SEEDS))
-    # The default pool is picked from the seed; a caller's strategy is drawn per capture.
-    digest_of = (lambda: s.pick(_FEW)) if digests is _FEW_DIGESTS else (lambda: draw(digests))
-    return tuple(_observation_of(s, index, digest_of) for index in range(count))
+    return tuple(_observation_of(s, index, lambda: draw(digests)) for index in range(count))
 
 
 def _observation_of(s: Stream, index: int, digest_of: Callable[[], str]) -> RunObservation:
@@ -96,9 +109,7 @@ def _branch_of(count: int, s: Stream) -> Branch:
 
 
 _DRAFTS = SEEDS.map(lambda seed: _draft_of(Stream(seed)))
-_BRANCHES = st.tuples(st.integers(0, 5), SEEDS).map(
-    lambda drawn: _branch_of(drawn[0], Stream(drawn[1]))
-)
+_BRANCHES = seeded(_branch_of, 0, 5)
 
 
 def tool_sets() -> st.SearchStrategy[tuple[str, ...]]:

@@ -29,7 +29,7 @@ from kernel.runrecord import (
     WorkUnitRef,
     has_absolute_path,
 )
-from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.strategies.values import texts
 from kernel.verification import (
     Actor,
@@ -270,9 +270,7 @@ def _provenance_of(s: Stream) -> RunProvenance:
 
 def run_records(max_attempts: int = 8) -> st.SearchStrategy[RunRecord]:
     """Run records with 1..max_attempts attempts whose digests bind."""
-    return st.tuples(st.integers(min_value=1, max_value=max_attempts), SEEDS).map(
-        lambda drawn: _run_record_of(drawn[0], Stream(drawn[1]))
-    )
+    return seeded(_run_record_of, 1, max_attempts)
 
 
 def _run_record_of(count: int, s: Stream) -> RunRecord:
@@ -304,9 +302,7 @@ def _built(run: RunRecord) -> RunEvidenceReport:
 
 def decisions() -> st.SearchStrategy[HumanDecisionRecord]:
     """Recorded decisions on a random report."""
-    return st.tuples(st.integers(min_value=1, max_value=4), SEEDS).map(
-        lambda drawn: _decision_of(drawn[0], Stream(drawn[1]))
-    )
+    return seeded(_decision_of, 1, 4)
 
 
 def _decision_of(count: int, s: Stream) -> HumanDecisionRecord:

@@ -41,9 +41,8 @@ from kernel.search import (
     SearchGateStatus,
     SearchRunDisposition,
 )
-from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.strategies.values import (
-    digests,
     seeded_charge,
     seeded_span,
     seeded_spans,
@@ -127,11 +126,10 @@ _REPLAY_STATUSES = tuple(CandidateReplayStatus)
 
 def geometric_search_runs() -> st.SearchStrategy[GeometricSearchRun]:
     """A sealed `GeometricSearchRun` with up to three attempts (any consistency)."""
-    return st.tuples(st.integers(0, 3), SEEDS).map(lambda drawn: _run_of(*drawn))
+    return seeded(_run_of, 0, 3)
 
 
-def _run_of(count: int, seed: int) -> GeometricSearchRun:
-    s = Stream(seed)
+def _run_of(count: int, s: Stream) -> GeometricSearchRun:
     return seal(
         GeometricSearchRun,
         run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
@@ -233,11 +231,10 @@ def candidate_operator_results() -> st.SearchStrategy[CandidateOperatorResult]:
 
 def binding_pairs(*, max_existing: int = 3) -> st.SearchStrategy[BindingPair]:
     """A ``(run, operator_result)`` pair that binds, with 0..max_existing attempts."""
-    return st.tuples(st.integers(0, max_existing), SEEDS).map(lambda drawn: _pair_of(*drawn))
+    return seeded(_pair_of, 0, max_existing)
 
 
-def _pair_of(count: int, seed: int) -> BindingPair:
-    s = Stream(seed)
+def _pair_of(count: int, s: Stream) -> BindingPair:
     # Every digest of one stream is distinct, so candidate digests never collide.
     existing = tuple(_attempt_of(s, index=position, pending=False) for position in range(count))
     charge = seeded_charge(s)
@@ -365,15 +362,17 @@ def _refused(case: CorruptedPair) -> CandidateAttemptRunBindingRefusal:
 
 # -- single-field corruptions (ids deliberately not re-sealed) ------------------------
 
-_Corruption = Callable[[st.DrawFn, GeometricSearchRun, CandidateOperatorResult], BindingPair | None]
+_Corruption = Callable[[Stream, GeometricSearchRun, CandidateOperatorResult], BindingPair]
 
 
-def _other(draw: st.DrawFn, value: str) -> str:
-    return draw(digests().filter(lambda d: d != value))
+def _other(s: Stream, value: str) -> str:
+    digest = s.digest()
+    # Two digests of one stream differ, so the second differs from value when the first does not.
+    return digest if digest != value else s.digest()
 
 
-def _other_text(draw: st.DrawFn, value: str) -> str:
-    text = Stream(draw(SEEDS)).text()
+def _other_text(s: Stream, value: str) -> str:
+    text = s.text()
     return text if text != value else f"{text}x"
 
 
@@ -405,22 +404,20 @@ def _both_index(result: CandidateOperatorResult, index: int) -> CandidateOperato
 
 
 def _existing_like(
-    draw: st.DrawFn, run: GeometricSearchRun, result: CandidateOperatorResult, **same: object
-) -> GeometricSearchRun | None:
-    """The run with one existing attempt replaced to share ``same`` with the new one."""
-    if not run.candidate_attempts:
-        return None
-    position = draw(st.integers(0, len(run.candidate_attempts) - 1))
+    s: Stream, run: GeometricSearchRun, result: CandidateOperatorResult, **same: object
+) -> BindingPair:
+    """The pair with one existing attempt of the run (it has some: `_MIN_EXISTING`)
+    replaced to share ``same`` with the new one."""
+    position = s.integer(0, len(run.candidate_attempts) - 1)
     changed = attrs.evolve(run.candidate_attempts[position], **same)  # type: ignore[arg-type]
     attempts = list(run.candidate_attempts)
     attempts[position] = changed
-    return attrs.evolve(run, candidate_attempts=tuple(attempts))
+    return attrs.evolve(run, candidate_attempts=tuple(attempts)), result
 
 
-def _span_other(draw: st.DrawFn, spans: tuple[object, ...]) -> tuple[object, ...]:
-    stream = Stream(draw(SEEDS))
-    other = seeded_spans(stream)
-    return other if other != spans else (*other, seeded_span(stream))
+def _span_other(s: Stream, spans: tuple[object, ...]) -> tuple[object, ...]:
+    other = seeded_spans(s)
+    return other if other != spans else (*other, seeded_span(s))
 
 
 _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
@@ -436,9 +433,7 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
         R.ATTEMPT_RESULT_MISMATCH,
         lambda d, run, res: (
             run,
-            _result(
-                res, attempt_index=d(st.integers(0, 50).filter(lambda i: i != res.attempt_index))
-            ),
+            _result(res, attempt_index=_other_int(d, res.attempt_index)),
         ),
     ),
     "result.candidate_digest": (
@@ -484,10 +479,8 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
             run,
             _attempt(
                 res,
-                replay_status=d(
-                    st.sampled_from(
-                        [CandidateReplayStatus.REPLAY_CLOSED, CandidateReplayStatus.REPLAY_REFUSED]
-                    )
+                replay_status=d.pick(
+                    (CandidateReplayStatus.REPLAY_CLOSED, CandidateReplayStatus.REPLAY_REFUSED)
                 ),
             ),
         ),
@@ -496,16 +489,14 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
         R.REPLAY_BLOCKERS_PRESENT,
         lambda d, run, res: (
             run,
-            _attempt(res, replay_blockers=Stream(d(SEEDS)).texts(2, min_count=1)),
+            _attempt(res, replay_blockers=d.texts(2, min_count=1)),
         ),
     ),
     "reconstruction.source_residual_id": (
         R.RUN_IDENTITY_MISMATCH,
         lambda d, run, res: (
             run,
-            _recon(
-                res, source_residual_id=d(digests().filter(lambda x: x not in run.residual_ids))
-            ),
+            _recon(res, source_residual_id=_other_than(d, run.residual_ids)),
         ),
     ),
     "reconstruction.problem_frame_digest": (
@@ -552,30 +543,22 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
     ),
     "run.candidate_attempts[i].attempt_index": (
         R.DUPLICATE_ATTEMPT_INDEX,
-        lambda d, run, res: _pair_or_none(
-            _existing_like(d, run, res, attempt_index=res.attempt_index), res
-        ),
+        lambda d, run, res: _existing_like(d, run, res, attempt_index=res.attempt_index),
     ),
     "run.candidate_attempts[i].attempt_id": (
         R.DUPLICATE_ATTEMPT_ID,
-        lambda d, run, res: _pair_or_none(
-            _existing_like(
-                d, run, res, attempt_id=res.attempt_id, attempt_index=res.attempt_index + 1
-            ),
-            res,
+        lambda d, run, res: _existing_like(
+            d, run, res, attempt_id=res.attempt_id, attempt_index=res.attempt_index + 1
         ),
     ),
     "run.candidate_attempts[i].candidate_digest": (
         R.DUPLICATE_CANDIDATE_DIGEST,
-        lambda d, run, res: _pair_or_none(
-            _existing_like(
-                d,
-                run,
-                res,
-                candidate_digest=res.candidate_digest,
-                attempt_index=res.attempt_index + 1,
-            ),
+        lambda d, run, res: _existing_like(
+            d,
+            run,
             res,
+            candidate_digest=res.candidate_digest,
+            attempt_index=res.attempt_index + 1,
         ),
     ),
     "attempt.budget_charge.candidates": (
@@ -588,26 +571,26 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
     ),
     "attempt.budget_charge negative": (
         R.BUDGET_CHARGE_EXCEEDS_REMAINING,
-        lambda d, run, res: (run, _charge(res, candidates=d(st.integers(-5, -1)))),
+        lambda d, run, res: (run, _charge(res, candidates=d.integer(-5, -1))),
     ),
     "attempt.depth": (
         R.BUDGET_CHARGE_EXCEEDS_REMAINING,
         lambda d, run, res: (
             run,
-            _attempt(res, depth=run.budget_consumed.max_depth + d(st.integers(1, 3))),
+            _attempt(res, depth=run.budget_consumed.max_depth + d.integer(1, 3)),
         ),
     ),
     "attempt.depth negative": (
         R.BUDGET_CHARGE_EXCEEDS_REMAINING,
-        lambda d, run, res: (run, _attempt(res, depth=d(st.integers(-5, -1)))),
+        lambda d, run, res: (run, _attempt(res, depth=d.integer(-5, -1))),
     ),
     "attempt.step_index negative": (
         R.BUDGET_CHARGE_EXCEEDS_REMAINING,
-        lambda d, run, res: (run, _attempt(res, step_index=d(st.integers(-5, -1)))),
+        lambda d, run, res: (run, _attempt(res, step_index=d.integer(-5, -1))),
     ),
     "run.budget_consumed.parallelism_used": (
         R.BUDGET_CHARGE_EXCEEDS_REMAINING,
-        lambda d, run, res: (_consumed(run, parallelism_used=d(st.integers(2, 4))), res),
+        lambda d, run, res: (_consumed(run, parallelism_used=d.integer(2, 4)), res),
     ),
     "run.run_policy_version": (
         R.UNSUPPORTED_RUN_POLICY,
@@ -636,44 +619,44 @@ _CORRUPTIONS: dict[str, tuple[RunAttemptBindingRefusalReason, _Corruption]] = {
         R.NON_POSITIVE_BUDGET_CHARGE,
         lambda d, run, res: (
             run,
-            _charge(res, **{d(st.sampled_from(["candidates", "steps"])): 0}),
+            _charge(res, **{d.pick(("candidates", "steps")): 0}),
         ),
     ),
     "run.budget_consumed.max_parallelism": (
         R.UNSUPPORTED_PARALLELISM,
-        lambda d, run, res: (_consumed(run, max_parallelism=d(st.integers(2, 8))), res),
+        lambda d, run, res: (_consumed(run, max_parallelism=d.integer(2, 8)), res),
     ),
     "run.candidate_attempts order": (
         R.AMBIGUOUS_ATTEMPT_ORDER,
         lambda d, run, res: (
-            (attrs.evolve(run, candidate_attempts=run.candidate_attempts[::-1]), res)
-            if len(run.candidate_attempts) >= 2
-            else None
+            attrs.evolve(run, candidate_attempts=run.candidate_attempts[::-1]),
+            res,
         ),
     ),
     "attempt_index gap": (
         R.ATTEMPT_INDEX_GAP,
         lambda d, run, res: (
             run,
-            _both_index(res, len(run.candidate_attempts) + d(st.integers(1, 3))),
+            _both_index(res, len(run.candidate_attempts) + d.integer(1, 3)),
         ),
     ),
     "attempt_index negative": (
         R.ATTEMPT_INDEX_GAP,
-        lambda d, run, res: (run, _both_index(res, d(st.integers(-3, -1)))),
+        lambda d, run, res: (run, _both_index(res, d.integer(-3, -1))),
     ),
 }
 """Every single-field corruption, by the field it changes, with its expected code."""
 
 CORRUPTED_FIELDS: tuple[str, ...] = tuple(_CORRUPTIONS)
-_WITH_TWO_EXISTING = st.tuples(st.integers(2, 3), SEEDS).map(lambda drawn: _pair_of(*drawn))
 """Names of the corruptions `corrupted_binding_pairs` draws from."""
 
-
-def _pair_or_none(
-    run: GeometricSearchRun | None, result: CandidateOperatorResult
-) -> BindingPair | None:
-    return None if run is None else (run, result)
+_MIN_EXISTING: dict[str, int] = {
+    "run.candidate_attempts[i].attempt_index": 1,
+    "run.candidate_attempts[i].attempt_id": 1,
+    "run.candidate_attempts[i].candidate_digest": 1,
+    "run.candidate_attempts order": 2,
+}
+"""Corruptions of the run's existing attempts, and how many the pair needs."""
 
 
 def _charge(result: CandidateOperatorResult, **changes: int) -> CandidateOperatorResult:
@@ -681,31 +664,42 @@ def _charge(result: CandidateOperatorResult, **changes: int) -> CandidateOperato
     return _attempt(result, budget_charge=charge)
 
 
-def _over(draw: st.DrawFn, run: GeometricSearchRun, kind: str) -> int:
+def _over(s: Stream, run: GeometricSearchRun, kind: str) -> int:
     consumed = run.budget_consumed
     if kind == "candidates":
         room = consumed.max_candidates - consumed.candidates_considered
     else:
         room = consumed.max_steps - consumed.steps_used
-    return room + draw(st.integers(1, 3))
+    return room + s.integer(1, 3)
 
 
-@st.composite
+def _other_int(s: Stream, value: int) -> int:
+    drawn = s.integer(0, 50)
+    return drawn if drawn != value else drawn + 1
+
+
+def _other_than(s: Stream, values: tuple[str, ...]) -> str:
+    digest = s.digest()
+    while digest in values:
+        digest = s.digest()
+    return digest
+
+
 def corrupted_binding_pairs(
-    draw: st.DrawFn, *, fields: tuple[str, ...] = CORRUPTED_FIELDS
-) -> CorruptedPair:
+    *, fields: tuple[str, ...] = CORRUPTED_FIELDS
+) -> st.SearchStrategy[CorruptedPair]:
     """A `binding_pairs` pair with one field corrupted (ids not re-sealed), and its code.
+
+    One draw: it picks the corruption (its remainder), the number of existing attempts
+    and the stream that derives the pair and the corrupted value.
 
     Args:
         fields: restrict to these corruption names (default: all of `CORRUPTED_FIELDS`).
     """
-    run, result = draw(binding_pairs())
-    name = draw(st.sampled_from(fields))
+    return seeded(lambda index, s: _corrupted(fields[index], s), 0, len(fields) - 1)
+
+
+def _corrupted(name: str, s: Stream) -> CorruptedPair:
     code, corrupt = _CORRUPTIONS[name]
-    corrupted = corrupt(draw, run, result)
-    if corrupted is None:  # not applicable to this pair (e.g. needs existing attempts)
-        run, result = draw(_WITH_TWO_EXISTING)
-        corrupted = corrupt(draw, run, result)
-    if corrupted is None:
-        raise TypeError("no corruption was drawn")
-    return corrupted[0], corrupted[1], code
+    run, result = corrupt(s, *_pair_of(s.integer(_MIN_EXISTING.get(name, 0), 3), s))
+    return run, result, code
