@@ -61,3 +61,12 @@ def test_schema_refuses_what_the_records_refuse() -> None:
         ("authority", {**base["authority"], "merge": True}),  # type: ignore[dict-item]
     ):
         assert not validator.is_valid({**base, field: value}), field
+    # A baseline tree is a git object id (SHA-1 or SHA-256), as the record's own rule says.
+    for tree, valid in (("a" * 40, True), ("b" * 64, True), (None, True), ("a" * 41, False),
+                        ("A" * 40, False), ("tree:" + "a" * 40, False)):  # fmt: skip
+        provenance: dict[str, object] = {
+            "declared_replay": "deterministic",
+            "inputs": [],
+            "baseline_git_tree": tree,
+        }
+        assert validator.is_valid({**base, "provenance": provenance}) is valid, tree

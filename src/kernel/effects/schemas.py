@@ -78,6 +78,7 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "_false": {"const": False},
     "_attempts": {"minItems": 1},
+    "_git_object_id": {"pattern": "^([0-9a-f]{40}|[0-9a-f]{64})$"},
 }
 # Fields added to a published document later, with a None default (module docstring).
 _OPTIONAL: Final = frozenset(
