@@ -296,7 +296,7 @@ def _genuine() -> HumanDecisionRecord:
 def test_a_stored_record_granting_authority_is_refused(key: str) -> None:
     document = _genuine().to_dict()
     document["authority"][key] = True
-    with pytest.raises(ValueError, match="authority must be false, got True"):
+    with pytest.raises(ValueError, match=rf"authority\.{key}: expected one of \[False\], got True"):
         HumanDecisionRecord.from_dict(document)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kernel.errors import FieldError
+from kernel.errors import FieldError, RecordError
 from kernel.importers.idkmesh import run_record_from_idkmesh
 from kernel.runrecord import (
     AttemptError,
@@ -18,6 +18,7 @@ from kernel.runrecord import (
     CheckRun,
     DeclaredReplay,
     ProvenanceInput,
+    RunAuthority,
     RunProvenance,
     SandboxRun,
     attempt_shape_problem,
@@ -41,6 +42,18 @@ def test_a_constant_field_names_the_expected_value(value: object) -> None:
     ):
         attrs.evolve(record, kind=value)  # type: ignore[arg-type]
     assert attrs.evolve(record, kind="kernel-run-record") == record
+
+
+@pytest.mark.parametrize("field", [f.name for f in attrs.fields(RunAuthority)])
+@pytest.mark.parametrize("value", [True, 0, 1, None, "false"])
+def test_an_authority_flag_is_exactly_false(field: str, value: object) -> None:
+    """A run grants nothing: each authority flag admits ``False`` alone, not a falsy
+    look-alike (0, None), when built and when read."""
+    with pytest.raises(FieldError, match=rf"RunAuthority\.{field}: expected one of \[False\]"):
+        attrs.evolve(RunAuthority.none(), **{field: value})  # type: ignore[arg-type]
+    with pytest.raises(RecordError, match=rf"{field}: expected one of \[False\]"):
+        RunAuthority.from_dict({**RunAuthority.none().to_dict(), field: value})
+    assert RunAuthority.from_dict(RunAuthority.none().to_dict()) == RunAuthority.none()
 
 
 @pytest.mark.parametrize("message", ["", "   ", 3])

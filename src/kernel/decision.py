@@ -31,11 +31,11 @@ the id (this is the one record where free text enters an identity, on purpose).
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
 from kernel.evidence_report import (
     REPORT_KIND,
     ReportCheck,
@@ -75,11 +75,6 @@ __all__ = [
 
 DECISION_KIND: Final = "kernel-human-decision-record"
 DECISION_SCHEMA_VERSION: Final = "1"
-
-
-def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not False:
-        raise field_error(attribute.name, f"authority must be false, got {value!r}")
 
 
 class Decision(enum.StrEnum):
@@ -127,11 +122,11 @@ class EvidenceReportRef(Record):
 class DecisionAuthority(Record):
     """What a decision record may do: nothing. Every field is false."""
 
-    canonical_state_write: bool = attrs.field(validator=_false)
+    canonical_state_write: Literal[False]
     """May write canonical project state."""
-    git_push: bool = attrs.field(validator=_false)
+    git_push: Literal[False]
     """May push."""
-    merge: bool = attrs.field(validator=_false)
+    merge: Literal[False]
     """May merge."""
 
 

@@ -102,11 +102,6 @@ def redact_absolute_paths(text: str) -> str:
     return redacted if not has_absolute_path(redacted) else _ABSOLUTE_PATH.sub(" <path>", redacted)
 
 
-def _false(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not False:
-        raise field_error(attribute.name, f"authority must be false, got {value!r}")
-
-
 class AttemptState(enum.StrEnum):
     """How far an attempt's control path got."""
 
@@ -353,13 +348,13 @@ def attempt_shape_problem(
 class RunAuthority(Record):
     """What a run (and a report on it) may do: nothing. Every field is false."""
 
-    canonical_state_write: bool = attrs.field(validator=_false)
+    canonical_state_write: Literal[False]
     """May write canonical project state."""
-    git_push: bool = attrs.field(validator=_false)
+    git_push: Literal[False]
     """May push."""
-    merge: bool = attrs.field(validator=_false)
+    merge: Literal[False]
     """May merge."""
-    automatic_candidate_selection: bool = attrs.field(validator=_false)
+    automatic_candidate_selection: Literal[False]
     """May select a candidate on its own."""
 
     @classmethod

@@ -76,7 +76,6 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 # Constraints of a record's own validators (the field kinds of `kernel.values` carry
 # their keywords themselves: `kind_of`), keyed by validator function name.
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
-    "_false": {"const": False},
     "_attempts": {"minItems": 1},
     "_git_object_id": {"pattern": "^([0-9a-f]{40}|[0-9a-f]{64})$"},
 }
