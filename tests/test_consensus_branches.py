@@ -114,6 +114,19 @@ def test_exit_code_must_be_an_int_or_none() -> None:
     assert ok(0, A, status=CaptureStatus.FAILED, exit_code=None).exit_code is None
 
 
+def test_exit_code_is_a_safe_int_and_duration_a_count() -> None:
+    # A signal's negative code is admitted; an int no JSON reader keeps exactly is
+    # refused when the run is recorded, not later when an id is computed over it.
+    assert ok(0, A, status=CaptureStatus.FAILED, exit_code=-9).exit_code == -9
+    with pytest.raises(FieldError, match=r"RunObservation\.exit_code: expected an integer within"):
+        ok(0, A, status=CaptureStatus.FAILED, exit_code=2**53)
+    # Wall time never enters an id, so only its kind guards it.
+    with pytest.raises(
+        FieldError, match=r"RunObservation\.duration_ms: expected an integer in 0\.\.2\*\*53-1"
+    ):
+        ok(0, A, duration_ms=-1)
+
+
 def test_candidate_flag_must_be_a_bool_or_none() -> None:
     with pytest.raises(
         FieldError, match="candidate_matches_majority: expected bool or None, got int"

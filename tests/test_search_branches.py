@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from kernel.errors import FieldError
-from kernel.search import CandidateOperatorResult, SearchGateDecision
+from kernel.search import CandidateOperatorResult, ComputeBudgetDecision, SearchGateDecision
 
 CHAIN = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures/binding/reference-chain.json").read_text()
@@ -61,3 +61,15 @@ def test_nested_records_must_be_exactly_their_class() -> None:
         FieldError, match="candidate_attempt: expected a CandidateAttempt, got dict"
     ):
         attrs.evolve(result, candidate_attempt={})  # type: ignore[arg-type]
+
+
+def test_the_wallclock_ceiling_outside_the_id_is_still_a_count() -> None:
+    # Not in the budget's id (so no id check would notice it): only its kind guards it.
+    budget = ComputeBudgetDecision.from_dict(CHAIN["compute_budget_decision"], verify_ids=False)
+    with pytest.raises(
+        FieldError,
+        match=r"ComputeBudgetDecision\.max_wallclock_ms: expected an integer in 0\.\.2\*\*53-1"
+        r" or None, got -1",
+    ):
+        attrs.evolve(budget, max_wallclock_ms=-1)
+    assert attrs.evolve(budget, max_wallclock_ms=None).max_wallclock_ms is None
