@@ -49,6 +49,7 @@ __all__ = [
     "Identity",
     "Record",
     "compute_id",
+    "document_digest",
     "field_check",
     "field_error",
     "id_of_fields",
@@ -236,6 +237,25 @@ def nested_id(record: Record, *, cached: bool = True) -> str:
     return sha256_prevalidated(nested, default=_nested_default if cached else _fresh_default)
 
 
+def document_digest(record: Record) -> str:
+    """SHA-256 of the canonical JSON of ``record.to_dict()``: the digest by which a
+    document names an exact record (a run record's, a manifest's ``digest``).
+
+    Computed without building ``to_dict()``: orjson writes enum members as their
+    values and tuples as arrays, exactly as ``to_dict`` does, and a frozen record's
+    values were checked when it was built.
+
+    Raises:
+        ArgumentTypeError: ``record`` is not a `Record`.
+        CanonicalizationError: as for `compute_id`.
+    """
+    spec = _SPECS.get(type(record))
+    if spec is None:
+        _require_record("document_digest", record)
+        spec = _spec(type(record))
+    return sha256_prevalidated(spec.raw_document(record), default=_document_default)
+
+
 def id_of_fields(cls: type[Record], fields: Mapping[str, object], /) -> str:
     """The id a record of ``cls`` holding ``fields`` has, without building the record.
 
@@ -323,6 +343,13 @@ def _nested_default(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not a record")
 
 
+def _document_default(value: object) -> object:
+    """orjson ``default`` hook of `document_digest`: a nested record as its document."""
+    if isinstance(value, Record):
+        return _spec(type(value)).raw_document(value)
+    raise TypeError(f"{type(value).__name__} is not a record")
+
+
 def _fresh_default(value: object) -> object:
     """`_nested_default` for ``cached=False``: the nested form built afresh."""
     if isinstance(value, Record):
@@ -354,6 +381,8 @@ class _Spec:
             parser, encoder = _compile(hints[name], f"{cls.__name__}.{name}")
             self.parsers[name] = parser
             self.encoders.append((name, encoder))
+        self._encoding = tuple((n, e) for n, e in self.encoders if e is not None)
+        self._get_all = _getter(self.fields)
         ident = self.identity
         for name in (ident.include or ()) + tuple(ident.exclude):
             if name not in self.field_set and name != "explanation":
@@ -383,11 +412,15 @@ class _Spec:
         )
 
     def encode(self, record: Record) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, encoder in self.encoders:
-            value = getattr(record, name)
-            out[name] = value if encoder is None else encoder(value)
+        out: dict[str, Any] = dict(zip(self.fields, self._get_all(record)))  # noqa: B905
+        for name, encoder in self._encoding:
+            out[name] = encoder(out[name])
         return out
+
+    def raw_document(self, record: Record) -> dict[str, object]:
+        """Every field with its raw value: `encode` as orjson writes it, nested records
+        left to `_document_default`."""
+        return dict(zip(self.fields, self._get_all(record)))  # noqa: B905 - equal lengths
 
     def raw_payload(self, record: Record, cached: bool = True) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""

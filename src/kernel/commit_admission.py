@@ -48,7 +48,7 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
@@ -215,7 +215,7 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
     Raises:
         ArgumentTypeError: ``branch`` is not a `Branch` (a programmer error).
     """
-    branch_digest = sha256_hex(branch.to_dict())
+    branch_digest = document_digest(branch)
     unanimous = len(branch.drafts) > 1 and len({d.output_digest for d in branch.drafts}) == 1
     decorrelated = drafts_are_decorrelated(branch)
 

@@ -39,8 +39,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, seal
-from kernel.identity import sha256_hex
+from kernel.codec import UNSEALED, Identity, Record, document_digest, seal
 from kernel.runrecord import (
     AttemptError,
     AttemptRecord,
@@ -254,7 +253,7 @@ class RunEvidenceReport(Record):
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of ``to_dict()``."""
-        return sha256_hex(self.to_dict())
+        return document_digest(self)
 
 
 @attrs.frozen(kw_only=True)

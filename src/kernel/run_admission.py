@@ -43,7 +43,7 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
 from kernel.commit_admission import (
     Admission,
     Branch,
@@ -153,7 +153,7 @@ class RunAdmission(Record):
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of ``to_dict()``."""
-        return sha256_hex(self.to_dict())
+        return document_digest(self)
 
 
 def _verifier(states: tuple[EvidenceState, ...]) -> VerifierOutcome:

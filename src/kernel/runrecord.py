@@ -34,8 +34,7 @@ from typing import Any, Final, Literal, cast
 
 import attrs
 
-from kernel.codec import Record, field_error
-from kernel.identity import sha256_hex
+from kernel.codec import Record, document_digest, field_error
 from kernel.values import Digest, NonBlank, OptionalDigest, Positive
 from kernel.verification import (
     CheckReason,
@@ -495,7 +494,7 @@ class RunRecord(Record):
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of ``to_dict()``."""
-        return sha256_hex(self.to_dict())
+        return document_digest(self)
 
 
 def first_difference(left: object, right: object, path: str = "$") -> str | None:

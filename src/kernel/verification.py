@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
 from kernel.identity import sha256_hex
 from kernel.values import (
     Digest,
@@ -240,7 +240,7 @@ class WorkUnit(Record):
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of ``to_dict()``."""
-        return sha256_hex(self.to_dict())
+        return document_digest(self)
 
 
 @attrs.frozen(kw_only=True)
@@ -300,7 +300,7 @@ class ResultManifest(Record):
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of ``to_dict()``."""
-        return sha256_hex(self.to_dict())
+        return document_digest(self)
 
 
 @attrs.frozen(kw_only=True)

@@ -7,7 +7,7 @@ import datetime
 from hypothesis import strategies as st
 
 from kernel.identity import MAX_SAFE_INT
-from kernel.strategies._seeded import SEEDS, Stream
+from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.values import BudgetCharge, Kind, SourceSpan
 
 __all__ = [
@@ -82,11 +82,13 @@ _BUDGET_CHARGES = st.builds(
     candidates=st.integers(min_value=1, max_value=5),
     steps=st.integers(min_value=1, max_value=5),
 )
-_VERSION_PAIRS = st.dictionaries(
-    st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=8),
-    st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=8),
-    max_size=4,
-).map(lambda d: tuple(sorted(d.items())))
+_VERSION_PAIRS = seeded(
+    lambda count, s: tuple(
+        (name, s.text(min_size=1)) for name in sorted(s.unique_texts(count, min_count=count))
+    ),
+    0,
+    4,
+)
 
 
 def budget_charges() -> st.SearchStrategy[BudgetCharge]:
