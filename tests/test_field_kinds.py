@@ -20,7 +20,7 @@ from kernel.errors import FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT
 from kernel.strategies import digests, texts
 from kernel.strategies.fields import from_annotation, records_of
-from kernel.values import Count, Digest, Digests, NonBlank, OptionalDigest, SourceSpan
+from kernel.values import Count, Digest, Digests, NonBlank, OptionalDigest, SourceSpan, kind_of
 
 
 class Colour(enum.StrEnum):
@@ -318,6 +318,36 @@ def test_no_record_constructor_lets_garbage_escape_as_a_foreign_exception(
     if refused is not None:
         assert refused.record == cls.__name__
         assert refused.kernel_field.split("[")[0].split(".")[0] in kwargs
+
+
+def test_no_record_field_restates_its_annotation_in_a_validator() -> None:
+    """A field's annotation is its one statement: an ``attrs`` validator of a kernel
+    record may only add the record's own rule (ordering, cross-field, no paths)."""
+    restating = []
+    for cls in _kernel_records():
+        for field in attrs.fields(cls):  # type: ignore[arg-type]
+            for validator in _flatten(field.validator) if field.validator else []:
+                name = getattr(validator, "__qualname__", type(validator).__qualname__)
+                if (
+                    kind_of(validator) is not None
+                    or name.startswith(_RESTATING)
+                    or type(validator).__module__ == "attrs.validators"
+                    or type(validator).__module__.startswith("attr.")
+                ):
+                    restating.append(f"{cls.__module__}.{cls.__qualname__}.{field.name}: {name}")
+    assert restating == []
+
+
+def _flatten(validator: object) -> list[object]:
+    inner = getattr(validator, "_validators", None)
+    if inner is not None:
+        return [v for item in inner for v in _flatten(item)]
+    wrapped = getattr(validator, "validator", None)
+    return _flatten(wrapped) if wrapped is not None else [validator]
+
+
+# Validators that say only what an annotation says (type, kind, optionality, items).
+_RESTATING = ("_validator_of.", "optional.", "constant.", "_false")
 
 
 _RECORDS = _kernel_records()
