@@ -695,7 +695,7 @@ def test_invalid_inputs_refuse() -> None:
     run, result = chain()
 
     class LookAlike(GeometricSearchRun):
-        """A subclass is not the record."""
+        """A subclass: a run to the reference, not exactly the record to kernel."""
 
     cases: list[tuple[object, object, tuple[str | None, ...]]] = [
         (None, result, (None, None, None)),
@@ -712,7 +712,14 @@ def test_invalid_inputs_refuse() -> None:
         assert (outcome.original_run_id, outcome.operator_result_id) == ids[:2]
         assert outcome.candidate_attempt_id == ids[2]
     look = LookAlike(**{f.name: getattr(run, f.name) for f in attrs.fields(GeometricSearchRun)})
-    assert code_of(bind(look, result)) is R.INVALID_BINDING_INPUT
+    # A subclass is a run to the reference (isinstance): it meets every reference check
+    # (here it would bind, and one whose result names another run is refused as the
+    # reference refuses it), and only then is refused as not exactly the record.
+    assert code_of(bind(look, result)) is R.MALFORMED_INPUT_FIELD
+    other = attrs.evolve(look, run_id=OTHER)
+    refused = bind(other, result)
+    assert code_of(refused) is R.RUN_RESULT_MISMATCH
+    assert refused.original_run_id == OTHER
 
 
 def test_duplicate_candidate_digest_refuses_in_v1() -> None:

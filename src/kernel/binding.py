@@ -12,15 +12,16 @@ are those of the reference implementation, in its order, so a refusal's id agree
 with the reference's whenever the reference refuses too:
 
 1-3. ``original_run`` is a `GeometricSearchRun`, ``candidate_operator_result`` a
-     `CandidateOperatorResult`, its attempt a `CandidateAttempt`
-     -> ``invalid_binding_input``;
+     `CandidateOperatorResult`, its attempt a `CandidateAttempt` (``isinstance``, as
+     the reference checks: a subclass passes here) -> ``invalid_binding_input``;
 4.   ``schema_versions``/``policy_versions`` are tuples of non-empty ``(name,
      version)`` str pairs, names strictly ascending -> ``unsupported_schema_version``;
 5.   result's ``geometric_search_run_id`` == ``run_id`` -> ``run_result_mismatch``;
 6.   result vs attempt: ``attempt_id``, ``attempt_index``, ``candidate_digest``,
      ``input_digest``, ``operator_name``/``operator_id``, ``operator_version``
      -> ``attempt_result_mismatch``;
-7.   (kernel: the reconstruction exists -> ``missing_candidate_reconstruction``)
+7.   (kernel: the reconstruction has a ``candidate_digest``, where the reference
+     raises AttributeError -> ``missing_candidate_reconstruction``)
      reconstruction's ``candidate_digest`` then ``candidate_reconstruction_digest``
      vs the result -> ``reconstruction_result_mismatch``;
 8.   attempt replay status is pending -> ``replay_status_not_pending``;
@@ -34,7 +35,8 @@ with the reference's whenever the reference refuses too:
 13.  per existing attempt, in order: index, id, candidate digest differ
      -> ``duplicate_attempt_index`` / ``duplicate_attempt_id`` /
      ``duplicate_candidate_digest``;
-14.  (kernel: the attempt has a budget charge -> ``missing_budget_charge``) charge,
+14.  (kernel: the charge has ``candidates``, where the reference raises
+     AttributeError -> ``missing_budget_charge``) charge,
      depth and step index are non-negative, ``considered + charge <= max_candidates``,
      ``steps_used + charge <= max_steps``, ``max(depth_reached, depth) <= max_depth``,
      ``parallelism_used <= max_parallelism`` -> ``budget_charge_exceeds_remaining``.
@@ -52,8 +54,9 @@ Then the ADR-0232 rules the reference skips (kernel is stricter; docs/adr explai
 21.  existing attempts hold indices ``0..n-1`` in order -> ``ambiguous_attempt_order``;
 22.  the declared index is ``n`` (no gap) -> ``attempt_index_gap``;
 23.  every span sentence index is non-negative -> ``malformed_evidence_span``;
-24.  every value entering an id has its record shape and is encodable (a record
-     altered after construction is caught here) -> ``malformed_input_field``;
+24.  every record is exactly its class (no subclass, no lookalike) and every value
+     entering an id has its record shape and is encodable (a record altered after
+     construction is caught here) -> ``malformed_input_field``;
 25.  the run's ``budget_consumed`` covers its existing attempts (sum of candidate and
      step charges, deepest depth) -> ``run_accounting_understated``.
 
@@ -75,12 +78,17 @@ Identity payloads (tests recompute them with the stdlib):
   which only a forged record can hold, is null).
 
 Through the Python API as through JSON documents, kernel's stricter rules never pre-empt
-a reference check: version pairs the reference accepts (a NamedTuple, a str subclass)
-pass check 4 and are normalised to exact tuples afterwards (they hash the same); a
-record altered after construction meets the reference's checks 10-14 as the reference
-would judge it (a list searched like a tuple, a float compared as a number) and is
-refused as ``malformed_input_field`` only where the reference itself could not go on,
-or after every reference check (15, 24).
+a reference check: checks 1-14 read the inputs as the reference does (``isinstance``,
+attribute reads, its comparisons in its order). Version pairs the reference accepts (a
+NamedTuple, a str subclass) pass check 4 and are normalised to exact tuples afterwards
+(they hash the same); a record subclass, a lookalike nested record (a charge or
+reconstruction with the same attributes) and a record altered after construction meet
+the reference's checks as the reference would judge them (a list searched like a tuple,
+a float compared as a number, a str subclass as its text) and are refused as
+``malformed_input_field`` only where the reference itself could not go on (it raises
+there: a deleted attribute, a value it cannot compare or hash), or after every
+reference check (15, 24). Existing attempts given as an iterator are refused rather
+than consumed. Nothing raises out of the binding.
 
 Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`/
 `search` only; the fenced ``guard`` block of docs/adr/ADR-0232 pins this.
@@ -223,7 +231,6 @@ class RunAttemptBindingRefusalReason(enum.StrEnum):
 
 R = RunAttemptBindingRefusalReason
 _R = TypeVar("_R", bound=Record)
-_REAL: Final = frozenset({int, bool, float})
 _INT_ONLY: Final = frozenset({int})
 _STR_ONLY: Final = frozenset({str})
 _DIGEST_LENGTH: Final = frozenset({64})
@@ -386,8 +393,10 @@ def _known(value: object) -> str | None:
     when it is not a digest, as the reference keeps it; a value that is not valid text
     (a forged non-string, a lone surrogate) cannot enter a refusal and is None.
     """
-    if isinstance(value, str) and is_canonical_str(value):
-        return str.__str__(value)
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if is_canonical_str(text):
+            return text
     return None
 
 
@@ -404,23 +413,34 @@ def _refusal(reason: R, ids: _Ids = _NO_IDS) -> CandidateAttemptRunBindingRefusa
     )
 
 
-def _valid_spans(spans: object) -> bool:
-    """Check 12's span validity (the reference's rule: exact ints, 0 <= start <= end)."""
-    if type(spans) is not tuple:
-        return False
+def _valid_spans(spans: object) -> tuple[bool, bool]:
+    """Check 12's span validity, the reference's rule: a tuple (a subclass too) of
+    `SourceSpan` with str text (a subclass too), exact int offsets, ``0 <= start <=
+    end``, an exact int or None sentence index. Also (for check 24) whether they are
+    exactly as a record holds them: an exact tuple of exact spans with exact str text
+    (the encoder checks the text is valid Unicode).
+
+    Returns:
+        ``(valid, exact)``.
+    """
+    if not isinstance(spans, tuple):
+        return False, False
+    exact = type(spans) is tuple
     for span in spans:
-        if type(span) is not SourceSpan:
-            return False
-        start, end, sentence = span.start, span.end, span.sentence_index
+        if not isinstance(span, SourceSpan):
+            return False, False
+        text, start, end, sentence = span.text, span.start, span.end, span.sentence_index
         if (
-            type(span.text) is not str
+            not isinstance(text, str)
             or type(start) is not int
             or type(end) is not int
             or not 0 <= start <= end
             or (sentence is not None and type(sentence) is not int)
         ):
-            return False
-    return True
+            return False, False
+        if type(span) is not SourceSpan or type(text) is not str:
+            exact = False
+    return True, exact
 
 
 def _reference_pairs(value: object) -> bool:
@@ -492,23 +512,53 @@ def _bind(
     explanation: object,
 ) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
     """Every check of the module docstring, in order; the binding and its input."""
-    run = original_run
-    result = candidate_operator_result
-    # 1-3 (invalid_binding_input): exact record types; identities fill in as validated.
-    if type(run) is not GeometricSearchRun:
-        return _refusal(R.INVALID_BINDING_INPUT)
-    if type(result) is not CandidateOperatorResult:
-        return _refusal(R.INVALID_BINDING_INPUT, (_known(run.run_id), None, None))
-    attempt = result.candidate_attempt
-    if type(attempt) is not CandidateAttempt:
-        return _refusal(
-            R.INVALID_BINDING_INPUT, (_known(run.run_id), _known(result.operator_result_id), None)
+    ids: list[str | None] = [None, None, None]
+    try:
+        return _checked(
+            original_run,
+            candidate_operator_result,
+            schema_versions,
+            policy_versions,
+            explanation,
+            known=ids,
         )
-    ids: _Ids = (
-        _known(run.run_id),
-        _known(result.operator_result_id),
-        _known(attempt.attempt_id),
-    )
+    except Exception:  # the contract: bad data is refused, never raised
+        # Only a forged or foreign value gets here (a deleted attribute, an object whose
+        # comparison raises, a value the reference could not compare either): the
+        # reference raises at this point, kernel refuses with the identities it has.
+        return _refusal(R.MALFORMED_INPUT_FIELD, (ids[0], ids[1], ids[2]))
+
+
+def _checked(
+    run: Any,
+    result: Any,
+    schema_versions: object,
+    policy_versions: object,
+    explanation: object,
+    *,
+    known: list[str | None],
+) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
+    """`_bind`'s checks; ``known`` collects the refusal identities as they validate.
+
+    Checks 1-14 read the records as the reference does (``isinstance``, attribute
+    reads, its comparisons in its order), so a subclass, a lookalike nested record or
+    a record altered after construction gets the reference's verdict wherever the
+    reference reaches one; exact shapes are kernel's checks 15 and 24.
+    """
+    # 1-3 (invalid_binding_input): the record types (a subclass passes, as there);
+    # identities fill in as validated.
+    if not isinstance(run, GeometricSearchRun):
+        return _refusal(R.INVALID_BINDING_INPUT)
+    known[0] = _known(run.run_id)
+    if not isinstance(result, CandidateOperatorResult):
+        return _refusal(R.INVALID_BINDING_INPUT, (known[0], None, None))
+    known[1] = _known(result.operator_result_id)
+    attempt: object = result.candidate_attempt
+    reconstruction: Any = result.candidate_reconstruction
+    if not isinstance(attempt, CandidateAttempt):
+        return _refusal(R.INVALID_BINDING_INPUT, (known[0], known[1], None))
+    known[2] = _known(attempt.attempt_id)
+    ids: _Ids = (known[0], known[1], known[2])
     # 4 (unsupported_schema_version): caller-declared version pairs.
     # (Empty tuples, the common case, need no walk.)
     # The reference's rule: tuples (a NamedTuple is one) of non-empty str (a str
@@ -534,11 +584,13 @@ def _bind(
         or result.operator_version != attempt.operator_version
     ):
         return _refusal(R.ATTEMPT_RESULT_MISMATCH, ids)
-    # 7 (missing_candidate_reconstruction, kernel; reconstruction_result_mismatch).
-    reconstruction = result.candidate_reconstruction
-    if type(reconstruction) is not CandidateReconstruction:
+    # 7 (missing_candidate_reconstruction, kernel, where the reference raises
+    # AttributeError; reconstruction_result_mismatch).
+    try:
+        reconstructed = reconstruction.candidate_digest
+    except AttributeError:
         return _refusal(R.MISSING_CANDIDATE_RECONSTRUCTION, ids)
-    if reconstruction.candidate_digest != result.candidate_digest:
+    if reconstructed != result.candidate_digest:
         return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
     if reconstruction.candidate_reconstruction_digest != result.candidate_reconstruction_digest:
         return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
@@ -547,45 +599,33 @@ def _bind(
         return _refusal(R.REPLAY_STATUS_NOT_PENDING, ids)
     if attempt.replay_blockers != ():
         return _refusal(R.REPLAY_BLOCKERS_PRESENT, ids)
-    # 10 (run_identity_mismatch): the candidate addresses this run's problem.
-    # A record altered after construction is judged as the reference judges it while
-    # the reference can (a list of residual ids is searched like a tuple); only where
-    # the reference itself would fail (TypeError) is it malformed here. Its shape is
-    # refused after every reference check (24).
-    residual_ids: Any = run.residual_ids
-    try:
-        in_run = reconstruction.source_residual_id in residual_ids
-    except TypeError:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    # 10 (run_identity_mismatch): the candidate addresses this run's problem. A record
+    # altered after construction is judged as the reference judges it (a list of
+    # residual ids is searched like a tuple); its shape is refused at 24.
+    residual_ids = run.residual_ids
     if (
-        not in_run
+        reconstruction.source_residual_id not in residual_ids
         or reconstruction.problem_frame_digest != run.problem_frame_digest
         or reconstruction.original_contract_assessment_id != run.contract_assessment_id
     ):
         return _refusal(R.RUN_IDENTITY_MISMATCH, ids)
     # 11 (operator_set_mismatch): built by the run's operator set.
     provenance = reconstruction.operator_provenance
-    try:
-        named = ("operator_set_id", run.operator_set_id) in provenance and (
-            "operator_set_version",
-            run.operator_set_version,
-        ) in provenance
-    except TypeError:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
-    if not named:
+    if ("operator_set_id", run.operator_set_id) not in provenance or (
+        "operator_set_version",
+        run.operator_set_version,
+    ) not in provenance:
         return _refusal(R.OPERATOR_SET_MISMATCH, ids)
     # 12 (malformed_evidence_span): valid, and one span stream, never merged.
     spans = attempt.evidence_spans
-    if (
-        not _valid_spans(spans)
-        or result.evidence_spans != spans
-        or reconstruction.evidence_spans != spans
-    ):
+    valid_spans, exact_spans = _valid_spans(spans)
+    if not valid_spans or result.evidence_spans != spans or reconstruction.evidence_spans != spans:
         return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
     # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
-    # existing attempts hold exactly the indices 0..n-1 in order.
-    existing_attempts: object = run.candidate_attempts
-    if not isinstance(existing_attempts, tuple | list):
+    # existing attempts hold exactly the indices 0..n-1 in order. An iterator is not
+    # walked (that would consume the caller's object).
+    existing_attempts: Any = run.candidate_attempts
+    if iter(existing_attempts) is existing_attempts:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     index = attempt.attempt_index
     attempt_id = attempt.attempt_id
@@ -594,8 +634,6 @@ def _bind(
     # What the existing attempts charged, for check 25 (None: not an exact charge).
     charged: tuple[int, int, int] | None = (0, 0, 0)
     for position, existing in enumerate(existing_attempts):
-        if not isinstance(existing, CandidateAttempt):
-            return _refusal(R.MALFORMED_INPUT_FIELD, ids)
         existing_index = existing.attempt_index
         if existing_index == index:
             return _refusal(R.DUPLICATE_ATTEMPT_INDEX, ids)
@@ -620,17 +658,36 @@ def _bind(
                 charged[1] + prior.steps,
                 max(charged[2], existing.depth),
             )
-    # 14 (missing_budget_charge, kernel; budget_charge_exceeds_remaining).
-    charge = attempt.budget_charge
-    if type(charge) is not BudgetCharge:
-        return _refusal(R.MISSING_BUDGET_CHARGE, ids)
+    # 14 (missing_budget_charge, kernel, where the reference raises AttributeError;
+    # budget_charge_exceeds_remaining): the reference's comparisons in its order (it
+    # compares whatever numbers it is given: bools as ints, a forged float as a float;
+    # a value it cannot compare raises there and is refused here). Kernel refuses
+    # anything but exact ints after every reference check (15).
     consumed = run.budget_consumed
-    if type(consumed) is not BudgetConsumed:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+    charge = attempt.budget_charge
+    try:
+        charged_candidates = charge.candidates
+    except AttributeError:
+        return _refusal(R.MISSING_BUDGET_CHARGE, ids)
+    depth = attempt.depth
+    if (
+        charged_candidates < 0
+        or charge.steps < 0
+        or depth < 0
+        or attempt.step_index < 0
+        or consumed.candidates_considered + charge.candidates > consumed.max_candidates
+        or consumed.steps_used + charge.steps > consumed.max_steps
+        or max(consumed.depth_reached, depth) > consumed.max_depth
+        or consumed.parallelism_used > consumed.max_parallelism
+    ):
+        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, ids)
+    # -- kernel's stricter checks, after every reference check --------------------
+    # 15 (malformed_input_field): every number read is an exact int (bool is not);
+    # explanation is prose, a str.
     numbers = (
         charge.candidates,
         charge.steps,
-        attempt.depth,
+        depth,
         attempt.step_index,
         index,
         result.attempt_index,
@@ -643,27 +700,7 @@ def _bind(
         consumed.parallelism_used,
         consumed.max_parallelism,
     )
-    # The reference compares whatever numbers it is given (bools as ints, a forged
-    # float as a float); only values it could not compare are malformed here. Kernel
-    # refuses anything but exact ints after every reference check (15).
-    kinds = set(map(type, numbers))
-    if not kinds <= _REAL:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
-    depth = attempt.depth
-    if (
-        charge.candidates < 0
-        or charge.steps < 0
-        or depth < 0
-        or attempt.step_index < 0
-        or consumed.candidates_considered + charge.candidates > consumed.max_candidates
-        or consumed.steps_used + charge.steps > consumed.max_steps
-        or max(consumed.depth_reached, depth) > consumed.max_depth
-        or consumed.parallelism_used > consumed.max_parallelism
-    ):
-        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, ids)
-    # -- kernel's stricter checks, after every reference check --------------------
-    # 15 (malformed_input_field): bool is not int; explanation is prose, a str.
-    if kinds != _INT_ONLY or type(explanation) is not str:
+    if set(map(type, numbers)) != _INT_ONLY or type(explanation) is not str:
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     # 16 (unsupported_run_policy) and 17 (unsupported_operator_policy).
     if (
@@ -722,8 +759,18 @@ def _bind(
     if (
         not _all_digests(digests)
         or set(map(type, texts)) != _STR_ONLY
+        or type(run) is not GeometricSearchRun
+        or type(result) is not CandidateOperatorResult
+        or type(attempt) is not CandidateAttempt
+        or type(reconstruction) is not CandidateReconstruction
+        or type(charge) is not BudgetCharge
+        or type(consumed) is not BudgetConsumed
         or type(residual_ids) is not tuple
         or type(provenance) is not tuple
+        or type(attempt.replay_blockers) is not tuple
+        or not exact_spans
+        or type(result.evidence_spans) is not tuple
+        or type(reconstruction.evidence_spans) is not tuple
         or type(existing_attempts) is not tuple
         or any(type(existing) is not CandidateAttempt for existing in existing_attempts)
     ):
