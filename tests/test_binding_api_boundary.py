@@ -206,13 +206,24 @@ def test_a_lookalike_reconstruction_gets_the_reference_verdict() -> None:
         assert _code(outcome) is R.MISSING_CANDIDATE_RECONSTRUCTION
 
 
-def test_existing_attempts_as_an_iterator_are_refused_unconsumed() -> None:
+@pytest.mark.parametrize("where", ["residual_ids", "operator_provenance", "candidate_attempts"])
+def test_an_iterator_is_refused_unconsumed(where: str) -> None:
+    """Checks 10, 11 and 13 search or walk these containers; the reference would consume
+    an iterator there (mutating its caller's object): kernel refuses it untouched."""
     run, result = _chain()
-    attempts = iter(())
-    sentinel = object()
-    outcome = _bind(_forged(run, candidate_attempts=attempts), result)
-    assert _code(outcome) is R.MALFORMED_INPUT_FIELD
-    assert next(attempts, sentinel) is sentinel  # an empty iterator, still usable
+    source = {
+        "residual_ids": run.residual_ids,
+        "operator_provenance": result.candidate_reconstruction.operator_provenance,
+        "candidate_attempts": run.candidate_attempts,
+    }[where]
+    items = iter(source)
+    if where == "operator_provenance":
+        recon = _forged(result.candidate_reconstruction, operator_provenance=items)
+        result = _forged(result, candidate_reconstruction=recon)
+    else:
+        run = _forged(run, **{where: items})
+    assert _code(_bind(run, result)) is R.MALFORMED_INPUT_FIELD
+    assert tuple(items) == source
 
 
 _PATHS = (

@@ -87,8 +87,10 @@ the reference's checks as the reference would judge them (a list searched like a
 a float compared as a number, a str subclass as its text) and are refused as
 ``malformed_input_field`` only where the reference itself could not go on (it raises
 there: a deleted attribute, a value it cannot compare or hash), or after every
-reference check (15, 24). Existing attempts given as an iterator are refused rather
-than consumed. Nothing raises out of the binding.
+reference check (15, 24). Residual ids, operator provenance or existing attempts given
+as an iterator are refused (``malformed_input_field``, where checks 10, 11 and 13 would
+search or walk them) rather than consumed as the reference would. Nothing raises out of
+the binding.
 
 Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`/
 `search` only; the fenced ``guard`` block of docs/adr/ADR-0232 pins this.
@@ -98,7 +100,7 @@ from __future__ import annotations
 
 import enum
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
@@ -461,6 +463,12 @@ def _reference_pairs(value: object) -> bool:
     return True
 
 
+def _iterator(value: object) -> bool:
+    """True for an iterator (searching or walking it would consume the caller's object);
+    a tuple, what a record holds, is answered without the ABC check."""
+    return type(value) is not tuple and isinstance(value, Iterator)
+
+
 def _exact_pairs(value: object) -> tuple[tuple[str, str], ...]:
     """Pairs that passed `_reference_pairs`, as exact tuples of exact str."""
     pairs = typing.cast("tuple[tuple[str, str], ...]", value)
@@ -602,7 +610,11 @@ def _checked(
     # 10 (run_identity_mismatch): the candidate addresses this run's problem. A record
     # altered after construction is judged as the reference judges it (a list of
     # residual ids is searched like a tuple); its shape is refused at 24.
+    # A container searched or walked (here, 11 and 13) that is an iterator would be
+    # consumed (the reference consumes it): refused instead, never mutated.
     residual_ids = run.residual_ids
+    if _iterator(residual_ids):
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     if (
         reconstruction.source_residual_id not in residual_ids
         or reconstruction.problem_frame_digest != run.problem_frame_digest
@@ -611,6 +623,8 @@ def _checked(
         return _refusal(R.RUN_IDENTITY_MISMATCH, ids)
     # 11 (operator_set_mismatch): built by the run's operator set.
     provenance = reconstruction.operator_provenance
+    if _iterator(provenance):
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     if ("operator_set_id", run.operator_set_id) not in provenance or (
         "operator_set_version",
         run.operator_set_version,
@@ -622,10 +636,9 @@ def _checked(
     if not valid_spans or result.evidence_spans != spans or reconstruction.evidence_spans != spans:
         return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
     # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
-    # existing attempts hold exactly the indices 0..n-1 in order. An iterator is not
-    # walked (that would consume the caller's object).
+    # existing attempts hold exactly the indices 0..n-1 in order.
     existing_attempts: Any = run.candidate_attempts
-    if iter(existing_attempts) is existing_attempts:
+    if _iterator(existing_attempts):
         return _refusal(R.MALFORMED_INPUT_FIELD, ids)
     index = attempt.attempt_index
     attempt_id = attempt.attempt_id
