@@ -30,10 +30,8 @@ every default ``exclude`` set: prose never enters an identity.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import functools
-import itertools
 import operator
 import types
 import typing
@@ -150,7 +148,7 @@ def _naming_init(init: Callable[..., None]) -> Callable[..., None]:
         # Built without its id (which defaults to UNSEALED): seal it now.
         id_field = spec.identity.field
         if id_field is not None and id_field not in kwargs:
-            _set_id(self, id_field)
+            _set_id(self, id_field, spec)
 
     return __init__
 
@@ -300,24 +298,30 @@ def seal(cls: Callable[P, R], /, *args: P.args, **fields: P.kwargs) -> R:
             is passed, or a field is unknown or missing.
         FieldError: a field breaks its invariant (the error names record and field).
     """
-    if not (isinstance(cls, type) and issubclass(cls, Record)):
-        raise ArgumentTypeError("seal", "cls", "a Record class", type(cls).__name__)
-    record_cls: type[Record] = cls
-    id_field = _spec(record_cls).identity.field
+    spec = _SPECS.get(cls) if isinstance(cls, type) else None
+    if spec is None:
+        # Only a class never compiled needs the check (every compiled one is a Record).
+        if not (isinstance(cls, type) and issubclass(cls, Record)):
+            raise ArgumentTypeError("seal", "cls", "a Record class", type(cls).__name__)
+        spec = _spec(cls)
+    id_field = spec.identity.field
     if id_field is None:
-        raise TypeError(f"{record_cls.__name__} declares no identity field")
+        raise TypeError(f"{spec.cls.__name__} declares no identity field")
     if args or id_field in fields:
-        raise TypeError(f"seal({record_cls.__name__}) takes fields by name, never {id_field}")
-    record = record_cls(**fields, **{id_field: UNSEALED})
-    _set_id(record, id_field)
+        raise TypeError(f"seal({spec.cls.__name__}) takes fields by name, never {id_field}")
+    fields[id_field] = UNSEALED  # **fields is a dict of our own
+    record = spec.cls(**fields)
+    _set_id(record, id_field, spec)
     return record  # type: ignore[return-value]  # an instance of cls, as P/R promise
 
 
-def _set_id(record: Record, id_field: str) -> None:
-    # The record is frozen and not yet shared; set the id its payload yields.
-    object.__setattr__(record, id_field, compute_id(record))
+def _set_id(record: Record, id_field: str, spec: _Spec) -> None:
+    # The record is frozen and not yet shared; set the id its payload yields (as
+    # `compute_id` computes it).
+    payload = spec.raw_payload(record)
+    object.__setattr__(record, id_field, sha256_prevalidated(payload, default=_nested_default))
     # A nested form cached before the id was set would hold the placeholder.
-    with contextlib.suppress(AttributeError):
+    if getattr(record, "_kernel_nested", None) is not None:
         object.__delattr__(record, "_kernel_nested")
 
 
@@ -651,17 +655,21 @@ def _accepts_typed(kinds: frozenset[type]) -> _Accepts:
     return accepts
 
 
-def _of_types(values: tuple[object, ...], kinds: frozenset[type]) -> bool:
-    """True when every one of ``values`` is admitted by the rule given by ``kinds``."""
-    if not all(map(kinds.__contains__, map(type, values))):
-        return False
+def _items_of_types(kinds: frozenset[type]) -> Callable[[tuple[object, ...]], bool]:
+    """A test that every item of a tuple is admitted by the rule given by ``kinds``."""
+    has = kinds.__contains__
+    if kinds == {str}:
+        return lambda values: all(map(has, map(type, values))) and _texts_admitted(values)
     if kinds <= _TEXT_TYPES:
-        return _texts_admitted(values)
+        return lambda values: (
+            all(map(has, map(type, values))) and _texts_admitted(filter(None, values))
+        )
     if kinds <= _NUMBER_TYPES:
-        return all(map(_SAFE_INTS.__contains__, filter(None, values)))
+        return lambda values: all(map(has, map(type, values))) and _numbers_admitted(values)
     if str in kinds or int in kinds:
-        return all(map(_accepts_typed(kinds), values))
-    return True
+        each = _accepts_typed(kinds)
+        return lambda values: all(map(each, values))
+    return lambda values: all(map(has, map(type, values)))
 
 
 def _accepts_str(value: object) -> bool:
@@ -809,8 +817,8 @@ def _tuple_rule(args: tuple[Any, ...], where: str) -> _Rule:
         if item is None:
             accepts = _is_tuple
         elif item.types is not None:
-            kinds = item.types
-            accepts = lambda value: type(value) is tuple and _of_types(value, kinds)  # noqa: E731
+            items_ok = _items_of_types(item.types)
+            accepts = lambda value: type(value) is tuple and items_ok(value)  # noqa: E731
         else:
             each = item.accepts
             accepts = lambda value: type(value) is tuple and all(map(each, value))  # noqa: E731
@@ -858,8 +866,8 @@ def _field_checks(record: str, fields: list[tuple[str, Any, bool]]) -> _FieldsCh
     others = tuple((name, _at_field(name, rule)) for name, rule in ordered if name not in grouped)
     get = _item_getter(tuple(name for name, _ in typed)) if typed else None
     kinds = tuple(kinds for _, kinds in typed)
-    texts = tuple(kinds <= _TEXT_TYPES for _, kinds in typed)
-    numbers = tuple(kinds <= _NUMBER_TYPES for _, kinds in typed)
+    texts = _positions([kinds <= _TEXT_TYPES for _, kinds in typed])
+    numbers = _positions([kinds <= _NUMBER_TYPES for _, kinds in typed])
 
     def one_by_one(kwargs: Mapping[str, object]) -> None:
         for name, rule in ordered:
@@ -877,10 +885,8 @@ def _field_checks(record: str, fields: list[tuple[str, Any, bool]]) -> _FieldsCh
                 return
             if not (
                 all(map(operator.contains, kinds, map(type, values)))
-                and _texts_admitted(itertools.compress(values, texts))
-                and all(
-                    map(_SAFE_INTS.__contains__, filter(None, itertools.compress(values, numbers)))
-                )
+                and (texts is None or _texts_admitted(filter(None, texts(values))))
+                and (numbers is None or _numbers_admitted(numbers(values)))
             ):
                 one_by_one(kwargs)
                 return
@@ -894,10 +900,26 @@ def _field_checks(record: str, fields: list[tuple[str, Any, bool]]) -> _FieldsCh
 _FieldsCheck = Callable[[Mapping[str, object]], None]
 
 
+def _positions(mask: list[bool]) -> Callable[[tuple[object, ...]], tuple[object, ...]] | None:
+    """A getter of the values at the true positions of ``mask``, or None when none is."""
+    indexes = [index for index, chosen in enumerate(mask) if chosen]
+    if not indexes:
+        return None
+    if len(indexes) == 1:
+        (only,) = indexes
+        return lambda values: (values[only],)
+    return operator.itemgetter(*indexes)
+
+
+def _numbers_admitted(numbers: Iterable[object]) -> bool:
+    """True when the ints among ``numbers`` (ints or None) are safe."""
+    return all(map(_SAFE_INTS.__contains__, filter(None, numbers)))
+
+
 def _texts_admitted(texts: Iterable[object]) -> bool:
-    """True when the strings among ``texts`` (strings or None) are valid Unicode; one
-    string is tested, since a lone surrogate stays lone when strings are joined."""
-    joined = "".join(filter(None, texts))  # type: ignore[arg-type]
+    """True when ``texts`` (strings only) are valid Unicode; one string is tested,
+    since a lone surrogate stays lone when strings are joined."""
+    joined = "".join(texts)  # type: ignore[arg-type]
     return joined.isascii() or is_canonical_str(joined)
 
 
