@@ -208,8 +208,10 @@ def compute_id(record: Record, *, cached: bool = True) -> str:
         CanonicalizationError: a value has no canonical JSON form (a lone surrogate,
             an int beyond 2**53 - 1: only a record altered after construction holds one).
     """
-    _require_record("compute_id", record)
-    spec = _spec(type(record))
+    spec = _SPECS.get(type(record))
+    if spec is None:
+        _require_record("compute_id", record)
+        spec = _spec(type(record))
     if spec.identity.field is None:
         raise TypeError(f"{type(record).__name__} declares no identity field")
     return sha256_prevalidated(
