@@ -7,7 +7,7 @@ import enum
 import importlib
 import pkgutil
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 import pytest
@@ -20,7 +20,18 @@ from kernel.errors import FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT
 from kernel.strategies import digests, texts
 from kernel.strategies.fields import from_annotation, records_of
-from kernel.values import Count, Digest, Digests, NonBlank, OptionalDigest, SourceSpan, kind_of
+from kernel.values import (
+    Count,
+    Digest,
+    Digests,
+    NonBlank,
+    OptionalDigest,
+    SourceSpan,
+    UniqueTexts,
+    exact,
+    kind_of,
+    tuple_of,
+)
 
 
 class Colour(enum.StrEnum):
@@ -50,6 +61,7 @@ class Plain(Record):
     hashes: Digests
     spans: tuple[SourceSpan, ...]
     counts: tuple[Count, ...]
+    tags: UniqueTexts
 
 
 def good(**changes: Any) -> dict[str, Any]:
@@ -70,6 +82,7 @@ def good(**changes: Any) -> dict[str, Any]:
         "hashes": ("b" * 64,),
         "spans": (),
         "counts": (1, 2),
+        "tags": ("a", "b"),
     }
     fields.update(changes)
     return fields
@@ -102,6 +115,11 @@ BAD = [
     ("hashes", ("b" * 64, "z"), "Plain.hashes[1]: not a 64-char lowercase hex digest"),
     ("spans", (None,), "Plain.spans[0]: expected a SourceSpan, got NoneType"),
     ("counts", (1, -2), "Plain.counts[1]: expected an integer in 0..2**53-1"),
+    ("label", "a\ud800", "Plain.label: string holds a lone surrogate"),
+    ("tags", ("a", "a"), "Plain.tags[1]: 'a' is repeated"),
+    ("tags", ("\udfff",), "Plain.tags[0]: string holds a lone surrogate"),
+    ("tags", (1,), "Plain.tags[0]: expected str, got int"),
+    ("tags", ["a"], "Plain.tags: expected a tuple, got list"),
 ]
 
 
@@ -381,6 +399,18 @@ def test_from_annotation_refuses_what_the_vocabulary_does_not_know() -> None:
     with pytest.raises(TypeError, match="no strategy for field type"):
         from_annotation(list[int])
     assert from_annotation(enum.StrEnum).is_empty
+
+
+@given(from_annotation(Annotated[Count, "a note, not a kind"]))
+def test_annotated_metadata_that_is_no_kind_changes_nothing(value: int) -> None:
+    assert 0 <= value <= MAX_SAFE_INT
+
+
+def test_an_annotation_that_admits_anything_makes_no_validator() -> None:
+    with pytest.raises(TypeError, match="admits anything"):
+        exact(object)
+    with pytest.raises(FieldError, match=r"x\[1\]: expected str"):
+        tuple_of(str)(None, attrs.fields(SourceSpan).text.evolve(name="x"), ("a", 1))
 
 
 @attrs.frozen(kw_only=True)

@@ -146,13 +146,15 @@ def _text_problem(value: object) -> str | None:
     return "string holds a lone surrogate (not valid Unicode)"
 
 
-def _admit_anything(_value: object, _path: str) -> None:
-    return None
-
-
 def _validator_of(hint: Any, what: str) -> _Validator:
-    """An attrs validator doing what the annotation ``hint`` says (`field_check`)."""
-    found = field_check(hint, what) or _admit_anything
+    """An attrs validator doing what the annotation ``hint`` says (`field_check`).
+
+    Raises:
+        TypeError: ``hint`` admits anything (``object``), so there is nothing to check.
+    """
+    found = field_check(hint, what)
+    if found is None:
+        raise TypeError(f"{what}: {hint!r} admits anything; there is nothing to validate")
 
     def validate(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         found(value, attribute.name)

@@ -35,11 +35,9 @@ def from_annotation(hint: Any) -> st.SearchStrategy[Any]:
     """
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
-        for validator in kind_validators(hint):
-            kind = kind_of(validator)
-            if kind is not None:
-                return of_kind(kind)
-        return from_annotation(typing.get_args(hint)[0])
+        kinds = [kind_of(validator) for validator in kind_validators(hint)]
+        # The kind states the whole rule; metadata that is no kind adds nothing.
+        return of_kind(kinds[0]) if kinds and kinds[0] else from_annotation(hint.__origin__)
     if hint is str:
         return texts()
     if hint is int:
