@@ -208,10 +208,7 @@ def compute_id(record: Record, *, cached: bool = True) -> str:
         CanonicalizationError: a value has no canonical JSON form (a lone surrogate,
             an int beyond 2**53 - 1: only a record altered after construction holds one).
     """
-    spec = _SPECS.get(type(record))
-    if spec is None:
-        _require_record("compute_id", record)
-        spec = _spec(type(record))
+    spec = _SPECS.get(type(record)) or _record_spec("compute_id", record)
     if spec.identity.field is None:
         raise TypeError(f"{type(record).__name__} declares no identity field")
     return sha256_prevalidated(
@@ -229,10 +226,7 @@ def nested_id(record: Record, *, cached: bool = True) -> str:
         ArgumentTypeError: ``record`` is not a `Record`.
         CanonicalizationError: as for `compute_id`.
     """
-    spec = _SPECS.get(type(record))
-    if spec is None:
-        _require_record("nested_id", record)
-        spec = _spec(type(record))
+    spec = _SPECS.get(type(record)) or _record_spec("nested_id", record)
     nested = spec.raw_nested(record) if cached else spec.fresh_nested(record)
     return sha256_prevalidated(nested, default=_nested_default if cached else _fresh_default)
 
@@ -249,10 +243,7 @@ def document_digest(record: Record) -> str:
         ArgumentTypeError: ``record`` is not a `Record`.
         CanonicalizationError: as for `compute_id`.
     """
-    spec = _SPECS.get(type(record))
-    if spec is None:
-        _require_record("document_digest", record)
-        spec = _spec(type(record))
+    spec = _SPECS.get(type(record)) or _record_spec("document_digest", record)
     return sha256_prevalidated(spec.raw_document(record), default=_document_default)
 
 
@@ -270,12 +261,7 @@ def id_of_fields(cls: type[Record], fields: Mapping[str, object], /) -> str:
         TypeError: ``cls`` declares no identity field, or ``fields`` lacks a payload field.
         CanonicalizationError: a value has no canonical JSON form.
     """
-    spec = _SPECS.get(cls) if isinstance(cls, type) else None
-    if spec is None:
-        # Only a class never compiled needs the check (every compiled one is a Record).
-        if not (isinstance(cls, type) and issubclass(cls, Record)):
-            raise ArgumentTypeError("id_of_fields", "cls", "a Record class", type(cls).__name__)
-        spec = _spec(cls)
+    spec = (_SPECS.get(cls) if isinstance(cls, type) else None) or _class_spec("id_of_fields", cls)
     if spec.identity.field is None:
         raise TypeError(f"{cls.__name__} declares no identity field")
     try:
@@ -300,12 +286,7 @@ def seal(cls: Callable[P, R], /, *args: P.args, **fields: P.kwargs) -> R:
             is passed, or a field is unknown or missing.
         FieldError: a field breaks its invariant (the error names record and field).
     """
-    spec = _SPECS.get(cls) if isinstance(cls, type) else None
-    if spec is None:
-        # Only a class never compiled needs the check (every compiled one is a Record).
-        if not (isinstance(cls, type) and issubclass(cls, Record)):
-            raise ArgumentTypeError("seal", "cls", "a Record class", type(cls).__name__)
-        spec = _spec(cls)
+    spec = (_SPECS.get(cls) if isinstance(cls, type) else None) or _class_spec("seal", cls)
     id_field = spec.identity.field
     if id_field is None:
         raise TypeError(f"{spec.cls.__name__} declares no identity field")
@@ -340,6 +321,21 @@ are verified.
 def _require_record(function: str, record: object) -> None:
     if not isinstance(record, Record):
         raise ArgumentTypeError(function, "record", "Record", type(record).__name__)
+
+
+def _record_spec(function: str, record: object) -> _Spec:
+    """The spec of ``record``'s class when it is not compiled yet: a record made
+    without ``__init__`` (unpickled, ``object.__new__``), or not a record at all."""
+    _require_record(function, record)
+    return _spec(type(record))  # type: ignore[arg-type]  # a Record, checked just above
+
+
+def _class_spec(function: str, cls: object) -> _Spec:
+    """The spec of ``cls`` when it is not compiled yet (every compiled class is a
+    `Record` class, so only this path checks the argument)."""
+    if not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise ArgumentTypeError(function, "cls", "a Record class", type(cls).__name__)
+    return _spec(cls)
 
 
 def _nested_default(value: object) -> object:
@@ -635,11 +631,8 @@ def _typed_rule(check: _Check, kinds: frozenset[type]) -> _Rule:
 
 
 def _accepts_typed(kinds: frozenset[type]) -> _Accepts:
-    """``accepts`` of a rule given by its ``types`` (see `_Rule`)."""
-    if kinds == {str}:
-        return _accepts_str
-    if kinds == {int}:
-        return _accepts_int
+    """``accepts`` of a rule given by its ``types`` (see `_Rule`); ``str`` and ``int``
+    alone have their own (`_accepts_str`, `_accepts_int`)."""
     if str not in kinds and int not in kinds:
         if len(kinds) == 1:
             (only,) = kinds
@@ -890,8 +883,8 @@ def _field_checks(record: str, fields: list[tuple[str, Any, bool]]) -> _FieldsCh
                 and (texts is None or _texts_admitted(filter(None, texts(values))))
                 and (numbers is None or _numbers_admitted(numbers(values)))
             ):
+                # Some field is refused: this raises, naming the first in declaration order.
                 one_by_one(kwargs)
-                return
         for name, check in others:
             if name in kwargs:
                 check(kwargs[name])

@@ -31,6 +31,7 @@ from kernel.runrecord import (
 )
 from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.strategies.values import texts
+from kernel.values import unwrap
 from kernel.verification import (
     Actor,
     ActorType,
@@ -232,16 +233,16 @@ def attempt_records(
 def _attempt_record_of(s: Stream, order: int, work_unit_digest: str | None) -> AttemptRecord:
     unit_digest = work_unit_digest if work_unit_digest is not None else s.digest()
     state = s.pick(_ATTEMPT_STATES)
-    manifest = verification = error = None
-    if state is not AttemptState.WORKER_ERROR and (
-        state is not AttemptState.RESULT_MANIFEST_ERROR or s.flag()
-    ):
-        manifest = _manifest_summary_of(s, unit_digest)
+    manifest: ManifestSummary | None = None
+    verification = error = None
     if state is AttemptState.VERIFIED:
-        if manifest is None:
-            raise TypeError("a verified attempt record was derived without a manifest")
-        verification = _verification_summary_of(s, manifest, unit_digest)
+        verified = manifest = _manifest_summary_of(s, unit_digest)
+        verification = _verification_summary_of(s, verified, unit_digest)
     else:
+        if state is not AttemptState.WORKER_ERROR and (
+            state is not AttemptState.RESULT_MANIFEST_ERROR or s.flag()
+        ):
+            manifest = _manifest_summary_of(s, unit_digest)
         error = AttemptError(code=s.pick(_ERROR_CODES), message=_message(s))
     return AttemptRecord(
         attempt_id=f"attempt-{order:03d}",
@@ -294,10 +295,8 @@ def reports(max_attempts: int = 8) -> st.SearchStrategy[RunEvidenceReport]:
 
 
 def _built(run: RunRecord) -> RunEvidenceReport:
-    report = build_evidence_report(run)
-    if not isinstance(report, RunEvidenceReport):
-        raise TypeError(f"a drawn run record does not report: {report}")
-    return report
+    # A drawn run's digests bind: a refusal here is a bug of this module, raised as such.
+    return unwrap(build_evidence_report(run))
 
 
 def decisions() -> st.SearchStrategy[HumanDecisionRecord]:
@@ -317,9 +316,7 @@ def _decision_of(count: int, s: Stream) -> HumanDecisionRecord:
         decided_at="2026-01-01T00:00:00Z",
         selected_attempt_id=s.maybe(lambda: s.pick([a.attempt_id for a in report.attempts])),
     )
-    if not isinstance(outcome, HumanDecisionRecord):
-        raise TypeError(f"a derived decision was refused: {outcome}")
-    return outcome
+    return unwrap(outcome)
 
 
 _DECIDER_TYPES = tuple(DeciderType)

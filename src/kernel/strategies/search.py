@@ -47,6 +47,7 @@ from kernel.strategies.values import (
     seeded_span,
     seeded_spans,
 )
+from kernel.values import unwrap
 
 __all__ = [
     "CORRUPTED_FIELDS",
@@ -347,10 +348,10 @@ def binding_refusals() -> st.SearchStrategy[CandidateAttemptRunBindingRefusal]:
 
 
 def _bound(pair: BindingPair) -> CandidateAttemptRunBinding:
-    outcome = bind_candidate_attempt_to_run(original_run=pair[0], candidate_operator_result=pair[1])
-    if type(outcome) is not CandidateAttemptRunBinding:
-        raise TypeError(f"a binding pair did not bind: {outcome}")
-    return outcome
+    # A drawn pair binds: a refusal here is a bug of this module, raised as such.
+    return unwrap(
+        bind_candidate_attempt_to_run(original_run=pair[0], candidate_operator_result=pair[1])
+    )
 
 
 def _refused(case: CorruptedPair) -> CandidateAttemptRunBindingRefusal:
@@ -679,10 +680,9 @@ def _other_int(s: Stream, value: int) -> int:
 
 
 def _other_than(s: Stream, values: tuple[str, ...]) -> str:
-    digest = s.digest()
-    while digest in values:
-        digest = s.digest()
-    return digest
+    # The stream's next digests until one is not in values (the first, unless values
+    # holds digests of this very stream that are still to come).
+    return next(digest for digest in iter(s.digest, "") if digest not in values)
 
 
 def corrupted_binding_pairs(
