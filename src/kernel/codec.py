@@ -403,6 +403,9 @@ class _Spec:
         self._get_payload_items = _item_getter(self.payload_fields)
         # The id field blanked to "" in its own payload (self-sealing ids), else None.
         self.blank = ident.field if ident.field is not None and ident.seals else None
+        self._payload_template: dict[str, object] = dict.fromkeys(self.payload_fields)
+        if self.blank is not None:
+            self._payload_template[self.blank] = ""
         # Nested records are turned into their nested-form dicts here rather than by
         # an orjson ``default`` hook: a C -> Python round trip per record costs ~2x.
         self._payload_records = _record_converters(hints, self.payload_fields, cached=True)
@@ -426,11 +429,11 @@ class _Spec:
 
     def raw_payload(self, record: Record, cached: bool = True) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""
-        payload = dict(zip(self.payload_fields, self._get_payload(record)))  # noqa: B905 - equal lengths
+        # A copy of a template of the right size, filled in: no resizing as keys come.
+        payload = self._payload_template.copy()
+        payload.update(zip(self.payload_fields, self._get_payload(record)))  # noqa: B905
         for name, convert in self._payload_records if cached else self._fresh_payload_records:
             payload[name] = convert(payload[name])
-        if self.blank is not None:
-            payload[self.blank] = ""
         return payload
 
     def payload_of_fields(self, fields: Mapping[str, object]) -> dict[str, object]:
