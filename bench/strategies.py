@@ -4,8 +4,8 @@ Each strategy draws examples inside one ``@given`` test (generate phase only, no
 database, no shrinking, no health checks) for a fixed number of examples; the rate is
 examples per second of this process's CPU time (so other processes of a shared machine
 count as little as they can), and the ratio is that rate over ``st.integers()``'s rate
-measured the same way in this process, alternately with it: the best of ``--rounds``
-runs of each (the runs least disturbed by load, which changes while the bench runs).
+measured the same way in this process right before it: the median of ``--rounds`` such
+pairs (both runs of a pair see about the same load, which changes while the bench runs).
 
 Target (issue 11): every record strategy >= 25 % of ``st.integers()``'s rate.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -89,7 +90,7 @@ def rate(strategy: st.SearchStrategy[object], examples: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("names", nargs="*", help="only these strategies")
     args = parser.parse_args()
     rate(st.integers(), args.examples)  # warm-up: hypothesis' first run pays setup costs
@@ -98,12 +99,12 @@ def main() -> int:
     for name, make in {**STRATEGIES, **REFERENCE}.items():
         if args.names and name not in args.names:
             continue
-        baselines, rates = [], []
+        baselines, ratios = [], []
         for _ in range(args.rounds):
             baselines.append(rate(st.integers(), args.examples))
-            rates.append(rate(make(), args.examples))
-        baseline = max(baselines)
-        ratio = max(rates) / baseline
+            ratios.append(rate(make(), args.examples) / baselines[-1])
+        baseline = statistics.median(baselines)
+        ratio = statistics.median(ratios)
         if name in STRATEGIES:
             worst = min(worst, ratio)
             mark = "PASS" if ratio >= TARGET else "MISS"
