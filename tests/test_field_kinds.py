@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import importlib
 import pkgutil
@@ -30,6 +31,7 @@ from kernel.values import (
     UniqueTexts,
     exact,
     kind_of,
+    rfc3339_utc_problem,
     tuple_of,
 )
 
@@ -459,3 +461,16 @@ def test_every_record_drawn_from_its_annotations_round_trips_with_its_id(
     )
     record = data.draw(records_of(cls))
     assert cls.from_dict(record.to_dict()) == record
+
+
+@given(st.datetimes(), st.sampled_from(["", ".5", ".123456789"]))
+def test_a_timestamp_names_exactly_the_datetimes_that_exist(
+    moment: datetime.datetime, fraction: str
+) -> None:
+    """For all datetimes: written as RFC 3339 UTC they are admitted; the same digits
+    with a day, hour, minute or second pushed past its range are refused."""
+    text = moment.isoformat(timespec="seconds") + fraction + "Z"
+    assert rfc3339_utc_problem(text) is None
+    for start, end, bad in ((8, 10, "32"), (11, 13, "24"), (14, 16, "60"), (17, 19, "60")):
+        assert rfc3339_utc_problem(text[:start] + bad + text[end:]) is not None
+    assert rfc3339_utc_problem(text[:5] + "02-30" + text[10:]) is not None

@@ -273,7 +273,9 @@ def rfc3339_utc_problem(value: object) -> str | None:
     if type(value) is not str or not _RFC3339_UTC.fullmatch(value):
         return f"expected RFC 3339 UTC like 2026-01-01T00:00:00Z, got {value!r}"
     try:
-        datetime.datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
+        # The pattern fixed the shape; this says whether the date and time exist
+        # (fromisoformat: the same verdicts as strptime, at a fraction of its cost).
+        datetime.datetime.fromisoformat(value[:19])
     except ValueError:
         return f"not a real date and time: {value!r}"
     return None
