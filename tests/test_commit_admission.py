@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -265,6 +266,33 @@ def test_verify_admission_accepts_exactly_the_derived_outcome() -> None:
         assert verified.admitted is isinstance(outcome, Admission)
         assert verified.branch_digest == outcome.branch_digest
         assert unwrap(verified) is verified
+
+
+@given(st.sampled_from(["evolve", "setattr"]), st.sampled_from(["admission", "refusal"]))
+def test_an_outcome_altered_but_keeping_its_id_does_not_verify(how: str, which: str) -> None:
+    """For every way of keeping the old id (evolve, or writing a field in place) and
+    either outcome: an admission promoted to verified, or a refusal turned into
+    something else, is refused: its fields no longer give the id it carries."""
+    item = branch(V.NONE if which == "admission" else V.FAILED, *DECORRELATED)
+    honest = admit_to_commit(item)
+    if isinstance(honest, Admission):
+        changes: dict[str, object] = {
+            "evidence_class": E.VERIFIED,
+            "commit_permitted": True,
+            "staging_only": False,
+        }
+    else:
+        changes = {"branch_id": "another"}
+    if how == "evolve":
+        forged = attrs.evolve(honest, **changes)  # type: ignore[arg-type]
+    else:
+        forged = copy.copy(honest)
+        for name, value in changes.items():
+            object.__setattr__(forged, name, value)
+    refused = verify_admission(forged, item)
+    assert isinstance(refused, CommitRefusal)
+    assert refused.reason_codes == (CommitRefusalReason.OUTCOME_MISMATCH,)
+    assert "altered after it was sealed" in refused.explanation
 
 
 def test_a_resealed_verified_admission_does_not_verify() -> None:

@@ -48,7 +48,15 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
+from kernel.codec import (
+    UNSEALED,
+    Identity,
+    Record,
+    compute_id,
+    document_digest,
+    field_error,
+    seal,
+)
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
@@ -283,6 +291,21 @@ def verify_admission(
     derived = admit_to_commit(branch)
     expected_id = derived.admission_id if isinstance(derived, Admission) else derived.refusal_id
     found_id = outcome.admission_id if isinstance(outcome, Admission) else outcome.refusal_id
+    # The stored id proves nothing by itself: a record built or evolved with its old id
+    # (``attrs.evolve(admission, evidence_class=VERIFIED)``) keeps it. Its fields, as
+    # they are now, must give that id too.
+    held_id = compute_id(outcome, cached=False)
+    if held_id != found_id:
+        return seal(
+            CommitRefusal,
+            branch_id=branch.branch_id,
+            branch_digest=derived.branch_digest,
+            reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
+            explanation=(
+                f"branch {branch.branch_id}: the {type(outcome).__name__}'s fields give the "
+                f"id {held_id}, but it carries {found_id} (altered after it was sealed)"
+            ),
+        )
     if type(derived) is type(outcome) and expected_id == found_id:
         return AdmissionVerified(
             branch_id=branch.branch_id,
