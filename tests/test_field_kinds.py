@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernel
-from kernel.codec import Record, field_check, nested_form, tag_of
+from kernel.codec import Record, field_check, nested_form, short_repr, tag_of
 from kernel.errors import FieldError, RecordError
 from kernel.identity import MAX_SAFE_INT
 from kernel.strategies import digests, texts
@@ -474,3 +474,44 @@ def test_a_timestamp_names_exactly_the_datetimes_that_exist(
     for start, end, bad in ((8, 10, "32"), (11, 13, "24"), (14, 16, "60"), (17, 19, "60")):
         assert rfc3339_utc_problem(text[:start] + bad + text[end:]) is not None
     assert rfc3339_utc_problem(text[:5] + "02-30" + text[10:]) is not None
+
+
+class _Hostile:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+HUGE = 10**5000  # Python refuses to write an int of over 4,300 digits as text
+
+
+def test_a_value_that_cannot_be_written_out_is_described_not_repr_d() -> None:
+    """Error messages never fail on the bad value they describe: a huge int, a hostile
+    ``__repr__``, a structure too deep to repr."""
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert short_repr(HUGE) == "<int of 16610 bits>"
+    assert short_repr(_Hostile()) == "<_Hostile>"
+    assert short_repr(deep) == "<list>"
+    assert short_repr("x" * 100).endswith("...")
+    with pytest.raises(FieldError, match="got <int of 16610 bits>"):
+        SourceSpan(text="x", start=HUGE, end=1)
+    with pytest.raises(FieldError, match=r"Plain.digest: not a 64-char lowercase hex digest: <int"):
+        Plain(**good(digest=HUGE))
+    document = Plain(**good()).to_dict()
+    with pytest.raises(RecordError, match="got <int of 16610 bits>"):
+        Plain.from_dict({**document, "colour": HUGE})
+    with_int_key: dict[object, object] = {**document, HUGE: 1}
+    with pytest.raises(RecordError, match="unknown field"):
+        Plain.from_dict(with_int_key)
+
+
+@given(st.integers(min_value=2**128))
+def test_for_all_huge_ints_construction_and_parsing_refuse_by_their_own_errors(
+    value: int,
+) -> None:
+    for field in ("number", "count", "maybe", "colour", "mode", "text"):
+        with pytest.raises(FieldError):
+            Plain(**good(**{field: value}))
+        with pytest.raises(RecordError):
+            Plain.from_dict({**Plain(**good()).to_dict(), field: value})

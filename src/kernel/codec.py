@@ -465,10 +465,12 @@ class _Spec:
             # that keys of mixed types never make the sort itself raise.
             unknown = sorted(
                 (k for k in keys if k not in self.field_set),
-                key=lambda k: (0, k) if type(k) is str else (1, repr(k)),
+                key=lambda k: (0, k) if type(k) is str else (1, short_repr(k)),
             )
             if unknown:
-                raise RecordError(_join(path, str(unknown[0])), "unknown field")
+                first = unknown[0]
+                name = first if type(first) is str else short_repr(first)
+                raise RecordError(_join(path, name), "unknown field")
             missing = sorted(self.field_set - keys)
             raise RecordError(_join(path, missing[0]), "missing field")
         kwargs = {
@@ -719,12 +721,27 @@ def _literal_rule(allowed: tuple[Any, ...]) -> _Rule:
 
     def check_literal(value: object, path: str) -> None:
         if not any(type(value) is type(a) and value == a for a in allowed):
-            raise FieldError(path, f"expected one of {list(allowed)}, got {value!r}")
+            raise FieldError(path, f"expected one of {list(allowed)}, got {short_repr(value)}")
 
     def accepts_literal(value: object) -> bool:
         return type(value) in kinds and (type(value), value) in pairs
 
     return _Rule(check_literal, accepts_literal, None)
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """A bounded repr of a caller's value for an error message; never raises.
+
+    An int too long for Python to write out (over 4,300 digits) is described by its
+    size; a hostile ``__repr__`` or a structure too deep to repr, by its type.
+    """
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<{type(value).__name__} of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:  # a message about bad input must not fail on it
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _found_type(value: object) -> str:
@@ -733,8 +750,7 @@ def _found_type(value: object) -> str:
     if value is None or isinstance(value, enum.Enum | Record):
         return kind
     if isinstance(value, str | int | float):
-        text = repr(value)
-        return f"{kind} {text[:40]}{'...' if len(text) > 40 else ''}"
+        return f"{kind} {short_repr(value)}"
     return kind
 
 
@@ -1090,7 +1106,7 @@ def _compile(hint: Any, where: str) -> tuple[_Parser, _Encoder | None]:
             # Same exact type as well as equal: `Literal[False]` never admits 0, and
             # `Literal["1"]` never admits 1.
             if not any(type(value) is type(a) and value == a for a in allowed):
-                raise RecordError(path, f"expected one of {list(allowed)}, got {value!r}")
+                raise RecordError(path, f"expected one of {list(allowed)}, got {short_repr(value)}")
             return value
 
         return parse_literal, None
@@ -1147,7 +1163,9 @@ def _compile_tagged(members: tuple[Any, ...], where: str) -> tuple[_Parser, _Enc
         found = value.get(tag)
         member = by_value.get(found) if type(found) is str else None
         if member is None:
-            raise RecordError(_join(path, tag), f"expected one of {allowed}, got {found!r}")
+            raise RecordError(
+                _join(path, tag), f"expected one of {allowed}, got {short_repr(found)}"
+            )
         return _spec(member).parse(value, path, verify)
 
     return parse_tagged, operator.methodcaller("to_dict")
@@ -1230,7 +1248,7 @@ def _enum_parser(kind: type[enum.Enum]) -> _Parser:
     def parse_enum(value: object, path: str, _verify: bool) -> object:
         member = values.get(value) if type(value) in (str, int) else None
         if member is None:
-            raise RecordError(path, f"expected one of {allowed}, got {value!r}")
+            raise RecordError(path, f"expected one of {allowed}, got {short_repr(value)}")
         return member
 
     return parse_enum
