@@ -100,8 +100,8 @@ from __future__ import annotations
 
 import enum
 import typing
-from collections.abc import Iterable, Iterator
-from typing import Any, Final, TypeAlias, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, ParamSpec, TypeAlias, TypeVar
 
 import attrs
 
@@ -233,6 +233,8 @@ class RunAttemptBindingRefusalReason(enum.StrEnum):
 
 R = RunAttemptBindingRefusalReason
 _R = TypeVar("_R", bound=Record)
+T = TypeVar("T")
+P = ParamSpec("P")
 _INT_ONLY: Final = frozenset({int})
 _STR_ONLY: Final = frozenset({str})
 _DIGEST_LENGTH: Final = frozenset({64})
@@ -906,6 +908,27 @@ def _compared(binding: CandidateAttemptRunBinding) -> tuple[object, ...]:
     )
 
 
+def _refusing(
+    verify: Callable[P, T],
+) -> Callable[P, T | CandidateAttemptRunBindingRefusal]:
+    """The contract of a binding verifier: bad data is refused, never raised. A record
+    altered after it was built (a field overwritten or deleted in place) fails deep
+    inside; it is refused with ``malformed_input_field``."""
+
+    def refusing(*args: P.args, **kwargs: P.kwargs) -> T | CandidateAttemptRunBindingRefusal:
+        try:
+            return verify(*args, **kwargs)
+        except Exception:  # the contract: bad data is refused, never raised
+            return _refusal(R.MALFORMED_INPUT_FIELD)
+
+    # What functools.wraps does, spelt out (this module's import surface is ADR-0232's).
+    for name in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
+        setattr(refusing, name, getattr(verify, name))
+    refusing.__wrapped__ = verify  # type: ignore[attr-defined]
+    return refusing
+
+
+@_refusing
 def verify_binding(
     binding: CandidateAttemptRunBinding,
     original_run: GeometricSearchRun,
@@ -962,6 +985,7 @@ def verify_binding(
     return CandidateAttemptRunBindingInput(input_digest=expected.input_digest, **input_fields)  # type: ignore[arg-type]
 
 
+@_refusing
 def verify_binding_set(
     original_run: GeometricSearchRun,
     bindings: Iterable[CandidateAttemptRunBinding],

@@ -52,6 +52,7 @@ __all__ = [
     "field_error",
     "id_of_fields",
     "identity_payload",
+    "malformed",
     "kind_validators",
     "nested_form",
     "nested_id",
@@ -316,6 +317,53 @@ A digest of 64 zeros (so the field's validator passes while the record is built)
 explicitly (``from_dict``, ``attrs.evolve``) is kept as given, and checked where ids
 are verified.
 """
+
+
+def malformed(value: object, path: str = "") -> tuple[str, str] | None:
+    """Where ``value`` (a record, or tuples, lists and mappings of records) breaks its
+    records' annotations as it holds *now*, and why; None when nothing does.
+
+    A record that exists was well formed when it was built; this finds one altered
+    afterwards (``object.__setattr__``, a deleted attribute, a record holding itself),
+    so an operation that failed on it can say which field, instead of an
+    AttributeError from deep inside. Never raises.
+    """
+    try:
+        return _malformed(value, path, set())
+    except Exception:  # a hostile mapping or a structure too deep: nothing to name
+        return None
+
+
+def _malformed(value: object, path: str, holders: set[int]) -> tuple[str, str] | None:
+    # ``holders``: the records on the way here (one shared by two parents is no loop).
+    if isinstance(value, Record):
+        if id(value) in holders:
+            return (path, "a record that holds itself")
+        spec = _spec(type(value))
+        current: dict[str, object] = {}
+        for name in spec.fields:
+            try:
+                current[name] = getattr(value, name)
+            except AttributeError:
+                return (_join(path, name), "missing (deleted after construction)")
+        try:
+            spec.check_fields(current)
+        except FieldError as e:
+            return (_join(path, e.kernel_field), e.reason)
+        items: Iterable[tuple[str, object]] = ((_join(path, n), v) for n, v in current.items())
+    elif type(value) is tuple or type(value) is list:
+        items = ((f"{path}[{i}]", item) for i, item in enumerate(value))
+    elif isinstance(value, Mapping):
+        items = ((f"{path}[{short_repr(key)}]", item) for key, item in value.items())
+    else:
+        return None
+    if isinstance(value, Record):
+        holders = holders | {id(value)}
+    for where, item in items:
+        found = _malformed(item, where, holders)
+        if found is not None:
+            return found
+    return None
 
 
 def _require_record(function: str, record: object) -> None:

@@ -32,6 +32,8 @@ Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
   be built) and a non-blank explanation saying what was expected and what was found;
 - a wrong argument type raises `kernel.errors.ArgumentTypeError` (a ``TypeError``),
   checked against the function's annotations by `boundary`, the same way everywhere;
+  so does a record argument altered after it was built (a field overwritten or
+  deleted in place), named by the altered field (`kernel.codec.malformed`);
   ADR-0232's binding functions refuse instead, as the reference implementation does;
 - `unwrap` is the one raising helper: it raises the refusal's own error family
   (``Refusal.__error__``, `RefusedError` unless a domain names a subclass).
@@ -43,6 +45,7 @@ import collections.abc
 import datetime
 import enum
 import functools
+import itertools
 import re
 import types
 import typing
@@ -51,7 +54,7 @@ from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
 
-from kernel.codec import Identity, Record, field_check, field_error, short_repr
+from kernel.codec import Identity, Record, field_check, field_error, malformed, short_repr
 from kernel.errors import ArgumentTypeError, RefusedError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
@@ -513,7 +516,10 @@ def boundary(function: Callable[P, T]) -> Callable[P, T]:
     ``str``/``int``/``bool`` (``bool`` is not an int), classes (records, enums),
     unions, ``Literal``, ``tuple[...]``, ``Sequence[...]`` and ``Mapping[...]`` items,
     ``type[...]``; other annotations (``object``, type variables) admit anything.
-    Arity errors stay Python's own ``TypeError``.
+    Arity errors stay Python's own ``TypeError``. When the call fails and a record
+    argument no longer keeps its annotations (altered in place after it was built), the
+    failure is an `ArgumentTypeError` naming the altered field instead; any other
+    failure is raised as it is.
     """
     code = function.__code__
     positional = code.co_varnames[: code.co_argcount]
@@ -530,7 +536,23 @@ def boundary(function: Callable[P, T]) -> Callable[P, T]:
         for param, value in kwargs.items():
             if param in known:
                 _raise_on_mismatch(name, param, value, hints)
-        return function(*args, **kwargs)
+        try:
+            return function(*args, **kwargs)
+        except ArgumentTypeError:
+            raise
+        except Exception as error:
+            # A record argument altered after it was built (a field overwritten or
+            # deleted in place) passes the type check above and fails deep inside:
+            # name the field instead. Anything else is a bug of ours, raised as it is.
+            named = itertools.chain(zip(positional, args, strict=False), kwargs.items())
+            for param, value in named:
+                problem = malformed(value, param)
+                if problem is not None:
+                    where, why = problem
+                    raise ArgumentTypeError(
+                        name, where, "a record as it was built", f"altered: {why}"
+                    ) from error
+            raise
 
     return checked
 
