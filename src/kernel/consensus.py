@@ -49,7 +49,7 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error, seal
+from kernel.codec import UNSEALED, Identity, Record, field_error, seal, short_repr
 from kernel.errors import KernelError
 from kernel.identity import is_digest
 from kernel.values import Count, Digest, OptionalDigest, Refusal, boundary
@@ -461,33 +461,64 @@ def build_consensus(
         if type(item) is not RunObservation:
             raise TypeError(f"expected RunObservation, got {type(item).__name__}")
     n = len(runs)
-    reasons: list[ConsensusRefusalReason] = []
+    problems: list[tuple[ConsensusRefusalReason, str]] = []
     # C1: N >= 1, and the observations are exactly the launched runs 0..N-1.
     if n == 0:
-        reasons.append(ConsensusRefusalReason.NO_RUNS_LAUNCHED)
+        problems.append(
+            (
+                ConsensusRefusalReason.NO_RUNS_LAUNCHED,
+                "observations: expected at least one launched run, got 0",
+            )
+        )
     elif tuple(run.index for run in runs) != tuple(range(n)):
-        reasons.append(ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL)
+        position = next(i for i, run in enumerate(runs) if run.index != i)
+        problems.append(
+            (
+                ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,
+                f"observations[{position}].index: expected {position} (runs 0..{n - 1}"
+                f" in order), got {short_repr(runs[position].index)}",
+            )
+        )
     if baseline_output_digest is not None and not is_digest(baseline_output_digest):
-        reasons.append(ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST)
+        problems.append(
+            (
+                ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST,
+                _not_a_digest("baseline_output_digest", baseline_output_digest),
+            )
+        )
     if candidate_digest is not None and not is_digest(candidate_digest):
-        reasons.append(ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST)
+        problems.append(
+            (
+                ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST,
+                _not_a_digest("candidate_digest", candidate_digest),
+            )
+        )
     # C4: one digest names one byte string, so it has exactly one size.
-    seen_sizes: dict[str, int] = {}
+    seen_sizes: dict[str, tuple[int, int]] = {}
     for observed in runs:
-        if (
-            observed.output_digest is not None
-            and observed.output_size is not None
-            and seen_sizes.setdefault(observed.output_digest, observed.output_size)
-            != observed.output_size
-        ):
-            reasons.append(ConsensusRefusalReason.DIGEST_SIZE_CONFLICT)
+        if observed.output_digest is None or observed.output_size is None:
+            continue
+        first_index, first_size = seen_sizes.setdefault(
+            observed.output_digest, (observed.index, observed.output_size)
+        )
+        if first_size != observed.output_size:
+            problems.append(
+                (
+                    ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,
+                    f"run {short_repr(observed.index)} output_size: expected"
+                    f" {short_repr(first_size)} (run {short_repr(first_index)} captured"
+                    f" output digest {short_repr(observed.output_digest)} with that size),"
+                    f" got {short_repr(observed.output_size)}",
+                )
+            )
             break
-    if reasons:
+    if problems:
         return seal(
             ConsensusRefusal,
             runs_launched=n,
-            reason_codes=tuple(reasons),
-            explanation="cannot judge these runs: " + ", ".join(reasons),
+            reason_codes=tuple(code for code, _ in problems),
+            explanation="cannot judge these runs: "
+            + "; ".join(f"{said} [{code}]" for code, said in problems),
         )
 
     classified = tuple(_classify(run, baseline_output_digest) for run in runs)
@@ -522,6 +553,13 @@ def build_consensus(
         reason=_no_consensus_reason(groups),
         candidate_matches_majority=None if candidate_digest is None else False,
         **common,
+    )
+
+
+def _not_a_digest(name: str, value: str) -> str:
+    return (
+        f"{name}: expected a SHA-256 digest (64 lowercase hex characters), got"
+        f" {short_repr(value)} ({len(value)} characters)"
     )
 
 

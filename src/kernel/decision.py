@@ -35,7 +35,7 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, seal, short_repr
 from kernel.evidence_report import (
     REPORT_KIND,
     ReportCheck,
@@ -225,17 +225,36 @@ class DecisionVerified(Record):
     """The report's canonical digest (equal to the one decided on)."""
 
 
-def _refuse(
-    report_digest: str | None, decision_id: str, reasons: list[DecisionReason]
-) -> DecisionRefusal:
-    codes = tuple(r for r in DecisionReason if r in reasons)
+_Problems = list[tuple[DecisionReason, str]]
+"""Failed checks, each with what was expected and what was found."""
+
+
+def _refuse(report_digest: str | None, decision_id: str, problems: _Problems) -> DecisionRefusal:
+    said = dict(problems)
+    codes = tuple(r for r in DecisionReason if r in said)
     return seal(
         DecisionRefusal,
         report_digest=report_digest,
         decision_id=decision_id,
         reason_codes=codes,
-        explanation="decision refused: " + ", ".join(codes),
+        explanation="decision refused: " + "; ".join(f"{said[c]} [{c}]" for c in codes),
     )
+
+
+def _names(values: list[str], limit: int = 5) -> str:
+    """A bounded list of ids for a message."""
+    shown = ", ".join(short_repr(value) for value in values[:limit])
+    more = f", ... ({len(values)} in all)" if len(values) > limit else ""
+    return (shown + more) or "none"
+
+
+def _text_found(value: object) -> str:
+    """What a text field holds, for a message (None and blank named as such)."""
+    if value is None:
+        return "None"
+    if type(value) is str and not value.strip():
+        return f"blank text {short_repr(value)}"
+    return short_repr(value)
 
 
 def _blank(value: object) -> bool:
@@ -248,22 +267,52 @@ def _unencodable(value: object) -> bool:
 
 def _selection_problems(
     report: RunEvidenceReport, chosen: Decision | None, selected_attempt_id: object
-) -> list[DecisionReason]:
+) -> _Problems:
     """The checks that tie a decision's selection to the report (record and verify)."""
-    reasons: list[DecisionReason] = []
+    problems: _Problems = []
     attempts = {a.attempt_id: a for a in report.attempts}
     selected = attempts.get(selected_attempt_id) if type(selected_attempt_id) is str else None
     if selected_attempt_id is not None and (selected is None or _blank(selected_attempt_id)):
-        reasons.append(DecisionReason.UNKNOWN_ATTEMPT)
+        problems.append(
+            (
+                DecisionReason.UNKNOWN_ATTEMPT,
+                f"selected_attempt_id: {_text_found(selected_attempt_id)} names no attempt"
+                f" of the report (attempts: {_names(list(attempts))})",
+            )
+        )
     if chosen is Decision.ACCEPT and selected_attempt_id is None:
-        reasons.append(DecisionReason.ACCEPT_WITHOUT_SELECTION)
+        problems.append(
+            (
+                DecisionReason.ACCEPT_WITHOUT_SELECTION,
+                "selected_attempt_id: expected the attempt an accept accepts, got None",
+            )
+        )
     if (
         chosen is Decision.ACCEPT
         and selected is not None
         and (selected.state is not AttemptState.VERIFIED or selected.verification is None)
     ):
-        reasons.append(DecisionReason.SELECTED_WITHOUT_EVIDENCE)
-    return reasons
+        verification = "none" if selected.verification is None else "present"
+        problems.append(
+            (
+                DecisionReason.SELECTED_WITHOUT_EVIDENCE,
+                f"selected_attempt_id: expected a verified attempt with a verification,"
+                f" got {short_repr(selected.attempt_id)} in state {selected.state}"
+                f" (verification: {verification})",
+            )
+        )
+    return problems
+
+
+def _report_problem(report: RunEvidenceReport) -> tuple[DecisionReason, str] | None:
+    checked = check_evidence_report(report)
+    if isinstance(checked, ReportCheck):
+        return None
+    return (
+        DecisionReason.REPORT_INCONSISTENT,
+        f"report: expected a report that passes check_evidence_report, got run"
+        f" {short_repr(report.run_id)} refused ({checked.explanation})",
+    )
 
 
 @boundary
@@ -290,36 +339,72 @@ def record_decision(
     Returns:
         The sealed record, or a `DecisionRefusal` listing every failed check.
     """
-    reasons: list[DecisionReason] = []
+    problems: _Problems = []
     report_digest = report.digest
-    if not isinstance(check_evidence_report(report), ReportCheck):
-        reasons.append(DecisionReason.REPORT_INCONSISTENT)
+    if (inconsistent := _report_problem(report)) is not None:
+        problems.append(inconsistent)
     if _blank(decision_id):
-        reasons.append(DecisionReason.BLANK_DECISION_ID)
+        problems.append(
+            (
+                DecisionReason.BLANK_DECISION_ID,
+                f"decision_id: expected non-blank text, got {_text_found(decision_id)}",
+            )
+        )
     chosen = Decision(decision) if decision in Decision.__members__.values() else None
     if chosen is None:
-        reasons.append(
-            DecisionReason.REPORT_VOCABULARY
+        expected = f"decision: expected accept, reject or escalate, got {short_repr(decision)}"
+        problems.append(
+            (DecisionReason.REPORT_VOCABULARY, f"{expected} (a verifier recommendation)")
             if decision in Recommendation.__members__.values()
-            else DecisionReason.UNKNOWN_DECISION
+            else (DecisionReason.UNKNOWN_DECISION, expected)
         )
     if _blank(rationale):
-        reasons.append(DecisionReason.BLANK_RATIONALE)
-    if _blank(decider_id) or (decider_display_name is not None and _blank(decider_display_name)):
-        reasons.append(DecisionReason.BLANK_DECIDER)
-    texts = (decision_id, rationale, decider_id, decider_display_name or "")
-    if any(_unencodable(text) for text in texts):
-        reasons.append(DecisionReason.UNENCODABLE_TEXT)
+        problems.append(
+            (
+                DecisionReason.BLANK_RATIONALE,
+                f"rationale: expected non-blank text, got {_text_found(rationale)}",
+            )
+        )
+    blank_decider = [
+        f"{name}: expected non-blank text, got {_text_found(value)}"
+        for name, value in (
+            ("decider_id", decider_id),
+            ("decider_display_name", decider_display_name),
+        )
+        if (value is not None or name == "decider_id") and _blank(value)
+    ]
+    if blank_decider:
+        problems.append((DecisionReason.BLANK_DECIDER, "; ".join(blank_decider)))
+    texts = {
+        "decision_id": decision_id,
+        "rationale": rationale,
+        "decider_id": decider_id,
+        "decider_display_name": decider_display_name or "",
+    }
+    unencodable = [name for name, text in texts.items() if _unencodable(text)]
+    if unencodable:
+        problems.append(
+            (
+                DecisionReason.UNENCODABLE_TEXT,
+                f"{', '.join(unencodable)}: expected valid Unicode text, got a string"
+                " holding a lone surrogate",
+            )
+        )
     kind = DeciderType(decider_type) if decider_type in DeciderType.__members__.values() else None
     if kind is None:
-        reasons.append(DecisionReason.UNKNOWN_DECIDER_TYPE)
-    if rfc3339_utc_problem(decided_at) is not None:
-        reasons.append(DecisionReason.BAD_TIMESTAMP)
-    reasons += _selection_problems(report, chosen, selected_attempt_id)
-    if reasons or chosen is None or kind is None:
+        problems.append(
+            (
+                DecisionReason.UNKNOWN_DECIDER_TYPE,
+                f"decider_type: expected human or governance_body, got {short_repr(decider_type)}",
+            )
+        )
+    if (timestamp_problem := rfc3339_utc_problem(decided_at)) is not None:
+        problems.append((DecisionReason.BAD_TIMESTAMP, f"decided_at: {timestamp_problem}"))
+    problems += _selection_problems(report, chosen, selected_attempt_id)
+    if problems or chosen is None or kind is None:
         # The refusal repeats the decision id only when it can enter an identity.
         shown = decision_id if is_canonical_str(decision_id) else ""
-        return _refuse(report_digest, shown, reasons)
+        return _refuse(report_digest, shown, problems)
     return seal(
         HumanDecisionRecord,
         decision_id=decision_id,
@@ -362,20 +447,45 @@ def verify_decision(
     reproduces; the selected attempt (if any) is in the report; an ``accept`` names an
     attempt, and one with independent verification (as `record_decision` requires).
     """
-    reasons: list[DecisionReason] = []
+    problems: _Problems = []
     report_digest = report.digest
     ref = record.evidence_report
-    if not isinstance(check_evidence_report(report), ReportCheck):
-        reasons.append(DecisionReason.REPORT_INCONSISTENT)
+    if (inconsistent := _report_problem(report)) is not None:
+        problems.append(inconsistent)
     if ref.kind != REPORT_KIND or ref.schema_version != report.schema_version:
-        reasons.append(DecisionReason.REPORT_KIND)
+        problems.append(
+            (
+                DecisionReason.REPORT_KIND,
+                f"evidence_report: expected kind {REPORT_KIND!r} schema version"
+                f" {short_repr(report.schema_version)}, got kind {short_repr(ref.kind)}"
+                f" schema version {short_repr(ref.schema_version)}",
+            )
+        )
     if ref.run_id != report.run_id:
-        reasons.append(DecisionReason.REPORT_RUN_ID)
+        problems.append(
+            (
+                DecisionReason.REPORT_RUN_ID,
+                f"evidence_report.run_id: expected the report's run {short_repr(report.run_id)},"
+                f" got {short_repr(ref.run_id)}",
+            )
+        )
     if ref.digest != report_digest:
-        reasons.append(DecisionReason.REPORT_DIGEST)
-    if compute_id(record) != record.record_id:
-        reasons.append(DecisionReason.RECORD_ID)
-    reasons += _selection_problems(report, record.decision, record.selected_attempt_id)
-    if reasons:
-        return _refuse(report_digest, record.decision_id, reasons)
+        problems.append(
+            (
+                DecisionReason.REPORT_DIGEST,
+                f"evidence_report.digest: expected the presented report's digest"
+                f" {short_repr(report_digest)}, got {short_repr(ref.digest)}",
+            )
+        )
+    if (recomputed := compute_id(record)) != record.record_id:
+        problems.append(
+            (
+                DecisionReason.RECORD_ID,
+                f"record_id: expected {short_repr(recomputed)} (recomputed over the record),"
+                f" got {short_repr(record.record_id)}",
+            )
+        )
+    problems += _selection_problems(report, record.decision, record.selected_attempt_id)
+    if problems:
+        return _refuse(report_digest, record.decision_id, problems)
     return DecisionVerified(record_id=record.record_id, report_digest=report_digest)

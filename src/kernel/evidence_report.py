@@ -39,7 +39,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, document_digest, seal
+from kernel.codec import UNSEALED, Identity, Record, document_digest, seal, short_repr
 from kernel.runrecord import (
     AttemptError,
     AttemptRecord,
@@ -363,53 +363,96 @@ def _summarize(
     return summary, tuple(w for w in ReportWarning if flags[w])
 
 
+_Said = list[tuple["ReportReason", str]]
+"""Failed checks, each with what was expected and what was found."""
+
+_SHOWN_PER_CODE: Final = 3
+"""Phrases shown per reason code; the rest are counted (a report may have many attempts)."""
+
+
 def _drift(
     work_unit_digest: str,
     manifest: ManifestSummary | None,
     verification: VerificationSummary | None,
-) -> list[ReportReason]:
-    reasons: list[ReportReason] = []
+    where: str,
+) -> _Said:
+    said: _Said = []
     if (
         manifest is not None
         and manifest.work_unit_digest is not None
         and manifest.work_unit_digest != work_unit_digest
     ):
-        reasons.append(ReportReason.MANIFEST_WORK_UNIT_DRIFT)
+        said.append(
+            (
+                ReportReason.MANIFEST_WORK_UNIT_DRIFT,
+                f"{where} manifest.work_unit_digest: expected the run's work unit digest"
+                f" {short_repr(work_unit_digest)}, got {short_repr(manifest.work_unit_digest)}",
+            )
+        )
     if verification is not None:
         # IDKMesh rule: VerificationResult.result_manifest_digest == summarized manifest digest.
         if manifest is None or verification.result_manifest_digest != manifest.digest:
-            reasons.append(ReportReason.VERIFICATION_MANIFEST_DRIFT)
+            expected = (
+                "a manifest (the attempt has none)"
+                if manifest is None
+                else f"the attempt's manifest digest {short_repr(manifest.digest)}"
+            )
+            said.append(
+                (
+                    ReportReason.VERIFICATION_MANIFEST_DRIFT,
+                    f"{where} verification.result_manifest_digest: expected {expected},"
+                    f" got {short_repr(verification.result_manifest_digest)}",
+                )
+            )
         # IDKMesh rule: VerificationResult.work_unit_digest == run work unit digest.
         if verification.work_unit_digest != work_unit_digest:
-            reasons.append(ReportReason.VERIFICATION_WORK_UNIT_DRIFT)
-    return reasons
+            said.append(
+                (
+                    ReportReason.VERIFICATION_WORK_UNIT_DRIFT,
+                    f"{where} verification.work_unit_digest: expected the run's work unit"
+                    f" digest {short_repr(work_unit_digest)},"
+                    f" got {short_repr(verification.work_unit_digest)}",
+                )
+            )
+    return said
 
 
 class _Problems:
-    """Collects reason codes and attempt ids; emits them in canonical order."""
+    """Collects reason codes with what each check expected and found, and attempt ids;
+    emits them in canonical order."""
 
     def __init__(self) -> None:
-        self.reasons: set[ReportReason] = set()
+        self.said: dict[ReportReason, list[str]] = {}
         self.attempt_ids: dict[str, None] = {}
 
-    def add(self, reasons: Iterable[ReportReason], attempt_id: str | None = None) -> None:
-        for reason in reasons:
-            self.reasons.add(reason)
+    def add(self, said: Iterable[tuple[ReportReason, str]], attempt_id: str | None = None) -> None:
+        for reason, phrase in said:
+            self.said.setdefault(reason, []).append(phrase)
             if attempt_id is not None:
                 self.attempt_ids.setdefault(attempt_id)
 
     def refusal(self, run_id: str, source_run_digest: str) -> ReportRefusal | None:
-        if not self.reasons:
+        if not self.said:
             return None
-        codes = tuple(r for r in ReportReason if r in self.reasons)
+        codes = tuple(r for r in ReportReason if r in self.said)
+        parts = []
+        for code in codes:
+            phrases = self.said[code]
+            more = len(phrases) - _SHOWN_PER_CODE
+            shown = "; ".join(phrases[:_SHOWN_PER_CODE])
+            parts.append(f"{shown}{f' (and {more} more)' if more > 0 else ''} [{code}]")
         return seal(
             ReportRefusal,
             run_id=run_id,
             source_run_digest=source_run_digest,
             attempt_ids=tuple(self.attempt_ids),
             reason_codes=codes,
-            explanation="report refused: " + ", ".join(codes),
+            explanation="report refused: " + "; ".join(parts),
         )
+
+
+def _attempt(attempt_id: str) -> str:
+    return f"attempt {short_repr(attempt_id)}"
 
 
 def _report_attempt(attempt: AttemptRecord) -> ReportAttempt:
@@ -442,7 +485,10 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     problems = _Problems()
     wu_digest = run.work_unit.digest
     for attempt in run.attempts:
-        problems.add(_drift(wu_digest, attempt.manifest, attempt.verification), attempt.attempt_id)
+        where = _attempt(attempt.attempt_id)
+        problems.add(
+            _drift(wu_digest, attempt.manifest, attempt.verification, where), attempt.attempt_id
+        )
     run_digest = run.digest
     refusal = problems.refusal(run.run_id, run_digest)
     if refusal is not None:
@@ -484,56 +530,150 @@ def check_evidence_report(
     problems = _Problems()
     # Vacuous input is refused: a report with no attempt reports nothing.
     if not report.attempts:
-        problems.add([ReportReason.ATTEMPT_ORDER])
+        problems.add([(ReportReason.ATTEMPT_ORDER, "attempts: expected at least one, got 0")])
     wu_digest = report.work_unit.digest
     seen: set[str] = set()
     derived: list[EvidenceState] = []
     for index, attempt in enumerate(report.attempts):
         aid = attempt.attempt_id
-        problems.add(_drift(wu_digest, attempt.manifest, attempt.verification), aid)
+        where = _attempt(aid)
+        problems.add(_drift(wu_digest, attempt.manifest, attempt.verification, where), aid)
         if attempt.order != index + 1:
-            problems.add([ReportReason.ATTEMPT_ORDER], aid)
+            problems.add(
+                [
+                    (
+                        ReportReason.ATTEMPT_ORDER,
+                        f"attempts[{index}] ({where}) order: expected {index + 1},"
+                        f" got {short_repr(attempt.order)}",
+                    )
+                ],
+                aid,
+            )
         if aid in seen:
-            problems.add([ReportReason.DUPLICATE_ATTEMPT], aid)
+            problems.add(
+                [(ReportReason.DUPLICATE_ATTEMPT, f"attempts[{index}].attempt_id: {where} again")],
+                aid,
+            )
         seen.add(aid)
         has_manifest = attempt.manifest is not None
         has_verification = attempt.verification is not None
-        if attempt_shape_problem(attempt.state, has_manifest, has_verification, attempt.error):
-            problems.add([ReportReason.ATTEMPT_SHAPE], aid)
+        shape = attempt_shape_problem(attempt.state, has_manifest, has_verification, attempt.error)
+        if shape:
+            found = (
+                f"manifest {'present' if has_manifest else 'none'}, verification"
+                f" {'present' if has_verification else 'none'}, error"
+                f" {'none' if attempt.error is None else 'present'}"
+            )
+            problems.add(
+                [(ReportReason.ATTEMPT_SHAPE, f"{where}: expected {shape}, got {found}")], aid
+            )
         state = evidence_state_of(attempt.state, attempt.verification)
         derived.append(state)
         if state is not attempt.evidence_state:
-            problems.add([ReportReason.EVIDENCE_STATE], aid)
+            problems.add(
+                [
+                    (
+                        ReportReason.EVIDENCE_STATE,
+                        f"{where} evidence_state: expected {state} (from state"
+                        f" {attempt.state} and its verification), got {attempt.evidence_state}",
+                    )
+                ],
+                aid,
+            )
     summary, warnings = _summarize(report.attempts, derived)
     claimed = report.summary
     if _counts(claimed) != _counts(summary) or not report.attempts:
-        problems.add([ReportReason.SUMMARY_COUNTS])
-    if (
-        claimed.verification_disagreement != summary.verification_disagreement
-        or claimed.recommendations != summary.recommendations
-    ):
-        problems.add([ReportReason.DISAGREEMENT])
+        differ = [
+            f"summary.{name}: expected {short_repr(want)}, got {short_repr(got)}"
+            for name, want, got in zip(
+                _COUNT_FIELDS, _counts(summary), _counts(claimed), strict=True
+            )
+            if want != got
+        ] or [
+            f"summary.attempt_count: expected at least 1, got {short_repr(claimed.attempt_count)}"
+        ]
+        problems.add((ReportReason.SUMMARY_COUNTS, phrase) for phrase in differ)
+    if claimed.verification_disagreement != summary.verification_disagreement:
+        problems.add(
+            [
+                (
+                    ReportReason.DISAGREEMENT,
+                    f"summary.verification_disagreement: expected"
+                    f" {summary.verification_disagreement},"
+                    f" got {claimed.verification_disagreement}",
+                )
+            ]
+        )
+    if claimed.recommendations != summary.recommendations:
+        problems.add(
+            [
+                (
+                    ReportReason.DISAGREEMENT,
+                    f"summary.recommendations: expected {_listed(summary.recommendations)},"
+                    f" got {_listed(claimed.recommendations)}",
+                )
+            ]
+        )
     if report.warnings != warnings:
-        problems.add([ReportReason.WARNINGS])
+        problems.add(
+            [
+                (
+                    ReportReason.WARNINGS,
+                    f"warnings: expected {_listed(warnings)}, got {_listed(report.warnings)}",
+                )
+            ]
+        )
     if run is not None:
         rebuilt = build_evidence_report(run)
-        if not isinstance(rebuilt, RunEvidenceReport) or rebuilt != report:
-            problems.add([ReportReason.SOURCE])
+        if not isinstance(rebuilt, RunEvidenceReport):
+            problems.add(
+                [
+                    (
+                        ReportReason.SOURCE,
+                        f"run: expected a run whose report builds, got one refused"
+                        f" ({', '.join(rebuilt.reason_codes)})",
+                    )
+                ]
+            )
+        elif rebuilt != report:
+            fields = [
+                field.name
+                for field in attrs.fields(RunEvidenceReport)
+                if getattr(rebuilt, field.name) != getattr(report, field.name)
+            ]
+            problems.add(
+                [
+                    (
+                        ReportReason.SOURCE,
+                        f"report: expected exactly the report run {short_repr(run.run_id)} yields,"
+                        f" got one differing in {', '.join(fields) or 'its fields'}",
+                    )
+                ]
+            )
     refusal = problems.refusal(report.run_id, report.source_run_digest)
     if refusal is not None:
         return refusal
     return ReportCheck(report_digest=report.digest, source_run_digest=report.source_run_digest)
 
 
+_COUNT_FIELDS: Final = (
+    "attempt_count",
+    "supported",
+    "rejected",
+    "inconclusive",
+    "worker_errors",
+    "result_manifest_errors",
+    "verification_errors",
+    "control_errors",
+    "control_failure_present",
+)
+
+
+def _listed(values: Sequence[object]) -> str:
+    """A bounded list of enum values for a message."""
+    shown = ", ".join(str(value) for value in values[: _SHOWN_PER_CODE * 2])
+    return f"[{shown}{', ...' if len(values) > _SHOWN_PER_CODE * 2 else ''}]"
+
+
 def _counts(summary: ReportSummary) -> tuple[Any, ...]:
-    return (
-        summary.attempt_count,
-        summary.supported,
-        summary.rejected,
-        summary.inconclusive,
-        summary.worker_errors,
-        summary.result_manifest_errors,
-        summary.verification_errors,
-        summary.control_errors,
-        summary.control_failure_present,
-    )
+    return tuple(getattr(summary, name) for name in _COUNT_FIELDS)

@@ -36,7 +36,15 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
+from kernel.codec import (
+    UNSEALED,
+    Identity,
+    Record,
+    document_digest,
+    field_error,
+    seal,
+    short_repr,
+)
 from kernel.identity import sha256_hex
 from kernel.values import (
     Digest,
@@ -440,52 +448,193 @@ class EvidenceChainRefusal(Refusal):
     """Failed checks in check order."""
 
 
-def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> list[EvidenceChainReason]:
-    reasons: list[EvidenceChainReason] = []
+_Said = list[tuple[EvidenceChainReason, str]]
+"""Failed checks, each with what was expected and what was found."""
+
+
+def _differs(path: str, expected: str, want: object, got: object) -> str:
+    return f"{path}: expected {expected} {short_repr(want)}, got {short_repr(got)}"
+
+
+def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> _Said:
+    said: _Said = []
     if manifest.work_unit_id != work_unit.id:
-        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_ID)
+        said.append(
+            (
+                EvidenceChainReason.MANIFEST_WORK_UNIT_ID,
+                _differs(
+                    "manifest.work_unit_id",
+                    "the work unit's id",
+                    work_unit.id,
+                    manifest.work_unit_id,
+                ),
+            )
+        )
     if manifest.work_unit_version != work_unit.version:
-        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_VERSION)
+        said.append(
+            (
+                EvidenceChainReason.MANIFEST_WORK_UNIT_VERSION,
+                _differs(
+                    "manifest.work_unit_version",
+                    "the work unit's version",
+                    work_unit.version,
+                    manifest.work_unit_version,
+                ),
+            )
+        )
     if manifest.work_unit_digest != work_unit.digest:
-        reasons.append(EvidenceChainReason.MANIFEST_WORK_UNIT_DIGEST)
-    return reasons
+        said.append(
+            (
+                EvidenceChainReason.MANIFEST_WORK_UNIT_DIGEST,
+                _differs(
+                    "manifest.work_unit_digest",
+                    "the work unit's digest",
+                    work_unit.digest,
+                    manifest.work_unit_digest,
+                ),
+            )
+        )
+    return said
 
 
 def _verification_reasons(
     work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
-) -> list[EvidenceChainReason]:
-    reasons: list[EvidenceChainReason] = []
+) -> _Said:
+    said: _Said = []
     # IDKMesh provenance check: the verification names exactly this manifest ...
     if verification.result_manifest_id != manifest.id:
-        reasons.append(EvidenceChainReason.VERIFICATION_MANIFEST_ID)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_MANIFEST_ID,
+                _differs(
+                    "verification.result_manifest_id",
+                    "the manifest's id",
+                    manifest.id,
+                    verification.result_manifest_id,
+                ),
+            )
+        )
     if verification.result_manifest_digest != manifest.digest:
-        reasons.append(EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST,
+                _differs(
+                    "verification.result_manifest_digest",
+                    "the manifest's digest",
+                    manifest.digest,
+                    verification.result_manifest_digest,
+                ),
+            )
+        )
     # ... and exactly this work unit.
     if verification.work_unit_id != work_unit.id:
-        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_ID)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_WORK_UNIT_ID,
+                _differs(
+                    "verification.work_unit_id",
+                    "the work unit's id",
+                    work_unit.id,
+                    verification.work_unit_id,
+                ),
+            )
+        )
     if verification.work_unit_version != work_unit.version:
-        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION,
+                _differs(
+                    "verification.work_unit_version",
+                    "the work unit's version",
+                    work_unit.version,
+                    verification.work_unit_version,
+                ),
+            )
+        )
     if verification.work_unit_digest != work_unit.digest:
-        reasons.append(EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST,
+                _differs(
+                    "verification.work_unit_digest",
+                    "the work unit's digest",
+                    work_unit.digest,
+                    verification.work_unit_digest,
+                ),
+            )
+        )
     if verification.attempt != manifest.attempt:
-        reasons.append(EvidenceChainReason.VERIFICATION_ATTEMPT)
+        said.append(
+            (
+                EvidenceChainReason.VERIFICATION_ATTEMPT,
+                _differs(
+                    "verification.attempt",
+                    "the manifest's attempt",
+                    manifest.attempt,
+                    verification.attempt,
+                ),
+            )
+        )
     # Independence: the verifier saw this worker and is not that worker.
-    if verification.independence.worker_id_observed != manifest.worker.id:
-        reasons.append(EvidenceChainReason.OBSERVED_OTHER_WORKER)
-    if (
-        not verification.independence.independent_from_worker
-        or verification.verifier.id == manifest.worker.id
-    ):
-        reasons.append(EvidenceChainReason.NOT_INDEPENDENT)
+    observed = verification.independence.worker_id_observed
+    if observed != manifest.worker.id:
+        said.append(
+            (
+                EvidenceChainReason.OBSERVED_OTHER_WORKER,
+                _differs(
+                    "verification.independence.worker_id_observed",
+                    "the manifest's worker",
+                    manifest.worker.id,
+                    observed,
+                ),
+            )
+        )
+    if not verification.independence.independent_from_worker:
+        said.append(
+            (
+                EvidenceChainReason.NOT_INDEPENDENT,
+                "verification.independence.independent_from_worker: expected true, got false",
+            )
+        )
+    elif verification.verifier.id == manifest.worker.id:
+        said.append(
+            (
+                EvidenceChainReason.NOT_INDEPENDENT,
+                f"verification.verifier.id: expected someone other than the worker, got the"
+                f" worker's own id {short_repr(manifest.worker.id)}",
+            )
+        )
     # Coverage: every validator the work unit requires ran as a required check.
     required = {check.id for check in verification.checks if check.required}
     if not required.issuperset(work_unit.required_validators):
-        reasons.append(EvidenceChainReason.REQUIRED_CHECK_MISSING)
-    if verification.recommendation is Recommendation.ACCEPT_CANDIDATE and any(
-        check.required and check.status is not CheckStatus.PASSED for check in verification.checks
-    ):
-        reasons.append(EvidenceChainReason.ACCEPT_WITH_UNPASSED_CHECK)
-    return reasons
+        missing = sorted(set(work_unit.required_validators) - required)
+        said.append(
+            (
+                EvidenceChainReason.REQUIRED_CHECK_MISSING,
+                f"verification.checks: expected a required check for each of the work unit's"
+                f" required validators, missing {_ids(missing)}",
+            )
+        )
+    unpassed = [
+        f"{short_repr(check.id)} {check.status}"
+        for check in verification.checks
+        if check.required and check.status is not CheckStatus.PASSED
+    ]
+    if verification.recommendation is Recommendation.ACCEPT_CANDIDATE and unpassed:
+        said.append(
+            (
+                EvidenceChainReason.ACCEPT_WITH_UNPASSED_CHECK,
+                f"verification.recommendation: expected no accept_candidate while a required"
+                f" check did not pass, got accept_candidate with {_ids(unpassed, quoted=True)}",
+            )
+        )
+    return said
+
+
+def _ids(values: list[str], *, quoted: bool = False, limit: int = 5) -> str:
+    """A bounded list of check ids for a message."""
+    shown = ", ".join(v if quoted else short_repr(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
 @boundary
@@ -555,17 +704,18 @@ def _outcome(
     work_unit: WorkUnit,
     manifest: ResultManifest,
     verification: VerificationResult | None,
-    reasons: list[EvidenceChainReason],
+    said: _Said,
 ) -> EvidenceChain | EvidenceChainRefusal:
     semantic = None if verification is None else verification.semantic_digest
-    if reasons:
+    if said:
         return seal(
             EvidenceChainRefusal,
             work_unit_digest=work_unit.digest,
             result_manifest_digest=manifest.digest,
             verification_semantic_digest=semantic,
-            reason_codes=tuple(reasons),
-            explanation="evidence does not bind: " + ", ".join(reasons),
+            reason_codes=tuple(code for code, _ in said),
+            explanation="evidence does not bind: "
+            + "; ".join(f"{phrase} [{code}]" for code, phrase in said),
         )
     return EvidenceChain(
         work_unit_digest=work_unit.digest,
