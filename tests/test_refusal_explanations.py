@@ -293,10 +293,10 @@ def test_report_source_and_drift_refusals_name_field_and_value() -> None:
     drifted = attrs.evolve(
         run, attempts=(attrs.evolve(attempt, verification=drifted_verification), *run.attempts[1:])
     )
-    refusal = build_evidence_report(drifted)
-    assert isinstance(refusal, ReportRefusal)
-    assert refusal.reason_codes == (ReportReason.VERIFICATION_WORK_UNIT_DRIFT,)
-    says(refusal, "verification.work_unit_digest", "'eeee", repr(attempt.attempt_id))
+    built = build_evidence_report(drifted)
+    assert isinstance(built, ReportRefusal)
+    assert built.reason_codes == (ReportReason.VERIFICATION_WORK_UNIT_DRIFT,)
+    says(built, "verification.work_unit_digest", "'eeee", repr(attempt.attempt_id))
 
 
 @settings(max_examples=40, deadline=None)

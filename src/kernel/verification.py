@@ -607,7 +607,7 @@ def _verification_reasons(
     # Coverage: every validator the work unit requires ran as a required check.
     required = {check.id for check in verification.checks if check.required}
     if not required.issuperset(work_unit.required_validators):
-        missing = sorted(set(work_unit.required_validators) - required)
+        missing = [v for v in work_unit.required_validators if v not in required]
         said.append(
             (
                 EvidenceChainReason.REQUIRED_CHECK_MISSING,
