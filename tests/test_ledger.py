@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.codec import compute_id
+from kernel.errors import ArgumentTypeError, ArgumentValueError
 from kernel.ledger import (
     GENESIS_ID,
     EntryKind,
@@ -260,10 +261,12 @@ def test_written_out_id_equals_the_definition(
 
 def test_new_entry_refuses_misuse() -> None:
     """A bad head or kind is a programmer error."""
-    with pytest.raises(ValueError, match="not a ledger head"):
+    with pytest.raises(ArgumentValueError, match=r"new_entry\(\): head: expected a ledger head"):
         new_entry((0, "x"), EntryKind.ADMISSION, {})
-    with pytest.raises(TypeError):
+    with pytest.raises(ArgumentTypeError, match=r"new_entry\(\): kind: expected an EntryKind"):
         new_entry((0, GENESIS_ID), "admission", {})  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="payload: expected a dict, got list"):
+        new_entry((0, GENESIS_ID), EntryKind.ADMISSION, [])  # type: ignore[arg-type]
     entry = new_entry((0, GENESIS_ID), EntryKind.ADMISSION, {"a": 1})
     record = next_entry(LedgerHead.empty(), EntryKind.ADMISSION, {"a": 1})
     assert entry._asdict() == {f: getattr(record, f) for f in entry._fields}

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
+from kernel.errors import FieldError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.identity import canonical_json
 from kernel.render import (
@@ -307,5 +308,5 @@ def test_page_has_contents_anchors_badges_and_print_styles() -> None:
     assert "@media (max-width:800px)" in page
     assert "@media print" in page
     assert 'data-label="Evidence state"' in page
-    with pytest.raises(ValueError, match="badge_column"):
+    with pytest.raises(FieldError, match=r"TableSection\.badge_column: "):
         TableSection(title="t", notes=(), headers=("a",), rows=(), badge_column=1)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernel.effects.orchestrate import run_config
+from kernel.errors import FieldError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import run_record_from_idkmesh
 from kernel.render import (
@@ -72,5 +73,5 @@ def test_an_imported_run_names_its_source_in_both_views() -> None:
 
 
 def test_a_section_row_with_a_missing_cell_is_refused() -> None:
-    with pytest.raises(ValueError, match="every row has one cell per header"):
+    with pytest.raises(FieldError, match=r"TableSection\.rows: every row has one cell per header"):
         TableSection(title="t", notes=(), headers=("a", "b"), rows=(("1",),))

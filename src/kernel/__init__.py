@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         RunObservation,
         RunStatus,
         build_consensus,
+        build_corroboration_report,
     )
     from kernel.decision import (
         Decider,
@@ -86,10 +87,13 @@ if TYPE_CHECKING:
         verify_decision,
     )
     from kernel.errors import (
+        ArgumentTypeError,
+        ArgumentValueError,
         CanonicalizationError,
         CommitBoundaryError,
         ConfigError,
         EffectError,
+        FieldError,
         KernelError,
         RecordError,
         RefusedError,
@@ -247,6 +251,7 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "RunObservation",
         "RunStatus",
         "build_consensus",
+        "build_corroboration_report",
     ),
     "kernel.decision": (
         "Decider",
@@ -262,10 +267,13 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "verify_decision",
     ),
     "kernel.errors": (
+        "ArgumentTypeError",
+        "ArgumentValueError",
         "CanonicalizationError",
         "CommitBoundaryError",
         "ConfigError",
         "EffectError",
+        "FieldError",
         "KernelError",
         "RecordError",
         "RefusedError",
@@ -408,6 +416,8 @@ __all__ = [
     "ActorType",
     "Admission",
     "AdmissionVerified",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "Artifact",
     "AttemptError",
     "AttemptErrorCode",
@@ -461,6 +471,7 @@ __all__ = [
     "EvidenceClass",
     "EvidenceReportRef",
     "EvidenceState",
+    "FieldError",
     "GeometricSearchRun",
     "HumanDecisionRecord",
     "Identity",
@@ -522,6 +533,7 @@ __all__ = [
     "bind_candidate_attempt_to_run",
     "branch_from_corroboration",
     "build_consensus",
+    "build_corroboration_report",
     "build_evidence_report",
     "build_run_admission",
     "canonical_json",

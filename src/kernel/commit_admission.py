@@ -206,7 +206,11 @@ class AdmissionVerified(Record):
 
 @boundary
 def drafts_are_decorrelated(branch: Branch) -> bool:
-    """True when no two drafters share both their context digest and their tool set."""
+    """True when no two drafters share both their context digest and their tool set.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for draft in branch.drafts:
         key = (draft.context_digest, draft.tools)
@@ -361,6 +365,9 @@ def branch_from_corroboration(
     construction, so every draft gets the same context digest (default: the digest
     of the report's command, capture mode and network flag) and the same tool set.
     The branch can therefore only be ``verified`` through ``verifier``.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     if context_digest is None:
         context_digest = sha256_hex(

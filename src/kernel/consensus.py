@@ -706,6 +706,9 @@ def build_corroboration_report(
 
     The report's ``isolation`` is the weakest level any run obtained, so a single run
     that fell back to a copy is never hidden behind the others.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     weakest = _weakest(outcome.runs)
     fields: dict[str, Any] = {

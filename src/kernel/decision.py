@@ -338,6 +338,9 @@ def record_decision(
 
     Returns:
         The sealed record, or a `DecisionRefusal` listing every failed check.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     problems: _Problems = []
     report_digest = report.digest
@@ -446,6 +449,9 @@ def verify_decision(
     kind and schema version, run id and canonical digest; the record's own id
     reproduces; the selected attempt (if any) is in the report; an ``accept`` names an
     attempt, and one with independent verification (as `record_decision` requires).
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     problems: _Problems = []
     report_digest = report.digest

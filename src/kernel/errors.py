@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentTypeError",
+    "ArgumentValueError",
     "CanonicalizationError",
     "CommitBoundaryError",
     "ConfigError",
@@ -38,6 +39,23 @@ class ArgumentTypeError(KernelError, TypeError):
     raises this, and only this, for a wrong argument type (ADR-0232's binding functions
     refuse instead, as the reference does). The message names the function, the
     parameter path (``observations[2]``), what was expected and what was found.
+    """
+
+    def __init__(self, function: str, path: str, expected: str, found: str) -> None:
+        super().__init__(f"{function}(): {path}: expected {expected}, got {found}")
+        self.function = function
+        self.path = path
+        self.expected = expected
+        self.found = found
+
+
+class ArgumentValueError(KernelError, ValueError):
+    """A public function was called with arguments of the right types that contradict
+    each other or its other arguments (misuse, not bad data: bad data is refused).
+
+    For example a candidate naming an attempt the report does not have. It subclasses
+    ``ValueError``, so callers that caught the bare ``ValueError`` raised before keep
+    working. Fields and message are those of `ArgumentTypeError`.
     """
 
     def __init__(self, function: str, path: str, expected: str, found: str) -> None:

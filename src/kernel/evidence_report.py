@@ -481,6 +481,9 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
 
     Returns:
         The report, or a `ReportRefusal` naming every drifted attempt. No partial report.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     problems = _Problems()
     wu_digest = run.work_unit.digest
@@ -526,6 +529,9 @@ def check_evidence_report(
 
     Returns:
         `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     problems = _Problems()
     # Vacuous input is refused: a report with no attempt reports nothing.

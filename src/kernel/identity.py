@@ -85,7 +85,12 @@ def canonical_json(value: object) -> bytes:
 
 
 def sha256_hex(value: object) -> str:
-    """SHA-256 of ``canonical_json(value)`` as 64 lowercase hex characters."""
+    """SHA-256 of ``canonical_json(value)`` as 64 lowercase hex characters.
+
+    Raises:
+        CanonicalizationError: ``value`` is not portable canonical JSON (as
+            `canonical_json`); the error names its JSON path.
+    """
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
@@ -111,7 +116,11 @@ def sha256_python_json(value: object) -> str:
 
 
 def sha256_bytes(data: bytes) -> str:
-    """SHA-256 of raw bytes (an artifact, a captured output) as lowercase hex."""
+    """SHA-256 of raw bytes (an artifact, a captured output) as lowercase hex.
+
+    Raises:
+        TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
+    """
     return hashlib.sha256(data).hexdigest()
 
 
@@ -127,6 +136,10 @@ def canonical_json_prevalidated(
     exactly as the stdlib encodes a ``str``/``int`` enum.
 
     Only `kernel.codec` should call this; everything else uses `canonical_json`.
+
+    Raises:
+        CanonicalizationError: orjson refuses the value (a lone surrogate, an int
+            outside the 53-bit range, a value ``default`` does not turn into JSON).
     """
     try:
         return orjson.dumps(value, default=default, option=_OPTIONS)
@@ -135,7 +148,11 @@ def canonical_json_prevalidated(
 
 
 def sha256_prevalidated(value: object, *, default: Callable[[object], object] | None = None) -> str:
-    """SHA-256 hex of `canonical_json_prevalidated`."""
+    """SHA-256 hex of `canonical_json_prevalidated`.
+
+    Raises:
+        CanonicalizationError: as `canonical_json_prevalidated`.
+    """
     return hashlib.sha256(canonical_json_prevalidated(value, default=default)).hexdigest()
 
 

@@ -43,6 +43,7 @@ from typing import Final, NamedTuple
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, seal
+from kernel.errors import ArgumentTypeError, ArgumentValueError
 from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
 from kernel.values import Count, Digest, Refusal
 
@@ -231,17 +232,18 @@ def new_entry(head: tuple[int, str], kind: EntryKind, payload: Mapping[str, obje
 
     Raises:
         CanonicalizationError: ``payload`` is not portable canonical JSON.
-        TypeError: ``payload`` is not a dict (a ledger payload is a JSON object), or
-            ``kind`` is not an `EntryKind`.
-        ValueError: ``head`` is not a sequence number and an entry id.
+        ArgumentTypeError: ``payload`` is not a dict (a ledger payload is a JSON
+            object), or ``kind`` is not an `EntryKind` (a ``TypeError``).
+        ArgumentValueError: ``head`` is not a sequence number and an entry id (a
+            ``ValueError``).
     """
     if type(payload) is not dict:
-        raise TypeError(f"a ledger payload is a dict, got {type(payload).__name__}")
+        raise ArgumentTypeError("new_entry", "payload", "a dict", type(payload).__name__)
     if type(kind) is not EntryKind:
-        raise TypeError(f"expected an EntryKind, got {kind!r}")
+        raise ArgumentTypeError("new_entry", "kind", "an EntryKind", repr(kind))
     head_seq, head_id = head
     if type(head_seq) is not int or not 0 <= head_seq < MAX_SAFE_INT or not is_digest(head_id):
-        raise ValueError(f"not a ledger head: {head!r}")
+        raise ArgumentValueError("new_entry", "head", "a ledger head (seq, entry id)", repr(head))
     data = canonical_json(payload)
     payload_digest = sha256_bytes(data)
     seq = head_seq + 1

@@ -39,6 +39,7 @@ from typing import Final
 import attrs
 
 from kernel.codec import Record
+from kernel.errors import FieldError
 from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
 from kernel.identity import canonical_json, sha256_bytes
 from kernel.values import Digest, boundary
@@ -124,9 +125,9 @@ class TableSection:
 
     def __attrs_post_init__(self) -> None:
         if any(len(row) != len(self.headers) for row in self.rows):
-            raise ValueError("every row has one cell per header")
+            raise FieldError("rows", "every row has one cell per header", "TableSection")
         if self.badge_column is not None and not 0 <= self.badge_column < len(self.headers):
-            raise ValueError("badge_column names no column")
+            raise FieldError("badge_column", "badge_column names no column", "TableSection")
 
     @property
     def anchor(self) -> str:
@@ -417,7 +418,11 @@ def _html_section(section: TableSection) -> list[str]:
 
 @boundary
 def render_json(report: RunEvidenceReport) -> bytes:
-    """Canonical JSON bytes of the report, plus one trailing newline."""
+    """Canonical JSON bytes of the report, plus one trailing newline.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
     return canonical_json(report.to_dict()) + b"\n"
 
 
@@ -470,7 +475,11 @@ def render_markdown(
     workspace: Workspace | None = None,
 ) -> str:
     """A Markdown view of the report: summary first, then the run's identities, the
-    attempt table, the ``workspace`` (diffs and check outputs) and ``sections``."""
+    attempt table, the ``workspace`` (diffs and check outputs) and ``sections``.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
     s = report.summary
     space = workspace or Workspace()
     contents = [("Summary", "summary"), ("Run", "run"), ("Attempts", "attempts")]
@@ -750,6 +759,9 @@ def render_html(
     (diffs, check outputs) and ``sections``; their text is escaped like everything else.
     Links are fragment links within the page and relative links to the artifact files
     named by digest.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     s = report.summary
     space = workspace or Workspace()

@@ -52,7 +52,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, field_error
-from kernel.errors import CanonicalizationError
+from kernel.errors import ArgumentValueError, CanonicalizationError
 from kernel.identity import sha256_hex
 from kernel.runrecord import DeclaredReplay, RunRecord, first_difference
 from kernel.values import Digest, OptionalDigest, Refusal, boundary
@@ -280,7 +280,8 @@ def check_replay(
 
     Raises:
         ArgumentTypeError: an argument is not of its annotated type.
-        ValueError: ``replayed`` is None although the preflight checks pass.
+        ArgumentValueError: ``replayed`` is None although the preflight checks pass
+            (misuse; a ``ValueError``).
     """
     reasons = preflight(saved, mode=mode, declared=declared, config_digest=config_digest)
     saved_projection = projection(saved, mode)
@@ -293,7 +294,12 @@ def check_replay(
         reasons.append(ReplayReason.NOT_CANONICAL)
     if replayed is None:
         if not reasons:
-            raise ValueError("replayed may be None only when the preflight checks fail")
+            raise ArgumentValueError(
+                "check_replay",
+                "replayed",
+                "a RunRecord (replayed may be None only when the preflight checks fail)",
+                "None with passing preflight checks",
+            )
         return _outcome(
             ReplayCheck(
                 mode=mode,

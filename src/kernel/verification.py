@@ -694,6 +694,9 @@ def check_evidence_chain(
     Returns:
         `EvidenceChain` when every check passes, else `EvidenceChainRefusal` listing
         every failed check.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     reasons = _manifest_reasons(work_unit, manifest)
     reasons += _verification_reasons(work_unit, manifest, verification)
