@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 import pkgutil
 import re
@@ -24,9 +25,11 @@ from pathlib import Path
 import pytest
 
 import kernel
-from kernel import codec, identity, values
+from kernel import values
 from kernel.errors import ArgumentTypeError, ArgumentValueError, FieldError, KernelError
-from kernel.values import boundary
+from kernel.strategies.values import of_kind
+from kernel.values import Kind, boundary
+from kernel.verification import Isolation, weakest_isolation
 
 
 def _sample(x: int) -> int:
@@ -37,14 +40,29 @@ BOUNDARY_CODE = boundary(_sample).__code__
 """Every wrapper `boundary` makes runs this one code object."""
 
 
+PURE = Path(kernel.__file__).parent
+IMPURE = ("effects", "guard", "__main__")
+"""Where effects and the CLI live; everything else is the pure core."""
+
+
+def _pure_module_names() -> list[str]:
+    return sorted(
+        info.name
+        for info in pkgutil.walk_packages([str(PURE)], "kernel.")
+        if info.name.split(".")[1] not in IMPURE
+    )
+
+
 def _public_functions() -> dict[str, Callable[..., object]]:
+    """``kernel.__all__``'s functions and those of every pure module's ``__all__``."""
     found: dict[str, Callable[..., object]] = {}
     for name in kernel.__all__:
         obj = getattr(kernel, name)
         if inspect.isfunction(obj):
             found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    for module in (codec, values, identity):
-        for name in module.__all__:
+    for module_name in _pure_module_names():
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
             if inspect.isfunction(obj) and obj.__module__ == module.__name__:
                 found[f"{obj.__module__}.{obj.__qualname__}"] = obj
@@ -192,19 +210,11 @@ def test_documented_errors_are_kernel_errors_or_type_errors() -> None:
     assert strays == {}
 
 
-PURE = Path(kernel.__file__).parent
-IMPURE = ("effects", "guard", "__main__")
-"""Where effects and the CLI live; everything else is the pure core."""
-
-
 def _pure_modules() -> Iterator[Path]:
-    for info in pkgutil.walk_packages([str(PURE)], "kernel."):
-        parts = info.name.split(".")
-        if any(part in IMPURE for part in parts[1:2]):
-            continue
-        spec = info.module_finder.find_spec(info.name, None)
-        if spec is not None and spec.origin is not None and spec.origin.endswith(".py"):
-            yield Path(spec.origin)
+    for name in _pure_module_names():
+        origin = importlib.import_module(name).__file__
+        if origin is not None:
+            yield Path(origin)
     yield PURE / "__init__.py"
 
 
@@ -256,3 +266,18 @@ def test_documented_raises_reads_google_sections() -> None:
     assert documented_raises(doc) == {"ArgumentTypeError", "RecordError"}
     assert documented_raises(None) == set()
     assert documented_raises("One line.") == set()
+
+
+def test_no_isolation_level_is_an_argument_value_error() -> None:
+    """The weakest of no level is misuse, named (was the bare ValueError of ``max``)."""
+    with pytest.raises(ArgumentValueError, match=r"weakest_isolation\(\): levels: "):
+        weakest_isolation(iter(()))
+    levels = iter((Isolation.OVERLAY, Isolation.COPY, Isolation.NAMESPACE_COPY))
+    assert weakest_isolation(levels) is Isolation.COPY
+
+
+def test_an_unknown_kind_has_no_strategy() -> None:
+    """`of_kind` names a kind it does not know (was a bare KeyError)."""
+    unknown = Kind(name="no such kind", description="", schema=())
+    with pytest.raises(ArgumentValueError, match=r"of_kind\(\): kind: .*'no such kind'"):
+        of_kind(unknown)

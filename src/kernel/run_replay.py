@@ -244,7 +244,11 @@ def _outcome(check: ReplayCheck) -> ReplayCheck | ReplayRefusal:
 def preflight(
     saved: object, *, mode: ReplayMode, declared: DeclaredReplay, config_digest: str
 ) -> list[ReplayReason]:
-    """Checks R1 and R2, which need no re-run (an effect shell runs them first)."""
+    """Checks R1 and R2, which need no re-run (an effect shell runs them first).
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
     reasons: list[ReplayReason] = []
     # R1: a run of this config, before anything else.
     if _get(saved, "config_digest") != config_digest:

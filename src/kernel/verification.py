@@ -45,6 +45,7 @@ from kernel.codec import (
     seal,
     short_repr,
 )
+from kernel.errors import ArgumentValueError
 from kernel.identity import sha256_hex
 from kernel.values import (
     Digest,
@@ -157,10 +158,14 @@ def weakest_isolation(levels: Iterable[Isolation]) -> Isolation:
     """The weakest of ``levels`` (at least one).
 
     Raises:
-        ValueError: ``levels`` is empty (misuse: no run, no level).
+        ArgumentValueError: ``levels`` is empty (misuse: no run, no level; a
+            ``ValueError``).
     """
     order = list(Isolation)
-    return max(levels, key=order.index)
+    given = tuple(levels)
+    if not given:
+        raise ArgumentValueError("weakest_isolation", "levels", "at least one level", "none")
+    return max(given, key=order.index)
 
 
 @attrs.frozen(kw_only=True)
@@ -645,6 +650,9 @@ def check_manifest_chain(
 
     Returns:
         A `EvidenceChain` with ``verification_semantic_digest=None``, or an `EvidenceChainRefusal`.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
 
@@ -665,6 +673,9 @@ def verdict_from_checks(
       when the worker itself does not report success (a human should look);
     - any counted check errored: ``error`` / ``insufficient_evidence``;
     - otherwise (skipped, inconclusive): ``inconclusive`` / ``insufficient_evidence``.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
     """
     counted = [c.status for c in checks if c.required] or [c.status for c in checks]
     if not counted:
