@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import re
 import typing
 import warnings
 from collections.abc import Callable
@@ -141,14 +142,20 @@ def _call(function: Callable[..., object], arguments: dict[str, object]) -> obje
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_foreign_exception_escapes(name: str, data: st.DataObject) -> None:
-    """Whatever is passed, a public function returns or raises KernelError/TypeError."""
+    """Whatever is passed, a public function returns or raises KernelError/TypeError,
+    of a class (or a subclass of one) its docstring's ``Raises:`` section names."""
     function = FUNCTIONS[name]
     arguments = data.draw(_arguments(function))
     try:
         _call(function, arguments)
     except (KernelError, TypeError) as error:
-        message = str(error)
-        assert message  # every error says what went wrong
+        raised: Exception = error
+    else:
+        return
+    assert str(raised)  # every error says what went wrong
+    raises = (function.__doc__ or "").partition("Raises:")[2]
+    named = (re.search(rf"^ +{kind.__name__}:", raises, re.M) for kind in type(raised).__mro__)
+    assert any(named), f"{name} raised {type(raised).__name__}, not in its Raises section"
 
 
 VALIDATORS = sorted(
