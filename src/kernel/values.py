@@ -131,7 +131,11 @@ VersionPairs = tuple[tuple[str, str], ...]
 
 
 def digest(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: 64 lowercase hex characters."""
+    """attrs validator: 64 lowercase hex characters.
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if not is_digest(value):
         raise field_error(
             attribute.name, f"not a 64-char lowercase hex digest: {short_repr(value)}"
@@ -175,7 +179,11 @@ def exact(kind: type) -> _Validator:
 
 
 def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact int in ``0 .. 2**53 - 1`` (canonical JSON's range)."""
+    """attrs validator: an exact int in ``0 .. 2**53 - 1`` (canonical JSON's range).
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not int or not 0 <= value <= MAX_SAFE_INT:
         raise field_error(
             attribute.name, f"expected an integer in 0..2**53-1, got {short_repr(value)}"
@@ -183,7 +191,11 @@ def non_negative(_instance: object, attribute: attrs.Attribute[Any], value: obje
 
 
 def safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact int inside +/-(2**53 - 1) (any sign)."""
+    """attrs validator: an exact int inside +/-(2**53 - 1) (any sign).
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         raise field_error(
             attribute.name, f"expected an integer within +/-(2**53 - 1), got {short_repr(value)}"
@@ -191,13 +203,21 @@ def safe_int(_instance: object, attribute: attrs.Attribute[Any], value: object) 
 
 
 def positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact int in ``1 .. 2**53 - 1``."""
+    """attrs validator: an exact int in ``1 .. 2**53 - 1``.
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not int or not 1 <= value <= MAX_SAFE_INT:
         raise field_error(attribute.name, f"expected an integer >= 1, got {short_repr(value)}")
 
 
 def nonblank(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an exact ``str`` that is not empty or whitespace only."""
+    """attrs validator: an exact ``str`` that is not empty or whitespace only.
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not str or not value.strip():
         raise field_error(attribute.name, f"expected a non-blank string, got {short_repr(value)}")
     if (problem := _text_problem(value)) is not None:
@@ -205,7 +225,11 @@ def nonblank(_instance: object, attribute: attrs.Attribute[Any], value: object) 
 
 
 def digests(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: a tuple of digests (the failing item is named by its index)."""
+    """attrs validator: a tuple of digests (the failing item is named by its index).
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not tuple:
         raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
     for index, item in enumerate(value):
@@ -268,7 +292,11 @@ def version_pair_problem(value: object) -> str | None:
 
 
 def version_pairs(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: sorted, unique ``(name, version)`` pairs."""
+    """attrs validator: sorted, unique ``(name, version)`` pairs.
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     problem = version_pair_problem(value)
     if problem is not None:
         raise field_error(attribute.name, problem)
@@ -292,14 +320,22 @@ def rfc3339_utc_problem(value: object) -> str | None:
 
 
 def timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: an RFC 3339 UTC timestamp that names a real date and time."""
+    """attrs validator: an RFC 3339 UTC timestamp that names a real date and time.
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     problem = rfc3339_utc_problem(value)
     if problem is not None:
         raise field_error(attribute.name, problem)
 
 
 def unique_texts(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """attrs validator: a tuple of distinct texts (order kept: it may mean something)."""
+    """attrs validator: a tuple of distinct texts (order kept: it may mean something).
+
+    Raises:
+        FieldError: ``value`` is not what the field admits (the error names it).
+    """
     if type(value) is not tuple:
         raise field_error(attribute.name, f"expected a tuple, got {type(value).__name__}")
     seen: set[str] = set()
