@@ -237,8 +237,13 @@ def test_02_reference_refusal_reproduces() -> None:
     outcome = bind(run, attrs.evolve(result, geometric_search_run_id="0" * 64))
     expected = CHAIN["refusal_case"]["refusal"]
     assert type(outcome) is CandidateAttemptRunBindingRefusal
-    assert outcome.to_dict() == expected
+    document = outcome.to_dict()
     payload = {k: v for k, v in expected.items() if k != "explanation"}
+    # Every field but the prose is the reference's; the prose starts with the
+    # reference's sentence, then says what was expected and found (issue 11).
+    assert {k: v for k, v in document.items() if k != "explanation"} == payload
+    assert document["explanation"].startswith(expected["explanation"] + " ")
+    assert "geometric_search_run_id" in document["explanation"]
     assert outcome.binding_refusal_id == H({**payload, "binding_refusal_id": ""})
 
 

@@ -548,7 +548,11 @@ def test_reference_outcomes_are_the_reference_records() -> None:
     bound = json.loads(GENERATED["cases/reference-chain-binds.json"])["expected"]
     refused = json.loads(GENERATED["cases/reference-refusal-run-result-mismatch.json"])
     assert bound == chain["binding"]
-    assert refused["expected"] == chain["refusal_case"]["refusal"]
+    reference = chain["refusal_case"]["refusal"]
+    # Every field but the prose is the reference's; the prose starts with the
+    # reference's sentence, then says what was expected and found (issue 11).
+    assert {**refused["expected"], "explanation": ""} == {**reference, "explanation": ""}
+    assert refused["expected"]["explanation"].startswith(reference["explanation"] + " ")
 
 
 if __name__ == "__main__":  # pragma: no cover - the regeneration entry point

@@ -8,6 +8,7 @@ explanation is just its codes.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kernel.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    RunAttemptBindingRefusalReason,
+    bind_candidate_attempt_to_run,
+    verify_binding,
+    verify_binding_set,
+)
+from kernel.codec import seal
 from kernel.consensus import (
     CaptureStatus,
     ConsensusRefusal,
@@ -41,7 +51,14 @@ from kernel.evidence_report import (
     build_evidence_report,
     check_evidence_report,
 )
-from kernel.strategies import reports, result_manifests, verification_results, work_units
+from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.strategies import (
+    binding_refusals,
+    reports,
+    result_manifests,
+    verification_results,
+    work_units,
+)
 from kernel.values import Refusal
 from kernel.verification import (
     EvidenceChainReason,
@@ -357,3 +374,100 @@ def test_evidence_chain_refusal_names_field_and_value(unit: WorkUnit, data: st.D
         outcome, "manifest.work_unit_id", "manifest.work_unit_version", "manifest.work_unit_digest"
     )
     says(outcome, f"got {manifest.attempt + 1}", f"attempt {manifest.attempt}")
+
+
+# -- ADR-0232 binding ---------------------------------------------------------------
+
+BINDING_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "binding"
+CHAIN = json.loads((BINDING_FIXTURES / "reference-chain.json").read_text("utf-8"))
+REFERENCE_SENTENCE = "CandidateAttempt run binding refused"
+
+
+def _chain() -> tuple[GeometricSearchRun, CandidateOperatorResult]:
+    return (
+        GeometricSearchRun.from_dict(CHAIN["geometric_search_run"]),
+        CandidateOperatorResult.from_dict(CHAIN["candidate_operator_result"]),
+    )
+
+
+def _bind(run: object, result: object) -> CandidateAttemptRunBindingRefusal:
+    outcome = bind_candidate_attempt_to_run(
+        original_run=run,  # type: ignore[arg-type]
+        candidate_operator_result=result,  # type: ignore[arg-type]
+    )
+    assert type(outcome) is CandidateAttemptRunBindingRefusal
+    return outcome
+
+
+def test_the_reviewed_binding_refusal_says_what_was_expected() -> None:
+    """The review's example: no run and no result."""
+    refusal = _bind(None, None)
+    assert refusal.reason_codes == (RunAttemptBindingRefusalReason.INVALID_BINDING_INPUT,)
+    assert refusal.explanation.startswith(f"{REFERENCE_SENTENCE}: invalid_binding_input. ")
+    says(refusal, "original_run", "GeometricSearchRun", "got None")
+    not_just_codes(refusal, REFERENCE_SENTENCE)
+    run, _ = _chain()
+    refusal = _bind(run, 7)
+    says(refusal, "candidate_operator_result", "CandidateOperatorResult", "got int 7")
+
+
+@pytest.mark.parametrize(
+    "name", sorted(path.name for path in (BINDING_FIXTURES / "cases").glob("*.json"))
+)
+def test_every_golden_binding_refusal_says_more_than_its_code(name: str) -> None:
+    """One golden case per reason code the binding produces: each explains itself."""
+    expected = json.loads((BINDING_FIXTURES / "cases" / name).read_text("utf-8"))["expected"]
+    if "binding_refusal_id" not in expected:
+        return
+    refusal = CandidateAttemptRunBindingRefusal.from_dict(expected)
+    not_just_codes(refusal, REFERENCE_SENTENCE)
+
+
+def test_a_huge_forged_int_is_described_by_its_size() -> None:
+    """A forged int Python cannot write out is named by its size; the code is unchanged."""
+    run, result = _chain()
+    forged = attrs.evolve(result)
+    object.__setattr__(forged, "attempt_index", 10**5000)
+    refusal = _bind(run, forged)
+    assert refusal.reason_codes == (RunAttemptBindingRefusalReason.ATTEMPT_RESULT_MISMATCH,)
+    says(refusal, "candidate_operator_result.attempt_index", "bits")
+    assert len(refusal.explanation) < 400
+
+
+def test_binding_verifier_refusals_name_field_and_value() -> None:
+    run, result = _chain()
+    bound = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
+    assert type(bound) is CandidateAttemptRunBinding
+    refusal = verify_binding("nope", run, result)  # type: ignore[arg-type]
+    assert type(refusal) is CandidateAttemptRunBindingRefusal
+    says(refusal, "binding", "CandidateAttemptRunBinding", "got str 'nope'")
+    edited = seal(CandidateAttemptRunBinding, **{**_fields(bound), "depth": bound.depth + 1})
+    refusal = verify_binding(edited, run, result)
+    assert type(refusal) is CandidateAttemptRunBindingRefusal
+    assert refusal.reason_codes == (RunAttemptBindingRefusalReason.BINDING_RECORD_MISMATCH,)
+    says(refusal, "binding.depth", f"got {bound.depth + 1}")
+    in_set = verify_binding_set(run, ())
+    assert type(in_set) is CandidateAttemptRunBindingRefusal
+    says(in_set, "bindings", "at least one", "got 0")
+    in_set = verify_binding_set(run, (bound, bound))
+    assert type(in_set) is CandidateAttemptRunBindingRefusal
+    assert in_set.reason_codes == (RunAttemptBindingRefusalReason.DUPLICATE_ATTEMPT_INDEX,)
+    says(in_set, "bindings[1].attempt_index", f"got {bound.attempt_index}")
+    in_set = verify_binding_set(run, (bound, 3))  # type: ignore[arg-type]
+    assert type(in_set) is CandidateAttemptRunBindingRefusal
+    says(in_set, "bindings[1]", "got int 3")
+
+
+def _fields(record: CandidateAttemptRunBinding) -> dict[str, Any]:
+    fields = attrs.fields(type(record))
+    return {f.name: getattr(record, f.name) for f in fields if f.name != "binding_id"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(refusal=binding_refusals())
+def test_property_no_binding_refusal_is_just_codes(
+    refusal: CandidateAttemptRunBindingRefusal,
+) -> None:
+    """Every refusal the corrupted-pair strategy yields explains its one check."""
+    assert refusal.explanation.startswith(f"{REFERENCE_SENTENCE}: {refusal.reason_codes[0]}. ")
+    not_just_codes(refusal, REFERENCE_SENTENCE)

@@ -112,8 +112,10 @@ from kernel.codec import (
     compute_id,
     field_error,
     id_of_fields,
+    malformed,
     nested_id,
     seal,
+    short_repr,
 )
 from kernel.errors import CanonicalizationError
 from kernel.identity import is_canonical_str
@@ -404,7 +406,25 @@ def _known(value: object) -> str | None:
     return None
 
 
-def _refusal(reason: R, ids: _Ids = _NO_IDS) -> CandidateAttemptRunBindingRefusal:
+_REFUSED: Final = "CandidateAttempt run binding refused"
+_RESULT: Final = "candidate_operator_result"
+_ATTEMPT: Final = "candidate_operator_result.candidate_attempt"
+_RECON: Final = "candidate_operator_result.candidate_reconstruction"
+
+
+def _refusal(
+    reason: R, ids: _Ids, said: Callable[..., str], *args: object
+) -> CandidateAttemptRunBindingRefusal:
+    """The refusal of ``reason``; ``said(*args)`` tells what the check expected and found.
+
+    The explanation starts with the reference's own sentence. ``said`` reads the
+    caller's values again, which may be forged: if that fails, the refusal (its code,
+    its id) is still the one the check made, only less talkative.
+    """
+    try:
+        detail = said(*args)
+    except Exception:  # a message about bad input must not fail on it
+        detail = "(the values involved cannot be shown)"
     return seal(
         CandidateAttemptRunBindingRefusal,
         binding_policy_version=CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
@@ -413,7 +433,296 @@ def _refusal(reason: R, ids: _Ids = _NO_IDS) -> CandidateAttemptRunBindingRefusa
         operator_result_id=ids[1],
         candidate_attempt_id=ids[2],
         reason_codes=(reason,),
-        explanation=f"CandidateAttempt run binding refused: {reason.value}.",
+        explanation=f"{_REFUSED}: {reason.value}. {detail}.",
+    )
+
+
+# -- what a refusal says (never on the binding's success path) ----------------------
+
+
+def _shape(value: object) -> str:
+    """What a value is: its type, and a bounded repr of a scalar."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    if isinstance(value, enum.Enum):
+        return f"{kind} {short_repr(value.value)}"
+    if isinstance(value, str | int | float):
+        return f"{kind} {short_repr(value)}"
+    return kind
+
+
+def _not_a(path: str, cls: type, value: object) -> str:
+    return f"{path}: expected a {cls.__name__}, got {_shape(value)}"
+
+
+def _differs(path: str, expected: str, want: object, got: object) -> str:
+    return f"{path}: expected {expected} {short_repr(want)}, got {short_repr(got)}"
+
+
+def _bad_pairs(schema_versions: object, policy_versions: object) -> str:
+    name, value = (
+        ("schema_versions", schema_versions)
+        if not _reference_pairs(schema_versions)
+        else ("policy_versions", policy_versions)
+    )
+    return (
+        f"{name}: expected a tuple of (name, version) pairs of non-empty str, names"
+        f" strictly ascending, got {short_repr(value)}"
+    )
+
+
+def _attempt_differs(result: Any, attempt: Any) -> str:
+    for name, theirs, got in (
+        ("attempt_id", "attempt_id", result.attempt_id),
+        ("attempt_index", "attempt_index", result.attempt_index),
+        ("candidate_digest", "candidate_digest", result.candidate_digest),
+        ("input_digest", "input_digest", result.input_digest),
+        ("operator_name", "operator_id", result.operator_name),
+        ("operator_version", "operator_version", result.operator_version),
+    ):
+        want = getattr(attempt, theirs)
+        if got != want:
+            return _differs(f"{_RESULT}.{name}", f"the attempt's {theirs}", want, got)
+    return f"{_RESULT}: differs from its candidate_attempt"
+
+
+def _identity_differs(run: Any, reconstruction: Any) -> str:
+    if reconstruction.source_residual_id not in run.residual_ids:
+        return (
+            f"{_RECON}.source_residual_id: expected one of the run's"
+            f" {len(run.residual_ids)} residual_ids, got"
+            f" {short_repr(reconstruction.source_residual_id)}"
+        )
+    if reconstruction.problem_frame_digest != run.problem_frame_digest:
+        return _differs(
+            f"{_RECON}.problem_frame_digest",
+            "the run's",
+            run.problem_frame_digest,
+            reconstruction.problem_frame_digest,
+        )
+    return _differs(
+        f"{_RECON}.original_contract_assessment_id",
+        "the run's contract_assessment_id",
+        run.contract_assessment_id,
+        reconstruction.original_contract_assessment_id,
+    )
+
+
+def _consumed(path: str, value: object) -> str:
+    return f"{path}: expected a tuple, got an iterator ({type(value).__name__}) it would consume"
+
+
+def _span_problem(valid: bool, spans: Any, result: Any, reconstruction: Any) -> str:
+    if not valid:
+        return (
+            f"{_ATTEMPT}.evidence_spans: expected a tuple of SourceSpan (str text, int"
+            f" offsets 0 <= start <= end), got {short_repr(spans)}"
+        )
+    for path, other in (
+        (f"{_RESULT}.evidence_spans", result.evidence_spans),
+        (f"{_RECON}.evidence_spans", reconstruction.evidence_spans),
+    ):
+        if other != spans:
+            return f"{path}: expected the attempt's {len(spans)} spans, got {short_repr(other)}"
+    return f"{_ATTEMPT}.evidence_spans: not one span stream"
+
+
+def _held(path: str, value: object, position: int) -> str:
+    return (
+        f"{path}: expected a value no existing attempt holds, got {short_repr(value)},"
+        f" held by original_run.candidate_attempts[{position}]"
+    )
+
+
+def _over_budget(charge: Any, depth: Any, step_index: Any, consumed: Any) -> str:
+    for path, value in (
+        (f"{_ATTEMPT}.budget_charge.candidates", charge.candidates),
+        (f"{_ATTEMPT}.budget_charge.steps", charge.steps),
+        (f"{_ATTEMPT}.depth", depth),
+        (f"{_ATTEMPT}.step_index", step_index),
+    ):
+        if value < 0:
+            return f"{path}: expected >= 0, got {short_repr(value)}"
+    budget = "original_run.budget_consumed"
+    if consumed.candidates_considered + charge.candidates > consumed.max_candidates:
+        return (
+            f"{_ATTEMPT}.budget_charge.candidates: expected at most"
+            f" {short_repr(consumed.max_candidates - consumed.candidates_considered)} (the"
+            f" candidates {budget} has left), got {short_repr(charge.candidates)}"
+        )
+    if consumed.steps_used + charge.steps > consumed.max_steps:
+        return (
+            f"{_ATTEMPT}.budget_charge.steps: expected at most"
+            f" {short_repr(consumed.max_steps - consumed.steps_used)} (the steps {budget}"
+            f" has left), got {short_repr(charge.steps)}"
+        )
+    if max(consumed.depth_reached, depth) > consumed.max_depth:
+        return (
+            f"{_ATTEMPT}.depth: expected at most {budget}.max_depth"
+            f" {short_repr(consumed.max_depth)}, got"
+            f" {short_repr(max(consumed.depth_reached, depth))}"
+        )
+    return (
+        f"{budget}.parallelism_used: expected at most max_parallelism"
+        f" {short_repr(consumed.max_parallelism)}, got {short_repr(consumed.parallelism_used)}"
+    )
+
+
+_NUMBER_PATHS: Final = (
+    f"{_ATTEMPT}.budget_charge.candidates",
+    f"{_ATTEMPT}.budget_charge.steps",
+    f"{_ATTEMPT}.depth",
+    f"{_ATTEMPT}.step_index",
+    f"{_ATTEMPT}.attempt_index",
+    f"{_RESULT}.attempt_index",
+    "original_run.budget_consumed.candidates_considered",
+    "original_run.budget_consumed.max_candidates",
+    "original_run.budget_consumed.depth_reached",
+    "original_run.budget_consumed.max_depth",
+    "original_run.budget_consumed.steps_used",
+    "original_run.budget_consumed.max_steps",
+    "original_run.budget_consumed.parallelism_used",
+    "original_run.budget_consumed.max_parallelism",
+)
+"""Where each number check 15 reads comes from, in the order it reads them."""
+
+
+def _not_int(numbers: tuple[object, ...], explanation: object) -> str:
+    for path, value in zip(_NUMBER_PATHS, numbers, strict=True):
+        if type(value) is not int:
+            return f"{path}: expected an exact int, got {_shape(value)}"
+    return f"explanation: expected a str, got {_shape(explanation)}"
+
+
+def _disordered(existing_attempts: Any) -> str:
+    indices = [attempt.attempt_index for attempt in existing_attempts[:8]]
+    more = ", ..." if len(existing_attempts) > 8 else ""
+    shown = ", ".join(short_repr(index) for index in indices)
+    return (
+        f"original_run.candidate_attempts: expected attempt_index 0..{len(existing_attempts) - 1}"
+        f" in order, got [{shown}{more}]"
+    )
+
+
+def _understated(charged: tuple[int, int, int] | None, consumed: Any) -> str:
+    if charged is None:
+        return (
+            "original_run.candidate_attempts: expected each to carry an exact BudgetCharge"
+            " and int depth, got one that does not"
+        )
+    budget = "original_run.budget_consumed"
+    return (
+        f"{budget}: expected at least what the existing attempts charged (candidates"
+        f" {short_repr(charged[0])}, steps {short_repr(charged[1])}, depth"
+        f" {short_repr(charged[2])}), got candidates_considered"
+        f" {short_repr(consumed.candidates_considered)}, steps_used"
+        f" {short_repr(consumed.steps_used)}, depth_reached {short_repr(consumed.depth_reached)}"
+    )
+
+
+def _unshaped(run: Any, result: Any, *, encodable: bool = True) -> str:
+    """Which record is not exactly as built (check 24), as precisely as it can be told."""
+    for path, value in (("original_run", run), (_RESULT, result)):
+        found = malformed(value, path)
+        if found is not None:
+            return f"{found[0]}: expected the field as its record declares it, got {found[1]}"
+    attempt = result.candidate_attempt
+    for path, value, cls in (
+        ("original_run", run, GeometricSearchRun),
+        (_RESULT, result, CandidateOperatorResult),
+        (_ATTEMPT, attempt, CandidateAttempt),
+        (_RECON, result.candidate_reconstruction, CandidateReconstruction),
+        (f"{_ATTEMPT}.budget_charge", attempt.budget_charge, BudgetCharge),
+        ("original_run.budget_consumed", run.budget_consumed, BudgetConsumed),
+    ):
+        if type(value) is not cls:
+            return f"{path}: expected exactly a {cls.__name__}, got a {type(value).__name__}"
+    if not encodable:
+        return (
+            "a value entering an id: expected canonical JSON (valid Unicode text, ints"
+            " within 2**53 - 1), got one that cannot be encoded"
+        )
+    return (
+        "a value entering an id: expected exact tuples, str and digests as the records"
+        " hold them, got a subclass, a lookalike or a non-digest"
+    )
+
+
+def _unreadable(error: Exception, *records: object) -> str:
+    """What a forged input that made a check raise looks like, if it can be told."""
+    for value in records:
+        found = malformed(value, _path_of(value))
+        if found is not None:
+            return f"{found[0]}: expected the field as its record declares it, got {found[1]}"
+    return (
+        f"inputs: expected values the checks can read and compare, got one that raised"
+        f" {type(error).__name__}"
+    )
+
+
+def _path_of(value: object) -> str:
+    if isinstance(value, GeometricSearchRun):
+        return "original_run"
+    if isinstance(value, CandidateOperatorResult):
+        return _RESULT
+    if isinstance(value, CandidateAttemptRunBinding):
+        return "binding"
+    return type(value).__name__
+
+
+def _record_differs(
+    binding: CandidateAttemptRunBinding, expected: CandidateAttemptRunBinding
+) -> str:
+    for name in _COMPARED_FIELDS:
+        want, got = getattr(expected, name), getattr(binding, name)
+        if want != got:
+            return _differs(f"binding.{name}", "what binding these inputs yields", want, got)
+    return "binding: differs from what binding these inputs yields"
+
+
+def _negative_sentence(spans: Any, span: Any) -> str:
+    return (
+        f"{_ATTEMPT}.evidence_spans[{spans.index(span)}].sentence_index: expected >= 0 or"
+        f" None, got {short_repr(span.sentence_index)}"
+    )
+
+
+def _not_a_binding(position: int, item: object) -> str:
+    return _not_a(f"bindings[{position}]", CandidateAttemptRunBinding, item)
+
+
+def _other_run(position: int, item: Any, run: Any) -> str:
+    return _differs(
+        f"bindings[{position}].original_run_id",
+        "the run's run_id",
+        run.run_id,
+        item.original_run_id,
+    )
+
+
+def _gap(offset: int, start: int, item: Any) -> str:
+    return (
+        f"bindings (sorted by attempt_index)[{offset}].attempt_index: expected"
+        f" {start + offset} (no gap after the run's attempts), got"
+        f" {short_repr(item.attempt_index)}"
+    )
+
+
+def _set_over_budget(consumed: Any, candidates: int, steps: int, depth: int) -> str:
+    return (
+        f"bindings together: expected to fit the run's remaining budget (candidates"
+        f" {short_repr(consumed.max_candidates - consumed.candidates_considered)}, steps"
+        f" {short_repr(consumed.max_steps - consumed.steps_used)}, max depth"
+        f" {short_repr(consumed.max_depth)}), got candidates {short_repr(candidates)},"
+        f" steps {short_repr(steps)}, depth {short_repr(depth)}"
+    )
+
+
+def _held_in_set(position: int, item: Any, name: str) -> str:
+    return (
+        f"bindings[{position}].{name}: expected a value neither the run nor"
+        f" another binding holds, got {short_repr(getattr(item, name))}"
     )
 
 
@@ -532,11 +841,18 @@ def _bind(
             explanation,
             known=ids,
         )
-    except Exception:  # the contract: bad data is refused, never raised
+    except Exception as error:  # the contract: bad data is refused, never raised
         # Only a forged or foreign value gets here (a deleted attribute, an object whose
         # comparison raises, a value the reference could not compare either): the
         # reference raises at this point, kernel refuses with the identities it has.
-        return _refusal(R.MALFORMED_INPUT_FIELD, (ids[0], ids[1], ids[2]))
+        return _refusal(
+            R.MALFORMED_INPUT_FIELD,
+            (ids[0], ids[1], ids[2]),
+            _unreadable,
+            error,
+            original_run,
+            candidate_operator_result,
+        )
 
 
 def _checked(
@@ -558,15 +874,27 @@ def _checked(
     # 1-3 (invalid_binding_input): the record types (a subclass passes, as there);
     # identities fill in as validated.
     if not isinstance(run, GeometricSearchRun):
-        return _refusal(R.INVALID_BINDING_INPUT)
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            _NO_IDS,
+            lambda: _not_a("original_run", GeometricSearchRun, run),
+        )
     known[0] = _known(run.run_id)
     if not isinstance(result, CandidateOperatorResult):
-        return _refusal(R.INVALID_BINDING_INPUT, (known[0], None, None))
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            (known[0], None, None),
+            lambda: _not_a("candidate_operator_result", CandidateOperatorResult, result),
+        )
     known[1] = _known(result.operator_result_id)
     attempt: object = result.candidate_attempt
     reconstruction: Any = result.candidate_reconstruction
     if not isinstance(attempt, CandidateAttempt):
-        return _refusal(R.INVALID_BINDING_INPUT, (known[0], known[1], None))
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            (known[0], known[1], None),
+            lambda: _not_a(f"{_RESULT}.candidate_attempt", CandidateAttempt, attempt),
+        )
     known[2] = _known(attempt.attempt_id)
     ids: _Ids = (known[0], known[1], known[2])
     # 4 (unsupported_schema_version): caller-declared version pairs.
@@ -580,10 +908,23 @@ def _checked(
         or schema_versions
         or policy_versions
     ) and (not _reference_pairs(schema_versions) or not _reference_pairs(policy_versions)):
-        return _refusal(R.UNSUPPORTED_SCHEMA_VERSION, ids)
+        return _refusal(
+            R.UNSUPPORTED_SCHEMA_VERSION,
+            ids,
+            lambda: _bad_pairs(schema_versions, policy_versions),
+        )
     # 5 (run_result_mismatch): the result was built for this run.
     if result.geometric_search_run_id != run.run_id:
-        return _refusal(R.RUN_RESULT_MISMATCH, ids)
+        return _refusal(
+            R.RUN_RESULT_MISMATCH,
+            ids,
+            lambda: _differs(
+                f"{_RESULT}.geometric_search_run_id",
+                "the run's run_id",
+                run.run_id,
+                result.geometric_search_run_id,
+            ),
+        )
     # 6 (attempt_result_mismatch): the result repeats its attempt faithfully.
     if (
         result.attempt_id != attempt.attempt_id
@@ -593,22 +934,60 @@ def _checked(
         or result.operator_name != attempt.operator_id
         or result.operator_version != attempt.operator_version
     ):
-        return _refusal(R.ATTEMPT_RESULT_MISMATCH, ids)
+        return _refusal(R.ATTEMPT_RESULT_MISMATCH, ids, lambda: _attempt_differs(result, attempt))
     # 7 (missing_candidate_reconstruction, kernel, where the reference raises
     # AttributeError; reconstruction_result_mismatch).
     try:
         reconstructed = reconstruction.candidate_digest
     except AttributeError:
-        return _refusal(R.MISSING_CANDIDATE_RECONSTRUCTION, ids)
+        return _refusal(
+            R.MISSING_CANDIDATE_RECONSTRUCTION,
+            ids,
+            lambda: _not_a(
+                f"{_RESULT}.candidate_reconstruction", CandidateReconstruction, reconstruction
+            ),
+        )
     if reconstructed != result.candidate_digest:
-        return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
+        return _refusal(
+            R.RECONSTRUCTION_RESULT_MISMATCH,
+            ids,
+            lambda: _differs(
+                f"{_RECON}.candidate_digest",
+                "the result's candidate_digest",
+                result.candidate_digest,
+                reconstructed,
+            ),
+        )
     if reconstruction.candidate_reconstruction_digest != result.candidate_reconstruction_digest:
-        return _refusal(R.RECONSTRUCTION_RESULT_MISMATCH, ids)
+        return _refusal(
+            R.RECONSTRUCTION_RESULT_MISMATCH,
+            ids,
+            lambda: _differs(
+                f"{_RECON}.candidate_reconstruction_digest",
+                "the result's candidate_reconstruction_digest",
+                result.candidate_reconstruction_digest,
+                reconstruction.candidate_reconstruction_digest,
+            ),
+        )
     # 8 (replay_status_not_pending) and 9 (replay_blockers_present).
     if attempt.replay_status is not CandidateReplayStatus.REPLAY_PENDING:
-        return _refusal(R.REPLAY_STATUS_NOT_PENDING, ids)
+        return _refusal(
+            R.REPLAY_STATUS_NOT_PENDING,
+            ids,
+            lambda: (
+                f"{_ATTEMPT}.replay_status: expected replay_pending,"
+                f" got {_shape(attempt.replay_status)}"
+            ),
+        )
     if attempt.replay_blockers != ():
-        return _refusal(R.REPLAY_BLOCKERS_PRESENT, ids)
+        return _refusal(
+            R.REPLAY_BLOCKERS_PRESENT,
+            ids,
+            lambda: (
+                f"{_ATTEMPT}.replay_blockers: expected none,"
+                f" got {short_repr(attempt.replay_blockers)}"
+            ),
+        )
     # 10 (run_identity_mismatch): the candidate addresses this run's problem. A record
     # altered after construction is judged as the reference judges it (a list of
     # residual ids is searched like a tuple); its shape is refused at 24.
@@ -616,32 +995,58 @@ def _checked(
     # consumed (the reference consumes it): refused instead, never mutated.
     residual_ids = run.residual_ids
     if _iterator(residual_ids):
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(
+            R.MALFORMED_INPUT_FIELD,
+            ids,
+            lambda: _consumed("original_run.residual_ids", residual_ids),
+        )
     if (
         reconstruction.source_residual_id not in residual_ids
         or reconstruction.problem_frame_digest != run.problem_frame_digest
         or reconstruction.original_contract_assessment_id != run.contract_assessment_id
     ):
-        return _refusal(R.RUN_IDENTITY_MISMATCH, ids)
+        return _refusal(
+            R.RUN_IDENTITY_MISMATCH, ids, lambda: _identity_differs(run, reconstruction)
+        )
     # 11 (operator_set_mismatch): built by the run's operator set.
     provenance = reconstruction.operator_provenance
     if _iterator(provenance):
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(
+            R.MALFORMED_INPUT_FIELD,
+            ids,
+            lambda: _consumed(f"{_RECON}.operator_provenance", provenance),
+        )
     if ("operator_set_id", run.operator_set_id) not in provenance or (
         "operator_set_version",
         run.operator_set_version,
     ) not in provenance:
-        return _refusal(R.OPERATOR_SET_MISMATCH, ids)
+        return _refusal(
+            R.OPERATOR_SET_MISMATCH,
+            ids,
+            lambda: (
+                f"{_RECON}.operator_provenance: expected the pairs (operator_set_id,"
+                f" {short_repr(run.operator_set_id)}) and (operator_set_version,"
+                f" {short_repr(run.operator_set_version)}), got {short_repr(provenance)}"
+            ),
+        )
     # 12 (malformed_evidence_span): valid, and one span stream, never merged.
     spans = attempt.evidence_spans
     valid_spans, exact_spans = _valid_spans(spans)
     if not valid_spans or result.evidence_spans != spans or reconstruction.evidence_spans != spans:
-        return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
+        return _refusal(
+            R.MALFORMED_EVIDENCE_SPAN,
+            ids,
+            lambda: _span_problem(valid_spans, spans, result, reconstruction),
+        )
     # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
     # existing attempts hold exactly the indices 0..n-1 in order.
     existing_attempts: Any = run.candidate_attempts
     if _iterator(existing_attempts):
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(
+            R.MALFORMED_INPUT_FIELD,
+            ids,
+            lambda: _consumed("original_run.candidate_attempts", existing_attempts),
+        )
     index = attempt.attempt_index
     attempt_id = attempt.attempt_id
     candidate_digest = attempt.candidate_digest
@@ -651,11 +1056,32 @@ def _checked(
     for position, existing in enumerate(existing_attempts):
         existing_index = existing.attempt_index
         if existing_index == index:
-            return _refusal(R.DUPLICATE_ATTEMPT_INDEX, ids)
+            return _refusal(
+                R.DUPLICATE_ATTEMPT_INDEX,
+                ids,
+                _held,
+                f"{_ATTEMPT}.attempt_index",
+                index,
+                position,
+            )
         if existing.attempt_id == attempt_id:
-            return _refusal(R.DUPLICATE_ATTEMPT_ID, ids)
+            return _refusal(
+                R.DUPLICATE_ATTEMPT_ID,
+                ids,
+                _held,
+                f"{_ATTEMPT}.attempt_id",
+                attempt_id,
+                position,
+            )
         if existing.candidate_digest == candidate_digest:
-            return _refusal(R.DUPLICATE_CANDIDATE_DIGEST, ids)
+            return _refusal(
+                R.DUPLICATE_CANDIDATE_DIGEST,
+                ids,
+                _held,
+                f"{_ATTEMPT}.candidate_digest",
+                candidate_digest,
+                position,
+            )
         if type(existing_index) is not int or existing_index != position:
             ordered = False
         prior = existing.budget_charge
@@ -683,7 +1109,11 @@ def _checked(
     try:
         charged_candidates = charge.candidates
     except AttributeError:
-        return _refusal(R.MISSING_BUDGET_CHARGE, ids)
+        return _refusal(
+            R.MISSING_BUDGET_CHARGE,
+            ids,
+            lambda: _not_a(f"{_ATTEMPT}.budget_charge", BudgetCharge, charge),
+        )
     depth = attempt.depth
     if (
         charged_candidates < 0
@@ -695,7 +1125,11 @@ def _checked(
         or max(consumed.depth_reached, depth) > consumed.max_depth
         or consumed.parallelism_used > consumed.max_parallelism
     ):
-        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, ids)
+        return _refusal(
+            R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+            ids,
+            lambda: _over_budget(charge, depth, attempt.step_index, consumed),
+        )
     # -- kernel's stricter checks, after every reference check --------------------
     # 15 (malformed_input_field): every number read is an exact int (bool is not);
     # explanation is prose, a str.
@@ -716,34 +1150,91 @@ def _checked(
         consumed.max_parallelism,
     )
     if set(map(type, numbers)) != _INT_ONLY or type(explanation) is not str:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids, lambda: _not_int(numbers, explanation))
     # 16 (unsupported_run_policy) and 17 (unsupported_operator_policy).
     if (
         run.run_policy_version != GEOMETRIC_SEARCH_RUN_POLICY_VERSION
         or run.schema_version != GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION
     ):
-        return _refusal(R.UNSUPPORTED_RUN_POLICY, ids)
+        return _refusal(
+            R.UNSUPPORTED_RUN_POLICY,
+            ids,
+            lambda: (
+                f"original_run.run_policy_version and schema_version: expected"
+                f" {GEOMETRIC_SEARCH_RUN_POLICY_VERSION!r} and"
+                f" {GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION!r},"
+                f" got {short_repr(run.run_policy_version)} and {short_repr(run.schema_version)}"
+            ),
+        )
     if result.operator_policy_version != CANDIDATE_OPERATOR_POLICY_VERSION:
-        return _refusal(R.UNSUPPORTED_OPERATOR_POLICY, ids)
+        return _refusal(
+            R.UNSUPPORTED_OPERATOR_POLICY,
+            ids,
+            lambda: _differs(
+                f"{_RESULT}.operator_policy_version",
+                "the v1 policy",
+                CANDIDATE_OPERATOR_POLICY_VERSION,
+                result.operator_policy_version,
+            ),
+        )
     # 18 (unsupported_binding_policy): the caller expects another binding policy.
     if _declares_other_binding_policy(policy_versions):  # type: ignore[arg-type]
-        return _refusal(R.UNSUPPORTED_BINDING_POLICY, ids)
+        return _refusal(
+            R.UNSUPPORTED_BINDING_POLICY,
+            ids,
+            lambda: (
+                f"policy_versions: expected {BINDING_POLICY_NAME} (when declared) to be"
+                f" {CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION!r},"
+                f" got {short_repr(policy_versions)}"
+            ),
+        )
     # 19 (non_positive_budget_charge): ADR section 10, a charge is positive.
     if charge.candidates <= 0 or charge.steps <= 0:
-        return _refusal(R.NON_POSITIVE_BUDGET_CHARGE, ids)
+        return _refusal(
+            R.NON_POSITIVE_BUDGET_CHARGE,
+            ids,
+            lambda: (
+                f"{_ATTEMPT}.budget_charge: expected candidates and steps > 0, got"
+                f" candidates {short_repr(charge.candidates)}, steps {short_repr(charge.steps)}"
+            ),
+        )
     # 20 (unsupported_parallelism): ADR section 10, v1 runs are sequential.
     if consumed.max_parallelism != 1:
-        return _refusal(R.UNSUPPORTED_PARALLELISM, ids)
+        return _refusal(
+            R.UNSUPPORTED_PARALLELISM,
+            ids,
+            lambda: (
+                f"original_run.budget_consumed.max_parallelism: expected 1 (v1 runs are"
+                f" sequential), got {short_repr(consumed.max_parallelism)}"
+            ),
+        )
     # 21 (ambiguous_attempt_order) and 22 (attempt_index_gap): ADR section 9, no
     # inferred position, no gap: admissible only at index n after 0..n-1.
     if not ordered:
-        return _refusal(R.AMBIGUOUS_ATTEMPT_ORDER, ids)
+        return _refusal(
+            R.AMBIGUOUS_ATTEMPT_ORDER,
+            ids,
+            lambda: _disordered(existing_attempts),
+        )
     if index != len(existing_attempts):
-        return _refusal(R.ATTEMPT_INDEX_GAP, ids)
+        return _refusal(
+            R.ATTEMPT_INDEX_GAP,
+            ids,
+            lambda: (
+                f"{_ATTEMPT}.attempt_index: expected {len(existing_attempts)} (the next"
+                f" index after the run's attempts), got {short_repr(index)}"
+            ),
+        )
     # 23 (malformed_evidence_span): the kernel's span rule adds sentence_index >= 0.
     for span in spans:
         if span.sentence_index is not None and span.sentence_index < 0:
-            return _refusal(R.MALFORMED_EVIDENCE_SPAN, ids)
+            return _refusal(
+                R.MALFORMED_EVIDENCE_SPAN,
+                ids,
+                _negative_sentence,
+                spans,
+                span,
+            )
     # 24 (malformed_input_field): everything that enters an id has its record shape
     # (a record altered after construction fails here, never as an exception), and
     # the canonical encoder accepts it (no lone surrogate, no int beyond 2**53 - 1).
@@ -789,7 +1280,7 @@ def _checked(
         or type(existing_attempts) is not tuple
         or any(type(existing) is not CandidateAttempt for existing in existing_attempts)
     ):
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(R.MALFORMED_INPUT_FIELD, ids, lambda: _unshaped(run, result))
     # Version pairs the reference accepts as subclasses (NamedTuple, str subclass) are
     # normalised to exact tuples of exact str: they hash the same, and records hold them.
     schema_versions = _exact_pairs(schema_versions)
@@ -803,7 +1294,11 @@ def _checked(
         or charged[1] > consumed.steps_used
         or charged[2] > consumed.depth_reached
     ):
-        return _refusal(R.RUN_ACCOUNTING_UNDERSTATED, ids)
+        return _refusal(
+            R.RUN_ACCOUNTING_UNDERSTATED,
+            ids,
+            lambda: _understated(charged, consumed),
+        )
     # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids come
     # from the codec without building the records first, and the binding is built
     # without re-running its validators (the hot path; a property test holds this
@@ -852,7 +1347,11 @@ def _checked(
         }
         fields["binding_id"] = id_of_fields(CandidateAttemptRunBinding, fields)
     except CanonicalizationError:
-        return _refusal(R.MALFORMED_INPUT_FIELD, ids)
+        return _refusal(
+            R.MALFORMED_INPUT_FIELD,
+            ids,
+            lambda: _unshaped(run, result, encodable=False),
+        )
     binding = _trusted(CandidateAttemptRunBinding, fields)
     return binding, input_fields
 
@@ -889,23 +1388,26 @@ def bind_candidate_attempt_to_run(
     return outcome  # type: ignore[return-value]
 
 
+_COMPARED_FIELDS: Final = (
+    "binding_policy_version",
+    "original_run_id",
+    "operator_result_id",
+    "candidate_attempt_id",
+    "attempt_index",
+    "candidate_digest",
+    "candidate_reconstruction_digest",
+    "budget_charge",
+    "depth",
+    "step_index",
+    "run_attempt_membership",
+    "evidence_spans",
+    "reason_codes",
+)
+"""Every binding field `verify_binding` compares after the two digests."""
+
+
 def _compared(binding: CandidateAttemptRunBinding) -> tuple[object, ...]:
-    """Every binding field `verify_binding` compares after the two digests."""
-    return (
-        binding.binding_policy_version,
-        binding.original_run_id,
-        binding.operator_result_id,
-        binding.candidate_attempt_id,
-        binding.attempt_index,
-        binding.candidate_digest,
-        binding.candidate_reconstruction_digest,
-        binding.budget_charge,
-        binding.depth,
-        binding.step_index,
-        binding.run_attempt_membership,
-        binding.evidence_spans,
-        binding.reason_codes,
-    )
+    return tuple(getattr(binding, name) for name in _COMPARED_FIELDS)
 
 
 def _refusing(
@@ -918,8 +1420,15 @@ def _refusing(
     def refusing(*args: P.args, **kwargs: P.kwargs) -> T | CandidateAttemptRunBindingRefusal:
         try:
             return verify(*args, **kwargs)
-        except Exception:  # the contract: bad data is refused, never raised
-            return _refusal(R.MALFORMED_INPUT_FIELD)
+        except Exception as error:  # the contract: bad data is refused, never raised
+            return _refusal(
+                R.MALFORMED_INPUT_FIELD,
+                _NO_IDS,
+                _unreadable,
+                error,
+                *args,
+                *kwargs.values(),
+            )
 
     # What functools.wraps does, spelt out (this module's import surface is ADR-0232's).
     for name in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
@@ -954,7 +1463,11 @@ def verify_binding(
     """
     # 1: the thing verified is a binding.
     if type(binding) is not CandidateAttemptRunBinding:
-        return _refusal(R.INVALID_BINDING_INPUT)
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            _NO_IDS,
+            lambda: _not_a("binding", CandidateAttemptRunBinding, binding),
+        )
     ids: _Ids = (
         _known(binding.original_run_id),
         _known(binding.operator_result_id),
@@ -962,14 +1475,30 @@ def verify_binding(
     )
     # 2: a binding of another policy is not ours to verify.
     if binding.binding_policy_version != CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION:
-        return _refusal(R.UNSUPPORTED_BINDING_POLICY, ids)
+        return _refusal(
+            R.UNSUPPORTED_BINDING_POLICY,
+            ids,
+            lambda: _differs(
+                "binding.binding_policy_version",
+                "the v1 policy",
+                CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+                binding.binding_policy_version,
+            ),
+        )
     # 3: the binding is internally sealed.
     try:
         sealed = compute_id(binding) == binding.binding_id
     except ValueError:
         sealed = False
     if not sealed:
-        return _refusal(R.BINDING_ID_MISMATCH, ids)
+        return _refusal(
+            R.BINDING_ID_MISMATCH,
+            ids,
+            lambda: (
+                f"binding.binding_id: expected the id recomputed over the binding,"
+                f" got {short_repr(binding.binding_id)}"
+            ),
+        )
     # 4: the inputs bind now.
     outcome = _bind(original_run, candidate_operator_result, schema_versions, policy_versions, "")
     if type(outcome) is not tuple:
@@ -977,11 +1506,29 @@ def verify_binding(
     expected, input_fields = outcome
     # 5-7: the binding is the one these inputs yield.
     if binding.input_digest != expected.input_digest:
-        return _refusal(R.INPUT_DIGEST_MISMATCH, ids)
+        return _refusal(
+            R.INPUT_DIGEST_MISMATCH,
+            ids,
+            lambda: _differs(
+                "binding.input_digest",
+                "the digest of these inputs",
+                expected.input_digest,
+                binding.input_digest,
+            ),
+        )
     if binding.candidate_attempt_ref != expected.candidate_attempt_ref:
-        return _refusal(R.CANDIDATE_ATTEMPT_REF_MISMATCH, ids)
+        return _refusal(
+            R.CANDIDATE_ATTEMPT_REF_MISMATCH,
+            ids,
+            lambda: _differs(
+                "binding.candidate_attempt_ref",
+                "the attempt's content digest",
+                expected.candidate_attempt_ref,
+                binding.candidate_attempt_ref,
+            ),
+        )
     if _compared(binding) != _compared(expected):
-        return _refusal(R.BINDING_RECORD_MISMATCH, ids)
+        return _refusal(R.BINDING_RECORD_MISMATCH, ids, lambda: _record_differs(binding, expected))
     return CandidateAttemptRunBindingInput(input_digest=expected.input_digest, **input_fields)  # type: ignore[arg-type]
 
 
@@ -1011,32 +1558,78 @@ def verify_binding_set(
     """
     # 1: a run, and bindings of it.
     if type(original_run) is not GeometricSearchRun:
-        return _refusal(R.INVALID_BINDING_INPUT)
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            _NO_IDS,
+            lambda: _not_a("original_run", GeometricSearchRun, original_run),
+        )
     run_ids: _Ids = (_known(original_run.run_id), None, None)
     try:
         items = tuple(bindings)
     except TypeError:
-        return _refusal(R.INVALID_BINDING_INPUT, run_ids)
-    for item in items:
+        return _refusal(
+            R.INVALID_BINDING_INPUT,
+            run_ids,
+            lambda: f"bindings: expected an iterable of bindings, got {_shape(bindings)}",
+        )
+    for position, item in enumerate(items):
         if type(item) is not CandidateAttemptRunBinding:
-            return _refusal(R.INVALID_BINDING_INPUT, run_ids)
+            return _refusal(
+                R.INVALID_BINDING_INPUT,
+                run_ids,
+                _not_a_binding,
+                position,
+                item,
+            )
         if item.original_run_id != original_run.run_id:
-            return _refusal(R.RUN_RESULT_MISMATCH, run_ids)
+            return _refusal(
+                R.RUN_RESULT_MISMATCH,
+                run_ids,
+                _other_run,
+                position,
+                item,
+                original_run,
+            )
     # 2: vacuous input is refused, never a vacuous "ok".
     if not items:
-        return _refusal(R.EMPTY_BINDING_SET, run_ids)
+        return _refusal(
+            R.EMPTY_BINDING_SET,
+            run_ids,
+            lambda: "bindings: expected at least one binding, got 0",
+        )
     existing = original_run.candidate_attempts
     # 3: duplicates across the set and the run.
     indices = {attempt.attempt_index for attempt in existing}
     attempt_ids = {attempt.attempt_id for attempt in existing}
     digests = {attempt.candidate_digest for attempt in existing}
-    for item in items:
+    for position, item in enumerate(items):
         if item.attempt_index in indices:
-            return _refusal(R.DUPLICATE_ATTEMPT_INDEX, run_ids)
+            return _refusal(
+                R.DUPLICATE_ATTEMPT_INDEX,
+                run_ids,
+                _held_in_set,
+                position,
+                item,
+                "attempt_index",
+            )
         if item.candidate_attempt_id in attempt_ids:
-            return _refusal(R.DUPLICATE_ATTEMPT_ID, run_ids)
+            return _refusal(
+                R.DUPLICATE_ATTEMPT_ID,
+                run_ids,
+                _held_in_set,
+                position,
+                item,
+                "candidate_attempt_id",
+            )
         if item.candidate_digest in digests:
-            return _refusal(R.DUPLICATE_CANDIDATE_DIGEST, run_ids)
+            return _refusal(
+                R.DUPLICATE_CANDIDATE_DIGEST,
+                run_ids,
+                _held_in_set,
+                position,
+                item,
+                "candidate_digest",
+            )
         indices.add(item.attempt_index)
         attempt_ids.add(item.candidate_attempt_id)
         digests.add(item.candidate_digest)
@@ -1045,7 +1638,14 @@ def verify_binding_set(
     start = len(existing)
     for offset, item in enumerate(ordered):
         if item.attempt_index != start + offset:
-            return _refusal(R.ATTEMPT_INDEX_GAP, run_ids)
+            return _refusal(
+                R.ATTEMPT_INDEX_GAP,
+                run_ids,
+                _gap,
+                offset,
+                start,
+                item,
+            )
     # 5: together within the run's remaining budget.
     consumed = original_run.budget_consumed
     candidates = sum(item.budget_charge.candidates for item in ordered)
@@ -1056,5 +1656,13 @@ def verify_binding_set(
         or consumed.steps_used + steps > consumed.max_steps
         or max(consumed.depth_reached, depth) > consumed.max_depth
     ):
-        return _refusal(R.BUDGET_CHARGE_EXCEEDS_REMAINING, run_ids)
+        return _refusal(
+            R.BUDGET_CHARGE_EXCEEDS_REMAINING,
+            run_ids,
+            _set_over_budget,
+            consumed,
+            candidates,
+            steps,
+            depth,
+        )
     return ordered
