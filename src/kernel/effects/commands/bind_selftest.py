@@ -76,7 +76,12 @@ def _reference_refusal() -> None:
     outcome = bind_candidate_attempt_to_run(original_run=run, candidate_operator_result=result)
     if not isinstance(outcome, CandidateAttemptRunBindingRefusal):
         raise SelfTestFailure("a result naming another run was bound")
-    if outcome.to_dict() != case["refusal"]:
+    document, reference = outcome.to_dict(), case["refusal"]
+    # Every field is the reference's; the prose adds what was expected and found after
+    # the reference's own sentence (it never enters an id).
+    if {**document, "explanation": ""} != {**reference, "explanation": ""} or not document[
+        "explanation"
+    ].startswith(reference["explanation"] + " "):
         raise SelfTestFailure(f"refusal {outcome.binding_refusal_id} differs from the reference")
 
 
@@ -120,7 +125,7 @@ def _correlated_unanimity_is_refused() -> None:
 
 BIND_CHECKS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("binding: the ADR-0232 reference chain binds to the reference binding", _reference_binding),
-    ("binding: the reference refusal reproduces byte for byte", _reference_refusal),
+    ("binding: the reference refusal reproduces (its id byte for byte)", _reference_refusal),
     (
         "corroboration: a plurality is not a consensus; a strict majority is",
         _plurality_is_not_consensus,
