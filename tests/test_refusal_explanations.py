@@ -56,6 +56,7 @@ from kernel.strategies import (
     binding_refusals,
     reports,
     result_manifests,
+    run_observations,
     verification_results,
     work_units,
 )
@@ -471,3 +472,64 @@ def test_property_no_binding_refusal_is_just_codes(
     """Every refusal the corrupted-pair strategy yields explains its one check."""
     assert refusal.explanation.startswith(f"{REFERENCE_SENTENCE}: {refusal.reason_codes[0]}. ")
     not_just_codes(refusal, REFERENCE_SENTENCE)
+
+
+_TEXTS = st.one_of(st.sampled_from(["", " ", "accept", "reject", "accept_candidate"]), st.text())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    report=reports(3),
+    decision=_TEXTS,
+    rationale=_TEXTS,
+    decider_id=_TEXTS,
+    decider_type=st.sampled_from(["human", "governance_body", "bot"]),
+    decided_at=st.one_of(st.just("2026-01-01T00:00:00Z"), st.text(max_size=30)),
+    selected=st.one_of(st.none(), st.text(max_size=5)),
+)
+def test_property_no_decision_refusal_is_just_codes(
+    report: RunEvidenceReport,
+    decision: str,
+    rationale: str,
+    decider_id: str,
+    decider_type: str,
+    decided_at: str,
+    selected: str | None,
+) -> None:
+    """Any arguments record_decision refuses: the refusal explains every failed check."""
+    outcome = record_decision(
+        report,
+        decision_id="d-1",
+        decision=decision,
+        rationale=rationale,
+        decider_id=decider_id,
+        decider_type=decider_type,
+        decided_at=decided_at,
+        selected_attempt_id=selected,
+    )
+    if isinstance(outcome, DecisionRefusal):
+        not_just_codes(outcome, "decision refused")
+        for code in outcome.reason_codes:
+            assert f"[{code}]" in outcome.explanation
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    observations=run_observations(0, 5),
+    order=st.permutations(range(5)),
+    baseline=st.one_of(st.none(), st.text(max_size=70)),
+    candidate=st.one_of(st.none(), st.text(max_size=70)),
+)
+def test_property_no_consensus_refusal_is_just_codes(
+    observations: tuple[RunObservation, ...],
+    order: list[int],
+    baseline: str | None,
+    candidate: str | None,
+) -> None:
+    """Shuffled runs and arbitrary digests: every consensus refusal explains itself."""
+    shuffled = tuple(observations[i] for i in order if i < len(observations))
+    outcome = build_consensus(shuffled, baseline_output_digest=baseline, candidate_digest=candidate)
+    if isinstance(outcome, ConsensusRefusal):
+        not_just_codes(outcome, "cannot judge these runs")
+        for code in outcome.reason_codes:
+            assert f"[{code}]" in outcome.explanation
