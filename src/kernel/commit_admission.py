@@ -299,34 +299,29 @@ def verify_admission(
     # (``attrs.evolve(admission, evidence_class=VERIFIED)``) keeps it. Its fields, as
     # they are now, must give that id too.
     held_id = compute_id(outcome, cached=False)
-    if held_id != found_id:
-        return seal(
-            CommitRefusal,
-            branch_id=branch.branch_id,
-            branch_digest=derived.branch_digest,
-            reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
-            explanation=(
-                f"branch {branch.branch_id}: the {type(outcome).__name__}'s fields give the "
-                f"id {held_id}, but it carries {found_id} (altered after it was sealed)"
-            ),
-        )
-    if type(derived) is type(outcome) and expected_id == found_id:
+    if held_id == found_id and type(derived) is type(outcome) and expected_id == found_id:
         return AdmissionVerified(
             branch_id=branch.branch_id,
             branch_digest=derived.branch_digest,
             outcome_id=found_id,
             admitted=isinstance(outcome, Admission),
         )
+    if held_id != found_id:
+        found = (
+            f"the {type(outcome).__name__}'s fields give the id {held_id}, but it carries "
+            f"{found_id} (altered after it was sealed)"
+        )
+    else:
+        found = (
+            f"expected the {type(derived).__name__} {expected_id} that admit_to_commit "
+            f"derives from the branch, found the {type(outcome).__name__} {found_id}"
+        )
     return seal(
         CommitRefusal,
         branch_id=branch.branch_id,
         branch_digest=derived.branch_digest,
         reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
-        explanation=(
-            f"branch {branch.branch_id}: expected the {type(derived).__name__} {expected_id} "
-            f"that admit_to_commit derives from the branch, found the "
-            f"{type(outcome).__name__} {found_id}"
-        ),
+        explanation=f"branch {branch.branch_id}: {found}",
     )
 
 
