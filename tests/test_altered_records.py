@@ -159,3 +159,20 @@ def test_malformed_finds_where_a_record_tree_breaks_its_annotations() -> None:
 
     assert malformed(Hostile(a=1)) is None
     assert malformed(3) is None
+
+
+@attrs.frozen(kw_only=True)
+class Node(Record):
+    """A record type that may hold another of its kind (kernel's own never do)."""
+
+    name: str
+    child: Node | None = None
+
+
+def test_a_record_made_to_hold_itself_is_named_not_walked_forever() -> None:
+    leaf = Node(name="leaf")
+    root = Node(name="root", child=Node(name="mid", child=leaf))
+    assert malformed(root) is None
+    assert malformed((leaf, leaf), "shared") is None  # one record twice is no loop
+    object.__setattr__(leaf, "child", root)
+    assert malformed(root, "root") == ("root.child.child.child", "a record that holds itself")

@@ -125,6 +125,26 @@ def test_seed_8_digest_binding_drift_is_refused(field: str, reason: ReportReason
     assert ReportRefusal.from_dict(outcome.to_dict()) == outcome
 
 
+def test_a_report_checked_against_a_run_whose_report_cannot_be_built_is_refused() -> None:
+    """The source run given with a report must itself build a report: a drifted run
+    is named as the source mismatch, with the build's own codes."""
+    run = _run("two-attempt-good-vs-bad")
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    attempt = run.attempts[0]
+    assert attempt.manifest is not None
+    drifted = attrs.evolve(
+        attempt, manifest=attrs.evolve(attempt.manifest, work_unit_digest="1" * 64)
+    )
+    outcome = check_evidence_report(
+        report, run=attrs.evolve(run, attempts=(drifted, run.attempts[1]))
+    )
+    assert isinstance(outcome, ReportRefusal)
+    assert outcome.reason_codes == (ReportReason.SOURCE,)
+    assert "run: expected a run whose report builds" in outcome.explanation
+    assert str(ReportReason.MANIFEST_WORK_UNIT_DRIFT) in outcome.explanation
+
+
 def test_manifest_work_unit_drift_is_refused() -> None:
     """A manifest bound to another work unit digest is refused too."""
     run = _run("two-attempt-good-vs-bad")

@@ -249,9 +249,7 @@ def _names(values: list[str], limit: int = 5) -> str:
 
 
 def _text_found(value: object) -> str:
-    """What a text field holds, for a message (None and blank named as such)."""
-    if value is None:
-        return "None"
+    """What a text field holds, for a message (blank text named as such)."""
     if type(value) is str and not value.strip():
         return f"blank text {short_repr(value)}"
     return short_repr(value)
