@@ -730,7 +730,7 @@ def _accepts_int(value: object) -> bool:
 
 def _check_str(value: object, path: str) -> None:
     if type(value) is not str:
-        raise FieldError(path, f"expected str, got {_found_type(value)}")
+        raise FieldError(path, f"expected str, got {describe_found(value)}")
     if not is_canonical_str(value):
         raise FieldError(path, "string holds a lone surrogate (not valid Unicode)")
 
@@ -738,14 +738,14 @@ def _check_str(value: object, path: str) -> None:
 def _check_int(value: object, path: str) -> None:
     if type(value) is not int or not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         raise FieldError(
-            path, f"expected an integer within +/-(2**53 - 1), got {_found_type(value)}"
+            path, f"expected an integer within +/-(2**53 - 1), got {describe_found(value)}"
         )
 
 
 def _exact_check(kind: type) -> _Check:
     def check_exact(value: object, path: str) -> None:
         if type(value) is not kind:
-            raise FieldError(path, f"expected {kind.__name__}, got {_found_type(value)}")
+            raise FieldError(path, f"expected {kind.__name__}, got {describe_found(value)}")
 
     return check_exact
 
@@ -756,7 +756,7 @@ def _class_check(kind: type) -> _Check:
 
     def check_class(value: object, path: str) -> None:
         if type(value) is not kind and not (abstract and isinstance(value, kind)):
-            raise FieldError(path, f"expected {a} {kind.__name__}, got {_found_type(value)}")
+            raise FieldError(path, f"expected {a} {kind.__name__}, got {describe_found(value)}")
 
     return check_class
 
@@ -792,13 +792,16 @@ def short_repr(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
-def _found_type(value: object) -> str:
-    """What a wrong value is: its exact type, and a short repr of a scalar."""
+def describe_found(value: object) -> str:
+    """What a wrong value is, for an error message (never raises): its exact type, a
+    short repr of a scalar (``int 5``, ``str 'x'``), the size of a container."""
     kind = type(value).__name__
     if value is None or isinstance(value, enum.Enum | Record):
         return kind
     if isinstance(value, str | int | float):
         return f"{kind} {short_repr(value)}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return f"{kind} of {len(value)} items"
     return kind
 
 
@@ -832,7 +835,7 @@ def _union_rule(members: tuple[Any, ...], where: str) -> _Rule | None:
             except FieldError:
                 continue
             return
-        raise FieldError(path, f"expected {names}, got {_found_type(value)}")
+        raise FieldError(path, f"expected {names}, got {describe_found(value)}")
 
     if all(r.types is not None for r in known):
         return _typed_rule(check_union, frozenset().union(*(r.types or () for r in known)))

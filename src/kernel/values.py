@@ -54,7 +54,15 @@ from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
 
-from kernel.codec import Identity, Record, field_check, field_error, malformed, short_repr
+from kernel.codec import (
+    Identity,
+    Record,
+    describe_found,
+    field_check,
+    field_error,
+    malformed,
+    short_repr,
+)
 from kernel.errors import ArgumentTypeError, RefusedError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
@@ -599,16 +607,6 @@ def _raise_on_mismatch(function: str, param: str, value: object, hints: dict[str
         raise ArgumentTypeError(function, *problem)
 
 
-def _found(value: object) -> str:
-    """What a value is, for an error message: its type, and a short repr of scalars."""
-    kind = type(value).__name__
-    if isinstance(value, str | int | float) and not isinstance(value, enum.Enum):
-        return f"{kind} {short_repr(value)}"
-    if isinstance(value, list | tuple | dict | set | frozenset):
-        return f"{kind} of {len(value)} items"
-    return kind
-
-
 def _describe(hint: object) -> str:
     if isinstance(hint, type):
         return "None" if hint is type(None) else hint.__name__
@@ -653,7 +651,7 @@ def _mismatch(value: object, hint: Any, path: str) -> tuple[str, str, str] | Non
         )
     else:
         return None  # Iterable, Callable, ...: checked by the function itself
-    return None if ok else (path, _describe(hint), _found(value))
+    return None if ok else (path, _describe(hint), describe_found(value))
 
 
 def _items_mismatch(
