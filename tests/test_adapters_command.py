@@ -200,6 +200,14 @@ PROTECTED_CASES: dict[str, tuple[str, CheckStatus]] = {
     "renames-tests": ("mv test_stats.py renamed.py\n", CheckStatus.FAILED),
     "symlinks-a-test": ("ln -s stats.py test_link.py\n", CheckStatus.FAILED),
     "chmods-tests": ("chmod +x test_stats.py\n", CheckStatus.FAILED),
+    # Patch hygiene (issue 18 item 4): same check, each with its own reason code.
+    "stats-links-outside": ("rm stats.py && ln -s /etc/hostname stats.py\n", CheckStatus.FAILED),
+    "adds-bytecode": (
+        "mkdir __pycache__ && printf '\\000' > __pycache__/s.pyc\n",
+        CheckStatus.FAILED,
+    ),
+    "shadows-tests": ("mkdir test_stats && : > test_stats/__init__.pyc\n", CheckStatus.FAILED),
+    "adds-gitattributes": ("printf '* filter=x\\n' > .gitattributes\n", CheckStatus.FAILED),
 }
 
 

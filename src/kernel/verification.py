@@ -190,8 +190,15 @@ class CheckReason(enum.StrEnum):
     ``expected_test_skipped``, ``expected_test_failed``, ``runner_exit_nonzero``.
     Commands (`kernel.effects.adapters.command`): ``exit_status_only`` (exit 0 is no
     per-test evidence, never a pass), ``nonzero_exit``, ``timeout``,
-    ``limit_exceeded`` (a sandbox resource limit), ``start_failed``; protected paths:
-    ``protected_path_touched``, ``patch_unreadable``.
+    ``limit_exceeded`` (a sandbox resource limit), ``start_failed``; the patch rules of
+    ``protected-paths`` (`kernel.effects.adapters.patch.HYGIENE_RULES`):
+    ``protected_path_touched``, ``patch_unreadable``, ``bytecode_added`` (``*.pyc``,
+    ``__pycache__/``), ``sourceless_module`` (``.so``/``.pyd``),
+    ``shadows_protected_module`` (a package or module of another kind with a protected
+    module's import name), ``symlink_escapes_tree``, ``symlink_in_tree``,
+    ``git_metadata`` (``.git``, ``.gitattributes``, ``.gitmodules``); the static screen
+    (`kernel.effects.adapters.screen`): ``suspicious_code``; oracle checks
+    (`kernel.effects.adapters.oracle`): ``oracle_mismatch``, ``oracle_output_unreadable``.
     """
 
     RESULT_MISSING = "result_missing"
@@ -211,6 +218,15 @@ class CheckReason(enum.StrEnum):
     START_FAILED = "start_failed"
     PROTECTED_PATH_TOUCHED = "protected_path_touched"
     PATCH_UNREADABLE = "patch_unreadable"
+    BYTECODE_ADDED = "bytecode_added"
+    SOURCELESS_MODULE = "sourceless_module"
+    SHADOWS_PROTECTED_MODULE = "shadows_protected_module"
+    SYMLINK_ESCAPES_TREE = "symlink_escapes_tree"
+    SYMLINK_IN_TREE = "symlink_in_tree"
+    GIT_METADATA = "git_metadata"
+    SUSPICIOUS_CODE = "suspicious_code"
+    ORACLE_MISMATCH = "oracle_mismatch"
+    ORACLE_OUTPUT_UNREADABLE = "oracle_output_unreadable"
 
 
 class Recommendation(enum.StrEnum):

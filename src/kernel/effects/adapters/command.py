@@ -39,8 +39,11 @@ Rules enforced:
   checked against the manifest's digest), copies them to its own private folder (a
   `kernel.effects.sandbox.private_tempdir`, invisible to every sandbox), and
   runs each check in its *own fresh* sandbox of the baseline with the patch applied
-  (an empty patch applies nothing); ``protected`` paths touched by the patch fail the
-  built-in required check ``protected-paths`` (a worker may not rewrite the tests);
+  (an empty patch applies nothing); the built-in required check ``protected-paths``
+  reads the patch (`kernel.effects.adapters.patch.HYGIENE_RULES`, one reason code
+  each) and fails it when it touches a ``protected`` path (a worker may not rewrite the
+  tests), adds bytecode or a sourceless module, shadows a protected module's import
+  name, adds or retargets a symlink, or touches git metadata;
 - a ``tests`` check (``{"id": ..., "tests": {"fail_to_pass": [...], "pass_to_pass":
   [...]}, "python": "python3"}``) runs ``python -I <kernel runner> TEST...``
   (`kernel.effects.adapters.unittest_junit`, read-only in the sandbox) and passes only
@@ -68,7 +71,6 @@ paths, kinds, executable bits, content digests, symlink targets), ``worker:<atte
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import secrets
@@ -100,7 +102,13 @@ from kernel.effects.adapters.base import (
     record_worker_sandbox,
 )
 from kernel.effects.adapters.junit import MAX_RESULT_BYTES, judge_tests, read_junit
-from kernel.effects.adapters.patch import PatchRefusal, changed_paths, parse_patch
+from kernel.effects.adapters.patch import (
+    FileChange,
+    PatchRefusal,
+    changed_paths,
+    hygiene_findings,
+    parse_patch,
+)
 from kernel.effects.adapters.unittest_junit import NONCE_ENV
 from kernel.effects.sandbox import (
     Capture,
@@ -631,42 +639,8 @@ class CommandVerifier:
         required_ids = set(work_unit.required_validators)
         results: list[CheckResult] = []
         reasons: dict[str, CheckReason] = {}
-        if self.protected:
-            parsed = parse_patch(data)
-            touched = None if isinstance(parsed, PatchRefusal) else changed_paths(parsed)
-            hit = touched is None or any(
-                fnmatch.fnmatchcase(p, g) or fnmatch.fnmatchcase(PurePosixPath(p).name, g)
-                for p in touched
-                for g in self.protected
-            )
-            if hit:
-                reasons[PROTECTED_CHECK] = (
-                    CheckReason.PATCH_UNREADABLE
-                    if touched is None
-                    else CheckReason.PROTECTED_PATH_TOUCHED
-                )
-            record_check_run(
-                CheckRun(
-                    check_id=PROTECTED_CHECK, sandbox=None, reason=reasons.get(PROTECTED_CHECK)
-                )
-            )
-            results.append(
-                CheckResult(
-                    id=PROTECTED_CHECK,
-                    required=True,
-                    status=CheckStatus.FAILED if hit else CheckStatus.PASSED,
-                    evidence_digests=(
-                        sha256_hex(
-                            {
-                                "touched": None if touched is None else list(touched),
-                                "refused": str(parsed.reason)
-                                if isinstance(parsed, PatchRefusal)
-                                else None,
-                            }
-                        ),
-                    ),
-                )
-            )
+        parsed = parse_patch(data)
+        results.append(self._patch_rules(parsed, reasons))
         # The verifier's own folder: only the patch bytes cross from the worker.
         total_ms = 0
         with private_tempdir("verify") as private:
@@ -719,6 +693,35 @@ class CommandVerifier:
                     reasons[check.id] = reason
         note("verifier_ms", total_ms)
         return self._verification(work_unit, manifest, tuple(results), reasons)
+
+    def _patch_rules(
+        self, parsed: tuple[FileChange, ...] | PatchRefusal, reasons: dict[str, CheckReason]
+    ) -> CheckResult:
+        """The built-in ``protected-paths`` check: the patch rules of `HYGIENE_RULES`
+        (protected paths, bytecode, sourceless modules, shadowing, symlinks, git
+        metadata); a patch it cannot read fails it."""
+        if isinstance(parsed, PatchRefusal):
+            findings: tuple[tuple[CheckReason, str], ...] = ((CheckReason.PATCH_UNREADABLE, ""),)
+        else:
+            findings = hygiene_findings(parsed, self.protected)
+        reason = findings[0][0] if findings else None
+        if reason is not None:
+            reasons[PROTECTED_CHECK] = reason
+        record_check_run(CheckRun(check_id=PROTECTED_CHECK, sandbox=None, reason=reason))
+        touched = None if isinstance(parsed, PatchRefusal) else changed_paths(parsed)
+        evidence: dict[str, object] = {
+            "touched": None if touched is None else list(touched),
+            "refused": str(parsed.reason) if isinstance(parsed, PatchRefusal) else None,
+        }
+        if findings and touched is not None:
+            # Only a refusal adds its findings, so a passing patch keeps its digest.
+            evidence["findings"] = [[str(r), p] for r, p in findings]
+        return CheckResult(
+            id=PROTECTED_CHECK,
+            required=True,
+            status=CheckStatus.FAILED if findings else CheckStatus.PASSED,
+            evidence_digests=(sha256_hex(evidence),),
+        )
 
     def _result(
         self,

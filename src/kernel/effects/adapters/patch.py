@@ -28,17 +28,26 @@ Rules enforced (each refusal is one `PatchReason`):
 from __future__ import annotations
 
 import enum
+import fnmatch
+import posixpath
 import re
+from collections.abc import Callable
 from typing import Final
 
 import attrs
 
+from kernel.verification import CheckReason
+
 __all__ = [
+    "HYGIENE_RULES",
     "ChangeKind",
     "FileChange",
+    "Hunk",
     "PatchReason",
     "PatchRefusal",
+    "apply_change",
     "changed_paths",
+    "hygiene_findings",
     "parse_patch",
 ]
 
@@ -65,6 +74,18 @@ class PatchReason(enum.StrEnum):
 
 
 @attrs.frozen(kw_only=True)
+class Hunk:
+    """One ``@@`` hunk of a text change: where it applies and its body lines."""
+
+    old_start: int
+    """1-based first line in the old file (0 for an empty old side)."""
+    old_count: int
+    """Lines of the old file it covers."""
+    lines: tuple[str, ...]
+    """Body lines as written (`` ``, ``-``, ``+`` or ``\\`` first), without newlines."""
+
+
+@attrs.frozen(kw_only=True)
 class FileChange:
     """One file section of a patch."""
 
@@ -80,6 +101,8 @@ class FileChange:
     """The mode after when the patch states it."""
     binary: bool
     """The content change is binary (``GIT binary patch`` or ``Binary files``)."""
+    hunks: tuple[Hunk, ...] = ()
+    """The text hunks, in patch order (empty for a binary or a pure mode/rename change)."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -90,6 +113,15 @@ class FileChange:
     def symlink(self) -> bool:
         """A side of the change is a symbolic link."""
         return "120000" in (self.old_mode, self.new_mode)
+
+    @property
+    def link_target(self) -> str | None:
+        """The target of the symbolic link this change leaves at ``new_path`` (None: the
+        new side is no link, or its target is not in the patch as text)."""
+        if self.new_path is None or self.new_mode != "120000" or self.binary:
+            return None
+        added = [line[1:] for hunk in self.hunks for line in hunk.lines if line[:1] == "+"]
+        return added[0] if len(added) == 1 else None
 
 
 @attrs.frozen(kw_only=True)
@@ -113,7 +145,7 @@ _ESCAPES: Final = {
     "r": 13,
     "v": 11,
 }
-_HUNK: Final = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_HUNK: Final = re.compile(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _MODE: Final = re.compile(r"[0-7]{6}")
 
 
@@ -218,6 +250,7 @@ class _Section:
     added: bool = False
     deleted: bool = False
     binary: bool = False
+    hunks: list[Hunk] = attrs.field(factory=list)
     seen: set[str] = attrs.field(factory=set)
 
     def change(self) -> FileChange:
@@ -262,6 +295,7 @@ class _Section:
             old_mode=self.old_mode,
             new_mode=self.new_mode,
             binary=self.binary,
+            hunks=tuple(self.hunks),
         )
 
 
@@ -360,7 +394,8 @@ def parse_patch(data: bytes) -> tuple[FileChange, ...] | PatchRefusal:
                     index += 1
             elif line.startswith("@@ "):
                 section.seen.add("@@ ")
-                index = _skip_hunk(lines, index)
+                index, hunk = _read_hunk(lines, index)
+                section.hunks.append(hunk)
             elif "@@ " in section.seen or ("--- " in section.seen and "+++ " in section.seen):
                 # After ---/+++ only hunks may follow.
                 raise _Refused(PatchReason.UNEXPECTED_LINE)
@@ -375,14 +410,16 @@ def parse_patch(data: bytes) -> tuple[FileChange, ...] | PatchRefusal:
     return tuple(changes)
 
 
-def _skip_hunk(lines: list[str], index: int) -> int:
-    """The index after the hunk whose ``@@`` line is at ``index``."""
+def _read_hunk(lines: list[str], index: int) -> tuple[int, Hunk]:
+    """The hunk whose ``@@`` line is at ``index``, and the index after it."""
     match = _HUNK.match(lines[index])
     if match is None:
         raise _Refused(PatchReason.UNEXPECTED_LINE)
-    old = 1 if match.group(1) is None else int(match.group(1))
-    new = 1 if match.group(2) is None else int(match.group(2))
+    old = 1 if match.group(2) is None else int(match.group(2))
+    new = 1 if match.group(3) is None else int(match.group(3))
+    old_start, old_count = int(match.group(1)), old
     index += 1
+    first = index
     while old > 0 or new > 0:
         if index >= len(lines):
             raise _Refused(PatchReason.TRUNCATED_HUNK)
@@ -401,9 +438,146 @@ def _skip_hunk(lines: list[str], index: int) -> int:
         index += 1
     while index < len(lines) and lines[index].startswith("\\"):
         index += 1
-    return index
+    return index, Hunk(old_start=old_start, old_count=old_count, lines=tuple(lines[first:index]))
 
 
 def changed_paths(changes: tuple[FileChange, ...]) -> tuple[str, ...]:
     """Every path the changes name (old and new sides), sorted, without repeats."""
     return tuple(sorted({p for change in changes for p in change.paths}))
+
+
+def apply_change(change: FileChange, old: bytes | None) -> bytes | None:
+    """The bytes ``change`` leaves at its new path, given the old file's bytes.
+
+    Exact application (no offsets, no fuzz: a patch written by ``git diff`` against this
+    baseline applies exactly). None when the change leaves no text file (a deletion, a
+    binary change) or does not apply to ``old``: a caller that needs the text fails closed.
+    """
+    if change.new_path is None or change.binary:
+        return None
+    old_lines = b"" if old is None else old
+    text = old_lines.decode("utf-8", "surrogateescape").split("\n")
+    old_eol = text[-1] == ""
+    if old_eol:
+        text.pop()
+    out: list[str] = []
+    pos = 0
+    new_eol = True
+    for hunk in change.hunks:
+        start = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        if start < pos or start > len(text):
+            return None
+        out += text[pos:start]
+        pos = start
+        last = ""
+        for line in hunk.lines:
+            tag, body = line[:1], line[1:]
+            if tag == "\\":
+                # "No newline at end of file" after a line of the new side.
+                new_eol = new_eol and last == "-"
+                continue
+            last = tag
+            if tag in (" ", "", "-"):
+                if pos >= len(text) or text[pos] != body:
+                    return None
+                pos += 1
+            if tag != "-":
+                out.append(body)
+    if pos < len(text):
+        out += text[pos:]
+        new_eol = old_eol
+    data = "\n".join(out) + ("\n" if out and new_eol else "")
+    return data.encode("utf-8", "surrogateescape")
+
+
+def _matches(path: str, globs: tuple[str, ...]) -> bool:
+    name = posixpath.basename(path)
+    return any(fnmatch.fnmatchcase(path, g) or fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+def _protected(change: FileChange, protected: tuple[str, ...]) -> str | None:
+    return next((p for p in change.paths if _matches(p, protected)), None)
+
+
+_BYTECODE: Final = (".pyc", ".pyo")
+# Extension modules the import system loads by name (``m.so``, ``m.cpython-311-x86_64-
+# linux-gnu.so``, ``m.pyd``): code the verifier cannot read. Plain ``.dll``/``.dylib``
+# are not importable by name; loading them needs ctypes, which the screen flags.
+_SOURCELESS: Final = (".so", ".pyd")
+_IMPORTABLE: Final = (".py", ".pyw", *_BYTECODE, *_SOURCELESS)
+_GIT_METADATA: Final = frozenset({".git", ".gitattributes", ".gitmodules"})
+
+
+def _bytecode(change: FileChange, _protected: tuple[str, ...]) -> str | None:
+    path = change.new_path
+    if path is None:
+        return None
+    return path if path.endswith(_BYTECODE) or "__pycache__" in path.split("/") else None
+
+
+def _sourceless(change: FileChange, _protected: tuple[str, ...]) -> str | None:
+    path = change.new_path
+    return path if path is not None and path.endswith(_SOURCELESS) else None
+
+
+def _shadows(change: FileChange, protected: tuple[str, ...]) -> str | None:
+    """A new path whose import name is a protected module's: a package folder
+    (``test_stats/__init__.py``, any file under ``test_stats/``) or a module of another
+    kind (``test_stats.pyc``, ``test_stats.cpython-311.so``) beside ``test_stats.py``."""
+    path = change.new_path
+    if path is None or not protected:
+        return None
+    parts = path.split("/")
+    folders = ["/".join(parts[:i]) + ".py" for i in range(1, len(parts))]
+    module = "/".join([*parts[:-1], parts[-1].split(".")[0] + ".py"])
+    same = [module] if module != path and path.endswith(_IMPORTABLE) else []
+    return path if any(_matches(m, protected) for m in [*folders, *same]) else None
+
+
+def _symlink_escapes(change: FileChange, _protected: tuple[str, ...]) -> str | None:
+    path = change.new_path
+    if path is None or change.new_mode != "120000":
+        return None
+    target = change.link_target
+    # An unknown target, an absolute one or one that climbs out of the tree leaves it.
+    if target is None or target.startswith("/") or "\0" in target:
+        return path
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return path if resolved == ".." or resolved.startswith("../") else None
+
+
+def _symlink(change: FileChange, protected: tuple[str, ...]) -> str | None:
+    if _symlink_escapes(change, protected) is not None:
+        return None
+    return change.new_path if change.new_mode == "120000" else None
+
+
+def _git_metadata(change: FileChange, _protected: tuple[str, ...]) -> str | None:
+    return next((p for p in change.paths if _GIT_METADATA & set(p.split("/"))), None)
+
+
+HYGIENE_RULES: Final[
+    tuple[tuple[CheckReason, Callable[[FileChange, tuple[str, ...]], str | None]], ...]
+] = (
+    (CheckReason.PROTECTED_PATH_TOUCHED, _protected),
+    (CheckReason.BYTECODE_ADDED, _bytecode),
+    (CheckReason.SOURCELESS_MODULE, _sourceless),
+    (CheckReason.SHADOWS_PROTECTED_MODULE, _shadows),
+    (CheckReason.SYMLINK_ESCAPES_TREE, _symlink_escapes),
+    (CheckReason.SYMLINK_IN_TREE, _symlink),
+    (CheckReason.GIT_METADATA, _git_metadata),
+)
+"""The patch rules of the built-in ``protected-paths`` check, in reporting order: each
+maps a change (and the verifier's protected globs) to the path it refuses, or None."""
+
+
+def hygiene_findings(
+    changes: tuple[FileChange, ...], protected: tuple[str, ...]
+) -> tuple[tuple[CheckReason, str], ...]:
+    """Every (reason, path) the rules of `HYGIENE_RULES` find, in rule then patch order."""
+    return tuple(
+        (reason, path)
+        for reason, rule in HYGIENE_RULES
+        for change in changes
+        if (path := rule(change, protected)) is not None
+    )
