@@ -956,3 +956,99 @@ def test_module_tables_read_every_import_form(
         "p": ("m.o",),
         "j": ("k.j",),
     }
+
+
+# ------------------------------------------------------- honest code (issue 21)
+
+
+def test_module_definitions_shadow_function_bodies_wherever_defined() -> None:
+    """A module's own `compile` below its first use, a recursive `def eval` and a `del`
+    of a function's own local are the module's names in function bodies; a use that
+    runs before the binding (at top level, or through a call made before it) is not."""
+    policy = _policy(forbid_calls=("open", "eval", "compile"))
+    dsl = (
+        "def render(s):\n    return compile(s)\n"
+        "def compile(s):\n    return s\n"
+        "def eval(node):\n    return [eval(c) for c in node]\n"
+        "open = len\n"
+        "def f():\n    open = 1\n    del open\n"
+        "def k(p):\n    return open(p)\n"
+    )
+    assert _codes(dsl, policy) == []
+    early = "X = compile('1', 'f', 'eval')\ndef compile(s):\n    return s\n"
+    assert _codes(early, policy) == [(1, 5, "KG004")]
+    called_first = (
+        "def render(s):\n    return compile(s)\nrender('x')\ndef compile(s):\n    return s\n"
+    )
+    assert _codes(called_first, policy) == [(2, 12, "KG004")]
+    decorated_first = (
+        "def deco(f):\n    return compile(f)\n"
+        "class C:\n    @deco\n    def m(self):\n        pass\n"
+        "def compile(s):\n    return s\n"
+    )
+    assert _codes(decorated_first, policy) == [(2, 12, "KG004")]
+    module_del = "open = len\ndel open\ndef k(p):\n    return open(p)\n"
+    assert _codes(module_del, policy) == [(4, 12, "KG004")]
+    global_del = (
+        "open = len\ndef f():\n    global open\n    del open\ndef k(p):\n    return open(p)\n"
+    )
+    assert _codes(global_del, policy) == [(6, 12, "KG004")]
+    conditional = "import sys\nif sys:\n    open = len\ndef k(p):\n    return open(p)\n"
+    assert _codes(conditional, policy) == [(5, 12, "KG004")]
+
+
+def test_class_body_names_are_not_builtins() -> None:
+    """An enum member named `open` is the member in the rest of the class body; a method
+    body does not see class names, and a use before the member is the builtin."""
+    policy = _policy(forbid_calls=("open",))
+    enum_src = (
+        "import enum\n"
+        "class Mode(enum.Enum):\n    open = 'open'\n    DEFAULT = open\n"
+        "    def m(self):\n        return self is Mode.open\n"
+    )
+    assert _codes(enum_src, policy) == []
+    before = "class C:\n    x = open\n    open = 1\n"
+    assert _codes(before, policy) == [(2, 9, "KG004")]
+    method = "class C:\n    open = 1\n    def m(self):\n        return open('x')\n"
+    assert _codes(method, policy) == [(4, 16, "KG004")]
+    deleted = "class C:\n    open = 1\n    del open\n    y = open\n"
+    assert _codes(deleted, policy) == [(4, 9, "KG004")]
+
+
+def test_literal_strings_are_not_forward_references_under_any_name() -> None:
+    """`Literal["open"]` is a value, also as `from typing import Literal as L`."""
+    policy = _policy(forbid_calls=("open", "eval"))
+    src = (
+        "from typing import Literal as L, Optional\nimport typing as t\n"
+        "def g(m: L['open'], n: 't.Literal[\"eval\"]') -> Optional[L['open']]:\n"
+        "    return None\n"
+    )
+    assert _codes(src, policy) == []
+    assert _codes("def g(m: 'open') -> None:\n    pass\n", policy) == [(1, 10, "KG004")]
+
+
+def test_reflection_is_an_opt_in_rule() -> None:
+    """KG008 fires only for a rule with forbid-reflection; a faked TYPE_CHECKING always."""
+    src = "def h():\n    return locals()\n"
+    assert _codes(src, _policy(forbid_calls=("open",))) == []
+    assert _codes(src, _policy(forbid_reflection=True)) == [(2, 12, "KG008")]
+    faked = "import typing\nsetattr(typing, 'TYPE_CHECKING', True)\n"
+    assert _codes(faked, _policy(forbid_calls=("open",))) == [(2, 1, "KG008")]
+
+
+def test_forbid_reflection_key_is_validated(tmp_path: Path) -> None:
+    """forbid-reflection must be a boolean; alone it is a rule that checks something."""
+    md = tmp_path / "p.md"
+    md.write_text(
+        '```guard\n[[rules]]\nname="r"\nmodules=["m"]\nforbid-reflection=1\n```\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match="forbid-reflection: expected true or false"):
+        load_policy([md])
+    md.write_text(
+        '```guard\n[[rules]]\nname="r"\nmodules=["m"]\nforbid-reflection=true\n```\n',
+        encoding="utf-8",
+    )
+    rule = load_policy([md]).rules[0]
+    assert rule.forbid_reflection
+    assert rule.to_dict()["forbid-reflection"] is True

@@ -163,6 +163,9 @@ class Rule:
     layers: tuple[tuple[str, ...], ...] = ()
     """Module groups, highest first: a module never imports one of a higher group.
     A module belongs to the group whose pattern names it most specifically."""
+    forbid_reflection: bool = False
+    """Also report reflection no static reading can follow (KG008: ``locals()``,
+    ``__builtins__``, frames...): opt-in, since honest code uses some of it."""
     source: str = attrs.field(default="", eq=False)
     """Where the rule was read (file, and block for Markdown); not part of identity."""
 
@@ -176,6 +179,7 @@ class Rule:
             and not self.forbid_imports
             and not self.forbid_calls
             and not self.layers
+            and not self.forbid_reflection
         ):
             raise ValueError(f"rule {self.name!r} checks nothing")
 
@@ -190,6 +194,8 @@ class Rule:
         out["transitive"] = self.transitive
         if self.layers:
             out["layers"] = [list(group) for group in self.layers]
+        if self.forbid_reflection:
+            out["forbid-reflection"] = True
         return out
 
     def layer_of(self, module: str) -> int | None:

@@ -47,6 +47,7 @@ _RULE_KEYS = frozenset(
         "allow-typing-imports",
         "transitive",
         "layers",
+        "forbid-reflection",
     }
 )
 _LIST_KEYS = ("modules", "allow-imports", "forbid-imports", "forbid-calls", "allow-typing-imports")
@@ -151,15 +152,19 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
         transitive = table.get("transitive", False)
         if not isinstance(transitive, bool):
             raise ConfigError(f"{at}.transitive: expected true or false")
+        reflection = table.get("forbid-reflection", False)
+        if not isinstance(reflection, bool):
+            raise ConfigError(f"{at}.forbid-reflection: expected true or false")
         if (
             "allow-imports" not in lists
             and not lists.get("forbid-imports")
             and not lists.get("forbid-calls")
             and not layers
+            and not reflection
         ):
             raise ConfigError(
-                f"{at}: rule {name!r} checks nothing "
-                "(give allow-imports, forbid-imports, forbid-calls or layers)"
+                f"{at}: rule {name!r} checks nothing (give allow-imports, forbid-imports, "
+                "forbid-calls, forbid-reflection or layers)"
             )
         _refuse_contradictions(name, at, lists)
         if transitive and not lists.get("forbid-imports"):
@@ -174,6 +179,7 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
                 allow_typing_imports=lists.get("allow-typing-imports", ()),
                 transitive=transitive,
                 layers=layers,
+                forbid_reflection=reflection,
                 source=source,
             )
         )

@@ -25,13 +25,15 @@ follows what Python itself does, not a list of examples:
 - whether a builtin's name is the builtin follows Python's scopes: in a function,
   CPython's own symbol table (`symtable`) says whether the name is local or a closure
   variable (a ``del`` or a bare annotation there makes it local too; a binding only in a
-  nested function or comprehension does not); at module level only an unconditional
-  top-level binding before the use shadows it, never one that is deleted anywhere, and
-  a bare annotation binds nothing;
+  nested function or comprehension does not); an unconditional top-level binding
+  shadows it for later top-level statements and for every function body wherever it
+  is defined (unless a call into the module's own code precedes it), never when the
+  name is deleted at module scope; a class body's earlier bindings shadow it in that
+  body; a bare annotation binds nothing;
 - annotations are checked as code even under ``from __future__ import annotations``
   (`typing.get_type_hints` evaluates them), string annotations are parsed and checked;
-- in a guarded module, reflection that no static reading can resolve is a finding of
-  its own (KG008): ``__builtins__``, ``__loader__``, ``__spec__``, ``globals()``,
+- for a rule with ``forbid-reflection``, reflection that no static reading can resolve
+  is a finding of its own (KG008): ``__builtins__``, ``__loader__``, ``__spec__``, ``globals()``,
   ``locals()``, ``vars()``, frame and function internals, ``__subclasses__`` and the
   class graph, importer machinery, also as literal keys, ``.get`` keys, match keys;
 - star imports, non-literal dynamic imports and non-literal ``getattr`` on a guarded
@@ -271,10 +273,12 @@ class _Scanner:
         self.is_package = is_package
         self.rules = rules
         self.guarded = ",".join(sorted(r.name for r in rules))
+        self.reflection = ",".join(sorted(r.name for r in rules if r.forbid_reflection))
         self.matcher = matcher
         self.imports: list[ImportFact] = []
         self.findings: list[tuple[int, int, str, str, str]] = []  # byte columns until the end
         self.bindings: dict[str, str] = {}
+        self.import_names: dict[str, str] = {}  # every import binding, typing-only too
         self.aliases: set[str] = set()  # names bound by assignment (re-binding)
         self.tc_guards: list[tuple[list[tuple[ast.expr, bool]], int]] = []
         self.future_annotations = False
@@ -283,6 +287,8 @@ class _Scanner:
         self.tc_stored: bool | None = None
         self.site_counts: collections.Counter[str] | None = None
         self.module_shadows: dict[str, int] = {}
+        self.local_call: int | None = None
+        self.class_bound: list[tuple[int, set[str]]] = []
         self.reflective_seen: set[int] = set()
         self.reach_seen: set[tuple[int, int, str]] = set()
         self.rules_key = tuple(rules)
@@ -354,6 +360,7 @@ class _Scanner:
 
     def _bind_import(self, name: str, qual: str, index: int) -> None:
         self.bindings[name] = qual
+        self.import_names[name] = qual
         self.import_sites.setdefault(name, []).append(index)
 
     def _import_from(self, stmt: ast.ImportFrom, guards: list[tuple[ast.expr, bool]]) -> None:
@@ -557,44 +564,61 @@ class _Scanner:
 
         Only a statement directly in the module body binds for sure (one under ``if``,
         ``try``, ``for`` or ``with`` may not run); an annotation without a value binds
-        nothing. The shadow holds for uses in later top-level statements (a function
-        defined after the binding can only be called after it), never before it, and
-        not at all when the name is deleted anywhere (`_deleted`).
+        nothing. A use in a later top-level statement sees the binding. A use inside a
+        function body runs when the function is called, so it sees the module's own
+        binding wherever that is defined (a DSL's ``compile`` below its first use, a
+        recursive ``def eval``), provided no top-level statement before the binding
+        calls one of the module's own functions or classes (which could run the body
+        first: then only later top-level uses are shadowed). A name deleted at module
+        scope (`_deleted`) is never shadowed.
         """
         for index, stmt in enumerate(self.tree.body):
-            names: list[str] = []
-            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
-                names.append(stmt.name)
-            elif isinstance(stmt, ast.Assign):
-                for t in stmt.targets:
-                    names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                if isinstance(stmt.target, ast.Name):
-                    names.append(stmt.target.id)
-            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                for alias in stmt.names:
-                    if alias.name != "*":
-                        names.append(alias.asname or alias.name.split(".", 1)[0])
-            for name in names:
+            for name in _unconditional_names(stmt):
                 if name in _BUILTIN_NAMES:
                     self.module_shadows.setdefault(name, index)
 
+    def _first_local_call(self) -> int:
+        """Index of the first top-level statement that calls (or decorates with) a
+        function or class the module defines at top level; past the end when none."""
+        defined = {s.name for s in self.tree.body if isinstance(s, (*_FUNCS, ast.ClassDef))}
+        for index, stmt in enumerate(self.tree.body):
+            if not defined:
+                break
+            for node in _eager_nodes(stmt):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in defined
+                ):
+                    return index
+                if isinstance(node, (*_FUNCS, ast.ClassDef)) and any(
+                    isinstance(d, ast.Name) and d.id in defined for d in node.decorator_list
+                ):
+                    return index
+        return 1 << 30
+
     def _deleted(self, name: str) -> bool:
+        """Is ``name`` deleted at module scope: by a ``del`` outside any function or
+        class body, or in a function that declares it ``global``? A ``del`` of a
+        function's own local of the same name deletes nothing of the module."""
         if self.deleted is None:
             self.deleted = (
-                {
-                    n.id
-                    for n in ast.walk(self.tree)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)
-                }
+                _module_deletes(self.tree.body, frozenset(), module=True)
                 if _lines_of(self.search, ("del",))
                 else set()
             )
         return name in self.deleted
 
-    def _module_shadowed(self, name: str) -> bool:
+    def _module_shadowed(self, name: str, scope: _Scope) -> bool:
         first = self.module_shadows.get(name)
-        return first is not None and first < self.top_index and not self._deleted(name)
+        if first is None or self._deleted(name):
+            return False
+        if any(isinstance(node, (*_FUNCS, ast.Lambda)) for node, _i in scope):
+            if self.local_call is None:
+                self.local_call = self._first_local_call()
+            if first < self.local_call:
+                return True  # a function body: it runs after the module binds the name
+        return first < self.top_index
 
     def interesting_names(self) -> set[str]:
         names = {n for n, q in self.bindings.items() if self._interesting(q)}
@@ -701,7 +725,24 @@ class _Scanner:
         elif isinstance(stmt, ast.ClassDef):
             for e in (*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)):
                 self._expr(e, scope)
-            self._stmts(stmt.body, scope)
+            # A class body runs in its own namespace: a name it bound in an earlier
+            # statement (an enum member `open = "open"`) is that value, not the builtin.
+            bound: set[str] = set()
+            self.class_bound.append((len(scope), bound))
+            try:
+                for sub in stmt.body:
+                    if self._hit(sub):
+                        self._stmt(sub, scope)
+                    if isinstance(sub, ast.Delete):
+                        bound.difference_update(
+                            n.id
+                            for t in sub.targets
+                            for n in ast.walk(t)
+                            if isinstance(n, ast.Name)
+                        )
+                    bound.update(_unconditional_names(sub))
+            finally:
+                self.class_bound.pop()
         elif isinstance(stmt, ast.If):
             tc = self._tc_test(stmt.test)
             if tc is not None and self._is_tc(tc[0]):
@@ -770,7 +811,7 @@ class _Scanner:
         self._expr(node, scope)
         if depth > 4:
             return
-        for sub in _forward_refs(node):
+        for sub in _forward_refs(node, self.import_names):
             try:
                 parsed = ast.parse(str(sub.value).strip(), mode="eval")
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -781,14 +822,16 @@ class _Scanner:
                 _line, _col, code, rule, message = self.findings[i]
                 self.findings[i] = (sub.lineno, sub.col_offset, code, rule, message)
 
-    def _reflective(self, node: ast.AST, what: str) -> None:
-        if self.rules and id(node) not in self.reflective_seen:
+    def _reflective(self, node: ast.AST, what: str, *, always: bool = False) -> None:
+        rules = self.guarded if always else self.reflection
+        if rules and id(node) not in self.reflective_seen:
             self.reflective_seen.add(id(node))
-            # KG008: reflection a static reading cannot follow reaches anything.
+            # KG008: reflection a static reading cannot follow reaches anything (opted
+            # into by a rule's forbid-reflection); a store to TYPE_CHECKING always is.
             self._finding(
                 node,
                 ViolationCode.REFLECTIVE_REACH,
-                self.guarded,
+                rules,
                 f"reflective reach through {what} cannot be resolved statically",
             )
 
@@ -806,7 +849,7 @@ class _Scanner:
                 elif cur.attr in _REFLECTIVE_ATTRS:
                     self._reflective(cur, f"'.{cur.attr}'")
                 elif cur.attr == "TYPE_CHECKING" and not isinstance(cur.ctx, ast.Load):
-                    self._reflective(cur, "a store to 'TYPE_CHECKING'")
+                    self._reflective(cur, "a store to 'TYPE_CHECKING'", always=True)
                 cur = cur.value
                 literal_key = False
             elif isinstance(cur, ast.Subscript):
@@ -932,8 +975,11 @@ class _Scanner:
             self._reflective(node, f"{fq.removeprefix('builtins.')}()")
         elif fq in _ATTR_FUNCS and len(node.args) >= 2:
             key = _literal_str(node.args[1])
-            if key in _REFLECTIVE_ATTRS or (key == "TYPE_CHECKING" and fq != _GETATTR):
-                self._reflective(node, f"{fq.removeprefix('builtins.')}(..., {key!r})")
+            faked = key == "TYPE_CHECKING" and fq != _GETATTR
+            if key in _REFLECTIVE_ATTRS or faked:
+                self._reflective(
+                    node, f"{fq.removeprefix('builtins.')}(..., {key!r})", always=faked
+                )
         first = node.args[0] if node.args else None
         if fq in _DYNAMIC_IMPORTERS:
             literal = _literal_str(first)
@@ -1010,7 +1056,13 @@ class _Scanner:
                     if self._local(name, node):
                         return None
                     break  # global in the innermost function: the module decides
-            if self._module_shadowed(name):
+            if (
+                self.class_bound
+                and self.class_bound[-1][0] == len(scope)
+                and name in self.class_bound[-1][1]
+            ):
+                return None  # bound earlier in the class body being executed
+            if self._module_shadowed(name, scope):
                 return None
             return f"builtins.{name}"
         return None
@@ -1484,9 +1536,10 @@ def _through(q: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     return names, tuple(reached)
 
 
-def _forward_refs(node: ast.expr) -> Iterator[ast.Constant]:
+def _forward_refs(node: ast.expr, bindings: dict[str, str]) -> Iterator[ast.Constant]:
     """String constants of an annotation that `typing` evaluates as forward references
-    (not the arguments of ``Literal[...]`` nor ``Annotated`` metadata)."""
+    (not the arguments of ``Literal[...]`` nor ``Annotated`` metadata, also when
+    imported under another name: ``from typing import Literal as L``)."""
     stack = [node]
     while stack:
         cur = stack.pop()
@@ -1495,6 +1548,8 @@ def _forward_refs(node: ast.expr) -> Iterator[ast.Constant]:
         elif isinstance(cur, ast.Subscript):
             head = cur.value
             name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
+            if isinstance(head, ast.Name):
+                name = bindings.get(name, name).rsplit(".", 1)[-1]
             if name == "Literal":
                 continue
             stack.append(head)
@@ -1502,6 +1557,87 @@ def _forward_refs(node: ast.expr) -> Iterator[ast.Constant]:
             stack.extend(items[:1] if name == "Annotated" else items)
         else:
             stack.extend(c for c in ast.iter_child_nodes(cur) if isinstance(c, ast.expr))
+
+
+def _unconditional_names(stmt: ast.stmt) -> list[str]:
+    """Names a statement of a module or class body binds whenever it runs: definitions,
+    assignments (not a bare annotation), imports."""
+    names: list[str] = []
+    if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+        names.append(stmt.name)
+    elif isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        if isinstance(stmt.target, ast.Name):
+            names.append(stmt.target.id)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for alias in stmt.names:
+            if alias.name != "*":
+                names.append(alias.asname or alias.name.split(".", 1)[0])
+    return names
+
+
+def _module_deletes(
+    body: Sequence[ast.stmt], globals_: frozenset[str], *, module: bool
+) -> set[str]:
+    """Names a ``del`` removes from the module namespace in ``body``: at module level
+    (``module``) every deleted name, inside a function only the names it declares
+    ``global`` (``globals_``); class bodies delete from their own namespace."""
+    out: set[str] = set()
+    for stmt in body:
+        for node in _shallow_walk(stmt):
+            if isinstance(node, ast.Delete):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and (module or n.id in globals_):
+                            out.add(n.id)
+            elif isinstance(node, _FUNCS):
+                declared = frozenset(
+                    name
+                    for sub in _shallow_walk_body(node.body)
+                    if isinstance(sub, ast.Global)
+                    for name in sub.names
+                )
+                if declared:
+                    out |= _module_deletes(node.body, declared, module=False)
+            elif isinstance(node, ast.ClassDef):
+                out |= _module_deletes(node.body, frozenset(), module=False)
+    return out
+
+
+def _shallow_walk(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """``stmt`` and what it holds, not descending into function, lambda or class
+    bodies (a definition itself is yielded)."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*_FUNCS, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _shallow_walk_body(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    for stmt in body:
+        yield from _shallow_walk(stmt)
+
+
+def _eager_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """What runs when ``stmt`` runs: a definition's decorators, defaults and (for a
+    class) bases and body, never a function's body."""
+    for node in _shallow_walk(stmt):
+        yield node
+        if isinstance(node, (*_FUNCS, ast.ClassDef)):
+            eager: list[ast.AST] = [*node.decorator_list]
+            if isinstance(node, ast.ClassDef):
+                eager += [*node.bases, *(k.value for k in node.keywords), *node.body]
+            else:
+                eager += [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+            for sub in eager:
+                if isinstance(sub, ast.stmt):
+                    yield from _eager_nodes(sub)
+                else:
+                    yield from ast.walk(sub)  # a lambda here is not called here either
 
 
 def _child_bodies(stmt: ast.stmt) -> Iterable[Sequence[ast.stmt]]:

@@ -53,6 +53,7 @@ default, or under [tool.kernel.guard] in pyproject.toml as [[tool.kernel.guard.r
   allow-typing-imports = ["pathlib"]   # optional: allowed under `if TYPE_CHECKING:`
   transitive = false                   # also report forbidden modules reached through
                                        # the project's own modules (needs forbid-imports)
+  forbid-reflection = false            # also report reflection: locals(), frames (KG008)
 
   [[rules]]
   name = "layers"                      # a lower layer never imports a higher one
