@@ -14,8 +14,8 @@ install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,testing]'
 
 lint: install
-	$(BIN)/ruff check src tests bench noxfile.py
-	$(BIN)/ruff format --check src tests bench noxfile.py
+	$(BIN)/ruff check src tests bench docs/examples noxfile.py
+	$(BIN)/ruff format --check src tests bench docs/examples noxfile.py
 
 types: install
 	$(BIN)/mypy

@@ -45,9 +45,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.effects.commands.run import DEFAULT_RERUNS, run_pipeline
 from kernel.effects.executors import open_executor
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.pipeline import DEFAULT_RERUNS, run_pipeline
 from kernel.effects.sandbox import available_isolation
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 

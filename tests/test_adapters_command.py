@@ -13,8 +13,8 @@ import pytest
 
 from kernel.effects.adapters import command as command_adapters
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
-from kernel.effects.commands.run import run_pipeline
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.pipeline import run_pipeline
 from kernel.errors import EffectError
 from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_markdown

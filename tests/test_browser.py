@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel.effects.commands.run import PipelineResult, run_pipeline
+from kernel.effects.pipeline import PipelineResult, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

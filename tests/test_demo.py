@@ -16,7 +16,8 @@ import pytest
 from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
 from kernel.consensus import EMPTY_SHA256
 from kernel.effects.cli import main
-from kernel.effects.commands.run import PipelineResult, run_pipeline, summary_lines
+from kernel.effects.commands.run import summary_lines
+from kernel.effects.pipeline import PipelineResult, run_pipeline
 from kernel.effects.sandbox import scratch_root
 from kernel.evidence_report import EvidenceState, ReportWarning, check_evidence_report
 from kernel.runrecord import AttemptErrorCode, RunRecord

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel.effects.commands.run import run_pipeline
 from kernel.effects.executors import open_executor
+from kernel.effects.pipeline import run_pipeline
 from kernel.errors import ConfigError
 from kernel.identity import canonical_json
 

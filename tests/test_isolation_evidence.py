@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 from kernel.commit_admission import EvidenceClass
 from kernel.consensus import CaptureMode
-from kernel.effects import orchestrate
+from kernel.effects import orchestrate, pipeline
 from kernel.effects.adapters import command
 from kernel.effects.cli import main
-from kernel.effects.commands import run as run_command
-from kernel.effects.commands.report import load_run_record
-from kernel.effects.commands.run import run_pipeline
+from kernel.effects.documents import load_run_record
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.pipeline import run_pipeline
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import run_sandboxed
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
@@ -314,7 +313,7 @@ def test_reruns_run_under_the_same_limits(work: Path, monkeypatch: pytest.Monkey
         seen.append(kwargs["limits"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(run_command, "corroborate", spy)
+    monkeypatch.setattr(pipeline, "corroborate", spy)
     config = _config(work, limits={"cpu_seconds": 120})
     run_pipeline(
         config,

@@ -34,9 +34,9 @@ from kernel.decision import Decision, HumanDecisionRecord
 from kernel.effects import git as git_effects
 from kernel.effects.cli import main
 from kernel.effects.commands.promote import load_run_folder
-from kernel.effects.commands.run import run_pipeline
 from kernel.effects.git import CommitIdentity, GitRefusal, Repo, content_tree_id
 from kernel.effects.ledger_store import opened, read_jsonl, verify_store
+from kernel.effects.pipeline import run_pipeline
 from kernel.errors import ConfigError, EffectError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission

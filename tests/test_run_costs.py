@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernel.effects.cli import main
-from kernel.effects.commands.run import run_pipeline
+from kernel.effects.pipeline import run_pipeline
 from kernel.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

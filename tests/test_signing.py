@@ -11,7 +11,7 @@ import pytest
 from kernel.codec import seal
 from kernel.decision import HumanDecisionRecord, record_decision
 from kernel.effects.cli import main
-from kernel.effects.commands.report import load_run_record
+from kernel.effects.documents import load_run_record
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import EffectError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report

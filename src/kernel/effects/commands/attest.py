@@ -26,7 +26,7 @@ from kernel.codec import compute_id
 from kernel.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.commands.promote import RunFolder, load_run_folder
-from kernel.effects.commands.report import plan_outputs
+from kernel.effects.documents import plan_outputs
 from kernel.effects.files import load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
 from kernel.evidence_report import ReportCheck, check_evidence_report

@@ -29,7 +29,7 @@ from kernel.decision import (
 )
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
-from kernel.effects.commands.report import load_report, load_run_record, plan_outputs
+from kernel.effects.documents import load_report, load_run_record, plan_outputs
 from kernel.effects.files import (
     atomic_write_bytes,
     load_json,

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from kernel.effects.commands.options import add_results_root
-from kernel.effects.commands.report import plan_outputs
+from kernel.effects.documents import plan_outputs
 from kernel.effects.ledger_store import (
     DEFAULT_LEDGER,
     export_jsonl,

@@ -37,7 +37,7 @@ import attrs
 from kernel.codec import Record, seal
 from kernel.consensus import CorroborationReport
 from kernel.decision import HumanDecisionRecord
-from kernel.effects.commands.report import load_report, load_run_record
+from kernel.effects.documents import load_report, load_run_record
 from kernel.effects.files import load_json, read_input
 from kernel.effects.git import CommitIdentity, GitRefusal, Repo
 from kernel.effects.ledger_store import DEFAULT_LEDGER, LedgerStore, opened, verify_store

@@ -22,148 +22,47 @@ every input is read and checked and every output path is confined before the fir
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from kernel.decision import HumanDecisionRecord, upgrade_decision_document
 from kernel.effects import console
+from kernel.effects.documents import (
+    load_run_record,
+    parse_run_record,
+    plan_outputs,
+    report_of,
+    stale_decisions,
+)
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
-    OutputRoot,
     atomic_write_bytes,
     load_json,
     write_canonical_json,
 )
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
-from kernel.errors import ConfigError, EffectError, KernelError, RecordError
-from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
+from kernel.effects.replay import replay
+from kernel.errors import ConfigError, KernelError, RecordError
+from kernel.evidence_report import RunEvidenceReport
 from kernel.importers.idkmesh import (
     idkmesh_provenance_differences,
     is_idkmesh_config,
-    is_idkmesh_document,
     is_idkmesh_run,
     read_idkmesh_config,
     read_idkmesh_verifier_policy,
     read_idkmesh_work_unit,
-    run_record_from_idkmesh,
 )
 from kernel.render import render_html, render_json, render_markdown
-from kernel.run_replay import (
-    ReplayCheck,
-    ReplayMode,
-    ReplayReason,
-    ReplayRefusal,
-    check_replay,
-    default_mode,
-    preflight,
-)
-from kernel.runrecord import DeclaredReplay, RunRecord
+from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason
 
 __all__ = [
     "describe_replay",
-    "load_report",
-    "load_run_record",
-    "parse_run_record",
-    "plan_outputs",
     "register",
-    "replay",
     "run_generate",
     "run_render",
     "run_replay_check",
-    "stale_decisions",
-    "warn_stale_decisions",
 ]
-
-
-def load_run_record(path: Path | str) -> RunRecord:
-    """Read a kernel run record, or an IDKMesh v0.1 run record (converted).
-
-    Raises:
-        EffectError: missing or unreadable file.
-        ConfigError: not JSON, or not a valid run record (message names file and field).
-    """
-    return parse_run_record(load_json(path, what="run record"), path)
-
-
-def parse_run_record(document: object, path: Path | str) -> RunRecord:
-    """A decoded kernel or IDKMesh v0.1 run record (any other IDKMesh document is
-    refused naming its kind and version).
-
-    Raises:
-        ConfigError: not a valid run record (message names file and field).
-    """
-    document = _with_provenance(document)
-    try:
-        if is_idkmesh_document(document):
-            return run_record_from_idkmesh(document)
-        return RunRecord.from_dict(document)
-    except RecordError as e:
-        raise ConfigError(f"{path}: {e}") from e
-
-
-def _with_provenance(document: object) -> object:
-    """A kernel run record written before ``provenance`` (or the isolation evidence:
-    ``isolation_policy``, each attempt's ``worker_sandbox`` and ``check_runs``) existed
-    reads them as their defaults (``null``, ``[]``)."""
-    if not isinstance(document, dict) or document.get("kind") != "kernel-run-record":
-        return document
-    filled = {"provenance": None, "isolation_policy": None, **document}
-    attempts = filled.get("attempts")
-    if isinstance(attempts, list):
-        filled["attempts"] = [
-            {"worker_sandbox": None, "check_runs": [], **a} if isinstance(a, dict) else a
-            for a in attempts
-        ]
-    return filled
-
-
-def load_report(path: Path | str) -> RunEvidenceReport:
-    """Read a run evidence report (strict).
-
-    Raises:
-        EffectError: missing or unreadable file.
-        ConfigError: not JSON, or not a valid report (message names file and field).
-    """
-    document = load_json(path, what="evidence report")
-    try:
-        return RunEvidenceReport.from_dict(document)
-    except RecordError as e:
-        raise ConfigError(f"{path}: {e}") from e
-
-
-def plan_outputs(
-    root: Path | str, outputs: Sequence[Path | str | None], inputs: Sequence[Path | str]
-) -> list[Path | None]:
-    """Confine every requested output before anything is written.
-
-    Raises:
-        EffectError: an output escapes the root, names an input, or two outputs collide.
-    """
-    confined = OutputRoot(root)
-    planned: list[Path | None] = []
-    seen: set[Path] = set()
-    for requested in outputs:
-        if requested is None:
-            planned.append(None)
-            continue
-        target = confined.resolve(requested, inputs=inputs)
-        if target in seen:
-            raise EffectError(f"{requested}: named twice as an output")
-        seen.add(target)
-        planned.append(target)
-    return planned
-
-
-def _report_of(run: RunRecord, source: Path | str) -> RunEvidenceReport:
-    outcome = build_evidence_report(run)
-    if isinstance(outcome, ReportRefusal):
-        attempts = ", ".join(outcome.attempt_ids)
-        codes = ", ".join(outcome.reason_codes)
-        raise ConfigError(f"{source}: report refused ({codes}) at attempts {attempts}")
-    return outcome
 
 
 def _add_views(parser: argparse.ArgumentParser) -> None:
@@ -187,32 +86,6 @@ def _write_views(report: RunEvidenceReport, targets: Sequence[Path | None]) -> N
         atomic_write_bytes(html_path, render_html(report).encode("utf-8"))
 
 
-def stale_decisions(folder: Path, report: RunEvidenceReport) -> list[str]:
-    """One warning per decision record in ``folder`` (``decision.json`` or
-    ``*.decision.json``) that decides on another report of the same run: a decision
-    older than the report beside it is stale, never silently carried over."""
-    warnings = []
-    for path in sorted({*folder.glob("decision.json"), *folder.glob("*.decision.json")}):
-        try:
-            document = upgrade_decision_document(load_json(path, what="decision record"))
-            record = HumanDecisionRecord.from_dict(document)
-        except (KernelError, RecordError):
-            continue  # not a kernel decision record: nothing to say about it here
-        ref = record.evidence_report
-        if ref.run_id == report.run_id and ref.digest != report.digest:
-            warnings.append(
-                f"warning: {path} is stale: it decides on report {ref.digest}, "
-                f"not on this report {report.digest} (record a new decision)"
-            )
-    return warnings
-
-
-def warn_stale_decisions(folder: Path, report: RunEvidenceReport) -> None:
-    """Print `stale_decisions` to stderr."""
-    for line in stale_decisions(folder, report):
-        print(line, file=sys.stderr)
-
-
 def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) -> None:
     s = report.summary
     print(
@@ -227,7 +100,8 @@ def _print_summary(report: RunEvidenceReport, targets: Sequence[Path | None]) ->
             console.info(f"wrote {target}")
     json_target = targets[-3]
     if json_target is not None:
-        warn_stale_decisions(json_target.parent, report)
+        for warning in stale_decisions(json_target.parent, report):
+            print(warning, file=sys.stderr)
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -239,7 +113,7 @@ def run_generate(args: argparse.Namespace) -> int:
         loaded.inputs,
     )
     run = run_loaded(loaded)
-    report = _report_of(run, args.config)
+    report = report_of(run, args.config)
     run_path = cast(Path, targets[0])  # --run-output is required, so it was planned
     write_canonical_json(run_path, run.to_dict())
     _write_views(report, targets[1:])
@@ -255,45 +129,10 @@ def run_render(args: argparse.Namespace) -> int:
         [args.report_json, args.report_markdown, args.report_html],
         [args.run_record],
     )
-    report = _report_of(run, args.run_record)
+    report = report_of(run, args.run_record)
     _write_views(report, targets)
     _print_summary(report, targets)
     return 0
-
-
-def replay(
-    loaded: LoadedConfig,
-    saved: object,
-    mode: ReplayMode | None,
-    *,
-    executor: concurrent.futures.Executor | None = None,
-) -> tuple[ReplayCheck, RunRecord | None]:
-    """Replay ``loaded`` against a saved run record document (decoded JSON).
-
-    The config digest is compared first: a record of another config is a mismatch
-    before anything is re-run (the replayed record is then None).
-
-    Raises:
-        ConfigError: ``nondeterministic`` asked for a config that does not declare it.
-    """
-    chosen = default_mode(loaded.declared_replay) if mode is None else mode
-    if (
-        chosen is ReplayMode.NONDETERMINISTIC
-        and loaded.declared_replay is not DeclaredReplay.NONDETERMINISTIC
-    ):
-        raise ConfigError(
-            f"{loaded.source.path}: --mode nondeterministic needs the config to declare "
-            '"replay": "nondeterministic"; it would silently weaken exact replay'
-        )
-    saved = _with_provenance(saved)
-    declared = loaded.declared_replay
-    digest = loaded.config_digest
-    failed = preflight(saved, mode=chosen, declared=declared, config_digest=digest)
-    replayed = None if failed else run_loaded(loaded, executor=executor)
-    outcome = check_replay(saved, replayed, mode=chosen, declared=declared, config_digest=digest)
-    # The replay-check document is the check, whether it matched or was refused.
-    check = outcome.check if isinstance(outcome, ReplayRefusal) else outcome
-    return check, replayed
 
 
 def describe_replay(
