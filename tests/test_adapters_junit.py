@@ -13,7 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.effects.adapters import unittest_junit
-from kernel.effects.adapters.junit import MAX_RESULT_BYTES, judge_tests, read_junit
+from kernel.effects.adapters.junit import (
+    MAX_RESULT_BYTES,
+    declared_test_results,
+    judge_tests,
+    read_junit,
+)
 from kernel.verification import CheckReason, CheckStatus
 
 NONCE = "n0nce"
@@ -354,3 +359,33 @@ def test_the_nonce_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_junit(unittest_junit._xml("", [("m.C.t", "passed", "")], False), "") is (
         CheckReason.RESULT_FORGED
     )
+
+
+def test_declared_test_results_name_every_declared_test() -> None:
+    """Each declared test gets one outcome in declaration order: a test the result does
+    not name is missing, a forged or tampered result makes every test tampered, any
+    other unusable result makes every test missing."""
+    declared = ("m.A.f2p", "m.A.p2p", "m.A.skip", "m.A.err", "m.A.gone")
+    result = {
+        "m.A.f2p": "failure",
+        "m.A.p2p": "passed",
+        "m.A.skip": "skipped",
+        "m.A.err": "error",
+        "m.A.other": "passed",
+    }
+    rows = declared_test_results(declared, ("m.A.f2p",), result)
+    assert [(r.test_id, str(r.kind), str(r.outcome)) for r in rows] == [
+        ("m.A.f2p", "fail_to_pass", "failed"),
+        ("m.A.p2p", "pass_to_pass", "passed"),
+        ("m.A.skip", "pass_to_pass", "skipped"),
+        ("m.A.err", "pass_to_pass", "error"),
+        ("m.A.gone", "pass_to_pass", "missing"),
+    ]
+    for reason, outcome in (
+        (CheckReason.RESULT_FORGED, "tampered"),
+        (CheckReason.RUNNER_TAMPERED, "tampered"),
+        (CheckReason.RESULT_MISSING, "missing"),
+        (CheckReason.RESULT_UNREADABLE, "missing"),
+    ):
+        rows = declared_test_results(declared, (), reason)
+        assert {str(r.outcome) for r in rows} == {outcome}

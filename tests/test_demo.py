@@ -192,3 +192,25 @@ def test_kernel_run_cli_prints_files_and_summary(
     for name in ("run.json", "evidence.html", "admission.json", "replay.json"):
         assert str(tmp_path / "results/demo" / name) in out
     assert "human decision: pending" in out
+
+
+def test_each_declared_test_outcome_is_in_the_run_record(
+    demo: tuple[Path, PipelineResult],
+) -> None:
+    """run.json keeps each declared test's outcome per check (SWE-bench's per-test
+    report): the correct fix passes all four, the no-op fails FAIL_TO_PASS only."""
+    base, _ = demo
+    run = RunRecord.from_dict(json.loads((base / "results/demo/run.json").read_text()))
+
+    def outcomes(attempt_id: str) -> list[tuple[str, str, str]]:
+        attempt = next(a for a in run.attempts if a.attempt_id == attempt_id)
+        check = next(c for c in attempt.check_runs if c.check_id == "unit-tests")
+        return [(t.test_id.rsplit(".", 1)[1], str(t.kind), str(t.outcome)) for t in check.tests]
+
+    assert outcomes("attempt-1") == [
+        ("test_median_even", "fail_to_pass", "passed"),
+        ("test_mean", "pass_to_pass", "passed"),
+        ("test_median_odd", "pass_to_pass", "passed"),
+        ("test_median_unsorted_input_untouched", "pass_to_pass", "passed"),
+    ]
+    assert [o for _, _, o in outcomes("attempt-4")] == ["failed", "passed", "passed", "passed"]

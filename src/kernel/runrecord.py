@@ -60,6 +60,9 @@ __all__ = [
     "CheckRun",
     "CheckSummary",
     "DeclaredReplay",
+    "DeclaredTestKind",
+    "DeclaredTestOutcome",
+    "DeclaredTestResult",
     "ImportedFrom",
     "IsolationPolicy",
     "ManifestSummary",
@@ -131,6 +134,9 @@ class AttemptErrorCode(enum.StrEnum):
     """The verifier could not run to a result (e.g. no candidate to inspect)."""
     VERIFICATION_BINDING = "verification_binding_mismatch"
     """The verifier's result does not bind to the manifest and work unit."""
+    INFRASTRUCTURE_FAULT = "infrastructure_fault"
+    """The attempt's task did not complete (an executor or adapter fault, a lost worker
+    after its retries): a control error of the run, never the worker's failure."""
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +267,44 @@ class SandboxRun(Record):
     """Every limit of the run, as the sandbox applied it."""
 
 
+class DeclaredTestOutcome(enum.StrEnum):
+    """What the verifier found of one declared test (SWE-bench's per-test report)."""
+
+    PASSED = "passed"
+    """The runner's result shows it passed."""
+    FAILED = "failed"
+    """It ran and an assertion failed."""
+    ERROR = "error"
+    """It ran and raised (an import it needs included)."""
+    SKIPPED = "skipped"
+    """It was skipped: no evidence either way."""
+    MISSING = "missing"
+    """No usable result names it (not collected, no result, a timeout, a limit)."""
+    TAMPERED = "tampered"
+    """The result was forged or the runner was tampered with: nothing it says counts."""
+
+
+class DeclaredTestKind(enum.StrEnum):
+    """Which list of the instance a declared test comes from."""
+
+    FAIL_TO_PASS = "fail_to_pass"  # noqa: S105 - a test list name, not a secret
+    """Fails on the baseline; the patch must make it pass."""
+    PASS_TO_PASS = "pass_to_pass"  # noqa: S105 - a test list name, not a secret
+    """Passes on the baseline; the patch must keep it passing."""
+
+
+@attrs.frozen(kw_only=True)
+class DeclaredTestResult(Record):
+    """One declared test of a check, and its outcome in that check's run."""
+
+    test_id: NonBlank
+    """The test id as declared (a unittest or pytest id)."""
+    kind: DeclaredTestKind
+    """FAIL_TO_PASS or PASS_TO_PASS."""
+    outcome: DeclaredTestOutcome
+    """What the runner's result says of it."""
+
+
 @attrs.frozen(kw_only=True)
 class CheckRun(Record):
     """How one verifier check of an attempt ran, and why it did not pass (if it did not)."""
@@ -272,6 +316,9 @@ class CheckRun(Record):
     ``protected-paths``, which reads the patch)."""
     reason: CheckReason | None
     """Why the check did not pass; None when it passed."""
+    tests: tuple[DeclaredTestResult, ...] = ()
+    """Each declared test's outcome, in declaration order (FAIL_TO_PASS first); empty
+    for a check that declares no tests."""
 
 
 def evidence_isolation(

@@ -59,6 +59,7 @@ import concurrent.futures
 import contextlib
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -463,13 +464,14 @@ def _attempt_in_scratch(
 ) -> AttemptOutcome:
     notes: dict[str, object] = {}
     started = time.monotonic()
-    folder = scratch / f"attempt-{order}"
+    # Unique per try: a task retried after a lost worker (Dask reschedules it) starts
+    # from clean scratch of its own, never from what the lost try left behind.
+    folder = Path(tempfile.mkdtemp(prefix=f"attempt-{order}-", dir=scratch))
     console.progress(f"attempt {attempt_id}: started ({worker.kind})")
     policy = loaded.isolation_policy
     evidence = AttemptEvidence(minimum=None if policy is None else policy.minimum)
     try:
         with collecting_notes(notes, evidence):
-            folder.mkdir()
             record, manifest, produced = _run_attempt(loaded, order, attempt_id, worker, folder)
             kept = _kept(manifest, produced) if keep_artifacts else {}
         record = attrs.evolve(
@@ -600,13 +602,14 @@ class RunOutcome:
 def _crashed(
     attempt_id: str, order: int, worker: WorkerAdapter, error: BaseException
 ) -> AttemptOutcome:
-    # Never a dropped attempt: an adapter or executor failure is a worker_error.
+    # Never a dropped attempt, never the worker's failure: a task that did not complete
+    # (an adapter or executor fault, a worker lost after its retries) is a control error.
     record = _error(
         attempt_id,
         order,
         worker,
         state=AttemptState.WORKER_ERROR,
-        code=AttemptErrorCode.WORKER_FAILED,
+        code=AttemptErrorCode.INFRASTRUCTURE_FAULT,
         message=f"attempt did not complete: {type(error).__name__}: {error}",
     )
     return AttemptOutcome(record=record, manifest=None, notes={})

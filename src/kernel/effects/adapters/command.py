@@ -101,7 +101,12 @@ from kernel.effects.adapters.base import (
     record_check_run,
     record_worker_sandbox,
 )
-from kernel.effects.adapters.junit import MAX_RESULT_BYTES, judge_tests, read_junit
+from kernel.effects.adapters.junit import (
+    MAX_RESULT_BYTES,
+    declared_test_results,
+    judge_tests,
+    read_junit,
+)
 from kernel.effects.adapters.patch import (
     FileChange,
     PatchRefusal,
@@ -678,13 +683,20 @@ class CommandVerifier:
                     f"check:{check.id}:{OUTPUT_TAIL}",
                     _output_tail(capture, stdout=not check.tests),
                 )
-                result, reason = self._result(check, capture, patch_digest, required_ids, nonce)
+                result, reason, tests = self._result(
+                    check, capture, patch_digest, required_ids, nonce
+                )
                 results.append(result)
                 console.progress(
                     f"  {manifest.id}: check {check.id} {result.status} ({capture.duration_ms} ms)"
                 )
                 record_check_run(
-                    CheckRun(check_id=check.id, sandbox=sandbox_run(capture), reason=reason)
+                    CheckRun(
+                        check_id=check.id,
+                        sandbox=sandbox_run(capture),
+                        reason=reason,
+                        tests=declared_test_results(check.tests, check.fail_to_pass, tests),
+                    )
                 )
                 weak = below_minimum(capture.isolation)
                 if weak is not None:
@@ -730,11 +742,12 @@ class CommandVerifier:
         patch_digest: str,
         required_ids: set[str],
         nonce: str,
-    ) -> tuple[CheckResult, CheckReason | None]:
+    ) -> tuple[CheckResult, CheckReason | None, Mapping[str, str] | CheckReason]:
         if capture.status is CaptureStatus.SANDBOX_ERROR:
             why = redact_absolute_paths(capture.error or "unknown")
             raise VerifierFailure(f"check {check.id}: sandbox error: {why}")
         tests: dict[str, str] = {}
+        found: Mapping[str, str] | CheckReason = CheckReason.RESULT_MISSING
         status: CheckStatus
         reason: CheckReason | None
         if capture.status is CaptureStatus.TIMEOUT:
@@ -744,7 +757,7 @@ class CommandVerifier:
         elif capture.start_failed:
             status, reason = CheckStatus.ERROR, CheckReason.START_FAILED
         elif check.tests:
-            result = _runner_result(capture, nonce)
+            result = found = _runner_result(capture, nonce)
             status, reason = judge_tests(check.tests, result, capture.exit_code)
             if not isinstance(result, CheckReason):
                 tests = {t: result.get(t, "missing") for t in check.tests}
@@ -765,12 +778,16 @@ class CommandVerifier:
                 "patch": patch_digest,
             }
         )
-        return CheckResult(
-            id=check.id,
-            required=check.required or check.id in required_ids,
-            status=status,
-            evidence_digests=(evidence,),
-        ), reason
+        return (
+            CheckResult(
+                id=check.id,
+                required=check.required or check.id in required_ids,
+                status=status,
+                evidence_digests=(evidence,),
+            ),
+            reason,
+            found,
+        )
 
     def _verification(
         self,

@@ -30,9 +30,16 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from kernel.runrecord import DeclaredTestKind, DeclaredTestOutcome, DeclaredTestResult
 from kernel.verification import CheckReason, CheckStatus
 
-__all__ = ["MAX_RESULT_BYTES", "TestOutcome", "judge_tests", "read_junit"]
+__all__ = [
+    "MAX_RESULT_BYTES",
+    "TestOutcome",
+    "declared_test_results",
+    "judge_tests",
+    "read_junit",
+]
 
 MAX_RESULT_BYTES: Final = 16 << 20
 """The largest result read (a larger one is ``result_unreadable``)."""
@@ -99,3 +106,40 @@ def judge_tests(
     if exit_code != 0:
         return CheckStatus.INCONCLUSIVE, CheckReason.RUNNER_EXIT_NONZERO
     return CheckStatus.PASSED, None
+
+
+_RECORDED: Final = {
+    "passed": DeclaredTestOutcome.PASSED,
+    "failure": DeclaredTestOutcome.FAILED,
+    "error": DeclaredTestOutcome.ERROR,
+    "skipped": DeclaredTestOutcome.SKIPPED,
+}
+# A result this run did not write, or a runner that saw tampering: nothing it says counts.
+_UNTRUSTED: Final = frozenset({CheckReason.RESULT_FORGED, CheckReason.RUNNER_TAMPERED})
+
+
+def declared_test_results(
+    declared: Sequence[str],
+    fail_to_pass: Sequence[str],
+    result: Mapping[str, TestOutcome] | CheckReason,
+) -> tuple[DeclaredTestResult, ...]:
+    """Each declared test's outcome, as the run record keeps it (declaration order).
+
+    A test the result does not name is ``missing``; every test of a forged or tampered
+    result is ``tampered``; of any other unusable result (none, unreadable, a timeout),
+    ``missing``.
+    """
+    failing = frozenset(fail_to_pass)
+    outcomes: list[DeclaredTestResult] = []
+    for test in declared:
+        if isinstance(result, CheckReason):
+            outcome = (
+                DeclaredTestOutcome.TAMPERED
+                if result in _UNTRUSTED
+                else DeclaredTestOutcome.MISSING
+            )
+        else:
+            outcome = _RECORDED.get(result.get(test, ""), DeclaredTestOutcome.MISSING)
+        kind = DeclaredTestKind.FAIL_TO_PASS if test in failing else DeclaredTestKind.PASS_TO_PASS
+        outcomes.append(DeclaredTestResult(test_id=test, kind=kind, outcome=outcome))
+    return tuple(outcomes)
