@@ -1052,3 +1052,59 @@ def test_forbid_reflection_key_is_validated(tmp_path: Path) -> None:
     rule = load_policy([md]).rules[0]
     assert rule.forbid_reflection
     assert rule.to_dict()["forbid-reflection"] is True
+
+
+def test_one_finding_per_line_and_target_names_merged() -> None:
+    """`from subprocess import run, PIPE` is one finding naming both; the same finding
+    under two rules is one finding naming both rules; other targets stay apart."""
+    policy = Policy(
+        rules=(
+            Rule(name="a", modules=("m",), forbid_imports=("subprocess",)),
+            Rule(name="b", modules=("m",), forbid_imports=("subprocess",)),
+        )
+    )
+    found = check_source(
+        "from subprocess import run, PIPE\nimport socket, subprocess\n", policy, module="m"
+    )
+    assert [(v.line, v.rule, v.message) for v in found] == [
+        (
+            1,
+            "a,b",
+            "import of 'subprocess.PIPE', 'subprocess.run' is forbidden "
+            "(forbid-imports 'subprocess')",
+        ),
+        (2, "a,b", "import of 'subprocess' is forbidden (forbid-imports 'subprocess')"),
+    ]
+    calls = _policy(forbid_calls=("os.system", "os.environ"))
+    assert len(check_source("from os import system, environ\n", calls, module="m")) == 2
+
+
+def test_cli_edges_are_one_line_exit_2_never_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--write-baseline onto a full device, a folder or a FIFO and --config or --baseline
+    from a device or a FIFO are refused before anything is read or written (issue 22)."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('1')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    full = tmp_path / "full"  # a link: were it replaced, only the link would be
+    full.symlink_to("/dev/full")
+    args = ["guard", "--config", "adr.md", "--no-cache"]
+    cases = [
+        (["--write-baseline", str(full)], "character device"),
+        (["--write-baseline", str(tmp_path / "src")], "directory"),
+        (["--write-baseline", str(fifo)], "FIFO"),
+        (["--baseline", str(fifo)], "FIFO"),
+    ]
+    for extra, kind in cases:
+        assert main([*args, *extra]) == 2
+        err = capsys.readouterr().err
+        assert kind in err
+        assert len(err.strip().splitlines()) == 1
+    for config in ("/dev/urandom", str(fifo), str(tmp_path)):
+        assert main(["guard", "--config", config, "--no-cache"]) == 2
+        assert "not a regular file" in capsys.readouterr().err
+    assert full.is_symlink()
+    assert fifo.is_fifo()

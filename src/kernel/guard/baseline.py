@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 from pathlib import Path
 
 from kernel.errors import ConfigError
 from kernel.guard.model import GuardReport, Violation
 
-__all__ = ["apply_baseline", "baseline_document", "read_baseline"]
+__all__ = ["apply_baseline", "baseline_document", "read_baseline", "write_baseline"]
 
 _KEY = "kernel-guard-baseline"
 _FIELDS = ("path", "code", "rule", "message")
@@ -45,9 +46,14 @@ def read_baseline(path: Path | str) -> collections.Counter[Entry]:
     Raises:
         ConfigError: unreadable, not JSON, or not a baseline (names the key).
     """
+    from kernel.effects.files import read_input  # refuses a FIFO or device unread
+    from kernel.errors import EffectError
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        doc = json.loads(read_input(path, what="baseline").decode("utf-8"))
+    except EffectError as e:
+        raise ConfigError(str(e)) from e
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ConfigError(f"{path}: cannot read baseline: {e}") from e
     if not isinstance(doc, dict) or doc.get(_KEY) != 1 or set(doc) != {_KEY, "findings"}:
         raise ConfigError(f"{path}: {_KEY}: not a kernel guard baseline (version 1)")
@@ -81,3 +87,21 @@ def apply_baseline(report: GuardReport, known: collections.Counter[Entry]) -> Gu
         files_checked=report.files_checked,
         files_cached=report.files_cached,
     )
+
+
+def write_baseline(path: Path | str, report: GuardReport) -> None:
+    """Write the baseline of ``report`` to ``path`` atomically.
+
+    Raises:
+        ConfigError: ``path`` is a folder, a FIFO or a device (refused before anything
+            is written: ``/dev/full`` is never replaced), or the write failed.
+    """
+    from kernel.effects.files import atomic_write_bytes, check_input
+    from kernel.errors import EffectError
+
+    try:
+        if os.path.lexists(path):
+            check_input(path, what="baseline")  # the target must be a regular file
+        atomic_write_bytes(path, baseline_document(report).encode("utf-8"))
+    except EffectError as e:
+        raise ConfigError(f"cannot write baseline: {e}") from e

@@ -231,9 +231,16 @@ def _toml(text: str, where: str) -> dict[str, object]:
 
 
 def _read(path: Path) -> str:
+    """The text of a policy file; a FIFO, a device or a folder is refused before it is
+    read (`kernel.effects.files.read_input`), so ``--config /dev/urandom`` never hangs."""
+    from kernel.effects.files import read_input  # the one reader of regular inputs
+    from kernel.errors import EffectError
+
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        return read_input(path, what="policy file").decode("utf-8")
+    except EffectError as e:
+        raise ConfigError(str(e)) from e
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: cannot read policy file: {e}") from e
 
 

@@ -1282,7 +1282,7 @@ class _Scanner:
         lines = self.data.split(b"\n")
         out: list[RawFinding] = []
         used: set[tuple[int, str]] = set()
-        for line, col, code, rule, message in self.findings:
+        for line, col, code, rule, message in _merged(self.findings):
             mark = marks.get(line)
             if mark is not None and code in mark[0] and mark[1]:
                 used.add((line, code))
@@ -1347,6 +1347,39 @@ class _Scanner:
                 alone = not text[: tok.start[1]].strip()
                 out[number + alone] = (codes, reason, tok.start[1] + 1)
         return out
+
+
+_NAMED_RX: Final = re.compile(r"((?:typing-only |dynamic )?import of )'([^']*)'( .*)")
+
+
+def _merged(
+    findings: Iterable[tuple[int, int, str, str, str]],
+) -> list[tuple[int, int, str, str, str]]:
+    """One finding per statement, code and target: ``from subprocess import run, PIPE``
+    is one "import of 'subprocess.PIPE', 'subprocess.run' is forbidden", not two lines
+    that differ only in the name; the same finding of two rules names both rules."""
+    out: list[tuple[int, int, str, str, str]] = []
+    groups: dict[tuple[int, int, str, str, str, str], list[str]] = {}
+    for line, col, code, rule, message in findings:
+        m = _NAMED_RX.fullmatch(message)
+        if m is None:
+            out.append((line, col, code, rule, message))
+            continue
+        key = (line, col, code, rule, m.group(1), m.group(3))
+        names = groups.setdefault(key, [])
+        if m.group(2) not in names:
+            names.append(m.group(2))
+    for (line, col, code, rule, head, tail), names in groups.items():
+        listed = ", ".join(repr(n) for n in sorted(names))
+        out.append((line, col, code, rule, f"{head}{listed}{tail}"))
+    # The same finding under two rules is one finding naming both.
+    rules: dict[tuple[int, int, str, str], set[str]] = {}
+    for line, col, code, rule, message in out:
+        rules.setdefault((line, col, code, message), set()).update(rule.split(","))
+    return [
+        (line, col, code, ",".join(sorted(r for r in names if r)), message)
+        for (line, col, code, message), names in rules.items()
+    ]
 
 
 def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: `kernel --help` and the other verbs never load the guard.
     from kernel.errors import ConfigError
     from kernel.guard import fastpath
-    from kernel.guard.baseline import apply_baseline, baseline_document, read_baseline
+    from kernel.guard.baseline import apply_baseline, read_baseline, write_baseline
     from kernel.guard.engine import check_tree, tool_version
     from kernel.guard.output import render, render_error
     from kernel.guard.policy import discover_policy, load_policy
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             jobs=args.jobs,
         )
         if args.write_baseline:
-            Path(args.write_baseline).write_text(baseline_document(report), encoding="utf-8")
+            write_baseline(args.write_baseline, report)
             sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
             return EXIT_OK
         if args.baseline:
