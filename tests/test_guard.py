@@ -1108,3 +1108,72 @@ def test_cli_edges_are_one_line_exit_2_never_a_hang(
         assert "not a regular file" in capsys.readouterr().err
     assert full.is_symlink()
     assert fifo.is_fifo()
+
+
+PYPROJECT_POLICY = """\
+[tool.kernel.guard]
+unguarded = ["tests", "tests.*"]
+
+[[tool.kernel.guard.rules]]
+name = "pure"
+modules = ["pkg", "pkg.*"]
+forbid-calls = ["os.system"]
+"""
+
+
+def test_project_root_anchors_policy_paths_baseline_and_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The policy is found upward from the working folder or a PATH; findings and the
+    baseline name paths relative to the project root, so a baseline written at the
+    root holds from a subfolder; the cache lives at the root, not where one stands."""
+    (tmp_path / "proj").mkdir()
+    proj = tmp_path / "proj"
+    (proj / "pyproject.toml").write_text(PYPROJECT_POLICY, encoding="utf-8")
+    for rel, text in {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "import os\nos.system('1')\n",
+        "tests/__init__.py": "",
+        "tests/test_a.py": "",
+    }.items():
+        (proj / rel).parent.mkdir(parents=True, exist_ok=True)
+        (proj / rel).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(proj / "pkg")
+    assert main(["guard"]) == 1
+    assert capsys.readouterr().out.startswith("pkg/a.py:2:1: KG004")
+    assert (proj / ".kernel-guard-cache").is_dir()
+    assert not (proj / "pkg" / ".kernel-guard-cache").exists()
+    assert main(["guard", "--write-baseline", str(tmp_path / "base.json")]) == 0
+    doc = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
+    assert [f["path"] for f in doc["findings"]] == ["pkg/a.py"]
+    monkeypatch.chdir(proj)
+    assert main(["guard", "--baseline", str(tmp_path / "base.json")]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)  # outside the project: the PATH finds it
+    assert main(["guard", "--no-cache", "proj/pkg/a.py"]) == 1
+    assert capsys.readouterr().out.startswith("pkg/a.py:2:1: KG004")
+    sarif = tmp_path / "out.sarif"
+    monkeypatch.chdir(proj / "pkg")
+    assert main(["guard", "--no-cache", "--format", "sarif"]) == 1
+    sarif.write_text(capsys.readouterr().out, encoding="utf-8")
+    run = json.loads(sarif.read_text(encoding="utf-8"))["runs"][0]
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == proj.resolve().as_uri() + "/"
+
+
+def test_exclude_and_unguarded_compose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--exclude tests` with `unguarded = ["tests"]` is the same wish said twice (not
+    exit 2); a pattern matching nothing, excluded or not, is still refused."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT_POLICY, encoding="utf-8")
+    for rel in ("pkg/__init__.py", "pkg/a.py", "tests/__init__.py", "tests/test_a.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["guard", "--no-cache"]) == 0
+    assert main(["guard", "--no-cache", "--exclude", "tests"]) == 0
+    assert main(["guard", "--no-cache", "--exclude", "tests/test_a.py"]) == 0
+    typo = PYPROJECT_POLICY.replace('"tests.*"]', '"tests.*", "tsets"]')
+    (tmp_path / "pyproject.toml").write_text(typo, encoding="utf-8")
+    assert main(["guard", "--no-cache", "--exclude", "tests"]) == 2
+    assert "'tsets' matches no module" in capsys.readouterr().err

@@ -70,3 +70,42 @@ def test_inert_without_configuration(tmp_path: Path) -> None:
     proc = _pytest(root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+def test_baseline_hides_known_findings(tmp_path: Path) -> None:
+    """kernel_guard_baseline hides what `kernel guard --write-baseline` recorded (paths
+    relative to the root in both); a new finding still fails."""
+    root = _project(tmp_path, POLICY, "import os\nos.system('true')\n")
+    written = subprocess.run(
+        [sys.executable, "-m", "kernel", "guard", "--write-baseline", "base.json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert written.returncode == 0, written.stdout + written.stderr
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as fh:
+        fh.write('kernel_guard_baseline = "base.json"\n')
+    proc = _pytest(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (root / "src" / "pkg" / "a.py").write_text(
+        "import os\nos.system('true')\nos.system('x')\n", encoding="utf-8"
+    )
+    proc = _pytest(root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "src/pkg/a.py:3:1: KG004" in proc.stdout
+
+
+def test_missing_or_empty_folder_is_an_error(tmp_path: Path) -> None:
+    """A configured folder with no file (or none at all) fails the run naming it."""
+    root = _project(tmp_path, POLICY, "x = 1\n")
+    (root / "tests" / "test_x.py").unlink()
+    proc = _pytest(root)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "kernel_guard_dirs" in proc.stderr
+    assert "holds no file" in proc.stderr
+    (root / "tests").rmdir()
+    proc = _pytest(root)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "is not a folder" in proc.stderr

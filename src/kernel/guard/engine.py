@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from kernel.errors import ConfigError
 from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
@@ -171,6 +171,7 @@ def discover_modules(
     exclude: Iterable[str] = (),
     gitignore_from: Path | str | None = None,
     visited: list[str] | None = None,
+    excluded: list[str] | None = None,
 ) -> list[tuple[str, str, bool]]:
     """``(file path, module name, is package)`` for every ``*.py`` under ``root``, sorted.
 
@@ -179,7 +180,8 @@ def discover_modules(
     the path relative to ``root`` or on one name), and what the ``.gitignore`` files say
     from ``gitignore_from`` (a folder at or above ``root``, usually the repository) down.
     ``visited`` receives every folder walked and every ``.gitignore`` consulted (what a
-    warm replay must find unchanged, `kernel.guard.fastpath`).
+    warm replay must find unchanged, `kernel.guard.fastpath`); ``excluded`` the
+    dotted names of the folders and modules left out by ``exclude`` or ``.gitignore``.
     """
     top = os.fspath(root)
     ignore = _Ignore(exclude)
@@ -212,8 +214,11 @@ def discover_modules(
                 d == "__pycache__"
                 or d.startswith(".")
                 or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-                or ignore.ignored(path, "/".join([*prefix, d]), is_dir=True)
             ):
+                continue
+            if ignore.ignored(path, "/".join([*prefix, d]), is_dir=True):
+                if excluded is not None:
+                    excluded.append(".".join([*prefix, d]))
                 continue
             keep.append(d)
         dirs[:] = keep
@@ -221,6 +226,8 @@ def discover_modules(
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
                 if ignore.ignored(path, "/".join([*prefix, name]), is_dir=False):
+                    if excluded is not None:
+                        excluded.append(_module_name([*prefix, name])[0])
                     continue
                 module, is_package = _module_name([*prefix, name])
                 if module:
@@ -397,6 +404,7 @@ def check_paths(
     cache_dir: Path | str | None = None,
     display: dict[str, str] | None = None,
     jobs: int | None = None,
+    excluded: Sequence[str] = (),
 ) -> GuardReport:
     """Check ``(path, module, is_package)`` files against ``policy``.
 
@@ -407,6 +415,8 @@ def check_paths(
         display: optional path -> displayed path mapping for findings.
         jobs: processes that parse the files the cache cannot serve (``None``: one per
             available core; a pool starts only for `PARALLEL_MIN_FILES` files or more).
+        excluded: module names (or packages) left out by ``--exclude`` or
+            ``.gitignore`` (see `check_coverage`).
 
     Raises:
         ConfigError: ``files`` is empty, or the policy does not cover them
@@ -414,7 +424,7 @@ def check_paths(
     """
     if not files:
         raise ConfigError("no Python files to check")
-    check_coverage(files, policy)
+    check_coverage(files, policy, excluded=excluded)
     ctx = _Context(policy)
     key = f"{_policy_key(policy)}-{tool_version().replace('+', '-')}-{_environment_key()}"
     cache = _Cache(None if cache_dir is None else Path(cache_dir), key)
@@ -424,6 +434,7 @@ def check_paths(
     cached = checked = 0
     need_graph = bool(ctx.transitive) or any(r.layers for r in policy.rules)
     todo: list[_Job] = []
+    show = display or {}
     with _gc_paused():
         for path, module, is_package in files:
             modules.setdefault(module, path)
@@ -431,7 +442,8 @@ def check_paths(
             if not rules and not need_graph:
                 continue
             checked += 1
-            entry = cache.entries.get(path)
+            # Keyed by the displayed (project-relative) path: the same from any folder.
+            entry = cache.entries.get(show.get(path, path))
             try:
                 st = os.stat(path)
             except OSError as e:
@@ -456,18 +468,19 @@ def check_paths(
             todo, _scan_all(todo, ctx, jobs), strict=True
         ):
             path = job[0]
-            entry = cache.entries.get(path)
+            key = show.get(path, path)
+            entry = cache.entries.get(key)
             imports, findings = scanned, found
             if digest and entry is not None and entry[3] == digest:
                 cached += 1
                 imports, findings = entry[4], entry[5]
             if stat is not None:
-                cache.entries[path] = (*stat, digest, imports, findings)
+                cache.entries[key] = (*stat, digest, imports, findings)
                 cache.dirty = True
             results[path] = (imports, findings)
-    show = display or {}
+    keys = [show.get(path, path) for path in results]
     fingerprint: _Fingerprint = (
-        tuple((path, cache.entries[path][3] if path in cache.entries else "") for path in results),
+        tuple((key, cache.entries[key][3] if key in cache.entries else "") for key in keys),
         tuple(sorted(show.items())),
     )
     if cache.derived[0] == fingerprint:
@@ -480,7 +493,7 @@ def check_paths(
                 derived.extend(_layer_breaks(rule, files, results, show))
         cache.derived = (fingerprint, [_derived(v) for v in derived])
         cache.dirty = True
-    cache.save(set(results))
+    cache.save(set(keys))
     violations = [
         Violation(
             path=show.get(path, path),
@@ -532,7 +545,19 @@ def _where(policy: Policy, pattern: str) -> str:
     return sources[index] if index < len(sources) else f"unguarded[{index}]"
 
 
-def check_coverage(files: Sequence[tuple[str, str, bool]], policy: Policy) -> None:
+def _left_out(pattern: str, excluded: Sequence[str]) -> bool:
+    """Does ``pattern`` name a module (or a package's submodule) that was left out?"""
+    return any(
+        covers((pattern,), name)
+        or covers((pattern,), f"{name}._")
+        or pattern.startswith(f"{name}.")
+        for name in excluded
+    )
+
+
+def check_coverage(
+    files: Sequence[tuple[str, str, bool]], policy: Policy, *, excluded: Sequence[str] = ()
+) -> None:
     """Refuse a policy that would check nothing, or not everything, of ``files``.
 
     A green run must mean "every module was checked by the rules meant for it": a rule
@@ -564,7 +589,8 @@ def check_coverage(files: Sequence[tuple[str, str, bool]], policy: Policy) -> No
         if not hit:
             uncovered.append((module, path))
     for pattern, count in skipped.items():
-        if not count:
+        # `--exclude tests` and `unguarded = ["tests"]` say the same thing twice: fine.
+        if not count and not _left_out(pattern, excluded):
             raise ConfigError(
                 f"{_where(policy, pattern)}: {pattern!r} matches no module under the import root"
             )
@@ -576,7 +602,9 @@ def check_coverage(files: Sequence[tuple[str, str, bool]], policy: Policy) -> No
             f"names {sample}, ... (is --src the import root?)"
         )
     for rule in policy.rules:
-        if not covered_by[rule.name]:
+        if not covered_by[rule.name] and not any(
+            _left_out(p, excluded) for p in rule.modules if not p.startswith("!")
+        ):
             where = f"{rule.source}: " if rule.source else ""
             raise ConfigError(
                 f"{where}rule {rule.name!r}: modules {list(rule.modules)} match no module "
@@ -828,6 +856,7 @@ def check_tree(
     only: Iterable[Path | str] | None = None,
     visited: list[str] | None = None,
     jobs: int | None = None,
+    root: Path | str | None = None,
 ) -> GuardReport:
     """Check every module under the import root ``src`` against ``policy``.
 
@@ -838,23 +867,37 @@ def check_tree(
         only: report findings of these files (or of files under these folders) only,
             as pre-commit passes the files it checks; the whole tree is still
             discovered, so coverage and transitive reach see every module.
+        root: the project root (`kernel.guard.policy.find_project_root`): every path in
+            findings, chains and the cache is relative to it (POSIX separators), so a
+            baseline written in one folder holds in another; default the working
+            directory.
 
     Raises:
         ConfigError: ``src`` is not a directory or holds no Python file.
     """
     if not Path(src).is_dir():
         raise ConfigError(f"--src {src}: not a directory")
-    files = discover_modules(src, exclude=exclude, gitignore_from=gitignore_from, visited=visited)
+    excluded: list[str] = []
+    files = discover_modules(
+        src, exclude=exclude, gitignore_from=gitignore_from, visited=visited, excluded=excluded
+    )
     if not files:
         raise ConfigError(f"--src {src}: no Python files found")
     if visited is not None:
         visited += [path for path, _m, _k in files]
-    report = check_paths(files, policy, cache_dir=cache_dir, jobs=jobs)
+    base = os.path.abspath(root if root is not None else os.curdir)
+    display = {
+        path: PurePath(os.path.relpath(os.path.abspath(path), base)).as_posix()
+        for path, _m, _k in files
+    }
+    report = check_paths(
+        files, policy, cache_dir=cache_dir, jobs=jobs, display=display, excluded=excluded
+    )
     if only is None:
         return report
     wanted = [Path(p).resolve() for p in only]
     selected = {
-        path
+        display[path]
         for path, _m, _k in files
         if any(Path(path).resolve() == w or w in Path(path).resolve().parents for w in wanted)
     }

@@ -26,7 +26,15 @@ import os
 import sys
 import time
 
-__all__ = ["RECORD_NAME", "record", "replay", "replay_cli", "run_key", "take_words"]
+__all__ = [
+    "RECORD_NAME",
+    "cache_dirs_of",
+    "record",
+    "replay",
+    "replay_cli",
+    "run_key",
+    "take_words",
+]
 
 RECORD_NAME = "last-runs.marshal"
 _MAGIC = "kernel-guard-runs/1"
@@ -109,30 +117,42 @@ def record(
         pass  # an optimisation only: failing to record changes no result
 
 
-def cache_dir_of(words: list[str]) -> str | None:
-    """The cache folder ``kernel guard`` would use for these words (None: no cache)."""
+def cache_dirs_of(words: list[str]) -> list[str] | None:
+    """The cache folders a record of these words may be in: ``--cache-dir`` as given,
+    else the ``.kernel-guard-cache`` of every folder from here up (the project root
+    holds it); None when the run uses no cache."""
     if any(w in ("--no-cache", "-h", "--help") or w.startswith("--write-baseline") for w in words):
         return None
-    folder = ".kernel-guard-cache"
     for i, word in enumerate(words):
         if word == "--cache-dir" and i + 1 < len(words):
-            folder = words[i + 1]
-        elif word.startswith("--cache-dir="):
-            folder = word.split("=", 1)[1]
-    return folder
+            return [words[i + 1]]
+        if word.startswith("--cache-dir="):
+            return [word.split("=", 1)[1]]
+    here = os.getcwd()
+    found = []
+    while True:
+        folder = os.path.join(here, ".kernel-guard-cache")
+        if os.path.isdir(folder):
+            found.append(folder)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return found
+        here = parent
 
 
 def replay_cli(words: list[str]) -> int | None:
     """Print the recorded output of an unchanged warm run; None means run in full."""
-    folder = cache_dir_of(words)
-    if folder is None:
+    folders = cache_dirs_of(words)
+    if folders is None:
         return None
-    hit = replay(folder, run_key(words, os.getcwd()))
-    if hit is None:
-        _PENDING[:] = [words]  # the full run records itself under these words
-        return None
-    sys.stdout.write(hit[0])
-    return hit[1]
+    key = run_key(words, os.getcwd())
+    for folder in folders:
+        hit = replay(folder, key)
+        if hit is not None:
+            sys.stdout.write(hit[0])
+            return hit[1]
+    _PENDING[:] = [words]  # the full run records itself under these words
+    return None
 
 
 _PENDING: list[list[str]] = []

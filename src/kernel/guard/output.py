@@ -87,8 +87,9 @@ def _location(path: str) -> dict[str, object]:
     return {"uri": _uri(path), "uriBaseId": "SRCROOT"}
 
 
-def render_sarif(report: GuardReport, version: str) -> str:
-    """The report as a SARIF 2.1.0 log with one run."""
+def render_sarif(report: GuardReport, version: str, root: Path | None = None) -> str:
+    """The report as a SARIF 2.1.0 log with one run; ``SRCROOT`` is the project root
+    (the working directory when not given), which every relative path is under."""
     codes = list(ViolationCode)
     index = {code: i for i, code in enumerate(codes)}
     results = []
@@ -136,7 +137,9 @@ def render_sarif(report: GuardReport, version: str) -> str:
         "runs": [
             {
                 "tool": {"driver": driver},
-                "originalUriBaseIds": {"SRCROOT": {"uri": Path.cwd().as_uri() + "/"}},
+                "originalUriBaseIds": {
+                    "SRCROOT": {"uri": (root or Path.cwd()).resolve().as_uri() + "/"}
+                },
                 "columnKind": "unicodeCodePoints",
                 "results": results,
             }
@@ -206,8 +209,9 @@ def _sarif_rule(code: ViolationCode, docs: Path | None) -> dict[str, object]:
     return rule
 
 
-def render(report: GuardReport, fmt: str, version: str) -> str:
-    """Dispatch on ``fmt`` (one of `FORMATS`).
+def render(report: GuardReport, fmt: str, version: str, root: Path | None = None) -> str:
+    """Dispatch on ``fmt`` (one of `FORMATS`); ``root``: the project root that relative
+    paths are under (SARIF's ``SRCROOT``; default the working directory).
 
     Raises:
         ValueError: unknown format.
@@ -217,7 +221,7 @@ def render(report: GuardReport, fmt: str, version: str) -> str:
     if fmt == "json":
         return render_json(report, version)
     if fmt == "sarif":
-        return render_sarif(report, version)
+        return render_sarif(report, version, root)
     if fmt == "github":
         return render_github(report)
     raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")

@@ -31,6 +31,7 @@ from kernel.identity import sha256_hex
 
 __all__ = [
     "discover_policy",
+    "find_project_root",
     "load_policy",
     "markdown_guard_blocks",
     "parse_rules",
@@ -376,3 +377,35 @@ def discover_policy(root: Path | str = ".") -> Policy:
             sources.append(str(path))
         found.append(got)
     return _assemble(found, sources, f"{base / 'pyproject.toml'} or {base / 'docs/adr/*.md'}")
+
+
+def _holds_policy(folder: Path) -> bool:
+    pyproject = folder / "pyproject.toml"
+    try:
+        if pyproject.is_file() and "kernel.guard" in pyproject.read_text(encoding="utf-8"):
+            return True
+        adr = folder / "docs" / "adr"
+        return adr.is_dir() and any(
+            markdown_guard_blocks(md.read_text(encoding="utf-8")) for md in adr.glob("*.md")
+        )
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def find_project_root(start: Path | str = ".") -> Path:
+    """The project a path belongs to: the nearest folder at or above ``start`` whose
+    ``pyproject.toml`` holds ``[tool.kernel.guard]`` or whose ``docs/adr/*.md`` hold a
+    guard block (as ruff finds its configuration); else the nearest one holding a
+    ``pyproject.toml`` or ``.git``; else the working directory. Findings, baselines
+    and the cache are anchored there, so they hold from any folder of the project."""
+    here = Path(start).resolve()
+    if not here.is_dir():
+        here = here.parent
+    chain = [here, *here.parents]
+    for folder in chain:
+        if _holds_policy(folder):
+            return folder
+    for folder in chain:
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return Path.cwd().resolve()

@@ -9,9 +9,13 @@ It stays inert until a project names the test folders that should carry the item
     kernel_guard_dirs = ["tests/static_guards"]   # where the items appear
     kernel_guard_src = "src"                      # import root (default: src, else .)
     kernel_guard_config = []                      # policy files (default: discovery)
+    kernel_guard_baseline = "guard-baseline.json" # optional: hide the findings it lists
 
 Rules this module enforces:
 
+- the items hang off each configured folder (a missing or empty one is a usage
+  error: nothing would carry them); a baseline (``kernel_guard_baseline``, relative
+  to the root) hides the findings it lists, as ``kernel guard --baseline`` does;
 - one item per (rule, covered module), named ``guard[<rule>][<module>]``, so a report
   says which rule failed for which module; the whole tree is checked once per session
   (with the same cache as ``kernel guard``) and each item reads its share;
@@ -22,8 +26,9 @@ Rules this module enforces:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -36,11 +41,13 @@ __all__ = [
     "GuardItem",
     "pytest_addoption",
     "pytest_collect_file",
+    "pytest_configure",
 ]
 
 _DIRS = "kernel_guard_dirs"
 _SRC = "kernel_guard_src"
 _CONFIG = "kernel_guard_config"
+_BASELINE = "kernel_guard_baseline"
 
 
 class GuardFailure(Exception):
@@ -52,6 +59,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(_DIRS, "test folders that carry kernel guard items", type="paths", default=[])
     parser.addini(_SRC, "import root checked by kernel guard", default="")
     parser.addini(_CONFIG, "kernel guard policy files", type="paths", default=[])
+    parser.addini(_BASELINE, "kernel guard baseline: findings it lists are hidden", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A configured folder that is missing or holds no file (so nothing could carry
+    the items) is a usage error naming it, never a silent "no tests ran"."""
+    for folder in config.getini(_DIRS):
+        if not Path(folder).is_dir():
+            raise pytest.UsageError(f"{_DIRS}: {folder} is not a folder")
+        if not any(p.is_file() for p in Path(folder).iterdir()):
+            raise pytest.UsageError(
+                f"{_DIRS}: {folder} holds no file to carry the guard items "
+                "(add a conftest.py or a test file)"
+            )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -75,7 +96,8 @@ class _Outcome:
 
     def __init__(self, config: pytest.Config) -> None:
         from kernel.errors import ConfigError
-        from kernel.guard.engine import DEFAULT_CACHE_DIR, check_paths, discover_modules
+        from kernel.guard.baseline import apply_baseline, read_baseline
+        from kernel.guard.engine import DEFAULT_CACHE_DIR, check_tree, discover_modules
         from kernel.guard.patterns import covers
         from kernel.guard.policy import discover_policy, load_policy
 
@@ -86,15 +108,24 @@ class _Outcome:
         self.report: GuardReport | None = None
         src_ini = str(config.getini(_SRC))
         src = root / src_ini if src_ini else (root / "src" if (root / "src").is_dir() else root)
+        baseline = str(config.getini(_BASELINE))
         try:
             configured: list[Path] = list(config.getini(_CONFIG))
             policy: Policy = load_policy(configured) if configured else discover_policy(root)
-            files = discover_modules(src, gitignore_from=root)
-            self.report = check_paths(files, policy, cache_dir=root / DEFAULT_CACHE_DIR)
+            # The same check, paths and cache as `kernel guard` at this root.
+            self.report = check_tree(
+                src, policy, cache_dir=root / DEFAULT_CACHE_DIR, gitignore_from=root, root=root
+            )
+            if baseline:
+                self.report = apply_baseline(self.report, read_baseline(root / baseline))
         except ConfigError as e:
             self.error = str(e)
             return
-        self.module_of = {path: module for path, module, _k in files}
+        files = discover_modules(src, gitignore_from=root)
+        self.module_of = {
+            PurePath(os.path.relpath(os.path.abspath(path), root)).as_posix(): module
+            for path, module, _k in files
+        }
         self.pairs = [
             (r.name, m) for r in policy.rules for _p, m, _k in files if covers(r.modules, m)
         ]

@@ -115,8 +115,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        default=_CACHE_DIR,
-        help=f"per-file result cache (default: {_CACHE_DIR})",
+        help=f"per-file result cache (default: {_CACHE_DIR} at the project root)",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument(
@@ -131,6 +130,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the check; returns 0 (clean) or 1 (findings); raises `ConfigError` otherwise.
 
+    Each PATH (or the working directory) belongs to the project found by searching
+    upward from it (`kernel.guard.policy.find_project_root`); paths in the output and
+    the baseline are relative to that root and the cache lives there, so the same
+    command gives the same findings from any folder of the project.
+
     An unusable configuration is also written to standard output in the chosen format
     (a JSON ``error``, a SARIF run with ``executionSuccessful: false``, a GitHub
     ``::error``), so a consumer of that format never reads it as a clean run.
@@ -139,25 +143,17 @@ def run(args: argparse.Namespace) -> int:
     from kernel.errors import ConfigError
     from kernel.guard import fastpath
     from kernel.guard.baseline import apply_baseline, read_baseline, write_baseline
-    from kernel.guard.engine import check_tree, tool_version
+    from kernel.guard.engine import tool_version
     from kernel.guard.output import render, render_error
-    from kernel.guard.policy import discover_policy, load_policy
+    from kernel.guard.policy import find_project_root
 
     words = fastpath.take_words()
     read: list[str] = []
+    groups: dict[Path, list[str]] = {}
     try:
-        policy = load_policy(args.config) if args.config else discover_policy(Path.cwd())
-        src = args.src if args.src is not None else ("src" if Path("src").is_dir() else ".")
-        report = check_tree(
-            src,
-            policy,
-            cache_dir=None if args.no_cache else args.cache_dir,
-            exclude=args.exclude,
-            gitignore_from=Path.cwd(),
-            only=args.paths or None,
-            visited=read,
-            jobs=args.jobs,
-        )
+        for path in args.paths or [str(Path.cwd())]:
+            groups.setdefault(find_project_root(path), []).append(path)
+        report = _check_groups(args, groups, read)
         if args.write_baseline:
             write_baseline(args.write_baseline, report)
             sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
@@ -168,23 +164,64 @@ def run(args: argparse.Namespace) -> int:
         if args.format != "text":
             sys.stdout.write(render_error(str(e), args.format, tool_version()))
         raise
-    output = render(report, args.format, tool_version())
+    roots = list(groups)
+    output = render(report, args.format, tool_version(), roots[0] if len(roots) == 1 else None)
     sys.stdout.write(output)
     code = EXIT_OK if report.ok else EXIT_VIOLATIONS
     if words is not None and not args.no_cache:
         # What this run read, for `kernel.guard.fastpath` to replay it when unchanged:
-        # the policy files (and where discovery looked), the tree, the baseline and
-        # the guard's own source (its version).
+        # the folders on the way up to each root (a policy added there moves the root),
+        # the policy files, the tree, the baseline and the guard's own source.
         guard_dir = Path(fastpath.__file__).parent
-        read += [str(p) for p in args.config] or [
-            "pyproject.toml",
-            "docs/adr",
-            *(str(p) for p in sorted(Path("docs/adr").glob("*.md"))),
-        ]
-        read += [".", "src", *(str(p) for p in sorted(guard_dir.glob("*.py")))]
+        for start in [Path.cwd(), *(Path(p).resolve() for p in args.paths)]:
+            for folder in [start, *start.parents]:
+                read += [str(folder), str(folder / "pyproject.toml"), str(folder / "docs/adr")]
+                if folder in groups:
+                    break
+        read += [str(p) for p in args.config]
+        for root in roots:
+            read += [str(p) for p in sorted((root / "docs/adr").glob("*.md"))]
+        read += [*(str(p) for p in sorted(guard_dir.glob("*.py")))]
         if args.baseline:
             read.append(args.baseline)
         fastpath.record(
-            args.cache_dir, fastpath.run_key(words, str(Path.cwd())), read, output, code
+            _cache_dir(args, roots[0]), fastpath.run_key(words, str(Path.cwd())), read, output, code
         )
     return code
+
+
+def _cache_dir(args: argparse.Namespace, root: Path) -> str:
+    """``--cache-dir`` as given, else the cache folder at the project root."""
+    return str(args.cache_dir) if args.cache_dir else str(root / _CACHE_DIR)
+
+
+def _check_groups(args: argparse.Namespace, groups: dict[Path, list[str]], read: list[str]) -> Any:
+    """One check per project root; the findings of all of them, in one report."""
+    from kernel.guard.engine import check_tree
+    from kernel.guard.model import GuardReport
+    from kernel.guard.policy import discover_policy, load_policy
+
+    violations: list[Any] = []
+    checked = cached = 0
+    for root, paths in groups.items():
+        policy = load_policy(args.config) if args.config else discover_policy(root)
+        if args.src is not None:
+            src: Path = Path(args.src)
+        else:
+            src = root / "src" if (root / "src").is_dir() else root
+        report = check_tree(
+            src,
+            policy,
+            cache_dir=None if args.no_cache else _cache_dir(args, root),
+            exclude=args.exclude,
+            gitignore_from=root,
+            only=paths if args.paths else None,
+            visited=read,
+            jobs=args.jobs,
+            root=root,
+        )
+        violations.extend(report.violations)
+        checked += report.files_checked
+        cached += report.files_cached
+    violations.sort(key=lambda v: v.sort_key())
+    return GuardReport(violations=tuple(violations), files_checked=checked, files_cached=cached)
