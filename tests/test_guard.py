@@ -1177,3 +1177,47 @@ def test_exclude_and_unguarded_compose(
     (tmp_path / "pyproject.toml").write_text(typo, encoding="utf-8")
     assert main(["guard", "--no-cache", "--exclude", "tests"]) == 2
     assert "'tsets' matches no module" in capsys.readouterr().err
+
+
+def test_transitive_chains_grouped_per_importer_and_target(tmp_path: Path) -> None:
+    """Guarded modules reaching `subprocess` through the same import of `app.mid` are
+    one finding (the shortest chain, counting the others); another importer or another
+    forbidden module is a finding of its own."""
+    src = _tree(tmp_path, {
+        "app/__init__.py": "",
+        "app/a.py": "from app import mid\n",
+        "app/b.py": "from app import a\n",
+        "app/c.py": "from app import mid\n",
+        "app/mid.py": "import subprocess\nimport socket\n",
+        "app/other.py": "import subprocess\n",
+        "app/d.py": "from app import other\n",
+    })  # fmt: skip
+    policy = Policy(
+        rules=(
+            Rule(
+                name="t",
+                modules=("app.a", "app.b", "app.c", "app.d"),
+                forbid_imports=("subprocess", "socket"),
+                transitive=True,
+            ),
+        ),
+        unguarded=("app", "app.mid", "app.other"),
+    )
+    found = [(v.path, v.message) for v in check_tree(src, policy, root=tmp_path).violations]
+    assert found == [
+        (
+            "src/app/a.py",
+            "reaches forbidden 'socket' (forbid-imports 'socket') through app.a:1 -> "
+            "app.mid:2 -> socket (2 other modules reach it through 'app.mid' too)",
+        ),
+        (
+            "src/app/a.py",
+            "reaches forbidden 'subprocess' (forbid-imports 'subprocess') through app.a:1 -> "
+            "app.mid:1 -> subprocess (2 other modules reach it through 'app.mid' too)",
+        ),
+        (
+            "src/app/d.py",
+            "reaches forbidden 'subprocess' (forbid-imports 'subprocess') through app.d:1 -> "
+            "app.other:1 -> subprocess",
+        ),
+    ]

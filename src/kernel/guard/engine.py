@@ -35,6 +35,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path, PurePath
 
+import attrs
+
 from kernel.errors import ConfigError
 from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
 from kernel.guard.patterns import CallMatcher, covers, module_matches, module_set
@@ -766,10 +768,26 @@ def _transitive(
     out: list[Violation] = []
     for rule in ctx.transitive:
         memo: dict[str, str | None] = {}
+        # One finding per (module that imports the forbidden one, forbidden module):
+        # the fix is there, so every guarded module reaching it through that import is
+        # one group, shown by its shortest chain (on Django most findings were the same
+        # few imports reached from hundreds of modules).
+        groups: dict[tuple[str, str], list[Violation]] = {}
         for _path, module, _pkg in files:
             if not covers(rule.modules, module):
                 continue
-            out.extend(_reach(rule, module, graph, modules, show, memo=memo))
+            for v in _reach(rule, module, graph, modules, show, memo=memo):
+                groups.setdefault((v.chain[-1].module, v.chain[-1].imports), []).append(v)
+        for (last, _target), found in groups.items():
+            best = min(found, key=lambda v: (len(v.chain), v.path, v.line))
+            if len(found) > 1:
+                others = len(found) - 1
+                best = attrs.evolve(
+                    best,
+                    message=f"{best.message} ({others} other module"
+                    f"{'s reach' if others > 1 else ' reaches'} it through {last!r} too)",
+                )
+            out.append(best)
     return out
 
 
