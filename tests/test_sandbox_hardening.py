@@ -38,13 +38,9 @@ from kernel.effects.sandbox import (
     run_sandboxed,
 )
 from kernel.effects.sandbox import runner as sandbox_runner
-from kernel.effects.sandbox.nshelper import (
-    MASKED_PATHS,
-    MEMORY_EVIDENCE,
-    memory_hit,
-    seccomp_program,
-)
-from kernel.errors import RecordError
+from kernel.effects.sandbox.nshelper import MEMORY_EVIDENCE, memory_hit, seccomp_program
+from kernel.effects.sandbox.spec import MASKED_PATHS, mount_plan
+from kernel.errors import ConfigError, RecordError
 
 NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
 ALL_LEVELS = (*NAMESPACED, Isolation.COPY)
@@ -120,8 +116,8 @@ def test_hostile_write_to_proc_sys_is_refused(spill: Path, level: Isolation) -> 
 
 @pytest.fixture
 def root_only_file() -> Iterator[Path]:
-    """A 0600 file of the runner in a folder everyone may enter (/var/tmp, visible in
-    the sandbox): only the file's own mode keeps the command out."""
+    """A 0600 file of the runner in a folder everyone may enter (/var/tmp, shown to
+    the sandbox by name): only the file's own mode keeps the command out."""
     folder = Path(tempfile.mkdtemp(prefix="kernel-secret-", dir="/var/tmp"))
     folder.chmod(0o755)
     secret = folder / "secret.txt"
@@ -139,7 +135,8 @@ def root_only_file() -> Iterator[Path]:
 def test_hostile_read_of_root_only_files_is_refused(
     spill: Path, root_only_file: Path, level: Isolation
 ) -> None:
-    """Run by root, the command reads neither a root-only file nor /etc/shadow."""
+    """Run by root, the command reads neither a root-only file nor /etc/shadow, even
+    when a config shows both read-only (neither is in the sandbox's view otherwise)."""
     capture = python(
         spill,
         f"""
@@ -151,11 +148,14 @@ def test_hostile_read_of_root_only_files_is_refused(
                 print(errno.errorcode[e.errno], name)
         """,
         isolation=level,
+        ro_binds=(str(root_only_file.parent), "/etc/shadow"),
     )
     assert capture.status is CaptureStatus.OK, capture.error
     output = read_output(capture).decode()
     assert "read" not in output
     assert output.split()[::2] == ["EACCES", "EACCES"]
+    unnamed = python(spill, f"print(open({str(root_only_file)!r}).read())", isolation=level)
+    assert unnamed.status is CaptureStatus.FAILED
 
 
 @pytest.mark.parametrize("level", NAMESPACED)
@@ -241,6 +241,25 @@ def test_proc_is_masked_like_container_runtimes(spill: Path, level: Isolation) -
         else:
             assert value == "0", line
     assert any(line.startswith("/proc/sys mount") for line in lines)
+
+
+def test_mount_plan_shows_only_what_it_is_given() -> None:
+    """The view is an allow-list: each entry once (a path below a shown one is not
+    bound again), links stay links, the scratch root is hidden when a bound folder
+    holds it; a relative, unprintable, /proc or /dev path is refused."""
+    entries = [("/usr", ""), ("/bin", "usr/bin"), ("/usr/lib/x", ""), ("/opt/tools", "")]
+    plan = mount_plan(entries, tmp_bytes=1 << 20, hidden="/opt/tools/scratch")
+    assert [s for s in plan if s[0] in ("bind", "symlink") and s[1][:5] != "/dev/"] == [
+        ("symlink", "/bin", "usr/bin"),
+        ("bind", "/opt/tools", "/opt/tools"),
+        ("bind", "/usr", "/usr"),
+    ]
+    assert ("tmpfs", "/tmp", "mode=1777,size=1048576,nr_inodes=256") in plan
+    assert plan[-1] == ("hide", "/opt/tools/scratch")
+    assert mount_plan([], tmp_bytes=None, hidden="/x")[-1][0] == "readonly"
+    for bad in ("relative", "/proc/1", "/dev", "/a\nb"):
+        with pytest.raises(ConfigError):
+            mount_plan([(bad, "")], tmp_bytes=None, hidden="/x")
 
 
 def test_seccomp_program_covers_known_architectures() -> None:

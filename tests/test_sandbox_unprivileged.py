@@ -1,8 +1,11 @@
-"""The sandbox run by an unprivileged user (CI is root: the test creates the user).
+"""The sandbox run by an unprivileged user (CI is root: the test creates the user),
+and its side doors tried under both runners (root and that user).
 
 An unprivileged runner maps the command to its own uid through an unprivileged user
 namespace; the maps are written by the helper from the parent namespace. This file
-runs a runner as a fresh system user and attacks the same promises as root's tests.
+runs a runner as a fresh system user and attacks the same promises as root's tests;
+the side-door tests run one runner script as root and as the user, each in its own
+session keyring, against sockets and keys of the test itself (never the real ones).
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +141,184 @@ def test_unprivileged_runner_maps_the_command_to_itself(
     assert proc_sys in ("EACCES", "EROFS", "EPERM")
     assert "+v2" in outcome["patch"]
     assert outcome["baseline"] == "v1\n"
+
+
+# ---------------------------------------------------------------------------
+# Side doors, as root and as an unprivileged runner
+
+SIDE_RUNNER = textwrap.dedent("""
+    import ctypes, json, sys, tempfile
+    from pathlib import Path
+    from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
+    request = json.loads(sys.argv[1])
+    libc = ctypes.CDLL(None, use_errno=True)
+    # This runner's own session keyring, holding one throwaway key.
+    assert libc.syscall(250, 1, b"kernel-test") > 0  # keyctl(JOIN_SESSION_KEYRING)
+    key = libc.syscall(248, b"user", b"kernel-test-key", b"secret", 6, -3)  # add_key
+    assert key > 0
+    command = [arg.replace("KEYID", str(key)) for arg in request["command"]]
+    spill = Path(tempfile.mkdtemp())
+    capture = run_sandboxed(
+        SandboxSpec(command=tuple(command), ro_binds=tuple(request.get("ro_binds", ())),
+                    network=request.get("network", False), timeout_s=60,
+                    limits=Limits(**request.get("limits", {}))),
+        spill_dir=spill,
+    )
+    print(json.dumps({
+        "status": str(capture.status), "hit": capture.limit_hit, "error": capture.error,
+        "stdout": Path(capture.stdout_path).read_text(errors="replace")[-2000:],
+        "limits": {str(a.kind): str(a.mechanism) for a in capture.limits},
+    }))
+""")
+
+RUNNERS = ("root", "unprivileged")
+
+
+@pytest.fixture(params=RUNNERS)
+def side_runner(
+    request: pytest.FixtureRequest, user: pwd.struct_passwd, site_paths: str, tmp_path: Path
+) -> Callable[..., dict[str, Any]]:
+    """Run one sandbox through `SIDE_RUNNER` as root or as the unprivileged user."""
+    work = tmp_path / "work"
+    work.mkdir()
+    as_user = request.param == "unprivileged"
+    if as_user:
+        os.chown(work, user.pw_uid, user.pw_gid)
+
+    def side_run(**spec: object) -> dict[str, Any]:
+        result = subprocess.run(
+            [str(SYSTEM_PYTHON), "-c", SIDE_RUNNER, json.dumps(spec)],
+            cwd=work,
+            user=user.pw_uid if as_user else None,
+            group=user.pw_gid if as_user else None,
+            extra_groups=[] if as_user else None,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": site_paths, "TMPDIR": "/tmp"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        outcome: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+        return outcome
+
+    return side_run
+
+
+SOCKET_PROBE = textwrap.dedent("""
+    import ctypes, errno, json, socket, sys
+    stream_path, dgram_path = sys.argv[1], sys.argv[2]
+    out = {}
+    def attempt(name, door):
+        try:
+            door()
+            out[name] = "reached"
+        except OSError as e:
+            out[name] = errno.errorcode.get(e.errno, str(e.errno))
+    def pair(kind):
+        return socket.socketpair(socket.AF_UNIX, kind)[0]
+    attempt("socket", lambda: socket.socket(socket.AF_UNIX).connect(stream_path))
+    attempt("dgram_connect", lambda: pair(socket.SOCK_DGRAM).connect(dgram_path))
+    attempt("dgram_sendto", lambda: pair(socket.SOCK_DGRAM).sendto(b"x", dgram_path))
+    attempt("stream_connect", lambda: pair(socket.SOCK_STREAM).connect(stream_path))
+    attempt("seqpacket_sendto", lambda: pair(socket.SOCK_SEQPACKET).sendto(b"x", dgram_path))
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)
+    ring = libc.syscall(425, 4, params)  # io_uring_setup: its IORING_OP_SOCKET makes sockets
+    out["io_uring"] = "reached" if ring >= 0 else errno.errorcode[ctypes.get_errno()]
+    print(json.dumps(out, sort_keys=True))
+""")
+
+
+@pytest.fixture
+def listening() -> Iterator[tuple[Path, socket.socket, socket.socket]]:
+    """A folder of the test, open to everyone, holding a stream and a datagram unix
+    socket the test listens on (the stand-ins for an ssh-agent or docker.sock)."""
+    folder = Path(tempfile.mkdtemp(prefix="kernel-unix-", dir="/tmp"))
+    stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        folder.chmod(0o755)
+        stream.bind(str(folder / "agent.sock"))
+        dgram.bind(str(folder / "dgram.sock"))
+        for name in ("agent.sock", "dgram.sock"):
+            (folder / name).chmod(0o777)  # only the sandbox can refuse a connection
+        stream.listen(4)
+        stream.settimeout(0.2)
+        dgram.settimeout(0.2)
+        yield folder, stream, dgram
+    finally:
+        stream.close()
+        dgram.close()
+        shutil.rmtree(folder)
+
+
+def _untouched(stream: socket.socket, dgram: socket.socket) -> bool:
+    for attempt in (stream.accept, lambda: dgram.recv(16)):
+        try:
+            attempt()
+        except TimeoutError:
+            continue
+        return False
+    return True
+
+
+def test_host_unix_sockets_are_unreachable_by_any_syscall(
+    side_runner: Callable[..., dict[str, Any]],
+    listening: tuple[Path, socket.socket, socket.socket],
+) -> None:
+    """A unix socket of the host is out of reach through socket(), a datagram
+    socketpair's connect/sendto and io_uring: absent from the view, and refused by
+    the filter when a config shows its folder; with network it is reached (the probe
+    can tell)."""
+    folder, stream, dgram = listening
+    command = [str(SYSTEM_PYTHON), "-c", SOCKET_PROBE]
+    command += [str(folder / "agent.sock"), str(folder / "dgram.sock")]
+    # A datagram pair is refused outright; a stream or seqpacket pair is connected
+    # already (connect and an addressed send fail whatever the path).
+    refused = {"dgram_connect": "EACCES", "dgram_sendto": "EACCES", "io_uring": "EPERM"}
+    refused["socket"] = "EACCES"
+    for ro_binds in ([], [str(folder)]):
+        outcome = side_runner(command=command, ro_binds=ro_binds)
+        assert outcome["status"] == "ok", outcome
+        found = json.loads(outcome["stdout"])
+        assert "reached" not in found.values(), found
+        assert {name: found[name] for name in refused} == refused
+    assert _untouched(stream, dgram)
+    networked = side_runner(command=command, ro_binds=[str(folder)], network=True)
+    found = json.loads(networked["stdout"])
+    assert found["socket"] == found["dgram_sendto"] == "reached"
+    assert found["io_uring"] == "EPERM"  # denied whatever the network
+
+
+KEY_PROBE = textwrap.dedent("""
+    import ctypes, errno, json, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = int(sys.argv[1])
+    def call(*args):
+        ctypes.set_errno(0)
+        rc = libc.syscall(*args)
+        return rc if rc >= 0 else errno.errorcode[ctypes.get_errno()]
+    buffer = ctypes.create_string_buffer(64)
+    print(json.dumps({
+        "read": call(250, 11, key, buffer, 64),  # keyctl(READ) of the runner's key
+        "session": call(250, 0, -3, 0),  # keyctl(GET_KEYRING_ID, session)
+        "add": call(248, b"user", b"planted", b"x", 1, -3),  # add_key to the session
+        "request": call(249, b"user", b"kernel-test-key", None, 0),
+        "proc_keys": open("/proc/keys").read(),
+    }, sort_keys=True))
+""")
+
+
+def test_runner_keys_are_out_of_reach(side_runner: Callable[..., dict[str, Any]]) -> None:
+    """The runner's session keyring (holding a throwaway key of this test) is neither
+    readable nor writable from a sandbox: the keyring calls are refused."""
+    outcome = side_runner(command=[str(SYSTEM_PYTHON), "-c", KEY_PROBE, "KEYID"])
+    assert outcome["status"] == "ok", outcome
+    assert json.loads(outcome["stdout"]) == {
+        "add": "EPERM",
+        "proc_keys": "",
+        "read": "EPERM",
+        "request": "EPERM",
+        "session": "EPERM",
+    }

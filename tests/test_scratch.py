@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,81 @@ def test_scratch_of_a_live_runner_is_kept(temp_root: Path) -> None:
     with private_tempdir("spill") as first, private_tempdir("spill") as second:
         assert first.exists()
         assert second.exists()
+
+
+LEFTOVER_RUNNER = textwrap.dedent("""
+    import os, sys, tempfile
+    from pathlib import Path
+    from kernel.consensus import CaptureMode, Isolation
+    from kernel.effects.sandbox import SandboxSpec, Variation, run_sandboxed, variation_env
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    (base / "tree").mkdir()
+    (base / "tree" / "f.txt").write_text("v1\\n")
+    statuses = []
+    for index, level in enumerate(Isolation):
+        spill = base / f"spill-{index}"
+        spill.mkdir()
+        capture = run_sandboxed(
+            SandboxSpec(
+                command=("sh", "-c", "echo v2 >> f.txt; mkdir -p $HOME; ls -A /tmp"),
+                baseline=str(base / "tree"), capture=CaptureMode.PATCH, isolation=level,
+                variation=variation_env(0, [Variation.HOME]), timeout_s=60),
+            spill_dir=spill,
+        )
+        statuses.append(f"{level}={capture.status}")
+    print(" ".join(statuses))
+    print(" ".join(sorted(os.listdir(tempfile.gettempdir() + f"/kernel-sandboxes-{os.geteuid()}"))))
+""")
+
+
+def _plant_leftovers(top: Path) -> None:
+    """What killed runs (ours, another user's) leave in /tmp and in the scratch root:
+    the sandbox's own work dir and a run's home as another user's files, scratch dirs
+    of dead runners with overlay work dirs of mode 000, one owned by another user, a
+    stray file."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (top / "kernel-sandbox").mkdir(mode=0o700)
+    (top / "kernel-home-0").write_text("not a folder\n")
+    root = top / f"kernel-sandboxes-{os.geteuid()}"
+    root.mkdir(mode=0o700)
+    (root / "stray.txt").write_text("x")
+    for kind, owner in (("sbx", os.geteuid()), ("spill", ATTACKER_UID)):
+        stale = root / f"{kind}-{dead.pid}-leftover"
+        (stale / "ns" / "upper" / "work" / "work").mkdir(parents=True)
+        (stale / ".lock").write_text("")
+        (stale / "copy").mkdir()
+        (stale / "copy" / "f.txt").write_text("old\n")
+        for path in sorted(stale.rglob("*"), reverse=True):
+            os.lchown(path, owner, owner)
+        (stale / "ns" / "upper" / "work" / "work").chmod(0)
+    for path in (top / "kernel-sandbox", top / "kernel-home-0"):
+        os.lchown(path, ATTACKER_UID, ATTACKER_UID)
+
+
+@pytest.mark.skipif(
+    not ROOT or shutil.which("unshare") is None,
+    reason="a private /tmp for the planted leftovers needs root and unshare",
+)
+def test_leftovers_of_killed_runs_never_break_a_later_run() -> None:
+    """Leftovers of killed runs in /tmp and in the scratch root, some owned by another
+    user, break no later run at any level, and the dead runners' scratch is swept.
+
+    The runner sees a /tmp of its own (a private mount namespace), so the planted
+    files never reach other runs on this machine."""
+    planted = Path(tempfile.mkdtemp(prefix="kernel-leftovers-", dir="/var/tmp"))
+    try:
+        planted.chmod(0o1777)  # becomes the private /tmp's own mode
+        _plant_leftovers(planted)
+        script = f'mount -t tmpfs none /tmp && cp -a {planted}/. /tmp/ && exec "$@"'
+        result = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+             sys.executable, "-c", LEFTOVER_RUNNER],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(planted)
+    assert result.returncode == 0, result.stderr
+    statuses, left = result.stdout.strip().splitlines()
+    assert statuses == "overlay=ok namespace_copy=ok copy=ok"
+    assert "leftover" not in left  # both dead runners' dirs swept, another user's too

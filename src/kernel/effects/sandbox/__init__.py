@@ -7,14 +7,18 @@ in every capture:
 ``overlay``
     A helper (`nshelper`, ``python -I -S``, stdlib only) creates user, mount, PID,
     UTS, IPC (and, unless asked for, network) namespaces and, as PID 1 of the new PID
-    namespace, builds a new root: a recursive bind of ``/`` made read-only; a private
-    ``/tmp`` (an overlay of the host's ``/tmp`` whose upper layer is a size-limited
-    tmpfs of this run); an empty private ``/dev/shm``; an empty read-only tmpfs over
-    `scratch_root`; a fresh ``/proc`` with the paths container runtimes mask hidden
-    and the ones they keep read-only read-only; and the baseline as an overlay at
-    `SANDBOX_WORKDIR` whose upper layer is a size-limited tmpfs. The command runs
+    namespace, builds a new root from a plan of mount steps (`spec.mount_plan`): an
+    empty read-only tmpfs holding only an allow-list of the host bound read-only (the
+    system folders, pieces of ``/etc``, this interpreter's prefixes, the kernel
+    package, the program's folder, `SandboxSpec.ro_binds`); its own ``/dev`` (a few
+    device nodes), ``/dev/shm`` and ``/tmp`` (size- and inode-limited tmpfs); a fresh
+    ``/proc`` with the paths container runtimes mask hidden and the ones they keep
+    read-only read-only; and the baseline as an overlay at `SANDBOX_WORKDIR` whose
+    upper layer is a size-limited tmpfs. The host's sockets, ``/run``, ``/tmp``,
+    homes and the scratch root are simply absent. The command runs
     chrooted there as `SANDBOX_UID`, never namespace root, with ``no_new_privs``,
-    no supplementary groups and resource limits. When the runner is root the command's
+    no supplementary groups, a fresh session keyring, a seccomp filter and resource
+    limits. When the runner is root the command's
     *outer* uid is unprivileged (`outer_ids`) and the baseline's lower layer is an
     idmapped mount, so the command owns its tree without any host privilege.
 ``namespace_copy``
@@ -28,9 +32,10 @@ Rules enforced:
 - the baseline, other runs and everything outside the sandbox are unchanged by a run
   (``overlay``/``namespace_copy``); the command never has host privileges: it cannot
   write ``/proc/sys``, read root-only files or change the host's hostname; network is
-  off unless ``network=True``: a network namespace cuts IP and abstract sockets, and
-  a seccomp filter (x86_64, aarch64) makes ``socket(AF_UNIX)`` fail, because a
-  filesystem socket on the read-only tree (``docker.sock``) still accepts ``connect()``;
+  off unless ``network=True``: a network namespace cuts IP and abstract sockets, no
+  host socket is in the view, and a seccomp filter (x86_64, aarch64) refuses
+  ``socket(AF_UNIX)`` and datagram ``socketpair`` (a socket a config shows stays out
+  of reach); io_uring and the keyring calls are refused whatever the network;
 - the command's environment is explicit (`base_env` + the caller's names);
 - limits (`Limits`): memory, processes, CPU, output, writable layer and ``/tmp``, each
   recorded with how it was applied; a hit the sandbox can see is a ``limit_exceeded``

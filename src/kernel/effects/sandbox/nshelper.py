@@ -21,11 +21,13 @@ Processes, outermost first:
     host files it reads) and ``<uid> <outer> 1`` (the command: an unprivileged outer
     uid); otherwise ``<uid> <runner> 1`` as an unprivileged user namespace does.
 ``init`` (PID 1 of the new PID namespace)
-    Builds the new root, runs the command, reaps orphans, captures the patch.
+    Builds the new root by carrying out the runner's mount plan (option ``plan``:
+    `spec.mount_plan`, steps joined by RS, fields by US), mounts the baseline, runs
+    the command, reaps orphans, captures the patch.
 ``command``
     chrooted, uid/gid `uid` with no supplementary group, ``no_new_privs``, resource
-    limits set, the unix-socket seccomp filter when the network is off; never namespace
-    root, so no capabilities after ``execve``.
+    limits set, a fresh session keyring, the seccomp filter (`seccomp_program`);
+    never namespace root, so no capabilities after ``execve``.
 """
 
 from __future__ import annotations
@@ -38,31 +40,11 @@ from collections.abc import Callable
 from typing import Final
 
 __all__ = [
-    "MASKED_PATHS",
     "MEMORY_EVIDENCE",
-    "READ_ONLY_PATHS",
     "main",
     "memory_hit",
     "seccomp_program",
 ]
-
-MASKED_PATHS: Final = (
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    "/sys/devices/virtual/tpm",
-    "/sys/devices/virtual/powercap",
-)
-"""Hidden (empty read-only tmpfs, or /dev/null over a file): runc's default masked paths."""
-READ_ONLY_PATHS: Final = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
-"""Bound read-only over themselves: runc's default read-only paths."""
 
 MEMORY_EVIDENCE: Final = 0.9
 """A failed run whose largest process held this share of the memory limit resident
@@ -146,35 +128,67 @@ def _read_only(report: _Report, target: str, recursive: bool) -> None:
             _mount(report, "none", name, None, flags, None)
 
 
-def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
-    """The classic-BPF filter refusing ``socket(AF_UNIX)`` (EACCES), or None (no filter
-    for this architecture). Other architectures' syscalls (x32, 32-bit compat) are
-    refused outright; ``socketpair`` stays allowed."""
-    arch_nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
-    if machine not in arch_nr:
+_SYSCALLS: Final = {
+    # socket, socketpair, io_uring_setup/enter/register, add_key, request_key, keyctl
+    "x86_64": (0xC000003E, 41, 53, (425, 426, 427, 248, 249, 250)),
+    "aarch64": (0xC00000B7, 198, 199, (425, 426, 427, 217, 218, 219)),
+}
+_X32: Final = 0x40000000
+_KEYCTL_JOIN_SESSION_KEYRING: Final = 1
+
+
+def seccomp_program(
+    machine: str, *, network: bool = False
+) -> list[tuple[int, int, int, int]] | None:
+    """The classic-BPF filter of a command, or None (no filter for this architecture).
+
+    Always refused (EPERM), as Docker's default profile does: io_uring (its socket
+    operation bypasses a filter on ``socket``), the keyring calls (``add_key``,
+    ``request_key``, ``keyctl``), other architectures' calls (32-bit compat) and x32
+    calls. Without network also (EACCES): ``socket(AF_UNIX)`` and a datagram
+    ``socketpair`` (whose ``connect``/``sendto`` can name any socket path); a
+    stream or seqpacket pair stays (asyncio, multiprocessing), it cannot be redirected.
+    """
+    if machine not in _SYSCALLS:
         return None
-    arch, socket_nr = arch_nr[machine]
-    ld, jeq, ret = 0x20, 0x15, 0x06
-    deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO|EACCES, RET_ALLOW
-    return [
+    arch, socket_nr, pair_nr, denied = _SYSCALLS[machine]
+    ld, jeq, jge, and_, ret = 0x20, 0x15, 0x35, 0x54, 0x06
+    program: list[tuple[int, int, int, int]] = [
         (ld, 0, 0, 4),  # A = seccomp_data.arch
         (jeq, 1, 0, arch),  # native architecture: go on, else deny
-        (ret, 0, 0, deny),
+        (ret, 0, 0, 0x00050000 | 1),  # SECCOMP_RET_ERRNO | EPERM
         (ld, 0, 0, 0),  # A = seccomp_data.nr
-        (jeq, 3, 0, 0x40000000 | socket_nr),  # x32 socket(): deny
-        (jeq, 0, 3, socket_nr),  # socket(): check the family, else allow
-        (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
-        (jeq, 0, 1, 1),  # AF_UNIX: deny, else allow
-        (ret, 0, 0, deny),
-        (ret, 0, 0, allow),
+        (jge, 0, 1, _X32),
+        (ret, 0, 0, 0x00050000 | 1),
     ]
+    for nr in denied:
+        program += [(jeq, 0, 1, nr), (ret, 0, 0, 0x00050000 | 1)]
+    if not network:
+        program += [
+            (jeq, 0, 2, socket_nr),  # socket(): check the family
+            (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
+            (jeq, 4, 5, 1),  # AF_UNIX: deny, else allow
+            (jeq, 0, 4, pair_nr),  # socketpair(): check the type
+            (ld, 0, 0, 24),  # A = low 32 bits of args[1]
+            (and_, 0, 0, 0xF),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
+            (jeq, 0, 1, 2),  # SOCK_DGRAM: deny, else allow
+            (ret, 0, 0, 0x00050000 | 13),  # SECCOMP_RET_ERRNO | EACCES
+        ]
+    program.append((ret, 0, 0, 0x7FFF0000))  # SECCOMP_RET_ALLOW
+    return program
 
 
-def _deny_unix_sockets() -> None:
-    # A network namespace cuts IP and abstract sockets, but a filesystem socket
-    # (docker.sock, an agent socket) stays reachable through the read-only tree:
-    # connect() needs no write permission.
-    program = seccomp_program(os.uname().machine)
+def _confine(network: bool) -> None:
+    """A fresh session keyring (runc's), then the seccomp filter (`seccomp_program`)."""
+    machine = os.uname().machine
+    if machine in _SYSCALLS:
+        # The runner's session keyring is inherited across fork and user namespaces:
+        # join a new anonymous one, so nothing of the runner's keys is possessed.
+        ctypes.set_errno(0)
+        keyctl = _SYSCALLS[machine][3][-1]
+        if _libc.syscall(keyctl, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+            raise OSError(ctypes.get_errno(), "cannot join a fresh session keyring")
+    program = seccomp_program(machine, network=network)
     if program is None:
         return  # no filter for this architecture (documented limitation)
 
@@ -192,7 +206,7 @@ def _deny_unix_sockets() -> None:
     filters = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
     fprog = SockFprog(len(program), filters)
     if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:  # MODE_FILTER
-        raise OSError(ctypes.get_errno(), "cannot install the unix-socket filter")
+        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
 
 
 def _set_limits(opts: dict[str, str]) -> None:
@@ -468,82 +482,20 @@ def _init(
 ) -> None:
     uid, gid = int(opts["uid"]), int(opts["gid"])
     user = (uid, gid, privileged)
-    scratch = opts["scratch"]
     # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
     # so removing it after the run never waits on mounts being torn down.
-    points = scratch + "/ns"
-    root = points + "/root"
-    work = root + opts["workdir"]
-    lower = points + "/lower"
-    layer = points + "/layer"
-    tree_layer = points + "/upper"
-    diff = points + "/diff"
+    points = opts["scratch"] + "/ns"
+    root, lower, tree_layer, diff = (
+        points + name for name in ("/root", "/lower", "/upper", "/diff")
+    )
     _mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
     _mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
-    for folder in (root, lower, layer, tree_layer, diff):
+    for folder in (root, lower, tree_layer, diff):
         os.mkdir(folder, 0o700)
-    # The rest of the filesystem: a recursive bind of / made read-only in one call.
-    _mount(report, "/", root, None, _MS_BIND | _MS_REC, None)
-    _read_only(report, root, True)
     ctypes.set_errno(0)
     _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
-    # Private, writable /tmp: the host's /tmp (read-only under root) as the lower layer
-    # of an overlay whose upper layer is a size-limited tmpfs of this mount namespace.
-    private_tmp, private_shm = root + "/tmp", root + "/dev/shm"  # noqa: S108
-    size = f",size={opts['tmp']}" if opts["tmp"] else ""
-    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700" + size)
-    os.mkdir(layer + "/upper")
-    os.chmod(layer + "/upper", 0o1777)  # noqa: S103 - /tmp of this sandbox
-    os.mkdir(layer + "/work", 0o700)
-    data = f"lowerdir={private_tmp},upperdir={layer}/upper,workdir={layer}/work,userxattr"
-    ctypes.set_errno(0)
-    if _libc.mount(
-        b"overlay", private_tmp.encode(), b"overlay", _MS_NOSUID | _MS_NODEV, data.encode()
-    ):
-        # No overlayfs here (or no userxattr): an empty private tmpfs, as before.
-        _mount(report, "tmpfs", private_tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777" + size)
-        layer = private_tmp
-    # Empty private /dev/shm (host segments are not shared).
-    if os.path.isdir(private_shm):
-        _mount(report, "tmpfs", private_shm, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777" + size)
-    # Every kernel scratch area (other runs' trees, spills, the verifier's private
-    # files) behind an empty read-only tmpfs; one that is not there is hidden already.
-    hidden = root + opts["hide"]
-    if os.path.isdir(hidden):
-        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-        _mount(report, "tmpfs", hidden, "tmpfs", flags, "mode=0555,size=4k")
-    _mount(report, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
-    _mask(report, root)
-    if privileged:
-        _expose(report, root, [p for p in opts["expose"].split(":") if p])
-    os.makedirs(work)
-    if tree >= 0:
-        # The idmapped clone made outside, moved into this namespace.
-        ctypes.set_errno(0)
-        if _libc.syscall(
-            _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, lower.encode(), _MOVE_MOUNT_F_EMPTY_PATH
-        ):
-            report.fail("move the idmapped baseline")
-        os.close(tree)
-    else:
-        _mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
-        _read_only(report, lower, True)
-    if opts["mode"] == "overlay":
-        size = f",size={opts['writable']}" if opts["writable"] else ""
-        _mount(report, "tmpfs", tree_layer, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700" + size)
-        os.mkdir(tree_layer + "/upper")
-        os.mkdir(tree_layer + "/work")
-        info = os.stat(lower)
-        os.chmod(tree_layer + "/upper", info.st_mode & 0o7777)
-        os.chown(tree_layer + "/upper", uid, gid)
-        data = f"lowerdir={lower},upperdir={tree_layer}/upper,workdir={tree_layer}/work,userxattr"
-        _mount(report, "overlay", work, "overlay", 0, data)
-    else:
-        _mount(report, scratch + "/copy", work, None, _MS_BIND, None)
-    if opts["home"]:
-        os.makedirs(root + opts["home"], exist_ok=True)
-        os.chown(root + opts["home"], uid, gid)
-    os.chown(private_tmp, uid, gid)
+    _build_view(report, root, opts["plan"])
+    work = _mount_tree(report, opts, root=root, lower=lower, layer=tree_layer, tree=tree)
     git_env = {
         "LC_ALL": "C",
         "LANG": "C",
@@ -553,33 +505,11 @@ def _init(
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_CEILING_DIRECTORIES": scratch,
+        "GIT_CEILING_DIRECTORIES": opts["scratch"],
         "PATH": "/usr/local/bin:/usr/bin:/bin",
     }
-    if opts["preload"]:
-        import shutil
-
-        try:
-            shutil.copytree(opts["preload"], work, symlinks=True, dirs_exist_ok=True)
-            # Copied by this (privileged) process: hand the files to the command.
-            for folder, dirs, files in os.walk(opts["preload"]):
-                rel = os.path.relpath(folder, opts["preload"])
-                for name in (*dirs, *files):
-                    os.lchown(os.path.join(work, rel, name), uid, gid)
-        except OSError as e:
-            report(f"error preload: {e}")
-            _exit(1)
-    if opts["apply"]:
-        # Read here (the runner's folder); applied as the command's user.
-        patch = os.open(opts["apply"], os.O_RDONLY | os.O_CLOEXEC)
-        argv = ["git", "apply", "--whitespace=nowarn", "-"]
-        rc = _spawn(
-            argv, opts["workdir"], stdin=patch, stdout=2, env=git_env, user=user, chroot=root
-        )
-        os.close(patch)
-        if rc != 0:
-            report(f"error apply patch: git apply exited {rc}")
-            _exit(1)
+    _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
+    _read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
     pid, start_error, peak, inherited = _run_command(opts, command, root, user)
     held = _processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
@@ -604,7 +534,7 @@ def _init(
         status=status,
         rusage=rusage,
         evidence=(peak << 10, inherited << 10, held),
-        layers=(tree_layer, layer),
+        layers=(tree_layer, root + "/tmp"),  # noqa: S108 - the sandbox's own /tmp
     )
     if opts["patch"] == "1" and not start_error:
         _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
@@ -618,44 +548,122 @@ def _init(
     _exit(0)
 
 
-def _mask(report: _Report, root: str) -> None:
-    """Mask and make read-only what container runtimes do (runc's defaults)."""
-    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    for path in MASKED_PATHS:
-        target = root + path
-        if os.path.isdir(target) and not os.path.islink(target):
-            _mount(report, "tmpfs", target, "tmpfs", flags, "mode=0555,size=4k")
-        elif os.path.exists(target) and not os.path.islink(target):
-            _mount(report, root + "/dev/null", target, None, _MS_BIND, None)
-    for path in READ_ONLY_PATHS:
-        target = root + path
-        if os.path.exists(target) and not os.path.islink(target):
-            _mount(report, target, target, None, _MS_BIND | _MS_REC, None)
-            _read_only(report, target, True)
+def _build_view(report: _Report, root: str, plan: str) -> None:
+    """Carry out the runner's mount plan (`spec.mount_plan`) below ``root``."""
+    for line in plan.split("\x1e"):
+        op, target, *args = line.split("\x1f")
+        where = root + target.rstrip("/")
+        if op == "tmpfs":
+            os.makedirs(where, 0o755, exist_ok=True)
+            _mount(report, "tmpfs", where, "tmpfs", _MS_NOSUID | _MS_NODEV, args[0])
+        elif op in ("bind", "dev"):
+            source = args[0] if args else target
+            _mount_point(where, os.path.isdir(source))
+            _mount(report, source, where, None, _MS_BIND | (_MS_REC if op == "bind" else 0), None)
+            if op == "bind":
+                _read_only(report, where, True)
+        elif op == "symlink":
+            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            os.symlink(args[0], where)
+        elif op == "file":
+            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            with open(where, "w") as handle:
+                handle.write(args[0])
+        elif op == "proc":
+            os.makedirs(where, 0o555, exist_ok=True)
+            _mount(report, "proc", where, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+        elif os.path.islink(where) or not os.path.exists(where):
+            continue  # mask, readonly, hide: nothing there to hide
+        elif op == "readonly":
+            _mount(report, where, where, None, _MS_BIND | _MS_REC, None)
+            _read_only(report, where, True)
+        elif os.path.isdir(where):  # mask, hide: an empty read-only tmpfs over a folder
+            flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+            _mount(report, "tmpfs", where, "tmpfs", flags, "mode=0555,size=4k,nr_inodes=4")
+        else:  # mask a file
+            _mount(report, root + "/dev/null", where, None, _MS_BIND, None)
 
 
-def _expose(report: _Report, root: str, paths: list[str]) -> None:
-    """Make each of ``paths`` (the interpreter's prefix, the program's folder) reachable
-    to the unprivileged command when a folder above it is closed to others (``/root``
-    is 0700): that folder becomes an empty tmpfs holding only the exposed path, bound
-    read-only. The rest of the closed folder stays hidden."""
-    covered: set[str] = set()
-    for path in paths:
-        parts = path.strip("/").split("/")
-        for depth in range(1, len(parts)):
-            closed = "/" + "/".join(parts[:depth])
-            if closed in covered:
-                break
-            if os.stat(closed).st_mode & 0o001 == 0:  # others cannot traverse it
-                flags = _MS_NOSUID | _MS_NODEV
-                _mount(report, "tmpfs", root + closed, "tmpfs", flags, "mode=0755,size=64k")
-                covered.add(closed)
-                break
-        else:
-            continue  # reachable already
-        os.makedirs(root + path, exist_ok=True)
-        _mount(report, path, root + path, None, _MS_BIND | _MS_REC, None)
-        _read_only(report, root + path, True)
+def _mount_point(where: str, folder: bool) -> None:
+    if folder:
+        os.makedirs(where, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+        os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+
+
+def _mount_tree(
+    report: _Report, opts: dict[str, str], *, root: str, lower: str, layer: str, tree: int
+) -> str:
+    """Mount the baseline (the idmapped clone, or a read-only bind) at ``lower`` and the
+    run's tree at the work dir (an overlay with a size-limited upper layer, or the
+    private copy); returns the work dir's host path."""
+    work = root + opts["workdir"]
+    os.makedirs(work)
+    if tree >= 0:
+        # The idmapped clone made outside, moved into this namespace.
+        ctypes.set_errno(0)
+        if _libc.syscall(
+            _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, lower.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+        ):
+            report.fail("move the idmapped baseline")
+        os.close(tree)
+    else:
+        _mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
+        _read_only(report, lower, True)
+    if opts["mode"] != "overlay":
+        _mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
+        return work
+    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, opts["layer"])
+    os.mkdir(layer + "/upper")
+    os.mkdir(layer + "/work")
+    info = os.stat(lower)
+    os.chmod(layer + "/upper", info.st_mode & 0o7777)
+    os.chown(layer + "/upper", int(opts["uid"]), int(opts["gid"]))
+    data = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work,userxattr"
+    _mount(report, "overlay", work, "overlay", 0, data)
+    return work
+
+
+def _prepare_tree(
+    report: _Report,
+    opts: dict[str, str],
+    *,
+    root: str,
+    work: str,
+    user: tuple[int, int, bool],
+    git_env: dict[str, str],
+) -> None:
+    """The command's home and /tmp, then the preload and the patch to apply."""
+    uid, gid, _groups = user
+    if opts["home"]:
+        os.makedirs(root + opts["home"], exist_ok=True)
+        os.chown(root + opts["home"], uid, gid)
+    os.chown(root + "/tmp", uid, gid)  # noqa: S108 - the sandbox's own /tmp
+    if opts["preload"]:
+        import shutil
+
+        try:
+            shutil.copytree(opts["preload"], work, symlinks=True, dirs_exist_ok=True)
+            # Copied by this (privileged) process: hand the files to the command.
+            for folder, dirs, files in os.walk(opts["preload"]):
+                rel = os.path.relpath(folder, opts["preload"])
+                for name in (*dirs, *files):
+                    os.lchown(os.path.join(work, rel, name), uid, gid)
+        except OSError as e:
+            report(f"error preload: {e}")
+            _exit(1)
+    if opts["apply"]:
+        # Read here (the runner's folder); applied as the command's user.
+        patch = os.open(opts["apply"], os.O_RDONLY | os.O_CLOEXEC)
+        argv = ["git", "apply", "--whitespace=nowarn", "-"]
+        rc = _spawn(
+            argv, opts["workdir"], stdin=patch, stdout=2, env=git_env, user=user, chroot=root
+        )
+        os.close(patch)
+        if rc != 0:
+            report(f"error apply patch: git apply exited {rc}")
+            _exit(1)
 
 
 def _run_command(
@@ -681,8 +689,7 @@ def _run_command(
             if user[2]:
                 _drop(*user)
             _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            if opts["net"] != "1":
-                _deny_unix_sockets()
+            _confine(opts["net"] == "1")
             os.closerange(3, error_w)
             os.closerange(error_w + 1, 1 << 16)
             os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
@@ -767,6 +774,6 @@ def _report_limits(
     for kind, folder in zip(("writable", "tmp"), layers, strict=True):
         if opts[kind] and os.path.ismount(folder):
             info = os.statvfs(folder)
-            if info.f_bavail == 0:
+            if info.f_bavail == 0 or info.f_favail == 0:  # full, in bytes or in files
                 report(f"limit {kind}")
                 return

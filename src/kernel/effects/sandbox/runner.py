@@ -37,11 +37,13 @@ from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
 from kernel.effects.sandbox.nshelper import memory_hit
 from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root
 from kernel.effects.sandbox.spec import (
+    ETC_BINDS,
     PATCH_COMMAND,
     PATCH_ENV,
     SANDBOX_GID,
     SANDBOX_UID,
     SANDBOX_WORKDIR,
+    SYSTEM_BINDS,
     Capture,
     LimitKind,
     LimitMechanism,
@@ -49,6 +51,8 @@ from kernel.effects.sandbox.spec import (
     SandboxSpec,
     applied_limits,
     base_env,
+    mount_plan,
+    tmpfs_options,
 )
 from kernel.errors import EffectError
 
@@ -323,6 +327,14 @@ def _run_namespaced(
     patch: Sink | None,
     deadline: float | None,
 ) -> _Result:
+    plan = "\x1e".join(
+        "\x1f".join(step)
+        for step in mount_plan(
+            _view_entries(spec),
+            tmp_bytes=spec.limits.tmp_bytes,
+            hidden=os.path.realpath(scratch_root()),
+        )
+    )
     (scratch / "ns").mkdir()  # the namespace's own tmpfs of mount points
     if baseline is None:
         baseline = scratch / "empty"
@@ -346,7 +358,6 @@ def _run_namespaced(
         "preload": spec.preload or "",
         "apply": os.path.abspath(spec.apply_patch) if spec.apply_patch else "",
         "home": home,
-        "hide": os.path.realpath(scratch_root()),
         "ppid": str(os.getpid()),
         "uid": str(SANDBOX_UID),
         "gid": str(SANDBOX_GID),
@@ -358,7 +369,8 @@ def _run_namespaced(
         "cpu": _opt(limits.cpu_seconds),
         "writable": _opt(limits.writable_bytes),
         "tmp": _opt(limits.tmp_bytes),
-        "expose": ":".join(_exposed(spec.command)),
+        "layer": tmpfs_options("0700", limits.writable_bytes),
+        "plan": plan,
     }
 
     def helper_args(parent: int) -> list[str]:
@@ -534,15 +546,54 @@ def _helper_argv() -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _COVERAGE_BOOTSTRAP, site, data_file, _HELPER_DIR]
 
 
-def _exposed(command: Sequence[str]) -> list[str]:
-    """Folders the unprivileged command must reach: this interpreter's prefixes, the
-    kernel package (the verifier's test runner runs from it, also from a checkout in
-    a folder closed to others) and the folder of an absolute program (the helper
-    opens them, read-only, if a parent is closed)."""
-    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
-    if command and command[0].startswith("/"):
-        paths.add(os.path.dirname(os.path.realpath(command[0])))
-    return sorted(p for p in paths if ":" not in p and p != "/")
+def _view_entries(spec: SandboxSpec) -> list[tuple[str, str]]:
+    """``(path, link)`` of every host path the sandbox shows (`mount_plan`): the system
+    folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
+    verifier's test runner runs from it), the folder of an absolute program (with its
+    Python prefix or venv), and the spec's `ro_binds`; a missing path is left out.
+
+    Raises:
+        EffectError: a path of `SandboxSpec.ro_binds` does not exist.
+    """
+    entries = []
+    for path in (*SYSTEM_BINDS, *ETC_BINDS):
+        if os.path.islink(path):
+            entries.append((path, os.readlink(path)))  # shown as the same link
+        elif os.path.exists(path):
+            entries.append((path, ""))
+    extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
+    program = spec.command[0] if spec.command else ""
+    if program.startswith("/"):
+        for folder in {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}:
+            extra.update(_python_prefixes(folder) or [os.path.realpath(folder)])
+    for path in spec.ro_binds:
+        if not os.path.exists(path):
+            raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
+        extra.add(os.path.realpath(path))
+    entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
+    return entries
+
+
+def _python_prefixes(folder: str) -> list[str]:
+    """The prefixes a program's ``bin`` folder needs when it is a Python installation
+    (its own) or a venv (its own and its base interpreter's), else none: a plain
+    ``bin`` folder's parent (a home folder) is never shown."""
+    if os.path.basename(folder) != "bin":
+        return []
+    prefix = os.path.dirname(os.path.realpath(folder))
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg")) as handle:
+            home = [
+                v for k, _, v in (line.partition("=") for line in handle) if k.strip() == "home"
+            ]
+    except OSError:
+        home = []
+    if home:
+        return [prefix, os.path.dirname(os.path.realpath(home[0].strip()))]
+    with contextlib.suppress(OSError):
+        if any(name.startswith("python") for name in os.listdir(os.path.join(prefix, "lib"))):
+            return [prefix]
+    return []
 
 
 def _chown_tree(top: Path, uid: int, gid: int) -> None:

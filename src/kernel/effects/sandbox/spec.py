@@ -42,9 +42,12 @@ __all__ = [
     "Limits",
     "SandboxSpec",
     "Variation",
+    "ETC_BINDS",
+    "SYSTEM_BINDS",
     "applied_limits",
     "base_env",
     "limits_with",
+    "mount_plan",
     "observation",
     "read_output",
     "recorded_limits",
@@ -296,6 +299,10 @@ class SandboxSpec:
     """A tighter output limit than ``limits.output_bytes`` (the smaller applies)."""
     limits: Limits = Limits()
     """Resource limits of the run."""
+    ro_binds: tuple[str, ...] = ()
+    """Host paths (files or folders) shown read-only inside a namespace sandbox, at
+    their real path (symlinks resolved): environment caches, toolchains. Everything
+    of the host not named here or in `SYSTEM_BINDS`/`ETC_BINDS` is absent."""
 
 
 @attrs.frozen(kw_only=True)
@@ -408,3 +415,124 @@ def read_output(capture: Capture, *, max_bytes: int = 1 << 30) -> bytes:
     if stream.hexdigest() != capture.output_digest:
         raise EffectError(f"{capture.output_path}: output changed since it was captured")
     return data
+
+
+# ---------------------------------------------------------------------------
+# The sandbox's view of the host: a plan of mount steps, carried out by the helper
+
+SYSTEM_BINDS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Host folders every namespace sandbox shows read-only (a symlink stays a symlink)."""
+ETC_BINDS: Final = tuple(
+    "/etc/" + name
+    for name in (
+        "alternatives", "ca-certificates", "ca-certificates.conf", "debian_version",
+        "gai.conf", "host.conf", "hosts", "inputrc", "ld.so.cache", "ld.so.conf",
+        "ld.so.conf.d", "locale.alias", "localtime", "magic", "magic.mime", "mime.types",
+        "networks", "nsswitch.conf", "os-release", "protocols", "python3", "resolv.conf",
+        "services", "shells", "ssl", "terminfo", "timezone",
+    )
+)  # fmt: skip
+"""The pieces of ``/etc`` the loader, libc, Python, git and TLS read: no credentials
+(``shadow``, ``ssh``, ``npmrc``, ``pip.conf``), no machine identity (``machine-id``,
+``hostname``), no host configuration that could change a run (``gitconfig``,
+``environment``, ``profile``). ``passwd`` and ``group`` are written per run."""
+DEVICES: Final = ("null", "zero", "full", "random", "urandom", "tty")
+"""Device nodes bound into the sandbox's own ``/dev`` (bubblewrap's ``--dev`` set)."""
+MASKED_PATHS: Final = (
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/tpm",
+    "/sys/devices/virtual/powercap",
+)
+"""Hidden (empty read-only tmpfs, or /dev/null over a file): runc's default masked paths."""
+READ_ONLY_PATHS: Final = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+"""Bound read-only over themselves: runc's default read-only paths."""
+INODE_BYTES: Final = 4096
+"""Each file or folder counts as this many bytes against a tmpfs layer's size limit
+(``nr_inodes`` = size / this): empty files cannot exhaust memory past the limit."""
+PASSWD: Final = (
+    "root:x:0:0:root:/root:/bin/sh\n"  # noqa: S105 - the passwd file, no password in it
+    "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+"""The sandbox's ``/etc/passwd`` (the host's users are none of its business)."""
+GROUP: Final = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"
+"""The sandbox's ``/etc/group``."""
+_FORBIDDEN_BINDS: Final = ("/proc", "/dev")
+
+MountStep = tuple[str, ...]
+"""One step of a mount plan: ``(op, target, *args)``; target is a path of the view."""
+
+
+def tmpfs_options(mode: str, size: int | None) -> str:
+    """tmpfs mount data: ``mode``, and with a size its matching inode limit."""
+    if size is None:
+        return f"mode={mode}"
+    return f"mode={mode},size={size},nr_inodes={max(size // INODE_BYTES, 64)}"
+
+
+def _under(path: str, folder: str) -> bool:
+    return folder in ("/", path) or path.startswith(folder + "/")
+
+
+def mount_plan(
+    entries: Sequence[tuple[str, str]], *, tmp_bytes: int | None, hidden: str
+) -> tuple[MountStep, ...]:
+    """The steps that build a sandbox's view of the host, in order (bubblewrap's setup
+    operations are the model). ``entries``: ``(path, link)`` for every host path to
+    show; ``link`` is the symlink it is (kept a symlink) or "" (bound read-only).
+    A path below one already shown is skipped; ``hidden`` (the scratch root) gets an
+    empty read-only tmpfs when a bound folder holds it.
+
+    Steps: ``tmpfs TARGET DATA``, ``bind TARGET SOURCE`` (read-only, recursive),
+    ``dev TARGET`` (the host node of that name), ``symlink TARGET LINK``,
+    ``file TARGET TEXT``, ``proc TARGET``, ``mask TARGET``, ``readonly TARGET``,
+    ``hide TARGET``.
+
+    Raises:
+        ConfigError: a path is relative, holds a control character, or lies under
+            ``/proc`` or ``/dev`` (the sandbox's own).
+    """
+    tmp = tmpfs_options("1777", tmp_bytes)
+    steps: list[MountStep] = [
+        ("tmpfs", "/", "mode=0755,size=1m,nr_inodes=4096"),
+        ("tmpfs", "/dev", "mode=0755,size=64k,nr_inodes=64"),
+        *(("dev", "/dev/" + name) for name in DEVICES),
+        *(
+            ("symlink", "/dev/" + name, link)
+            for name, link in (
+                ("fd", "/proc/self/fd"),
+                ("stdin", "/proc/self/fd/0"),
+                ("stdout", "/proc/self/fd/1"),
+                ("stderr", "/proc/self/fd/2"),
+            )
+        ),
+        ("tmpfs", "/dev/shm", tmp),  # noqa: S108 - the sandbox's own
+        ("tmpfs", "/tmp", tmp),  # noqa: S108 - the sandbox's own
+        ("file", "/etc/passwd", PASSWD),
+        ("file", "/etc/group", GROUP),
+    ]
+    shown: list[str] = []
+    for path, link in sorted(entries):
+        if not path.startswith("/") or any(ord(c) < 32 for c in path + link):
+            raise ConfigError(f"{path!r}: a sandbox bind must be an absolute, printable path")
+        if any(_under(path, folder) for folder in _FORBIDDEN_BINDS):
+            raise ConfigError(f"{path}: the sandbox has its own {path.split('/')[1]}")
+        if any(_under(path, folder) for folder in shown):
+            continue
+        shown.append(path)
+        steps.append(("symlink", path, link) if link else ("bind", path, path))
+    steps.append(("proc", "/proc"))
+    steps.extend(("mask", path) for path in MASKED_PATHS)
+    steps.extend(("readonly", path) for path in READ_ONLY_PATHS)
+    if any(_under(hidden, folder) for folder in shown):
+        steps.append(("hide", hidden))
+    return tuple(steps)
