@@ -24,11 +24,9 @@ from kernel.commit_admission import (
     Draft,
     EvidenceClass,
     VerifierOutcome,
-    admit_or_raise,
     admit_to_commit,
     branch_from_corroboration,
     drafts_are_decorrelated,
-    require_verified,
     verify_admission,
 )
 from kernel.consensus import (
@@ -131,17 +129,16 @@ def test_same_context_different_tools_is_decorrelated() -> None:
     assert not drafts_are_decorrelated(branch(VerifierOutcome.NONE, *CORRELATED))
 
 
-def test_deprecated_raising_helpers_still_keep_the_boundary() -> None:
-    """The 0.1.0 helpers (now deprecated aliases of unwrap) still raise at the boundary."""
+def test_unwrap_raises_a_refusal_at_the_commit_boundary() -> None:
+    """`unwrap` of a refused admission raises `CommitBoundaryError` carrying the refusal;
+    the 0.1.0 helpers (``admit_or_raise``, ``require_verified``) are gone."""
     with pytest.raises(CommitBoundaryError) as caught:
-        require_verified(branch(VerifierOutcome.NONE, *DECORRELATED))
-    assert isinstance(caught.value.refusal, Admission)
+        unwrap(admit_to_commit(branch(VerifierOutcome.FAILED, *CORRELATED)))
+    assert isinstance(caught.value.refusal, CommitRefusal)
     assert isinstance(caught.value, RefusedError)
-    assert require_verified(branch(VerifierOutcome.PASSED, *CORRELATED)).commit_permitted
-    with pytest.raises(CommitBoundaryError):
-        admit_or_raise(branch(VerifierOutcome.FAILED, *CORRELATED))
-    with pytest.warns(DeprecationWarning, match="unwrap"):
-        assert kernel.admit_or_raise is admit_or_raise
+    assert unwrap(admit_to_commit(branch(VerifierOutcome.PASSED, *CORRELATED))).commit_permitted
+    assert not hasattr(kernel, "admit_or_raise")
+    assert not hasattr(kernel, "require_verified")
 
 
 def test_wrong_type_is_a_programmer_error() -> None:

@@ -2,7 +2,7 @@
 
 What ``kernel.__all__`` must hold is not a hand-copied list: every kernel type that a
 public signature (or a public record's field) mentions must be exported, and the three
-lists of ``kernel/__init__.py`` (type-checking imports, `_EXPORTS`, ``__all__``) agree.
+``kernel/__init__.py``'s one table (`_EXPORTS`) is what type checkers see (its generated stub).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import enum
 import importlib
+import importlib.metadata
 import importlib.resources
 import inspect
 import pkgutil
@@ -25,6 +26,7 @@ import attrs
 import pytest
 
 import kernel
+from kernel.effects import api_stub
 from kernel.values import Refusal
 
 INIT = Path(kernel.__file__)
@@ -102,45 +104,31 @@ def test_every_export_resolves_to_its_home_module() -> None:
             assert getattr(kernel, name) is getattr(module, name), name
 
 
-def test_type_checking_imports_match_the_runtime_map() -> None:
-    """What a type checker sees in `kernel/__init__.py` is exactly what runs (plus the
+def test_type_checkers_see_exactly_the_table() -> None:
+    """The stub type checkers read is generated from `_EXPORTS` and current, and
+    ``__init__.py`` itself holds no other list of names (no type-checking imports, no
     deprecated aliases)."""
+    assert api_stub.generate() == INIT.with_suffix(".pyi").read_bytes()
+    assert api_stub.main(["--check", "--root", str(INIT.parents[2])]) == 0
     tree = ast.parse(INIT.read_text(encoding="utf-8"))
-    block = next(
-        node
-        for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    )
-    seen: dict[str, set[str]] = {}
-    aliases: dict[str, tuple[str, str]] = {}
-    for node in block.body:
-        assert isinstance(node, ast.ImportFrom)
-        assert node.module is not None
-        for alias in node.names:
-            if alias.asname is None:
-                seen.setdefault(node.module, set()).add(alias.name)
-            else:
-                aliases[alias.asname] = (node.module, alias.name)
-    assert seen == {module: set(names) for module, names in kernel._EXPORTS.items()}
-    deprecated = kernel._DEPRECATED
-    assert aliases == {old: (module, name) for old, (module, name, _) in deprecated.items()}
+    assert not [n for n in tree.body if isinstance(n, ast.Import)]
+    modules = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
+    assert modules <= {"__future__", "types", "typing"}
+    assert not [n for n in tree.body if isinstance(n, ast.If)]
 
 
-@pytest.mark.parametrize("old", sorted(kernel._DEPRECATED))
-def test_deprecated_names_warn_and_resolve(old: str) -> None:
-    """A 0.1.0 name still works, warns, and is the renamed object itself."""
-    module, attribute, advice = kernel._DEPRECATED[old]
-    with pytest.warns(DeprecationWarning, match=f"kernel.{old} is deprecated; use "):
-        value = getattr(kernel, old)
-    assert value is getattr(importlib.import_module(module), attribute)
-    assert advice
-    assert old not in kernel.__all__
+def test_a_stale_stub_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--check`` fails on a missing or edited stub and says how to regenerate it."""
+    assert api_stub.main(["--check", "--root", str(tmp_path)]) == 1
+    assert "python -m kernel.effects.api_stub" in capsys.readouterr().err
+    assert api_stub.main(["--root", str(tmp_path)]) == 0
+    assert api_stub.main(["--check", "--root", str(tmp_path)]) == 0
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
     """`kernel.<typo>` raises AttributeError naming it (so hasattr works)."""
     with pytest.raises(AttributeError, match="no attribute 'sael'"):
-        _ = kernel.sael
+        _ = kernel.sael  # type: ignore[attr-defined]
     assert not hasattr(kernel, "binding_refusal")
 
 
@@ -174,12 +162,16 @@ def test_every_module_declares_all() -> None:
                 assert hasattr(module, name), f"{info.name}.{name}"
 
 
-def test_version_matches_the_distribution() -> None:
-    """`kernel.__version__` is the version pyproject declares."""
+def test_version_is_written_once() -> None:
+    """`kernel.__version__` is the one place: pyproject reads it, the installed
+    distribution reports it."""
     pyproject = INIT.parents[2] / "pyproject.toml"
     if pyproject.is_file():
-        assert f'version = "{kernel.__version__}"' in pyproject.read_text(encoding="utf-8")
-    assert isinstance(kernel.__version__, str)
+        text = pyproject.read_text(encoding="utf-8")
+        assert 'dynamic = ["version"]' in text
+        assert 'version = {attr = "kernel.__version__"}' in text
+        assert not re.search(r'(?m)^version = "', text)
+    assert importlib.metadata.version("evidence-kernel") == kernel.__version__
 
 
 def test_py_typed_ships() -> None:

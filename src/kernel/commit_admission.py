@@ -60,7 +60,7 @@ from kernel.codec import (
 from kernel.consensus import CorroborationReport, RunStatus
 from kernel.errors import CommitBoundaryError
 from kernel.identity import sha256_hex
-from kernel.values import Digest, OptionalDigest, Refusal, boundary, unwrap
+from kernel.values import Digest, OptionalDigest, Refusal, boundary
 
 __all__ = [
     "Admission",
@@ -323,25 +323,6 @@ def verify_admission(
         reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
         explanation=f"branch {branch.branch_id}: {found}",
     )
-
-
-def admit_or_raise(branch: Branch) -> Admission:
-    """Deprecated (0.1.0): use ``unwrap(admit_to_commit(branch))``."""
-    return unwrap(admit_to_commit(branch))
-
-
-def require_verified(branch: Branch) -> Admission:
-    """Deprecated (0.1.0): ``unwrap(admit_to_commit(branch))``, then check
-    ``evidence_class``; a ``corroborated_only`` admission raises `CommitBoundaryError`.
-    """
-    admission = unwrap(admit_to_commit(branch))
-    if admission.evidence_class is not EvidenceClass.VERIFIED:
-        raise CommitBoundaryError(
-            admission,
-            f"branch {branch.branch_id}: corroborated_only; stage it and get "
-            "independent verification or human confirmation before commit",
-        )
-    return admission
 
 
 @boundary
