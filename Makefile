@@ -36,6 +36,7 @@ guard: install
 schemas: install
 	$(PY) -m kernel.effects.schemas --check
 	$(PY) -m kernel.effects.identity_docs --check
+	$(PY) -m kernel.effects.api_stub --check
 
 check: lint types guard schemas test
 
