@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _config(tmp_path: Path, attempts: list[dict[str, object]]) -> Path:
     shutil.copytree(ROOT / "fixtures/demo/repo", tmp_path / "repo")
-    for name in ("correct.patch", "wrong.patch"):
-        shutil.copy(ROOT / "fixtures/suite-demo" / name, tmp_path / name)
+    lines = (ROOT / "fixtures/suite-demo/predictions.jsonl").read_text().splitlines()
+    patches = {p["model_name_or_path"]: p["model_patch"] for p in map(json.loads, lines[:2])}
+    (tmp_path / "correct.patch").write_text(patches["model-a"])
+    (tmp_path / "wrong.patch").write_text(patches["model-b"])
     (tmp_path / "empty.patch").write_bytes(b"")
     demo = json.loads((ROOT / "fixtures/demo/config.json").read_text())
     shutil.copy(ROOT / "fixtures/demo/work-unit.json", tmp_path / "work-unit.json")

@@ -1,0 +1,481 @@
+"""A suite of task instances and model predictions: calibration, per-prediction results,
+and the suite summary (SWE-bench's resolved table), as records.
+
+Pure: records in, records out (the runner is `kernel.effects.suite`). Rules enforced:
+
+- **calibration** (`calibrate`): before any candidate is judged, the declared tests run
+  on the baseline (and on the optional reference patch). Every FAIL_TO_PASS test must
+  fail or error on the baseline (``fail_to_pass_passes_on_baseline``), every
+  PASS_TO_PASS test must pass (``pass_to_pass_not_passing_on_baseline``), a test the
+  baseline run did not report, skipped or reported from a tampered result is
+  ``test_not_run`` (a wrong test id, a test that cannot be collected), the reference
+  must pass every test (``reference_not_passing``), and a calibration run that reached
+  no per-test result at all is ``calibration_error`` (a control error: a sandbox, an
+  environment). An instance with any reason is invalid: it is not judged;
+- **one prediction** (`judge_prediction`): an empty patch is ``empty_patch`` (not run);
+  a prediction on an invalid instance, or whose attempt ended in a control error, is
+  ``error`` (never the patch's fault); otherwise the declared tests give SWE-bench's
+  resolution (``FULL``: every test passed; ``PARTIAL``: every PASS_TO_PASS and some
+  FAIL_TO_PASS passed; ``NO``: otherwise), and the prediction is ``resolved`` only when
+  the resolution is FULL *and* the independent verifier supported it (its other required
+  checks, e.g. ``protected-paths``, passed): passing tests by rewriting them is not
+  resolving;
+- **the summary** (`summarize_suite`): per model (sorted by name) the counts of resolved,
+  unresolved, error and empty-patch predictions over the instances it predicted; the
+  instances in the order given; the calibration table. ``SuiteSummary.digest`` covers
+  the whole document: the same inputs give the same bytes whichever executor ran them.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import attrs
+
+from kernel.codec import Record, document_digest
+from kernel.commit_admission import EvidenceClass
+from kernel.errors import ArgumentValueError
+from kernel.evidence_report import EvidenceState
+from kernel.render import html_text, md_cell
+from kernel.runrecord import (
+    AttemptRecord,
+    AttemptState,
+    DeclaredTestKind,
+    DeclaredTestOutcome,
+    DeclaredTestResult,
+)
+from kernel.values import Count, Digest, NonBlank, OptionalDigest
+
+__all__ = [
+    "SUITE_SUMMARY_KIND",
+    "Calibration",
+    "CalibrationReason",
+    "CalibrationTest",
+    "InstanceResult",
+    "ModelCounts",
+    "PredictionResult",
+    "PredictionStatus",
+    "Resolution",
+    "SuiteSummary",
+    "calibrate",
+    "judge_prediction",
+    "render_suite_html",
+    "render_suite_markdown",
+    "summarize_suite",
+    "declared_tests_of",
+]
+
+SUITE_SUMMARY_KIND: Final = "kernel-suite-summary"
+
+_PASSED: Final = DeclaredTestOutcome.PASSED
+_FAILING: Final = frozenset({DeclaredTestOutcome.FAILED, DeclaredTestOutcome.ERROR})
+
+
+class CalibrationReason(enum.StrEnum):
+    """Why an instance is not valid (module rules)."""
+
+    FAIL_TO_PASS_PASSES = "fail_to_pass_passes_on_baseline"  # noqa: S105 - not a secret
+    """A FAIL_TO_PASS test already passes on the baseline: it tests nothing."""
+    PASS_TO_PASS_NOT_PASSING = "pass_to_pass_not_passing_on_baseline"  # noqa: S105
+    """A PASS_TO_PASS test fails or errors on the baseline (a missing dependency too)."""
+    TEST_NOT_RUN = "test_not_run"
+    """A declared test was not reported, was skipped, or came from a tampered result."""
+    REFERENCE_NOT_PASSING = "reference_not_passing"
+    """The reference patch does not pass every declared test."""
+    CALIBRATION_ERROR = "calibration_error"
+    """The calibration run reached no per-test result (a control error)."""
+    UNKNOWN_TEST_ID = "unknown_test_id"
+    """A declared test id names nothing the baseline defines (found statically: the
+    instance is not run)."""
+
+
+class PredictionStatus(enum.StrEnum):
+    """What became of one model's prediction on one instance."""
+
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    ERROR = "error"
+    EMPTY_PATCH = "empty_patch"
+
+
+class Resolution(enum.StrEnum):
+    """SWE-bench's resolution of a patch by its declared tests."""
+
+    FULL = "FULL"
+    PARTIAL = "PARTIAL"
+    NO = "NO"
+
+
+@attrs.frozen(kw_only=True)
+class CalibrationTest(Record):
+    """One declared test on the baseline and on the reference patch."""
+
+    test_id: NonBlank
+    """The declared test id."""
+    kind: DeclaredTestKind
+    """FAIL_TO_PASS or PASS_TO_PASS."""
+    baseline: DeclaredTestOutcome
+    """Its outcome on the baseline."""
+    reference: DeclaredTestOutcome | None
+    """Its outcome with the reference patch (None: no reference patch)."""
+
+
+@attrs.frozen(kw_only=True)
+class Calibration(Record):
+    """Whether an instance is valid, and the per-test table that says why."""
+
+    instance_id: NonBlank
+    """The instance."""
+    valid: bool
+    """True when no reason holds: the instance may be judged."""
+    reasons: tuple[CalibrationReason, ...]
+    """Every reason that holds, in the enum's order (empty when valid)."""
+    tests: tuple[CalibrationTest, ...]
+    """Each declared test, FAIL_TO_PASS first, in declaration order."""
+
+
+@attrs.frozen(kw_only=True)
+class PredictionResult(Record):
+    """One model's prediction on one instance."""
+
+    instance_id: NonBlank
+    """The instance."""
+    model: NonBlank
+    """``model_name_or_path``."""
+    status: PredictionStatus
+    """Resolved, unresolved, error or empty patch."""
+    resolution: Resolution | None
+    """FULL / PARTIAL / NO by the declared tests (None: not judged)."""
+    failing_tests: tuple[str, ...]
+    """The declared tests that did not pass, in declaration order."""
+    evidence_class: EvidenceClass | None
+    """The candidate group's evidence class (None: not admitted or not judged)."""
+    error: str | None
+    """Why the status is ``error`` (a calibration or control reason), else None."""
+
+
+@attrs.frozen(kw_only=True)
+class InstanceResult(Record):
+    """Everything a suite keeps of one instance (its evidence folder holds the rest)."""
+
+    instance_id: NonBlank
+    """The instance."""
+    input_digest: Digest
+    """SHA-256 of what judging it read (instance, baseline, predictions): a resumed
+    suite does not re-run an instance whose input digest is unchanged."""
+    environment_digest: OptionalDigest
+    """The digest of the instance's environment (None: the sandbox's interpreter)."""
+    calibration: Calibration
+    """The calibration."""
+    run_digest: OptionalDigest
+    """The digest of the instance's run record (None: nothing was judged)."""
+    predictions: tuple[PredictionResult, ...]
+    """Each prediction, in the order the predictions file gives them."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelCounts(Record):
+    """One model's counts over the instances it predicted."""
+
+    model: NonBlank
+    """``model_name_or_path``."""
+    predictions: Count
+    """How many predictions it made."""
+    resolved: Count
+    """Resolved."""
+    unresolved: Count
+    """Judged and not resolved."""
+    error: Count
+    """Not judged: an invalid instance or a control error."""
+    empty_patch: Count
+    """An empty patch (not run)."""
+
+
+@attrs.frozen(kw_only=True)
+class SuiteSummary(Record):
+    """A whole suite: per-model counts, per-instance results, the calibration table."""
+
+    kind: NonBlank
+    """Always ``kernel-suite-summary``."""
+    schema_version: NonBlank
+    """Always ``1``."""
+    models: tuple[ModelCounts, ...]
+    """Per model, sorted by name."""
+    instances: tuple[InstanceResult, ...]
+    """Per instance, in the order given."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of the whole document."""
+        return document_digest(self)
+
+
+def declared_tests_of(attempt: AttemptRecord | None) -> tuple[DeclaredTestResult, ...] | None:
+    """The declared-test outcomes of an attempt's first check that declares tests, or
+    None when there is none (no check ran its tests: a control error)."""
+    if attempt is None:
+        return None
+    return next((run.tests for run in attempt.check_runs if run.tests), None)
+
+
+def calibrate(
+    instance_id: str,
+    baseline: Sequence[DeclaredTestResult] | None,
+    reference: Sequence[DeclaredTestResult] | None,
+    *,
+    has_reference: bool,
+    unknown_tests: Sequence[str] = (),
+) -> Calibration:
+    """The calibration of an instance from its baseline and reference runs (module rules).
+
+    Args:
+        instance_id: the instance.
+        baseline: the per-test outcomes on the baseline (None: no result).
+        reference: the per-test outcomes with the reference patch (None: no result).
+        has_reference: whether the instance has a reference patch.
+        unknown_tests: declared test ids the baseline does not define.
+    """
+    reasons: set[CalibrationReason] = set()
+    if unknown_tests:
+        reasons.add(CalibrationReason.UNKNOWN_TEST_ID)
+    if not baseline or (has_reference and not reference):
+        reasons.add(CalibrationReason.CALIBRATION_ERROR)
+    by_id = {t.test_id: t.outcome for t in reference or ()}
+    rows: list[CalibrationTest] = []
+    for test in baseline or ():
+        outcome = test.outcome
+        if outcome is _PASSED and test.kind is DeclaredTestKind.FAIL_TO_PASS:
+            reasons.add(CalibrationReason.FAIL_TO_PASS_PASSES)
+        elif outcome in _FAILING and test.kind is DeclaredTestKind.PASS_TO_PASS:
+            reasons.add(CalibrationReason.PASS_TO_PASS_NOT_PASSING)
+        elif outcome is not _PASSED and outcome not in _FAILING:
+            reasons.add(CalibrationReason.TEST_NOT_RUN)
+        after = by_id.get(test.test_id, DeclaredTestOutcome.MISSING) if reference else None
+        if reference and after is not _PASSED:
+            reasons.add(CalibrationReason.REFERENCE_NOT_PASSING)
+        rows.append(
+            CalibrationTest(test_id=test.test_id, kind=test.kind, baseline=outcome, reference=after)
+        )
+    ordered = tuple(r for r in CalibrationReason if r in reasons)
+    return Calibration(
+        instance_id=instance_id, valid=not ordered, reasons=ordered, tests=tuple(rows)
+    )
+
+
+def _resolution(tests: Sequence[DeclaredTestResult]) -> Resolution:
+    f2p = [t.outcome is _PASSED for t in tests if t.kind is DeclaredTestKind.FAIL_TO_PASS]
+    p2p = [t.outcome is _PASSED for t in tests if t.kind is DeclaredTestKind.PASS_TO_PASS]
+    if all(p2p) and all(f2p):
+        return Resolution.FULL
+    if all(p2p) and any(f2p):
+        return Resolution.PARTIAL
+    return Resolution.NO
+
+
+def judge_prediction(
+    *,
+    instance_id: str,
+    model: str,
+    calibration: Calibration,
+    empty_patch: bool,
+    attempt: AttemptRecord | None,
+    evidence_state: EvidenceState | None,
+    evidence_class: EvidenceClass | None,
+) -> PredictionResult:
+    """One prediction's result (module rules).
+
+    Args:
+        instance_id: the instance.
+        model: the model that made the prediction.
+        calibration: the instance's calibration.
+        empty_patch: the prediction's patch is empty (it was not run).
+        attempt: the prediction's attempt in the instance's run (None: not run).
+        evidence_state: the attempt's evidence state in the run's report.
+        evidence_class: the evidence class of the attempt's candidate group, if admitted.
+    """
+    if empty_patch:
+        return PredictionResult(
+            instance_id=instance_id,
+            model=model,
+            status=PredictionStatus.EMPTY_PATCH,
+            resolution=None,
+            failing_tests=(),
+            evidence_class=None,
+            error=None,
+        )
+    tests = declared_tests_of(attempt)
+    error: str | None = None
+    if not calibration.valid:
+        error = "instance not valid: " + ", ".join(calibration.reasons)
+    elif attempt is None or attempt.state is not AttemptState.VERIFIED or tests is None:
+        code = attempt.error.code if attempt is not None and attempt.error else "no_test_result"
+        error = f"control error: {code}"
+    if error is not None or tests is None:
+        return PredictionResult(
+            instance_id=instance_id,
+            model=model,
+            status=PredictionStatus.ERROR,
+            resolution=None,
+            failing_tests=(),
+            evidence_class=evidence_class,
+            error=error or "control error: no_test_result",
+        )
+    resolution = _resolution(tests)
+    resolved = resolution is Resolution.FULL and evidence_state is EvidenceState.SUPPORTED
+    return PredictionResult(
+        instance_id=instance_id,
+        model=model,
+        status=PredictionStatus.RESOLVED if resolved else PredictionStatus.UNRESOLVED,
+        resolution=resolution,
+        failing_tests=tuple(t.test_id for t in tests if t.outcome is not _PASSED),
+        evidence_class=evidence_class,
+        error=None,
+    )
+
+
+def summarize_suite(instances: Iterable[InstanceResult]) -> SuiteSummary:
+    """The suite summary of ``instances`` (module rules).
+
+    Raises:
+        ArgumentValueError: no instance, or an instance id given twice.
+    """
+    results = tuple(instances)
+    # Vacuous input is refused: a suite of no instance has no resolved rate.
+    if not results:
+        raise ArgumentValueError("summarize_suite", "instances", "at least one", "none")
+    if len({r.instance_id for r in results}) != len(results):
+        raise ArgumentValueError(
+            "summarize_suite", "instances", "distinct instance ids", "an id given twice"
+        )
+    counts: dict[str, dict[PredictionStatus, int]] = {}
+    for result in results:
+        for prediction in result.predictions:
+            per = counts.setdefault(prediction.model, dict.fromkeys(PredictionStatus, 0))
+            per[prediction.status] += 1
+    models = tuple(
+        ModelCounts(
+            model=model,
+            predictions=sum(per.values()),
+            resolved=per[PredictionStatus.RESOLVED],
+            unresolved=per[PredictionStatus.UNRESOLVED],
+            error=per[PredictionStatus.ERROR],
+            empty_patch=per[PredictionStatus.EMPTY_PATCH],
+        )
+        for model, per in sorted(counts.items())
+    )
+    return SuiteSummary(
+        kind=SUITE_SUMMARY_KIND, schema_version="1", models=models, instances=results
+    )
+
+
+# --- views ------------------------------------------------------------------------------
+
+
+def _rate(counts: ModelCounts) -> str:
+    if not counts.predictions:
+        return "-"
+    tenths = (counts.resolved * 1000 + counts.predictions // 2) // counts.predictions
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def _tables(
+    summary: SuiteSummary,
+) -> list[tuple[str, tuple[str, ...], Sequence[tuple[str, ...]]]]:
+    """The summary's three tables: title, headers, rows (plain text)."""
+    models: list[tuple[str, ...]] = [
+        (
+            c.model,
+            str(c.predictions),
+            str(c.resolved),
+            _rate(c),
+            str(c.unresolved),
+            str(c.error),
+            str(c.empty_patch),
+        )
+        for c in summary.models
+    ]
+    predictions = [
+        (
+            p.instance_id,
+            p.model,
+            str(p.status),
+            str(p.resolution or "-"),
+            str(p.evidence_class or "-"),
+            ", ".join(p.failing_tests) or "-",
+            p.error or "",
+        )
+        for r in summary.instances
+        for p in r.predictions
+    ]
+    calibration: list[tuple[str, ...]] = [
+        (
+            r.instance_id,
+            "valid" if r.calibration.valid else "invalid",
+            t.test_id,
+            str(t.kind),
+            str(t.baseline),
+            str(t.reference or "-"),
+            ", ".join(r.calibration.reasons) or "-",
+        )
+        for r in summary.instances
+        for t in r.calibration.tests
+    ]
+    calibration += [
+        (r.instance_id, "invalid", "-", "-", "-", "-", ", ".join(r.calibration.reasons))
+        for r in summary.instances
+        if not r.calibration.tests
+    ]
+    return [
+        (
+            "Resolved per model",
+            ("model", "predictions", "resolved", "rate", "unresolved", "error", "empty patch"),
+            models,
+        ),
+        (
+            "Predictions",
+            ("instance", "model", "status", "tests", "evidence class", "failing tests", "error"),
+            predictions,
+        ),
+        (
+            "Calibration",
+            ("instance", "instance status", "test", "list", "baseline", "reference", "reasons"),
+            calibration,
+        ),
+    ]
+
+
+def render_suite_markdown(summary: SuiteSummary) -> str:
+    """The summary as Markdown (every cell escaped with `kernel.render.md_cell`)."""
+    lines = [f"# Suite summary `{summary.digest[:12]}`", ""]
+    for title, headers, rows in _tables(summary):
+        lines += [f"## {title}", "", "| " + " | ".join(headers) + " |"]
+        lines.append("|" + "---|" * len(headers))
+        lines += ["| " + " | ".join(md_cell(cell) for cell in row) + " |" for row in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_suite_html(summary: SuiteSummary) -> str:
+    """The summary as one self-contained HTML page (no scripts; every cell escaped)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Suite summary {summary.digest[:12]}</title>",
+        "<style>body{font-family:sans-serif;margin:1rem}table{border-collapse:collapse}"
+        "td,th{border:1px solid #999;padding:.2rem .4rem;text-align:left}</style>",
+        "</head><body>",
+        f"<h1>Suite summary <code>{summary.digest[:12]}</code></h1>",
+    ]
+    for title, headers, rows in _tables(summary):
+        parts.append(f"<h2>{html_text(title)}</h2><table><thead><tr>")
+        parts += [f"<th>{html_text(h)}</th>" for h in headers]
+        parts.append("</tr></thead><tbody>")
+        for row in rows:
+            parts.append("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>")
+        parts.append("</tbody></table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -1,0 +1,411 @@
+"""kernel.suite: calibration, one prediction's result, the suite summary and its views."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given
+
+from kernel.commit_admission import EvidenceClass
+from kernel.effects.orchestrate import run_config
+from kernel.errors import ArgumentValueError
+from kernel.evidence_report import EvidenceState
+from kernel.runrecord import (
+    AttemptError,
+    AttemptErrorCode,
+    AttemptRecord,
+    AttemptState,
+    CheckRun,
+    DeclaredTestKind,
+    DeclaredTestOutcome,
+    DeclaredTestResult,
+)
+from kernel.strategies import records_of
+from kernel.suite import (
+    Calibration,
+    CalibrationReason,
+    InstanceResult,
+    PredictionResult,
+    PredictionStatus,
+    Resolution,
+    SuiteSummary,
+    calibrate,
+    declared_tests_of,
+    judge_prediction,
+    render_suite_html,
+    render_suite_markdown,
+    summarize_suite,
+)
+
+F2P, P2P = DeclaredTestKind.FAIL_TO_PASS, DeclaredTestKind.PASS_TO_PASS
+OUT = DeclaredTestOutcome
+
+
+def _tests(
+    *rows: tuple[str, DeclaredTestKind, DeclaredTestOutcome],
+) -> tuple[DeclaredTestResult, ...]:
+    return tuple(DeclaredTestResult(test_id=t, kind=k, outcome=o) for t, k, o in rows)
+
+
+BASELINE = _tests(("m.T.f", F2P, OUT.FAILED), ("m.T.e", F2P, OUT.ERROR), ("m.T.p", P2P, OUT.PASSED))
+FIXED = _tests(("m.T.f", F2P, OUT.PASSED), ("m.T.e", F2P, OUT.PASSED), ("m.T.p", P2P, OUT.PASSED))
+
+
+def _replace(
+    tests: tuple[DeclaredTestResult, ...], test_id: str, outcome: DeclaredTestOutcome
+) -> tuple[DeclaredTestResult, ...]:
+    return tuple(
+        DeclaredTestResult(test_id=t.test_id, kind=t.kind, outcome=outcome)
+        if t.test_id == test_id
+        else t
+        for t in tests
+    )
+
+
+# --- calibration ------------------------------------------------------------------------
+
+
+def test_a_valid_instance_has_no_reason_and_its_table() -> None:
+    """F2P failing or erroring and P2P passing on the baseline, the reference passing all:
+    valid, one row per declared test with both outcomes."""
+    calibration = calibrate("i", BASELINE, FIXED, has_reference=True)
+    assert calibration.valid
+    assert calibration.reasons == ()
+    assert [(t.test_id, t.baseline, t.reference) for t in calibration.tests] == [
+        ("m.T.f", OUT.FAILED, OUT.PASSED),
+        ("m.T.e", OUT.ERROR, OUT.PASSED),
+        ("m.T.p", OUT.PASSED, OUT.PASSED),
+    ]
+    without = calibrate("i", BASELINE, None, has_reference=False)
+    assert without.valid
+    assert {t.reference for t in without.tests} == {None}
+
+
+@pytest.mark.parametrize(
+    ("baseline", "reference", "has_reference", "unknown", "reasons"),
+    [
+        pytest.param(
+            _replace(BASELINE, "m.T.f", OUT.PASSED),
+            FIXED,
+            True,
+            (),
+            (CalibrationReason.FAIL_TO_PASS_PASSES,),
+            id="f2p-passes-on-baseline",
+        ),
+        pytest.param(
+            _replace(BASELINE, "m.T.p", OUT.ERROR),
+            FIXED,
+            True,
+            (),
+            (CalibrationReason.PASS_TO_PASS_NOT_PASSING,),
+            id="p2p-errors (a missing dependency)",
+        ),
+        pytest.param(
+            _replace(BASELINE, "m.T.p", OUT.FAILED),
+            None,
+            False,
+            (),
+            (CalibrationReason.PASS_TO_PASS_NOT_PASSING,),
+            id="p2p-fails",
+        ),
+        pytest.param(
+            _replace(BASELINE, "m.T.f", OUT.MISSING),
+            FIXED,
+            True,
+            (),
+            (CalibrationReason.TEST_NOT_RUN,),
+            id="f2p-missing",
+        ),
+        pytest.param(
+            _replace(BASELINE, "m.T.p", OUT.SKIPPED),
+            None,
+            False,
+            (),
+            (CalibrationReason.TEST_NOT_RUN,),
+            id="p2p-skipped",
+        ),
+        pytest.param(
+            _replace(BASELINE, "m.T.p", OUT.TAMPERED),
+            None,
+            False,
+            (),
+            (CalibrationReason.TEST_NOT_RUN,),
+            id="tampered",
+        ),
+        pytest.param(
+            BASELINE,
+            _replace(FIXED, "m.T.e", OUT.FAILED),
+            True,
+            (),
+            (CalibrationReason.REFERENCE_NOT_PASSING,),
+            id="reference-fails",
+        ),
+        pytest.param(
+            BASELINE,
+            FIXED[:2],
+            True,
+            (),
+            (CalibrationReason.REFERENCE_NOT_PASSING,),
+            id="reference-misses-a-test",
+        ),
+        pytest.param(
+            None, None, False, (), (CalibrationReason.CALIBRATION_ERROR,), id="no-baseline"
+        ),
+        pytest.param(
+            (), None, False, (), (CalibrationReason.CALIBRATION_ERROR,), id="empty-baseline"
+        ),
+        pytest.param(
+            BASELINE,
+            None,
+            True,
+            (),
+            (CalibrationReason.CALIBRATION_ERROR,),
+            id="no-reference-result",
+        ),
+        pytest.param(
+            tuple(
+                DeclaredTestResult(test_id=t.test_id, kind=t.kind, outcome=OUT.MISSING)
+                for t in BASELINE
+            ),
+            None,
+            False,
+            ("m.T.x",),
+            (CalibrationReason.TEST_NOT_RUN, CalibrationReason.UNKNOWN_TEST_ID),
+            id="unknown-id",
+        ),
+    ],
+)
+def test_an_invalid_instance_says_why(
+    baseline: tuple[DeclaredTestResult, ...] | None,
+    reference: tuple[DeclaredTestResult, ...] | None,
+    has_reference: bool,
+    unknown: tuple[str, ...],
+    reasons: tuple[CalibrationReason, ...],
+) -> None:
+    """Each calibration rule refuses with its own reason, in the enum's order."""
+    calibration = calibrate(
+        "i", baseline, reference, has_reference=has_reference, unknown_tests=unknown
+    )
+    assert not calibration.valid
+    assert calibration.reasons == reasons
+
+
+# --- one prediction ---------------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+VERIFIED = run_config(FIXTURES / "orchestration/two-attempt-good-vs-bad.json").attempts[0]
+VALID = calibrate("i", BASELINE, FIXED, has_reference=True)
+
+
+def _attempt(tests: tuple[DeclaredTestResult, ...] | None, *, lost: bool = False) -> AttemptRecord:
+    """A verified attempt (or a lost one) whose check runs carry ``tests``."""
+    runs: tuple[CheckRun, ...] = (CheckRun(check_id="protected-paths", sandbox=None, reason=None),)
+    if tests is not None:
+        runs += (CheckRun(check_id="tests", sandbox=None, reason=None, tests=tests),)
+    if lost:
+        return attrs.evolve(
+            VERIFIED,
+            state=AttemptState.WORKER_ERROR,
+            manifest=None,
+            verification=None,
+            error=AttemptError(code=AttemptErrorCode.INFRASTRUCTURE_FAULT, message="lost"),
+            check_runs=runs,
+        )
+    return attrs.evolve(VERIFIED, check_runs=runs)
+
+
+def _judge(
+    attempt: AttemptRecord | None,
+    *,
+    state: EvidenceState | None = EvidenceState.SUPPORTED,
+    calibration: Calibration = VALID,
+    empty: bool = False,
+) -> PredictionResult:
+    return judge_prediction(
+        instance_id="i",
+        model="m",
+        calibration=calibration,
+        empty_patch=empty,
+        attempt=attempt,
+        evidence_state=state,
+        evidence_class=EvidenceClass.VERIFIED,
+    )
+
+
+def test_full_and_supported_is_resolved() -> None:
+    """Every declared test passed and the verifier supported the patch: resolved."""
+    result = _judge(_attempt(FIXED))
+    assert (result.status, result.resolution, result.failing_tests) == (
+        PredictionStatus.RESOLVED,
+        Resolution.FULL,
+        (),
+    )
+    assert result.evidence_class is EvidenceClass.VERIFIED
+
+
+def test_passing_tests_without_the_verifiers_support_is_not_resolved() -> None:
+    """All tests pass but another required check failed (e.g. protected-paths: the patch
+    rewrote a test): FULL by the tests, yet unresolved."""
+    result = _judge(_attempt(FIXED), state=EvidenceState.REJECTED)
+    assert (result.status, result.resolution) == (PredictionStatus.UNRESOLVED, Resolution.FULL)
+
+
+@pytest.mark.parametrize(
+    ("tests", "resolution", "failing"),
+    [
+        (_replace(FIXED, "m.T.f", OUT.FAILED), Resolution.PARTIAL, ("m.T.f",)),
+        (BASELINE, Resolution.NO, ("m.T.f", "m.T.e")),
+        (_replace(FIXED, "m.T.p", OUT.FAILED), Resolution.NO, ("m.T.p",)),
+        (_replace(FIXED, "m.T.p", OUT.TAMPERED), Resolution.NO, ("m.T.p",)),
+    ],
+)
+def test_unresolved_predictions_name_their_failing_tests(
+    tests: tuple[DeclaredTestResult, ...], resolution: Resolution, failing: tuple[str, ...]
+) -> None:
+    """SWE-bench's FULL / PARTIAL / NO, with the declared tests that did not pass."""
+    result = _judge(_attempt(tests), state=EvidenceState.REJECTED)
+    assert (result.status, result.resolution, result.failing_tests) == (
+        PredictionStatus.UNRESOLVED,
+        resolution,
+        failing,
+    )
+
+
+def test_an_empty_patch_is_counted_apart() -> None:
+    """An empty patch is not run and not judged."""
+    result = _judge(None, empty=True, state=None)
+    assert (result.status, result.resolution, result.error) == (
+        PredictionStatus.EMPTY_PATCH,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("attempt", "calibration", "error"),
+    [
+        (
+            None,
+            calibrate("i", None, None, has_reference=False),
+            "instance not valid: calibration_error",
+        ),
+        (None, VALID, "control error: no_test_result"),
+        (_attempt(None), VALID, "control error: no_test_result"),
+        (_attempt(FIXED, lost=True), VALID, "control error: infrastructure_fault"),
+    ],
+)
+def test_a_prediction_that_was_not_judged_is_an_error(
+    attempt: AttemptRecord | None, calibration: Calibration, error: str
+) -> None:
+    """An invalid instance, a missing attempt, no per-test result or a control error:
+    ``error`` with its reason, never a verdict on the patch."""
+    result = _judge(attempt, calibration=calibration)
+    assert (result.status, result.resolution, result.error) == (PredictionStatus.ERROR, None, error)
+
+
+def test_tests_of_reads_the_first_check_that_declares_tests() -> None:
+    """None without an attempt or without a check that declares tests."""
+    assert declared_tests_of(None) is None
+    assert declared_tests_of(_attempt(None)) is None
+    assert declared_tests_of(_attempt(FIXED)) == FIXED
+
+
+# --- the summary ------------------------------------------------------------------------
+
+
+def _instance(instance_id: str, *predictions: PredictionResult) -> InstanceResult:
+    return InstanceResult(
+        instance_id=instance_id,
+        input_digest="0" * 64,
+        environment_digest=None,
+        calibration=VALID,
+        run_digest=None,
+        predictions=predictions,
+    )
+
+
+def _prediction(model: str, status: PredictionStatus) -> PredictionResult:
+    return PredictionResult(
+        instance_id="i",
+        model=model,
+        status=status,
+        resolution=None,
+        failing_tests=(),
+        evidence_class=None,
+        error=None,
+    )
+
+
+def test_the_summary_counts_each_model_over_the_instances() -> None:
+    """Per model (sorted by name): resolved, unresolved, error and empty-patch counts;
+    instances in the order given; the digest is the stdlib SHA-256 of the document."""
+    summary = summarize_suite(
+        [
+            _instance(
+                "b",
+                _prediction("z", PredictionStatus.RESOLVED),
+                _prediction("a", PredictionStatus.ERROR),
+            ),
+            _instance(
+                "a",
+                _prediction("z", PredictionStatus.UNRESOLVED),
+                _prediction("a", PredictionStatus.EMPTY_PATCH),
+            ),
+        ]
+    )
+    assert [r.instance_id for r in summary.instances] == ["b", "a"]
+    assert [
+        (m.model, m.predictions, m.resolved, m.unresolved, m.error, m.empty_patch)
+        for m in summary.models
+    ] == [("a", 2, 0, 0, 1, 1), ("z", 2, 1, 1, 0, 0)]
+    text = json.dumps(summary.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    assert summary.digest == hashlib.sha256(text.encode()).hexdigest()
+    assert SuiteSummary.from_dict(summary.to_dict()) == summary
+
+
+@pytest.mark.parametrize("instances", [[], [_instance("a"), _instance("a")]], ids=["none", "twice"])
+def test_a_vacuous_or_ambiguous_suite_is_refused(instances: list[InstanceResult]) -> None:
+    """No instance, or one instance id twice: a misuse, never an empty summary."""
+    with pytest.raises(ArgumentValueError, match="summarize_suite"):
+        summarize_suite(instances)
+
+
+def test_the_views_escape_every_cell_and_show_every_table() -> None:
+    """Markdown and HTML show the three tables; a hostile model name is text, never
+    markup; a model that predicted nothing shows no rate."""
+    hostile = "<script>alert(1)</script>|x"
+    invalid = calibrate("bad", None, None, has_reference=False)
+    summary = summarize_suite(
+        [
+            _instance("i", _prediction(hostile, PredictionStatus.RESOLVED)),
+            InstanceResult(
+                instance_id="bad",
+                input_digest="0" * 64,
+                environment_digest=None,
+                calibration=invalid,
+                run_digest=None,
+                predictions=(),
+            ),
+        ]
+    )
+    markdown = render_suite_markdown(summary)
+    page = render_suite_html(summary)
+    for title in ("Resolved per model", "Predictions", "Calibration"):
+        assert title in markdown
+        assert title in page
+    assert "<script>" not in page
+    assert "<script>" not in markdown
+    assert "100.0%" in markdown
+    assert r"calibration\_error" in markdown
+    zero = attrs.evolve(summary.models[0], predictions=0, resolved=0)
+    assert "| - |" in render_suite_markdown(attrs.evolve(summary, models=(zero,)))
+
+
+@given(records_of(SuiteSummary))
+def test_a_summary_round_trips(summary: SuiteSummary) -> None:
+    """from_dict(to_dict()) is the identity for every summary."""
+    assert SuiteSummary.from_dict(summary.to_dict()) == summary
