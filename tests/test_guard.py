@@ -1221,3 +1221,27 @@ def test_transitive_chains_grouped_per_importer_and_target(tmp_path: Path) -> No
             "app.other:1 -> subprocess",
         ),
     ]
+
+
+def test_c_twins_and_real_names_are_the_capability_they_expose() -> None:
+    """`_socket` is `socket`, `_io.open` and `io.open` are `open`, `posix.system` is
+    `os.system`, `posixpath` is `os.path`: imported, bound or used."""
+    policy = _policy(
+        forbid_imports=("socket", "subprocess"), forbid_calls=("open", "os.system", "os.path.*")
+    )
+    src = (
+        "import _socket\nimport posix, posixpath, io, _io\nfrom _io import open as o\n"
+        "import _posixsubprocess\n"
+        "o('x')\nposix.system('x')\nposixpath.exists('x')\nio.open('x')\n_io.open('x')\n"
+    )
+    assert _codes(src, policy) == [
+        (1, 1, "KG001"),
+        (3, 1, "KG004"),
+        (4, 1, "KG001"),
+        (5, 1, "KG004"),
+        (6, 1, "KG004"),
+        (7, 1, "KG004"),
+        (8, 1, "KG004"),
+        (9, 1, "KG004"),
+    ]
+    assert _codes("import io\nio.StringIO()\nimport re\nre.compile('x')\n", policy) == []

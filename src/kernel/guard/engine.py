@@ -39,7 +39,7 @@ import attrs
 
 from kernel.errors import ConfigError
 from kernel.guard.model import ChainLink, GuardReport, Policy, Rule, Violation, ViolationCode
-from kernel.guard.patterns import CallMatcher, covers, module_matches, module_set
+from kernel.guard.patterns import CallMatcher, covers, module_matches, module_set, twin_of
 from kernel.guard.policy import policy_hash
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
 from kernel.identity import sha256_bytes
@@ -815,7 +815,15 @@ def _reach(
             if target in memo:
                 pattern = memo[target]
             else:
-                pattern = memo[target] = module_set(rule.forbid_imports).match(target)
+                forbidden = module_set(rule.forbid_imports)
+                pattern = memo[target] = next(
+                    (
+                        hit
+                        for name in (target, *twin_of(target))
+                        if (hit := forbidden.match(name)) is not None
+                    ),
+                    None,
+                )
             if pattern is not None:
                 if current != start and pattern not in found:
                     found[pattern] = (current, target, line)

@@ -28,6 +28,7 @@ __all__ = [
     "covers",
     "module_matches",
     "normalize_call",
+    "twin_of",
 ]
 
 PATTERN_RE = re.compile(r"!?[A-Za-z_*?\[\]][\w*?\[\]!]*(\.[\w*?\[\]!]+)*(\.\*)?")
@@ -187,3 +188,45 @@ class CallMatcher:
             if module_matches(pattern, qualname):
                 found.append((rule, raw))
         return found
+
+
+_TWINS: dict[str, str] = {
+    # C modules and platform modules behind a public one: the same capability under
+    # another import name (`_socket.socket` is `socket.socket`, `posixpath` is the
+    # `os.path` of POSIX, `posix.system` is `os.system`).
+    "_io": "io", "_socket": "socket", "_pickle": "pickle", "_posixsubprocess": "subprocess",
+    "posixpath": "os.path", "ntpath": "os.path", "posix": "os", "nt": "os",
+    "_thread": "threading", "_datetime": "datetime", "_random": "random", "_ssl": "ssl",
+    "_sqlite3": "sqlite3", "_ctypes": "ctypes", "_signal": "signal",
+    "_multiprocessing": "multiprocessing", "_posixshmem": "multiprocessing",
+    "_queue": "queue", "_asyncio": "asyncio", "_uuid": "uuid", "_locale": "locale",
+    "_json": "json", "_hashlib": "hashlib", "_sha256": "hashlib", "_sha2": "hashlib",
+    "_md5": "hashlib", "_sha1": "hashlib", "_blake2": "hashlib", "_sha3": "hashlib",
+    "_imp": "importlib", "_frozen_importlib": "importlib._bootstrap",
+    "_frozen_importlib_external": "importlib._bootstrap_external",
+    "_winapi": "subprocess", "_overlapped": "asyncio", "_bz2": "bz2", "_lzma": "lzma",
+    "_zoneinfo": "zoneinfo", "_tracemalloc": "tracemalloc", "_dbm": "dbm", "_gdbm": "dbm",
+    "_curses": "curses", "_tkinter": "tkinter",
+}  # fmt: skip
+_SAME_OBJECT: dict[str, str] = {
+    # One object under two public names: io.open *is* the builtin open.
+    "io.open": "builtins.open",
+    "builtins.open": "io.open",
+}
+
+
+@lru_cache(maxsize=65536)
+def twin_of(name: str) -> tuple[str, ...]:
+    """The other names of what ``name`` is, when it is a C twin or a real name of a
+    public module's object (``_io.open`` -> ``io.open``, ``builtins.open``;
+    ``posixpath.exists`` -> ``os.path.exists``; ``io.open`` -> ``builtins.open``)."""
+    out: list[str] = []
+    head, dot, rest = name.partition(".")
+    public = _TWINS.get(head)
+    if public is not None:
+        out.append(f"{public}{dot}{rest}")
+    for known in (name, *out):
+        same = _SAME_OBJECT.get(known)
+        if same is not None and same != name and same not in out:
+            out.append(same)
+    return tuple(out)

@@ -67,7 +67,7 @@ from functools import cache, lru_cache
 from typing import Final
 
 from kernel.guard.model import Rule, ViolationCode
-from kernel.guard.patterns import CallMatcher, module_set
+from kernel.guard.patterns import CallMatcher, module_set, twin_of
 
 __all__ = ["FileScan", "ImportFact", "RawFinding", "scan_source"]
 
@@ -408,7 +408,10 @@ class _Scanner:
         for stmt, qual, index in self.bound_objects:
             if self.imports[index][4] == "typing":
                 continue
-            for rule, pattern in self.matcher.match(qual):
+            hits = self.matcher.match(qual) or [
+                hit for twin in twin_of(qual) for hit in self.matcher.match(twin)
+            ]
+            for rule, pattern in hits:
                 self._finding(
                     stmt,
                     ViolationCode.FORBIDDEN_CALL,
@@ -627,7 +630,12 @@ class _Scanner:
         return names
 
     def _interesting(self, q: str) -> bool:
-        return q in _ALWAYS or self.matcher.interesting(q) or self._reaches(q)
+        return (
+            q in _ALWAYS
+            or self.matcher.interesting(q)
+            or any(self.matcher.interesting(t) for t in twin_of(q))
+            or self._reaches(q)
+        )
 
     def _reaches(self, q: str) -> bool:
         """Can something forbidden be reached through the attributes of module ``q``?
@@ -1209,6 +1217,10 @@ class _Scanner:
                         # Reported under the written name, with what it is.
                         return self._report(other, node, None, f" (that is {q!r})")
         if not hits:
+            for twin in twin_of(q):
+                if self.matcher.match(twin):
+                    # `_io.open` is `open`, `posix.system` is `os.system`.
+                    return self._report(twin, node, None, f" (as {q!r})")
             return False
         return self._report(q, node, via, "")
 
@@ -1384,7 +1396,8 @@ def _merged(
 
 def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
     forbidden = module_set(rule.forbid_imports)
-    for t in targets:
+    # A C twin or real name (`_socket`, `posix`) is the module it implements.
+    for t in (*targets, *(twin for t in targets for twin in twin_of(t))):
         pattern = forbidden.match(t)
         if pattern is not None:
             return ViolationCode.FORBIDDEN_IMPORT, pattern
