@@ -1397,7 +1397,7 @@ def _merged(
 def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
     forbidden = module_set(rule.forbid_imports)
     # A C twin or real name (`_socket`, `posix`) is the module it implements.
-    for t in (*targets, *(twin for t in targets for twin in twin_of(t))):
+    for t in (*targets, *(twin for name in targets for twin in twin_of(name))):
         pattern = forbidden.match(t)
         if pattern is not None:
             return ViolationCode.FORBIDDEN_IMPORT, pattern
