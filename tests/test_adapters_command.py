@@ -184,7 +184,7 @@ exit 0
     assert "<script" not in markdown
     assert "<img" not in markdown
     row = next(line for line in markdown.splitlines() if "w-markup" in line or "onerror" in line)
-    assert row.count(" | ") == 9  # ten cells: the hostile "|" is escaped
+    assert row.count(" | ") == 10  # eleven cells: the hostile "|" is escaped
     on_disk = (scratch / "results/run/evidence.html").read_text()
     assert "<script" not in on_disk
 

@@ -108,7 +108,17 @@ def test_page_renders_the_attempt_table_and_runs_no_script(
     assert '<h2 id="attempts">Attempts</h2>' in dom
     for attempt in result.report.attempts:
         if attempt.attempt_id != HOSTILE_ID:
-            assert f'<td data-label="Attempt" class="w">{attempt.attempt_id}</td>' in dom
+            aid = attempt.attempt_id
+            assert f'<td data-label="Attempt"><span class="id" title="{aid}">{aid}</span>' in dom
+    # Decision first: the candidate to accept and the evidence classes above the attempts;
+    # the demo's right and wrong fixes are no red banner.
+    assert dom.index('<h2 id="decision">') < dom.index("Evidence classes of candidate groups")
+    assert dom.index("Evidence classes of candidate groups") < dom.index('<h2 id="attempts">')
+    assert '<p class="headline go">' in dom
+    assert 'class="banner"' not in dom
+    assert "Recommendations differ across candidates" in dom
+    assert '<h2 id="worker-outputs">Worker outputs</h2>' in dom
+    assert '<h2 id="isolation">Isolation and limits</h2>' in dom
     assert "<script" not in dom
     assert "<img" not in dom
     assert "&lt;script&gt;" in dom  # the hostile id is text, not an element

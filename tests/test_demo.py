@@ -98,7 +98,9 @@ def test_noop_never_carries_consensus(demo: tuple[Path, PipelineResult]) -> None
 
 
 def test_disagreement_shown_and_decision_pending(demo: tuple[Path, PipelineResult]) -> None:
-    """Verifiers disagree (accept and reject), the report says so, the decision is pending."""
+    """Recommendations differ across candidates (a right and a wrong fix): the report
+    says so without a red banner (no candidate was judged two ways), the decision is
+    pending."""
     base, result = demo
     assert result.report.summary.verification_disagreement
     assert ReportWarning.VERIFICATION_DISAGREEMENT in result.report.warnings
@@ -106,9 +108,12 @@ def test_disagreement_shown_and_decision_pending(demo: tuple[Path, PipelineResul
     assert result.report.human_decision.selected_attempt_id is None
     assert result.admission.human_decision.status == "pending"
     markdown = (base / "results/demo/evidence.md").read_text()
-    assert "Verifiers disagree" in markdown
-    assert "Evidence classes of candidate groups" in markdown
-    assert "Status: **pending**" in markdown
+    assert "- **Recommendations differ across candidates:** yes" in markdown
+    assert "- **Same candidate judged differently:** no" in markdown
+    assert markdown.index("## Decision") < markdown.index("Evidence classes of candidate groups")
+    assert "**Candidate to accept: 8e7ada4e6bdc" in markdown
+    assert "- **Human integration decision:** **pending**" in markdown
+    assert 'class="banner"' not in (base / "results/demo/evidence.html").read_text()
 
 
 def test_replay_exact_match(demo: tuple[Path, PipelineResult]) -> None:

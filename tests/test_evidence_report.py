@@ -12,6 +12,7 @@ from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
 from kernel.evidence_report import (
+    CandidateDisagreement,
     EvidenceState,
     ReportCheck,
     ReportReason,
@@ -19,6 +20,7 @@ from kernel.evidence_report import (
     ReportWarning,
     RunEvidenceReport,
     build_evidence_report,
+    candidate_disagreements,
     check_evidence_report,
 )
 from kernel.runrecord import AttemptState, CheckSummary, ManifestSummary, RunRecord
@@ -326,3 +328,84 @@ def test_property_every_attempt_one_state_disagreement_iff_several(run: RunRecor
     assert report.source_run_digest == run.digest
     assert isinstance(check_evidence_report(report, run=run), ReportCheck)
     assert report.human_decision.selected_attempt_id is None
+
+
+# --- candidate_disagreements: the same candidate judged differently -----------------------
+
+_A, _B = "a" * 64, "b" * 64
+
+
+def _candidates(report: RunEvidenceReport, *digests: str | None) -> RunEvidenceReport:
+    """``report`` with each attempt's manifest naming the given candidate digest."""
+    attempts = []
+    for attempt, digest in zip(report.attempts, digests, strict=True):
+        manifest = attempt.manifest
+        attempts.append(
+            attempt
+            if manifest is None
+            else attrs.evolve(attempt, manifest=attrs.evolve(manifest, candidate_digest=digest))
+        )
+    return attrs.evolve(report, attempts=tuple(attempts))
+
+
+def test_a_wrong_and_a_right_candidate_are_no_disagreement() -> None:
+    """Two candidates, accepted and rejected: IDKMesh's flag is set, no candidate disagrees."""
+    report = _candidates(_report("two-attempt-good-vs-bad"), _A, _B)
+    assert report.summary.verification_disagreement
+    assert candidate_disagreements(report) == ()
+
+
+def test_one_candidate_judged_both_ways_disagrees() -> None:
+    """One patch accepted by one verification and rejected by another is a disagreement,
+    naming both attempts, both recommendations and the check whose status differs."""
+    report = _candidates(_report("two-attempt-good-vs-bad"), _A, _A)
+    assert candidate_disagreements(report) == (
+        CandidateDisagreement(
+            candidate_digest=_A,
+            attempt_ids=("attempt-001", "attempt-002"),
+            recommendations=(Recommendation.ACCEPT_CANDIDATE, Recommendation.REJECT_CANDIDATE),
+            checks=("independent-acceptance",),
+        ),
+    )
+
+
+def test_one_check_judged_both_ways_disagrees_under_one_recommendation() -> None:
+    """Same recommendation, one optional check passed once and failed once: disagreement."""
+    report = _candidates(_report("two-attempt-good-vs-bad"), _A, _A)
+    good = report.attempts[0].verification
+    assert good is not None
+    flaky = (*good.checks[:-1], attrs.evolve(good.checks[-1], status=CheckStatus.FAILED))
+    report = _forge(report, 1, verification=attrs.evolve(good, checks=flaky))
+    (found,) = candidate_disagreements(report)
+    assert found.recommendations == (Recommendation.ACCEPT_CANDIDATE,)
+    assert found.checks == ("independent-acceptance",)
+
+
+def test_a_candidate_judged_alike_twice_or_unjudged_is_no_disagreement() -> None:
+    """Identical judgments agree; an attempt without a candidate or not verified is no judgment."""
+    report = _candidates(_report("two-attempt-good-vs-bad"), _A, _A)
+    alike = _forge(report, 1, verification=report.attempts[0].verification)
+    assert candidate_disagreements(alike) == ()
+    assert candidate_disagreements(_candidates(report, None, None)) == ()
+    errored = _forge(report, 1, state=AttemptState.VERIFICATION_ERROR)
+    assert candidate_disagreements(errored) == ()
+    unverified = _forge(report, 1, verification=None)
+    assert candidate_disagreements(unverified) == ()
+    no_manifest = _forge(report, 1, manifest=None)
+    assert candidate_disagreements(no_manifest) == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(run_records())
+def test_property_distinct_candidates_never_disagree(run: RunRecord) -> None:
+    """For all runs: when no two attempts share a candidate, no candidate disagrees, and
+    a reported disagreement always names a candidate judged at least twice."""
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    distinct = _candidates(
+        report, *(f"{i:064x}" if a.manifest else None for i, a in enumerate(report.attempts))
+    )
+    assert candidate_disagreements(distinct) == ()
+    for found in candidate_disagreements(report):
+        assert len(found.attempt_ids) >= 2
+        assert len(found.recommendations) > 1 or found.checks

@@ -78,11 +78,13 @@ def test_html_has_no_scripts_and_no_external_assets() -> None:
     assert "https://" not in page
 
 
-def test_html_shows_states_banner_digests_decision_authority() -> None:
-    """Coloured states, the disagreement banner, hover digests, pending decision, authority."""
+def test_html_shows_states_note_digests_decision_authority() -> None:
+    """Coloured states, the (neutral) note that recommendations differ across candidates,
+    hover digests, the pending decision, and the authority table (every "no" plain)."""
     report = _report("two-attempt-good-vs-bad")
     page = render_html(report)
-    assert 'class="banner"' in page
+    assert 'class="banner"' not in page  # different candidates: not a disagreement
+    assert '<div class="note"><strong>Recommendations differ across candidates</strong>' in page
     assert ">supported</span>" in page
     assert ">rejected</span>" in page
     assert f'title="{report.source_run_digest}"' in page
@@ -91,9 +93,11 @@ def test_html_shows_states_banner_digests_decision_authority() -> None:
     assert page.count("<td>no</td>") == 4
 
 
-def test_no_banner_without_disagreement() -> None:
-    """The disagreement banner only appears when verifiers disagree."""
-    assert 'class="banner"' not in render_html(_report("two-attempt-worker-failure"))
+def test_no_banner_or_note_when_recommendations_agree() -> None:
+    """Neither the red banner nor the neutral note appears when nothing differs."""
+    page = render_html(_report("two-attempt-worker-failure"))
+    assert 'class="banner"' not in page
+    assert 'class="note"' not in page
 
 
 def test_hostile_strings_cannot_inject_markup() -> None:
@@ -129,7 +133,7 @@ def test_hostile_strings_cannot_break_the_markdown_table() -> None:
     """Every attempt row has exactly the header's number of cells."""
     rows = _table_rows(render_markdown(_report("hostile-strings")))
     assert len(rows) == 4  # header, rule, two attempts
-    assert {_cells(row) for row in rows} == {10}
+    assert {_cells(row) for row in rows} == {11}
 
 
 @settings(max_examples=100, deadline=None)
@@ -302,8 +306,9 @@ def test_page_has_contents_anchors_badges_and_print_styles() -> None:
     ids = {value for name, value in tags.attrs if name == "id"}
     links = {value[1:] for name, value in tags.attrs if name == "href" and value}
     assert links <= ids
-    assert {"summary", "attempts", "warnings", section.anchor, "attempt-1"} <= ids
-    assert page.index('id="summary"') < page.index('id="run"') < page.index('id="attempts"')
+    assert {"decision", "attempts", "warnings", section.anchor, "attempt-1"} <= ids
+    # Decision first, then the candidates, then the details.
+    assert page.index('id="decision"') < page.index('id="attempts"') < page.index('id="run"')
     assert '">verified</span>' in page
     assert "@media (max-width:800px)" in page
     assert "@media print" in page

@@ -18,7 +18,12 @@ verification_error     a candidate exists but the verifier control path failed
 =====================  =====================================================
 
 ``verification_disagreement`` is true when the verified attempts carry more than one
-distinct recommendation. Errored attempts are kept; nothing is dropped.
+distinct recommendation (IDKMesh's field, kept for parity): recommendations differ
+*across candidates*, which is what judging a wrong and a right patch yields. Real
+disagreement is `candidate_disagreements`: the *same* candidate (byte-identical patch,
+reproduced by several attempts) judged differently by two of its verifications, in its
+recommendation or in the status of one check. Errored attempts are kept; nothing is
+dropped.
 
 `build_evidence_report` refuses (`ReportRefusal`) on digest drift between a verification and
 its manifest or the run's work unit, and between a manifest and the work unit.
@@ -71,7 +76,9 @@ __all__ = [
     "ReportSummary",
     "ReportWarning",
     "RunEvidenceReport",
+    "CandidateDisagreement",
     "build_evidence_report",
+    "candidate_disagreements",
     "check_evidence_report",
     "evidence_state_of",
 ]
@@ -660,6 +667,64 @@ def check_evidence_report(
     if refusal is not None:
         return refusal
     return ReportCheck(report_digest=report.digest, source_run_digest=report.source_run_digest)
+
+
+@attrs.frozen(kw_only=True)
+class CandidateDisagreement:
+    """One candidate judged differently by two of its verifications (a view, no document)."""
+
+    candidate_digest: str
+    """SHA-256 of the candidate patch."""
+    attempt_ids: tuple[str, ...]
+    """The verified attempts that produced this candidate, launch order."""
+    recommendations: tuple[Recommendation, ...]
+    """Distinct recommendations given to the candidate, vocabulary order (more than one
+    when the recommendations differ)."""
+    checks: tuple[str, ...]
+    """Ids of the checks whose status differs between two verifications of the candidate,
+    first-seen order."""
+
+
+@boundary
+def candidate_disagreements(report: RunEvidenceReport) -> tuple[CandidateDisagreement, ...]:
+    """The candidates of ``report`` judged differently by two of their verifications.
+
+    A candidate is a patch digest; every verified attempt whose manifest names it is one
+    judgment of it (attempts reproducing a patch are reruns of that candidate). It
+    disagrees when two judgments differ in recommendation or in one check's status.
+    A candidate judged once cannot disagree. Pure, total, launch order.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
+    judged: dict[str, list[tuple[str, VerificationSummary]]] = {}
+    for attempt in report.attempts:
+        manifest, verification = attempt.manifest, attempt.verification
+        if attempt.state is not AttemptState.VERIFIED or verification is None:
+            continue
+        if manifest is None or manifest.candidate_digest is None:
+            continue
+        judged.setdefault(manifest.candidate_digest, []).append((attempt.attempt_id, verification))
+    found = []
+    for digest, judgments in judged.items():
+        recommendations = {v.recommendation for _, v in judgments}
+        statuses: dict[str, set[CheckStatus]] = {}
+        for _, verification in judgments:
+            for check in verification.checks:
+                statuses.setdefault(check.id, set()).add(check.status)
+        checks = tuple(check for check, seen in statuses.items() if len(seen) > 1)
+        if len(recommendations) > 1 or checks:
+            found.append(
+                CandidateDisagreement(
+                    candidate_digest=digest,
+                    attempt_ids=tuple(aid for aid, _ in judgments),
+                    recommendations=tuple(
+                        sorted(recommendations, key=_RECOMMENDATION_ORDER.__getitem__)
+                    ),
+                    checks=checks,
+                )
+            )
+    return tuple(found)
 
 
 _COUNT_FIELDS: Final = (

@@ -15,6 +15,14 @@ Pure functions (no I/O). Rules enforced:
   another id;
 - the HTML page has no scripts and no external assets: inline CSS only; digests are
   shortened with the full value in a ``title`` (shown on hover) and kept selectable;
+- the decision comes first (a section's ``headline``: the candidate to accept or why
+  none, its table, real disagreement in red, the counts, the pending human decision),
+  then the candidates (attempts, diffs, outputs), then the details; each view is a list
+  of sections (`_html_blocks`, `_md_blocks`), so a new section is one more entry;
+- red means a fault: one candidate judged two ways (`candidate_disagreements`) is a red
+  alert, recommendations that differ across candidates (IDKMesh's flag) a grey note, and
+  an authority "no" is plain text; ids never wrap inside (kept on one line, clipped
+  with an ellipsis when too long, the full value in the title);
 - the pending human decision and the all-false authority block are always shown;
 - extra sections (`TableSection`, e.g. the evidence classes of a run's candidate
   groups) are plain text too: every title, note and cell is escaped here, never by
@@ -40,8 +48,16 @@ import attrs
 
 from kernel.codec import Record
 from kernel.errors import FieldError
-from kernel.evidence_report import EvidenceState, ReportAttempt, ReportWarning, RunEvidenceReport
+from kernel.evidence_report import (
+    CandidateDisagreement,
+    EvidenceState,
+    ReportAttempt,
+    ReportWarning,
+    RunEvidenceReport,
+    candidate_disagreements,
+)
 from kernel.identity import canonical_json, sha256_bytes
+from kernel.runrecord import SandboxRun
 from kernel.values import Digest, boundary
 
 __all__ = [
@@ -50,6 +66,7 @@ __all__ = [
     "PatchView",
     "TableSection",
     "Workspace",
+    "decision_headline",
     "html_text",
     "md_cell",
     "render_html",
@@ -64,8 +81,9 @@ WARNING_TEXT: Final = {
         "accept, merge, or integrate a candidate."
     ),
     ReportWarning.VERIFICATION_DISAGREEMENT: (
-        "Independent verification recommendations disagree; the disagreement is preserved "
-        "for human/governance review, not resolved by counting."
+        "Recommendations differ across candidates (IDKMesh's verification_disagreement); "
+        "every recommendation is preserved for human/governance review, not resolved by "
+        "counting."
     ),
     ReportWarning.CONTROL_FAILURE: (
         "At least one attempt stopped on a worker, manifest or verifier failure; it is kept "
@@ -122,6 +140,9 @@ class TableSection:
     """Cells, one tuple per row, as many as ``headers``."""
     badge_column: int | None = None
     """Index of a column whose cells are shown as evidence-class badges (HTML)."""
+    headline: str | None = None
+    """The answer this section gives (e.g. the candidate to accept, or why none): a
+    section with a headline is a decision section, shown first with its headline on top."""
 
     def __attrs_post_init__(self) -> None:
         if any(len(row) != len(self.headers) for row in self.rows):
@@ -207,6 +228,8 @@ class Workspace:
     """Distinct candidate patches."""
     outputs: tuple[CheckOutputView, ...] = ()
     """Check output tails."""
+    worker_outputs: tuple[CheckOutputView, ...] = ()
+    """Worker output tails (``check_id`` is ``worker``), a crashed worker's included."""
 
     def patch_of(self, attempt_id: str) -> PatchView | None:
         """The patch ``attempt_id`` produced, if any."""
@@ -217,6 +240,38 @@ class Workspace:
         return next(
             (o for o in self.outputs if o.attempt_id == attempt_id and o.check_id == check_id),
             None,
+        )
+
+    def worker_output_of(self, attempt_id: str) -> CheckOutputView | None:
+        """The output tail of ``attempt_id``'s worker, if kept."""
+        return next((o for o in self.worker_outputs if o.attempt_id == attempt_id), None)
+
+
+@attrs.frozen(kw_only=True)
+class _View:
+    """What one rendering reads: the report, its sections split into the decision ones
+    (with a headline) and the details, the workspace, and real disagreement."""
+
+    report: RunEvidenceReport
+    lead: tuple[TableSection, ...]
+    details: tuple[TableSection, ...]
+    space: Workspace
+    disagreements: tuple[CandidateDisagreement, ...]
+
+    @property
+    def sections(self) -> tuple[TableSection, ...]:
+        return (*self.lead, *self.details)
+
+    @classmethod
+    def of(
+        cls, report: RunEvidenceReport, sections: Sequence[TableSection], space: Workspace | None
+    ) -> _View:
+        return cls(
+            report=report,
+            lead=tuple(s for s in sections if s.headline is not None),
+            details=tuple(s for s in sections if s.headline is None),
+            space=space or Workspace(),
+            disagreements=candidate_disagreements(report),
         )
 
 
@@ -298,13 +353,17 @@ def _check_badge(status: str) -> str:
     return f'<span class="st" style="color:{fg};background:{bg}">{html_text(status)}</span>'
 
 
-def _html_output(output: CheckOutputView, order: int, status: str) -> list[str]:
+def _html_output(output: CheckOutputView, order: int, status: str | None) -> list[str]:
+    """A check's output tail (with its status), or a worker's (``status`` None)."""
     lines, omitted = _bounded_lines(output.text, MAX_OUTPUT_LINES, tail=True)
     link = f'<a href="{output.href}" class="mono">{html_text(output.href)}</a>'
+    what = (
+        "worker" if status is None else f"check {_html_id(output.check_id)} {_check_badge(status)}"
+    )
+    anchor = f"worker-{order}" if status is None else f"check-{order}-{output.digest[:16]}"
     head = (
-        f'<h3 id="check-{order}-{output.digest[:16]}">'
-        f'<a href="#attempt-{order}">{html_text(output.attempt_id)}</a>: check '
-        f"{html_text(output.check_id)} {_check_badge(status)}</h3>"
+        f'<h3 id="{anchor}">'
+        f'<a href="#attempt-{order}">{_html_id(output.attempt_id)}</a>: {what}</h3>'
         f"<p>Output tail {_digest_html(output.digest)}: {link}"
         + (f" ({omitted} earlier lines not shown)" if omitted else "")
         + "</p>"
@@ -327,41 +386,61 @@ def _md_code(lines: Sequence[str], info: str) -> list[str]:
     return [fence + info, body, fence] if body else [fence + info, fence]
 
 
-def _md_workspace(report: RunEvidenceReport, workspace: Workspace) -> list[str]:
-    lines: list[str] = []
-    if workspace.patches:
-        lines += ["", "## Candidates", ""]
-        for patch in workspace.patches:
-            diff, omitted = _bounded_lines(patch.text, MAX_DIFF_LINES, tail=False)
-            attempts = ", ".join(md_cell(a) for a in patch.attempt_ids)
-            lines += [
-                f"### Candidate {patch.digest[:12]}",
-                "",
-                f"Attempts: {attempts}. File: [{patch.href}]({patch.href}) (sha256 {patch.digest})",
-                "",
-            ]
-            if not diff:
-                lines += ["Empty patch: no change to the baseline.", ""]
-                continue
-            lines += [*_md_code(diff, "diff"), ""]
-            if omitted:
-                lines += [f"{omitted} more lines in [{patch.href}]({patch.href}).", ""]
-    if workspace.outputs:
-        lines += ["", "## Check outputs", ""]
-        status = _check_statuses(report)
-        for output in workspace.outputs:
-            tail, omitted = _bounded_lines(output.text, MAX_OUTPUT_LINES, tail=True)
-            state = status.get((output.attempt_id, output.check_id), "")
-            lines += [
-                f"### {md_cell(output.attempt_id)}: check {md_cell(output.check_id)} {state}",
-                "",
-                f"Output tail: [{output.href}]({output.href}) (sha256 {output.digest})"
-                + (f", {omitted} earlier lines not shown" if omitted else ""),
-                "",
-                *(_md_code(tail, "text") if tail else ["No output."]),
-                "",
-            ]
+def _md_patch(patch: PatchView) -> list[str]:
+    diff, omitted = _bounded_lines(patch.text, MAX_DIFF_LINES, tail=False)
+    attempts = ", ".join(md_cell(a) for a in patch.attempt_ids)
+    lines = [
+        f"### Candidate {patch.digest[:12]}",
+        "",
+        f"Attempts: {attempts}. File: [{patch.href}]({patch.href}) (sha256 {patch.digest})",
+        "",
+    ]
+    if not diff:
+        return [*lines, "Empty patch: no change to the baseline.", ""]
+    lines += [*_md_code(diff, "diff"), ""]
+    if omitted:
+        lines += [f"{omitted} more lines in [{patch.href}]({patch.href}).", ""]
     return lines
+
+
+def _md_output(output: CheckOutputView, heading: str) -> list[str]:
+    tail, omitted = _bounded_lines(output.text, MAX_OUTPUT_LINES, tail=True)
+    return [
+        f"### {heading}",
+        "",
+        f"Output tail: [{output.href}]({output.href}) (sha256 {output.digest})"
+        + (f", {omitted} earlier lines not shown" if omitted else ""),
+        "",
+        *(_md_code(tail, "text") if tail else ["No output."]),
+        "",
+    ]
+
+
+def _md_workspace(report: RunEvidenceReport, workspace: Workspace) -> _MdBlocks:
+    status = _check_statuses(report)
+    return [
+        ("Candidates", [line for patch in workspace.patches for line in _md_patch(patch)]),
+        (
+            "Check outputs",
+            [
+                line
+                for o in workspace.outputs
+                for line in _md_output(
+                    o,
+                    f"{md_cell(o.attempt_id)}: check {md_cell(o.check_id)}"
+                    f" {status.get((o.attempt_id, o.check_id), '')}",
+                )
+            ],
+        ),
+        (
+            "Worker outputs",
+            [
+                line
+                for o in workspace.worker_outputs
+                for line in _md_output(o, f"{md_cell(o.attempt_id)}: worker")
+            ],
+        ),
+    ]
 
 
 def _check_statuses(report: RunEvidenceReport) -> dict[tuple[str, str], str]:
@@ -373,8 +452,12 @@ def _check_statuses(report: RunEvidenceReport) -> dict[tuple[str, str], str]:
     }
 
 
-def _markdown_section(section: TableSection) -> list[str]:
-    lines = ["", f"## {md_cell(section.title)}", ""]
+def _markdown_section(section: TableSection, level: str = "##") -> list[str]:
+    return ["", f"{level} {md_cell(section.title)}", "", *_md_section_body(section)]
+
+
+def _md_section_body(section: TableSection) -> list[str]:
+    lines = []
     for note in section.notes:
         lines += [_md_paragraph(note), ""]
     lines.append("| " + " | ".join(md_cell(h) for h in section.headers) + " |")
@@ -396,13 +479,13 @@ def _class_badge(text: str) -> str:
     return f'<span class="st" style="color:{fg};background:{bg}">{html_text(text)}</span>'
 
 
-def _html_section(section: TableSection) -> list[str]:
+def _html_section_body(section: TableSection) -> list[str]:
     head = "".join(f"<th>{html_text(h)}</th>" for h in section.headers)
     body = "".join(
         "<tr>"
         + "".join(
             f'<td data-label="{html_text(h)}">'
-            + (_class_badge(c) if i == section.badge_column else html_text(c))
+            + (_class_badge(c) if i == section.badge_column else _html_tokens(c))
             + "</td>"
             for i, (h, c) in enumerate(zip(section.headers, row, strict=True))
         )
@@ -410,9 +493,37 @@ def _html_section(section: TableSection) -> list[str]:
         for row in section.rows
     )
     return [
-        f'<h2 id="{section.anchor}">{html_text(section.title)}</h2>',
         *(f"<p>{html_text(note)}</p>" for note in section.notes),
         f'<table class="extra stack"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
+    ]
+
+
+def _html_workspace(report: RunEvidenceReport, space: Workspace) -> _HtmlBlocks:
+    orders = {a.attempt_id: a.order for a in report.attempts}
+    status = _check_statuses(report)
+    workers = [
+        line
+        for o in space.worker_outputs
+        for line in _html_output(o, orders.get(o.attempt_id, 0), None)
+    ]
+    return [
+        (
+            "candidates",
+            "Candidates",
+            [line for patch in space.patches for line in _html_patch(patch, orders)],
+        ),
+        (
+            "check-outputs",
+            "Check outputs",
+            [
+                line
+                for o in space.outputs
+                for line in _html_output(
+                    o, orders.get(o.attempt_id, 0), status.get((o.attempt_id, o.check_id), "")
+                )
+            ],
+        ),
+        ("worker-outputs", "Worker outputs", workers),
     ]
 
 
@@ -468,118 +579,241 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-@boundary
-def render_markdown(
-    report: RunEvidenceReport,
-    sections: Sequence[TableSection] = (),
-    workspace: Workspace | None = None,
-) -> str:
-    """A Markdown view of the report: summary first, then the run's identities, the
-    attempt table, the ``workspace`` (diffs and check outputs) and ``sections``.
+# --- what both views say: the decision, real disagreement, isolation and limits ---------
 
-    Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
-    """
-    s = report.summary
-    space = workspace or Workspace()
-    contents = [("Summary", "summary"), ("Run", "run"), ("Attempts", "attempts")]
-    if space.patches:
-        contents.append(("Candidates", "candidates"))
-    if space.outputs:
-        contents.append(("Check outputs", "check-outputs"))
-    contents += [(section.title, _gfm_slug(section.title)) for section in sections]
-    contents += [("Warnings", "warnings"), ("Human decision", "human-decision")]
-    contents.append(("Authority boundary", "authority-boundary"))
-    lines = [
-        "# Run Evidence Report",
-        "",
-        "Contents: " + " \u00b7 ".join(f"[{md_cell(t)}](#{a})" for t, a in contents),
-        "",
-        "## Summary",
-        "",
-        f"- **Attempts:** {s.attempt_count}",
-        f"- **Supported / rejected / inconclusive:** {s.supported} / {s.rejected} /"
-        f" {s.inconclusive}",
-        f"- **Control errors:** {s.control_errors} (worker {s.worker_errors}, manifest"
-        f" {s.result_manifest_errors}, verification {s.verification_errors})",
-        f"- **Verification disagreement:** {_yes(s.verification_disagreement)}",
-        "- **Human integration decision:** **pending** (no attempt selected)",
-        "",
+_BYTES_LIMITS: Final = frozenset({"memory", "output", "writable", "tmp"})
+_UNITS: Final = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def _limit_value(kind: str, value: int | None) -> str:
+    if value is None:
+        return "none"
+    if kind == "cpu":
+        return f"{value} s"
+    if kind in _BYTES_LIMITS:
+        return next(
+            (f"{value // size} {unit}" for size, unit in _UNITS if value % size == 0), f"{value} B"
+        )
+    return str(value)
+
+
+def _sandbox_text(sandbox: SandboxRun) -> str:
+    limits = ", ".join(
+        f"{limit.kind} {_limit_value(limit.kind, limit.value)} ({limit.mechanism})"
+        for limit in sandbox.limits
+    )
+    return f"{sandbox.isolation}; {limits}" if limits else f"{sandbox.isolation}; no limits"
+
+
+def _isolation_rows(report: RunEvidenceReport) -> list[tuple[str, str]]:
+    """``(isolation and limits, runs)`` rows: every sandboxed run of the report (each
+    attempt's worker and checks), runs isolated and limited alike on one row."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for a in report.attempts:
+        runs = [("worker", a.worker_sandbox)] if a.worker_sandbox else []
+        runs += [(f"check {r.check_id}", r.sandbox) for r in a.check_runs if r.sandbox]
+        for who, sandbox in runs:
+            grouped.setdefault(_sandbox_text(sandbox), {}).setdefault(a.attempt_id, []).append(who)
+    return [
+        (how, "; ".join(f"{aid}: {', '.join(who)}" for aid, who in by_attempt.items()))
+        for how, by_attempt in grouped.items()
     ]
-    if s.verification_disagreement:
-        recommendations = ", ".join(str(r) for r in s.recommendations)
+
+
+def _policy_text(report: RunEvidenceReport) -> str:
+    policy = report.isolation_policy
+    if policy is None:
+        return "not recorded"
+    below = (
+        "accepted as grounds for verified"
+        if policy.accept_below_overlay
+        else "never grounds for verified"
+    )
+    return f"minimum {policy.minimum}; evidence below overlay {below}"
+
+
+def decision_headline(report: RunEvidenceReport, sections: Sequence[TableSection] = ()) -> str:
+    """The answer first: a decision section's headline (the candidate to accept, or why
+    none), else what the report alone says (the supported attempts, or that none is)."""
+    lead = next((s.headline for s in sections if s.headline is not None), None)
+    if lead is not None:
+        return lead
+    supported = [
+        a.attempt_id for a in report.attempts if a.evidence_state is EvidenceState.SUPPORTED
+    ]
+    if supported:
+        return (
+            f"Supported by independent evidence: {', '.join(supported)}. A human decides;"
+            " nothing here selects."
+        )
+    return "Nothing to accept: no attempt is supported by independent evidence."
+
+
+def _disagreement_text(found: CandidateDisagreement) -> str:
+    parts = []
+    if len(found.recommendations) > 1:
+        parts.append("recommendations " + ", ".join(found.recommendations))
+    if found.checks:
+        parts.append("status of check(s) " + ", ".join(found.checks))
+    return (
+        f"candidate {short_digest(found.candidate_digest)} was judged differently by"
+        f" {', '.join(found.attempt_ids)} ({'; '.join(parts)}). Every judgment is kept;"
+        " nothing here counts votes."
+    )
+
+
+_DIFFER_TEXT: Final = (
+    "different candidates got different recommendations, as a wrong and a right candidate"
+    " do; no candidate was judged two ways (IDKMesh's verification_disagreement)."
+)
+
+
+def _md_decision(view: _View) -> list[str]:
+    report, s = view.report, view.report.summary
+    lines = [f"**{md_cell(decision_headline(report, view.sections))}**", ""]
+    for found in view.disagreements:
         lines += [
-            f"> **Verifiers disagree** ({recommendations}). Both histories are kept; "
-            "nothing here counts votes or picks a winner.",
+            f"> **Same candidate judged differently:** {md_cell(_disagreement_text(found))}",
             "",
         ]
+    for section in view.lead:
+        lines += _markdown_section(section, level="###")
     lines += [
-        "## Run",
         "",
+        f"- **Attempts:** {s.attempt_count}: supported {s.supported}, rejected {s.rejected},"
+        f" inconclusive {s.inconclusive}, control errors {s.control_errors} (worker"
+        f" {s.worker_errors}, manifest {s.result_manifest_errors}, verification"
+        f" {s.verification_errors})",
+        f"- **Recommendations differ across candidates:** {_yes(s.verification_disagreement)}"
+        + (
+            f" ({', '.join(s.recommendations)}): {_DIFFER_TEXT}"
+            if s.verification_disagreement and not view.disagreements
+            else ""
+        ),
+        f"- **Same candidate judged differently:** {_yes(bool(view.disagreements))}",
+        "- **Human integration decision:** **pending** (no attempt selected; record one with"
+        " `kernel decision record`, it binds to this report's canonical digest)",
+    ]
+    return lines
+
+
+def _md_attempts(view: _View) -> list[str]:
+    lines = [
+        "| # | Attempt | Adapter | Worker (status) | Manifest | Verifier | Recommendation |"
+        " Evidence state | Checks | Isolation | Error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for a in view.report.attempts:
+        m, v = a.manifest, a.verification
+        cells = [
+            str(a.order),
+            md_cell(a.attempt_id),
+            md_cell(a.adapter),
+            f"{md_cell(m.worker_id)} ({m.worker_status})" if m else "",
+            f"{md_cell(m.id)} {short_digest(m.digest)}" if m else "",
+            md_cell(v.verifier_id) if v else "",
+            str(v.recommendation) if v else "",
+            f"**{a.evidence_state}**",
+            md_cell(_checks_text(a)),
+            str(a.weakest_isolation or "not sandboxed"),
+            f"{a.error.code}: {md_cell(a.error.message)}" if a.error else "",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _isolation_section(view: _View) -> TableSection | None:
+    rows = _isolation_rows(view.report)
+    if not rows:
+        return None
+    return TableSection(
+        title="Isolation and limits",
+        notes=(
+            "How each sandboxed run was isolated and limited (limit, value, enforcing"
+            f" mechanism). Isolation accepted by the run: {_policy_text(view.report)}.",
+        ),
+        headers=("Isolation and limits", "Runs"),
+        rows=tuple(rows),
+    )
+
+
+def _md_isolation(view: _View) -> list[str]:
+    section = _isolation_section(view)
+    return [] if section is None else _md_section_body(section)
+
+
+def _md_run(view: _View) -> list[str]:
+    report = view.report
+    lines = [
         f"- **Run:** {md_cell(report.run_id)}",
         f"- **Work unit:** {md_cell(report.work_unit.id)} v{report.work_unit.version}"
         f" (digest {report.work_unit.digest})",
         f"- **Source run:** {md_cell(report.source_run_kind)} {report.source_run_digest}",
         f"- **Config digest:** {report.source_config_digest}",
         f"- **Verifier policy digest:** {report.verifier_policy_digest}",
+        f"- **Isolation accepted:** {_policy_text(report)}",
+        f"- **Report digest:** {report.digest}",
     ]
     if report.imported_from is not None:
         lines.append(
             f"- **Imported from:** {md_cell(report.imported_from.kind)}"
             f" {report.imported_from.digest}"
         )
-    lines += [
-        "",
-        "## Attempts",
-        "",
-        "| # | Attempt | Adapter | Worker (status) | Manifest | Verifier | Recommendation |"
-        " Evidence state | Checks | Error |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for a in report.attempts:
-        m, v = a.manifest, a.verification
-        worker = f"{md_cell(m.worker_id)} ({m.worker_status})" if m else ""
-        manifest = f"{md_cell(m.id)} {short_digest(m.digest)}" if m else ""
-        error = f"{a.error.code}: {md_cell(a.error.message)}" if a.error else ""
-        cells = [
-            str(a.order),
-            md_cell(a.attempt_id),
-            md_cell(a.adapter),
-            worker,
-            manifest,
-            md_cell(v.verifier_id) if v else "",
-            str(v.recommendation) if v else "",
-            f"**{a.evidence_state}**",
-            md_cell(_checks_text(a)),
-            error,
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += _md_workspace(report, space)
-    for section in sections:
-        lines += _markdown_section(section)
-    lines += ["", "## Warnings", ""]
-    lines += [f"- {WARNING_TEXT[w]} (`{w}`)" for w in report.warnings]
-    lines += [
-        "",
-        "## Human decision",
-        "",
-        f"Status: **{report.human_decision.status}**. Selected attempt: none. Integration"
-        " authority: external human or governance body. Record a decision with"
-        " `kernel decision record`; it binds to this report's canonical digest.",
-        "",
-        "## Authority boundary",
-        "",
+    return lines
+
+
+def _md_authority(view: _View) -> list[str]:
+    return [
         "| Authority | Granted |",
         "| --- | --- |",
-    ]
-    lines += [f"| {name} | {_yes(value)} |" for name, value in _authority(report)]
-    lines += [
+        *(f"| {name} | {_yes(value)} |" for name, value in _authority(view.report)),
         "",
         "This report is a read-only aggregation of worker and verifier evidence. It selects"
         " no candidate and cannot approve, merge, push, or modify canonical project state.",
-        "",
     ]
-    return "\n".join(lines)
+
+
+_MdBlocks = list[tuple[str, list[str]]]
+"""(title, lines) of each Markdown section, in page order; empty lines: no section."""
+
+
+def _md_blocks(view: _View) -> _MdBlocks:
+    # Decision first, then the candidates (attempts, diffs), then the details.
+    return [
+        ("Decision", _md_decision(view)),
+        ("Attempts", _md_attempts(view)),
+        *_md_workspace(view.report, view.space),
+        *((section.title, _md_section_body(section)) for section in view.details),
+        ("Isolation and limits", _md_isolation(view)),
+        ("Run", _md_run(view)),
+        ("Warnings", [f"- {WARNING_TEXT[w]} (`{w}`)" for w in view.report.warnings]),
+        ("Authority boundary", _md_authority(view)),
+    ]
+
+
+@boundary
+def render_markdown(
+    report: RunEvidenceReport,
+    sections: Sequence[TableSection] = (),
+    workspace: Workspace | None = None,
+) -> str:
+    """A Markdown view of the report: the decision first (a ``headline`` section's
+    headline and table, real disagreement, counts, the pending human decision), then the
+    attempts and the ``workspace`` (diffs, check and worker outputs), then the details
+    (other ``sections``, the run's identities, warnings, authority).
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
+    blocks = [(t, body) for t, body in _md_blocks(_View.of(report, sections, workspace)) if body]
+    lines = [
+        "# Run Evidence Report",
+        "",
+        "Contents: " + " \u00b7 ".join(f"[{md_cell(t)}](#{_gfm_slug(t)})" for t, _ in blocks),
+    ]
+    for title, body in blocks:
+        lines += ["", f"## {md_cell(title)}", "", *body]
+    return "\n".join([*lines, ""])
 
 
 def _gfm_slug(title: str) -> str:
@@ -599,15 +833,19 @@ def _digest_html(value: str) -> str:
 
 _CSS: Final = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
-max-width:78rem;padding:0 1rem;color:#212529;background:#fff}
+max-width:84rem;padding:0 1rem;color:#212529;background:#fff}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem}
 h3{font-size:1rem;margin:1.2rem 0 .3rem}
-p,h3,li{overflow-wrap:anywhere}
+p,h3,li{overflow-wrap:break-word}
+h1 small{font-size:.9rem;font-weight:400;color:#495057;margin-left:.5rem}
+.id{display:inline-block;max-width:100%;white-space:nowrap;overflow:hidden;
+text-overflow:ellipsis;vertical-align:bottom}
+td .id{max-width:12rem}
 nav.toc{font-size:.9rem;margin:.5rem 0 1rem;display:flex;flex-wrap:wrap;gap:.2rem .9rem}
 nav.toc a{white-space:nowrap}
 .meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem 1rem;
 margin:1rem 0}
-.meta dt{font-weight:600;color:#495057}.meta dd{margin:0;overflow-wrap:anywhere}
+.meta dt{font-weight:600;color:#495057}.meta dd{margin:0;overflow-wrap:break-word;min-width:0}
 .cards{display:flex;flex-wrap:wrap;gap:.6rem;margin:1rem 0}
 .card{border-radius:.4rem;padding:.5rem .9rem;min-width:7rem}
 .card b{display:block;font-size:1.4rem}
@@ -615,19 +853,25 @@ margin:1rem 0}
 padding:.7rem 1rem;margin:1rem 0;border-radius:.25rem}
 .pending{border-left:.35rem solid #997404;background:#fff3cd;color:#664d03;
 padding:.7rem 1rem;margin:1rem 0;border-radius:.25rem}
+.note{border-left:.35rem solid #6c757d;background:#f1f3f5;color:#343a40;
+padding:.7rem 1rem;margin:1rem 0;border-radius:.25rem}
+.headline{font-size:1.15rem;font-weight:600;padding:.7rem 1rem;margin:.5rem 0 1rem;
+border-radius:.25rem;border-left:.35rem solid}
+.headline.go{color:#0f5132;background:#d1e7dd;border-color:#198754}
+.headline.none{color:#41464b;background:#e2e3e5;border-color:#6c757d}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
+.scroll{overflow-x:auto}
 th,td{border:1px solid #dee2e6;padding:.35rem .5rem;text-align:left;vertical-align:top;
 overflow-wrap:break-word}
 th{background:#f1f3f5}tr:nth-child(even) td{background:#fcfcfd}
 .st{display:inline-block;border-radius:1rem;padding:.05rem .6rem;font-weight:600;
 white-space:nowrap}
 abbr.dg{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;text-decoration:underline dotted;
-cursor:help}
+cursor:help;white-space:nowrap}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .err{color:#842029}.muted{color:#6c757d}
 ul.checks{margin:0;padding-left:1rem}
-.auth td:last-child{font-weight:600;color:#0f5132}
-td.w{overflow-wrap:anywhere}
+.auth td.granted{font-weight:700;color:#842029}
 pre.diff{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f8f9fa;
 border:1px solid #dee2e6;border-radius:.25rem;padding:.5rem;margin:.3rem 0;
 white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
@@ -644,7 +888,7 @@ table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:
 table.stack tr{border:1px solid #dee2e6;border-radius:.4rem;margin:0 0 .8rem;
 padding:.3rem .5rem}
 table.stack td{border:0;padding:.2rem 0 .2rem 9.5rem;display:flow-root;
-overflow-wrap:anywhere}
+overflow-wrap:break-word}
 table.stack td::before{content:attr(data-label);font-weight:600;color:#495057;
 float:left;width:9rem;margin-left:-9.5rem}
 table.stack td:empty{display:none}
@@ -657,7 +901,8 @@ details::details-content{content-visibility:visible;display:contents}
 pre.diff{break-inside:auto}
 h2,h3{break-after:avoid}
 a{color:inherit;text-decoration:none}
-.card,.st,.banner,.pending,pre.diff span{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+.card,.st,.banner,.pending,.note,.headline,pre.diff span{-webkit-print-color-adjust:exact;
+print-color-adjust:exact}
 }
 """
 
@@ -667,109 +912,151 @@ def _state_badge(state: EvidenceState) -> str:
     return f'<span class="st" style="color:{fg};background:{bg}">{html_text(state)}</span>'
 
 
-def _attempt_row(a: ReportAttempt, space: Workspace) -> str:
-    m, v = a.manifest, a.verification
+def _html_id(value: str) -> str:
+    """An id kept on one line (clipped with an ellipsis when longer than its cell; the
+    full value in the title and in the selectable text)."""
+    safe = html_text(value)
+    return f'<span class="id" title="{safe}">{safe}</span>'
+
+
+def _html_tokens(value: str) -> str:
+    """Plain cell text whose words never break inside (ids such as ``attempt-1``)."""
+    return " ".join(_html_id(word) for word in value.split(" ") if word)
+
+
+def _html_checks(a: ReportAttempt, space: Workspace) -> str:
+    v = a.verification
+    if v is None:
+        return '<span class="muted">none</span>'
+    items = []
+    for c in v.checks:
+        output = space.output_of(a.attempt_id, c.id)
+        label = _html_id(c.id)
+        if output is not None:
+            label = f'<a href="#check-{a.order}-{output.digest[:16]}">{label}</a>'
+        items.append(
+            f"<li>{label}: {html_text(c.status)}"
+            + ("" if c.required else ' <span class="muted">(optional)</span>')
+            + "</li>"
+        )
+    return (
+        f"{_html_id(v.verifier_id)}<br>{_digest_html(v.semantic_digest)}"
+        f'<ul class="checks">{"".join(items)}</ul>'
+        f'Recommends <span class="mono">{html_text(v.recommendation)}</span>'
+    )
+
+
+def _attempt_cells(a: ReportAttempt, space: Workspace) -> tuple[tuple[str, str], ...]:
+    """(column, cell markup) of one attempt row: the one place that lists the columns."""
+    m = a.manifest
     worker = (
-        f'{html_text(m.worker_id)}<br><span class="muted">{html_text(m.worker_status)}</span>'
+        f'{_html_id(m.worker_id)}<br><span class="muted">{html_text(m.worker_status)}</span>'
         if m
         else '<span class="muted">none</span>'
     )
-    manifest = f"{html_text(m.id)}<br>{_digest_html(m.digest)}" if m else ""
+    tail = space.worker_output_of(a.attempt_id)
+    if tail is not None:
+        worker += f'<br><a href="#worker-{a.order}">output</a>'
+    manifest = f"{_html_id(m.id)}<br>{_digest_html(m.digest)}" if m else ""
     patch = space.patch_of(a.attempt_id)
     if patch is not None:
         manifest += f'<br><a href="#patch-{patch.digest}">diff</a>'
-    if v:
-        items = []
-        for c in v.checks:
-            output = space.output_of(a.attempt_id, c.id)
-            label = html_text(c.id)
-            if output is not None:
-                label = f'<a href="#check-{a.order}-{output.digest[:16]}">{label}</a>'
-            items.append(
-                f"<li>{label}: {html_text(c.status)}"
-                + ("" if c.required else ' <span class="muted">(optional)</span>')
-                + "</li>"
-            )
-        verifier = (
-            f"{html_text(v.verifier_id)}<br>{_digest_html(v.semantic_digest)}"
-            f'<ul class="checks">{"".join(items)}</ul>'
-        )
-        recommendation = f'<span class="mono">{html_text(v.recommendation)}</span>'
-    else:
-        verifier = recommendation = '<span class="muted">none</span>'
     error = (
         f'<span class="err"><span class="mono">{html_text(a.error.code)}</span>: '
         f"{html_text(a.error.message)}</span>"
         if a.error
         else ""
     )
-    version = f" {html_text(a.adapter_version)}" if a.adapter_version else ""
-    cells = (
+    adapter = f"{a.adapter} {a.adapter_version}" if a.adapter_version else a.adapter
+    return (
         ("#", str(a.order)),
-        ("Attempt", html_text(a.attempt_id)),
-        ("Adapter", f"{html_text(a.adapter)}{version}"),
+        ("Attempt", f'{_html_id(a.attempt_id)}<br><span class="muted">{_html_id(adapter)}</span>'),
         ("Worker", worker),
         ("Manifest", manifest),
-        ("Verifier and checks", verifier),
-        ("Recommendation", recommendation),
+        ("Verifier and checks", _html_checks(a, space)),
         ("Evidence state", _state_badge(a.evidence_state)),
+        (
+            "Isolation",
+            f'<a href="#isolation">{html_text(a.weakest_isolation)}</a>'
+            if a.weakest_isolation
+            else '<span class="muted">not sandboxed</span>',
+        ),
         ("Error", error),
     )
-    # Untrusted ids may be one long token: those cells may break anywhere, the others
-    # keep whole words (so a hostile id cannot push the state column off screen).
-    return (
-        f'<tr id="attempt-{a.order}">'
-        + "".join(
-            f'<td data-label="{label}"{_WRAP if label in _FREE_TEXT else ""}>{value}</td>'
-            for label, value in cells
+
+
+def _html_attempts(view: _View) -> list[str]:
+    rows = [(a.order, _attempt_cells(a, view.space)) for a in view.report.attempts]
+    head = "".join(f"<th>{label}</th>" for label, _ in rows[0][1]) if rows else ""
+    return [
+        # A hostile id can only widen the table inside its own scroll box, never the page.
+        f'<div class="scroll"><table class="stack"><thead><tr>{head}</tr></thead><tbody>',
+        *(
+            f'<tr id="attempt-{order}">'
+            + "".join(f'<td data-label="{label}">{value}</td>' for label, value in cells)
+            + "</tr>"
+            for order, cells in rows
+        ),
+        "</tbody></table></div>",
+    ]
+
+
+def _html_decision(view: _View) -> list[str]:
+    report, s = view.report, view.report.summary
+    accept = any(a.evidence_state is EvidenceState.SUPPORTED for a in report.attempts)
+    parts = [
+        f'<p class="headline {"go" if accept else "none"}">'
+        f"{_html_tokens(decision_headline(report, view.sections))}</p>"
+    ]
+    parts += [
+        '<div class="banner" role="alert"><strong>Same candidate judged differently:</strong> '
+        f"{html_text(_disagreement_text(found))}</div>"
+        for found in view.disagreements
+    ]
+    for section in view.lead:
+        parts += [f"<h3>{html_text(section.title)}</h3>", *_html_section_body(section)]
+    cards = [
+        ("attempts", s.attempt_count, ("#212529", "#f1f3f5")),
+        ("supported", s.supported, _STATE_COLOURS[EvidenceState.SUPPORTED]),
+        ("rejected", s.rejected, _STATE_COLOURS[EvidenceState.REJECTED]),
+        ("inconclusive", s.inconclusive, _STATE_COLOURS[EvidenceState.INCONCLUSIVE]),
+        ("control errors", s.control_errors, _STATE_COLOURS[EvidenceState.WORKER_ERROR]),
+    ]
+    parts += [
+        '<div class="cards">',
+        *(
+            f'<div class="card" style="color:{fg};background:{bg}"><b>{n}</b>{label}</div>'
+            for label, n, (fg, bg) in cards
+        ),
+        "</div>",
+    ]
+    if s.verification_disagreement and not view.disagreements:
+        recommendations = ", ".join(html_text(r) for r in s.recommendations)
+        parts.append(
+            '<div class="note"><strong>Recommendations differ across candidates</strong> '
+            f"({recommendations}): {html_text(_DIFFER_TEXT)}</div>"
         )
-        + "</tr>"
+    parts.append(
+        '<div class="pending"><strong>Human decision: pending.</strong> No attempt is '
+        "selected. Integration authority: an external human or governance body "
+        "(<code>kernel decision record</code> binds a decision to this report's digest)."
+        "</div>"
     )
-
-
-_WRAP: Final = ' class="w"'
-_FREE_TEXT: Final = frozenset({"Attempt", "Worker", "Manifest", "Verifier and checks", "Error"})
-
-
-def _html_workspace(report: RunEvidenceReport, space: Workspace) -> list[str]:
-    orders = {a.attempt_id: a.order for a in report.attempts}
-    parts: list[str] = []
-    if space.patches:
-        parts.append('<h2 id="candidates">Candidates</h2>')
-        for patch in space.patches:
-            parts += _html_patch(patch, orders)
-    if space.outputs:
-        status = _check_statuses(report)
-        parts.append('<h2 id="check-outputs">Check outputs</h2>')
-        for output in space.outputs:
-            key = (output.attempt_id, output.check_id)
-            parts += _html_output(output, orders.get(output.attempt_id, 0), status.get(key, ""))
     return parts
 
 
-@boundary
-def render_html(
-    report: RunEvidenceReport,
-    sections: Sequence[TableSection] = (),
-    workspace: Workspace | None = None,
-) -> str:
-    """One self-contained HTML page (inline CSS, no scripts, no external assets).
+def _html_isolation(view: _View) -> list[str]:
+    section = _isolation_section(view)
+    return [] if section is None else _html_section_body(section)
 
-    Summary first, then the run's identities, the attempt table, the ``workspace``
-    (diffs, check outputs) and ``sections``; their text is escaped like everything else.
-    Links are fragment links within the page and relative links to the artifact files
-    named by digest.
 
-    Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
-    """
-    s = report.summary
-    space = workspace or Workspace()
+def _html_run(view: _View) -> list[str]:
+    report = view.report
     meta = [
-        ("Run", html_text(report.run_id)),
+        ("Run", _html_id(report.run_id)),
         (
             "Work unit",
-            f"{html_text(report.work_unit.id)} v{report.work_unit.version} "
+            f"{_html_id(report.work_unit.id)} v{report.work_unit.version} "
             f"{_digest_html(report.work_unit.digest)}",
         ),
         (
@@ -778,6 +1065,7 @@ def render_html(
         ),
         ("Config", _digest_html(report.source_config_digest)),
         ("Verifier policy", _digest_html(report.verifier_policy_digest)),
+        ("Isolation accepted", html_text(_policy_text(report))),
         ("Orchestrator", html_text(report.orchestrator)),
         ("Report digest", _digest_html(report.digest)),
     ]
@@ -789,83 +1077,96 @@ def render_html(
                 f"{_digest_html(report.imported_from.digest)}",
             )
         )
-    cards = [
-        ("attempts", s.attempt_count, ("#212529", "#f1f3f5")),
-        ("supported", s.supported, _STATE_COLOURS[EvidenceState.SUPPORTED]),
-        ("rejected", s.rejected, _STATE_COLOURS[EvidenceState.REJECTED]),
-        ("inconclusive", s.inconclusive, _STATE_COLOURS[EvidenceState.INCONCLUSIVE]),
-        ("control errors", s.control_errors, _STATE_COLOURS[EvidenceState.WORKER_ERROR]),
-    ]
-    contents = [("summary", "Summary"), ("run", "Run"), ("attempts", "Attempts")]
-    if space.patches:
-        contents.append(("candidates", "Candidates"))
-    if space.outputs:
-        contents.append(("check-outputs", "Check outputs"))
-    contents += [(section.anchor, html_text(section.title)) for section in sections]
-    contents += [("warnings", "Warnings"), ("authority", "Authority")]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">",
-        f"<title>Run evidence report: {html_text(report.run_id)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>Run evidence report</h1>",
-        '<nav class="toc" aria-label="Contents">'
-        + "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title in contents)
-        + "</nav>",
-        '<section id="summary">',
-        '<div class="cards">',
-        *(
-            f'<div class="card" style="color:{fg};background:{bg}"><b>{n}</b>{label}</div>'
-            for label, n, (fg, bg) in cards
-        ),
-        "</div>",
-    ]
-    if s.verification_disagreement:
-        recommendations = ", ".join(html_text(r) for r in s.recommendations)
-        parts.append(
-            '<div class="banner" role="alert"><strong>Verifiers disagree</strong> '
-            f"({recommendations}). Every history is kept; nothing here counts votes or "
-            "picks a winner.</div>"
-        )
-    parts.append(
-        '<div class="pending"><strong>Human decision: pending.</strong> No attempt is '
-        "selected. Integration authority: an external human or governance body "
-        "(<code>kernel decision record</code> binds a decision to this report's digest)."
-        "</div></section>"
-    )
-    parts += [
-        '<h2 id="run">Run</h2>',
-        '<dl class="meta">',
-        *(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta),
-        "</dl>",
-        '<h2 id="attempts">Attempts</h2>',
-        '<table class="stack"><thead><tr><th>#</th><th>Attempt</th><th>Adapter</th>'
-        "<th>Worker</th><th>Manifest</th><th>Verifier and checks</th><th>Recommendation</th>"
-        "<th>Evidence state</th><th>Error</th></tr></thead><tbody>",
-        *(_attempt_row(a, space) for a in report.attempts),
-        "</tbody></table>",
-        *_html_workspace(report, space),
-        *(line for section in sections for line in _html_section(section)),
-        '<h2 id="warnings">Warnings</h2><ul>',
+    return ['<dl class="meta">', *(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta), "</dl>"]
+
+
+def _html_warnings(view: _View) -> list[str]:
+    return [
+        "<ul>",
         *(
             f'<li>{html_text(WARNING_TEXT[w])} <span class="mono muted">{html_text(w)}</span></li>'
-            for w in report.warnings
+            for w in view.report.warnings
         ),
         "</ul>",
-        '<h2 id="authority">Authority</h2><table class="auth"><thead><tr><th>Authority</th>'
-        "<th>Granted</th></tr></thead><tbody>",
+    ]
+
+
+def _html_authority(view: _View) -> list[str]:
+    # "no" is the expected answer: plain text; a "yes" would be a fault, shown in red.
+    return [
+        '<table class="auth"><thead><tr><th>Authority</th><th>Granted</th></tr></thead><tbody>',
         *(
-            f'<tr><td class="mono">{html_text(name)}</td><td>{_yes(value)}</td></tr>'
-            for name, value in _authority(report)
+            f'<tr><td class="mono">{html_text(name)}</td>'
+            f"<td{' class=granted' if value else ''}>{_yes(value)}</td></tr>"
+            for name, value in _authority(view.report)
         ),
         "</tbody></table>",
         '<p class="muted">This report is a read-only aggregation of worker and verifier '
         "evidence. It selects no candidate and cannot approve, merge, push, or modify "
         "canonical project state.</p>",
-        "</body></html>",
-        "",
     ]
-    return "\n".join(parts)
+
+
+_HtmlBlocks = list[tuple[str, str, list[str]]]
+"""(anchor, title markup, body lines) of each HTML section, in page order; an empty
+body: no section."""
+
+
+def _html_blocks(view: _View) -> _HtmlBlocks:
+    # Decision first, then the candidates (attempts, diffs, outputs), then the details.
+    return [
+        ("decision", "Decision", _html_decision(view)),
+        ("attempts", "Attempts", _html_attempts(view)),
+        *_html_workspace(view.report, view.space),
+        *(
+            (section.anchor, html_text(section.title), _html_section_body(section))
+            for section in view.details
+        ),
+        ("isolation", "Isolation and limits", _html_isolation(view)),
+        ("run", "Run", _html_run(view)),
+        ("warnings", "Warnings", _html_warnings(view)),
+        ("authority", "Authority", _html_authority(view)),
+    ]
+
+
+@boundary
+def render_html(
+    report: RunEvidenceReport,
+    sections: Sequence[TableSection] = (),
+    workspace: Workspace | None = None,
+) -> str:
+    """One self-contained HTML page (inline CSS, no scripts, no external assets).
+
+    The decision first (a ``headline`` section's headline and table, real disagreement
+    in red, counts, the pending human decision), then the attempts and the
+    ``workspace`` (diffs, check and worker outputs), then the details (other
+    ``sections``, the run's identities, warnings, authority); all text is escaped.
+    Links are fragment links within the page and relative links to the artifact files
+    named by digest.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
+    blocks = [b for b in _html_blocks(_View.of(report, sections, workspace)) if b[2]]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'\">",
+            f"<title>Run evidence report: {html_text(report.run_id)}</title>",
+            f"<style>{_CSS}</style></head><body>",
+            f"<h1>Run evidence report <small>{_html_id(report.run_id)}</small></h1>",
+            '<nav class="toc" aria-label="Contents">'
+            + "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title, _ in blocks)
+            + "</nav>",
+            *(
+                line
+                for anchor, title, body in blocks
+                for line in (f'<h2 id="{anchor}">{title}</h2>', *body)
+            ),
+            "</body></html>",
+            "",
+        ]
+    )

@@ -67,6 +67,7 @@ __all__ = [
     "RUN_ADMISSION_KIND",
     "CandidateGroup",
     "RunAdmission",
+    "admission_headline",
     "admission_section",
     "build_run_admission",
 ]
@@ -318,6 +319,29 @@ def _class_text(group: CandidateGroup) -> str:
     return text
 
 
+def _group_label(group: CandidateGroup) -> str:
+    return f"{short_digest(group.candidate_digest)} ({', '.join(group.attempt_ids)})"
+
+
+def admission_headline(admission: RunAdmission) -> str:
+    """The answer a reviewer reads first: the verified candidate to accept (a human
+    decides), several to choose from (nothing here ranks them), or why none is."""
+    verified = [g for g in admission.groups if g.evidence_class is EvidenceClass.VERIFIED]
+    if len(verified) == 1:
+        return (
+            f"Candidate to accept: {_group_label(verified[0])}, verified by the independent"
+            " verifier. Nothing is accepted until a human records a decision."
+        )
+    if verified:
+        return (
+            f"{len(verified)} verified candidates: "
+            + "; ".join(_group_label(g) for g in verified)
+            + ". A human chooses; nothing here ranks them."
+        )
+    why = "; ".join(f"{_group_label(g)}: {_class_text(g)}" for g in admission.groups)
+    return "No candidate to accept: " + (why or "no attempt produced a candidate") + "."
+
+
 def admission_section(admission: RunAdmission) -> TableSection:
     """The evidence-class section for the Markdown and HTML views (plain text cells)."""
     rows = tuple(
@@ -347,4 +371,5 @@ def admission_section(admission: RunAdmission) -> TableSection:
         ),
         rows=rows,
         badge_column=6,
+        headline=admission_headline(admission),
     )

@@ -94,6 +94,7 @@ from kernel.errors import (
     FieldError,
     RecordError,
 )
+from kernel.evidence_report import evidence_state_of
 from kernel.identity import sha256_bytes, sha256_hex
 from kernel.runrecord import (
     AttemptError,
@@ -482,7 +483,9 @@ def _attempt_in_scratch(
     finally:
         notes["attempt_ms"] = int((time.monotonic() - started) * 1000)
         shutil.rmtree(folder, ignore_errors=True)
-    console.progress(f"attempt {attempt_id}: {record.state} ({notes['attempt_ms']} ms)")
+    # The evidence state, not the control state: "verified" also names a rejected attempt.
+    shown = evidence_state_of(record.state, record.verification)
+    console.progress(f"attempt {attempt_id}: {shown} ({notes['attempt_ms']} ms)")
     return AttemptOutcome(record=record, manifest=manifest, notes=notes, artifacts=kept)
 
 

@@ -195,24 +195,28 @@ def corroborate_candidates(
 
 
 def _workspace(outcome: RunOutcome, candidates: Candidates) -> Workspace:
-    """The diffs and check output tails the report views show (and link to)."""
+    """The diffs and the check and worker output tails the report views show (and link to)."""
     by_patch: dict[str, list[str]] = {}
     for attempt_id, digest in candidates.by_attempt.items():
         by_patch.setdefault(digest, []).append(attempt_id)
     outputs = []
+    workers = []
     suffix = f":{OUTPUT_TAIL}"
     for attempt in outcome.attempts:
+        aid = attempt.record.attempt_id
         for key, value in sorted(attempt.notes.items()):
             if key.startswith("check:") and key.endswith(suffix) and isinstance(value, str):
                 check_id = key[len("check:") : -len(suffix)]
-                outputs.append(
-                    CheckOutputView.of(attempt.record.attempt_id, check_id, value.encode())
-                )
+                outputs.append(CheckOutputView.of(aid, check_id, value.encode()))
+        tail = attempt.notes.get(f"worker{suffix}")
+        if isinstance(tail, str):
+            workers.append(CheckOutputView.of(aid, "worker", tail.encode()))
     return Workspace(
         patches=tuple(
             PatchView.of(candidates.patches[d], ids) for d, ids in sorted(by_patch.items())
         ),
         outputs=tuple(outputs),
+        worker_outputs=tuple(workers),
     )
 
 
@@ -245,9 +249,10 @@ def _plan_artifacts(
         )
         for digest in sorted(patches)
     }
-    if workspace.outputs:
+    tails = (*workspace.outputs, *workspace.worker_outputs)
+    if tails:
         root.resolve(folder / "checks" / "probe", inputs=loaded.inputs)
-    for o in sorted(workspace.outputs, key=lambda o: o.digest):
+    for o in sorted(tails, key=lambda o: o.digest):
         path = root.resolve(folder / "checks" / f"{o.digest}.txt", inputs=loaded.inputs)
         planned[f"checks/{o.digest[:12]}"] = (path, o.text.encode("utf-8"))
     refuse_outputs_on_inputs([path for path, _data in planned.values()], loaded.inputs)

@@ -370,8 +370,9 @@ def _excerpt(capture: Capture) -> str:
 
 
 OUTPUT_TAIL: Final = "output_tail"
-"""Volatile note (``check:<id>:output_tail``): the end of a check's stdout and stderr,
-for the reviewer (``checks/<digest>.txt`` beside the report)."""
+"""Volatile note (``check:<id>:output_tail``, ``worker:output_tail``): the end of a check's
+or the worker's stdout and stderr, for the reviewer (``checks/<digest>.txt`` beside the
+report)."""
 _TAIL_BYTES: Final = 4096
 
 
@@ -474,6 +475,8 @@ class CommandWorker:
                 return WorkerFailed(message=weak, code=AttemptErrorCode.SANDBOX_ERROR)
             note("worker_stdout_bytes", capture.stdout_size)
             note("worker_stderr_bytes", capture.stderr_size)
+            # The reviewer reads what the worker said, a crashed worker's most of all.
+            note(f"worker:{OUTPUT_TAIL}", _output_tail(capture))
             failed = self._failure(capture)
             if failed is not None:
                 return failed

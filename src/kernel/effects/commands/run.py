@@ -58,6 +58,7 @@ from kernel.effects.pipeline import (
     run_pipeline,
 )
 from kernel.errors import ConfigError
+from kernel.evidence_report import candidate_disagreements
 from kernel.run_admission import RunAdmission
 from kernel.run_replay import ReplayMode
 
@@ -139,8 +140,9 @@ def summary_lines(result: PipelineResult) -> list[str]:
     return [
         f"run {record.run_id}: {s.attempt_count} attempts in {result.outcome.wall_ms} ms: "
         f"supported {s.supported}, rejected {s.rejected}, inconclusive {s.inconclusive}, "
-        f"control errors {s.control_errors}; verifiers disagree: "
-        f"{'yes' if s.verification_disagreement else 'no'}",
+        f"control errors {s.control_errors}; recommendations differ across candidates: "
+        f"{'yes' if s.verification_disagreement else 'no'}; same candidate judged "
+        f"differently: {'yes' if candidate_disagreements(result.report) else 'no'}",
         f"evidence classes: {_groups_line(result.admission)}",
         f"corroboration: {len(result.corroborations)} candidate groups, {reruns} reruns, "
         f"{agreeing} with a strict-majority byte agreement (a signal, not correctness)",
