@@ -100,7 +100,7 @@ def test_progress_only_with_verbose(demo: Path, capsys: pytest.CaptureFixture[st
     assert main([*argv, "-v"]) == 0
     err = capsys.readouterr().err
     assert "attempt attempt-1: started" in err
-    assert "attempt attempt-2: verified" in err
+    assert "attempt attempt-2: rejected" in err  # the evidence state, not "verified"
     assert "check unit-tests failed" in err
     assert "rerun of candidate" in err
     assert "replay: re-running the config" in err
