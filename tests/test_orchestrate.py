@@ -177,3 +177,16 @@ def test_missing_config_is_an_effect_error(tmp_path: Path) -> None:
     with pytest.raises(EffectError) as info:
         load_config(tmp_path / "nope.json")
     assert "nope.json" in str(info.value)
+
+
+def test_a_required_validator_the_verifier_lacks_stops_the_load(tmp_path: Path) -> None:
+    """A work unit requiring a check id the command verifier does not have is refused when
+    the config loads (one line naming the id), not after every attempt ran."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    unit = tmp_path / "demo" / "work-unit.json"
+    document = json.loads(unit.read_text())
+    document["required_validators"] = ["protected-paths", "unit-test"]
+    unit.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match="'unit-test' is not a check of the verifier"):
+        load_config(tmp_path / "demo" / "config.json")

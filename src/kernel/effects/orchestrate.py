@@ -264,6 +264,7 @@ def load_config(
     if verifier_factory is None:
         raise source.error("$.verifier.adapter", f"unknown verifier adapter {kind!r}")
     verifier, policy_digest = verifier_factory(verifier_entry, source)
+    _check_required_validators(verifier, work_unit, unit_path)
     entries = document["attempts"]
     # Vacuous input is refused: a run has at least one attempt.
     if type(entries) is not list or not entries:
@@ -301,6 +302,22 @@ def load_config(
         isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
         costly=costly,
     )
+
+
+def _check_required_validators(verifier: object, work_unit: WorkUnit, unit_path: Path) -> None:
+    """A required validator the verifier never reports is a config error at load time
+    (issue 19): otherwise every attempt would end ``required_check_missing`` after the
+    whole run. Checked for verifiers that declare their check ids (``check_ids()``)."""
+    declared = getattr(verifier, "check_ids", None)
+    if not callable(declared):
+        return
+    ids = declared()
+    missing = [v for v in work_unit.required_validators if v not in ids]
+    if missing:
+        raise ConfigError(
+            f"{unit_path}: required_validators: {missing[0]!r} is not a check of the "
+            f"verifier (its checks: {', '.join(sorted(ids))})"
+        )
 
 
 LIMIT_KEYS: Final = tuple(f.name for f in attrs.fields(Limits))

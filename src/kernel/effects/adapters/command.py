@@ -611,6 +611,13 @@ class CommandVerifier:
     kind: str = ADAPTER_KIND
     version: str = ADAPTER_VERSION
 
+    def check_ids(self) -> frozenset[str]:
+        """The ids of the checks this verifier reports (``protected-paths`` included
+        when it has a protected list)."""
+        return frozenset(
+            [*(c.id for c in self.checks), *([PROTECTED_CHECK] if self.protected else [])]
+        )
+
     def provenance(self) -> tuple[tuple[str, str], ...]:
         """Baseline tree and verifier policy digests."""
         return (
