@@ -35,7 +35,7 @@ from typing import Any, Final, Literal, cast
 import attrs
 
 from kernel.codec import Record, document_digest, field_error
-from kernel.values import Digest, NonBlank, OptionalDigest, Positive
+from kernel.values import Count, Digest, NonBlank, OptionalDigest, Positive
 from kernel.verification import (
     CheckReason,
     CheckStatus,
@@ -72,6 +72,8 @@ __all__ = [
     "RunRecord",
     "SandboxLimit",
     "SandboxRun",
+    "ScreenFinding",
+    "TrustLevel",
     "VerificationSummary",
     "WorkUnitRef",
     "attempt_shape_problem",
@@ -305,6 +307,38 @@ class DeclaredTestResult(Record):
     """What the runner's result says of it."""
 
 
+class TrustLevel(enum.StrEnum):
+    """Who computed a check's verdict, and how near it ran to the candidate (ADR-0004)."""
+
+    ORACLE = "oracle"
+    """The kernel compared the candidate's output, in its own process, with an expected
+    output the sandbox never saw (``oracle`` checks)."""
+    IN_PROCESS_TESTS = "in_process_tests"
+    """Declared tests, whose results a runner beside the candidate's code reported."""
+    EXIT_STATUS = "exit_status"
+    """A plain command's exit status (never a pass on its own)."""
+    STATIC = "static"
+    """The kernel read the patch text without running it (``protected-paths``, the
+    static screen ``candidate-screen``)."""
+
+
+@attrs.frozen(kw_only=True)
+class ScreenFinding(Record):
+    """One finding of the static screen of a candidate's Python files."""
+
+    rule: NonBlank
+    """The candidate-surface policy family (e.g. ``interpreter-hooks``)."""
+    path: NonBlank
+    """The patched file (relative to the tree)."""
+    line: Count
+    """1-based line (0: the whole file, e.g. its text could not be rebuilt)."""
+
+    @property
+    def finding_id(self) -> str:
+        """``rule:path:line``: what a signed human decision names to acknowledge it."""
+        return f"{self.rule}:{self.path}:{self.line}"
+
+
 @attrs.frozen(kw_only=True)
 class CheckRun(Record):
     """How one verifier check of an attempt ran, and why it did not pass (if it did not)."""
@@ -319,6 +353,10 @@ class CheckRun(Record):
     tests: tuple[DeclaredTestResult, ...] = ()
     """Each declared test's outcome, in declaration order (FAIL_TO_PASS first); empty
     for a check that declares no tests."""
+    trust: TrustLevel | None = None
+    """Who computed the verdict (None: a record written before trust levels)."""
+    findings: tuple[ScreenFinding, ...] = ()
+    """The static screen's findings (``candidate-screen`` only), in path and line order."""
 
 
 def evidence_isolation(

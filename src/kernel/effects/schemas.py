@@ -86,6 +86,8 @@ _OPTIONAL: Final = frozenset(
         ("RunRecord", "isolation_policy"),
         ("AttemptRecord", "worker_sandbox"),
         ("AttemptRecord", "check_runs"),
+        ("CheckRun", "trust"),
+        ("CheckRun", "findings"),
         ("RunObservation", "limits"),
         ("ClassifiedRun", "limits"),
     }

@@ -1,0 +1,210 @@
+"""The static screen of a candidate: its Python files read by kernel's own guard.
+
+The built-in required check ``candidate-screen`` (issue 18 item 5, ADR-0004 §1c)
+rebuilds the text of every Python file a patch adds or changes (the baseline file plus
+the patch's hunks, `kernel.effects.adapters.patch.apply_change`; nothing is imported
+or run) and checks it with `kernel.guard` against the candidate-surface policy shipped
+as package data (``kernel/policies/candidate-surface.toml``: test-framework internals,
+interpreter hooks, frame and ``gc`` introspection, native code, ``builtins`` patching,
+environment sniffing, dynamic code). This module adds what a call policy cannot say:
+
+- ``object-internals``: assigning or deleting ``__code__``, ``__class__``, ``__eq__``
+  and the like on an object (``f.__code__ = g.__code__``, ``setattr(o, "__eq__", ...)``);
+- ``builtins-patching``: any use of the name ``__builtins__``;
+- ``environment-sniffing``: a string literal naming the verifier's variables
+  (``KERNEL_``) or ``/proc/``;
+- ``guard-suppression``: a ``# kernel-guard: ignore`` comment (the guard would honour
+  it; a candidate does not get to silence its own screen);
+- ``unscreenable``: a Python file whose text cannot be rebuilt exactly (the patch does
+  not apply to the baseline, a binary change, a file too large); fail closed.
+
+A finding makes the check ``inconclusive`` with reason ``suspicious_code``: never a
+pass, whatever the tests say, so the candidate is never ``verified``; a signed human
+decision whose rationale names every finding id (``rule:path:line``) may still promote
+it (`kernel.gate`, P4). Findings are recorded in the run record's `CheckRun`.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import stat
+from pathlib import Path
+from typing import Final
+
+from kernel.effects.adapters.patch import FileChange, apply_change
+from kernel.guard import Policy, ViolationCode, check_source, load_policy
+from kernel.runrecord import ScreenFinding
+
+__all__ = [
+    "MAX_FINDINGS",
+    "POLICY_PATH",
+    "SCREEN_CHECK",
+    "candidate_policy",
+    "screen_changes",
+    "screen_source",
+]
+
+SCREEN_CHECK: Final = "candidate-screen"
+POLICY_PATH: Final = Path(__file__).resolve().parents[2] / "policies" / "candidate-surface.toml"
+"""The candidate-surface policy (package data)."""
+MAX_FINDINGS: Final = 200
+"""Findings kept per check (the first, in path and line order): a record stays small."""
+_MAX_FILE_BYTES: Final = 4 << 20
+_PYTHON: Final = (".py", ".pyw")
+_OBJECT_INTERNALS: Final = frozenset(
+    {
+        "__code__", "__class__", "__defaults__", "__kwdefaults__", "__globals__",
+        "__closure__", "__dict__", "__bases__", "__builtins__", "__eq__", "__ne__",
+        "__hash__", "__bool__", "__getattribute__", "__getattr__", "__setattr__",
+        "__import__", "__build_class__", "__spec__", "__loader__",
+    }
+)  # fmt: skip
+_SNIFFED: Final = ("KERNEL_", "/proc/")
+_FAMILY_CODES: Final = frozenset(
+    {
+        ViolationCode.FORBIDDEN_IMPORT,
+        ViolationCode.FORBIDDEN_CALL,
+        ViolationCode.IMPORT_NOT_ALLOWED,
+        ViolationCode.TYPING_ONLY_IMPORT,
+    }
+)
+_SUPPRESSION: Final = re.compile(rb"#.*kernel-guard", re.IGNORECASE)
+
+
+@functools.cache
+def candidate_policy() -> Policy:
+    """The candidate-surface policy, read once per process.
+
+    Raises:
+        ConfigError: the installed policy file is missing or unusable.
+    """
+    return load_policy([POLICY_PATH])
+
+
+def _module_name(path: str) -> tuple[str, bool]:
+    parts = path.rsplit(".", 1)[0].split("/")
+    package = parts[-1] == "__init__"
+    if package:
+        parts = parts[:-1]
+    name = ".".join(parts)
+    return (name if name and all(p.isidentifier() for p in parts) else "candidate"), package
+
+
+class _Internals(ast.NodeVisitor):
+    """What the guard's call policy cannot express (module docstring)."""
+
+    def __init__(self) -> None:
+        self.hits: list[tuple[str, int]] = []
+
+    def _target(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Attribute) and node.attr in _OBJECT_INTERNALS:
+            self.hits.append(("object-internals", node.lineno))
+        elif isinstance(node, ast.Tuple | ast.List):
+            for item in node.elts:
+                self._target(item)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._target(node.target)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._target(target)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        setter = (isinstance(func, ast.Name) and func.id == "setattr") or (
+            isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")
+        )
+        named = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
+        if setter and any(isinstance(n, str) and n in _OBJECT_INTERNALS for n in named):
+            self.hits.append(("object-internals", node.lineno))
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self.hits.append(("builtins-patching", node.lineno))
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and any(s in node.value for s in _SNIFFED):
+            self.hits.append(("environment-sniffing", node.lineno))
+
+
+def screen_source(source: bytes, path: str, policy: Policy) -> tuple[ScreenFinding, ...]:
+    """The findings of one file's text: the guard's, then this module's own rules.
+
+    One finding per (rule, line); a file that does not parse is one ``unparseable``
+    finding (the guard's).
+    """
+    module, package = _module_name(path)
+    hits: set[tuple[str, int]] = set()
+    for violation in check_source(source, policy, module=module, is_package=package, path=path):
+        # A policy match names its family; a finding of any other kind (a star import,
+        # reflection, an unresolvable dynamic name, unparseable text) is its own family.
+        named = violation.code in _FAMILY_CODES and violation.rule
+        for rule in violation.rule.split(",") if named else [violation.code.slug]:
+            hits.add((rule.strip(), violation.line))
+    # The guard honours suppression comments; a candidate's own are findings instead.
+    for number, line in enumerate(source.splitlines(), start=1):
+        if _SUPPRESSION.search(line):
+            hits.add(("guard-suppression", number))
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None:
+        visitor = _Internals()
+        visitor.visit(tree)
+        hits.update(visitor.hits)
+    return tuple(
+        ScreenFinding(rule=rule, path=path, line=max(line, 0)) for rule, line in sorted(hits)
+    )
+
+
+def _baseline_bytes(baseline: Path, relative: str) -> bytes | None:
+    """A baseline file's bytes (None: not a regular file, or too large to screen)."""
+    path = baseline / relative
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_FILE_BYTES:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def screen_changes(
+    changes: tuple[FileChange, ...], baseline: Path, policy: Policy
+) -> tuple[ScreenFinding, ...]:
+    """The findings over every Python file ``changes`` leave in the tree (rebuilt from
+    ``baseline`` and the hunks, never imported), sorted by path and line, at most
+    `MAX_FINDINGS`."""
+    found: list[ScreenFinding] = []
+    for change in changes:
+        path = change.new_path
+        if path is None or not path.endswith(_PYTHON) or change.new_mode == "120000":
+            continue
+        old = None
+        if change.old_path is not None:
+            old = _baseline_bytes(baseline, change.old_path)
+        text = None
+        if change.old_path is None or old is not None:
+            text = apply_change(change, old)
+        if text is None or len(text) > _MAX_FILE_BYTES:
+            found.append(ScreenFinding(rule="unscreenable", path=path, line=0))
+            continue
+        found.extend(screen_source(text, path, policy))
+    found.sort(key=lambda f: (f.path, f.line, f.rule))
+    return tuple(found[:MAX_FINDINGS])
