@@ -13,6 +13,7 @@ import pytest
 
 from kernel.effects.adapters import command as command_adapters
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
+from kernel.effects.adapters.screen import SCREEN_CHECK
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import run_pipeline
 from kernel.errors import EffectError
@@ -117,7 +118,11 @@ def test_check_timeout_is_inconclusive(scratch: Path) -> None:
     assert attempt.evidence_state is EvidenceState.INCONCLUSIVE
     assert attempt.verification is not None
     statuses = {c.id: c.status for c in attempt.verification.checks}
-    assert statuses == {PROTECTED_CHECK: CheckStatus.PASSED, "unit-tests": CheckStatus.ERROR}
+    assert statuses == {
+        PROTECTED_CHECK: CheckStatus.PASSED,
+        SCREEN_CHECK: CheckStatus.PASSED,
+        "unit-tests": CheckStatus.ERROR,
+    }
 
 
 def test_verifier_sees_only_the_patch(scratch: Path) -> None:

@@ -92,7 +92,12 @@ def test_every_attempt_and_check_records_its_isolation_and_limits(work: Path) ->
             assert {x["kind"]: x["value"] for x in unit["limits"]}["processes"] == 64
     wrong = next(a for a in run["attempts"] if a["attempt_id"] == "attempt-2")
     reasons = {r["check_id"]: r["reason"] for r in wrong["check_runs"]}
-    assert reasons == {"protected-paths": None, "unit-tests": "expected_test_failed"}
+    assert reasons == {
+        "protected-paths": None,
+        "candidate-screen": None,
+        "unit-tests": "expected_test_failed",
+        "median-oracle": "oracle_mismatch",
+    }
     evidence = json.loads(result.files["evidence.json"].read_text())
     assert evidence["isolation_policy"] == run["isolation_policy"]
     assert [a["worker_sandbox"] for a in evidence["attempts"]] == [

@@ -107,6 +107,12 @@ from kernel.effects.adapters.junit import (
     judge_tests,
     read_junit,
 )
+from kernel.effects.adapters.oracle import (
+    MAX_ORACLE_BYTES,
+    OracleSpec,
+    judge_oracle,
+    parse_oracle,
+)
 from kernel.effects.adapters.patch import (
     FileChange,
     PatchRefusal,
@@ -114,6 +120,7 @@ from kernel.effects.adapters.patch import (
     hygiene_findings,
     parse_patch,
 )
+from kernel.effects.adapters.screen import SCREEN_CHECK, candidate_policy, screen_changes
 from kernel.effects.adapters.unittest_junit import NONCE_ENV
 from kernel.effects.sandbox import (
     Capture,
@@ -127,12 +134,15 @@ from kernel.effects.sandbox import (
     run_sandboxed,
     scratch_root,
 )
-from kernel.errors import CanonicalizationError, EffectError
+from kernel.errors import CanonicalizationError, ConfigError, EffectError
+from kernel.guard import policy_hash
 from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import (
     AttemptErrorCode,
     CheckRun,
     SandboxRun,
+    ScreenFinding,
+    TrustLevel,
     redact_absolute_paths,
 )
 from kernel.verification import (
@@ -595,6 +605,16 @@ class CheckSpec:
     for a plain command check, which never passes (no per-test evidence)."""
     fail_to_pass: tuple[str, ...] = ()
     """The declared tests the patch must make pass (recorded in the policy)."""
+    oracle: OracleSpec | None = None
+    """The expected output an ``oracle`` check's stdout is compared with (by the
+    verifier, `kernel.effects.adapters.oracle`)."""
+
+    @property
+    def trust(self) -> TrustLevel:
+        """Who computes this check's verdict (recorded in its `CheckRun`)."""
+        if self.oracle is not None:
+            return TrustLevel.ORACLE
+        return TrustLevel.IN_PROCESS_TESTS if self.tests else TrustLevel.EXIT_STATUS
 
 
 @attrs.frozen(kw_only=True)
@@ -656,6 +676,7 @@ class CommandVerifier:
         reasons: dict[str, CheckReason] = {}
         parsed = parse_patch(data)
         results.append(self._patch_rules(parsed, reasons))
+        results.append(self._screen(parsed, reasons))
         # The verifier's own folder: only the patch bytes cross from the worker.
         total_ms = 0
         with private_tempdir("verify") as private:
@@ -706,6 +727,7 @@ class CommandVerifier:
                         sandbox=sandbox_run(capture),
                         reason=reason,
                         tests=declared_test_results(check.tests, check.fail_to_pass, tests),
+                        trust=check.trust,
                     )
                 )
                 weak = below_minimum(capture.isolation)
@@ -729,7 +751,9 @@ class CommandVerifier:
         reason = findings[0][0] if findings else None
         if reason is not None:
             reasons[PROTECTED_CHECK] = reason
-        record_check_run(CheckRun(check_id=PROTECTED_CHECK, sandbox=None, reason=reason))
+        record_check_run(
+            CheckRun(check_id=PROTECTED_CHECK, sandbox=None, reason=reason, trust=TrustLevel.STATIC)
+        )
         touched = None if isinstance(parsed, PatchRefusal) else changed_paths(parsed)
         evidence: dict[str, object] = {
             "touched": None if touched is None else list(touched),
@@ -743,6 +767,41 @@ class CommandVerifier:
             required=True,
             status=CheckStatus.FAILED if findings else CheckStatus.PASSED,
             evidence_digests=(sha256_hex(evidence),),
+        )
+
+    def _screen(
+        self, parsed: tuple[FileChange, ...] | PatchRefusal, reasons: dict[str, CheckReason]
+    ) -> CheckResult:
+        """The built-in ``candidate-screen`` check (`kernel.effects.adapters.screen`): a
+        finding makes it inconclusive (``suspicious_code``), never a pass."""
+        try:
+            policy = candidate_policy()
+        except ConfigError as e:
+            raise VerifierFailure(f"check {SCREEN_CHECK}: {e}") from e
+        if isinstance(parsed, PatchRefusal):
+            findings: tuple[ScreenFinding, ...] = (
+                ScreenFinding(rule="unscreenable", path=PATCH_FILE, line=0),
+            )
+        else:
+            findings = screen_changes(parsed, self.baseline, policy)
+        reason = CheckReason.SUSPICIOUS_CODE if findings else None
+        if reason is not None:
+            reasons[SCREEN_CHECK] = reason
+        note(f"check:{SCREEN_CHECK}:findings", [f.finding_id for f in findings])
+        record_check_run(
+            CheckRun(
+                check_id=SCREEN_CHECK,
+                sandbox=None,
+                reason=reason,
+                trust=TrustLevel.STATIC,
+                findings=findings,
+            )
+        )
+        return CheckResult(
+            id=SCREEN_CHECK,
+            required=True,
+            status=CheckStatus.INCONCLUSIVE if findings else CheckStatus.PASSED,
+            evidence_digests=(sha256_hex({"findings": [f.to_dict() for f in findings]}),),
         )
 
     def _result(
@@ -771,6 +830,19 @@ class CommandVerifier:
             status, reason = judge_tests(check.tests, result, capture.exit_code)
             if not isinstance(result, CheckReason):
                 tests = {t: result.get(t, "missing") for t in check.tests}
+        elif check.oracle is not None:
+            # The verdict is the kernel's: stdout against the answer the sandbox never saw.
+            output: bytes | None = None
+            if (capture.output_size or 0) <= MAX_ORACLE_BYTES:
+                try:
+                    output = (
+                        read_output(capture, max_bytes=MAX_ORACLE_BYTES)
+                        if capture.output_path is not None
+                        else b""
+                    )
+                except EffectError:
+                    output = None
+            status, reason = judge_oracle(check.oracle, output, capture.exit_code)
         elif capture.status is CaptureStatus.OK:
             # An exit status is no per-test evidence: it can be reached by exiting early.
             status, reason = CheckStatus.INCONCLUSIVE, CheckReason.EXIT_STATUS_ONLY
@@ -819,10 +891,10 @@ class CommandVerifier:
 
 
 _VERIFIER_KEYS: Final = {"adapter", "verifier_id", "baseline", "checks"}
-_VERIFIER_OPTIONAL: Final = frozenset({"protected", "env"})
+_VERIFIER_OPTIONAL: Final = frozenset({"protected", "env", "require_trust"})
 _CHECK_KEYS: Final = {"id"}
 _CHECK_OPTIONAL: Final = frozenset(
-    {"command", "tests", "python", "required", "timeout_s", "env", "network"}
+    {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
 )
 _TEST_ID: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
 RUNNER_LOCATOR: Final = "kernel:unittest_junit"
@@ -895,6 +967,28 @@ def _runner_result(capture: Capture, nonce: str) -> dict[str, str] | CheckReason
     return read_junit(data, nonce)
 
 
+def _require_trust(
+    source: ConfigSource, entry: Mapping[str, object], where: str, checks: list[CheckSpec]
+) -> tuple[TrustLevel, ...]:
+    """The verifier's ``require_trust`` (a trust level or a list of them): each must be
+    the trust of a required check, so no candidate passes without such a verdict."""
+    value = entry.get("require_trust", [])
+    names = [value] if type(value) is str else value
+    if type(names) is not list or not all(type(n) is str for n in names):
+        raise source.error(f"{where}.require_trust", "expected a trust level or a list of them")
+    levels: list[TrustLevel] = []
+    for name in names:
+        try:
+            level = TrustLevel(name)
+        except ValueError as e:
+            known = ", ".join(TrustLevel)
+            raise source.error(f"{where}.require_trust", f"{name!r} is not one of {known}") from e
+        if not any(c.required and c.trust is level for c in checks):
+            raise source.error(f"{where}.require_trust", f"no required check has trust {level!s}")
+        levels.append(level)
+    return tuple(sorted(set(levels)))
+
+
 def _command_verifier(
     entry: Mapping[str, object], source: ConfigSource
 ) -> tuple[VerifierAdapter, str]:
@@ -924,10 +1018,15 @@ def _command_verifier(
         if type(verifier_env) is dict:
             own = item.get("env")
             merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
-        if ("command" in item) == ("tests" in item):
-            raise source.error(at, "a check has exactly one of command or tests")
+        if [k in item for k in ("command", "tests", "oracle")].count(True) != 1:
+            raise source.error(at, "a check has exactly one of command, tests or oracle")
         if "tests" in item:
             checks.append(_tests_check(source, merged, at, check_id, required))
+        elif "oracle" in item:
+            oracle, run_argv, argv = parse_oracle(source, merged, at)
+            spec = _command(source, {**merged, "command": run_argv}, at)
+            spec = attrs.evolve(spec, argv=tuple(argv))
+            checks.append(CheckSpec(id=check_id, command=spec, required=required, oracle=oracle))
         elif "python" in item:
             raise source.error(f"{at}.python", "only a tests check names an interpreter")
         else:
@@ -937,6 +1036,7 @@ def _command_verifier(
     protected: list[str] = []
     if "protected" in entry:
         protected = _string_list(source, entry, "protected", where)
+    require_trust = _require_trust(source, entry, where, checks)
     verifier_id = source.string(entry, "verifier_id", where)
     try:
         policy_digest = sha256_hex(
@@ -955,10 +1055,13 @@ def _command_verifier(
                             if c.tests
                             else {}
                         ),
+                        **(c.oracle.describe() if c.oracle is not None else {}),
                     }
                     for c in checks
                 ],
                 "protected": protected,
+                "screen_policy": policy_hash(candidate_policy()),
+                **({"require_trust": [str(t) for t in require_trust]} if require_trust else {}),
             }
         )
     except CanonicalizationError as e:

@@ -1,0 +1,217 @@
+"""Oracle checks: the kernel computes the verdict, from output compared with an answer
+the sandbox never sees (issue 18 item 6, ADR-0004 §1c).
+
+A verifier check ``{"id": ..., "oracle": {...}}`` runs one command in the candidate's
+sandbox, exactly like any check, and captures its stdout; the verifier (the kernel's
+process, never the sandbox) compares it with the expected output read from a file in
+the config folder when the config loads. Nothing of the expected output is passed to
+the sandbox (no argument, no variable, no file the check names). Oracle entry::
+
+    {"command": ["python3", "-c", "..."],          exactly one of command and call
+     "call": {"module": "stats", "function": "median", "args": [[4, 1, 3, 2]],
+              "kwargs": {}},                       a Python call written as data
+     "expected": "oracle/median.json",             relative to the config folder
+     "compare": "json"}                            "json" (default) or "bytes"
+
+Rules enforced:
+
+- ``bytes``: stdout equals the expected file's bytes exactly;
+- ``json``: stdout and the expected file are each one JSON document (duplicate keys,
+  ``NaN`` and ``Infinity`` refused) and are equal by value *and type*: ``1``, ``1.0``
+  and ``true`` all differ; objects compare by keys, arrays in order;
+- a call runs ``python3 -E -s -c <kernel's call code> <request JSON>`` in the tree
+  (the module imported from the candidate's tree) and prints the return value as JSON
+  (``allow_nan=False``; a value that is not plain JSON data, such as an object whose
+  ``__eq__`` is always true, cannot be printed and fails the check);
+- the check passes only on exit 0 with matching output: exit 0 with other output is
+  ``oracle_mismatch``, output that is not one JSON document (or larger than
+  `MAX_ORACLE_BYTES`) is ``oracle_output_unreadable``, a non-zero exit is
+  ``nonzero_exit``: each fails the check; a missing or unreadable expected file is a
+  config error (exit 2 before anything runs).
+
+Its `kernel.runrecord.TrustLevel` is ``oracle``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, Literal
+
+import attrs
+
+from kernel.effects.files import read_input
+from kernel.errors import ConfigError, EffectError
+from kernel.identity import sha256_bytes
+from kernel.verification import CheckReason, CheckStatus
+
+if TYPE_CHECKING:
+    from kernel.effects.adapters.base import ConfigSource
+
+__all__ = [
+    "CALL_LOCATOR",
+    "MAX_ORACLE_BYTES",
+    "OracleSpec",
+    "judge_oracle",
+    "json_same",
+    "parse_json_output",
+    "parse_oracle",
+]
+
+MAX_ORACLE_BYTES: Final = 1 << 20
+"""Largest stdout (and expected file) an oracle compares."""
+CALL_LOCATOR: Final = "kernel:oracle-call"
+"""How a call oracle's recorded command names the kernel's call code."""
+_CALL_CODE: Final = (
+    "import importlib, json, sys\n"
+    "r = json.loads(sys.argv[1])\n"
+    "f = getattr(importlib.import_module(r['module']), r['function'])\n"
+    "sys.stdout.write(json.dumps(f(*r['args'], **r['kwargs']), allow_nan=False))\n"
+)
+_ORACLE_KEYS: Final = frozenset({"command", "call", "expected", "compare"})
+_CALL_KEYS: Final = frozenset({"module", "function", "args", "kwargs"})
+
+
+@attrs.frozen(kw_only=True)
+class OracleSpec:
+    """What an oracle check compares its stdout with (held by the verifier only)."""
+
+    compare: Literal["bytes", "json"]
+    """Exact bytes, or JSON by value and type."""
+    expected_locator: str
+    """The expected file, as written in the config (relative to its folder)."""
+    expected: bytes = attrs.field(repr=False)
+    """The expected output (never passed to a sandbox)."""
+
+    def describe(self) -> dict[str, object]:
+        """What the verifier policy digest covers (the expected bytes by digest)."""
+        return {
+            "oracle": {
+                "compare": self.compare,
+                "expected": self.expected_locator,
+                "expected_digest": sha256_bytes(self.expected),
+            }
+        }
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> object:
+    raise _Unreadable(name)
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _Unreadable("duplicate key")
+    return dict(pairs)
+
+
+def parse_json_output(data: bytes) -> tuple[bool, object]:
+    """``(True, value)`` for one strict JSON document, ``(False, None)`` otherwise."""
+    try:
+        text = data.decode("utf-8")
+        return True, json.loads(text, object_pairs_hook=_unique, parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError, _Unreadable):
+        return False, None
+
+
+def json_same(left: object, right: object) -> bool:
+    """Equal by value and type (``1`` is not ``1.0`` is not ``true``), recursively."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_same(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(
+            json_same(a, b) for a, b in zip(left, right, strict=True)
+        )
+    return left == right
+
+
+def judge_oracle(
+    spec: OracleSpec, output: bytes | None, exit_code: int | None
+) -> tuple[CheckStatus, CheckReason | None]:
+    """The verdict on one oracle run's stdout (None: larger than `MAX_ORACLE_BYTES`)."""
+    if exit_code != 0:
+        return CheckStatus.FAILED, CheckReason.NONZERO_EXIT
+    if output is None:
+        return CheckStatus.FAILED, CheckReason.ORACLE_OUTPUT_UNREADABLE
+    if spec.compare == "bytes":
+        same = output == spec.expected
+    else:
+        readable, value = parse_json_output(output)
+        if not readable:
+            return CheckStatus.FAILED, CheckReason.ORACLE_OUTPUT_UNREADABLE
+        # The expected file parsed when the config loaded.
+        same = json_same(value, parse_json_output(spec.expected)[1])
+    if not same:
+        return CheckStatus.FAILED, CheckReason.ORACLE_MISMATCH
+    return CheckStatus.PASSED, None
+
+
+def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> list[list[str]]:
+    if type(value) is not dict:
+        raise source.error(at, "expected an object with module, function, args, kwargs")
+    source.only_keys(value, {"module", "function"}, at, optional=_CALL_KEYS)
+    module, function = source.string(value, "module", at), source.string(value, "function", at)
+    if not all(p.isidentifier() for p in module.split(".")) or not function.isidentifier():
+        raise source.error(at, "module and function must be Python names")
+    args, kwargs = value.get("args", []), value.get("kwargs", {})
+    if type(args) is not list or type(kwargs) is not dict:
+        raise source.error(at, "args is an array and kwargs an object")
+    request = {"module": module, "function": function, "args": args, "kwargs": kwargs}
+    try:
+        # Not an identity: the request as the sandbox reads it (floats allowed).
+        encoded = json.dumps(request, sort_keys=True, allow_nan=False, ensure_ascii=False)
+    except ValueError as e:
+        raise source.error(at, f"not plain JSON data: {e}") from e
+    return [
+        [python, "-E", "-s", "-c", _CALL_CODE, encoded],
+        [python, "-E", "-s", "-c", CALL_LOCATOR, encoded],
+    ]
+
+
+def parse_oracle(
+    source: ConfigSource, item: Mapping[str, object], at: str
+) -> tuple[OracleSpec, list[str], list[str]]:
+    """The oracle of a check entry: its spec, the command to run and the command to record.
+
+    Raises:
+        ConfigError: a malformed entry, or an expected file that is missing, unreadable,
+            too large or (``json``) not one strict JSON document.
+    """
+    where = f"{at}.oracle"
+    value = item.get("oracle")
+    if type(value) is not dict:
+        raise source.error(where, "expected an object")
+    source.only_keys(value, {"expected"}, where, optional=_ORACLE_KEYS)
+    compare = value.get("compare", "json")
+    if compare not in ("json", "bytes"):
+        raise source.error(f"{where}.compare", f"expected 'json' or 'bytes', got {compare!r}")
+    if ("command" in value) == ("call" in value):
+        raise source.error(where, "an oracle has exactly one of command or call")
+    locator = source.relative_path(value, "expected", where)
+    path = source.reads(source.base_dir / locator)
+    try:
+        expected = read_input(path, what="oracle expected output")
+    except (EffectError, ConfigError) as e:
+        raise source.error(f"{where}.expected", str(e)) from e
+    if expected is None or len(expected) > MAX_ORACLE_BYTES:
+        raise source.error(f"{where}.expected", f"larger than {MAX_ORACLE_BYTES} bytes")
+    if compare == "json" and not parse_json_output(expected)[0]:
+        raise source.error(f"{where}.expected", "not one strict JSON document")
+    spec = OracleSpec(compare=compare, expected_locator=locator, expected=expected)
+    if "call" in value:
+        python = item.get("python", "python3")
+        if type(python) is not str or not python or "/" in python:
+            raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
+        run, recorded = _call_argv(source, value["call"], f"{where}.call", python)
+        return spec, run, recorded
+    command = value["command"]
+    if type(command) is not list or not command or not all(type(c) is str and c for c in command):
+        raise source.error(f"{where}.command", "expected a non-empty array of strings")
+    argv = [str(c) for c in command]
+    return spec, argv, argv
