@@ -345,8 +345,12 @@ def test_every_capture_records_its_limits(spill: Path, level: Isolation) -> None
     capture = python(spill, "pass", isolation=level, limits=limits)
     applied = _applied(capture)
     assert [a.kind for a in capture.limits] == list(LimitKind)
+    # A root runner's namespaced run is held by a memory cgroup (shared memory too).
+    memory = LimitMechanism.RLIMIT_PRIVATE
+    if ROOT and level is not Isolation.COPY and Path("/sys/fs/cgroup/memory").is_dir():
+        memory = LimitMechanism.CGROUP_V1
     assert applied[LimitKind.MEMORY] == AppliedLimit(
-        kind=LimitKind.MEMORY, value=1 << 30, mechanism=LimitMechanism.RLIMIT
+        kind=LimitKind.MEMORY, value=1 << 30, mechanism=memory
     )
     assert applied[LimitKind.WRITABLE].mechanism is LimitMechanism.NONE
     assert applied[LimitKind.OUTPUT].mechanism is LimitMechanism.RUNNER
@@ -393,10 +397,13 @@ def test_memory_growth_to_the_limit_is_recorded(spill: Path, level: Isolation) -
     ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     limit = max(256 << 20, ours + (256 << 20))
     capture = python(spill, code, isolation=level, limits=Limits(memory_bytes=limit))
-    assert read_output_any(capture) == b"refused\n"
+    # A memory cgroup holds the whole run to the same limit: its OOM kill may come
+    # before the process's own allocation is refused.
+    killed = _applied(capture)[LimitKind.MEMORY].mechanism is LimitMechanism.CGROUP_V1
+    assert read_output_any(capture) in ((b"refused\n", b"") if killed else (b"refused\n",))
     assert capture.status is CaptureStatus.LIMIT_EXCEEDED, capture.error
     assert capture.limit_hit is LimitKind.MEMORY
-    assert capture.exit_code == 1
+    assert capture.exit_code in ((1, -9) if killed else (1,))
 
 
 @given(

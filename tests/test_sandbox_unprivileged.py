@@ -149,8 +149,10 @@ def test_unprivileged_runner_maps_the_command_to_itself(
 SIDE_RUNNER = textwrap.dedent("""
     import ctypes, json, sys, tempfile
     from pathlib import Path
+    from kernel.consensus import CaptureMode
     from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
     request = json.loads(sys.argv[1])
+    base = Path(tempfile.mkdtemp())
     libc = ctypes.CDLL(None, use_errno=True)
     # This runner's own session keyring, holding one throwaway key.
     assert libc.syscall(250, 1, b"kernel-test") > 0  # keyctl(JOIN_SESSION_KEYRING)
@@ -160,7 +162,8 @@ SIDE_RUNNER = textwrap.dedent("""
     spill = Path(tempfile.mkdtemp())
     capture = run_sandboxed(
         SandboxSpec(command=tuple(command), ro_binds=tuple(request.get("ro_binds", ())),
-                    network=request.get("network", False), timeout_s=60,
+                    network=request.get("network", False), timeout_s=60, baseline=str(base),
+                    capture=CaptureMode(request.get("capture", "stdout")),
                     limits=Limits(**request.get("limits", {}))),
         spill_dir=spill,
     )
@@ -322,3 +325,74 @@ def test_runner_keys_are_out_of_reach(side_runner: Callable[..., dict[str, Any]]
         "request": "EPERM",
         "session": "EPERM",
     }
+
+
+SHARED_MEMORY = {
+    "mapping": "import mmap\nm = mmap.mmap(-1, 1 << 30)\n"
+    "for i in range(0, 1 << 30, 4096):\n    m[i] = 1\nprint('survived')",
+    "memfd": "import os\nfd = os.memfd_create('x')\n"
+    "for i in range(0, 1 << 30, 1 << 20):\n    os.pwrite(fd, bytes(1 << 20), i)\nprint('survived')",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SHARED_MEMORY))
+def test_shared_memory_past_the_limit_is_a_memory_hit(
+    side_runner: Callable[..., dict[str, Any]], kind: str
+) -> None:
+    """1 GiB of shared memory (an anonymous shared mapping, a memfd) under a 128 MiB
+    limit: where a memory cgroup holds the limit (a root runner) the run is killed
+    and recorded as a memory hit; elsewhere the recorded mechanism says shared memory
+    is not covered."""
+    outcome = side_runner(
+        command=[str(SYSTEM_PYTHON), "-c", SHARED_MEMORY[kind]],
+        limits={"memory_bytes": 128 << 20},
+    )
+    if outcome["limits"]["memory"] == "cgroup_v1":
+        assert outcome["status"] == "limit_exceeded", outcome
+        assert outcome["hit"] == "memory"
+        assert "survived" not in outcome["stdout"]
+    else:
+        assert outcome["limits"]["memory"] == "rlimit_private", outcome
+
+
+FILLERS = {
+    "writable": ("files", "writable_bytes"),
+    "tmp": ("/tmp/files", "tmp_bytes"),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(FILLERS))
+def test_many_empty_files_hit_the_inode_limit(
+    side_runner: Callable[..., dict[str, Any]], layer: str
+) -> None:
+    """Empty files cost no bytes but an inode each: 300,000 of them in a 64 MiB layer
+    hit that layer's limit (its tmpfs has one inode per 4 KiB)."""
+    folder, field = FILLERS[layer]
+    probe = (
+        f"import errno, os\nos.makedirs({folder!r})\n"
+        "try:\n"
+        f"    for i in range(300000):\n        open(f'{folder}/{{i}}', 'w').close()\n"
+        "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+    )
+    outcome = side_runner(command=[str(SYSTEM_PYTHON), "-c", probe], limits={field: 64 << 20})
+    assert outcome["status"] == "limit_exceeded", outcome
+    assert outcome["hit"] == layer
+    assert outcome["stdout"] == "ENOSPC\n"
+
+
+def test_stdout_flood_and_sparse_file_are_limit_hits(
+    side_runner: Callable[..., dict[str, Any]],
+) -> None:
+    """A stdout flood is an output hit; a 100 GiB sparse file in the tree is a
+    writable hit before any diff reads it; never a sandbox error."""
+    for capture in ("stdout", "patch"):
+        flood = side_runner(
+            command=["sh", "-c", "yes"], limits={"output_bytes": 1 << 20}, capture=capture
+        )
+        assert (flood["status"], flood["hit"]) == ("limit_exceeded", "output"), flood
+    sparse = side_runner(
+        command=["sh", "-c", "truncate -s 100G big.bin"],
+        limits={"writable_bytes": 64 << 20},
+        capture="patch",
+    )
+    assert (sparse["status"], sparse["hit"]) == ("limit_exceeded", "writable"), sparse

@@ -395,6 +395,9 @@ def main() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
+    cgroup = _memory_cgroup(opts) if privileged and opts["mem"] else ""
+    if cgroup:
+        report("memory-mechanism cgroup_v1")
     tree = -1
     if privileged and opts["mode"] == "overlay":
         tree = _idmapped_baseline(
@@ -449,7 +452,78 @@ def main() -> None:
     os.write(go_w, b"1")
     os.close(go_w)
     os.waitpid(child, 0)
+    _cgroup_done(report, cgroup)
     _exit(0)
+
+
+CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
+"""Parent of the runs' cgroup v1 memory groups (one per run, named as its scratch)."""
+
+
+def _memory_cgroup(opts: dict[str, str]) -> str:
+    """Join a new cgroup v1 memory group limited to the run's memory limit, so shared
+    memory, memfd and tmpfs pages count too; "" where the controller is unusable (the
+    rlimit then holds private memory only). Groups of dead runners are removed."""
+    name = os.path.basename(opts["scratch"])
+    path = f"{CGROUP_MEMORY}/{name}"
+    try:
+        os.makedirs(CGROUP_MEMORY, exist_ok=True)
+        for other in os.listdir(CGROUP_MEMORY):
+            if other != name and _runner_gone(other):
+                try:  # noqa: SIM105 - contextlib is not imported in the helper
+                    os.rmdir(f"{CGROUP_MEMORY}/{other}")  # only succeeds once empty
+                except OSError:
+                    pass
+        os.mkdir(path)
+        for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
+                with open(f"{path}/{control}", "w") as handle:
+                    handle.write(opts["mem"])
+        with open(f"{path}/cgroup.procs", "w") as handle:
+            handle.write(str(os.getpid()))
+    except OSError:
+        try:  # noqa: SIM105 - contextlib is not imported in the helper
+            os.rmdir(path)
+        except OSError:
+            pass
+        return ""
+    return path
+
+
+def _runner_gone(name: str) -> bool:
+    """True when the runner pid in ``<kind>-<pid>-<random>`` names no live process."""
+    parts = name.split("-")
+    if len(parts) < 3 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _cgroup_done(report: _Report, cgroup: str) -> None:
+    """Report the run's memory mechanism and an OOM kill as a memory hit; remove the
+    group (its processes are gone with the PID namespace)."""
+    if not cgroup:
+        return
+    try:
+        with open(f"{cgroup}/memory.oom_control") as handle:
+            fields = dict(line.split() for line in handle if len(line.split()) == 2)
+        if int(fields.get("oom_kill", "0")) > 0:
+            report("limit memory")
+        with open(f"{CGROUP_MEMORY}/cgroup.procs", "w") as handle:
+            handle.write(str(os.getpid()))  # leave it, so it can be removed
+    except OSError:
+        pass  # no evidence either way
+    for _ in range(200):  # the group's last pages are being uncharged
+        try:
+            os.rmdir(cgroup)
+            return
+        except OSError:
+            _libc.usleep(5000)
 
 
 def _in_namespaces(
@@ -536,7 +610,7 @@ def _init(
         evidence=(peak << 10, inherited << 10, held),
         layers=(tree_layer, root + "/tmp"),  # noqa: S108 - the sandbox's own /tmp
     )
-    if opts["patch"] == "1" and not start_error:
+    if opts["patch"] == "1" and not start_error and not _oversized(report, opts, work, tree_layer):
         _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
         os.mkdir(diff + "/a")
         os.mkdir(diff + "/b")
@@ -546,6 +620,31 @@ def _init(
         rc = _spawn(opts["git"].split(" "), diff, stdin=-1, stdout=patch_fd, env=git_env, user=None)
         report(f"diff {rc}")
     _exit(0)
+
+
+def _oversized(report: _Report, opts: dict[str, str], work: str, layer: str) -> bool:
+    """Report a changed file too large to capture, before the diff reads it: larger
+    than the writable layer (a sparse file: the layer holds its size, not its bytes)
+    or than the output limit. A diff of a 100 GB sparse file would run for hours."""
+    limits = [(int(opts[kind]), kind) for kind in ("writable", "output") if opts[kind]]
+    if opts["mode"] == "overlay":
+        work = layer + "/upper"  # only what the run changed
+    else:
+        limits = [(size, kind) for size, kind in limits if kind == "output"]
+    if not limits:
+        return False
+    folders = [work]
+    while folders:
+        for entry in os.scandir(folders.pop()):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                size = entry.stat(follow_symlinks=False).st_size
+                for limit, kind in limits:
+                    if size > limit:
+                        report(f"limit {kind}")
+                        return True
+    return False
 
 
 def _build_view(report: _Report, root: str, plan: str) -> None:
@@ -682,6 +781,12 @@ def _run_command(
     if pid == 0:
         try:
             os.close(error_r)
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                # A memory cgroup's OOM kill takes the command, not PID 1: a memfd
+                # is nobody's resident memory, and the helper's interpreter would
+                # be the biggest process (the command may lower it back: then the
+                # kill is still reported as a memory hit, by the helper outside).
+                handle.write("1000")
             os.chroot(root)
             os.chdir(opts["workdir"])
             os.umask(int(opts["umask"]))

@@ -194,7 +194,7 @@ def _probe() -> Isolation:
 
 def _mechanisms(level: Isolation) -> dict[LimitKind, LimitMechanism]:
     mechanisms = {
-        LimitKind.MEMORY: LimitMechanism.RLIMIT,
+        LimitKind.MEMORY: LimitMechanism.RLIMIT_PRIVATE,
         LimitKind.PROCESSES: LimitMechanism.RLIMIT,
         LimitKind.CPU: LimitMechanism.RLIMIT,
         LimitKind.OUTPUT: LimitMechanism.RUNNER,
@@ -260,6 +260,7 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
             if sink is not None:
                 sink.close()
         raise
+    mechanisms = _mechanisms(level)
     try:
         if level is Isolation.COPY:
             result = _run_copy(
@@ -270,6 +271,7 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
             result = _run_namespaced(
                 spec, level=level, baseline=baseline, scratch=scratch.path, env=env,
                 umask=umask, out=out, err=err, patch=patch, deadline=deadline,
+                mechanisms=mechanisms,
             )  # fmt: skip
     finally:
         for sink in (out, err, patch):
@@ -278,9 +280,11 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
         scratch.close()
     status, exit_code, start_failed, error, hit = result
     output = patch if patch is not None else out
-    if status is not CaptureStatus.TIMEOUT and (output.overflow or err.overflow):
+    # Also stdout's overflow when the output is the patch: a flood is a limit hit.
+    full = next((s for s in (output, out, err) if s is not None and s.overflow), None)
+    if status is not CaptureStatus.TIMEOUT and full is not None:
         status, hit = CaptureStatus.LIMIT_EXCEEDED, LimitKind.OUTPUT
-        error = f"output larger than {output.limit if output.overflow else err.limit} bytes"
+        error = f"output larger than {full.limit} bytes"
     captured = status in (CaptureStatus.OK, CaptureStatus.FAILED)
     return Capture(
         run_index=spec.run_index,
@@ -302,7 +306,7 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
         stderr_size=err.stream.size,
         stderr_path=str(err.path),
         error=error,
-        limits=applied_limits(spec.limits, _mechanisms(level)),
+        limits=applied_limits(spec.limits, mechanisms),
         limit_hit=hit,
     )
 
@@ -326,6 +330,7 @@ def _run_namespaced(
     err: Sink,
     patch: Sink | None,
     deadline: float | None,
+    mechanisms: dict[LimitKind, LimitMechanism],
 ) -> _Result:
     plan = "\x1e".join(
         "\x1f".join(step)
@@ -368,6 +373,7 @@ def _run_namespaced(
         "nproc": _opt(limits.processes),
         "cpu": _opt(limits.cpu_seconds),
         "writable": _opt(limits.writable_bytes),
+        "output": _opt(_output_limit(spec)),
         "tmp": _opt(limits.tmp_bytes),
         "layer": tmpfs_options("0700", limits.writable_bytes),
         "plan": plan,
@@ -417,7 +423,10 @@ def _run_namespaced(
         proc.wait()
         for fd in (status_r, patch_r, out_r, err_r):
             os.close(fd)
-    return _interpret(b"".join(status_lines).decode("utf-8", "replace"), in_time, patch)
+    report = b"".join(status_lines).decode("utf-8", "replace")
+    if "\nmemory-mechanism cgroup_v1\n" in "\n" + report:
+        mechanisms[LimitKind.MEMORY] = LimitMechanism.CGROUP_V1
+    return _interpret(report, in_time, patch)
 
 
 class _Forked:
@@ -614,12 +623,13 @@ def _interpret(report: str, in_time: bool, patch: Sink | None) -> _Result:
     if "start-failed" in fields:
         why = f"command could not start: {fields['start-failed']}"
         return CaptureStatus.FAILED, 127, True, why, None
-    if "exit" not in fields:
-        return CaptureStatus.SANDBOX_ERROR, None, False, "sandbox ended without a status", None
-    code = int(fields["exit"])
+    code = int(fields["exit"]) if "exit" in fields else None
     if fields.get("limit") in set(LimitKind):
+        # Also without an exit status: a memory cgroup's OOM kill may take PID 1.
         hit = LimitKind(fields["limit"])
         return CaptureStatus.LIMIT_EXCEEDED, code, False, f"{hit} limit reached", hit
+    if code is None:
+        return CaptureStatus.SANDBOX_ERROR, None, False, "sandbox ended without a status", None
     if patch is not None:
         diff_rc = fields.get("diff")
         if diff_rc not in ("0", "1"):

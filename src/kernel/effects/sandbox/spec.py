@@ -157,7 +157,8 @@ class LimitKind(enum.StrEnum):
     """One resource limit of a run; also the reason code when a run hits it."""
 
     MEMORY = "memory"
-    """Private writable memory of each process (bytes, ``RLIMIT_DATA``)."""
+    """Memory of the run (bytes): the whole run's under a cgroup, else each process's
+    private writable memory (``RLIMIT_DATA``)."""
     PROCESSES = "processes"
     """Processes and threads of the run at once."""
     CPU = "cpu"
@@ -175,8 +176,15 @@ class LimitMechanism(enum.StrEnum):
 
     CGROUP_V2 = "cgroup_v2"
     """A delegated cgroup v2 controller (whole run)."""
+    CGROUP_V1 = "cgroup_v1"
+    """A cgroup v1 controller of a root runner (whole run; memory: private and shared
+    memory, memfd and tmpfs pages alike; a hit is the kernel's OOM kill)."""
     RLIMIT = "rlimit"
     """``setrlimit`` on the command (per process; a hit is seen by the command)."""
+    RLIMIT_PRIVATE = "rlimit_private"
+    """Memory by ``RLIMIT_DATA`` alone (per process): private memory only; shared
+    mappings, memfd and ``/dev/shm`` pages are not covered (``/dev/shm`` and ``/tmp``
+    are held by their tmpfs sizes)."""
     TMPFS = "tmpfs"
     """A size-limited tmpfs (whole run; a hit is ``ENOSPC``)."""
     RUNNER = "runner"
