@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _config(tmp_path: Path, attempts: list[dict[str, object]]) -> Path:
     shutil.copytree(ROOT / "fixtures/demo/repo", tmp_path / "repo")
+    shutil.copytree(ROOT / "fixtures/demo/oracle", tmp_path / "oracle")
     lines = (ROOT / "fixtures/suite-demo/predictions.jsonl").read_text().splitlines()
     patches = {p["model_name_or_path"]: p["model_patch"] for p in map(json.loads, lines[:2])}
     (tmp_path / "correct.patch").write_text(patches["model-a"])

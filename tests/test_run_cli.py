@@ -94,7 +94,7 @@ BAD_CONFIGS = {
     "program-not-on-path": (_program_not_on_path, "command not found"),
     "check-without-tests": (_check_without_tests, "no tests: name at least one test"),
     "check-with-bad-test-id": (_check_with_bad_test_id, "expected an array of test ids"),
-    "check-with-both-forms": (_check_with_both_forms, "exactly one of command or tests"),
+    "check-with-both-forms": (_check_with_both_forms, "exactly one of command, tests or oracle"),
     "baseline-not-a-directory": (_baseline_not_a_directory, "is not a directory"),
     "verifier-without-checks": (_verifier_no_checks, "an empty verifier is not verification"),
     "unknown-replay-declaration": (_bad_replay, "$.replay"),

@@ -632,11 +632,9 @@ class CommandVerifier:
     version: str = ADAPTER_VERSION
 
     def check_ids(self) -> frozenset[str]:
-        """The ids of the checks this verifier reports (``protected-paths`` included
-        when it has a protected list)."""
-        return frozenset(
-            [*(c.id for c in self.checks), *([PROTECTED_CHECK] if self.protected else [])]
-        )
+        """The ids of the checks this verifier reports (the built-in ``protected-paths``
+        and ``candidate-screen`` always run)."""
+        return frozenset([*(c.id for c in self.checks), PROTECTED_CHECK, SCREEN_CHECK])
 
     def provenance(self) -> tuple[tuple[str, str], ...]:
         """Baseline tree and verifier policy digests."""
@@ -1001,7 +999,7 @@ def _command_verifier(
     locator, baseline, digest = _baseline(source, entry, where)
     verifier_env = entry.get("env", {})
     checks: list[CheckSpec] = []
-    seen: set[str] = {PROTECTED_CHECK}
+    seen: set[str] = {PROTECTED_CHECK, SCREEN_CHECK}
     for index, item in enumerate(checks_value):
         at = f"{where}.checks[{index}]"
         if type(item) is not dict:
