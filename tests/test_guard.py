@@ -1245,3 +1245,103 @@ def test_c_twins_and_real_names_are_the_capability_they_expose() -> None:
         (9, 1, "KG004"),
     ]
     assert _codes("import io\nio.StringIO()\nimport re\nre.compile('x')\n", policy) == []
+
+
+def test_subclasses_and_instances_reach_class_methods() -> None:
+    """`class Stamp(datetime)` then `Stamp.now()`, `EPOCH.now()` and `type(EPOCH).now()`
+    are `datetime.now()`; an instance's other attributes are not."""
+    policy = _policy(forbid_calls=("datetime.datetime.now",))
+    src = (
+        "import datetime\nfrom datetime import datetime as dt\n"
+        "class Stamp(datetime.datetime):\n    pass\n"
+        "EPOCH = dt(2020, 1, 1)\n"
+        "def f():\n    Stamp.now()\n    EPOCH.now()\n    type(EPOCH).now()\n"
+        "    return EPOCH.year, Stamp.fromisoformat('2020-01-01')\n"
+    )
+    assert _codes(src, policy) == [(7, 5, "KG004"), (8, 5, "KG004"), (9, 5, "KG004")]
+
+
+FAKELIB = """\
+import time as _t
+from os import system
+stamp = _t.time
+class Base:
+    def now(self):
+        return _t.time()
+class Child(Base):
+    pass
+CLOCK = Child()
+def helper():
+    return _impl()
+def _impl():
+    return system("x")
+def pure(x):
+    return x + 1
+"""
+
+
+def test_effect_map_follows_installed_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `effects = true` a call into installed code is reported with the chain
+    when its source reaches a forbid-calls name (aliases by assignment, inherited
+    methods, instances, helpers); pure functions are not; without it nothing is."""
+    lib = tmp_path / "site"
+    (lib / "fakelib_kg").mkdir(parents=True)
+    (lib / "fakelib_kg" / "__init__.py").write_text(FAKELIB, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(lib))
+    src = (
+        "import fakelib_kg\nfrom fakelib_kg import helper\n"
+        "fakelib_kg.stamp()\nfakelib_kg.Child.now\nfakelib_kg.CLOCK.now()\nhelper()\n"
+        "fakelib_kg.pure(1)\n"
+    )
+    on = _policy(name="effects-on", forbid_calls=("time.*", "os.system"), effects=True)
+    found = check_source(src, on, module="m")
+    assert [(v.line, v.code.value) for v in found] == [
+        (3, "KG012"),
+        (4, "KG012"),
+        (5, "KG012"),
+        (6, "KG012"),
+    ]
+    assert found[1].message == (
+        "use of 'fakelib_kg.Child.now' reaches forbidden 'time.time' (forbid-calls "
+        "'time.*') through fakelib_kg.Child.now -> fakelib_kg.Base.now -> time.time"
+    )
+    assert "fakelib_kg.helper -> fakelib_kg._impl -> os.system" in found[3].message
+    off = _policy(name="effects-off", forbid_calls=("time.*", "os.system"))
+    assert check_source(src, off, module="m") == ()
+
+
+def test_effect_map_on_the_standard_library() -> None:
+    """The honest-code misses of issue 21: each call reaches its capability."""
+    policy = _policy(
+        name="stdlib-effects",
+        forbid_calls=("open", "sys.stderr", "time.*", "os.*", "exec", "compile"),
+        effects=True,
+    )
+    src = (
+        "import logging, codecs, linecache, timeit, site\nimport email.utils\n"
+        "from xml.etree import ElementTree\n"
+        "logging.warning('x')\ncodecs.open('x')\nlinecache.getline('x', 1)\n"
+        "email.utils.formatdate()\ntimeit.default_timer()\nElementTree.parse('x')\n"
+        "site.addsitedir('x')\n"
+    )
+    found = check_source(src, policy, module="m")
+    assert [v.line for v in found if v.code is ViolationCode.EFFECT_REACH] == [4, 5, 6, 7, 8, 9, 10]
+
+
+def test_effects_key_needs_forbid_calls(tmp_path: Path) -> None:
+    """`effects` must be a boolean and needs forbid-calls to know what to look for."""
+    md = tmp_path / "p.md"
+    for body, needle in (
+        ('effects=1\nforbid-calls=["open"]', "effects: expected true or false"),
+        ('effects=true\nforbid-imports=["os"]', "effects: needs forbid-calls"),
+    ):
+        md.write_text(f'```guard\n[[rules]]\nname="r"\nmodules=["m"]\n{body}\n```\n', "utf-8")
+        with pytest.raises(ConfigError, match=needle):
+            load_policy([md])
+    md.write_text(
+        '```guard\n[[rules]]\nname="r"\nmodules=["m"]\neffects=true\nforbid-calls=["open"]\n```\n',
+        "utf-8",
+    )
+    assert load_policy([md]).rules[0].to_dict()["effects"] is True

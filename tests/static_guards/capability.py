@@ -169,19 +169,30 @@ def _semgrep() -> dict[str, Counter[tuple[int, str]]] | None:
     return out
 
 
-def _semgrep_recorded(write: bool) -> dict[str, Counter[tuple[int, str]]]:
+_MEASURED = "__measured__"
+"""Key of the recorded run listing every row semgrep was run on (a row added since is
+"not measured", never "missed")."""
+
+
+def _semgrep_recorded(write: bool) -> tuple[dict[str, Counter[tuple[int, str]]], set[str]]:
     live = _semgrep()
+    stems = {stem for stem, _title, _marks in expectations()}
     if live is not None:
         if write:
-            doc = {stem: sorted(f"{line}:{code}" for (line, code) in got.elements())
-                   for stem, got in sorted(live.items())}  # fmt: skip
+            doc: dict[str, list[str]] = {
+                stem: sorted(f"{line}:{code}" for (line, code) in got.elements())
+                for stem, got in sorted(live.items())
+            }
+            doc[_MEASURED] = sorted(stems)
             SEMGREP_RESULTS.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        return live
+        return live, stems
     recorded = json.loads(SEMGREP_RESULTS.read_text(encoding="utf-8"))
-    return {
+    measured = set(recorded.pop(_MEASURED))
+    results = {
         stem: Counter((int(item.split(":", 1)[0]), item.split(":", 1)[1]) for item in items)
         for stem, items in recorded.items()
     }
+    return results, measured
 
 
 def _cell(marks: dict[int, list[str]], got: Counter[tuple[int, str]]) -> str:
@@ -203,7 +214,7 @@ def measure(*, write: bool = False) -> list[tuple[str, ...]]:
     """``(row, kernel guard, ruff TID251, import-linter, semgrep)`` for every probe row."""
     kernel, ruff = _kernel(), _ruff()
     linter, crashed = _lint_imports()
-    semgrep = _semgrep_recorded(write)
+    semgrep, measured = _semgrep_recorded(write)
     rows: list[tuple[str, ...]] = []
     for stem, title, marks in expectations():
         rows.append(
@@ -213,7 +224,8 @@ def measure(*, write: bool = False) -> list[tuple[str, ...]]:
                 _cell(marks, ruff.get(stem, Counter())),
                 "crash (cannot decode)" if stem in crashed
                 else _cell(marks, linter.get(stem, Counter())),
-                _cell(marks, semgrep.get(stem, Counter())),
+                _cell(marks, semgrep.get(stem, Counter())) if stem in measured
+                else "not measured",
             )
         )  # fmt: skip
     return rows

@@ -61,6 +61,9 @@ class ViolationCode(enum.StrEnum):
     BAD_SUPPRESSION = "KG011"
     """A ``# kernel-guard: ignore[CODE]`` comment without a reason, or one that
     suppresses no finding on its line."""
+    EFFECT_REACH = "KG012"
+    """A use of installed code whose source reaches a ``forbid-calls`` name (the effect
+    map: ``logging.warning`` writes ``sys.stderr``), reported with the chain."""
 
     @property
     def slug(self) -> str:
@@ -85,6 +88,7 @@ _TITLES = {
     ViolationCode.LAYER_VIOLATION: "layer-violation",
     ViolationCode.UNPARSEABLE: "unparseable",
     ViolationCode.BAD_SUPPRESSION: "bad-suppression",
+    ViolationCode.EFFECT_REACH: "effect-reach",
 }
 
 
@@ -134,6 +138,11 @@ _HELP_TEXT = {
         "A # kernel-guard: ignore[CODE] comment must give a reason after the codes and must "
         "suppress a finding on its line (or, alone on a line, on the next)."
     ),
+    ViolationCode.EFFECT_REACH: (
+        "A function or class of an installed module (the standard library or a package) "
+        "reaches a forbid-calls name in its own source, as the chain shows: calling it "
+        "is that effect. Pass the effect in from the shell, or suppress it with a reason."
+    ),
 }
 
 
@@ -163,6 +172,9 @@ class Rule:
     layers: tuple[tuple[str, ...], ...] = ()
     """Module groups, highest first: a module never imports one of a higher group.
     A module belongs to the group whose pattern names it most specifically."""
+    effects: bool = False
+    """Also follow calls into installed code through its source (the effect map, KG012):
+    ``logging.warning`` reaches ``sys.stderr``. Opt-in: the map over-approximates."""
     forbid_reflection: bool = False
     """Also report reflection no static reading can follow (KG008: ``locals()``,
     ``__builtins__``, frames...): opt-in, since honest code uses some of it."""
@@ -196,6 +208,8 @@ class Rule:
             out["layers"] = [list(group) for group in self.layers]
         if self.forbid_reflection:
             out["forbid-reflection"] = True
+        if self.effects:
+            out["effects"] = True
         return out
 
     def layer_of(self, module: str) -> int | None:

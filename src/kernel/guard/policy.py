@@ -49,6 +49,7 @@ _RULE_KEYS = frozenset(
         "transitive",
         "layers",
         "forbid-reflection",
+        "effects",
     }
 )
 _LIST_KEYS = ("modules", "allow-imports", "forbid-imports", "forbid-calls", "allow-typing-imports")
@@ -156,6 +157,11 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
         reflection = table.get("forbid-reflection", False)
         if not isinstance(reflection, bool):
             raise ConfigError(f"{at}.forbid-reflection: expected true or false")
+        effects = table.get("effects", False)
+        if not isinstance(effects, bool):
+            raise ConfigError(f"{at}.effects: expected true or false")
+        if effects and not lists.get("forbid-calls"):
+            raise ConfigError(f"{at}.effects: needs forbid-calls (what may not be reached)")
         if (
             "allow-imports" not in lists
             and not lists.get("forbid-imports")
@@ -181,6 +187,7 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
                 transitive=transitive,
                 layers=layers,
                 forbid_reflection=reflection,
+                effects=effects,
                 source=source,
             )
         )

@@ -69,7 +69,7 @@ from typing import Final
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import CallMatcher, module_set, twin_of
 
-__all__ = ["FileScan", "ImportFact", "RawFinding", "scan_source"]
+__all__ = ["FileScan", "ImportFact", "RawFinding", "module_file", "module_imports", "scan_source"]
 
 ImportFact = tuple[str, str, int, int, str]
 """``(module, name, line, byte column, kind)``; ``name`` is ``""`` for ``import m`` and
@@ -274,11 +274,18 @@ class _Scanner:
         self.rules = rules
         self.guarded = ",".join(sorted(r.name for r in rules))
         self.reflection = ",".join(sorted(r.name for r in rules if r.forbid_reflection))
+        effect_rules = [r for r in rules if r.effects and r.forbid_calls]
+        self.effect_matcher = (
+            CallMatcher((r.name, p) for r in effect_rules for p in r.forbid_calls)
+            if effect_rules
+            else None
+        )
         self.matcher = matcher
         self.imports: list[ImportFact] = []
         self.findings: list[tuple[int, int, str, str, str]] = []  # byte columns until the end
         self.bindings: dict[str, str] = {}
         self.import_names: dict[str, str] = {}  # every import binding, typing-only too
+        self.loaded: dict[str, list[str]] = {}  # `import a.b`: a -> [a.b]
         self.aliases: set[str] = set()  # names bound by assignment (re-binding)
         self.tc_guards: list[tuple[list[tuple[ast.expr, bool]], int]] = []
         self.future_annotations = False
@@ -335,6 +342,10 @@ class _Scanner:
                     else:
                         head = alias.name.split(".", 1)[0]
                         self._bind_import(head, head, index)
+                        if head != alias.name:
+                            # `import email.utils` loads `email.utils`: what it binds
+                            # is reached as `email.utils.x`, as with `from email import`.
+                            self.loaded.setdefault(head, []).append(alias.name)
             elif isinstance(stmt, ast.ImportFrom):
                 self._import_from(stmt, guards)
             elif isinstance(stmt, ast.If):
@@ -631,10 +642,12 @@ class _Scanner:
 
     def _interesting(self, q: str) -> bool:
         return (
-            q in _ALWAYS
+            any(self._interesting(sub) for sub in self.loaded.get(q, ()))
+            or q in _ALWAYS
             or self.matcher.interesting(q)
             or any(self.matcher.interesting(t) for t in twin_of(q))
             or self._reaches(q)
+            or self._installed(q)
         )
 
     def _reaches(self, q: str) -> bool:
@@ -733,6 +746,16 @@ class _Scanner:
         elif isinstance(stmt, ast.ClassDef):
             for e in (*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)):
                 self._expr(e, scope)
+            # A subclass inherits its base's class methods: `class Stamp(datetime)`,
+            # then `Stamp.now()` is `datetime.now()` (the first guarded base decides).
+            for base in stmt.bases:
+                q = self._resolve(base, scope)
+                if q is not None and self._interesting(q):
+                    if self.bindings.get(stmt.name) != q:
+                        self.new_names = self.new_names or stmt.name not in self.bindings
+                        self.bindings[stmt.name] = q
+                        self.aliases.add(stmt.name)
+                    break
             # A class body runs in its own namespace: a name it bound in an earlier
             # statement (an enum member `open = "open"`) is that value, not the builtin.
             bound: set[str] = set()
@@ -908,6 +931,11 @@ class _Scanner:
             if not isinstance(target, ast.Name):
                 continue
             q = self._resolve(val, scope)
+            if q is None and isinstance(val, ast.Call):
+                # An instance of a known class reaches its class methods:
+                # `EPOCH = datetime.datetime(2020, 1, 1)`, then `EPOCH.now()`.
+                made = self._resolve(val.func, scope)
+                q = made if made is not None and _is_class(made) else None
             if q is not None and self._interesting(q) and self.bindings.get(target.id) != q:
                 if target.id not in self.bindings:
                     self.new_names = True
@@ -1182,6 +1210,14 @@ class _Scanner:
                 return f"builtins.{key}"
             return None
         if isinstance(node, ast.Call):
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "type"
+                and "type" not in self.bindings
+                and len(node.args) == 1
+                and not node.keywords
+            ):
+                return self._resolve(node.args[0], scope)  # `type(EPOCH).now()`
             fq = self._resolve(node.func, scope)
             if fq == _GETATTR and len(node.args) >= 2:
                 key = _literal_str(node.args[1])
@@ -1221,8 +1257,48 @@ class _Scanner:
                 if self.matcher.match(twin):
                     # `_io.open` is `open`, `posix.system` is `os.system`.
                     return self._report(twin, node, None, f" (as {q!r})")
-            return False
+            return self._effect(q, node)
         return self._report(q, node, via, "")
+
+    def _installed(self, q: str) -> bool:
+        """Is ``q`` in an installed module with source, outside this project's package
+        (project modules are checked by their own rules and by ``transitive``)?"""
+        top = q.split(".", 1)[0]
+        return (
+            self.effect_matcher is not None
+            and top != self.module.split(".", 1)[0]
+            and top not in _NO_EFFECT_MAP
+            and _module_file(top) is not None
+        )
+
+    def _forbidden_name(self, name: str) -> bool:
+        matcher = self.effect_matcher
+        return matcher is not None and (
+            bool(matcher.match(name)) or any(matcher.match(t) for t in twin_of(name))
+        )
+
+    def _effect(self, q: str, node: ast.expr) -> bool:
+        """KG012: a use of installed code whose source reaches a forbid-calls name."""
+        if "." not in q or not self._installed(q):
+            return False
+        from kernel.guard.effects import effect_chain
+
+        memo = _EFFECT_MEMO.setdefault(self.rules_key, {})
+        chain = effect_chain(q, self._forbidden_name, memo, skip=_NO_EFFECT_MAP)
+        if chain is None or self.effect_matcher is None:
+            return False
+        last = chain[-1]
+        matcher = self.effect_matcher
+        hits = matcher.match(last) or [h for t in twin_of(last) for h in matcher.match(t)]
+        for rule, pattern in hits:
+            self._finding(
+                node,
+                ViolationCode.EFFECT_REACH,
+                rule,
+                f"use of {q!r} reaches forbidden {last.removeprefix('builtins.')!r} "
+                f"(forbid-calls {pattern!r}) through {' -> '.join(chain)}",
+            )
+        return True
 
     def _report(self, q: str, node: ast.expr, via: str | None, note: str) -> bool:
         hits = self.matcher.match(q)
@@ -1409,6 +1485,11 @@ def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode
 
 
 _REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
+_EFFECT_MEMO: dict[tuple[Rule, ...], dict[str, tuple[str, ...] | None]] = {}
+_NO_EFFECT_MAP: Final = frozenset({"builtins", "typing", "typing_extensions"})
+"""Not followed by the effect map: ``typing``'s subscription compiles a string argument
+(``List["expr"]``) but not ``List[int]``, and no reading of ``typing``'s source tells
+which: evaluation of strings is left to the annotation check and the dynamic guard."""
 _NO_SOURCE: Final = frozenset(sys.builtin_module_names)
 _ALIAS_SUBMODULES: Final = frozenset({"os.path"})
 """Attributes that Python also registers as importable submodules (`sys.modules`)."""
@@ -1791,3 +1872,17 @@ def scan_source(
     if rules:
         scanner.import_rules()
     return scanner.imports, scanner.raw_findings()
+
+
+module_file = _module_file
+"""The source file of an installed module (found without importing), or None."""
+
+
+def _is_class(q: str) -> bool:
+    from kernel.guard.effects import is_class
+
+    return is_class(q)
+
+
+module_imports = _module_table
+"""Names an installed module binds by import -> the qualified names bound."""

@@ -54,6 +54,7 @@ default, or under [tool.kernel.guard] in pyproject.toml as [[tool.kernel.guard.r
   transitive = false                   # also report forbidden modules reached through
                                        # the project's own modules (needs forbid-imports)
   forbid-reflection = false            # also report reflection: locals(), frames (KG008)
+  effects = false                      # follow calls into installed code (KG012)
 
   [[rules]]
   name = "layers"                      # a lower layer never imports a higher one
@@ -69,7 +70,8 @@ suppress one finding, with its reason (required):
 codes: KG001 forbidden-import, KG002 import-not-allowed, KG003 star-import,
 KG004 forbidden-call, KG005 unresolvable-dynamic, KG006 typing-only-import,
 KG007 transitive-import, KG008 reflective-reach, KG009 layer-violation,
-KG010 unparseable, KG011 bad-suppression. Full text: docs/guard.md (in the sdist).
+KG010 unparseable, KG011 bad-suppression, KG012 effect-reach. Full text:
+docs/guard.md (in the sdist).
 """
 
 

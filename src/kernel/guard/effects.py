@@ -1,0 +1,306 @@
+"""Effect map of installed code: which functions and classes reach a forbidden name.
+
+A guarded module that calls ``logging.warning`` writes to standard error, one that
+calls ``email.utils.formatdate()`` reads the clock, though neither names ``sys.stderr``
+or ``time``. This module reads installed modules' source (never imports them) and
+follows what their functions reference, so such a call is reported with the chain.
+
+Rules this module enforces:
+
+- a module's summary is computed once per process from its source, per file (keyed by
+  path, size and mtime): for every top-level function, class, method and module-level
+  alias, the qualified names its body references, resolved through the module's own
+  imports (``import a.b``, ``from a import b``, relative imports, every branch), its
+  top-level definitions, assignments (``default_timer = time.perf_counter``),
+  instances of its classes (``root = RootLogger(WARNING)``; a local ``tree =
+  ElementTree()`` in a function), ``self``/``cls`` in methods and inherited methods
+  (a method a class does not define is looked up in its bases, in order);
+- a name reaches a forbidden one when it is one (`is_forbidden`) or one of the names
+  it references does, at most `MAX_DEPTH` hops deep and `MAX_NODES` names per query:
+  past either limit the answer is "not shown" (what the dynamic guard is for);
+- a module without Python source (builtin or extension) references nothing that can
+  be read; its C twins are matched by name (`kernel.guard.patterns.twin_of`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+from collections.abc import Callable, Iterator
+from typing import Final
+
+__all__ = ["MAX_DEPTH", "MAX_NODES", "Summary", "effect_chain", "is_class", "summary"]
+
+MAX_DEPTH: Final = 12
+MAX_NODES: Final = 4000
+_BUILTINS: Final = frozenset(dir(builtins))
+_FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+Summary = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, str]]
+"""``(refs, bases, instances)`` of a module: local dotted path (``f``, ``C``, ``C.m``)
+-> referenced qualified names; class -> qualified bases; name -> qualified class."""
+
+_SUMMARIES: dict[str, tuple[tuple[int, int], Summary]] = {}
+
+
+def _module_file(module: str) -> str | None:
+    from kernel.guard.scan import module_file  # one finder of installed sources
+
+    return module_file(module)
+
+
+def summary(module: str) -> Summary | None:
+    """The summary of an installed module with Python source, or None."""
+    path = _module_file(module)
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+        key = (st.st_size, st.st_mtime_ns)
+        known = _SUMMARIES.get(path)
+        if known is not None and known[0] == key:
+            return known[1]
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    made = _Reader(module, package, tree).read()
+    _SUMMARIES[path] = (key, made)
+    return made
+
+
+def is_class(q: str) -> bool:
+    """Is ``q`` a class defined in an installed module's source?"""
+    found = _split(q)
+    if found is None:
+        return False
+    module, rest = found
+    got = summary(module)
+    return got is not None and len(rest) == 1 and rest[0] in got[1]
+
+
+class _Reader:
+    """Builds one module's `Summary`."""
+
+    def __init__(self, module: str, package: str, tree: ast.Module) -> None:
+        self.module = module
+        self.package = package
+        self.tree = tree
+        self.imports: dict[str, str] = {}
+        self.local: set[str] = set()
+        self.refs: dict[str, tuple[str, ...]] = {}
+        self.bases: dict[str, tuple[str, ...]] = {}
+        self.instances: dict[str, str] = {}
+
+    def read(self) -> Summary:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    name = alias.asname or alias.name.split(".", 1)[0]
+                    self.imports.setdefault(name, alias.name if alias.asname else name)
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node)
+                for alias in node.names:
+                    if base is not None and alias.name != "*":
+                        self.imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
+        top = list(_top_statements(self.tree.body))
+        for stmt in top:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+                self.local.add(stmt.name)
+            elif isinstance(stmt, ast.Assign):
+                self.local.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        for stmt in top:
+            if isinstance(stmt, _FUNCS):
+                self.refs[stmt.name] = self._body_refs(stmt, None)
+            elif isinstance(stmt, ast.ClassDef):
+                self._class(stmt)
+            elif isinstance(stmt, ast.Assign):
+                self._assign(stmt.targets, stmt.value, "")
+        return self.refs, self.bases, self.instances
+
+    def _absolute(self, node: ast.ImportFrom) -> str | None:
+        if not node.level:
+            return node.module
+        parts = self.package.split(".")
+        keep = len(parts) - (node.level - 1)
+        if keep <= 0:
+            return None
+        prefix = ".".join(parts[:keep])
+        return f"{prefix}.{node.module}" if node.module else prefix
+
+    def _class(self, stmt: ast.ClassDef) -> None:
+        bases = [self._resolve(b, None, {}) for b in stmt.bases]
+        self.bases[stmt.name] = tuple(b for b in bases if b is not None)
+        own = f"{self.module}.{stmt.name}"
+        self.refs[stmt.name] = (f"{own}.__init__", f"{own}.__new__")
+        for sub in stmt.body:
+            if isinstance(sub, _FUNCS):
+                self.refs[f"{stmt.name}.{sub.name}"] = self._body_refs(sub, stmt.name)
+            elif isinstance(sub, ast.Assign):
+                self._assign(sub.targets, sub.value, f"{stmt.name}.")
+
+    def _assign(self, targets: list[ast.expr], value: ast.expr, prefix: str) -> None:
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            if isinstance(value, ast.Call):
+                # Built once, when the module is imported: naming it later runs none of
+                # that again; its methods are those of its class.
+                made = self._resolve(value.func, None, {})
+                if made is not None and not prefix:
+                    self.instances[target.id] = made
+                self.refs[prefix + target.id] = ()
+            else:
+                self.refs[prefix + target.id] = tuple(self._refs_in(value, None, {}))
+
+    def _body_refs(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None
+    ) -> tuple[str, ...]:
+        local_types: dict[str, str] = {}
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                made = self._resolve(node.value.func, cls, {})
+                if made is not None:
+                    local_types[node.targets[0].id] = made
+        out: dict[str, None] = {}
+        for part in (*fn.decorator_list, *fn.args.defaults, *fn.body):
+            for ref in self._refs_in(part, cls, local_types):
+                out[ref] = None
+        return tuple(out)
+
+    def _refs_in(
+        self, node: ast.AST, cls: str | None, local_types: dict[str, str]
+    ) -> Iterator[str]:
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load):
+                q = self._resolve(sub, cls, local_types)
+                if q is not None:
+                    yield q
+
+    def _resolve(self, node: ast.expr, cls: str | None, local_types: dict[str, str]) -> str | None:
+        if isinstance(node, ast.Name):
+            name = node.id
+            if cls is not None and name in ("self", "cls"):
+                return f"{self.module}.{cls}"
+            if name in local_types:
+                return local_types[name]
+            if name in self.local:
+                return f"{self.module}.{name}"
+            if name in self.imports:
+                return self.imports[name]
+            if name in _BUILTINS:
+                return f"builtins.{name}"
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self._resolve(node.value, cls, local_types)
+            return None if base is None else f"{base}.{node.attr}"
+        if (
+            isinstance(node, ast.Call)
+            and cls is not None
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "super"
+        ):
+            return f"{self.module}.{cls}.__super__"
+        return None
+
+
+def _top_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Module-level statements, also inside ``if``/``try``/``with`` (platform and
+    fallback definitions), never inside a function or class body."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.TryStar)):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _top_statements(getattr(stmt, field, []))
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _top_statements(handler.body)
+
+
+def _split(q: str) -> tuple[str, list[str]] | None:
+    """``(module with source, remaining attribute path)`` for a qualified name."""
+    parts = q.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        if _module_file(module) is not None:
+            return module, parts[i:]
+    return None
+
+
+def _expand(q: str) -> tuple[str, ...]:
+    """The names ``q`` references (one hop), read from its module's summary."""
+    found = _split(q)
+    if found is None:
+        return ()
+    module, rest = found
+    got = summary(module)
+    if not rest or got is None:
+        return ()
+    refs, bases, instances = got
+    head, tail = rest[0], rest[1:]
+    if head not in refs and head not in bases:
+        # Not defined here: a name bound by import (a re-export) is its target.
+        from kernel.guard.scan import module_imports
+
+        return tuple(".".join([t, *tail]) for t in module_imports(module).get(head, ()))
+    if not tail:
+        return refs.get(head, ())
+    if head in instances and head not in bases:
+        return (".".join([instances[head], *tail]),)
+    member = f"{head}.{tail[0]}"
+    if tail[0] == "__super__":
+        return tuple(".".join([b, *tail[1:]]) for b in bases.get(head, ()))
+    if member in refs:
+        return refs[member]
+    if head in bases:
+        return tuple(".".join([b, *tail]) for b in bases[head])
+    return refs.get(head, ())
+
+
+def effect_chain(
+    q: str,
+    is_forbidden: Callable[[str], bool],
+    memo: dict[str, tuple[str, ...] | None],
+    *,
+    skip: frozenset[str] = frozenset(),
+) -> tuple[str, ...] | None:
+    """The shortest-found chain from ``q`` to a forbidden name (``q`` first), or None.
+
+    ``memo`` is shared between queries of one policy (a rule set's answers); names in
+    a top-level package of ``skip`` are matched but never followed.
+    """
+    if q in memo:
+        return memo[q]
+    budget = [MAX_NODES]
+    parent: dict[str, str] = {q: ""}
+    frontier = [q]
+    result: tuple[str, ...] | None = None
+    for _depth in range(MAX_DEPTH):
+        following: list[str] = []
+        for name in frontier:
+            for ref in _expand(name):
+                if ref in parent:
+                    continue
+                parent[ref] = name
+                budget[0] -= 1
+                if is_forbidden(ref):
+                    chain = [ref]
+                    while parent[chain[-1]]:
+                        chain.append(parent[chain[-1]])
+                    result = tuple(reversed(chain))
+                    break
+                if ref.split(".", 1)[0] not in skip:
+                    following.append(ref)
+            if result is not None or budget[0] <= 0:
+                break
+        if result is not None or budget[0] <= 0 or not following:
+            break
+        frontier = following
+    memo[q] = result
+    return result
