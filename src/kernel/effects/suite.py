@@ -61,6 +61,7 @@ import attrs
 
 from kernel.effects import console
 from kernel.effects.adapters.command import BASE_ENV, tree_digest
+from kernel.effects.environments import prepare_environment
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     OutputRoot,
@@ -121,6 +122,10 @@ class SuiteInstance:
     protected: tuple[str, ...]
     timeout_s: int
     document_digest: str
+    requirements: Path | None = None
+    """The instance's hash-pinned requirements (`kernel.effects.environments`), if any."""
+    environment_digest: str | None = None
+    """The digest of its built environment (set by `run_suite` before any task runs)."""
     unknown_tests: tuple[str, ...] = ()
     """Declared ids the baseline statically does not define: not run, not judged."""
 
@@ -192,6 +197,12 @@ def _instance(path: Path, index: int, item: Mapping[str, object]) -> SuiteInstan
     python = item.get("python", "python3")
     protected = item.get("protected", list(DEFAULT_PROTECTED))
     timeout = item.get("timeout_s", 300)
+    environment = item.get("environment")
+    requirements = None
+    if environment is not None:
+        if type(environment) is not dict or set(environment) != {"requirements"}:
+            raise ConfigError(f'{path}: {where}.environment: expected {{"requirements": PATH}}')
+        requirements = (path.parent / str(environment["requirements"])).resolve()
     if type(python) is not str or not python or "/" in python:
         raise ConfigError(f"{path}: {where}.python: expected an interpreter name on PATH")
     if type(protected) is not list or not all(type(p) is str and p for p in protected):
@@ -217,6 +228,7 @@ def _instance(path: Path, index: int, item: Mapping[str, object]) -> SuiteInstan
         protected=tuple(str(p) for p in protected),
         timeout_s=timeout,
         document_digest=digest,
+        requirements=requirements,
     )
 
 
@@ -402,7 +414,7 @@ def _configs(
         "inputs": [],
         "required_validators": required,
     }
-    check = {
+    check: dict[str, object] = {
         "id": _TESTS_CHECK,
         "timeout_s": instance.timeout_s,
         "python": instance.python,
@@ -411,6 +423,8 @@ def _configs(
             "pass_to_pass": list(instance.pass_to_pass),
         },
     }
+    if instance.environment_digest is not None:
+        check["environment"] = {"digest": instance.environment_digest}
     verifier: dict[str, object] = {
         "adapter": "command",
         "verifier_id": "suite-tests",
@@ -465,6 +479,7 @@ def _input_digest(instance: SuiteInstance, pinned: str, predictions: Sequence[Pr
             "runner": RUNNER_VERSION,
             "instance": instance.document_digest,
             "baseline": pinned,
+            "environment": instance.environment_digest,
             "predictions": [[p.model, sha256_bytes(p.patch)] for p in predictions],
         }
     )
@@ -519,7 +534,7 @@ def judge_instance(
         result = InstanceResult(
             instance_id=instance.instance_id,
             input_digest=digest,
-            environment_digest=None,
+            environment_digest=instance.environment_digest,
             calibration=calibration,
             run_digest=run_digest,
             predictions=results,
@@ -640,6 +655,25 @@ def _eta(done: int, total: int, started: float) -> str:
     return f"suite: {done}/{total} instances, {int(elapsed)} s elapsed, ETA {left} s"
 
 
+def _with_environments(instances: Sequence[SuiteInstance]) -> tuple[SuiteInstance, ...]:
+    """Build every instance's environment once, before any task runs: a build failure
+    (an unhashed requirement, a missing interpreter) stops the suite at load time."""
+    built: dict[tuple[str, Path], str] = {}
+    ready = []
+    for instance in instances:
+        if instance.requirements is not None:
+            key = (instance.python, instance.requirements)
+            if key not in built:
+                try:
+                    built[key] = prepare_environment(*key).digest
+                except ConfigError as e:
+                    raise ConfigError(f"[{instance.instance_id}].environment: {e}") from e
+            ready.append(attrs.evolve(instance, environment_digest=built[key]))
+        else:
+            ready.append(instance)
+    return tuple(ready)
+
+
 def run_suite(
     instances: Path | str,
     predictions: Path | str,
@@ -670,7 +704,7 @@ def run_suite(
     started = time.monotonic()
     if type(max_workers) is not int or max_workers < 1:
         raise ConfigError(f"--max-workers must be an integer >= 1, got {max_workers!r}")
-    loaded = load_instances(instances)
+    loaded = _with_environments(load_instances(instances))
     by_instance = load_predictions(predictions, loaded)
     folder = Path(output_dir)
     root = OutputRoot(results_root)

@@ -1,0 +1,223 @@
+"""Environments (issue 19 item 2): hash-pinned dependencies built once outside any sandbox,
+cached by content digest, used read-only by a declared-tests check, offline."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernel.effects.environments import CACHE_ENV, cache_root, prepare_environment
+from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.errors import ConfigError
+from kernel.runrecord import DeclaredTestOutcome
+from kernel.suite import declared_tests_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _wheel(folder: Path, name: str = "tinydep", version: str = "1.0") -> Path:
+    """A minimal pure-Python wheel, made here (no index, no build backend)."""
+    files = {f"{name}/__init__.py": b"VALUE = 42\n"}
+    info = f"{name}-{version}.dist-info"
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    )
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+
+    def entry(path: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{path},sha256={digest},{len(data)}"
+
+    record = "\n".join([*(entry(p, d) for p, d in files.items()), f"{info}/RECORD,,"]) + "\n"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for item, data in {**files, f"{info}/RECORD": record.encode()}.items():
+            archive.writestr(item, data)
+    return path
+
+
+def _requirements(folder: Path, *, hashed: bool = True) -> Path:
+    wheels = folder / "wheels"
+    wheels.mkdir(exist_ok=True)
+    wheel = _wheel(wheels)
+    pin = f"tinydep==1.0 --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}"
+    path = folder / "requirements.txt"
+    path.write_text(f"--no-index\n--find-links wheels\n{pin if hashed else 'tinydep==1.0'}\n")
+    return path
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache root of the test's own."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(root))
+    return root
+
+
+def test_an_environment_is_built_once_and_cached_by_digest(tmp_path: Path, cache: Path) -> None:
+    """The same interpreter and requirements give the same digest and folder, built once;
+    other requirement bytes give another digest."""
+    assert cache_root() == cache
+    requirements = _requirements(tmp_path)
+    first = prepare_environment("python3", requirements)
+    marker = first.root / "kernel-environment.json"
+    before = marker.stat().st_mtime_ns
+    again = prepare_environment("python3", requirements)
+    assert (again.digest, again.root) == (first.digest, first.root)
+    assert marker.stat().st_mtime_ns == before
+    assert first.root.parent == cache
+    assert (first.root / "bin" / "python").exists()
+    requirements.write_text(requirements.read_text() + "# changed\n")
+    assert prepare_environment("python3", requirements).digest != first.digest
+
+
+@pytest.mark.parametrize(
+    ("python", "hashed", "message"),
+    [
+        ("python3", False, "require-hashes"),
+        ("no-such-python", True, "not on PATH"),
+    ],
+)
+def test_an_unusable_environment_is_a_config_error(
+    tmp_path: Path, cache: Path, python: str, hashed: bool, message: str
+) -> None:
+    """A requirement without its hash, or a missing interpreter: refused before anything
+    runs, and nothing half-built is left in the cache."""
+    with pytest.raises(ConfigError, match=message):
+        prepare_environment(python, _requirements(tmp_path, hashed=hashed))
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+def _config(tmp_path: Path, *, environment: bool) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_dep.py").write_text(
+        "import unittest\nimport tinydep\n\n\nclass DepTest(unittest.TestCase):\n"
+        "    def test_value(self):\n        self.assertEqual(tinydep.VALUE, 42)\n"
+    )
+    (tmp_path / "empty.patch").write_bytes(b"")
+    (tmp_path / "work-unit.json").write_text(
+        json.dumps(
+            {
+                "id": "dep",
+                "version": 1,
+                "objective": "o",
+                "inputs": [],
+                "required_validators": ["tests"],
+            }
+        )
+    )
+    check: dict[str, object] = {
+        "id": "tests",
+        "timeout_s": 60,
+        "tests": {"pass_to_pass": ["test_dep.DepTest.test_value"]},
+    }
+    if environment:
+        _requirements(tmp_path)
+        check["environment"] = {"requirements": "requirements.txt"}
+    config = {
+        "kind": "kernel-orchestration-config",
+        "schema_version": "1",
+        "run_id": "dep",
+        "work_unit": "work-unit.json",
+        "verifier": {
+            "adapter": "command",
+            "verifier_id": "v",
+            "baseline": "repo",
+            "checks": [check],
+        },
+        "attempts": [
+            {"attempt_id": "a", "adapter": "patch", "worker_id": "w", "patch": "empty.patch"}
+        ],
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_a_check_runs_in_its_environment_without_network(tmp_path: Path, cache: Path) -> None:
+    """With its environment the test imports its dependency and passes; the environment's
+    digest is in the run's provenance (not its path). Without it, the same test errors."""
+    with_env = tmp_path / "with"
+    with_env.mkdir()
+    outcome = run_detailed(load_config(_config(with_env, environment=True)))
+    tests = declared_tests_of(outcome.record.attempts[0])
+    assert tests is not None
+    assert [t.outcome for t in tests] == [DeclaredTestOutcome.PASSED]
+    provenance = outcome.record.provenance
+    assert provenance is not None
+    digests = {i.name: i.digest for i in provenance.inputs}
+    (built,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    assert digests["environment:tests"] == built.name
+    assert str(cache) not in json.dumps(outcome.record.to_dict())
+    without = tmp_path / "without"
+    without.mkdir()
+    bare = run_detailed(load_config(_config(without, environment=False)))
+    tests = declared_tests_of(bare.record.attempts[0])
+    assert tests is not None
+    assert [t.outcome for t in tests] == [DeclaredTestOutcome.ERROR]
+    shutil.rmtree(cache)
+
+
+def test_a_suite_instance_declares_its_environment(tmp_path: Path, cache: Path) -> None:
+    """A suite instance whose tests import a pinned dependency: with its environment the
+    upstream-style fix resolves; the environment's digest is in the instance's result and
+    the run's provenance. Without the environment the instance is refused at calibration
+    (its PASS_TO_PASS cannot import), never a rejection of the patch."""
+    from kernel.effects.suite import run_suite
+
+    _config(tmp_path, environment=True)  # the repo and the requirements
+    (tmp_path / "repo" / "dep.py").write_text("def value():\n    return 41\n")
+    (tmp_path / "repo" / "test_fix.py").write_text(
+        "import unittest\nimport dep\n\n\nclass FixTest(unittest.TestCase):\n"
+        "    def test_fixed(self):\n        self.assertEqual(dep.value(), 42)\n"
+    )
+    fix = (
+        "diff --git a/dep.py b/dep.py\n--- a/dep.py\n+++ b/dep.py\n@@ -1,2 +1,2 @@\n"
+        " def value():\n-    return 41\n+    return 42\n"
+    )
+    base = {
+        "repo": "repo",
+        "FAIL_TO_PASS": ["test_fix.FixTest.test_fixed"],
+        "PASS_TO_PASS": ["test_dep.DepTest.test_value"],
+        "patch": fix,
+    }
+    instances = tmp_path / "instances.json"
+    instances.write_text(
+        json.dumps(
+            [
+                {
+                    **base,
+                    "instance_id": "with-env",
+                    "environment": {"requirements": "requirements.txt"},
+                },
+                {**base, "instance_id": "no-env"},
+            ]
+        )
+    )
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        "".join(
+            json.dumps({"instance_id": i, "model_name_or_path": "m", "model_patch": fix}) + "\n"
+            for i in ("with-env", "no-env")
+        )
+    )
+    outcome = run_suite(
+        instances, predictions, tmp_path / "results/s", results_root=tmp_path / "results"
+    )
+    with_env, no_env = outcome.summary.instances
+    assert with_env.predictions[0].status.value == "resolved"
+    (built,) = [p.name for p in cache.iterdir() if not p.name.startswith(".")]
+    assert with_env.environment_digest == built
+    run = json.loads((tmp_path / "results/s/instances/with-env/run.json").read_text())
+    assert {"name": "environment:tests", "digest": built} in run["provenance"]["inputs"]
+    assert not no_env.calibration.valid
+    assert [p.status.value for p in no_env.predictions] == ["error"]
