@@ -296,3 +296,66 @@ def test_an_entry_field_with_no_canonical_form_is_an_id_mismatch_not_a_crash(fie
     assert isinstance(outcome, LedgerBroken)
     assert outcome.position == 1
     assert LedgerReason.ENTRY_ID_MISMATCH in outcome.reason_codes
+
+
+def test_entries_built_by_new_entry_and_next_entry_verify() -> None:
+    """Issue 22: an `EntryKind` is its own value, not an unknown kind."""
+    records = chain(PAYLOADS)
+    assert verify_chain(records, recorded_head=None) == LedgerIntact(
+        count=len(records), head=LedgerHead(seq=records[-1].seq, entry_id=records[-1].entry_id)
+    )
+    made = [new_entry((0, GENESIS_ID), EntryKind.DECISION, {"n": 1})]
+    made.append(new_entry((1, made[0].entry_id), EntryKind.PROMOTION, {"n": 2}))
+    assert isinstance(verify_chain(made, recorded_head=(2, made[1].entry_id)), LedgerIntact)
+    assert entry_id_of(1, GENESIS_ID, EntryKind.DECISION, made[0].payload_digest) == (
+        made[0].entry_id
+    )
+
+
+def test_verify_chain_refuses_what_is_no_chain() -> None:
+    for bad in [5, "entries", b"x", {"a": 1}]:
+        with pytest.raises(ArgumentTypeError, match="entries"):
+            verify_chain(bad, recorded_head=None)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match=r"entries\[0\]"):
+        verify_chain([("short",)], recorded_head=None)
+    with pytest.raises(ArgumentTypeError, match="recorded_head"):
+        verify_chain([], recorded_head=5)  # type: ignore[arg-type]
+
+
+def test_a_broken_entry_says_what_was_expected_and_found() -> None:
+    entries = raw(chain(PAYLOADS))
+    tampered = [entries[0], entries[1]._replace(seq=7, kind="other"), *entries[2:]]
+    outcome = verify_chain(tampered, recorded_head=None)
+    assert isinstance(outcome, LedgerBroken)
+    assert "seq expected 2, found 7" in outcome.explanation
+    assert "kind expected one of" in outcome.explanation
+    tampered = [entries[0], entries[1]._replace(prev_id=GENESIS_ID, payload=5)]
+    outcome = verify_chain(tampered, recorded_head=None)
+    assert isinstance(outcome, LedgerBroken)
+    assert f"prev_id expected {str(entries[0].entry_id)[:12]}" in outcome.explanation
+    assert "found no text" in outcome.explanation
+    outcome = verify_chain(entries, recorded_head=(1, entries[0].entry_id))
+    assert isinstance(outcome, LedgerBroken)
+    assert "expected the recorded head, seq 1" in outcome.explanation
+
+
+def test_resealed_rewrite_of_the_tail_caught_by_a_merkle_anchor() -> None:
+    """A promotion trailer anchors the tree at its size: a tail rewritten with
+    recomputed ids and head no longer has that root (L7)."""
+    entries = chain(PAYLOADS)
+    intact = verify_chain(entries[:3], recorded_head=None, anchors={})
+    assert isinstance(intact, LedgerIntact)
+    assert intact.root_hash is not None
+    anchors = {3: intact.root_hash}
+    assert isinstance(verify_chain(entries, recorded_head=None, anchors=anchors), LedgerIntact)
+    rewritten = raw(chain([*PAYLOADS[:2], {"n": "forged"}, *PAYLOADS[3:]]))
+    outcome = verify_chain(rewritten, recorded_head=head_of(rewritten), anchors=anchors)
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.reason_codes == (LedgerReason.ANCHOR_MISMATCH,)
+    assert outcome.position == 3
+    truncated = raw(chain(PAYLOADS[:2]))
+    outcome = verify_chain(truncated, recorded_head=head_of(truncated), anchors=anchors)
+    assert isinstance(outcome, LedgerBroken)
+    assert outcome.reason_codes == (LedgerReason.ANCHOR_MISMATCH,)
+    assert outcome.position == 3
+    assert verify_chain([], recorded_head=None).root_hash is None  # type: ignore[union-attr]

@@ -90,7 +90,8 @@ TAMPERS = {
         "UPDATE kernel_ledger SET seq = seq + 100",
         "UPDATE kernel_ledger SET seq = seq - 99 WHERE seq > 102",
         "UPDATE kernel_ledger SET seq = seq - 100 WHERE seq > 100",
-        "INSERT INTO kernel_ledger SELECT 3, entry_id, prev_id, kind, payload_digest, payload"
+        "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload)"
+        " SELECT 3, entry_id, prev_id, kind, payload_digest, payload"
         " FROM kernel_ledger WHERE seq = 2",
     ],
     "head moved": ["UPDATE kernel_ledger_head SET seq = 4"],

@@ -27,9 +27,17 @@ Rules enforced by `verify_chain`, on the entries in the order a store returns th
 - L4 the payload hashes to ``payload_digest``: ``payload_edited``;
 - L5 ``entry_id`` recomputes from the fields: ``entry_id_mismatch``;
 - L6 the chain ends at the head the store recorded separately (sequence and id):
-  ``head_mismatch`` (the last entry removed, or one appended behind the store's back).
-  Tail truncation that also rewrites the recorded head is only visible against an
-  anchor held elsewhere (``expected_head``: e.g. a promotion commit's trailer).
+  ``head_mismatch`` (the last entry removed, or one appended behind the store's back);
+- L7 at every tree size an outside anchor names (a promotion commit's
+  ``Kernel-Ledger-Head`` trailer), the Merkle root of the entries so far is the
+  anchored root: ``anchor_mismatch`` (a tail rewritten with recomputed hashes and head).
+
+The ledger is also a Merkle tree (RFC 9162 §2.1): leaf ``i`` is the ``i``-th entry, its
+leaf hash SHA-256(0x00 || the 32 bytes of its entry id), an interior node
+SHA-256(0x01 || left || right), split at the largest power of two below the size.
+`TreeHead` names a tree (size and root); `InclusionProof` and `ConsistencyProof` are
+checked against heads by `check_inclusion` and `check_consistency`, the RFC's
+verification algorithms, so any RFC 9162 client can check the same proofs.
 
 An empty ledger is intact (count 0): a fresh store must be usable; L6 still applies.
 """
@@ -37,29 +45,47 @@ An empty ledger is intact (count 0): a fresh store must be usable; L6 still appl
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final, Literal, NamedTuple, cast
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, seal
+from kernel.codec import UNSEALED, Identity, Record, describe_found, seal
 from kernel.errors import ArgumentTypeError, ArgumentValueError
 from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
-from kernel.values import Count, Digest, Refusal
+from kernel.values import Count, Digest, Digests, OptionalDigest, Refusal, boundary
 
 __all__ = [
     "GENESIS_ID",
+    "ConsistencyProof",
     "EntryKind",
+    "InclusionProof",
     "LedgerBroken",
     "LedgerEntry",
     "LedgerHead",
     "LedgerIntact",
     "LedgerReason",
     "NewEntry",
+    "Perfect",
+    "ProofChecked",
+    "ProofReason",
+    "ProofRefusal",
     "RawEntry",
+    "TreeBuilder",
+    "TreeHead",
+    "check_consistency",
+    "check_inclusion",
+    "consistency_holds",
+    "consistency_path",
     "entry_id_of",
+    "frontier_of",
+    "inclusion_path",
+    "inclusion_root",
+    "leaf_hash",
     "new_entry",
     "next_entry",
+    "node_hash",
+    "range_hash",
     "verify_chain",
 ]
 
@@ -85,6 +111,8 @@ class EntryKind(enum.StrEnum):
 
 
 _KINDS: Final = frozenset(k.value for k in EntryKind)
+_MAX_TREE: Final = 1 << 62
+"""Tree sizes a proof may name (a path has at most 62 nodes)."""
 
 
 class LedgerReason(enum.StrEnum):
@@ -102,6 +130,8 @@ class LedgerReason(enum.StrEnum):
     """L5: an entry's id does not recompute from its fields."""
     HEAD_MISMATCH = "head_mismatch"
     """L6: the chain does not end at the recorded (or expected) head."""
+    ANCHOR_MISMATCH = "anchor_mismatch"
+    """L7: the Merkle root at an anchored size is not the anchored root."""
 
 
 @attrs.frozen(kw_only=True)
@@ -149,6 +179,8 @@ class LedgerIntact(Record):
     """Entries checked."""
     head: LedgerHead
     """The last entry."""
+    root_hash: OptionalDigest = None
+    """The Merkle root of the entries (hex), when the tree was computed (anchors given)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -161,11 +193,86 @@ class LedgerBroken(Refusal):
     refusal_id: Digest = UNSEALED
     """Self-sealed id."""
     position: Count
-    """1-based position of the first broken entry as read (count + 1 for L6)."""
+    """1-based position of the first broken entry as read (count + 1 for L6 and for an
+    anchor beyond the chain's end)."""
     entry_id: str = UNSEALED
     """The id that entry claims ("" for L6, which concerns no single entry)."""
     reason_codes: tuple[LedgerReason, ...]
     """Every rule the entry fails, in rule order."""
+
+
+@attrs.frozen(kw_only=True)
+class TreeHead(Record):
+    """A Merkle tree of the ledger: its size (entries) and root (hex). What a signed
+    tree head signs (its canonical JSON)."""
+
+    tree_size: Count
+    """Leaves (entries) in the tree."""
+    root_hash: Digest
+    """The RFC 9162 root (SHA-256 of nothing for an empty tree)."""
+
+
+@attrs.frozen(kw_only=True)
+class InclusionProof(Record):
+    """Entry ``entry_id`` is leaf ``leaf_index`` of the tree of ``tree_size`` leaves."""
+
+    entry_id: Digest
+    """The entry proved included."""
+    leaf_index: Count
+    """Its 0-based leaf index (its sequence number minus one)."""
+    tree_size: Count
+    """The tree it is proved included in."""
+    path: Digests
+    """RFC 9162 inclusion path (hex), leaf side first."""
+
+
+@attrs.frozen(kw_only=True)
+class ConsistencyProof(Record):
+    """The tree of ``old_size`` leaves is a prefix of the tree of ``new_size`` leaves."""
+
+    old_size: Count
+    """The older tree's size."""
+    new_size: Count
+    """The newer tree's size."""
+    path: Digests
+    """RFC 9162 consistency path (hex)."""
+
+
+class ProofReason(enum.StrEnum):
+    """Closed reason codes of `ProofRefusal`."""
+
+    SIZE_MISMATCH = "size_mismatch"
+    """The proof is about another tree size than the head it is checked against."""
+    OUT_OF_RANGE = "out_of_range"
+    """A leaf index or old size outside the tree (or a path of the wrong length)."""
+    ROOT_MISMATCH = "root_mismatch"
+    """The path does not lead to the head's root."""
+
+
+@attrs.frozen(kw_only=True)
+class ProofChecked(Record):
+    """A proof that holds against the heads given."""
+
+    proof: Literal["inclusion", "consistency"]
+    """Which kind of proof."""
+    tree_size: Count
+    """The (newer) tree's size."""
+    root_hash: Digest
+    """The (newer) tree's root."""
+
+
+@attrs.frozen(kw_only=True)
+class ProofRefusal(Refusal):
+    """A proof that does not hold. Self-sealed ``refusal_id``."""
+
+    __identity__ = Identity(field="refusal_id", seals=True)
+
+    refusal_id: Digest = UNSEALED
+    """Self-sealed id."""
+    proof: Literal["inclusion", "consistency"]
+    """Which kind of proof."""
+    reason_codes: tuple[ProofReason, ...]
+    """What failed."""
 
 
 class RawEntry(NamedTuple):
@@ -189,7 +296,7 @@ def entry_id_of(seq: int, prev_id: str, kind: str, payload_digest: str) -> str:
     together). Anything else takes the general path.
     """
     if (
-        type(kind) is str
+        isinstance(kind, str)
         and kind in _KINDS
         and type(seq) is int
         and 0 <= seq <= MAX_SAFE_INT
@@ -272,8 +379,8 @@ def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[Ledg
     # L2: the link to the previous entry.
     if prev_id != previous_id:
         reasons.append(LedgerReason.LINK_BROKEN)
-    # L3: a closed vocabulary of entry kinds.
-    if type(kind) is not str or kind not in _KINDS:
+    # L3: a closed vocabulary of entry kinds (an `EntryKind` is its own value).
+    if not isinstance(kind, str) or kind not in _KINDS:
         reasons.append(LedgerReason.UNKNOWN_KIND)
     # L4: the payload bytes are what the entry committed to.
     if not is_digest(payload_digest) or _payload_hash(payload) != payload_digest:
@@ -282,7 +389,7 @@ def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[Ledg
     if (
         type(seq) is not int
         or type(prev_id) is not str
-        or type(kind) is not str
+        or not isinstance(kind, str)
         or type(payload_digest) is not str
         or not is_digest(entry_id)
         or _recomputed(seq, prev_id, kind, payload_digest) != entry_id
@@ -308,7 +415,33 @@ def _recomputed(seq: int, prev_id: str, kind: str, payload_digest: str) -> str |
         return None
 
 
-def _broken(position: int, entry_id: object, reasons: list[LedgerReason]) -> LedgerBroken:
+def _short(value: object) -> str:
+    if type(value) is str and is_digest(value):
+        return value[:12]
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _found(raw: RawEntry, position: int, previous_id: str, reason: LedgerReason) -> str:
+    """What rule ``reason`` expected of the entry at ``position`` and what it found."""
+    if reason is LedgerReason.SEQUENCE_BROKEN:
+        return f"seq expected {position}, found {_short(raw.seq)}"
+    if reason is LedgerReason.LINK_BROKEN:
+        return f"prev_id expected {previous_id[:12]}, found {_short(raw.prev_id)}"
+    if reason is LedgerReason.UNKNOWN_KIND:
+        return f"kind expected one of {', '.join(sorted(_KINDS))}, found {_short(raw.kind)}"
+    if reason is LedgerReason.PAYLOAD_EDITED:
+        found = _payload_hash(raw.payload)
+        return (
+            f"payload expected to hash to {_short(raw.payload_digest)}, "
+            f"found {'no text' if found is None else found[:12]}"
+        )
+    return f"entry_id {_short(raw.entry_id)} does not recompute from the entry's fields"
+
+
+def _broken(
+    position: int, entry_id: object, reasons: list[LedgerReason], details: list[str]
+) -> LedgerBroken:
     shown = entry_id if type(entry_id) is str and is_digest(entry_id) else ""
     codes = ", ".join(reasons)
     where = f"entry {position}" if shown == "" else f"entry {position} ({shown[:12]})"
@@ -317,53 +450,379 @@ def _broken(position: int, entry_id: object, reasons: list[LedgerReason]) -> Led
         position=position,
         entry_id=shown,
         reason_codes=tuple(reasons),
-        explanation=f"ledger broken at {where}: {codes}",
+        explanation=f"ledger broken at {where}: {codes}: {'; '.join(details)}",
     )
 
 
+def _as_raw(raw: object, position: int) -> RawEntry:
+    """A `LedgerEntry` record as a 6-tuple (what does not unpack into six fields and is
+    no record is a misuse)."""
+    if isinstance(raw, LedgerEntry):
+        return RawEntry(
+            raw.seq, raw.entry_id, raw.prev_id, raw.kind, raw.payload_digest, raw.payload
+        )
+    raise ArgumentTypeError(
+        "verify_chain", f"entries[{position - 1}]", "a RawEntry or LedgerEntry", describe_found(raw)
+    )
+
+
+def _head_problem(
+    head: LedgerHead,
+    recorded_head: tuple[object, object] | None,
+    expected_head: LedgerHead | None,
+) -> str | None:
+    # L6: the chain ends where the store (and any outside anchor) says it does.
+    found = f"the chain ends at seq {head.seq} ({head.entry_id[:12]})"
+    if recorded_head is not None and (
+        type(recorded_head[0]) is not int or recorded_head != (head.seq, head.entry_id)
+    ):
+        seq, entry_id = recorded_head
+        return f"expected the recorded head, seq {_short(seq)} ({_short(entry_id)}); {found}"
+    if expected_head is not None and expected_head != head:
+        return (
+            f"expected the anchored head, seq {expected_head.seq} "
+            f"({expected_head.entry_id[:12]}); {found}"
+        )
+    return None
+
+
+@boundary
 def verify_chain(
-    entries: Iterable[RawEntry],
+    entries: Iterable[Sequence[object] | LedgerEntry],
     *,
     recorded_head: tuple[object, object] | None,
     expected_head: LedgerHead | None = None,
+    anchors: Mapping[int, str] | None = None,
 ) -> LedgerIntact | LedgerBroken:
-    """Check a chain (rules L1-L6 of the module docstring); stop at the first broken entry.
+    """Check a chain (rules L1-L7 of the module docstring); stop at the first broken entry.
 
     Args:
-        entries: the entries in the order the store returns them.
+        entries: the entries in the order the store returns them (6-tuples or
+            `LedgerEntry` records).
         recorded_head: the ``(seq, entry_id)`` the store keeps apart from the entries,
             unchecked (``(0, GENESIS_ID)`` when it recorded none); None only for a
             source that keeps no head at all.
         expected_head: an anchor held elsewhere; the chain must end exactly there.
+        anchors: tree size -> Merkle root (hex) held elsewhere (a promotion commit's
+            ``Kernel-Ledger-Head`` trailer); when given, the Merkle tree is computed
+            and `LedgerIntact.root_hash` set.
+
+    Raises:
+        ArgumentTypeError: ``entries`` is not an iterable of entries, or an argument is
+            not of its annotated type.
     """
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+        raise ArgumentTypeError(
+            "verify_chain", "entries", "an iterable of entries", describe_found(entries)
+        )
+    tree = None if anchors is None else TreeBuilder()
     previous_id = GENESIS_ID
     position = 0
     for raw in entries:
         position += 1
-        seq, entry_id, prev_id, kind, payload_digest, payload = raw
+        try:
+            # A store's 6-tuple; a record or a misuse takes the except branch.
+            seq, entry_id, prev_id, kind, payload_digest, payload = cast("RawEntry", raw)
+        except (TypeError, ValueError):
+            seq, entry_id, prev_id, kind, payload_digest, payload = _as_raw(raw, position)
         # The common case, every rule at once; the slow path names what failed.
-        if (
+        if not (
             type(seq) is int
             and seq == position
             and prev_id == previous_id
-            and type(kind) is str
+            and isinstance(kind, str)
             and kind in _KINDS
             and type(payload_digest) is str
             and _payload_hash(payload) == payload_digest
             and type(entry_id) is str
             and _fast_id(seq, previous_id, kind, payload_digest) == entry_id
         ):
-            previous_id = entry_id
-            continue
-        reasons = _entry_problems(RawEntry(*raw), position, previous_id)
-        if reasons:
-            return _broken(position, entry_id, reasons)
-        previous_id = str(entry_id)  # pragma: no cover - the fast path takes every valid entry
+            entry = RawEntry(seq, entry_id, prev_id, kind, payload_digest, payload)
+            reasons = _entry_problems(entry, position, previous_id)
+            details = [_found(entry, position, previous_id, r) for r in reasons]
+            return _broken(position, entry_id, reasons, details)
+        previous_id = entry_id
+        if tree is not None:
+            tree.append(leaf_hash(entry_id))
+            problem = _anchor_problem(tree, anchors)
+            if problem is not None:
+                return _broken(position, entry_id, [LedgerReason.ANCHOR_MISMATCH], [problem])
     head = LedgerHead(seq=position, entry_id=previous_id)
-    # L6: the chain ends where the store (and any outside anchor) says it does.
-    recorded_ok = recorded_head is None or (
-        type(recorded_head[0]) is int and recorded_head == (head.seq, head.entry_id)
-    )
-    if not recorded_ok or (expected_head is not None and expected_head != head):
-        return _broken(position + 1, "", [LedgerReason.HEAD_MISMATCH])
-    return LedgerIntact(count=position, head=head)
+    problem = _head_problem(head, recorded_head, expected_head)
+    if problem is not None:
+        return _broken(position + 1, "", [LedgerReason.HEAD_MISMATCH], [problem])
+    if anchors is not None and any(size > position for size in anchors):
+        beyond = min(size for size in anchors if size > position)
+        found = f"the chain has {position} entries, an anchor names a tree of {beyond}"
+        return _broken(position + 1, "", [LedgerReason.ANCHOR_MISMATCH], [found])
+    root = None if tree is None else tree.root().hex()
+    return LedgerIntact(count=position, head=head, root_hash=root)
+
+
+def _anchor_problem(tree: TreeBuilder, anchors: Mapping[int, str] | None) -> str | None:
+    # L7: the tree at an anchored size has the root recorded outside the ledger.
+    expected = None if anchors is None else anchors.get(tree.size)
+    if expected is None:
+        return None
+    found = tree.root().hex()
+    if found == expected:
+        return None
+    return f"the tree of {tree.size} entries expected root {expected[:12]}, found {found[:12]}"
+
+
+# -- The ledger as a Merkle tree (RFC 9162 §2.1) ------------------------------------------
+
+_EMPTY_ROOT: Final = bytes.fromhex(sha256_bytes(b""))
+
+
+def leaf_hash(entry_id: str) -> bytes:
+    """The RFC 9162 leaf hash of an entry: SHA-256(0x00 || the entry id's 32 bytes)."""
+    return bytes.fromhex(sha256_bytes(b"\x00" + bytes.fromhex(entry_id)))
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """The RFC 9162 interior node hash: SHA-256(0x01 || left || right)."""
+    return bytes.fromhex(sha256_bytes(b"\x01" + left + right))
+
+
+class TreeBuilder:
+    """The Merkle tree of a growing list of leaves, kept as its right edge: the roots of
+    the perfect subtrees the leaves so far make (one per set bit of the size)."""
+
+    __slots__ = ("frontier", "size")
+
+    def __init__(self, size: int = 0, frontier: Sequence[bytes] = ()) -> None:
+        self.size = size
+        self.frontier = list(frontier)
+        """Perfect subtree roots, largest (leftmost) first."""
+
+    def append(self, leaf: bytes) -> list[bytes]:
+        """Add a leaf hash; returns the perfect subtree roots it completes, level 1 up."""
+        completed: list[bytes] = []
+        node = leaf
+        self.size += 1
+        rest = self.size
+        while not rest & 1:
+            node = node_hash(self.frontier.pop(), node)
+            completed.append(node)
+            rest >>= 1
+        self.frontier.append(node)
+        return completed
+
+    def root(self) -> bytes:
+        """The tree's root (SHA-256 of nothing for an empty tree)."""
+        if not self.frontier:
+            return _EMPTY_ROOT
+        node = self.frontier[-1]
+        for left in reversed(self.frontier[:-1]):
+            node = node_hash(left, node)
+        return node
+
+
+def frontier_of(size: int) -> list[tuple[int, int]]:
+    """The perfect subtrees ``(level, index)`` whose roots make a tree of ``size`` leaves
+    (largest first): what `TreeBuilder` keeps."""
+    parts: list[tuple[int, int]] = []
+    start = 0
+    for level in range(size.bit_length() - 1, -1, -1):
+        if size >> level & 1:
+            parts.append((level, start >> level))
+            start += 1 << level
+    return parts
+
+
+Perfect = Callable[[int, int], bytes]
+"""``perfect(level, index)``: the root of the perfect subtree over leaves
+``[index * 2**level, (index + 1) * 2**level)`` (a leaf hash at level 0)."""
+
+
+def _split(n: int) -> int:
+    """The largest power of two smaller than ``n`` (n > 1): RFC 9162's split point."""
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def range_hash(start: int, end: int, perfect: Perfect) -> bytes:
+    """MTH of leaves ``[start, end)`` (``start`` a multiple of the split sizes above it)."""
+    n = end - start
+    if n & (n - 1) == 0:
+        level = n.bit_length() - 1
+        return perfect(level, start >> level)
+    k = _split(n)
+    return node_hash(range_hash(start, start + k, perfect), range_hash(start + k, end, perfect))
+
+
+def inclusion_path(index: int, size: int, perfect: Perfect) -> list[bytes]:
+    """RFC 9162 §2.1.3.1 PATH(index, D[size]), leaf side first.
+
+    Raises:
+        ArgumentValueError: ``index`` is not a leaf of a tree of ``size``.
+    """
+    if not 0 <= index < size:
+        raise ArgumentValueError(
+            "inclusion_path", "index", f"a leaf index below {size}", str(index)
+        )
+    path: list[bytes] = []
+    start, end = 0, size
+    while end - start > 1:
+        k = _split(end - start)
+        if index < start + k:
+            path.append(range_hash(start + k, end, perfect))
+            end = start + k
+        else:
+            path.append(range_hash(start, start + k, perfect))
+            start += k
+    path.reverse()
+    return path
+
+
+def consistency_path(old_size: int, new_size: int, perfect: Perfect) -> list[bytes]:
+    """RFC 9162 §2.1.4.1 PROOF(old_size, D[new_size]), in the RFC's order.
+
+    Raises:
+        ArgumentValueError: not ``0 <= old_size <= new_size``.
+    """
+    if not 0 <= old_size <= new_size:
+        raise ArgumentValueError(
+            "consistency_path", "old_size", f"a size from 0 to {new_size}", str(old_size)
+        )
+    if old_size in (0, new_size):
+        return []
+    path: list[bytes] = []
+    start, end, m, whole = 0, new_size, old_size, True
+    while m != end - start:
+        k = _split(end - start)
+        if m <= k:
+            path.append(range_hash(start + k, end, perfect))
+            end = start + k
+        else:
+            path.append(range_hash(start, start + k, perfect))
+            start, m, whole = start + k, m - k, False
+    if not whole:
+        path.append(range_hash(start, end, perfect))
+    path.reverse()
+    return path
+
+
+def inclusion_root(leaf: bytes, index: int, size: int, path: Sequence[bytes]) -> bytes | None:
+    """The root a leaf and its inclusion path imply (RFC 9162 §2.1.3.2), or None when the
+    path cannot be one for ``index`` in a tree of ``size``."""
+    if not 0 <= index < size:
+        return None
+    fn, sn, node = index, size - 1, leaf
+    for sibling in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            node = node_hash(sibling, node)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            node = node_hash(node, sibling)
+        fn, sn = fn >> 1, sn >> 1
+    return node if sn == 0 else None
+
+
+def consistency_holds(
+    old_size: int, new_size: int, old_root: bytes, new_root: bytes, path: Sequence[bytes]
+) -> bool:
+    """Whether ``path`` proves the tree of ``old_size`` leaves with ``old_root`` is a
+    prefix of the tree of ``new_size`` leaves with ``new_root`` (RFC 9162 §2.1.4.2)."""
+    if not 0 <= old_size <= new_size:
+        return False
+    if old_size == new_size:
+        return not path and old_root == new_root
+    if old_size == 0:
+        return not path
+    nodes = list(path)
+    if old_size & (old_size - 1) == 0:
+        nodes.insert(0, old_root)
+    if not nodes:
+        return False
+    fn, sn = old_size - 1, new_size - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    fr = sr = nodes[0]
+    for c in nodes[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    return fr == old_root and sr == new_root and sn == 0
+
+
+def _proof_refusal(
+    proof: Literal["inclusion", "consistency"], reason: ProofReason, why: str
+) -> ProofRefusal:
+    return seal(ProofRefusal, proof=proof, reason_codes=(reason,), explanation=why)
+
+
+@boundary
+def check_inclusion(proof: InclusionProof, head: TreeHead) -> ProofChecked | ProofRefusal:
+    """Whether ``proof`` shows its entry is in the tree ``head`` names (RFC 9162 §2.1.3.2).
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
+    if proof.tree_size != head.tree_size:
+        return _proof_refusal(
+            "inclusion",
+            ProofReason.SIZE_MISMATCH,
+            f"expected a proof for the head's tree of {head.tree_size}, "
+            f"found one for a tree of {proof.tree_size}",
+        )
+    if proof.tree_size > _MAX_TREE or not proof.leaf_index < proof.tree_size:
+        return _proof_refusal(
+            "inclusion",
+            ProofReason.OUT_OF_RANGE,
+            f"expected a leaf index below {proof.tree_size}, found {proof.leaf_index}",
+        )
+    path = [bytes.fromhex(node) for node in proof.path]
+    root = inclusion_root(leaf_hash(proof.entry_id), proof.leaf_index, proof.tree_size, path)
+    if root is None or root.hex() != head.root_hash:
+        found = "a path of the wrong length" if root is None else f"root {root.hex()[:12]}"
+        return _proof_refusal(
+            "inclusion",
+            ProofReason.ROOT_MISMATCH,
+            f"expected the path to lead to root {head.root_hash[:12]}, found {found}",
+        )
+    return ProofChecked(proof="inclusion", tree_size=head.tree_size, root_hash=head.root_hash)
+
+
+@boundary
+def check_consistency(
+    proof: ConsistencyProof, old: TreeHead, new: TreeHead
+) -> ProofChecked | ProofRefusal:
+    """Whether ``proof`` shows the tree ``old`` names is a prefix of the tree ``new``
+    names (RFC 9162 §2.1.4.2): nothing in the older ledger was rewritten.
+
+    Raises:
+        ArgumentTypeError: an argument is not of its annotated type.
+    """
+    if (proof.old_size, proof.new_size) != (old.tree_size, new.tree_size):
+        return _proof_refusal(
+            "consistency",
+            ProofReason.SIZE_MISMATCH,
+            f"expected a proof from {old.tree_size} to {new.tree_size} entries, "
+            f"found one from {proof.old_size} to {proof.new_size}",
+        )
+    if proof.new_size > _MAX_TREE or proof.old_size > proof.new_size:
+        return _proof_refusal(
+            "consistency",
+            ProofReason.OUT_OF_RANGE,
+            f"expected an old size up to {proof.new_size}, found {proof.old_size}",
+        )
+    path = [bytes.fromhex(node) for node in proof.path]
+    old_root, new_root = bytes.fromhex(old.root_hash), bytes.fromhex(new.root_hash)
+    if not consistency_holds(proof.old_size, proof.new_size, old_root, new_root, path):
+        return _proof_refusal(
+            "consistency",
+            ProofReason.ROOT_MISMATCH,
+            f"expected the path to join root {old.root_hash[:12]} ({old.tree_size}) to "
+            f"root {new.root_hash[:12]} ({new.tree_size}); it does not",
+        )
+    return ProofChecked(proof="consistency", tree_size=new.tree_size, root_hash=new.root_hash)

@@ -3,12 +3,18 @@
 The chain rules live in the pure `kernel.ledger`; a store only keeps entries and a
 separately recorded head, and appends under a lock that serialises writers:
 
-- SQLite (a file path, default ``results/ledger.sqlite``): WAL journal, and every
-  append is one ``BEGIN IMMEDIATE`` transaction (the database's write lock, taken
-  before the head is read), with a busy timeout, so writers in several processes
-  queue instead of failing and none is lost. ``synchronous=NORMAL``: in WAL mode a
-  crash of the process never loses a committed append; a power loss may drop the
-  last appends, never break the chain.
+- SQLite (a file path, default ``results/ledger.sqlite``): WAL journal, a busy
+  timeout, so writers in several processes queue instead of failing and none is
+  lost. The first append of a connection is one ``BEGIN IMMEDIATE`` transaction (the
+  write lock, taken before the head is read); later ones are one conditional
+  ``INSERT`` that lands only if the recorded head is still the one this connection
+  appended after (else the locked path again). ``synchronous=NORMAL``: in WAL mode
+  a crash of the process never loses a committed append; a power loss may drop the
+  last appends, never break the chain. Each row also keeps the Merkle subtree roots
+  its entry completes (``nodes``), so a proof or tree head reads O(log n) rows.
+  Readers (``create=False``: verify, show, export, prove) open the file read-only
+  and write nothing: ``immutable`` when no write-ahead log exists (so no ``-wal`` or
+  ``-shm`` file is made), else read-only beside the writer's log.
 - PostgreSQL (a ``postgresql://`` URL; optional extra ``postgres``, psycopg): the
   same tables; an append locks the head row (``SELECT ... FOR UPDATE``) so writers
   on several machines serialise.
@@ -25,25 +31,42 @@ Every failure (unreadable file, not a database, server down) is an `EffectError`
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 import orjson
 
-from kernel.effects.files import atomic_write_bytes, read_input
+from kernel.effects.files import _refuse_duplicate_keys as refuse_duplicate_keys
+from kernel.effects.files import (
+    atomic_write_bytes,
+    check_input,
+    read_input,
+)
 from kernel.errors import CanonicalizationError, ConfigError, EffectError
 from kernel.identity import canonical_json, is_digest
 from kernel.ledger import (
     GENESIS_ID,
+    ConsistencyProof,
     EntryKind,
+    InclusionProof,
     LedgerBroken,
     LedgerHead,
     LedgerIntact,
     NewEntry,
     RawEntry,
+    TreeBuilder,
+    TreeHead,
+    consistency_path,
+    frontier_of,
+    inclusion_path,
+    leaf_hash,
     new_entry,
+    node_hash,
     verify_chain,
 )
 
@@ -53,7 +76,11 @@ __all__ = [
     "export_jsonl",
     "open_store",
     "opened",
+    "prove_consistency",
+    "prove_inclusion",
     "read_jsonl",
+    "redact",
+    "tree_head",
     "verify_store",
 ]
 
@@ -67,10 +94,18 @@ _SQLITE_SCHEMA: Final = (
     " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS kernel_ledger_head ("
     " one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, entry_id TEXT NOT NULL)",
+    # A fresh ledger's head row: (0, GENESIS_ID), so each append updates it in place.
+    "INSERT INTO kernel_ledger_head SELECT 1, 0, printf('%064d', 0)"
+    " WHERE NOT EXISTS (SELECT 1 FROM kernel_ledger_head)"
+    " AND NOT EXISTS (SELECT 1 FROM kernel_ledger)",
     # The head follows every append inside the append's own transaction (one round
-    # trip fewer per append than a second statement).
-    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_head_follows AFTER INSERT ON kernel_ledger"
-    " BEGIN INSERT OR REPLACE INTO kernel_ledger_head VALUES (1, NEW.seq, NEW.entry_id); END",
+    # trip fewer per append than a second statement); an update in place, not a
+    # replace (a delete and an insert). Ledgers made before keep working: the old
+    # trigger is replaced.
+    "DROP TRIGGER IF EXISTS kernel_ledger_head_follows",
+    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_head_moves AFTER INSERT ON kernel_ledger"
+    " BEGIN UPDATE kernel_ledger_head SET seq = NEW.seq, entry_id = NEW.entry_id"
+    " WHERE one = 1; END",
 )
 _PG_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
@@ -88,6 +123,22 @@ _SELECT_ENTRIES_RAW: Final = (
     "SELECT seq, entry_id, prev_id, kind, payload_digest, CAST(payload AS BLOB)"
     " FROM kernel_ledger ORDER BY seq"
 )
+# The Merkle subtree roots an entry completes (level 1 up, 32 bytes each); NULL in a
+# ledger written before the tree (its roots are then computed from the leaves).
+_ADD_NODES: Final = "ALTER TABLE kernel_ledger ADD COLUMN nodes BLOB"
+_INSERT: Final = (
+    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# The append of a connection that knows the head: it lands only if the recorded head is
+# still that head and no entry lies beyond it (one statement, its own transaction).
+_INSERT_AFTER: Final = (
+    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes)"
+    " SELECT ?, ?, ?, ?, ?, ?, ? WHERE (SELECT entry_id FROM kernel_ledger_head"
+    " WHERE one = 1 AND seq = ?) = ? AND NOT EXISTS (SELECT 1 FROM kernel_ledger WHERE seq > ?)"
+)
+_SELECT_SEQ: Final = "SELECT seq FROM kernel_ledger WHERE entry_id = ?"
+_SELECT_NODE: Final = "SELECT entry_id, nodes FROM kernel_ledger WHERE seq = ?"
 _SELECT_LAST: Final = "SELECT seq, entry_id FROM kernel_ledger ORDER BY seq DESC LIMIT 1"
 _SELECT_HEAD: Final = "SELECT seq, entry_id FROM kernel_ledger_head WHERE one = 1"
 _SELECT_BOTH: Final = (
@@ -119,17 +170,106 @@ class LedgerStore(Protocol):
         (``(0, GENESIS_ID)`` when it has none yet)."""
         ...
 
+    def seq_of(self, entry_id: str) -> int | None:
+        """The sequence number of the entry with this id (None when there is none)."""
+        ...
+
+    def perfect(self, level: int, index: int) -> bytes:
+        """The root of a perfect Merkle subtree (`kernel.ledger.Perfect`)."""
+        ...
+
     def close(self) -> None:
         """Release the connection."""
         ...
 
 
 def verify_store(
-    store: LedgerStore, expected_head: LedgerHead | None = None
+    store: LedgerStore,
+    expected_head: LedgerHead | None = None,
+    anchors: Mapping[int, str] | None = None,
 ) -> LedgerIntact | LedgerBroken:
-    """Recompute ``store``'s chain (`kernel.ledger.verify_chain`)."""
+    """Recompute ``store``'s chain (`kernel.ledger.verify_chain`; ``anchors``: tree size
+    -> Merkle root recorded elsewhere, and the tree is computed)."""
     rows = store.verify_rows() if isinstance(store, SqliteStore) else store.entries()
-    return verify_chain(rows, recorded_head=store.recorded_head(), expected_head=expected_head)
+    return verify_chain(
+        rows, recorded_head=store.recorded_head(), expected_head=expected_head, anchors=anchors
+    )
+
+
+def tree_head(store: LedgerStore) -> TreeHead:
+    """The Merkle tree head of ``store`` as recorded (its head's size, the root of the
+    stored subtree roots): O(log n) reads. A head to sign comes from a verified chain
+    (`verify_store` with anchors); this one is what a promotion trailer records.
+
+    Raises:
+        EffectError: the store cannot be read or its head is malformed.
+    """
+    seq, _ = _checked_head(store)
+    tree = TreeBuilder(seq, [_perfect(store, *part) for part in frontier_of(seq)])
+    return TreeHead(tree_size=seq, root_hash=tree.root().hex())
+
+
+def _checked_head(store: LedgerStore) -> tuple[int, str]:
+    seq, entry_id = store.recorded_head()
+    if type(seq) is not int or seq < 0 or not is_digest(entry_id):
+        raise EffectError(f"{store.locator}: malformed recorded head (run `kernel ledger verify`)")
+    return seq, str(entry_id)
+
+
+def _perfect(store: LedgerStore, level: int, index: int) -> bytes:
+    try:
+        return store.perfect(level, index)
+    except (sqlite3.Error, ValueError) as e:
+        raise EffectError(f"{store.locator}: cannot read the Merkle tree ({e})") from e
+
+
+def prove_inclusion(
+    store: LedgerStore, entry_id: str, tree_size: int | None = None
+) -> InclusionProof:
+    """The proof that ``entry_id`` is in the tree of ``tree_size`` entries (default: the
+    whole ledger).
+
+    Raises:
+        EffectError: no such entry within that tree, or an unreadable store.
+    """
+    size = _checked_head(store)[0] if tree_size is None else tree_size
+    seq = store.seq_of(entry_id)
+    if seq is None or not 1 <= seq <= size:
+        raise EffectError(f"{store.locator}: entry {entry_id} is not in the tree of {size}")
+    path = inclusion_path(seq - 1, size, lambda level, index: _perfect(store, level, index))
+    return InclusionProof(
+        entry_id=entry_id, leaf_index=seq - 1, tree_size=size, path=tuple(p.hex() for p in path)
+    )
+
+
+def prove_consistency(
+    store: LedgerStore, old_size: int, new_size: int | None = None
+) -> ConsistencyProof:
+    """The proof that the tree of ``old_size`` entries is a prefix of the tree of
+    ``new_size`` (default: the whole ledger).
+
+    Raises:
+        EffectError: ``old_size`` beyond the ledger, or an unreadable store.
+    """
+    size = _checked_head(store)[0] if new_size is None else new_size
+    if not 0 <= old_size <= size:
+        raise EffectError(f"{store.locator}: the ledger has {size} entries, not {old_size}")
+    path = consistency_path(old_size, size, lambda level, index: _perfect(store, level, index))
+    return ConsistencyProof(old_size=old_size, new_size=size, path=tuple(p.hex() for p in path))
+
+
+_SECRETS: Final = (
+    re.compile(r"(postgres(?:ql)?://[^/?#@\s]*?:)[^/?#@\s]*@", re.IGNORECASE),
+    re.compile(r"([?&](?:password|sslpassword)=)[^&#\s]*", re.IGNORECASE),
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every password of a PostgreSQL URL (``user:SECRET@`` or
+    ``?password=SECRET``) replaced by ``***``: what errors and locators print."""
+    for pattern in _SECRETS:
+        text = pattern.sub(r"\1***" + ("@" if pattern is _SECRETS[0] else ""), text)
+    return text
 
 
 def _raw_head(row: Any) -> tuple[object, object]:
@@ -153,18 +293,25 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, create: bool) -> None:
         self._path = path
-        if not create and not path.is_file():
-            raise EffectError(f"{path}: ledger not found")
+        self._known: tuple[tuple[int, str], TreeBuilder] | None = None
         try:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE).
-            self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            if create:
+                # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE).
+                self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
                 for statement in _SQLITE_SCHEMA:
                     self._db.execute(statement)
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(kernel_ledger)")}
+                if "nodes" not in columns:
+                    self._db.execute(_ADD_NODES)
+            else:
+                check_input(path, what="ledger")
+                self._db = sqlite3.connect(
+                    _read_only_uri(path), uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None
+                )
+                self._db.execute(_SELECT_HEAD).fetchone()
         except (sqlite3.Error, OSError) as e:
             raise EffectError(f"{path}: not a usable ledger ({e})") from e
 
@@ -174,34 +321,77 @@ class SqliteStore:
 
     def append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                # One round trip: the recorded head and the last entry.
-                both = self._db.execute(_SELECT_BOTH).fetchone()
-                head = _check_head(
-                    None if both[0] is None else both[:2],
-                    None if both[2] is None else both[2:],
-                    self._path,
-                )
-                entry = new_entry(head, kind, dict(payload))
-                self._db.execute(
-                    "INSERT INTO kernel_ledger VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        entry.seq,
-                        entry.entry_id,
-                        entry.prev_id,
-                        entry.kind.value,
-                        entry.payload_digest,
-                        entry.payload,
-                    ),
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            if self._known is not None:
+                entry = self._append_after(kind, payload, *self._known)
+                if entry is not None:
+                    return entry
+            return self._append_locked(kind, payload)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: ledger append failed ({e})") from e
+
+    def _append_after(
+        self,
+        kind: EntryKind,
+        payload: Mapping[str, object],
+        head: tuple[int, str],
+        tree: TreeBuilder,
+    ) -> NewEntry | None:
+        """The one-statement append after a head this connection knows; None when the
+        ledger moved on (another writer) and the locked path must decide."""
+        entry = new_entry(head, kind, dict(payload))
+        grown = TreeBuilder(tree.size, tree.frontier)
+        nodes = b"".join(grown.append(leaf_hash(entry.entry_id))) or None
+        try:
+            done = self._db.execute(
+                _INSERT_AFTER, (*_row(entry), nodes, head[0], head[1], head[0])
+            ).rowcount
+        except sqlite3.IntegrityError:
+            done = 0
+        if done != 1:
+            self._known = None
+            return None
+        self._known = ((entry.seq, entry.entry_id), grown)
         return entry
+
+    def _append_locked(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            # One round trip: the recorded head and the last entry.
+            both = self._db.execute(_SELECT_BOTH).fetchone()
+            head = _check_head(
+                None if both[0] is None else both[:2],
+                None if both[2] is None else both[2:],
+                self._path,
+            )
+            entry = new_entry(head, kind, dict(payload))
+            tree = TreeBuilder(head[0], [self.perfect(*part) for part in frontier_of(head[0])])
+            nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
+            self._db.execute(_INSERT, (*_row(entry), nodes))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._known = ((entry.seq, entry.entry_id), tree)
+        return entry
+
+    def perfect(self, level: int, index: int) -> bytes:
+        """The root of a perfect subtree (`kernel.ledger.Perfect`): stored in the row of
+        its last leaf, or computed from its halves where that row has none.
+
+        Raises:
+            EffectError: the row is missing or its id is not a digest (a tampered
+                store: run ``kernel ledger verify``).
+        """
+        seq = (index + 1) << level
+        row = self._db.execute(_SELECT_NODE, (seq,)).fetchone()
+        if row is None or not is_digest(row[0]):
+            raise EffectError(f"{self.locator}: entry {seq} missing or malformed (verify it)")
+        nodes = row[1]
+        if level == 0:
+            return leaf_hash(row[0])
+        if type(nodes) is bytes and len(nodes) >= level * 32:
+            return nodes[(level - 1) * 32 : level * 32]
+        return node_hash(self.perfect(level - 1, 2 * index), self.perfect(level - 1, 2 * index + 1))
 
     def entries(self) -> Iterator[RawEntry]:
         try:
@@ -224,8 +414,36 @@ class SqliteStore:
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 
+    def seq_of(self, entry_id: str) -> int | None:
+        try:
+            row = self._db.execute(_SELECT_SEQ, (entry_id,)).fetchone()
+        except sqlite3.Error as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
+        return row[0] if row is not None and type(row[0]) is int else None
+
     def close(self) -> None:
         self._db.close()
+
+
+def _row(entry: NewEntry) -> tuple[object, ...]:
+    return (
+        entry.seq,
+        entry.entry_id,
+        entry.prev_id,
+        entry.kind.value,
+        entry.payload_digest,
+        entry.payload,
+    )
+
+
+def _read_only_uri(path: Path) -> str:
+    """A URI that opens ``path`` without writing anything: ``immutable`` when no writer's
+    log exists (a read-only open would create ``-wal`` and ``-shm`` files), else
+    read-only beside the log a writer keeps."""
+    target = urllib.parse.quote(str(path.absolute()))
+    if os.path.lexists(f"{path}-wal"):
+        return f"file:{target}?mode=ro"
+    return f"file:{target}?mode=ro&immutable=1"
 
 
 class PostgresStore:
@@ -243,7 +461,10 @@ class PostgresStore:
         self._url = url
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
-            if create:
+            if not create:
+                # Readers write nothing, whatever the role may do.
+                self._db.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            else:
                 with self._db.transaction():
                     # Serialise concurrent first-time creators.
                     self._db.execute("SELECT pg_advisory_xact_lock(7316243)")
@@ -255,10 +476,7 @@ class PostgresStore:
     @property
     def locator(self) -> str:
         # Never print a password.
-        scheme, sep, rest = self._url.partition("://")
-        if "@" in rest.split("/", 1)[0]:
-            rest = rest.split("@", 1)[1]
-        return scheme + sep + rest
+        return redact(self._url)
 
     def append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
         psycopg = self._psycopg
@@ -310,12 +528,38 @@ class PostgresStore:
         except psycopg.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
 
+    def seq_of(self, entry_id: str) -> int | None:
+        psycopg = self._psycopg
+        try:
+            row = self._db.execute(_SELECT_SEQ.replace("?", "%s"), (entry_id,)).fetchone()
+        except psycopg.Error as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
+        return row[0] if row is not None and type(row[0]) is int else None
+
+    def perfect(self, level: int, index: int) -> bytes:
+        """Computed from the leaves (this store keeps no subtree roots)."""
+        psycopg = self._psycopg
+        start = index << level
+        try:
+            rows = self._db.execute(
+                "SELECT entry_id FROM kernel_ledger WHERE seq > %s AND seq <= %s ORDER BY seq",
+                (start, start + (1 << level)),
+            ).fetchall()
+        except psycopg.Error as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
+        tree = TreeBuilder()
+        for (entry_id,) in rows:
+            tree.append(leaf_hash(entry_id))
+        if tree.size != 1 << level:
+            raise EffectError(f"{self.locator}: entries missing below {start + (1 << level)}")
+        return tree.root()
+
     def close(self) -> None:
         self._db.close()
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
+    text = redact(str(error)).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
@@ -407,6 +651,8 @@ def read_jsonl(path: Path) -> tuple[list[RawEntry], tuple[object, object]]:
             raise ConfigError(f"{path}:{number}: not valid JSON ({e})") from e
         if type(value) is not dict:
             raise ConfigError(f"{path}:{number}: expected a JSON object")
+        # A repeated key would let a forged first value hide behind the original last.
+        refuse_duplicate_keys(Path(f"{path}:{number}"), line, value)
         if seen_head:
             raise ConfigError(f"{path}:{number}: a line after the head line")
         if set(value) == {_HEAD_LINE}:
