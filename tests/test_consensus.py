@@ -29,7 +29,7 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.effects.commands.promote import with_run_limits
+from kernel.effects.run_folder import with_run_limits
 from kernel.errors import RecordError
 from kernel.strategies import run_observations
 

@@ -33,10 +33,18 @@ from kernel.consensus import (
 from kernel.decision import Decision, HumanDecisionRecord
 from kernel.effects import git as git_effects
 from kernel.effects.cli import main
-from kernel.effects.commands.promote import load_run_folder
-from kernel.effects.git import CommitIdentity, GitRefusal, Repo, content_tree_id
+from kernel.effects.git import (
+    CommitIdentity,
+    GitRefusal,
+    Repo,
+    UntrustedConfig,
+    content_tree_id,
+    exec_keys,
+)
 from kernel.effects.ledger_store import opened, read_jsonl, verify_store
 from kernel.effects.pipeline import run_pipeline
+from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
+from kernel.effects.run_folder import load_run_folder
 from kernel.errors import ConfigError, EffectError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
@@ -184,7 +192,7 @@ def test_signed_accept_is_promoted_with_trailers(
     assert f"Kernel-Report-Digest: {folder.report.digest}" in trailers
     assert f"Kernel-Decision-Id: {record.record_id}" in trailers
     assert f"Kernel-Admission-Id: {folder.admission.admission_id}" in trailers
-    assert kinds(ledger) == ["admission", "decision", "promotion"]
+    assert kinds(ledger) == ["admission", "decision", "promotion", "promotion"]
     with opened(ledger, create=False) as store:
         permit_entry = list(store.entries())[1].entry_id
     assert f"Kernel-Ledger-Entry: {permit_entry}" in trailers
@@ -322,11 +330,11 @@ def test_broken_ledger_is_refused(
     assert git(repo, "rev-parse", "main") == before
 
 
-@pytest.mark.parametrize("problem", ["missing repo", "not a repo", "dirty", "no branch"])
+@pytest.mark.parametrize("problem", ["missing repo", "not a repo", "no branch"])
 def test_unusable_repository_exit_2(
     problem: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A missing, dirty or branchless repository: exit 2, one line, nothing changed or
+    """A missing or branchless repository: exit 2, one line, nothing changed or
     appended."""
     decision = decide(demo, tmp_path, key=demo.alice)
     target, onto = repo, "main"
@@ -335,8 +343,6 @@ def test_unusable_repository_exit_2(
     elif problem == "not a repo":
         target = tmp_path / "plain"
         target.mkdir()
-    elif problem == "dirty":
-        (repo / "stats.py").write_text("# edited\n")
     else:
         onto = "no-such-branch"
     ledger = tmp_path / "l.sqlite"
@@ -444,7 +450,7 @@ def test_readme_closes_the_loop(demo: Demo, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "promoted attempt-1 onto main" in done.stdout
-    assert "intact: 3 entries" in done.stdout
+    assert "intact: 4 entries" in done.stdout
     trailers = (work / "trailers.txt").read_text()
     assert f"Kernel-Report-Digest: {load_run_folder(demo.run_dir).report.digest}" in trailers
 
@@ -721,7 +727,8 @@ def test_branch_moving_during_promotion_is_a_refusal(
     assert promote(demo, repo, decision, ledger) == 1
     assert "refused (branch_moved)" in capsys.readouterr().out
     assert git(repo, "rev-parse", "main") == moved[0]
-    assert kinds(ledger) == ["admission", "decision", "refusal"]
+    assert kinds(ledger) == ["admission", "decision", "promotion", "promotion", "refusal"]
+    assert pending_of(ledger) == []
 
 
 def test_unstage_race_and_bad_ref_names(demo: Demo, repo: Path, tmp_path: Path) -> None:
@@ -845,3 +852,243 @@ def test_missing_signer(
         assert capsys.readouterr().err.count("\n") == 1
         assert not ledger.exists()
     assert git(repo, "rev-parse", "main") == before
+
+
+# -- All or nothing (issue 22 items 1-2): killed after every step and recovered, refused
+# before anything moves, never running anything of the repository's or the candidate's.
+
+STEPS = ["permit", "intent", "ref", "work-tree"]
+
+
+def pending_of(ledger: Path) -> list[str]:
+    with opened(ledger, create=False) as store:
+        return [p.commit for p in pending(store)]
+
+
+def verify_repo(repo: Path, ledger: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["ledger", "verify", "--ledger", str(ledger), "--repo", str(repo)])
+    return code, capsys.readouterr().out
+
+
+def agree(repo: Path) -> None:
+    """Branch, index and work tree say the same thing: nothing staged or changed."""
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(repo, "write-tree") == git(repo, "rev-parse", "main^{tree}")
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_promotion_killed_after_any_step_is_recovered(
+    step: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    old = git(repo, "rev-parse", "main")
+    argv = [
+        sys.executable, "-m", "kernel", "promote", "--run-dir", str(demo.run_dir),
+        "--decision", str(decision), "--allowed-signers", str(demo.allowed),
+        "--repo", str(repo), "--onto", "main", "--ledger", str(ledger),
+    ]  # fmt: skip
+    killed = subprocess.run(
+        argv, env={**os.environ, CRASH_AT_VARIABLE: step}, capture_output=True, check=False
+    )
+    assert killed.returncode == 137, killed.stderr
+    moved = git(repo, "rev-parse", "main") != old
+    assert moved == (step in ("ref", "work-tree"))
+    code, out = verify_repo(repo, ledger, capsys)
+    if step == "permit":
+        assert code == 0
+        assert pending_of(ledger) == []
+    else:
+        assert code == 1
+        assert "was not finished" in out
+        assert "kernel promote --recover" in out
+    capsys.readouterr()
+    assert main(["promote", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert pending_of(ledger) == []
+    agree(repo)
+    if step == "permit":
+        assert git(repo, "rev-parse", "main") == old
+        assert promote(demo, repo, decision, ledger) == 0
+    assert git(repo, "rev-parse", "main^") == old
+    assert kinds(ledger)[-1] == "promotion"
+    assert verify_repo(repo, ledger, capsys)[0] == 0
+
+
+def test_recovery_with_nothing_pending_and_a_branch_moved_elsewhere(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ledger = tmp_path / "l.sqlite"
+    assert main(["promote", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert "no promotion left half done" in capsys.readouterr().out
+    decision = decide(demo, tmp_path, key=demo.alice)
+    argv = [
+        sys.executable, "-m", "kernel", "promote", "--run-dir", str(demo.run_dir),
+        "--decision", str(decision), "--allowed-signers", str(demo.allowed),
+        "--repo", str(repo), "--onto", "main", "--ledger", str(ledger),
+    ]  # fmt: skip
+    env = {**os.environ, CRASH_AT_VARIABLE: "intent"}
+    assert subprocess.run(argv, env=env, capture_output=True, check=False).returncode == 137
+    (repo / "other.txt").write_text("someone else\n")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "someone else")
+    other = git(repo, "rev-parse", "main")
+    assert main(["promote", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert "abandoned" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == other
+    assert pending_of(ledger) == []
+    assert verify_repo(repo, ledger, capsys)[0] == 0
+
+
+def test_a_dirty_work_tree_is_refused_before_anything_moves(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Refused and recorded (work_tree_blocked); the branch stays where it was."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    old = git(repo, "rev-parse", "main")
+    (repo / "stats.py").write_text("# edited by hand\n")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    assert "refused (work_tree_blocked)" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == old
+    assert kinds(ledger) == ["refusal"]
+
+
+def test_a_branch_checked_out_in_a_linked_work_tree_is_not_moved_under_it(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "linked"), "main")
+    old = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    out = capsys.readouterr().out
+    assert "refused (work_tree_blocked)" in out
+    assert git(repo, "rev-parse", "main") == old
+    assert kinds(ledger) == ["refusal"]
+
+
+def test_an_untracked_file_in_the_way_blocks_the_work_tree(tmp_path: Path) -> None:
+    """The check promote runs before the ref moves: a file the update would add exists
+    untracked (ignored or not); nothing in the work tree or index changes."""
+    path = tmp_path / "r"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text("a\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    old = git(path, "rev-parse", "HEAD")
+    (path / "b.txt").write_text("b\n")
+    git(path, "add", "b.txt")
+    git(path, "commit", "-q", "-m", "adds b")
+    new = git(path, "rev-parse", "HEAD")
+    git(path, "reset", "-q", "--hard", old)
+    handle = Repo(path)
+    assert handle.work_tree_blocker(old, new) is None
+    (path / "b.txt").write_text("mine\n")
+    why = handle.work_tree_blocker(old, new)
+    assert why is not None
+    assert "b.txt" in why
+    assert (path / "b.txt").read_text() == "mine\n"
+    assert git(path, "status", "--porcelain") == "?? b.txt"
+
+
+def _filter(repo: Path, tmp_path: Path) -> tuple[str, Path]:
+    marker = tmp_path / "filter-ran"
+    command = f"sh -c 'touch {marker}; cat'"
+    return command, marker
+
+
+@pytest.mark.parametrize("where", ["config", "include", "worktree"])
+def test_a_repository_configuration_that_runs_commands_is_refused(
+    where: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A filter driver in .git/config (named by .git/info/attributes), the same through
+    include.path, core.worktree: exit 2 naming the key; the filter never runs."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    command, marker = _filter(repo, tmp_path)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=probe\n")
+    if where == "config":
+        git(repo, "config", "filter.probe.clean", command)
+        git(repo, "config", "filter.probe.smudge", command)
+        key = "filter.probe.clean"
+    elif where == "include":
+        extra = tmp_path / "extra.config"
+        extra.write_text(f'[filter "probe"]\n\tclean = {command}\n\tsmudge = {command}\n')
+        git(repo, "config", "include.path", str(extra))
+        key = "include.path"
+    else:
+        git(repo, "config", "core.worktree", str(tmp_path))
+        key = "core.worktree"
+    ledger = tmp_path / "l.sqlite"
+    old = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 2
+    err = capsys.readouterr().err
+    assert key in err
+    assert err.count("\n") == 1
+    assert not marker.exists()
+    assert git(repo, "rev-parse", "main") == old
+    with pytest.raises(UntrustedConfig):
+        Repo(repo)
+    assert not marker.exists()
+
+
+def test_exec_keys_names_what_can_run_a_command() -> None:
+    config = [
+        ("local", "core.bare"), ("local", "filter.x.smudge"),
+        ("local", "includeIf.onbranch:m.path"),
+        ("local", "diff.x.textconv"), ("local", "merge.y.driver"), ("command", "core.pager"),
+        ("worktree", "core.sshCommand"), ("local", "user.name"), ("local", "alias.st"),
+    ]  # fmt: skip
+    assert exec_keys(config) == [
+        "filter.x.smudge", "includeIf.onbranch:m.path", "diff.x.textconv", "merge.y.driver",
+        "core.sshCommand", "alias.st",
+    ]  # fmt: skip
+
+
+def test_candidate_changes_a_promotion_never_carries(tmp_path: Path) -> None:
+    """Second layer behind verification's hygiene: .gitattributes, .gitmodules, a
+    submodule and symlinks leaving the tree are named; a symlink inside is not."""
+    path = tmp_path / "r"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text("a\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    old = git(path, "rev-parse", "HEAD")
+    (path / "sub").mkdir()
+    (path / "sub" / ".gitattributes").write_text("* filter=probe\n")
+    (path / ".gitmodules").write_text("")
+    os.symlink("/etc/passwd", path / "abs")
+    os.symlink("../../..", path / "sub" / "up")
+    os.symlink("../a.txt", path / "sub" / "inside")
+    os.symlink(".git/config", path / "gitdir")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "candidate")
+    problems = unsafe_changes(Repo(path), old, git(path, "rev-parse", "HEAD"))
+    text = "\n".join(problems)
+    assert len(problems) == 5, text
+    for name in ("sub/.gitattributes", ".gitmodules", "abs", "sub/up", "gitdir"):
+        assert name in text
+    assert "sub/inside" not in text

@@ -22,8 +22,11 @@ reports (`derive_run_admission`), and the claimed one must reproduce it exactly.
   baseline the run was verified on (or the run names none);
 - P8 ``ledger_broken``: the ledger does not verify.
 
-``branch_moved`` is the one code the effects layer produces itself: the branch moved
-between the gate's answer and the compare-and-swap update of the ref.
+Three codes the effects layer produces itself, after the gate's answer and before
+anything moves (or as the compare-and-swap loses): ``branch_moved`` (the branch moved
+before its update), ``candidate_unsafe`` (the candidate adds or changes
+``.gitattributes``/``.gitmodules``, a submodule or an escaping symlink) and
+``work_tree_blocked`` (the checked-out work tree cannot take the update).
 
 `decide_staging` (the reversible area) applies P1-P3, S1 ``not_stageable`` (the
 group was refused by admission: a verifier rejected it, or correlated drafters agree
@@ -124,6 +127,12 @@ class GateReason(enum.StrEnum):
     """P8: the ledger does not verify."""
     BRANCH_MOVED = "branch_moved"
     """Effects: the branch moved before its compare-and-swap update."""
+    CANDIDATE_UNSAFE = "candidate_unsafe"
+    """Effects: the candidate adds or changes ``.gitattributes`` or ``.gitmodules``, a
+    submodule, or a symlink that leaves the tree."""
+    WORK_TREE_BLOCKED = "work_tree_blocked"
+    """Effects: the branch is checked out where it cannot be updated (uncommitted
+    changes, untracked files in the way, another work tree)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -2,9 +2,17 @@
 
 Every git command runs with a pinned environment: no system or global configuration
 (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), no hooks
-(``core.hooksPath=/dev/null``), no fsmonitor, no signing, no terminal prompt, a
-fixed locale, and author and committer given explicitly, so the same inputs make the
-same commit ids and nothing in a user's configuration runs code.
+(``core.hooksPath=/dev/null``), no fsmonitor, no pager, editor, ssh command,
+credential helper or global attributes, no automatic gc, no remote protocol, no
+signing, no terminal prompt, a fixed locale, and author and committer given
+explicitly, so the same inputs make the same commit ids and nothing in a user's
+configuration runs code.
+
+What a command line cannot switch off (a filter driver a repository defines, an
+``include`` that reads another file, ``core.worktree``), `Repo` refuses: a
+repository whose own configuration holds a key that can run a command or move the
+work tree (`EXEC_KEYS`) is unusable (`UntrustedConfig`, naming the key) unless the
+operator trusts it explicitly (``trust_config``).
 
 Rules:
 
@@ -34,9 +42,13 @@ import attrs
 from kernel.errors import EffectError
 
 __all__ = [
+    "EXEC_KEYS",
     "CommitIdentity",
     "GitRefusal",
     "Repo",
+    "TreeChange",
+    "UntrustedConfig",
+    "exec_keys",
     "content_tree_id",
     "git_available",
 ]
@@ -45,11 +57,55 @@ _TIMEOUT_S: Final = 300
 _PINNED: Final = (
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
     "-c", "commit.gpgSign=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
+    "-c", "core.pager=cat", "-c", "core.editor=false", "-c", "sequence.editor=false",
+    "-c", "core.sshCommand=false", "-c", "core.askPass=", "-c", "credential.helper=",
+    "-c", "core.attributesFile=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+    "-c", "protocol.allow=never", "-c", "core.untrackedCache=false",
 )  # fmt: skip
+_COMMAND_SCOPE: Final = "command"
+
+EXEC_KEYS: Final = (
+    "include.", "includeif.", "filter.", "core.worktree", "core.gitproxy", "core.sshcommand",
+    "core.askpass", "core.editor", "core.pager", "core.fsmonitor", "core.hookspath",
+    "sequence.editor", "diff.external", "gpg.program", "uploadpack.packobjectshook",
+    "credential.", "pager.", "alias.",
+)  # fmt: skip
+"""Configuration keys (lower-case prefixes) a repository may not hold untrusted: each can
+run a command, read another configuration file, or move the work tree. Keys of a
+subsection ending in ``.textconv``, ``.command``, ``.cmd``, ``.driver``, ``.program``
+or ``.helper`` (``diff.X.textconv``, ``merge.X.driver``, ...) are refused too."""
+_EXEC_SUFFIXES: Final = (".textconv", ".command", ".cmd", ".driver", ".program", ".helper")
 
 
 class GitRefusal(EffectError):
     """A compare-and-swap ref update lost: the ref was not what it was read as."""
+
+
+class UntrustedConfig(EffectError):
+    """The repository's configuration can run commands (or move the work tree)."""
+
+
+def exec_keys(config: Sequence[tuple[str, str]]) -> list[str]:
+    """The keys of ``(scope, key)`` pairs (``git config --list --show-scope``) that a
+    repository may not hold untrusted (`EXEC_KEYS`); the command line's own are ours."""
+    found: list[str] = []
+    for scope, key in config:
+        name = key.lower()
+        if scope == _COMMAND_SCOPE:
+            continue
+        if name.startswith(EXEC_KEYS) or name.endswith(_EXEC_SUFFIXES):
+            found.append(key)
+    return found
+
+
+@attrs.frozen(kw_only=True)
+class TreeChange:
+    """One path that differs between two trees."""
+
+    path: str
+    new_mode: str
+    """``000000`` when deleted, ``120000`` a symlink, ``160000`` a submodule."""
+    new_blob: str
 
 
 @attrs.frozen(kw_only=True)
@@ -104,6 +160,17 @@ def _run(
         raise EffectError(f"git could not run: {e}") from e
 
 
+def _config_pairs(listing: bytes) -> list[tuple[str, str]]:
+    """``(scope, key)`` of ``git config --list --null --show-scope`` output: a scope,
+    NUL, the key (a newline and the value when it has one), NUL, and so on."""
+    fields = listing.decode("utf-8", "replace").split("\0")
+    return [
+        (scope, entry.split("\n", 1)[0])
+        for scope, entry in zip(fields[0::2], fields[1::2], strict=False)
+        if entry
+    ]
+
+
 def _why(done: subprocess.CompletedProcess[bytes]) -> str:
     lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else f"exit {done.returncode}"
@@ -135,12 +202,34 @@ def content_tree_id(root: Path) -> str | None:
 
 
 class Repo:
-    """A local git repository, driven with the pinned environment."""
+    """A local git repository, driven with the pinned environment.
 
-    def __init__(self, path: Path | str) -> None:
+    Raises:
+        EffectError: not a git repository (or its path is unusable).
+        UntrustedConfig: its configuration holds an `EXEC_KEYS` key and
+            ``trust_config`` is False.
+    """
+
+    def __init__(self, path: Path | str, *, trust_config: bool = False) -> None:
         self.path = Path(path)
-        if not self.path.is_dir():
-            raise EffectError(f"{self.path}: repository not found")
+        try:
+            found = self.path.is_dir()
+        except OSError as e:
+            raise EffectError(f"{str(self.path)[:200]}: unusable path ({e.strerror})") from e
+        if not found:
+            raise EffectError(f"{str(self.path)[:200]}: repository not found")
+        # The configuration is read before anything else runs in the repository.
+        listed = _run(["config", "--list", "--null", "--show-scope"], cwd=self.path)
+        if listed.returncode not in (0, 1):
+            raise EffectError(f"{self.path}: not a git repository ({_why(listed)})")
+        if not trust_config:
+            keys = exec_keys(_config_pairs(listed.stdout))
+            if keys:
+                raise UntrustedConfig(
+                    f"{self.path}: the repository's configuration has {', '.join(keys)}, "
+                    "which can run a command or move the work tree; remove it, or pass "
+                    "--trust-repo-config to use this repository as it is"
+                )
         done = _run(["rev-parse", "--git-dir", "--is-bare-repository"], cwd=self.path)
         if done.returncode != 0:
             raise EffectError(f"{self.path}: not a git repository")
@@ -183,8 +272,9 @@ class Repo:
             return False
         return bool(self.git("status", "--porcelain", "--untracked-files=no"))
 
-    def commit_patch(self, parent: str, patch: bytes, message: str, who: CommitIdentity) -> str:
-        """A new commit: ``parent``'s tree with ``patch`` applied, parent ``parent``.
+    def apply_patch(self, parent: str, patch: bytes) -> str:
+        """The tree of ``parent`` with ``patch`` applied (a private index: the work tree
+        and the repository's index are untouched).
 
         Raises:
             EffectError: the patch does not apply.
@@ -194,7 +284,10 @@ class Repo:
             self.git("read-tree", parent, env=env)
             if patch:
                 self.git("apply", "--cached", "--whitespace=nowarn", "-", env=env, data=patch)
-            tree = self.git("write-tree", env=env)
+            return self.git("write-tree", env=env)
+
+    def commit_tree(self, tree: str, parent: str, message: str, who: CommitIdentity) -> str:
+        """A new commit of ``tree`` on ``parent`` by ``who`` (author and committer)."""
         identity = {
             "GIT_AUTHOR_NAME": who.name, "GIT_AUTHOR_EMAIL": who.email,
             "GIT_AUTHOR_DATE": who.date, "GIT_COMMITTER_NAME": who.name,
@@ -203,6 +296,85 @@ class Repo:
         return self.git(
             "commit-tree", tree, "-p", parent, "-F", "-", env=identity, data=message.encode()
         )
+
+    def commit_patch(self, parent: str, patch: bytes, message: str, who: CommitIdentity) -> str:
+        """A new commit: ``parent``'s tree with ``patch`` applied, parent ``parent``.
+
+        Raises:
+            EffectError: the patch does not apply.
+        """
+        return self.commit_tree(self.apply_patch(parent, patch), parent, message, who)
+
+    def changes(self, old: str, new: str) -> list[TreeChange]:
+        """Every path that differs between two trees (or commits), renames not followed."""
+        out = _run(["diff-tree", "-r", "-z", "--no-renames", old, new], cwd=self.path)
+        if out.returncode != 0:
+            raise EffectError(f"{self.path}: git diff-tree failed: {_why(out)}")
+        fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
+        changes: list[TreeChange] = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            parts = meta.lstrip(":").split()
+            if len(parts) == 5:
+                changes.append(TreeChange(path=path, new_mode=parts[1], new_blob=parts[3]))
+        return changes
+
+    def blob(self, blob: str) -> bytes:
+        """The bytes of a blob."""
+        done = _run(["cat-file", "blob", blob], cwd=self.path)
+        if done.returncode != 0:
+            raise EffectError(f"{self.path}: no blob {blob}: {_why(done)}")
+        return done.stdout
+
+    def work_tree(self) -> Path | None:
+        """The top of this repository's work tree (None when bare)."""
+        if self.bare:
+            return None
+        return Path(self.git("rev-parse", "--show-toplevel"))
+
+    def worktrees(self) -> dict[str, Path]:
+        """Full branch ref -> the work tree it is checked out in, for every work tree
+        of the repository (the main one and linked ones)."""
+        listing = self.git("worktree", "list", "--porcelain", "-z")
+        found: dict[str, Path] = {}
+        where: Path | None = None
+        for line in listing.split("\0"):
+            if line.startswith("worktree "):
+                where = Path(line.removeprefix("worktree "))
+            elif line.startswith("branch ") and where is not None:
+                found[line.removeprefix("branch ")] = where
+        return found
+
+    def index_tree(self) -> str:
+        """The tree the repository's index holds now (written as objects only)."""
+        return self.git("write-tree")
+
+    def work_tree_blocker(self, old: str, new: str) -> str | None:
+        """Why the checked-out work tree cannot move from ``old`` to ``new`` (tracked
+        changes, or untracked files the update would overwrite), or None."""
+        if self.is_dirty():
+            return "the work tree has uncommitted changes"
+        done = _run(["read-tree", "-m", "-u", "-n", old, new], cwd=self.path)
+        if done.returncode != 0:
+            return f"the work tree cannot be updated ({_why(done)})"
+        return None
+
+    def trailers(self) -> list[dict[str, str]]:
+        """The ``Kernel-*`` trailers of every commit reachable from any ref that has a
+        ``Kernel-Permit-Id`` (one dict per commit, its id under ``commit``)."""
+        done = _run(["log", "--all", "-z", "--format=%H%n%B"], cwd=self.path)
+        if done.returncode != 0:
+            return []
+        found: list[dict[str, str]] = []
+        for record in done.stdout.decode("utf-8", "replace").split("\0"):
+            commit, _, body = record.strip("\n").partition("\n")
+            fields = {"commit": commit}
+            for line in body.splitlines():
+                key, sep, value = line.partition(": ")
+                if sep and key.startswith("Kernel-"):
+                    fields[key] = value.strip()
+            if "Kernel-Permit-Id" in fields:
+                found.append(fields)
+        return found
 
     def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.

@@ -25,9 +25,9 @@ from typing import Any, Final
 from kernel.codec import compute_id
 from kernel.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
 from kernel.effects.commands.options import add_results_root
-from kernel.effects.commands.promote import RunFolder, load_run_folder
 from kernel.effects.documents import plan_outputs
 from kernel.effects.files import load_json, write_canonical_json
+from kernel.effects.run_folder import RunFolder, load_run_folder
 from kernel.errors import ConfigError, RecordError
 from kernel.evidence_report import ReportCheck, check_evidence_report
 from kernel.gate import GateReason, derive_run_admission

@@ -1,16 +1,30 @@
-"""`kernel ledger verify|show|export`: the tamper-evident evidence ledger (ADR-0006).
+"""`kernel ledger`: the tamper-evident evidence ledger (ADR-0006).
 
-    kernel ledger verify [--ledger results/ledger.sqlite | --jsonl FILE] [--expect-head ID]
-    kernel ledger show   [--ledger ...] [--json]
-    kernel ledger export --output results/ledger.jsonl [--ledger ...]
+    kernel ledger verify [--ledger L | --jsonl FILE] [--expect-head ID] [--repo GIT]
+    kernel ledger show   [--ledger L] [--json]
+    kernel ledger export --output results/ledger.jsonl [--ledger L]
+    kernel ledger head   [--ledger L] [--signing-key KEY]
+    kernel ledger prove  (--inclusion ENTRY | --consistency OLD_HEAD) [--ledger L]
+    kernel ledger check-proof --proof FILE --head FILE [--old-head FILE]
+                              [--allowed-signers FILE --signer ID]
 
 ``--ledger`` is a SQLite file (default ``results/ledger.sqlite``) or a
-``postgresql://`` URL. ``verify`` recomputes the whole chain; it never creates a
-ledger (a mistyped path is unusable input, not an empty chain).
+``postgresql://`` URL. Every verb opens the ledger read-only and writes nothing to it;
+a mistyped path is unusable input, never a fresh empty ledger.
 
-Exit codes: ``verify``: 0 intact, 1 broken (the first broken entry named, its reason
-codes on one line), 2 unusable (missing, not a database, unreadable export).
-``show`` and ``export``: 0, or 2 when unusable.
+- ``verify`` recomputes the chain; with ``--repo`` it also recomputes the Merkle tree
+  at every head the repository's promotion commits anchor (``Kernel-Ledger-Head``),
+  so a tail rewritten with recomputed hashes is caught with no flag, and names every
+  promotion a crash left half done (``kernel promote --recover`` finishes it).
+- ``head`` verifies the chain and prints its RFC 9162 tree head as JSON, signed with
+  ``--signing-key`` (namespace ``kernel-ledger-head``).
+- ``prove`` prints an inclusion proof for an entry (id or sequence number) or a
+  consistency proof from an older head (a ``head`` file or a tree size) to the current
+  one; ``check-proof`` checks one against head files (and the head's signature for
+  ``--signer``), as any RFC 9162 client can.
+
+Exit codes: 0 intact / proof holds; 1 broken, a promotion half done, or a proof that
+does not hold (one line); 2 unusable input.
 """
 
 from __future__ import annotations
@@ -20,34 +34,72 @@ from pathlib import Path
 
 import orjson
 
+from kernel.codec import Record, seal
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs
+from kernel.effects.files import load_json
+from kernel.effects.git import Repo
 from kernel.effects.ledger_store import (
     DEFAULT_LEDGER,
+    LedgerStore,
     export_jsonl,
     opened,
+    prove_consistency,
+    prove_inclusion,
     read_jsonl,
+    tree_head,
     verify_store,
 )
-from kernel.errors import ConfigError
-from kernel.identity import is_digest
-from kernel.ledger import LedgerBroken, verify_chain
+from kernel.effects.promotion import check_repository
+from kernel.effects.signing import armored, check_tree_head_signature, one_line, sign_tree_head
+from kernel.errors import ConfigError, RecordError
+from kernel.gate import SignatureStatus
+from kernel.identity import canonical_json, is_digest
+from kernel.ledger import (
+    ConsistencyProof,
+    InclusionProof,
+    LedgerBroken,
+    LedgerReason,
+    ProofRefusal,
+    TreeHead,
+    check_consistency,
+    check_inclusion,
+    verify_chain,
+)
 
-__all__ = ["register", "run_export", "run_show", "run_verify"]
+__all__ = [
+    "register",
+    "run_check_proof",
+    "run_export",
+    "run_head",
+    "run_prove",
+    "run_show",
+    "run_verify",
+]
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """Verify a ledger or an export; 0 intact, 1 broken."""
+    """Verify a ledger or an export; 0 intact, 1 broken (or a promotion half done)."""
     expected = args.expect_head
     if expected is not None and not is_digest(expected):
         raise ConfigError(f"--expect-head: not a 64-char lowercase hex entry id: {expected!r}")
+    incomplete: tuple[str, ...] = ()
+    anchors = 0
     if args.jsonl is not None:
+        if args.repo is not None:
+            raise ConfigError("--repo checks a ledger, not an export (use --ledger)")
         entries, head = read_jsonl(Path(args.jsonl))
         outcome = verify_chain(entries, recorded_head=head)
         where = args.jsonl
     else:
         with opened(args.ledger, create=False) as store:
-            outcome = verify_store(store)
+            if args.repo is not None:
+                checked = check_repository(
+                    Repo(args.repo, trust_config=args.trust_repo_config), store
+                )
+                outcome, anchors, incomplete = checked.outcome, checked.anchors, checked.incomplete
+            else:
+                outcome = verify_store(store)
             where = store.locator
     if isinstance(outcome, LedgerBroken):
         print(f"kernel ledger verify: {outcome.explanation}")
@@ -58,7 +110,11 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{outcome.head.entry_id}, not the expected {expected}"
         )
         return 1
-    print(f"intact: {outcome.count} entries, head {outcome.head.entry_id} ({where})")
+    if incomplete:
+        print(f"kernel ledger verify: {'; '.join(incomplete)}: run `kernel promote --recover`")
+        return 1
+    anchored = f", {anchors} anchored tree heads" if args.repo is not None else ""
+    print(f"intact: {outcome.count} entries, head {outcome.head.entry_id}{anchored} ({where})")
     return 0
 
 
@@ -98,22 +154,168 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verified_head(store: LedgerStore) -> TreeHead | LedgerBroken:
+    outcome = verify_store(store, anchors={})
+    if isinstance(outcome, LedgerBroken):
+        return outcome
+    head = TreeHead(tree_size=outcome.count, root_hash=str(outcome.root_hash))
+    if tree_head(store) != head:
+        # The chain verifies but the stored subtree roots (what proofs are made of) do
+        # not: proofs from this store would not hold against its head.
+        return seal(
+            LedgerBroken,
+            position=outcome.count,
+            entry_id=outcome.head.entry_id,
+            reason_codes=(LedgerReason.ANCHOR_MISMATCH,),
+            explanation=(
+                f"ledger broken: the stored Merkle subtree roots give root "
+                f"{tree_head(store).root_hash[:12]}, the entries {head.root_hash[:12]}"
+            ),
+        )
+    return head
+
+
+def run_head(args: argparse.Namespace) -> int:
+    """Print the verified ledger's tree head as JSON (signed with ``--signing-key``)."""
+    with opened(args.ledger, create=False) as store:
+        head = _verified_head(store)
+    if isinstance(head, LedgerBroken):
+        print(f"kernel ledger head: {head.explanation}")
+        return 1
+    signature = None
+    if args.signing_key is not None:
+        signature = one_line(sign_tree_head(head, Path(args.signing_key)))
+    print(canonical_json({"signature": signature, "tree_head": head.to_dict()}).decode())
+    return 0
+
+
+def _head_file(path: str, what: str) -> tuple[TreeHead, str | None]:
+    document = load_json(path, what=what)
+    if type(document) is not dict or set(document) != {"signature", "tree_head"}:
+        raise ConfigError(f"{path}: not a `kernel ledger head` document")
+    signature = document["signature"]
+    if signature is not None and type(signature) is not str:
+        raise ConfigError(f"{path}: signature: expected a string or null")
+    return _record(TreeHead, document["tree_head"], path), signature  # type: ignore[return-value]
+
+
+def _record(cls: type[Record], value: object, path: str) -> Record:
+    try:
+        return cls.from_dict(value)
+    except RecordError as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+def run_prove(args: argparse.Namespace) -> int:
+    """Print an inclusion or consistency proof against the current head."""
+    with opened(args.ledger, create=False) as store:
+        head = tree_head(store)
+        if args.inclusion is not None:
+            entry_id = args.inclusion
+            if entry_id.isascii() and entry_id.isdigit() and len(entry_id) < 20:
+                seq = int(entry_id)
+                found = [r.entry_id for r in store.entries() if r.seq == seq][:1]
+                if not found:
+                    raise ConfigError(f"--inclusion: no entry {seq}")
+                entry_id = str(found[0])
+            elif not is_digest(entry_id):
+                raise ConfigError("--inclusion: expected an entry id (64 hex) or a sequence number")
+            proof: Record = prove_inclusion(store, entry_id, head.tree_size)
+            document = {"head": head.to_dict(), "inclusion": proof.to_dict()}
+        else:
+            old_size = _old_size(args.consistency)
+            proof = prove_consistency(store, old_size, head.tree_size)
+            document = {"consistency": proof.to_dict(), "head": head.to_dict()}
+    print(canonical_json(document).decode())
+    return 0
+
+
+def _old_size(value: str) -> int:
+    if value.isascii() and value.isdigit() and len(value) < 20:
+        return int(value)
+    return _head_file(value, "old tree head")[0].tree_size
+
+
+def run_check_proof(args: argparse.Namespace) -> int:
+    """Check a proof file against head files: 0 holds, 1 does not."""
+    document = load_json(args.proof, what="proof")
+    head, signature = _head_file(args.head, "tree head")
+    if args.signer is not None or args.allowed_signers is not None:
+        if args.signer is None or args.allowed_signers is None:
+            raise ConfigError("--signer and --allowed-signers go together")
+        status = (
+            SignatureStatus.UNSIGNED
+            if signature is None
+            else check_tree_head_signature(
+                head, armored(signature), Path(args.allowed_signers), args.signer
+            )
+        )
+        if status is not SignatureStatus.VALID:
+            print(f"kernel ledger check-proof: the tree head's signature is {status}")
+            return 1
+    if type(document) is dict and set(document) == {"head", "inclusion"}:
+        inclusion = _record(InclusionProof, document["inclusion"], args.proof)
+        outcome = check_inclusion(inclusion, head)  # type: ignore[arg-type]
+    elif type(document) is dict and set(document) == {"head", "consistency"}:
+        if args.old_head is None:
+            raise ConfigError("a consistency proof is checked against --old-head too")
+        old, _ = _head_file(args.old_head, "old tree head")
+        consistency = _record(ConsistencyProof, document["consistency"], args.proof)
+        outcome = check_consistency(consistency, old, head)  # type: ignore[arg-type]
+    else:
+        raise ConfigError(f"{args.proof}: not a `kernel ledger prove` document")
+    if isinstance(outcome, ProofRefusal):
+        print(
+            f"kernel ledger check-proof: {', '.join(outcome.reason_codes)}: {outcome.explanation}"
+        )
+        return 1
+    print(
+        f"holds: {outcome.proof} proof against the tree of {outcome.tree_size} "
+        f"({outcome.root_hash})"
+    )
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ledger`` verb and its sub-commands."""
     parser = subparsers.add_parser("ledger", help="the tamper-evident evidence ledger")
     sub = parser.add_subparsers(dest="ledger_command", required=True)
+    ledger_help = "SQLite file or postgresql:// URL"
     verify = sub.add_parser("verify", help="recompute the hash chain (0 intact, 1 broken)")
     source = verify.add_mutually_exclusive_group()
-    source.add_argument("--ledger", default=DEFAULT_LEDGER, help="SQLite file or postgresql:// URL")
+    source.add_argument("--ledger", default=DEFAULT_LEDGER, help=ledger_help)
     source.add_argument("--jsonl", help="verify a JSON Lines export instead")
     verify.add_argument("--expect-head", help="the chain must end at this entry id")
+    verify.add_argument("--repo", help="check the tree heads this repository's promotions anchor")
+    verify.add_argument(
+        "--trust-repo-config",
+        action="store_true",
+        help="a --repo whose configuration runs commands",
+    )
     verify.set_defaults(handler=run_verify)
     show = sub.add_parser("show", help="print the entries")
-    show.add_argument("--ledger", default=DEFAULT_LEDGER, help="SQLite file or postgresql:// URL")
+    show.add_argument("--ledger", default=DEFAULT_LEDGER, help=ledger_help)
     show.add_argument("--json", action="store_true", help="JSON Lines instead of a table")
     show.set_defaults(handler=run_show)
     export = sub.add_parser("export", help="write the chain as JSON Lines")
-    export.add_argument("--ledger", default=DEFAULT_LEDGER, help="SQLite file or postgresql:// URL")
+    export.add_argument("--ledger", default=DEFAULT_LEDGER, help=ledger_help)
     export.add_argument("--output", required=True, help="the .jsonl file to write")
     add_results_root(export)
     export.set_defaults(handler=run_export)
+    head = sub.add_parser("head", help="print the verified RFC 9162 tree head (signed)")
+    head.add_argument("--ledger", default=DEFAULT_LEDGER, help=ledger_help)
+    head.add_argument("--signing-key", help="an SSH private key that signs the head")
+    head.set_defaults(handler=run_head)
+    prove = sub.add_parser("prove", help="print an inclusion or consistency proof")
+    prove.add_argument("--ledger", default=DEFAULT_LEDGER, help=ledger_help)
+    kind = prove.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--inclusion", metavar="ENTRY", help="an entry id or sequence number")
+    kind.add_argument("--consistency", metavar="OLD_HEAD", help="a head file or a tree size")
+    prove.set_defaults(handler=run_prove)
+    check = sub.add_parser("check-proof", help="check a proof against tree head files")
+    check.add_argument("--proof", required=True, help="a `kernel ledger prove` output")
+    check.add_argument("--head", required=True, help="a `kernel ledger head` output")
+    check.add_argument("--old-head", help="the older head (consistency proofs)")
+    check.add_argument("--allowed-signers", help="git allowed_signers file for the head")
+    check.add_argument("--signer", help="the principal the head must be signed by")
+    check.set_defaults(handler=run_check_proof)

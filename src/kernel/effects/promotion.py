@@ -1,0 +1,620 @@
+"""Staging, promotion and their recovery on a real git repository, as library calls
+(ADR-0006 §5). The CLI verbs (`kernel stage|unstage|promote`) parse, call and print.
+
+A promotion is all or nothing. Everything the update needs is checked before
+anything moves: the gate's permit, a candidate that adds or changes no
+``.gitattributes``/``.gitmodules``, submodule or escaping symlink
+(``candidate_unsafe``), and, when the branch is checked out, a clean work tree that
+can take the update and is this repository's own (``work_tree_blocked``). Then, in
+this order, each step durable before the next:
+
+1. the admission and the permit are appended to the ledger;
+2. the commit is made (trailers name the evidence, the permit's ledger entry and the
+   ledger's Merkle tree head at that entry, signed when a ledger key is given);
+3. a ``promotion`` entry with ``phase: intent`` names the branch, its old tip and
+   the commit;
+4. the branch moves by compare-and-swap (``branch_moved`` when it lost);
+5. the checked-out work tree and index follow (``read-tree -m -u``);
+6. a ``promotion`` entry with ``phase: done`` closes the intent.
+
+A process killed between two steps leaves an intent without its close: `pending`
+finds it (and `check_repository` a promoted commit whose permit has no close), and
+`recover` finishes it (the branch still at its tip: steps 4-6; at the commit: 5-6)
+or closes it as ``abandoned`` (the branch moved elsewhere, the commit lost). Branch,
+work tree and ledger agree after it. Every refusal is appended to the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final, Literal
+
+import attrs
+import orjson
+
+from kernel.codec import seal
+from kernel.decision import HumanDecisionRecord
+from kernel.effects.git import CommitIdentity, GitRefusal, Repo
+from kernel.effects.ledger_store import LedgerStore, tree_head, verify_store
+from kernel.effects.run_folder import RunFolder
+from kernel.effects.signing import one_line, sign_tree_head
+from kernel.errors import ConfigError, EffectError
+from kernel.gate import (
+    GateReason,
+    GateRefusal,
+    PromotionPermit,
+    SignatureCheck,
+    StagingPermit,
+    decide_promotion,
+    decide_staging,
+)
+from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeHead
+from kernel.runrecord import RunRecord
+
+__all__ = [
+    "CRASH_AT_VARIABLE",
+    "STAGED_PREFIX",
+    "PendingPromotion",
+    "Promoted",
+    "Recovered",
+    "Refused",
+    "RepositoryCheck",
+    "Staged",
+    "Unstaged",
+    "check_repository",
+    "pending",
+    "promote",
+    "recover",
+    "stage",
+    "unsafe_changes",
+    "unstage",
+]
+
+STAGED_PREFIX: Final = "refs/kernel/staged/"
+_STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
+CRASH_AT_VARIABLE: Final = "KERNEL_TEST_PROMOTE_CRASH_AT"
+"""Test hook: a promotion (or recovery) whose environment names a step here (``permit``,
+``intent``, ``ref``, ``work-tree``) ends the process at once after that step, as a
+kill would. An operator's environment only: nothing a config or candidate sets."""
+
+
+@attrs.frozen(kw_only=True)
+class Refused:
+    """A stage or promotion refused, and the ledger entry that records it (None when
+    the ledger itself refused the append)."""
+
+    refusal: GateRefusal
+    entry_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class Staged:
+    """A candidate committed under ``refs/kernel/staged/<run>/<attempt>``."""
+
+    permit: StagingPermit
+    ref: str
+    commit: str
+    entry_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Unstaged:
+    """A staged ref removed."""
+
+    ref: str
+    commit: str
+    entry_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Promoted:
+    """A branch fast-forwarded to a promoted candidate."""
+
+    permit: PromotionPermit
+    branch: str
+    tip: str
+    commit: str
+    permit_entry: str
+    done_entry: str
+    tree_head: TreeHead
+
+
+@attrs.frozen(kw_only=True)
+class PendingPromotion:
+    """An intent entry without its close."""
+
+    intent_entry: str
+    permit_id: str
+    branch: str
+    tip: str
+    commit: str
+
+
+@attrs.frozen(kw_only=True)
+class Recovered:
+    """What `recover` did with one pending promotion."""
+
+    pending: PendingPromotion
+    outcome: Literal["finished", "abandoned", "blocked"]
+    detail: str
+    entry_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class RepositoryCheck:
+    """The ledger verified against the trees a repository's promotion commits anchor,
+    and the promotions the two disagree on."""
+
+    outcome: LedgerIntact | LedgerBroken
+    anchors: int
+    incomplete: tuple[str, ...]
+    """One line per promotion left half done (run ``kernel promote --recover``)."""
+
+
+def _crash_point(step: str) -> None:
+    if os.environ.get(CRASH_AT_VARIABLE) == step:
+        os._exit(137)
+
+
+def _refusal(
+    action: Literal["stage", "promote"],
+    folder: RunFolder,
+    attempt_id: str,
+    reason: GateReason,
+    why: str,
+) -> GateRefusal:
+    return seal(
+        GateRefusal,
+        action=action,
+        run_id=folder.run.run_id,
+        attempt_id=attempt_id,
+        report_digest=folder.report.digest,
+        reason_codes=(reason,),
+        explanation=f"{action} of {attempt_id} refused: {reason}: {why}",
+    )
+
+
+def _record(store: LedgerStore, refusal: GateRefusal, extra: dict[str, object]) -> Refused:
+    payload = {"action": refusal.action, "refusal": refusal.to_dict(), **extra}
+    try:
+        entry_id: str | None = store.append(EntryKind.REFUSAL, payload).entry_id
+    except EffectError:
+        # A broken ledger may refuse the append itself; the refusal still stands.
+        entry_id = None
+    return Refused(refusal=refusal, entry_id=entry_id)
+
+
+def unsafe_changes(repo: Repo, old: str, new: str) -> list[str]:
+    """What of the change from ``old`` to ``new`` a promotion never carries: a
+    ``.gitattributes`` or ``.gitmodules`` added or changed (they name filters and
+    submodules that run or fetch code), a submodule, a symlink leaving the tree."""
+    problems: list[str] = []
+    for change in repo.changes(old, new):
+        name = posixpath.basename(change.path)
+        if name in (".gitattributes", ".gitmodules"):
+            problems.append(f"{change.path} added or changed")
+        elif change.new_mode == "160000":
+            problems.append(f"{change.path} is a submodule")
+        elif change.new_mode == "120000":
+            target = repo.blob(change.new_blob).decode("utf-8", "surrogateescape")
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(change.path), target))
+            if target.startswith("/") or joined == ".." or joined.startswith(("../", ".git")):
+                problems.append(f"{change.path} is a symlink to {target!r}, outside the tree")
+    return problems
+
+
+def _staged_ref(repo: Repo, run: RunRecord, attempt: str) -> str:
+    ref = f"{STAGED_PREFIX}{run.run_id}/{attempt}"
+    repo.check_ref_name(ref)
+    return ref
+
+
+def stage(
+    folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: str, base: str = "HEAD"
+) -> Staged | Refused:
+    """Commit ``attempt_id``'s candidate onto ``base`` under a staged ref (reversible).
+
+    Raises:
+        EffectError: ``base`` names no commit, the patch does not apply, the ref moved.
+    """
+    base_commit = repo.resolve(base)
+    if base_commit is None:
+        raise EffectError(f"{repo.path}: {base!r} names no commit")
+    ref = _staged_ref(repo, folder.run, attempt_id)
+    outcome = decide_staging(
+        run=folder.run,
+        report=folder.report,
+        admission=folder.admission,
+        corroborations=folder.corroborations,
+        attempt_id=attempt_id,
+        base_tree=repo.tree_of(base_commit),
+        ledger=verify_store(store),
+    )
+    context: dict[str, object] = {"repo_base": base_commit, "ref": ref}
+    if isinstance(outcome, GateRefusal):
+        return _record(store, outcome, context)
+    tree = repo.apply_patch(base_commit, folder.patch(outcome.candidate_digest))
+    unsafe = unsafe_changes(repo, base_commit, tree)
+    if unsafe:
+        refusal = _refusal(
+            "stage",
+            folder,
+            attempt_id,
+            GateReason.CANDIDATE_UNSAFE,
+            "; ".join(unsafe),
+        )
+        return _record(store, refusal, context)
+    store.append(EntryKind.ADMISSION, {"action": "stage", **folder.admission.to_dict()})
+    message = (
+        f"kernel: stage {attempt_id} of run {folder.run.run_id} ({outcome.evidence_class})\n\n"
+        f"Staged only: reversible, not promoted.\n\n"
+        f"Kernel-Run: {folder.run.run_id}\nKernel-Attempt: {attempt_id}\n"
+        f"Kernel-Candidate: sha256:{outcome.candidate_digest}\n"
+        f"Kernel-Evidence-Class: {outcome.evidence_class}\n"
+        f"Kernel-Report-Digest: {outcome.report_digest}\n"
+        f"Kernel-Admission-Id: {outcome.admission_id}\n"
+    )
+    commit = repo.commit_tree(tree, base_commit, message, _STAGER)
+    existing = repo.resolve(ref)
+    if existing != commit:
+        try:
+            repo.update_ref(ref, commit, existing, "kernel stage")
+        except GitRefusal as e:
+            raise EffectError(str(e)) from e
+    entry = store.append(
+        EntryKind.STAGING,
+        {"action": "stage", "permit": outcome.to_dict(), "ref": ref, "commit": commit},
+    )
+    return Staged(permit=outcome, ref=ref, commit=commit, entry_id=entry.entry_id)
+
+
+def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: str) -> Unstaged:
+    """Remove a staged candidate's ref (compare-and-swap).
+
+    Raises:
+        EffectError: not staged, or the ref moved.
+    """
+    ref = _staged_ref(repo, folder.run, attempt_id)
+    old = repo.resolve(ref)
+    if old is None:
+        raise EffectError(f"{ref}: not staged in {repo.path}")
+    try:
+        repo.delete_ref(ref, old)
+    except GitRefusal as e:
+        raise EffectError(str(e)) from e
+    entry = store.append(
+        EntryKind.UNSTAGING,
+        {
+            "action": "unstage",
+            "run_id": folder.run.run_id,
+            "attempt_id": attempt_id,
+            "ref": ref,
+            "commit": old,
+        },
+    )
+    return Unstaged(ref=ref, commit=old, entry_id=entry.entry_id)
+
+
+def _author(record: HumanDecisionRecord) -> CommitIdentity:
+    who = record.decider.id
+    if any(c in who for c in "<>\n\r\0"):
+        raise ConfigError(f"decider id {who!r} cannot name a git author")
+    return CommitIdentity(name=who, email=who, date=record.decided_at)
+
+
+def _message(
+    permit: PromotionPermit, entry_id: str, head: TreeHead, signature: bytes | None
+) -> str:
+    signed = "" if signature is None else f"Kernel-Ledger-Head-Signature: {one_line(signature)}\n"
+    return (
+        f"kernel: promote {permit.attempt_id} of run {permit.run_id}\n\n"
+        f"Verified by the held-out verifier; accepted by {permit.decider_id} "
+        f"(signed decision).\n\n"
+        f"Kernel-Run: {permit.run_id}\nKernel-Attempt: {permit.attempt_id}\n"
+        f"Kernel-Candidate: sha256:{permit.candidate_digest}\n"
+        f"Kernel-Report-Digest: {permit.report_digest}\n"
+        f"Kernel-Admission-Id: {permit.admission_id}\n"
+        f"Kernel-Decision-Id: {permit.decision_record_id}\n"
+        f"Kernel-Permit-Id: {permit.permit_id}\n"
+        f"Kernel-Ledger-Entry: {entry_id}\n"
+        f"Kernel-Ledger-Head: {head.tree_size} {head.root_hash}\n"
+        f"{signed}"
+    )
+
+
+def _checkout(repo: Repo, branch: str) -> tuple[bool, str | None]:
+    """Whether ``branch`` is checked out in this repository's own work tree; and why
+    not, when another work tree holds it (a linked one is never moved under its user)."""
+    holder = repo.worktrees().get(branch)
+    if holder is None:
+        return False, None
+    own = repo.work_tree()
+    if own is None or os.path.realpath(holder) != os.path.realpath(own):
+        return False, f"{branch} is checked out in another work tree, {holder}"
+    return True, None
+
+
+def _work_tree_blocker(repo: Repo, branch: str, old: str, new: str) -> str | None:
+    """Why the work tree holding ``branch`` cannot move from ``old`` to ``new``."""
+    here, elsewhere = _checkout(repo, branch)
+    if elsewhere is not None:
+        return elsewhere
+    return repo.work_tree_blocker(old, new) if here else None
+
+
+def promote(
+    folder: RunFolder,
+    repo: Repo,
+    store: LedgerStore,
+    *,
+    branch: str,
+    attempt_id: str,
+    decision: HumanDecisionRecord | None,
+    signature: SignatureCheck,
+    ledger_key: Path | None = None,
+) -> Promoted | Refused:
+    """Promote ``attempt_id``'s candidate onto ``branch`` (module docstring: all or
+    nothing, each step in the ledger).
+
+    Args:
+        decision: the decision record (None when the one presented did not parse: a
+            forged record is refused and recorded like any other refusal).
+        signature: the effects layer's check of the decision's signature.
+        ledger_key: an SSH key that signs the ledger tree head in the trailer.
+
+    Raises:
+        EffectError: the branch is missing, the patch does not apply, a step failed
+            after the branch moved (then `recover` finishes it).
+    """
+    tip = repo.resolve(branch)
+    if tip is None:
+        raise EffectError(f"{repo.path}: branch {branch!r} not found")
+    author = None if decision is None else _author(decision)
+    outcome = decide_promotion(
+        run=folder.run,
+        report=folder.report,
+        admission=folder.admission,
+        corroborations=folder.corroborations,
+        attempt_id=attempt_id,
+        decision=decision,
+        signature=signature,
+        branch_tree=repo.tree_of(tip),
+        ledger=verify_store(store),
+    )
+    context: dict[str, object] = {"branch": branch, "tip": tip}
+    if decision is not None:
+        context["decision_record_id"] = decision.record_id
+    if isinstance(outcome, GateRefusal):
+        return _record(store, outcome, context)
+    if author is None:  # pragma: no cover - the gate permits nothing without a decision
+        raise EffectError("a permit without a decision")
+    tree = repo.apply_patch(tip, folder.patch(outcome.candidate_digest))
+    blocked = _blocked(folder, repo, branch, tip, tree, attempt_id=attempt_id)
+    if blocked is not None:
+        return _record(store, blocked, context)
+    store.append(EntryKind.ADMISSION, {"action": "promote", **folder.admission.to_dict()})
+    permit_entry = store.append(
+        EntryKind.DECISION,
+        {
+            "action": "promote",
+            "permit": outcome.to_dict(),
+            "decision": None if decision is None else decision.to_dict(),
+            "signature": signature.to_dict(),
+            **context,
+        },
+    )
+    _crash_point("permit")
+    head = tree_head(store)
+    signed = None if ledger_key is None else sign_tree_head(head, ledger_key)
+    message = _message(outcome, permit_entry.entry_id, head, signed)
+    commit = repo.commit_tree(tree, tip, message, author)
+    intent = store.append(
+        EntryKind.PROMOTION,
+        {
+            "action": "promote",
+            "phase": "intent",
+            "permit_id": outcome.permit_id,
+            "permit_entry": permit_entry.entry_id,
+            "commit": commit,
+            **context,
+        },
+    )
+    pending = PendingPromotion(
+        intent_entry=intent.entry_id,
+        permit_id=outcome.permit_id,
+        branch=branch,
+        tip=tip,
+        commit=commit,
+    )
+    _crash_point("intent")
+    try:
+        repo.update_ref(branch, commit, tip, f"kernel promote {outcome.permit_id}")
+    except GitRefusal:
+        _close(store, pending, "abandoned", "the branch moved before its update")
+        moved = _refusal(
+            "promote",
+            folder,
+            attempt_id,
+            GateReason.BRANCH_MOVED,
+            "the branch moved between the gate's answer and the update",
+        )
+        return _record(store, moved, {**context, "commit": commit})
+    done = _finish(repo, store, pending)
+    return Promoted(
+        permit=outcome,
+        branch=branch,
+        tip=tip,
+        commit=commit,
+        permit_entry=permit_entry.entry_id,
+        done_entry=done,
+        tree_head=head,
+    )
+
+
+def _blocked(
+    folder: RunFolder, repo: Repo, branch: str, tip: str, tree: str, *, attempt_id: str
+) -> GateRefusal | None:
+    """The refusal of a permitted promotion the repository cannot take (unsafe
+    candidate, blocked work tree), decided before anything is written."""
+    unsafe = unsafe_changes(repo, tip, tree)
+    if unsafe:
+        return _refusal(
+            "promote",
+            folder,
+            attempt_id,
+            GateReason.CANDIDATE_UNSAFE,
+            "; ".join(unsafe),
+        )
+    why = _work_tree_blocker(repo, branch, tip, tree)
+    if why is not None:
+        return _refusal(
+            "promote",
+            folder,
+            attempt_id,
+            GateReason.WORK_TREE_BLOCKED,
+            why,
+        )
+    return None
+
+
+def _finish(repo: Repo, store: LedgerStore, pending: PendingPromotion) -> str:
+    """Steps 5-6 once the branch is at the commit: the work tree follows, the intent
+    closes. Returns the closing entry's id.
+
+    Raises:
+        EffectError: the work tree cannot follow (the intent stays open).
+    """
+    _crash_point("ref")
+    here, elsewhere = _checkout(repo, pending.branch)
+    if elsewhere is not None:
+        raise EffectError(f"{pending.branch} moved to {pending.commit}, but {elsewhere}")
+    if here:
+        index = repo.index_tree()
+        if index == repo.tree_of(pending.tip):
+            try:
+                repo.fast_forward_work_tree(pending.tip, pending.commit)
+            except EffectError as e:
+                raise EffectError(
+                    f"{pending.branch} moved to {pending.commit}, but its work tree did not "
+                    f"follow ({e}); run `kernel promote --recover` once it can"
+                ) from e
+        elif index != repo.tree_of(pending.commit):
+            raise EffectError(
+                f"{pending.branch} moved to {pending.commit}, but its index holds neither "
+                "the old tip nor the commit; run `kernel promote --recover` once it does"
+            )
+    _crash_point("work-tree")
+    return _close(store, pending, "done", "")
+
+
+def _close(
+    store: LedgerStore, pending: PendingPromotion, phase: Literal["done", "abandoned"], why: str
+) -> str:
+    payload: dict[str, object] = {
+        "action": "promote", "phase": phase, "permit_id": pending.permit_id,
+        "intent_entry": pending.intent_entry, "branch": pending.branch, "tip": pending.tip,
+        "commit": pending.commit,
+    }  # fmt: skip
+    if why:
+        payload["reason"] = why
+    return store.append(EntryKind.PROMOTION, payload).entry_id
+
+
+def _promotions(store: LedgerStore) -> Iterator[tuple[str, dict[str, object]]]:
+    for raw in store.entries():
+        if raw.kind != EntryKind.PROMOTION.value or type(raw.payload) is not str:
+            continue
+        try:
+            payload = orjson.loads(raw.payload)
+        except orjson.JSONDecodeError:
+            continue
+        if type(payload) is dict:
+            yield str(raw.entry_id), payload
+
+
+def pending(store: LedgerStore) -> list[PendingPromotion]:
+    """Every promotion intent the ledger holds without its close (oldest first)."""
+    intents: dict[str, PendingPromotion] = {}
+    for entry_id, payload in _promotions(store):
+        if payload.get("phase") == "intent":
+            intents[entry_id] = PendingPromotion(
+                intent_entry=entry_id,
+                permit_id=str(payload.get("permit_id")),
+                branch=str(payload.get("branch")),
+                tip=str(payload.get("tip")),
+                commit=str(payload.get("commit")),
+            )
+        elif payload.get("phase") in ("done", "abandoned"):
+            intents.pop(str(payload.get("intent_entry")), None)
+    return list(intents.values())
+
+
+def recover(repo: Repo, store: LedgerStore) -> list[Recovered]:
+    """Finish or close every pending promotion of ``repo`` (module docstring)."""
+    done: list[Recovered] = []
+    for item in pending(store):
+        done.append(_recover_one(repo, store, item))
+    return done
+
+
+def _recover_one(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
+    at = repo.resolve(item.branch)
+    if at == item.tip and repo.resolve(item.commit) == item.commit:
+        why = _work_tree_blocker(repo, item.branch, item.tip, item.commit)
+        if why is not None:
+            return Recovered(pending=item, outcome="blocked", detail=why, entry_id=None)
+        try:
+            repo.update_ref(item.branch, item.commit, item.tip, "kernel promote --recover")
+            at = item.commit
+        except GitRefusal:
+            at = repo.resolve(item.branch)
+    if at == item.commit:
+        try:
+            entry = _finish(repo, store, item)
+        except EffectError as e:
+            return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
+        return Recovered(pending=item, outcome="finished", detail="", entry_id=entry)
+    why = f"{item.branch} is at {at or 'no commit'}, neither its old tip nor the commit"
+    entry = _close(store, item, "abandoned", why)
+    return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
+
+
+def check_repository(repo: Repo, store: LedgerStore) -> RepositoryCheck:
+    """Verify the ledger against every tree head ``repo``'s promotion commits anchor
+    (``Kernel-Ledger-Head``), and name each promotion half done: an intent without its
+    close, or a promoted commit whose permit the ledger never closed.
+
+    Raises:
+        EffectError: the store cannot be read.
+    """
+    anchors: dict[int, str] = {}
+    conflicting: list[str] = []
+    commits = repo.trailers()
+    for fields in commits:
+        size, _, root = fields.get("Kernel-Ledger-Head", "").partition(" ")
+        if not size.isascii() or not size.isdigit() or len(root) != 64:
+            continue
+        if anchors.setdefault(int(size), root) != root:
+            conflicting.append(f"{fields['commit']} anchors another tree of {size} entries")
+    outcome = verify_store(store, anchors=anchors)
+    closed = {
+        str(p.get("permit_id")) for _, p in _promotions(store) if p.get("phase", "done") == "done"
+    }
+    open_intents = pending(store)
+    incomplete = [
+        f"promotion {p.permit_id[:12]} of {p.branch} ({p.commit[:12]}) was not finished"
+        for p in open_intents
+    ]
+    intended = {p.commit for p in open_intents}
+    incomplete += [
+        f"commit {f['commit'][:12]} promotes permit {f['Kernel-Permit-Id'][:12]}, "
+        "which the ledger never closed"
+        for f in commits
+        if f["Kernel-Permit-Id"] not in closed and f["commit"] not in intended
+    ]
+    return RepositoryCheck(
+        outcome=outcome, anchors=len(anchors), incomplete=(*conflicting, *incomplete)
+    )
