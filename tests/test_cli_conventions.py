@@ -13,8 +13,11 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +40,7 @@ def _parsers(
 
 
 def _options() -> Iterator[tuple[tuple[str, ...], argparse.Action]]:
-    for path, parser in _parsers(build_parser()):
+    for path, parser in _parsers(build_parser(full=True)):
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
                 continue
@@ -46,7 +49,7 @@ def _options() -> Iterator[tuple[tuple[str, ...], argparse.Action]]:
 
 def _leaf_verbs() -> list[tuple[str, ...]]:
     leaves = []
-    for path, parser in _parsers(build_parser()):
+    for path, parser in _parsers(build_parser(full=True)):
         if path and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
             leaves.append(path)
     return leaves
@@ -64,7 +67,7 @@ def test_every_option_has_help() -> None:
 
 def test_every_verb_has_help_and_a_description_of_its_exit_codes() -> None:
     """Each leaf verb's parser has a help line in its parent's listing."""
-    parser = build_parser()
+    parser = build_parser(full=True)
     for path, sub in _parsers(parser):
         if path:
             assert sub.description or sub.format_help(), path
@@ -93,7 +96,7 @@ def test_durations_are_seconds() -> None:
 @pytest.mark.parametrize("verb", [" ".join(p) for p in _leaf_verbs()])
 def test_every_verb_takes_quiet_and_verbose(verb: str) -> None:
     """-q/--quiet and -v/--verbose parse on every verb (after it)."""
-    sub = dict(_parsers(build_parser()))[tuple(verb.split())]
+    sub = dict(_parsers(build_parser(full=True)))[tuple(verb.split())]
     names = {n for a in sub._actions for n in a.option_strings}
     assert {"-q", "--quiet", "-v", "--verbose"} <= names, verb
     counted = {n for a in sub._actions if isinstance(a, argparse._CountAction)
@@ -141,23 +144,49 @@ def test_quiet_and_verbose_set_the_console(
 
 
 def test_verb_table_matches_what_modules_register() -> None:
-    """VERB_MODULES names every verb each command module registers, and only those, so
-    a verb run by name (which imports only its module) parses as in the full tree."""
-    from kernel.effects.cli import VERB_MODULES, _command_modules
+    """VERBS names every verb each command module registers, and only those, with the
+    help line the module gives it, so a verb run by name (which imports only its
+    module) parses as in the full tree and `kernel --help` lists what each verb says."""
+    from kernel.effects.cli import VERBS, command_modules
 
-    registered: dict[str, str] = {}
-    for module in _command_modules():
+    registered: dict[str, tuple[str, str]] = {}
+    for module in command_modules():
         parser = argparse.ArgumentParser()
         sub = parser.add_subparsers()
         module.register(sub)
+        helps = {action.dest: action.help for action in sub._choices_actions}
         for verb in sub.choices:
-            registered[verb] = module.__name__.rsplit(".", 1)[1]
-    assert registered == VERB_MODULES
+            registered[verb] = (module.__name__.rsplit(".", 1)[1], str(helps[verb]))
+    assert registered == VERBS
 
 
 def test_a_verb_alone_builds_only_its_branch() -> None:
-    """`kernel self-test` builds only the self-test branch; unknown words build all."""
+    """`kernel self-test` builds only the self-test branch; no verb or an unknown word
+    builds one help line per verb (no branch)."""
     only = dict(_parsers(build_parser("self-test")))
     assert ("self-test",) in only
     assert ("guard",) not in only
-    assert ("guard",) in dict(_parsers(build_parser("no-such-verb")))
+    listed = dict(_parsers(build_parser("no-such-verb")))
+    assert ("guard",) in listed
+    assert listed[("guard",)].get_default("handler") is None  # a help line, no branch
+    assert listed.keys() == dict(_parsers(build_parser())).keys()
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["-q", "--help"]])
+def test_version_and_help_import_no_command_module(argv: list[str]) -> None:
+    """`kernel --version` and `kernel --help` stay fast: no command module, and so none
+    of the pipeline, the sandbox or the guard, is imported."""
+    code = (
+        "import sys\n"
+        "from kernel.effects.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[-1]
+    loaded = ast.literal_eval(out)
+    assert [m for m in loaded if m.startswith("kernel.effects.commands.")] == [
+        "kernel.effects.commands.options"
+    ]
+    assert "kernel.effects.pipeline" not in loaded

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import kernel
 from kernel.effects.cli import main
 from kernel.effects.schemas import DOCUMENTS, load_schema, schema_names
 from kernel.errors import ConfigError
@@ -83,6 +84,9 @@ def test_sdist_and_wheel_ship_what_they_promise(tmp_path: Path) -> None:
     sdist, wheel = _build(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    # The type checkers' view of `import kernel`, and the version read from the code.
+    assert {"kernel/__init__.pyi", "kernel/py.typed"} <= set(names)
+    assert f"-{kernel.__version__}-" in Path(wheel).name
     for name in DOCUMENTS:
         assert f"kernel/schemas/{name}.schema.json" in names
     with tarfile.open(sdist) as archive:

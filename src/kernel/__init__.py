@@ -11,11 +11,12 @@ guard in `kernel.guard`. Submodules load on first use, so ``import kernel`` stay
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Final
 
-__version__: Final = "0.1.0"
+# No `typing` import: `kernel --version` pays for every module imported here (the stub
+# gives type checkers the Final types).
+__version__ = "0.1.0"
 
-_EXPORTS: Final[dict[str, tuple[str, ...]]] = {
+_EXPORTS: dict[str, tuple[str, ...]] = {
     "kernel.binding": (
         "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
         "CandidateAttemptRunBinding",
@@ -196,9 +197,7 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
 }
 """Where each public name lives, module by module: the public API."""
 
-_HOME: Final[dict[str, str]] = {
-    name: module for module, names in _EXPORTS.items() for name in names
-}
+_HOME: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 # Derived, not a literal: the table above is the one list (type checkers read the stub).
 __all__ = sorted(_HOME)  # noqa: PLE0605

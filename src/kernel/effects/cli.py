@@ -13,7 +13,6 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Final
 
 from kernel import __version__
 from kernel.effects import console
@@ -29,29 +28,40 @@ EXIT_CODES = """exit codes (every verb):
   3  no consensus (kernel corroborate)"""
 
 
-# Verb -> the module that registers it (in `kernel --help` order). A verb run by name
-# imports only its own module: `kernel self-test` does not pay for the guard, git or
-# the ledger. A test holds this table and the modules' `register` together.
-VERB_MODULES: Final = {
-    "self-test": "selftest",
-    "guard": "guard",
-    "report": "report",
-    "decision": "decision",
-    "corroborate": "corroborate",
-    "bind": "bind",
-    "run": "run",
-    "suite": "suite",
-    "ledger": "ledger",
-    "stage": "promote",
-    "unstage": "promote",
-    "promote": "promote",
-    "attest": "attest",
-    "schemas": "schemas",
+# Verb -> (the module that registers it, its help line), in `kernel --help` order (no
+# `typing.Final` here: importing `typing` alone would cost `kernel --version` 10%). A
+# verb run by name imports only its own module: `kernel self-test` does not pay for the
+# guard, git or the ledger, and `kernel --help` / `--version` import none (the help
+# lines are here). A test holds this table and the modules' `register` together.
+VERBS: dict[str, tuple[str, str]] = {
+    "self-test": ("selftest", "run the built-in checks"),
+    "guard": ("guard", "check imports and calls against the guard policy (ADR guard blocks)"),
+    "report": ("report", "run evidence reports"),
+    "decision": ("decision", "human decision records"),
+    "corroborate": (
+        "corroborate",
+        "run a command N times in isolated sandboxes and report byte agreement",
+    ),
+    "bind": ("bind", "bind a candidate operator result to its search run (ADR-0232)"),
+    "run": ("run", "run a config end to end: attempts, verifier, report, corroboration, replay"),
+    "suite": (
+        "suite",
+        "judge model predictions on task instances (SWE-bench formats): resolved rates",
+    ),
+    "ledger": ("ledger", "the tamper-evident evidence ledger"),
+    "stage": ("promote", "commit a candidate under refs/kernel/staged/"),
+    "unstage": ("promote", "remove a staged ref"),
+    "promote": (
+        "promote",
+        "fast-forward a branch to a verified, signed, accepted candidate",
+    ),
+    "attest": ("attest", "write an in-toto Statement v1 for an attempt's candidate"),
+    "schemas": ("schemas", "the JSON Schemas of the records"),
 }
 
 
 # Literal module names (the guard refuses computed imports), loaded on first use.
-_LOADERS: Final[dict[str, Callable[[], ModuleType]]] = {
+_LOADERS: dict[str, Callable[[], ModuleType]] = {
     "selftest": lambda: importlib.import_module("kernel.effects.commands.selftest"),
     "guard": lambda: importlib.import_module("kernel.effects.commands.guard"),
     "report": lambda: importlib.import_module("kernel.effects.commands.report"),
@@ -67,10 +77,9 @@ _LOADERS: Final[dict[str, Callable[[], ModuleType]]] = {
 }
 
 
-def _command_modules(verb: str | None = None) -> tuple[ModuleType, ...]:
-    # Imported here, not at module level, so `import kernel.effects.cli` stays cheap.
-    names = [VERB_MODULES[verb]] if verb in VERB_MODULES else list(VERB_MODULES.values())
-    return tuple(_LOADERS[name]() for name in dict.fromkeys(names))
+def command_modules() -> tuple[ModuleType, ...]:
+    """Every command module, imported (for documentation and tests)."""
+    return tuple(_LOADERS[name]() for name in dict.fromkeys(m for m, _ in VERBS.values()))
 
 
 def _verb_of(argv: Sequence[str]) -> str | None:
@@ -85,9 +94,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """The whole command tree (exposed for documentation and tests), or only ``verb``'s
-    branch when it names a known verb."""
+def build_parser(verb: str | None = None, *, full: bool = False) -> argparse.ArgumentParser:
+    """The command tree: with ``full``, every verb's whole branch (for documentation and
+    tests); else the branch of ``verb`` when it names a known verb, and otherwise one
+    help line per verb (what ``kernel --help`` lists; no command module is imported)."""
     parser = _Parser(
         prog="kernel",
         description="Evidence records, checks and reports.",
@@ -101,8 +111,14 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in _command_modules(verb):
-        module.register(sub)
+    if full:
+        for module in command_modules():
+            module.register(sub)
+    elif verb in VERBS:
+        _LOADERS[VERBS[verb][0]]().register(sub)
+    else:
+        for name, (_module, help_line) in VERBS.items():
+            sub.add_parser(name, help=help_line)
     _add_verbosity_below(parser)
     return parser
 

@@ -20,9 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from pathlib import Path
-
-from kernel.effects.files import DEFAULT_OUTPUT_ROOT
 
 __all__ = [
     "RESULTS_ROOT_HELP",
@@ -37,6 +34,11 @@ RESULTS_ROOT_HELP = "every output must lie inside this folder (default: results)
 
 def add_results_root(parser: argparse.ArgumentParser) -> None:
     """``--results-root DIR`` (and the hidden, deprecated ``--output-root``)."""
+    # Imported here: `kernel --help` and `--version` never pay for the file helpers.
+    from pathlib import Path
+
+    from kernel.effects.files import DEFAULT_OUTPUT_ROOT
+
     parser.add_argument(
         "--results-root",
         type=Path,
