@@ -171,6 +171,7 @@ SIDE_RUNNER = textwrap.dedent("""
         "status": str(capture.status), "hit": capture.limit_hit, "error": capture.error,
         "stdout": Path(capture.stdout_path).read_text(errors="replace")[-2000:],
         "limits": {str(a.kind): str(a.mechanism) for a in capture.limits},
+        "command_uid": capture.command_uid,
     }))
 """)
 
@@ -203,6 +204,7 @@ def side_runner(
         )
         assert result.returncode == 0, result.stderr
         outcome: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+        outcome["runner"] = request.param
         return outcome
 
     return side_run
@@ -318,6 +320,9 @@ def test_runner_keys_are_out_of_reach(side_runner: Callable[..., dict[str, Any]]
     readable nor writable from a sandbox: the keyring calls are refused."""
     outcome = side_runner(command=[str(SYSTEM_PYTHON), "-c", KEY_PROBE, "KEYID"])
     assert outcome["status"] == "ok", outcome
+    # No subordinate ids are used: an unprivileged runner's evidence says so.
+    expected = {"root": "outer_unprivileged", "unprivileged": "same_uid_as_runner"}
+    assert outcome["command_uid"] == expected[outcome["runner"]]
     assert json.loads(outcome["stdout"]) == {
         "add": "EPERM",
         "proc_keys": "",

@@ -463,50 +463,44 @@ CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
 def _memory_cgroup(opts: dict[str, str]) -> str:
     """Join a new cgroup v1 memory group limited to the run's memory limit, so shared
     memory, memfd and tmpfs pages count too; "" where the controller is unusable (the
-    rlimit then holds private memory only). Groups of dead runners are removed."""
+    rlimit then holds private memory only).
+
+    Empty groups left by earlier runs are removed here (``rmdir`` fails on a group
+    that holds a process); one made by a concurrent run between its ``mkdir`` and its
+    join is made again by that run."""
     name = os.path.basename(opts["scratch"])
     path = f"{CGROUP_MEMORY}/{name}"
-    try:
-        os.makedirs(CGROUP_MEMORY, exist_ok=True)
-        for other in os.listdir(CGROUP_MEMORY):
-            if other != name and _runner_gone(other):
-                try:  # noqa: SIM105 - contextlib is not imported in the helper
-                    os.rmdir(f"{CGROUP_MEMORY}/{other}")  # only succeeds once empty
-                except OSError:
-                    pass
-        os.mkdir(path)
-        for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-            if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
-                with open(f"{path}/{control}", "w") as handle:
-                    handle.write(opts["mem"])
-        with open(f"{path}/cgroup.procs", "w") as handle:
-            handle.write(str(os.getpid()))
-    except OSError:
-        try:  # noqa: SIM105 - contextlib is not imported in the helper
-            os.rmdir(path)
+    for attempt in range(2):
+        try:
+            if attempt == 0:
+                os.makedirs(CGROUP_MEMORY, exist_ok=True)
+                for other in os.listdir(CGROUP_MEMORY):
+                    if other.startswith("sbx-"):
+                        _rmdir(f"{CGROUP_MEMORY}/{other}")
+            os.mkdir(path)
+            for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
+                    with open(f"{path}/{control}", "w") as handle:
+                        handle.write(opts["mem"])
+            with open(f"{path}/cgroup.procs", "w") as handle:
+                handle.write(str(os.getpid()))
+            return path
         except OSError:
-            pass
-        return ""
-    return path
+            _rmdir(path)
+    return ""
 
 
-def _runner_gone(name: str) -> bool:
-    """True when the runner pid in ``<kind>-<pid>-<random>`` names no live process."""
-    parts = name.split("-")
-    if len(parts) < 3 or not parts[1].isdigit():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
+def _rmdir(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+        os.rmdir(path)
     except OSError:
-        return False
-    return False
+        pass  # busy (a run's group) or gone
 
 
 def _cgroup_done(report: _Report, cgroup: str) -> None:
-    """Report the run's memory mechanism and an OOM kill as a memory hit; remove the
-    group (its processes are gone with the PID namespace)."""
+    """Report an OOM kill in the run's memory group as a memory hit. The group is
+    removed by the next run (leaving it first would cost a second migration, an RCU
+    grace period, on every run's critical path)."""
     if not cgroup:
         return
     try:
@@ -514,16 +508,8 @@ def _cgroup_done(report: _Report, cgroup: str) -> None:
             fields = dict(line.split() for line in handle if len(line.split()) == 2)
         if int(fields.get("oom_kill", "0")) > 0:
             report("limit memory")
-        with open(f"{CGROUP_MEMORY}/cgroup.procs", "w") as handle:
-            handle.write(str(os.getpid()))  # leave it, so it can be removed
     except OSError:
         pass  # no evidence either way
-    for _ in range(200):  # the group's last pages are being uncharged
-        try:
-            os.rmdir(cgroup)
-            return
-        except OSError:
-            _libc.usleep(5000)
 
 
 def _in_namespaces(
@@ -664,10 +650,16 @@ def _build_view(report: _Report, root: str, plan: str) -> None:
         elif op == "symlink":
             os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
             os.symlink(args[0], where)
-        elif op == "file":
+        elif op in ("file", "copy"):
             os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
-            with open(where, "w") as handle:
-                handle.write(args[0])
+            if op == "copy":
+                with open(args[0], "rb") as original:
+                    data = original.read(1 << 20)  # small /etc files
+            else:
+                data = args[0].encode()
+            with open(where, "wb") as handle:
+                handle.write(data)
+            os.chmod(where, 0o644)
         elif op == "proc":
             os.makedirs(where, 0o555, exist_ok=True)
             _mount(report, "proc", where, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)

@@ -45,6 +45,7 @@ from kernel.effects.sandbox.spec import (
     SANDBOX_WORKDIR,
     SYSTEM_BINDS,
     Capture,
+    CommandUid,
     LimitKind,
     LimitMechanism,
     Limits,
@@ -308,6 +309,11 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
         error=error,
         limits=applied_limits(spec.limits, mechanisms),
         limit_hit=hit,
+        # No subordinate ids are used for an unprivileged runner (newuidmap is not
+        # called): its command is the runner itself on the host.
+        command_uid=(
+            CommandUid.OUTER_UNPRIVILEGED if os.geteuid() == 0 else CommandUid.SAME_UID_AS_RUNNER
+        ),
     )
 
 
@@ -332,52 +338,19 @@ def _run_namespaced(
     deadline: float | None,
     mechanisms: dict[LimitKind, LimitMechanism],
 ) -> _Result:
-    plan = "\x1e".join(
-        "\x1f".join(step)
-        for step in mount_plan(
-            _view_entries(spec),
-            tmp_bytes=spec.limits.tmp_bytes,
-            hidden=os.path.realpath(scratch_root()),
-        )
-    )
     (scratch / "ns").mkdir()  # the namespace's own tmpfs of mount points
     if baseline is None:
         baseline = scratch / "empty"
         baseline.mkdir()
     privileged = os.geteuid() == 0
-    outer_uid, outer_gid = outer_ids() if privileged else (os.geteuid(), os.getegid())
+    outer = outer_ids() if privileged else (os.geteuid(), os.getegid())
     if level is Isolation.NAMESPACE_COPY:
         copy_tree(baseline, scratch / "copy")
         if privileged:
-            _chown_tree(scratch / "copy", outer_uid, outer_gid)
+            _chown_tree(scratch / "copy", *outer)
     home = env.get("HOME", "") if any(k == "HOME" for k, _ in spec.variation) else ""
-    limits = spec.limits
-    options = {
-        "mode": "overlay" if level is Isolation.OVERLAY else "bind",
-        "scratch": str(scratch),
-        "baseline": str(baseline),
-        "workdir": SANDBOX_WORKDIR,
-        "net": "1" if spec.network else "0",
-        "umask": str(umask),
-        "patch": "1" if patch is not None else "0",
-        "preload": spec.preload or "",
-        "apply": os.path.abspath(spec.apply_patch) if spec.apply_patch else "",
-        "home": home,
-        "ppid": str(os.getpid()),
-        "uid": str(SANDBOX_UID),
-        "gid": str(SANDBOX_GID),
-        "outer_uid": str(outer_uid),
-        "outer_gid": str(outer_gid),
-        "git": " ".join(PATCH_COMMAND),
-        "mem": _opt(limits.memory_bytes),
-        "nproc": _opt(limits.processes),
-        "cpu": _opt(limits.cpu_seconds),
-        "writable": _opt(limits.writable_bytes),
-        "output": _opt(_output_limit(spec)),
-        "tmp": _opt(limits.tmp_bytes),
-        "layer": tmpfs_options("0700", limits.writable_bytes),
-        "plan": plan,
-    }
+    options = _helper_options(spec, level=level, scratch=scratch, baseline=baseline, outer=outer)
+    options.update(umask=str(umask), home=home, patch="1" if patch is not None else "0")
 
     def helper_args(parent: int) -> list[str]:
         items = {**options, "ppid": str(parent)}
@@ -427,6 +400,43 @@ def _run_namespaced(
     if "\nmemory-mechanism cgroup_v1\n" in "\n" + report:
         mechanisms[LimitKind.MEMORY] = LimitMechanism.CGROUP_V1
     return _interpret(report, in_time, patch)
+
+
+def _helper_options(
+    spec: SandboxSpec, *, level: Isolation, scratch: Path, baseline: Path, outer: tuple[int, int]
+) -> dict[str, str]:
+    """The helper's ``key=value`` options of one run (its view's mount plan included)."""
+    entries, copies = _view_entries(spec)
+    plan = mount_plan(
+        entries,
+        tmp_bytes=spec.limits.tmp_bytes,
+        hidden=os.path.realpath(scratch_root()),
+        copies=copies,
+    )
+    limits = spec.limits
+    return {
+        "mode": "overlay" if level is Isolation.OVERLAY else "bind",
+        "scratch": str(scratch),
+        "baseline": str(baseline),
+        "workdir": SANDBOX_WORKDIR,
+        "net": "1" if spec.network else "0",
+        "preload": spec.preload or "",
+        "apply": os.path.abspath(spec.apply_patch) if spec.apply_patch else "",
+        "ppid": str(os.getpid()),
+        "uid": str(SANDBOX_UID),
+        "gid": str(SANDBOX_GID),
+        "outer_uid": str(outer[0]),
+        "outer_gid": str(outer[1]),
+        "git": " ".join(PATCH_COMMAND),
+        "mem": _opt(limits.memory_bytes),
+        "nproc": _opt(limits.processes),
+        "cpu": _opt(limits.cpu_seconds),
+        "writable": _opt(limits.writable_bytes),
+        "output": _opt(_output_limit(spec)),
+        "tmp": _opt(limits.tmp_bytes),
+        "layer": tmpfs_options("0700", limits.writable_bytes),
+        "plan": "\x1e".join("\x1f".join(step) for step in plan),
+    }
 
 
 class _Forked:
@@ -555,8 +565,9 @@ def _helper_argv() -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _COVERAGE_BOOTSTRAP, site, data_file, _HELPER_DIR]
 
 
-def _view_entries(spec: SandboxSpec) -> list[tuple[str, str]]:
-    """``(path, link)`` of every host path the sandbox shows (`mount_plan`): the system
+def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(path, link)`` of every host path the sandbox shows, and the small files it
+    copies (`mount_plan`): the system
     folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
     verifier's test runner runs from it), the folder of an absolute program (with its
     Python prefix or venv), and the spec's `ro_binds`; a missing path is left out.
@@ -564,10 +575,12 @@ def _view_entries(spec: SandboxSpec) -> list[tuple[str, str]]:
     Raises:
         EffectError: a path of `SandboxSpec.ro_binds` does not exist.
     """
-    entries = []
+    entries, copies = [], []
     for path in (*SYSTEM_BINDS, *ETC_BINDS):
         if os.path.islink(path):
             entries.append((path, os.readlink(path)))  # shown as the same link
+        elif os.path.isfile(path) and path in ETC_BINDS:
+            copies.append(path)
         elif os.path.exists(path):
             entries.append((path, ""))
     extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
@@ -580,7 +593,7 @@ def _view_entries(spec: SandboxSpec) -> list[tuple[str, str]]:
             raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
         extra.add(os.path.realpath(path))
     entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
-    return entries
+    return entries, copies
 
 
 def _python_prefixes(folder: str) -> list[str]:

@@ -37,6 +37,7 @@ __all__ = [
     "SANDBOX_WORKDIR",
     "AppliedLimit",
     "Capture",
+    "CommandUid",
     "LimitKind",
     "LimitMechanism",
     "Limits",
@@ -169,6 +170,17 @@ class LimitKind(enum.StrEnum):
     """Bytes the run may write into its view of the baseline."""
     TMP = "tmp"
     """Bytes the run may write into its private ``/tmp``."""
+
+
+class CommandUid(enum.StrEnum):
+    """Who the command is on the host, recorded in every capture (isolation evidence)."""
+
+    OUTER_UNPRIVILEGED = "outer_unprivileged"
+    """A root runner's command: an unprivileged uid of its own (root's first
+    subordinate id, else `FALLBACK_OUTER_ID`); the runner's files are "others'"."""
+    SAME_UID_AS_RUNNER = "same_uid_as_runner"
+    """An unprivileged runner's command is that runner's uid on the host: its own 0600
+    files shown in the view (a ro_bind, the baseline) are readable to the command."""
 
 
 class LimitMechanism(enum.StrEnum):
@@ -359,6 +371,8 @@ class Capture(Record):
     """Every limit of the run and how it was applied, in `LimitKind` order."""
     limit_hit: LimitKind | None = None
     """The limit the run hit (status ``limit_exceeded``), else None."""
+    command_uid: CommandUid | None = None
+    """Who the command was on the host (None: a capture recorded before this field)."""
 
 
 def applied_limits(
@@ -492,15 +506,23 @@ def _under(path: str, folder: str) -> bool:
 
 
 def mount_plan(
-    entries: Sequence[tuple[str, str]], *, tmp_bytes: int | None, hidden: str
+    entries: Sequence[tuple[str, str]],
+    *,
+    tmp_bytes: int | None,
+    hidden: str,
+    copies: Sequence[str] = (),
 ) -> tuple[MountStep, ...]:
     """The steps that build a sandbox's view of the host, in order (bubblewrap's setup
     operations are the model). ``entries``: ``(path, link)`` for every host path to
     show; ``link`` is the symlink it is (kept a symlink) or "" (bound read-only).
     A path below one already shown is skipped; ``hidden`` (the scratch root) gets an
-    empty read-only tmpfs when a bound folder holds it.
+    empty read-only tmpfs when a bound folder holds it. ``copies``: small host files
+    (pieces of ``/etc``) copied into the view's own tmpfs, which is read-only when
+    the command starts (a mount each would cost more than the copy, at set-up and at
+    teardown).
 
     Steps: ``tmpfs TARGET DATA``, ``bind TARGET SOURCE`` (read-only, recursive),
+    ``copy TARGET SOURCE``,
     ``dev TARGET`` (the host node of that name), ``symlink TARGET LINK``,
     ``file TARGET TEXT``, ``proc TARGET``, ``mask TARGET``, ``readonly TARGET``,
     ``hide TARGET``.
@@ -529,15 +551,18 @@ def mount_plan(
         ("file", "/etc/group", GROUP),
     ]
     shown: list[str] = []
-    for path, link in sorted(entries):
-        if not path.startswith("/") or any(ord(c) < 32 for c in path + link):
+    for path, link in sorted([*entries, *((path, "\0") for path in copies)]):
+        if not path.startswith("/") or any(ord(c) < 32 for c in path + link.strip("\0")):
             raise ConfigError(f"{path!r}: a sandbox bind must be an absolute, printable path")
         if any(_under(path, folder) for folder in _FORBIDDEN_BINDS):
             raise ConfigError(f"{path}: the sandbox has its own {path.split('/')[1]}")
         if any(_under(path, folder) for folder in shown):
             continue
         shown.append(path)
-        steps.append(("symlink", path, link) if link else ("bind", path, path))
+        if link == "\0":
+            steps.append(("copy", path, path))
+        else:
+            steps.append(("symlink", path, link) if link else ("bind", path, path))
     steps.append(("proc", "/proc"))
     steps.extend(("mask", path) for path in MASKED_PATHS)
     steps.extend(("readonly", path) for path in READ_ONLY_PATHS)
