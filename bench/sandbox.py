@@ -15,6 +15,11 @@ Run: ``.venv/bin/python bench/sandbox.py [--quick]``.
    interleaved (capture, raw) pairs; the ratio is the median of the per-pair ratios,
    so load from other processes hits both sides of a pair alike.
 
+4. Start-up against bubblewrap (``bwrap --unshare-all --die-with-parent --ro-bind / /
+   true``, when installed: it is not a dependency), as this runner and, when run as
+   root, as the unprivileged user ``nobody`` (interleaved pairs, medians). Target:
+   <= 1.0x.
+
 Prints one line per figure and a PASS/MISS line per target; exit status 1 on a miss.
 """
 
@@ -105,6 +110,44 @@ def capture_rate(spill: Path, size: int) -> float:
     return size / elapsed
 
 
+BWRAP = ("bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true")
+STARTUP = """
+import json, subprocess, sys, tempfile, time
+from pathlib import Path
+from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+spill = Path(tempfile.mkdtemp())
+ours, theirs = [], []
+for index in range(int(sys.argv[1]) + 1):
+    started = time.perf_counter()
+    run_sandboxed(SandboxSpec(command=("true",)), spill_dir=spill)
+    middle = time.perf_counter()
+    subprocess.run(sys.argv[2:], check=True)
+    if index:  # the first pair warms the helper server and the page cache
+        ours.append(middle - started)
+        theirs.append(time.perf_counter() - middle)
+print(json.dumps([sorted(ours)[len(ours) // 2], sorted(theirs)[len(theirs) // 2]]))
+"""
+
+
+def versus_bwrap(repeats: int, user: str | None) -> tuple[float, float]:
+    """Median start-up seconds of one ``true`` run and of bwrap's, as ``user``."""
+    import json
+    import pwd
+    import subprocess
+
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(sys.path[1:])}
+    python = sys.executable
+    if user is not None:
+        python = shutil.which("python3", path="/usr/bin:/bin") or python
+    result = subprocess.run(
+        [python, "-c", STARTUP, str(repeats), *BWRAP],
+        env=env, cwd="/", capture_output=True, text=True, check=True,
+        user=None if user is None else pwd.getpwnam(user).pw_uid,
+    )  # fmt: skip
+    ours, theirs = json.loads(result.stdout)
+    return float(ours), float(theirs)
+
+
 def hash_rate(size: int) -> float:
     """Bytes per second of raw hashlib SHA-256 over the same bytes, 1 MiB at a time."""
     chunk = bytes(MIB)
@@ -119,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run every benchmark and report against the targets."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller capture")
+    parser.add_argument("--startup", action="store_true", help="only the bwrap comparison")
     args = parser.parse_args(argv)
     repeats = 3 if args.quick else 7
     copy_repeats = 1 if args.quick else 3
@@ -126,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     misses = 0
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average {load} on {os.cpu_count()} cores (figures are relative to it)")
+    if args.startup:
+        return startup_versus_bwrap(repeats)
     with tempfile.TemporaryDirectory(prefix="kernel-bench-") as tmp:
         root = Path(tmp)
         spill = root / "spill"
@@ -170,6 +216,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"raw hashlib SHA-256: {raw / MIB:8.0f} MiB/s")
         print(f"{'PASS' if share >= 0.5 else 'MISS'} capture at {share:.0%} of raw SHA-256")
         misses += share < 0.5
+    return 1 if misses + startup_versus_bwrap(repeats) else 0
+
+
+def startup_versus_bwrap(repeats: int) -> int:
+    """Print start-up against bwrap as this user (and ``nobody`` when root); 1 on a miss."""
+    if shutil.which("bwrap") is None:
+        print("bwrap not installed: no start-up comparison")
+        return 0
+    misses = 0
+    users: list[str | None] = [None] + (["nobody"] if os.geteuid() == 0 else [])
+    for user in users:
+        ours, theirs = versus_bwrap(5 * repeats, user)
+        who = "root" if user is None and os.geteuid() == 0 else (user or "this user")
+        print(
+            f"start-up as {who}: {ours * 1000:.1f} ms vs bwrap {theirs * 1000:.1f} ms: "
+            f"{ours / theirs:.2f}x"
+        )
+        print(f"{'PASS' if ours <= theirs else 'MISS'} start-up as {who} <= 1.0x bwrap")
+        misses += ours > theirs
     return 1 if misses else 0
 
 
