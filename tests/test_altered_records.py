@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import kernel
 from kernel.codec import Record, malformed
-from kernel.errors import ArgumentTypeError
+from kernel.errors import ParameterTypeError
 from kernel.importers.idkmesh import run_record_from_idkmesh
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,14 +101,14 @@ def test_an_altered_record_is_refused_or_named_never_a_foreign_exception(
 ) -> None:
     """For every public function here, any field anywhere in its record argument
     overwritten with any value (or deleted): the outcome is a result, a refusal, or an
-    ArgumentTypeError naming the altered field; nothing else escapes (no AttributeError,
+    ParameterTypeError naming the altered field; nothing else escapes (no AttributeError,
     KeyError, nor a FieldError or CanonicalizationError from deep inside)."""
     root, function = CALLS[call]
     altered = _altered(root, pick, garbage, delete)
     named = ""
     try:
         function(altered)
-    except ArgumentTypeError as error:
+    except ParameterTypeError as error:
         named = str(error)
     assert named == "" or "altered" in named
 
@@ -116,7 +116,9 @@ def test_an_altered_record_is_refused_or_named_never_a_foreign_exception(
 def test_the_altered_field_is_named() -> None:
     report = copy.deepcopy(REPORT)
     object.__setattr__(report, "warnings", "abc")
-    with pytest.raises(ArgumentTypeError, match=r"render_markdown\(\): report.warnings: .*altered"):
+    with pytest.raises(
+        ParameterTypeError, match=r"render_markdown\(\): report.warnings: .*altered"
+    ):
         kernel.render_markdown(report)
     branch = kernel.Branch(
         branch_id="b1",
@@ -127,7 +129,7 @@ def test_the_altered_field_is_named() -> None:
         verifier=kernel.VerifierOutcome.NONE,
     )
     object.__setattr__(branch, "drafts", "x")
-    with pytest.raises(ArgumentTypeError, match=r"branch.drafts: .*altered"):
+    with pytest.raises(ParameterTypeError, match=r"branch.drafts: .*altered"):
         kernel.admit_to_commit(branch)
     binding = copy.deepcopy(BINDING)
     object.__setattr__(binding, "budget_charge", 0)

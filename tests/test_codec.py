@@ -25,7 +25,7 @@ from kernel.codec import (
     nested_id,
     seal,
 )
-from kernel.errors import ArgumentTypeError, RecordError
+from kernel.errors import ParameterTypeError, RecordError
 from kernel.strategies import digests, source_spans, texts, version_pairs
 from kernel.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
 from kernel.values import version_pairs as version_pairs_validator
@@ -335,13 +335,13 @@ def test_nested_form_is_what_a_parent_hashes() -> None:
     """nested_form: every field but the excluded ones, id kept; misuse is named."""
     span = SourceSpan(text="t", start=0, end=1)
     assert nested_form(span) == {"text": "t", "start": 0, "end": 1, "sentence_index": None}
-    with pytest.raises(ArgumentTypeError, match=r"nested_form\(\): record: expected Record"):
+    with pytest.raises(ParameterTypeError, match=r"nested_form\(\): record: expected Record"):
         nested_form({"text": "t"})  # type: ignore[arg-type]
 
 
 def test_seal_needs_a_record_class_with_an_identity() -> None:
     """seal refuses a non-record class and a record without an identity field."""
-    with pytest.raises(ArgumentTypeError, match=r"seal\(\): cls"):
+    with pytest.raises(ParameterTypeError, match=r"seal\(\): cls"):
         seal(dict)
     with pytest.raises(TypeError, match="declares no identity field"):
         seal(SourceSpan, text="t", start=0, end=1)
@@ -402,13 +402,13 @@ def test_uncached_ids_see_a_record_altered_after_its_nested_form_was_cached() ->
 def test_id_of_fields_and_nested_id_name_their_misuse() -> None:
     """A non-record class, a record without an identity, a missing payload field, a
     non-record are refused with errors that say so."""
-    with pytest.raises(ArgumentTypeError, match=r"id_of_fields\(\): cls"):
+    with pytest.raises(ParameterTypeError, match=r"id_of_fields\(\): cls"):
         id_of_fields(dict, {})  # type: ignore[arg-type]
-    with pytest.raises(ArgumentTypeError, match=r"id_of_fields\(\): cls"):
+    with pytest.raises(ParameterTypeError, match=r"id_of_fields\(\): cls"):
         id_of_fields("Sample", {})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="declares no identity field"):
         id_of_fields(SourceSpan, {"text": "t", "start": 0, "end": 1, "sentence_index": None})
     with pytest.raises(TypeError, match="no value for payload field 'b'"):
         id_of_fields(Unsealed, {"a": 1})
-    with pytest.raises(ArgumentTypeError, match=r"nested_id\(\): record: expected Record"):
+    with pytest.raises(ParameterTypeError, match=r"nested_id\(\): record: expected Record"):
         nested_id({"text": "t"})  # type: ignore[arg-type]

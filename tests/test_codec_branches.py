@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload, nested_id
-from kernel.errors import ArgumentTypeError, CanonicalizationError, FieldError, RecordError
+from kernel.errors import CanonicalizationError, FieldError, ParameterTypeError, RecordError
 from kernel.values import Count, digest
 
 
@@ -216,7 +216,7 @@ def test_nested_id_is_the_stdlib_hash_of_the_nested_form_cached_or_fresh() -> No
 
 
 def test_nested_id_of_a_non_record_or_a_smuggled_value_is_refused() -> None:
-    with pytest.raises(ArgumentTypeError, match="nested_id"):
+    with pytest.raises(ParameterTypeError, match="nested_id"):
         nested_id({"name": "x"})  # type: ignore[arg-type]
     smuggled = Pairs(tagged=(Leaf(name="x"), 1), coloured=(Colour.RED, "y"), plain=("z", 2))
     object.__setattr__(smuggled, "tagged", ({1}, 1))

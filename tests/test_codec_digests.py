@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.codec import Record, _document_default, document_digest
-from kernel.errors import ArgumentTypeError
+from kernel.errors import ParameterTypeError
 from kernel.identity import sha256_hex
 from kernel.strategies import (
     binding_pairs,
@@ -40,7 +40,7 @@ def test_document_digest_is_the_digest_of_to_dict(record: Record) -> None:
 
 
 def test_document_digest_refuses_what_is_not_a_record() -> None:
-    with pytest.raises(ArgumentTypeError, match="document_digest"):
+    with pytest.raises(ParameterTypeError, match="document_digest"):
         document_digest({"a": 1})  # type: ignore[arg-type]
 
 

@@ -38,7 +38,7 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.errors import ArgumentTypeError, RefusedError
+from kernel.errors import ParameterTypeError, RefusedError
 from kernel.strategies import branches, drafts
 from kernel.values import unwrap
 
@@ -309,5 +309,5 @@ def test_a_resealed_verified_admission_does_not_verify() -> None:
     assert refused.refusal_id == stdlib_id(identity_payload(refused))
     other = verify_admission(honest, branch(V.NONE, *CORRELATED[:2], DECORRELATED[1]))
     assert isinstance(other, CommitRefusal)
-    with pytest.raises(ArgumentTypeError, match=r"verify_admission\(\): branch: expected Branch"):
+    with pytest.raises(ParameterTypeError, match=r"verify_admission\(\): branch: expected Branch"):
         verify_admission(honest, "not a branch")  # type: ignore[arg-type]

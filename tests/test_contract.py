@@ -4,7 +4,7 @@ For every function `kernel` exports: whatever a caller passes, the call returns 
 result or a refusal) or raises `KernelError`/``TypeError``, never a foreign exception
 (``AttributeError``, ``KeyError``, a bare ``ValueError``...). Pure validators
 (``build_*``/``check_*``/``verify_*``/``record_*``/``admit_*``) raise
-`ArgumentTypeError` for a wrong argument type, naming the parameter; ADR-0232's binding
+`ParameterTypeError` for a wrong argument type, naming the parameter; ADR-0232's binding
 functions refuse instead, as the reference does. Every refusal class needs a reason
 code and an explanation; `unwrap` is the one raising helper.
 """
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernel
-from kernel.errors import ArgumentTypeError, FieldError, KernelError, RefusedError
+from kernel.errors import FieldError, KernelError, ParameterTypeError, RefusedError
 from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason
 from kernel.runrecord import DeclaredReplay
 from kernel.strategies import (
@@ -173,7 +173,7 @@ def test_wrong_first_argument_is_an_argument_type_error(name: str) -> None:
     first = next(
         name for name in inspect.signature(function).parameters if hints[name] is not object
     )
-    with pytest.raises(ArgumentTypeError) as caught:
+    with pytest.raises(ParameterTypeError) as caught:
         _call(function, {first: object()})
     assert caught.value.function == function.__qualname__
     assert caught.value.path == first
@@ -193,7 +193,7 @@ def test_validators_document_the_error_they_raise(name: str) -> None:
 def test_argument_errors_name_the_item_path(runs: tuple[kernel.RunObservation, ...]) -> None:
     """A wrong item inside a sequence argument is named by its index."""
     path = rf"observations\[{len(runs)}\]: expected RunObservation, got str"
-    with pytest.raises(ArgumentTypeError, match=path):
+    with pytest.raises(ParameterTypeError, match=path):
         kernel.build_consensus((*runs, "not an observation"))  # type: ignore[arg-type]
 
 

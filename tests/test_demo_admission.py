@@ -21,7 +21,7 @@ from kernel.consensus import (
     build_corroboration_report,
 )
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_markdown
 from kernel.run_admission import (
@@ -136,9 +136,9 @@ def test_no_change_candidate_is_never_admitted() -> None:
 
 
 def test_unknown_attempt_is_misuse() -> None:
-    """A candidate for an attempt the report does not have is an `ArgumentValueError`
+    """A candidate for an attempt the report does not have is an `ParameterValueError`
     (still a ValueError) naming the argument and the unknown attempt ids."""
-    with pytest.raises(ArgumentValueError, match=r"candidates: .*does not have: \['nope'\]") as e:
+    with pytest.raises(ParameterValueError, match=r"candidates: .*does not have: \['nope'\]") as e:
         build_run_admission(_report(), candidates={"nope": A}, contexts={}, corroborations={})
     assert isinstance(e.value, ValueError)
     assert (e.value.function, e.value.path) == ("build_run_admission", "candidates")

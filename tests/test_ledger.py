@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.codec import compute_id
-from kernel.errors import ArgumentTypeError, ArgumentValueError
+from kernel.errors import ParameterTypeError, ParameterValueError
 from kernel.ledger import (
     GENESIS_ID,
     EntryKind,
@@ -261,11 +261,11 @@ def test_written_out_id_equals_the_definition(
 
 def test_new_entry_refuses_misuse() -> None:
     """A bad head or kind is a programmer error."""
-    with pytest.raises(ArgumentValueError, match=r"new_entry\(\): head: expected a ledger head"):
+    with pytest.raises(ParameterValueError, match=r"new_entry\(\): head: expected a ledger head"):
         new_entry((0, "x"), EntryKind.ADMISSION, {})
-    with pytest.raises(ArgumentTypeError, match=r"new_entry\(\): kind: expected an EntryKind"):
+    with pytest.raises(ParameterTypeError, match=r"new_entry\(\): kind: expected an EntryKind"):
         new_entry((0, GENESIS_ID), "admission", {})  # type: ignore[arg-type]
-    with pytest.raises(ArgumentTypeError, match="payload: expected a dict, got list"):
+    with pytest.raises(ParameterTypeError, match="payload: expected a dict, got list"):
         new_entry((0, GENESIS_ID), EntryKind.ADMISSION, [])  # type: ignore[arg-type]
     entry = new_entry((0, GENESIS_ID), EntryKind.ADMISSION, {"a": 1})
     record = next_entry(LedgerHead.empty(), EntryKind.ADMISSION, {"a": 1})
@@ -314,11 +314,11 @@ def test_entries_built_by_new_entry_and_next_entry_verify() -> None:
 
 def test_verify_chain_refuses_what_is_no_chain() -> None:
     for bad in [5, "entries", b"x", {"a": 1}]:
-        with pytest.raises(ArgumentTypeError, match="entries"):
+        with pytest.raises(ParameterTypeError, match="entries"):
             verify_chain(bad, recorded_head=None)  # type: ignore[arg-type]
-    with pytest.raises(ArgumentTypeError, match=r"entries\[0\]"):
+    with pytest.raises(ParameterTypeError, match=r"entries\[0\]"):
         verify_chain([("short",)], recorded_head=None)
-    with pytest.raises(ArgumentTypeError, match="recorded_head"):
+    with pytest.raises(ParameterTypeError, match="recorded_head"):
         verify_chain([], recorded_head=5)  # type: ignore[arg-type]
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.errors import ArgumentTypeError, ArgumentValueError
+from kernel.errors import ParameterTypeError, ParameterValueError
 from kernel.ledger import (
     ConsistencyProof,
     InclusionProof,
@@ -219,9 +219,9 @@ def test_generated_proofs_hold_for_every_size(size: int, data: st.DataObject) ->
 
 
 def test_generation_refuses_sizes_outside_the_tree() -> None:
-    with pytest.raises(ArgumentValueError):
+    with pytest.raises(ParameterValueError):
         inclusion_path(3, 3, perfect)
-    with pytest.raises(ArgumentValueError):
+    with pytest.raises(ParameterValueError):
         consistency_path(4, 3, perfect)
 
 
@@ -269,7 +269,7 @@ def test_check_inclusion_of_an_entry() -> None:
     refused = check_inclusion(beyond, head)
     assert isinstance(refused, ProofRefusal)
     assert refused.reason_codes == (ProofReason.OUT_OF_RANGE,)
-    with pytest.raises(ArgumentTypeError, match="head"):
+    with pytest.raises(ParameterTypeError, match="head"):
         check_inclusion(proof, None)  # type: ignore[arg-type]
 
 
@@ -290,5 +290,5 @@ def test_check_consistency_of_two_heads() -> None:
     refused = check_consistency(backwards, new, old)
     assert isinstance(refused, ProofRefusal)
     assert refused.reason_codes == (ProofReason.OUT_OF_RANGE,)
-    with pytest.raises(ArgumentTypeError, match="proof"):
+    with pytest.raises(ParameterTypeError, match="proof"):
         check_consistency("proof", old, new)  # type: ignore[arg-type]

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from kernel.effects.adapters import DuplicateAdapterError
 from kernel.effects.adapters.base import AdapterRegistry
 from kernel.effects.orchestrate import (
     AttemptContext,
@@ -22,7 +21,7 @@ from kernel.effects.orchestrate import (
     load_config,
     run_config,
 )
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, DuplicateAdapterError, EffectError
 from kernel.runrecord import AttemptErrorCode, AttemptState
 from kernel.verification import Recommendation
 

@@ -35,9 +35,7 @@ from kernel.effects import git as git_effects
 from kernel.effects.cli import main
 from kernel.effects.git import (
     CommitIdentity,
-    GitRefusal,
     Repo,
-    UntrustedConfig,
     content_tree_id,
     exec_keys,
 )
@@ -45,7 +43,7 @@ from kernel.effects.ledger_store import opened, read_jsonl, verify_store
 from kernel.effects.pipeline import run_pipeline
 from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
 from kernel.identity import canonical_json

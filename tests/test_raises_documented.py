@@ -4,9 +4,9 @@
 `KernelError`/``TypeError`` named in its docstring." Derived by walking the API, not
 from a hand-copied list: every function of ``kernel.__all__`` and the public functions
 of `kernel.codec`, `kernel.values` and `kernel.identity`. A function wrapped by
-`kernel.values.boundary` names `ArgumentTypeError`; a function whose own body says
+`kernel.values.boundary` names `ParameterTypeError`; a function whose own body says
 ``raise X(...)`` names ``X``. The pure core raises no bare builtin ``ValueError`` or
-``KeyError``: misuse with well-typed arguments is an `ArgumentValueError`.
+``KeyError``: misuse with well-typed arguments is an `ParameterValueError`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 
 import kernel
 from kernel import values
-from kernel.errors import ArgumentTypeError, ArgumentValueError, FieldError, KernelError
+from kernel.errors import FieldError, KernelError, ParameterTypeError, ParameterValueError
 from kernel.strategies.values import of_kind
 from kernel.values import Kind, boundary
 from kernel.verification import Isolation, weakest_isolation
@@ -162,7 +162,7 @@ def test_the_walk_finds_the_api() -> None:
     assert "kernel.evidence_report.build_evidence_report" in wrapped
     assert "kernel.consensus.build_corroboration_report" in wrapped
     assert "kernel.binding.verify_binding" not in wrapped  # ADR-0232: refuses instead
-    assert ArgumentValueError in raised_in_body(kernel.build_run_admission)
+    assert ParameterValueError in raised_in_body(kernel.build_run_admission)
     assert FieldError in raised_in_body(values.digest)
 
 
@@ -173,7 +173,7 @@ def test_boundary_functions_name_argument_type_error(name: str) -> None:
     if function.__code__ is not BOUNDARY_CODE:
         return
     named = documented_raises(function.__doc__)
-    assert named & {"ArgumentTypeError", "TypeError"}, f"{name}: Raises: {sorted(named)}"
+    assert named & {"ParameterTypeError", "TypeError"}, f"{name}: Raises: {sorted(named)}"
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
@@ -233,10 +233,10 @@ def test_pure_core_raises_no_bare_builtin_value_or_key_error() -> None:
 
 def test_argument_value_error_is_a_value_error_naming_the_argument() -> None:
     """Callers that caught the bare ValueError keep working; the message names the call."""
-    error = ArgumentValueError("f", "items[1]", "a known id", "'nope'")
+    error = ParameterValueError("f", "items[1]", "a known id", "'nope'")
     assert isinstance(error, ValueError)
     assert isinstance(error, KernelError)
-    assert not isinstance(error, ArgumentTypeError)
+    assert not isinstance(error, ParameterTypeError)
     assert str(error) == "f(): items[1]: expected a known id, got 'nope'"
     assert (error.function, error.path, error.expected, error.found) == (
         "f",
@@ -253,21 +253,21 @@ def test_documented_raises_reads_google_sections() -> None:
         x: not an error.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
         kernel.errors.RecordError: a document does not parse,
             continued: not an entry.
 
     Returns:
         Nothing: not an error.
     """
-    assert documented_raises(doc) == {"ArgumentTypeError", "RecordError"}
+    assert documented_raises(doc) == {"ParameterTypeError", "RecordError"}
     assert documented_raises(None) == set()
     assert documented_raises("One line.") == set()
 
 
 def test_no_isolation_level_is_an_argument_value_error() -> None:
     """The weakest of no level is misuse, named (was the bare ValueError of ``max``)."""
-    with pytest.raises(ArgumentValueError, match=r"weakest_isolation\(\): levels: "):
+    with pytest.raises(ParameterValueError, match=r"weakest_isolation\(\): levels: "):
         weakest_isolation(iter(()))
     levels = iter((Isolation.OVERLAY, Isolation.COPY, Isolation.NAMESPACE_COPY))
     assert weakest_isolation(levels) is Isolation.COPY
@@ -276,5 +276,5 @@ def test_no_isolation_level_is_an_argument_value_error() -> None:
 def test_an_unknown_kind_has_no_strategy() -> None:
     """`of_kind` names a kind it does not know (was a bare KeyError)."""
     unknown = Kind(name="no such kind", description="", schema=())
-    with pytest.raises(ArgumentValueError, match=r"of_kind\(\): kind: .*'no such kind'"):
+    with pytest.raises(ParameterValueError, match=r"of_kind\(\): kind: .*'no such kind'"):
         of_kind(unknown)

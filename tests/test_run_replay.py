@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from kernel.codec import compute_id
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.errors import ArgumentValueError, RefusedError
+from kernel.errors import ParameterValueError, RefusedError
 from kernel.run_replay import (
     ReplayCheck,
     ReplayMode,
@@ -244,7 +244,7 @@ def test_cli_declared_nondeterministic(demo_work: Path, capsys: pytest.CaptureFi
 
 def test_a_missing_replay_with_passing_preflight_is_a_programmer_error() -> None:
     run = _fixture_run()
-    with pytest.raises(ArgumentValueError, match="replayed may be None only when the preflight"):
+    with pytest.raises(ParameterValueError, match="replayed may be None only when the preflight"):
         check_replay(
             run.to_dict(),
             None,

@@ -13,6 +13,7 @@ import pytest
 import kernel
 from kernel.effects.cli import main
 from kernel.effects.commands import bind_selftest, selftest
+from kernel.errors import SelfTestFailure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,19 +32,23 @@ def test_every_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_failing_check_is_reported_and_exits_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A check raising AssertionError prints FAIL with its message; the others still run."""
+    """A check raising SelfTestFailure prints FAIL with what it saw; any other exception
+    (an ``assert`` included) prints FAIL with its type; the others still run."""
 
     def broken() -> None:
-        raise AssertionError("saw something else")
+        raise SelfTestFailure("saw something else")
 
-    monkeypatch.setattr(
-        selftest, "CHECK_GROUPS", [[("broken check", broken)], *selftest.CHECK_GROUPS]
-    )
+    def asserting() -> None:
+        raise AssertionError("an assert")
+
+    checks = [("broken check", broken), ("asserting check", asserting)]
+    monkeypatch.setattr(selftest, "CHECK_GROUPS", [checks, *selftest.CHECK_GROUPS])
     assert main(["self-test"]) == 1
     out = capsys.readouterr().out
     assert "FAIL broken check: saw something else" in out
+    assert "FAIL asserting check: AssertionError: an assert" in out
     assert "ok   binding: the ADR-0232 reference chain binds" in out
-    assert out.splitlines()[-1] == "self-test: 1 failed"
+    assert out.splitlines()[-1] == "self-test: 2 failed"
 
 
 def test_packaged_reference_chain_is_the_fixture() -> None:

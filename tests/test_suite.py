@@ -12,7 +12,7 @@ from hypothesis import given
 
 from kernel.commit_admission import EvidenceClass
 from kernel.effects.orchestrate import run_config
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState
 from kernel.runrecord import (
     AttemptError,
@@ -370,7 +370,7 @@ def test_the_summary_counts_each_model_over_the_instances() -> None:
 @pytest.mark.parametrize("instances", [[], [_instance("a"), _instance("a")]], ids=["none", "twice"])
 def test_a_vacuous_or_ambiguous_suite_is_refused(instances: list[InstanceResult]) -> None:
     """No instance, or one instance id twice: a misuse, never an empty summary."""
-    with pytest.raises(ArgumentValueError, match="summarize_suite"):
+    with pytest.raises(ParameterValueError, match="summarize_suite"):
         summarize_suite(instances)
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from kernel import values
 from kernel.codec import UNSEALED, Identity, Record, kind_validators, seal
 from kernel.errors import (
-    ArgumentTypeError,
     CanonicalizationError,
     FieldError,
+    ParameterTypeError,
     RecordError,
     RefusedError,
 )
@@ -319,7 +319,7 @@ def test_boundary_names_the_parameter_path_and_what_it_found(
     change: dict[str, Any], path: str, found: str
 ) -> None:
     """The argument check behind every validator: path, expectation, and what was found."""
-    with pytest.raises(ArgumentTypeError) as caught:
+    with pytest.raises(ParameterTypeError) as caught:
         CHECKED(**{**GOOD, **change})
     assert caught.value.path == path
     assert found in caught.value.found

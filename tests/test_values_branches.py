@@ -17,7 +17,7 @@ from kernel.commit_admission import (
     VerifierOutcome,
     admit_to_commit,
 )
-from kernel.errors import ArgumentTypeError, FieldError
+from kernel.errors import FieldError, ParameterTypeError
 from kernel.values import Refusal, boundary
 
 
@@ -45,10 +45,10 @@ def _sized(items: tuple[int, ...], *, label: str = "", **extra: object) -> int:
 
 def test_the_boundary_checks_tuples_and_known_keywords_only() -> None:
     assert _sized((1, 2), label="ab", anything=object()) == 5
-    with pytest.raises(ArgumentTypeError, match="items") as info:
+    with pytest.raises(ParameterTypeError, match="items") as info:
         _sized([1, 2])  # type: ignore[arg-type]
     assert "list" in str(info.value)
-    with pytest.raises(ArgumentTypeError, match="label"):
+    with pytest.raises(ParameterTypeError, match="label"):
         _sized((1,), label=1)  # type: ignore[arg-type]
 
 

@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 
 import attrs
 
-from kernel.errors import ArgumentTypeError, FieldError, RecordError
+from kernel.errors import FieldError, ParameterTypeError, RecordError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, sha256_prevalidated
 
 __all__ = [
@@ -160,7 +160,7 @@ def identity_payload(record: Record) -> dict[str, Any]:
     Exactly what `compute_id` hashes, as JSON types: nested records in nested form.
 
     Raises:
-        ArgumentTypeError: ``record`` is not a `Record`.
+        ParameterTypeError: ``record`` is not a `Record`.
     """
     _require_record("identity_payload", record)
     payload = _spec(type(record)).raw_payload(record)
@@ -172,7 +172,7 @@ def nested_form(record: Record) -> dict[str, Any]:
     but its class's ``exclude`` set, its own id (if any) kept as it is.
 
     Raises:
-        ArgumentTypeError: ``record`` is not a `Record`.
+        ParameterTypeError: ``record`` is not a `Record`.
     """
     _require_record("nested_form", record)
     result: dict[str, Any] = _jsonify(record)
@@ -204,7 +204,7 @@ def compute_id(record: Record, *, cached: bool = True) -> str:
             record.
 
     Raises:
-        ArgumentTypeError: ``record`` is not a `Record`.
+        ParameterTypeError: ``record`` is not a `Record`.
         TypeError: the record class declares no identity field.
         CanonicalizationError: a value has no canonical JSON form (a lone surrogate,
             an int beyond 2**53 - 1: only a record altered after construction holds one).
@@ -224,7 +224,7 @@ def nested_id(record: Record, *, cached: bool = True) -> str:
     ``cached`` as for `compute_id`.
 
     Raises:
-        ArgumentTypeError: ``record`` is not a `Record`.
+        ParameterTypeError: ``record`` is not a `Record`.
         CanonicalizationError: as for `compute_id`.
     """
     spec = _SPECS.get(type(record)) or _record_spec("nested_id", record)
@@ -241,7 +241,7 @@ def document_digest(record: Record) -> str:
     values were checked when it was built.
 
     Raises:
-        ArgumentTypeError: ``record`` is not a `Record`.
+        ParameterTypeError: ``record`` is not a `Record`.
         CanonicalizationError: as for `compute_id`.
     """
     spec = _SPECS.get(type(record)) or _record_spec("document_digest", record)
@@ -258,7 +258,7 @@ def id_of_fields(cls: type[Record], fields: Mapping[str, object], /) -> str:
     enter it as their fields hold now (as with ``compute_id(..., cached=False)``).
 
     Raises:
-        ArgumentTypeError: ``cls`` is not a `Record` class.
+        ParameterTypeError: ``cls`` is not a `Record` class.
         TypeError: ``cls`` declares no identity field, or ``fields`` lacks a payload field.
         CanonicalizationError: a value has no canonical JSON form.
     """
@@ -282,7 +282,7 @@ def seal(cls: Callable[P, R], /, *args: P.args, **fields: P.kwargs) -> R:
     payload and set. ``cls(**fields)`` without the id does the same.
 
     Raises:
-        ArgumentTypeError: ``cls`` is not a `Record` class.
+        ParameterTypeError: ``cls`` is not a `Record` class.
         TypeError: ``cls`` declares no identity field, the id or a positional argument
             is passed, or a field is unknown or missing.
         FieldError: a field breaks its invariant (the error names record and field).
@@ -368,7 +368,7 @@ def _malformed(value: object, path: str, holders: set[int]) -> tuple[str, str] |
 
 def _require_record(function: str, record: object) -> None:
     if not isinstance(record, Record):
-        raise ArgumentTypeError(function, "record", "Record", type(record).__name__)
+        raise ParameterTypeError(function, "record", "Record", type(record).__name__)
 
 
 def _record_spec(function: str, record: object) -> _Spec:
@@ -382,7 +382,7 @@ def _class_spec(function: str, cls: object) -> _Spec:
     """The spec of ``cls`` when it is not compiled yet (every compiled class is a
     `Record` class, so only this path checks the argument)."""
     if not (isinstance(cls, type) and issubclass(cls, Record)):
-        raise ArgumentTypeError(function, "cls", "a Record class", type(cls).__name__)
+        raise ParameterTypeError(function, "cls", "a Record class", type(cls).__name__)
     return _spec(cls)
 
 

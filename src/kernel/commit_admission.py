@@ -209,7 +209,7 @@ def drafts_are_decorrelated(branch: Branch) -> bool:
     """True when no two drafters share both their context digest and their tool set.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for draft in branch.drafts:
@@ -225,7 +225,7 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
     """Apply the seed's decision boundary (rules A1-A5 in the module docstring).
 
     Raises:
-        ArgumentTypeError: ``branch`` is not a `Branch` (a programmer error).
+        ParameterTypeError: ``branch`` is not a `Branch` (a programmer error).
     """
     branch_digest = document_digest(branch)
     unanimous = len(branch.drafts) > 1 and len({d.output_digest for d in branch.drafts}) == 1
@@ -290,7 +290,7 @@ def verify_admission(
         explanation names the expected and the found outcome.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     derived = admit_to_commit(branch)
     expected_id = derived.admission_id if isinstance(derived, Admission) else derived.refusal_id
@@ -343,7 +343,7 @@ def branch_from_corroboration(
     The branch can therefore only be ``verified`` through ``verifier``.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     if context_digest is None:
         context_digest = sha256_hex(

@@ -708,7 +708,7 @@ def build_corroboration_report(
     that fell back to a copy is never hidden behind the others.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     weakest = _weakest(outcome.runs)
     fields: dict[str, Any] = {

@@ -338,7 +338,7 @@ def record_decision(
         The sealed record, or a `DecisionRefusal` listing every failed check.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     problems: _Problems = []
     report_digest = report.digest
@@ -449,7 +449,7 @@ def verify_decision(
     attempt, and one with independent verification (as `record_decision` requires).
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     problems: _Problems = []
     report_digest = report.digest

@@ -1,27 +1,44 @@
-"""Every exception `kernel` raises, in one place.
+"""Every exception `kernel` raises, in one place, all under `KernelError`.
 
 Each family also subclasses the builtin a caller would naturally catch
 (`ValueError` for bad data, `OSError` for effects), so `except ValueError` keeps
 working for code that does not know `kernel`. Validators never raise these for bad
 *data*: they return a refusal record. Exceptions are for misuse (wrong types passed
-by the programmer), for parsing documents at the edge, and for effects.
+by the programmer), for parsing documents at the edge, and for effects. Every one
+pickles and unpickles with its message and attributes (executors such as Dask carry
+exceptions between processes), and no name is a standard library exception's.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "ArgumentTypeError",
-    "ArgumentValueError",
     "CanonicalizationError",
     "CommitBoundaryError",
     "ConfigError",
+    "DuplicateAdapterError",
     "EffectError",
     "FieldError",
+    "GitRefusal",
+    "GuardFailure",
     "KernelError",
+    "ParameterTypeError",
+    "ParameterValueError",
     "RecordError",
     "RefusedError",
+    "SelfTestFailure",
     "UnsafeScratchError",
+    "UntrustedConfig",
+    "VerifierFailure",
 ]
+
+
+def _rebuilt(kind: type[KernelError], args: tuple[object, ...], state: dict[str, object]) -> object:
+    """An exception of ``kind`` with ``args`` and attributes ``state``, without running
+    its ``__init__`` (whose parameters are not its ``args``)."""
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class KernelError(Exception):
@@ -31,8 +48,13 @@ class KernelError(Exception):
         """A one-line, human-readable description suitable for a CLI error line."""
         return str(self)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # The default pickles ``args`` and calls ``__init__(*args)`` back, which breaks
+        # every subclass whose ``__init__`` takes other parameters than its message.
+        return (_rebuilt, (type(self), self.args, dict(vars(self))))
 
-class ArgumentTypeError(KernelError, TypeError):
+
+class ParameterTypeError(KernelError, TypeError):
     """A public function was called with an argument of the wrong type (misuse).
 
     Every pure ``build_*``/``check_*``/``verify_*``/``record_*``/``admit_*`` function
@@ -49,13 +71,13 @@ class ArgumentTypeError(KernelError, TypeError):
         self.found = found
 
 
-class ArgumentValueError(KernelError, ValueError):
+class ParameterValueError(KernelError, ValueError):
     """A public function was called with arguments of the right types that contradict
     each other or its other arguments (misuse, not bad data: bad data is refused).
 
     For example a candidate naming an attempt the report does not have. It subclasses
     ``ValueError``, so callers that caught the bare ``ValueError`` raised before keep
-    working. Fields and message are those of `ArgumentTypeError`.
+    working. Fields and message are those of `ParameterTypeError`.
     """
 
     def __init__(self, function: str, path: str, expected: str, found: str) -> None:
@@ -133,3 +155,38 @@ class RefusedError(KernelError, ValueError):
 class CommitBoundaryError(RefusedError):
     """Raised by `kernel.commit_admission`'s raising helpers when a branch would cross the
     commit boundary without independent verification (the refusal is attached)."""
+
+
+class DuplicateAdapterError(KernelError, ValueError):
+    """An adapter kind was registered twice in one registry (a wiring mistake)."""
+
+
+class GitRefusal(EffectError):
+    """A compare-and-swap ref update lost: the ref was not what it was read as."""
+
+
+class UntrustedConfig(EffectError):
+    """The repository's configuration can run commands (or move the work tree)."""
+
+
+class VerifierFailure(KernelError):
+    """The verifier control path failed: no verification result exists (the attempt is
+    recorded as a verification error, never as a verdict)."""
+
+
+class SelfTestFailure(KernelError):
+    """A `kernel self-test` check saw something other than what it expects.
+
+    Checks never use ``assert`` (``python -O`` strips it, and a broken core would
+    pass): they test with ``if`` and raise this; ``seen`` is what the check saw
+    (printed after ``FAIL <name>:``).
+    """
+
+    def __init__(self, seen: object) -> None:
+        super().__init__(str(seen))
+        self.seen = seen
+
+
+class GuardFailure(KernelError):
+    """Findings of one guard rule on one module (their ``path:line:col`` lines), as a
+    pytest item's failure."""

@@ -490,7 +490,7 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
         The report, or a `ReportRefusal` naming every drifted attempt. No partial report.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     problems = _Problems()
     wu_digest = run.work_unit.digest
@@ -538,7 +538,7 @@ def check_evidence_report(
         `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     problems = _Problems()
     # Vacuous input is refused: a report with no attempt reports nothing.
@@ -695,7 +695,7 @@ def candidate_disagreements(report: RunEvidenceReport) -> tuple[CandidateDisagre
     A candidate judged once cannot disagree. Pure, total, launch order.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     judged: dict[str, list[tuple[str, VerificationSummary]]] = {}
     for attempt in report.attempts:

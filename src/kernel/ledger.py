@@ -51,7 +51,7 @@ from typing import Final, Literal, NamedTuple, cast
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, describe_found, seal
-from kernel.errors import ArgumentTypeError, ArgumentValueError
+from kernel.errors import ParameterTypeError, ParameterValueError
 from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
 from kernel.values import Count, Digest, Digests, OptionalDigest, Refusal, boundary
 
@@ -339,18 +339,18 @@ def new_entry(head: tuple[int, str], kind: EntryKind, payload: Mapping[str, obje
 
     Raises:
         CanonicalizationError: ``payload`` is not portable canonical JSON.
-        ArgumentTypeError: ``payload`` is not a dict (a ledger payload is a JSON
+        ParameterTypeError: ``payload`` is not a dict (a ledger payload is a JSON
             object), or ``kind`` is not an `EntryKind` (a ``TypeError``).
-        ArgumentValueError: ``head`` is not a sequence number and an entry id (a
+        ParameterValueError: ``head`` is not a sequence number and an entry id (a
             ``ValueError``).
     """
     if type(payload) is not dict:
-        raise ArgumentTypeError("new_entry", "payload", "a dict", type(payload).__name__)
+        raise ParameterTypeError("new_entry", "payload", "a dict", type(payload).__name__)
     if type(kind) is not EntryKind:
-        raise ArgumentTypeError("new_entry", "kind", "an EntryKind", repr(kind))
+        raise ParameterTypeError("new_entry", "kind", "an EntryKind", repr(kind))
     head_seq, head_id = head
     if type(head_seq) is not int or not 0 <= head_seq < MAX_SAFE_INT or not is_digest(head_id):
-        raise ArgumentValueError("new_entry", "head", "a ledger head (seq, entry id)", repr(head))
+        raise ParameterValueError("new_entry", "head", "a ledger head (seq, entry id)", repr(head))
     data = canonical_json(payload)
     payload_digest = sha256_bytes(data)
     seq = head_seq + 1
@@ -461,7 +461,7 @@ def _as_raw(raw: object, position: int) -> RawEntry:
         return RawEntry(
             raw.seq, raw.entry_id, raw.prev_id, raw.kind, raw.payload_digest, raw.payload
         )
-    raise ArgumentTypeError(
+    raise ParameterTypeError(
         "verify_chain", f"entries[{position - 1}]", "a RawEntry or LedgerEntry", describe_found(raw)
     )
 
@@ -508,11 +508,11 @@ def verify_chain(
             and `LedgerIntact.root_hash` set.
 
     Raises:
-        ArgumentTypeError: ``entries`` is not an iterable of entries, or an argument is
+        ParameterTypeError: ``entries`` is not an iterable of entries, or an argument is
             not of its annotated type.
     """
     if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
-        raise ArgumentTypeError(
+        raise ParameterTypeError(
             "verify_chain", "entries", "an iterable of entries", describe_found(entries)
         )
     tree = None if anchors is None else TreeBuilder()
@@ -655,10 +655,10 @@ def inclusion_path(index: int, size: int, perfect: Perfect) -> list[bytes]:
     """RFC 9162 §2.1.3.1 PATH(index, D[size]), leaf side first.
 
     Raises:
-        ArgumentValueError: ``index`` is not a leaf of a tree of ``size``.
+        ParameterValueError: ``index`` is not a leaf of a tree of ``size``.
     """
     if not 0 <= index < size:
-        raise ArgumentValueError(
+        raise ParameterValueError(
             "inclusion_path", "index", f"a leaf index below {size}", str(index)
         )
     path: list[bytes] = []
@@ -679,10 +679,10 @@ def consistency_path(old_size: int, new_size: int, perfect: Perfect) -> list[byt
     """RFC 9162 §2.1.4.1 PROOF(old_size, D[new_size]), in the RFC's order.
 
     Raises:
-        ArgumentValueError: not ``0 <= old_size <= new_size``.
+        ParameterValueError: not ``0 <= old_size <= new_size``.
     """
     if not 0 <= old_size <= new_size:
-        raise ArgumentValueError(
+        raise ParameterValueError(
             "consistency_path", "old_size", f"a size from 0 to {new_size}", str(old_size)
         )
     if old_size in (0, new_size):
@@ -766,7 +766,7 @@ def check_inclusion(proof: InclusionProof, head: TreeHead) -> ProofChecked | Pro
     """Whether ``proof`` shows its entry is in the tree ``head`` names (RFC 9162 §2.1.3.2).
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     if proof.tree_size != head.tree_size:
         return _proof_refusal(
@@ -801,7 +801,7 @@ def check_consistency(
     names (RFC 9162 §2.1.4.2): nothing in the older ledger was rewritten.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     if (proof.old_size, proof.new_size) != (old.tree_size, new.tree_size):
         return _proof_refusal(

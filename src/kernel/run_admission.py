@@ -55,7 +55,7 @@ from kernel.commit_admission import (
     branch_from_corroboration,
 )
 from kernel.consensus import EMPTY_SHA256, CorroborationReport
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
@@ -255,14 +255,14 @@ def build_run_admission(
         corroborations: candidate digest -> corroboration report of reruns.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
-        ArgumentValueError: a candidate names an attempt the report does not have
+        ParameterTypeError: an argument is not of its annotated type.
+        ParameterValueError: a candidate names an attempt the report does not have
             (misuse; a ``ValueError``).
     """
     states = {a.attempt_id: a.evidence_state for a in report.attempts}
     unknown = sorted(set(candidates) - set(states))
     if unknown:
-        raise ArgumentValueError(
+        raise ParameterValueError(
             "build_run_admission",
             "candidates",
             "attempt ids the report has",

@@ -52,7 +52,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from kernel.codec import UNSEALED, Identity, Record, field_error
-from kernel.errors import ArgumentValueError, CanonicalizationError
+from kernel.errors import CanonicalizationError, ParameterValueError
 from kernel.identity import sha256_hex
 from kernel.runrecord import DeclaredReplay, RunRecord, first_difference
 from kernel.values import Digest, OptionalDigest, Refusal, boundary
@@ -247,7 +247,7 @@ def preflight(
     """Checks R1 and R2, which need no re-run (an effect shell runs them first).
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     reasons: list[ReplayReason] = []
     # R1: a run of this config, before anything else.
@@ -283,8 +283,8 @@ def check_replay(
         R1-R4 in the module docstring). Never raises on bad data.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
-        ArgumentValueError: ``replayed`` is None although the preflight checks pass
+        ParameterTypeError: an argument is not of its annotated type.
+        ParameterValueError: ``replayed`` is None although the preflight checks pass
             (misuse; a ``ValueError``).
     """
     reasons = preflight(saved, mode=mode, declared=declared, config_digest=config_digest)
@@ -298,7 +298,7 @@ def check_replay(
         reasons.append(ReplayReason.NOT_CANONICAL)
     if replayed is None:
         if not reasons:
-            raise ArgumentValueError(
+            raise ParameterValueError(
                 "check_replay",
                 "replayed",
                 "a RunRecord (replayed may be None only when the preflight checks fail)",

@@ -37,7 +37,7 @@ import attrs
 
 from kernel.codec import Record, document_digest
 from kernel.commit_admission import EvidenceClass
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState
 from kernel.render import html_text, md_cell
 from kernel.runrecord import (
@@ -340,14 +340,14 @@ def summarize_suite(instances: Iterable[InstanceResult]) -> SuiteSummary:
     """The suite summary of ``instances`` (module rules).
 
     Raises:
-        ArgumentValueError: no instance, or an instance id given twice.
+        ParameterValueError: no instance, or an instance id given twice.
     """
     results = tuple(instances)
     # Vacuous input is refused: a suite of no instance has no resolved rate.
     if not results:
-        raise ArgumentValueError("summarize_suite", "instances", "at least one", "none")
+        raise ParameterValueError("summarize_suite", "instances", "at least one", "none")
     if len({r.instance_id for r in results}) != len(results):
-        raise ArgumentValueError(
+        raise ParameterValueError(
             "summarize_suite", "instances", "distinct instance ids", "an id given twice"
         )
     counts: dict[str, dict[PredictionStatus, int]] = {}

@@ -30,7 +30,7 @@ Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
 - it returns ``Result | <Domain>Refusal``; each refusal class subclasses `Refusal`,
   carries at least one code of a closed ``StrEnum`` (a refusal without a code cannot
   be built) and a non-blank explanation saying what was expected and what was found;
-- a wrong argument type raises `kernel.errors.ArgumentTypeError` (a ``TypeError``),
+- a wrong argument type raises `kernel.errors.ParameterTypeError` (a ``TypeError``),
   checked against the function's annotations by `boundary`, the same way everywhere;
   so does a record argument altered after it was built (a field overwritten or
   deleted in place), named by the altered field (`kernel.codec.malformed`);
@@ -63,7 +63,7 @@ from kernel.codec import (
     malformed,
     short_repr,
 )
-from kernel.errors import ArgumentTypeError, RefusedError
+from kernel.errors import ParameterTypeError, RefusedError
 from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
 __all__ = [
@@ -555,14 +555,14 @@ def unwrap(outcome: T | Refusal) -> T:
 def boundary(function: Callable[P, T]) -> Callable[P, T]:
     """Decorator: check every argument against ``function``'s annotations first.
 
-    A wrong type raises `ArgumentTypeError` naming the function, the parameter path
+    A wrong type raises `ParameterTypeError` naming the function, the parameter path
     (``observations[2]``), the expected type and what was found. Checked: exact
     ``str``/``int``/``bool`` (``bool`` is not an int), classes (records, enums),
     unions, ``Literal``, ``tuple[...]``, ``Sequence[...]`` and ``Mapping[...]`` items,
     ``type[...]``; other annotations (``object``, type variables) admit anything.
     Arity errors stay Python's own ``TypeError``. When the call fails and a record
     argument no longer keeps its annotations (altered in place after it was built), the
-    failure is an `ArgumentTypeError` naming the altered field instead; any other
+    failure is an `ParameterTypeError` naming the altered field instead; any other
     failure is raised as it is.
     """
     code = function.__code__
@@ -582,7 +582,7 @@ def boundary(function: Callable[P, T]) -> Callable[P, T]:
                 _raise_on_mismatch(name, param, value, hints)
         try:
             return function(*args, **kwargs)
-        except ArgumentTypeError:
+        except ParameterTypeError:
             raise
         except Exception as error:
             # A record argument altered after it was built (a field overwritten or
@@ -593,7 +593,7 @@ def boundary(function: Callable[P, T]) -> Callable[P, T]:
                 problem = malformed(value, param)
                 if problem is not None:
                     where, why = problem
-                    raise ArgumentTypeError(
+                    raise ParameterTypeError(
                         name, where, "a record as it was built", f"altered: {why}"
                     ) from error
             raise
@@ -604,7 +604,7 @@ def boundary(function: Callable[P, T]) -> Callable[P, T]:
 def _raise_on_mismatch(function: str, param: str, value: object, hints: dict[str, Any]) -> None:
     problem = _mismatch(value, hints.get(param, object), param)
     if problem is not None:
-        raise ArgumentTypeError(function, *problem)
+        raise ParameterTypeError(function, *problem)
 
 
 def _describe(hint: object) -> str:

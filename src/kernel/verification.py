@@ -45,7 +45,7 @@ from kernel.codec import (
     seal,
     short_repr,
 )
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.identity import sha256_hex
 from kernel.values import (
     Digest,
@@ -158,13 +158,13 @@ def weakest_isolation(levels: Iterable[Isolation]) -> Isolation:
     """The weakest of ``levels`` (at least one).
 
     Raises:
-        ArgumentValueError: ``levels`` is empty (misuse: no run, no level; a
+        ParameterValueError: ``levels`` is empty (misuse: no run, no level; a
             ``ValueError``).
     """
     order = list(Isolation)
     given = tuple(levels)
     if not given:
-        raise ArgumentValueError("weakest_isolation", "levels", "at least one level", "none")
+        raise ParameterValueError("weakest_isolation", "levels", "at least one level", "none")
     return max(given, key=order.index)
 
 
@@ -668,7 +668,7 @@ def check_manifest_chain(
         A `EvidenceChain` with ``verification_semantic_digest=None``, or an `EvidenceChainRefusal`.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     return _outcome(work_unit, manifest, None, _manifest_reasons(work_unit, manifest))
 
@@ -691,7 +691,7 @@ def verdict_from_checks(
     - otherwise (skipped, inconclusive): ``inconclusive`` / ``insufficient_evidence``.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     counted = [c.status for c in checks if c.required] or [c.status for c in checks]
     if not counted:
@@ -723,7 +723,7 @@ def check_evidence_chain(
         every failed check.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     reasons = _manifest_reasons(work_unit, manifest)
     reasons += _verification_reasons(work_unit, manifest, verification)

@@ -39,15 +39,13 @@ from typing import Final
 
 import attrs
 
-from kernel.errors import EffectError
+from kernel.errors import EffectError, GitRefusal, UntrustedConfig
 
 __all__ = [
     "EXEC_KEYS",
     "CommitIdentity",
-    "GitRefusal",
     "Repo",
     "TreeChange",
-    "UntrustedConfig",
     "exec_keys",
     "content_tree_id",
     "git_available",
@@ -75,14 +73,6 @@ run a command, read another configuration file, or move the work tree. Keys of a
 subsection ending in ``.textconv``, ``.command``, ``.cmd``, ``.driver``, ``.program``
 or ``.helper`` (``diff.X.textconv``, ``merge.X.driver``, ...) are refused too."""
 _EXEC_SUFFIXES: Final = (".textconv", ".command", ".cmd", ".driver", ".program", ".helper")
-
-
-class GitRefusal(EffectError):
-    """A compare-and-swap ref update lost: the ref was not what it was read as."""
-
-
-class UntrustedConfig(EffectError):
-    """The repository's configuration can run commands (or move the work tree)."""
 
 
 def exec_keys(config: Sequence[tuple[str, str]]) -> list[str]:

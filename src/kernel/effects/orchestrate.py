@@ -76,7 +76,6 @@ from kernel.effects.adapters.base import (
     ConfigSource,
     ProvenanceSource,
     VerifierAdapter,
-    VerifierFailure,
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
@@ -93,6 +92,7 @@ from kernel.errors import (
     EffectError,
     FieldError,
     RecordError,
+    VerifierFailure,
 )
 from kernel.evidence_report import evidence_state_of
 from kernel.identity import sha256_bytes, sha256_hex
@@ -134,7 +134,6 @@ __all__ = [
     "ProvenanceSource",
     "RunOutcome",
     "VerifierAdapter",
-    "VerifierFailure",
     "WorkerAdapter",
     "WorkerFailed",
     "WorkerProduced",

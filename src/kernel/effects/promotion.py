@@ -37,11 +37,11 @@ import orjson
 
 from kernel.codec import seal
 from kernel.decision import HumanDecisionRecord
-from kernel.effects.git import CommitIdentity, GitRefusal, Repo
+from kernel.effects.git import CommitIdentity, Repo
 from kernel.effects.ledger_store import LedgerStore, tree_head, verify_store
 from kernel.effects.run_folder import RunFolder
 from kernel.effects.signing import one_line, sign_tree_head
-from kernel.errors import ConfigError, EffectError
+from kernel.errors import ConfigError, EffectError, GitRefusal
 from kernel.gate import (
     GateReason,
     GateRefusal,

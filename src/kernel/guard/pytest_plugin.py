@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from kernel.errors import GuardFailure
+
 if TYPE_CHECKING:
     from kernel.guard.model import GuardReport, Policy
 
 __all__ = [
-    "GuardFailure",
     "GuardItem",
     "pytest_addoption",
     "pytest_collect_file",
@@ -48,10 +49,6 @@ _DIRS = "kernel_guard_dirs"
 _SRC = "kernel_guard_src"
 _CONFIG = "kernel_guard_config"
 _BASELINE = "kernel_guard_baseline"
-
-
-class GuardFailure(Exception):
-    """Findings of one rule on one module (their ``path:line:col`` lines)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

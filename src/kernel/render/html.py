@@ -504,7 +504,7 @@ def render_html(
     named by digest.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     blocks = [b for b in _html_blocks(View.of(report, sections, workspace)) if b[2]]
     return "\n".join(

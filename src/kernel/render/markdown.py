@@ -273,7 +273,7 @@ def render_markdown(
     (other ``sections``, the run's identities, warnings, authority).
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     blocks = [(t, body) for t, body in _md_blocks(View.of(report, sections, workspace)) if body]
     lines = [

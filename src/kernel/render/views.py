@@ -283,7 +283,7 @@ def render_json(report: RunEvidenceReport) -> bytes:
     """Canonical JSON bytes of the report, plus one trailing newline.
 
     Raises:
-        ArgumentTypeError: an argument is not of its annotated type.
+        ParameterTypeError: an argument is not of its annotated type.
     """
     return canonical_json(report.to_dict()) + b"\n"
 

@@ -7,7 +7,7 @@ import datetime
 from hypothesis import strategies as st
 
 from kernel.codec import short_repr
-from kernel.errors import ArgumentValueError
+from kernel.errors import ParameterValueError
 from kernel.identity import MAX_SAFE_INT
 from kernel.strategies._seeded import SEEDS, Stream, seeded
 from kernel.values import BudgetCharge, Kind, SourceSpan
@@ -128,12 +128,12 @@ def of_kind(kind: Kind) -> st.SearchStrategy[object]:
     """Valid values of a field kind of `kernel.values` (``of_kind(kind_of(digest))``).
 
     Raises:
-        ArgumentValueError: ``kind`` is not one of `kernel.values`' kinds (a
+        ParameterValueError: ``kind`` is not one of `kernel.values`' kinds (a
             ``ValueError``).
     """
     strategy = _OF_KIND.get(kind.name)
     if strategy is None:
-        raise ArgumentValueError(
+        raise ParameterValueError(
             "of_kind", "kind", "one of kernel.values' kinds", short_repr(kind.name)
         )
     return strategy

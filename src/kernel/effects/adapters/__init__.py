@@ -14,9 +14,9 @@ own kinds to it (a kind already present is an error, never a silent replacement)
 from __future__ import annotations
 
 from kernel.effects.adapters import command, fixture, prediction
-from kernel.effects.adapters.base import AdapterRegistry, DuplicateAdapterError
+from kernel.effects.adapters.base import AdapterRegistry
 
-__all__ = ["AdapterRegistry", "DuplicateAdapterError", "builtin_registry"]
+__all__ = ["AdapterRegistry", "builtin_registry"]
 
 
 def builtin_registry() -> AdapterRegistry:

@@ -27,7 +27,7 @@ import attrs
 
 from kernel.effects.files import load_json
 from kernel.effects.sandbox import Limits
-from kernel.errors import ConfigError, KernelError
+from kernel.errors import ConfigError, DuplicateAdapterError
 from kernel.runrecord import AttemptErrorCode, CheckRun, SandboxRun
 from kernel.verification import (
     Actor,
@@ -46,11 +46,9 @@ __all__ = [
     "AdapterRegistry",
     "AttemptContext",
     "ConfigSource",
-    "DuplicateAdapterError",
     "ProvenanceSource",
     "VerifierAdapter",
     "VerifierFactory",
-    "VerifierFailure",
     "WorkerAdapter",
     "WorkerFactory",
     "WorkerFailed",
@@ -122,10 +120,6 @@ class WorkerAdapter(Protocol):
     def run(self, context: AttemptContext) -> WorkerProduced | WorkerFailed:
         """Run the attempt; report where its outputs are, or that it failed."""
         ...
-
-
-class VerifierFailure(Exception):
-    """The verifier control path failed: no verification result exists."""
 
 
 class VerifierAdapter(Protocol):
@@ -239,10 +233,6 @@ def collecting_notes(
 WorkerFactory = Callable[[Mapping[str, object], "ConfigSource"], WorkerAdapter]
 VerifierFactory = Callable[[Mapping[str, object], "ConfigSource"], tuple[VerifierAdapter, str]]
 """A verifier factory returns the adapter and the verifier policy digest."""
-
-
-class DuplicateAdapterError(KernelError, ValueError):
-    """An adapter kind was registered twice in one registry (a wiring mistake)."""
 
 
 class AdapterRegistry:

@@ -91,7 +91,6 @@ from kernel.effects.adapters.base import (
     AttemptContext,
     ConfigSource,
     VerifierAdapter,
-    VerifierFailure,
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
@@ -135,7 +134,7 @@ from kernel.effects.sandbox import (
     run_sandboxed,
     scratch_root,
 )
-from kernel.errors import CanonicalizationError, ConfigError, EffectError
+from kernel.errors import CanonicalizationError, ConfigError, EffectError, VerifierFailure
 from kernel.guard import policy_hash
 from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import (

@@ -23,7 +23,6 @@ from kernel.effects.adapters.base import (
     AttemptContext,
     ConfigSource,
     VerifierAdapter,
-    VerifierFailure,
     WorkerAdapter,
     WorkerFailed,
     WorkerProduced,
@@ -31,7 +30,7 @@ from kernel.effects.adapters.base import (
     load_object,
 )
 from kernel.effects.files import load_json
-from kernel.errors import CanonicalizationError, KernelError
+from kernel.errors import CanonicalizationError, KernelError, VerifierFailure
 from kernel.identity import canonical_json, sha256_bytes, sha256_hex
 from kernel.runrecord import redact_absolute_paths
 from kernel.verification import (

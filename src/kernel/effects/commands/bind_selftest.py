@@ -36,8 +36,8 @@ from kernel.consensus import (
     RunObservation,
     build_consensus,
 )
-from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.effects.files import load_json
+from kernel.errors import SelfTestFailure
 from kernel.search import CandidateOperatorResult, GeometricSearchRun
 
 __all__ = ["BIND_CHECKS", "REFERENCE_CHAIN", "reference_chain"]

@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 
 from kernel.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
-from kernel.effects.commands.selftest_failure import SelfTestFailure
 from kernel.effects.files import write_canonical_json
 from kernel.effects.orchestrate import run_config
+from kernel.errors import SelfTestFailure
 from kernel.evidence_report import (
     EvidenceState,
     ReportReason,

@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 
 from kernel.effects.commands.bind_selftest import BIND_CHECKS
 from kernel.effects.commands.report_selftest import REPORT_CHECKS
-from kernel.effects.commands.selftest_failure import SelfTestFailure
-from kernel.errors import CanonicalizationError
+from kernel.errors import CanonicalizationError, SelfTestFailure
 from kernel.identity import canonical_json, sha256_hex
 
 __all__ = ["CHECK_GROUPS", "register", "run"]
@@ -65,7 +64,7 @@ def run(_args: argparse.Namespace) -> int:
         for name, check in group:
             try:
                 check()
-            except AssertionError as e:
+            except SelfTestFailure as e:
                 failures += 1
                 print(f"FAIL {name}: {e}")
             except Exception as e:
