@@ -157,8 +157,8 @@ def test_section_renders_escaped() -> None:
     assert "<script" not in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| aaaaaaaaaaaa")]
     assert len(table) == 1
-    # Seven cells (Isolation included): nothing hostile splits a row.
-    assert table[0].count(" | ") == 6
+    # Eight cells (Isolation and Trust included): nothing hostile splits a row.
+    assert table[0].count(" | ") == 7
 
 
 @settings(max_examples=30, deadline=None)

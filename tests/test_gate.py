@@ -43,14 +43,18 @@ from kernel.gate import (
 from kernel.ledger import GENESIS_ID, LedgerBroken, LedgerHead, LedgerIntact, LedgerReason
 from kernel.run_admission import RunAdmission
 from kernel.runrecord import (
+    SCREEN_CHECK_ID,
+    CheckRun,
     CheckSummary,
     DeclaredReplay,
     ProvenanceInput,
     RunProvenance,
     RunRecord,
+    ScreenFinding,
+    TrustLevel,
 )
 from kernel.strategies import digests, run_records
-from kernel.verification import CheckStatus, Recommendation
+from kernel.verification import CheckReason, CheckStatus, Recommendation, WorkerStatus
 
 TREE = "a" * 40
 INTACT = LedgerIntact(count=0, head=LedgerHead.empty())
@@ -452,3 +456,121 @@ def test_a_run_without_provenance_has_no_worker_contexts(world: World) -> None:
     assert world.run.provenance is not None
     assert set(contexts.values()) <= {i.digest for i in world.run.provenance.inputs}
     assert contexts_of(attrs.evolve(world.run, provenance=None)) == {}
+
+
+# --- P4's screen exception and P4b (issue 18 items 5, 6) -------------------------------
+
+FINDING = ScreenFinding(rule="environment-sniffing", path="stats.py", line=12)
+
+
+def suspicious(
+    world: World,
+    rationale: str,
+    *,
+    other_failed: bool = False,
+    worker: WorkerStatus = WorkerStatus.SUCCEEDED,
+    oracle: bool = False,
+) -> World:
+    """``world`` with its chosen attempt held back only by the static screen (one
+    finding): every other required check passed, recommendation insufficient."""
+    index = next(i for i, a in enumerate(world.run.attempts) if a.attempt_id == world.attempt_id)
+    attempt = world.run.attempts[index]
+    assert attempt.verification is not None
+    assert attempt.manifest is not None
+    checks = (
+        *attempt.verification.checks,
+        CheckSummary(id=SCREEN_CHECK_ID, required=True, status=CheckStatus.INCONCLUSIVE),
+    )
+    if other_failed:
+        checks = (CheckSummary(id="extra", required=True, status=CheckStatus.FAILED), *checks)
+    screen = CheckRun(
+        check_id=SCREEN_CHECK_ID,
+        sandbox=None,
+        reason=CheckReason.SUSPICIOUS_CODE,
+        trust=TrustLevel.STATIC,
+        findings=(FINDING,),
+    )
+    extra = (CheckRun(check_id="o", sandbox=None, reason=None, trust=TrustLevel.ORACLE),)
+    chosen = attrs.evolve(
+        attempt,
+        manifest=attrs.evolve(attempt.manifest, worker_status=worker),
+        verification=attrs.evolve(
+            attempt.verification,
+            recommendation=Recommendation.INSUFFICIENT_EVIDENCE,
+            checks=checks,
+        ),
+        # Only the oracle run added here passes with oracle trust (P4b is decided by it).
+        check_runs=(
+            *(r for r in attempt.check_runs if r.trust is not TrustLevel.ORACLE),
+            screen,
+            *(extra if oracle else ()),
+        ),
+    )
+    run = attrs.evolve(
+        world.run, attempts=tuple(chosen if a is attempt else a for a in world.run.attempts)
+    )
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    admission = derive_run_admission(run, report, {})
+    assert admission is not None
+    decision = record_decision(
+        report,
+        decision_id="d",
+        decision="accept",
+        rationale=rationale,
+        decider_id=world.decision.decider.id,
+        decided_at="2026-01-01T00:00:00Z",
+        selected_attempt_id=world.attempt_id,
+    )
+    assert isinstance(decision, HumanDecisionRecord)
+    return World(
+        run=run,
+        report=report,
+        admission=admission,
+        attempt_id=world.attempt_id,
+        decision=decision,
+        signature=signature_for(decision, SignatureStatus.VALID),
+    )
+
+
+ACKNOWLEDGES = f"read the hostname sniff: {FINDING.finding_id}; harmless logging"
+
+
+@settings(max_examples=20)
+@given(worlds())
+def test_p4_a_signed_decision_naming_every_screen_finding_promotes(world: World) -> None:
+    """A candidate held back only by the screen: never verified (the admission says so,
+    staging refuses it unless reruns agree), promoted only by an accept decision whose
+    rationale names each finding id."""
+    held = suspicious(world, ACKNOWLEDGES)
+    group = next(g for g in held.admission.groups if held.attempt_id in g.attempt_ids)
+    assert group.evidence_class is not EvidenceClass.VERIFIED
+    assert isinstance(held.promote(), PromotionPermit)
+
+
+@settings(max_examples=20)
+@given(worlds())
+def test_p4_the_screen_exception_takes_nothing_less(world: World) -> None:
+    """Not naming the finding (or naming another line of it), another failed required
+    check, a worker that did not report success, or no decision: not verified."""
+    unnamed = suspicious(world, "checked, all fine")
+    assert GateReason.NOT_VERIFIED in codes(unnamed.promote())
+    prefix = suspicious(world, ACKNOWLEDGES.replace(":12", ":1"))
+    assert GateReason.NOT_VERIFIED in codes(prefix.promote())
+    failed = suspicious(world, ACKNOWLEDGES, other_failed=True)
+    assert GateReason.NOT_VERIFIED in codes(failed.promote())
+    crashed = suspicious(world, ACKNOWLEDGES, worker=WorkerStatus.FAILED)
+    assert GateReason.NOT_VERIFIED in codes(crashed.promote())
+    held = suspicious(world, ACKNOWLEDGES)
+    assert GateReason.NOT_VERIFIED in codes(held.promote(decision=None))
+
+
+@settings(max_examples=20)
+@given(worlds())
+def test_p4b_a_required_trust_level_must_have_passed(world: World) -> None:
+    """``require_trust=oracle`` refuses a group with no passed oracle check and permits
+    one with it."""
+    held = suspicious(world, ACKNOWLEDGES)
+    assert GateReason.TRUST_NOT_MET in codes(held.promote(require_trust=TrustLevel.ORACLE))
+    held = suspicious(world, ACKNOWLEDGES, oracle=True)
+    assert isinstance(held.promote(require_trust=TrustLevel.ORACLE), PromotionPermit)

@@ -29,7 +29,15 @@ from kernel.effects.adapters.oracle import (
 )
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import ConfigError
-from kernel.evidence_report import EvidenceState, evidence_state_of
+from kernel.evidence_report import (
+    EvidenceState,
+    RunEvidenceReport,
+    build_evidence_report,
+    evidence_state_of,
+)
+from kernel.gate import derive_run_admission
+from kernel.render import render_html, render_markdown
+from kernel.run_admission import admission_section
 from kernel.runrecord import TrustLevel
 from kernel.verification import CheckReason, CheckStatus
 
@@ -193,6 +201,21 @@ def test_an_always_equal_median_passes_the_tests_and_fails_the_oracle(scratch: P
         "unit-tests": TrustLevel.IN_PROCESS_TESTS,
         "median-oracle": TrustLevel.ORACLE,
     }
+    # The trust levels are in run.json, and in the report views' admission section.
+    document = record.to_dict()
+    runs = document["attempts"][2]["check_runs"]
+    assert [r["trust"] for r in runs] == ["static", "static", "in_process_tests", "oracle"]
+    report = build_evidence_report(record)
+    assert isinstance(report, RunEvidenceReport)
+    admission = derive_run_admission(record, report, {})
+    assert admission is not None
+    section = admission_section(admission)
+    markdown = render_markdown(report, [section])
+    assert "| Trust |" in markdown
+    assert "| oracle, in\\_process\\_tests, static |" in markdown
+    html = render_html(report, [section])
+    assert 'data-label="Trust"' in html
+    assert ">oracle,</span>" in html
 
 
 def test_a_python_call_written_as_data_and_huge_output(scratch: Path) -> None:

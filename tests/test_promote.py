@@ -1090,3 +1090,17 @@ def test_candidate_changes_a_promotion_never_carries(tmp_path: Path) -> None:
     for name in ("sub/.gitattributes", ".gitmodules", "abs", "sub/up", "gitdir"):
         assert name in text
     assert "sub/inside" not in text
+
+
+def test_promotion_policy_can_require_oracle_trust(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--require-trust oracle`` promotes the demo's fix (its oracle check passed);
+    a trust level no passed check has is refused with ``trust_not_met``."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    capsys.readouterr()
+    assert (
+        promote(demo, repo, decision, tmp_path / "a.sqlite", "--require-trust", "exit_status") == 1
+    )
+    assert "trust_not_met" in capsys.readouterr().out
+    assert promote(demo, repo, decision, tmp_path / "b.sqlite", "--require-trust", "oracle") == 0

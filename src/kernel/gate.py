@@ -12,7 +12,14 @@ reports (`derive_run_admission`), and the claimed one must reproduce it exactly.
   (an edited or resealed class, another report);
 - P3 ``no_candidate``: the attempt produced no candidate (or is not in the run);
 - P4 ``not_verified``: the attempt's candidate group is not ``verified`` by the
-  held-out verifier; ``corroborated_only`` never is, whatever the reruns say;
+  held-out verifier; ``corroborated_only`` never is, whatever the reruns say. One
+  exception, for a human to take: a group held back only by the static screen
+  (``candidate-screen`` inconclusive with ``suspicious_code``, every other required
+  check passed, the worker reported success) passes P4 when the accept decision's
+  rationale names every finding id (``rule:path:line``) of every attempt of the group
+  and the admission re-derived as if those screen checks had passed is ``verified``;
+- P4b ``trust_not_met``: the promotion policy requires a `TrustLevel` (``oracle``)
+  and no check of that level passed for the group;
 - P5 ``no_accept_decision``: no ``accept`` decision that selects this attempt and
   verifies on exactly this report;
 - P6 ``decision_unsigned`` / ``signature_invalid`` / ``signer_not_allowed``: the
@@ -48,12 +55,19 @@ from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
 from kernel.commit_admission import EvidenceClass
 from kernel.consensus import CorroborationReport
 from kernel.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
-from kernel.evidence_report import ReportCheck, RunEvidenceReport, check_evidence_report
+from kernel.evidence_report import (
+    EvidenceState,
+    ReportAttempt,
+    ReportCheck,
+    RunEvidenceReport,
+    check_evidence_report,
+)
 from kernel.identity import canonical_json, sha256_bytes
 from kernel.ledger import LedgerBroken, LedgerIntact
 from kernel.run_admission import CandidateGroup, RunAdmission, build_run_admission
-from kernel.runrecord import RunRecord
+from kernel.runrecord import SCREEN_CHECK_ID, RunRecord, TrustLevel
 from kernel.values import Digest, NonBlank, OptionalDigest, Refusal
+from kernel.verification import CheckReason, CheckStatus, WorkerStatus
 
 __all__ = [
     "DECISION_SIGNATURE_NAMESPACE",
@@ -113,6 +127,8 @@ class GateReason(enum.StrEnum):
     """S1: admission refused the attempt's group (staging)."""
     NOT_VERIFIED = "not_verified"
     """P4: the group is not verified by the held-out verifier (promotion)."""
+    TRUST_NOT_MET = "trust_not_met"
+    """P4b: no check of the trust level the promotion policy requires passed."""
     NO_ACCEPT_DECISION = "no_accept_decision"
     """P5: no accept decision on this attempt and exactly this report."""
     DECISION_UNSIGNED = "decision_unsigned"
@@ -286,6 +302,58 @@ def _evidence(
     return derived, group
 
 
+def _screen_cleared(attempt: ReportAttempt, acknowledged: frozenset[str]) -> ReportAttempt | None:
+    """``attempt`` as it would read had its suspicious screen check passed, when every
+    finding is acknowledged and nothing else held it back (None otherwise)."""
+    verification, manifest = attempt.verification, attempt.manifest
+    screen = next((r for r in attempt.check_runs if r.check_id == SCREEN_CHECK_ID), None)
+    if (
+        verification is None
+        or manifest is None
+        or manifest.worker_status is not WorkerStatus.SUCCEEDED
+        or screen is None
+        or screen.reason is not CheckReason.SUSPICIOUS_CODE
+        or not screen.findings
+        or any(f.finding_id not in acknowledged for f in screen.findings)
+        or any(
+            c.required and c.status is not CheckStatus.PASSED and c.id != SCREEN_CHECK_ID
+            for c in verification.checks
+        )
+    ):
+        return None
+    runs = tuple(attrs.evolve(r, reason=None) if r is screen else r for r in attempt.check_runs)
+    return attrs.evolve(attempt, evidence_state=EvidenceState.SUPPORTED, check_runs=runs)
+
+
+def _screen_acknowledged(
+    run: RunRecord,
+    report: RunEvidenceReport,
+    corroborations: Mapping[str, CorroborationReport],
+    group: CandidateGroup,
+    decision: HumanDecisionRecord | None,
+) -> bool:
+    """P4's exception: the group is verified once the decision's acknowledged screen
+    findings are set aside (module docstring)."""
+    if decision is None or decision.decision is not Decision.ACCEPT:
+        return False
+    acknowledged = frozenset(decision.rationale.replace(",", " ").replace(";", " ").split())
+    attempts = []
+    for attempt in report.attempts:
+        cleared = (
+            _screen_cleared(attempt, acknowledged)
+            if attempt.attempt_id in group.attempt_ids
+            else attempt
+        )
+        if cleared is None:
+            return False
+        attempts.append(cleared)
+    derived = derive_run_admission(
+        run, attrs.evolve(report, attempts=tuple(attempts)), corroborations
+    )
+    cleared_group = _group(derived, group.attempt_ids[0])
+    return cleared_group is not None and cleared_group.evidence_class is EvidenceClass.VERIFIED
+
+
 def _base(reasons: list[GateReason], run: RunRecord, tree: str | None) -> str | None:
     # P7: the branch tip (or staging base) holds exactly the baseline's tree.
     baseline = None if run.provenance is None else run.provenance.baseline_git_tree
@@ -400,6 +468,7 @@ def decide_promotion(
     signature: SignatureCheck,
     branch_tree: str | None,
     ledger: LedgerIntact | LedgerBroken,
+    require_trust: TrustLevel | None = None,
 ) -> PromotionPermit | GateRefusal:
     """May ``attempt_id``'s candidate be promoted onto a branch whose tip holds
     ``branch_tree``? (checks P1-P8 of the module docstring, every failure reported).
@@ -408,6 +477,7 @@ def decide_promotion(
         signature: the effects layer's check of the decision's signature.
         branch_tree: the git tree id of the branch tip (None when there is no tip).
         ledger: the outcome of verifying the ledger the promotion will be recorded in.
+        require_trust: the promotion policy's required trust level (P4b), if any.
     """
     reasons: list[GateReason] = []
     derived, group = _evidence(
@@ -418,9 +488,17 @@ def decide_promotion(
         corroborations=corroborations,
         attempt_id=attempt_id,
     )
-    # P4: only the held-out verifier's pass promotes.
-    if group is not None and group.evidence_class is not EvidenceClass.VERIFIED:
+    # P4: only the held-out verifier's pass promotes (or a human's acknowledgement of
+    # exactly the screen findings that held it back).
+    if (
+        group is not None
+        and group.evidence_class is not EvidenceClass.VERIFIED
+        and not _screen_acknowledged(run, report, corroborations, group, decision)
+    ):
         reasons.append(GateReason.NOT_VERIFIED)
+    # P4b: the verdict kind the promotion policy requires.
+    if group is not None and require_trust is not None and require_trust not in group.trust_levels:
+        reasons.append(GateReason.TRUST_NOT_MET)
     _decision(reasons, report, attempt_id, decision, signature)
     baseline = _base(reasons, run, branch_tree)
     # P8

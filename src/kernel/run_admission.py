@@ -25,7 +25,11 @@ Rules enforced by `build_run_admission`:
   attempts' sandboxed runs (worker and verifier checks). When it is below ``overlay``
   and the run's isolation policy does not accept that (``accept_below_overlay``), a
   verifier pass is not counted (``verifier_pass_discounted``): the group is never
-  ``verified`` on such evidence, and the section says why. A rejection still counts.
+  ``verified`` on such evidence, and the section says why. A rejection still counts;
+- G7 trust is evidence: a group's ``trust_levels`` are the `TrustLevel` of every check
+  that passed for one of its attempts (``oracle``: the kernel compared output with an
+  answer the sandbox never saw; ``in_process_tests``: a runner beside the candidate's
+  code reported), shown as a column; `kernel.gate` can require one for promotion.
 
 Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
 and every group's class included); `RunAdmission.from_dict` refuses a document whose id
@@ -59,7 +63,7 @@ from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
-from kernel.runrecord import RunAuthority
+from kernel.runrecord import RunAuthority, TrustLevel
 from kernel.values import Count, Digest, NonBlank, OptionalDigest, boundary
 from kernel.verification import Isolation, weakest_isolation
 
@@ -117,6 +121,9 @@ class CandidateGroup(Record):
     verifier_pass_discounted: bool = False
     """G6: the verifier passed, but on evidence below ``overlay`` that the run's config
     does not accept, so admission did not count the pass."""
+    trust_levels: tuple[TrustLevel, ...] = ()
+    """G7: the trust levels of the checks that passed for the group's attempts, strongest
+    first (``oracle`` before ``in_process_tests``); empty when none is recorded."""
 
     def __attrs_post_init__(self) -> None:
         if (self.evidence_class is None) == (not self.refusal_reasons):
@@ -176,6 +183,7 @@ def _group(
     *,
     isolation: Isolation | None,
     accept_below_overlay: bool,
+    trust_levels: tuple[TrustLevel, ...],
 ) -> CandidateGroup:
     no_change = candidate == EMPTY_SHA256
     verifier = _verifier(states)
@@ -235,6 +243,7 @@ def _group(
         admission_digest=outcome_digest,
         isolation=isolation,
         verifier_pass_discounted=discounted,
+        trust_levels=trust_levels,
     )
 
 
@@ -275,6 +284,10 @@ def build_run_admission(
         if candidate is not None:
             members.setdefault(candidate, []).append(attempt.attempt_id)
     isolation = {a.attempt_id: a.weakest_isolation for a in report.attempts}
+    # G7: who computed the verdicts behind the group's passes.
+    passed = {
+        a.attempt_id: {r.trust for r in a.check_runs if r.reason is None} for a in report.attempts
+    }
     policy = report.isolation_policy
     groups = tuple(
         _group(
@@ -285,6 +298,7 @@ def build_run_admission(
             corroborations.get(candidate),
             isolation=_weakest(isolation[a] for a in ids),
             accept_below_overlay=policy is not None and policy.accept_below_overlay,
+            trust_levels=tuple(t for t in TrustLevel if any(t in passed[a] for a in ids)),
         )
         for candidate, ids in members.items()
     )
@@ -351,6 +365,7 @@ def admission_section(admission: RunAdmission) -> TableSection:
             ", ".join(str(s) for s in g.evidence_states),
             str(g.verifier),
             "none" if g.isolation is None else str(g.isolation),
+            ", ".join(g.trust_levels) or "none",
             f"{g.reruns_reproduced}/{g.reruns_launched} reproduced"
             + (", consensus" if g.rerun_consensus else ", no consensus"),
             _class_text(g),
@@ -366,10 +381,11 @@ def admission_section(admission: RunAdmission) -> TableSection:
             "Evidence states",
             "Verifier",
             "Isolation",
+            "Trust",
             "Reruns",
             "Class",
         ),
         rows=rows,
-        badge_column=6,
+        badge_column=7,
         headline=admission_headline(admission),
     )

@@ -53,6 +53,7 @@ from kernel.verification import (
 __all__ = [
     "RUN_RECORD_KIND",
     "RUN_RECORD_SCHEMA_VERSION",
+    "SCREEN_CHECK_ID",
     "AttemptError",
     "AttemptErrorCode",
     "AttemptRecord",
@@ -305,6 +306,11 @@ class DeclaredTestResult(Record):
     """FAIL_TO_PASS or PASS_TO_PASS."""
     outcome: DeclaredTestOutcome
     """What the runner's result says of it."""
+
+
+SCREEN_CHECK_ID: Final = "candidate-screen"
+"""The built-in check of the static screen (`kernel.effects.adapters.screen`): its
+`CheckRun` carries the findings a human decision may acknowledge (`kernel.gate`, P4)."""
 
 
 class TrustLevel(enum.StrEnum):

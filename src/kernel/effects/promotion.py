@@ -52,7 +52,7 @@ from kernel.gate import (
     decide_staging,
 )
 from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeHead
-from kernel.runrecord import RunRecord
+from kernel.runrecord import RunRecord, TrustLevel
 
 __all__ = [
     "CRASH_AT_VARIABLE",
@@ -355,6 +355,7 @@ def promote(
     decision: HumanDecisionRecord | None,
     signature: SignatureCheck,
     ledger_key: Path | None = None,
+    require_trust: TrustLevel | None = None,
 ) -> Promoted | Refused:
     """Promote ``attempt_id``'s candidate onto ``branch`` (module docstring: all or
     nothing, each step in the ledger).
@@ -364,6 +365,7 @@ def promote(
             forged record is refused and recorded like any other refusal).
         signature: the effects layer's check of the decision's signature.
         ledger_key: an SSH key that signs the ledger tree head in the trailer.
+        require_trust: the promotion policy's required trust level (gate P4b).
 
     Raises:
         EffectError: the branch is missing, the patch does not apply, a step failed
@@ -383,6 +385,7 @@ def promote(
         signature=signature,
         branch_tree=repo.tree_of(tip),
         ledger=verify_store(store),
+        require_trust=require_trust,
     )
     context: dict[str, object] = {"branch": branch, "tip": tip}
     if decision is not None:

@@ -88,6 +88,7 @@ _OPTIONAL: Final = frozenset(
         ("AttemptRecord", "check_runs"),
         ("CheckRun", "trust"),
         ("CheckRun", "findings"),
+        ("CandidateGroup", "trust_levels"),
         ("RunObservation", "limits"),
         ("ClassifiedRun", "limits"),
     }

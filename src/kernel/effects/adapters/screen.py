@@ -36,7 +36,7 @@ from typing import Final
 
 from kernel.effects.adapters.patch import FileChange, apply_change
 from kernel.guard import Policy, ViolationCode, check_source, load_policy
-from kernel.runrecord import ScreenFinding
+from kernel.runrecord import SCREEN_CHECK_ID, ScreenFinding
 
 __all__ = [
     "MAX_FINDINGS",
@@ -47,7 +47,7 @@ __all__ = [
     "screen_source",
 ]
 
-SCREEN_CHECK: Final = "candidate-screen"
+SCREEN_CHECK: Final = SCREEN_CHECK_ID
 POLICY_PATH: Final = Path(__file__).resolve().parents[2] / "policies" / "candidate-surface.toml"
 """The candidate-surface policy (package data)."""
 MAX_FINDINGS: Final = 200

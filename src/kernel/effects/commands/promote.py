@@ -45,6 +45,7 @@ from kernel.effects.signing import check_decision_signature, signature_path
 from kernel.errors import ConfigError
 from kernel.gate import SignatureCheck, SignatureStatus
 from kernel.identity import sha256_bytes
+from kernel.runrecord import TrustLevel
 
 __all__ = ["register", "run_promote", "run_stage", "run_unstage"]
 
@@ -128,6 +129,7 @@ def run_promote(args: argparse.Namespace) -> int:
         outcome = promote(
             folder, repo, store, branch=branch, attempt_id=attempt, decision=record,
             signature=check, ledger_key=key,
+            require_trust=None if args.require_trust is None else TrustLevel(args.require_trust),
         )  # fmt: skip
     if isinstance(outcome, Refused):
         return _refused("promote", outcome)
@@ -191,6 +193,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--onto", help="the branch to fast-forward")
     parser.add_argument("--attempt", help="default: the decision's selected attempt")
     parser.add_argument("--ledger-key", help="an SSH key that signs the ledger tree head")
+    parser.add_argument(
+        "--require-trust",
+        choices=[str(t) for t in TrustLevel],
+        help="promote only when a check of this trust level passed (e.g. oracle)",
+    )
     parser.add_argument(
         "--recover", action="store_true", help="finish or close promotions a crash left half done"
     )
