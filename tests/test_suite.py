@@ -13,7 +13,9 @@ from hypothesis import given
 from kernel.commit_admission import EvidenceClass
 from kernel.effects.orchestrate import run_config
 from kernel.errors import ParameterValueError
-from kernel.evidence_report import EvidenceState
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.render import render_html, render_markdown
+from kernel.render.views import declared_tests_section
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,
@@ -409,3 +411,24 @@ def test_the_views_escape_every_cell_and_show_every_table() -> None:
 def test_a_summary_round_trips(summary: SuiteSummary) -> None:
     """from_dict(to_dict()) is the identity for every summary."""
     assert SuiteSummary.from_dict(summary.to_dict()) == summary
+
+
+def test_every_report_view_shows_the_declared_tests_table() -> None:
+    """The report views carry a per-test table (attempt, check, test, list, outcome) when
+    a check declares tests, and none otherwise; cells are escaped like every section."""
+    run = run_config(FIXTURES / "orchestration/two-attempt-good-vs-bad.json")
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    assert declared_tests_section(report) is None
+    hostile = _replace(FIXED, "m.T.p", OUT.TAMPERED) + _tests(("<b>x</b>", P2P, OUT.MISSING))
+    first = attrs.evolve(
+        report.attempts[0],
+        check_runs=(CheckRun(check_id="tests", sandbox=None, reason=None, tests=hostile),),
+    )
+    with_tests = attrs.evolve(report, attempts=(first, *report.attempts[1:]))
+    section = declared_tests_section(with_tests)
+    assert section is not None
+    assert section.rows[2] == (first.attempt_id, "tests", "m.T.p", "pass_to_pass", "tampered")
+    for page in (render_markdown(with_tests), render_html(with_tests)):
+        assert "Declared tests" in page
+        assert "<b>x</b>" not in page

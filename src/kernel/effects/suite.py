@@ -30,6 +30,9 @@ Output folder::
 
 Rules enforced:
 
+- parallelism is across instances: each instance task runs its calibration and its
+  predictions one after another (one core per task), ``max_workers`` tasks at once
+  locally, as many as the executor has workers on Dask;
 - every input problem (unreadable file, unknown key type, an instance id twice, a
   prediction for an unknown instance or a model twice for one instance, an unsafe
   instance id) is a `ConfigError` before anything runs;
@@ -545,6 +548,13 @@ def judge_instance(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _one_at_a_time() -> concurrent.futures.ThreadPoolExecutor:
+    """An instance's own attempts run one after another: the suite's parallelism is
+    across instances (``max_workers`` locally, the executor's workers on Dask), so one
+    knob sizes the load and an instance task holds one core."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+
 def _calibrate(
     instance: SuiteInstance, config: Path
 ) -> tuple[Calibration, dict[str, object] | None]:
@@ -569,7 +579,8 @@ def _calibrate(
             unknown_tests=instance.unknown_tests,
         )
         return calibration, None
-    outcome = run_detailed(load_config(config))
+    with _one_at_a_time() as pool:
+        outcome = run_detailed(load_config(config), executor=pool)
     attempts = {a.attempt_id: a for a in outcome.record.attempts}
     has_reference = instance.reference_patch is not None
     calibration = calibrate(
@@ -593,9 +604,15 @@ def _judge(
     attempts = states = classes = None
     run_digest = None
     if calibration.valid and config is not None:
-        result = run_pipeline(
-            config, folder, reruns=0, replay_mode=REPLAY_NONE, results_root=results_root
-        )
+        with _one_at_a_time() as pool:
+            result = run_pipeline(
+                config,
+                folder,
+                reruns=0,
+                replay_mode=REPLAY_NONE,
+                results_root=results_root,
+                executor=pool,
+            )
         run_digest = result.outcome.record.digest
         attempts = {a.attempt_id: a for a in result.outcome.record.attempts}
         states = {a.attempt_id: a.evidence_state for a in result.report.attempts}

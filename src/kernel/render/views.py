@@ -44,6 +44,7 @@ __all__ = [
     "bounded_lines",
     "check_statuses",
     "decision_headline",
+    "declared_tests_section",
     "disagreement_text",
     "html_text",
     "isolation_section",
@@ -250,7 +251,10 @@ class View:
         return cls(
             report=report,
             lead=tuple(s for s in sections if s.headline is not None),
-            details=tuple(s for s in sections if s.headline is None),
+            details=(
+                *(s for s in sections if s.headline is None),
+                *filter(None, [declared_tests_section(report)]),
+            ),
             space=space or Workspace(),
             disagreements=candidate_disagreements(report),
         )
@@ -403,6 +407,29 @@ def isolation_section(view: View) -> TableSection | None:
         ),
         headers=("Isolation and limits", "Runs"),
         rows=tuple(rows),
+    )
+
+
+def declared_tests_section(report: RunEvidenceReport) -> TableSection | None:
+    """Each declared test's outcome per attempt and check, as SWE-bench's per-test report
+    (None when no check declares tests)."""
+    rows = tuple(
+        (a.attempt_id, run.check_id, test.test_id, str(test.kind), str(test.outcome))
+        for a in report.attempts
+        for run in a.check_runs
+        for test in run.tests
+    )
+    if not rows:
+        return None
+    return TableSection(
+        title="Declared tests",
+        notes=(
+            "Each FAIL_TO_PASS and PASS_TO_PASS test's outcome in each attempt's check"
+            " (missing: no result names it; tampered: the result was forged or the runner"
+            " saw tampering).",
+        ),
+        headers=("Attempt", "Check", "Test", "List", "Outcome"),
+        rows=rows,
     )
 
 
