@@ -158,6 +158,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunRecord",
         "SandboxLimit",
         "SandboxRun",
+        "ScreenFinding",
+        "TrustLevel",
         "VerificationSummary",
         "WorkUnitRef",
     ),
