@@ -16,11 +16,11 @@ from types import ModuleType
 
 from kernel import __version__
 from kernel.effects import console
+from kernel.effects.exit_status import ExitStatus
 from kernel.errors import KernelError
 
 __all__ = ["main"]
 
-EXIT_USAGE = 2
 EXIT_CODES = """exit codes (every verb):
   0  success (recorded, verified, match, consensus)
   1  refused / violations / replay mismatch (the reason codes on one line)
@@ -91,7 +91,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse exits with status 2 on usage errors already; keep the one-line form."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
 
 
 def build_parser(verb: str | None = None, *, full: bool = False) -> argparse.ArgumentParser:
@@ -154,10 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except KernelError as e:
         print(f"kernel {args.command}: error: {e.diagnostics()}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     except KeyboardInterrupt:
         print(f"kernel {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

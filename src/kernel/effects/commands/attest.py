@@ -26,6 +26,7 @@ from kernel.codec import compute_id
 from kernel.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import load_json, write_canonical_json
 from kernel.effects.run_folder import RunFolder, load_run_folder
 from kernel.errors import ConfigError, RecordError
@@ -126,10 +127,10 @@ def run_attest(args: argparse.Namespace) -> int:
     outcome = statement(folder, args.attempt, decision)
     if isinstance(outcome, list):
         print(f"kernel attest: refused ({', '.join(outcome)})")
-        return 1
+        return ExitStatus.REFUSED
     write_canonical_json(target, outcome)
     print(f"wrote {target} (subject sha256:{outcome['subject'][0]['digest']['sha256']})")
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -35,6 +35,7 @@ from kernel.binding import (
 from kernel.codec import Record
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import OutputRoot, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
 from kernel.identity import canonical_json
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:
         print(_summary(outcome), file=sys.stderr)
         console.info(f"wrote {output}")
-    return 1 if type(outcome) is CandidateAttemptRunBindingRefusal else 0
+    return (
+        ExitStatus.REFUSED if type(outcome) is CandidateAttemptRunBindingRefusal else ExitStatus.OK
+    )
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -121,7 +124,9 @@ def _run_verify(args: argparse.Namespace) -> int:
         policy_versions=_pairs(args.policy_version, "--policy-version"),
     )
     _emit(outcome, None)
-    return 1 if type(outcome) is CandidateAttemptRunBindingRefusal else 0
+    return (
+        ExitStatus.REFUSED if type(outcome) is CandidateAttemptRunBindingRefusal else ExitStatus.OK
+    )
 
 
 def _summary(outcome: Record) -> str:

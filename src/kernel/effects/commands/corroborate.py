@@ -32,16 +32,15 @@ from pathlib import Path
 from kernel.consensus import CaptureMode, Consensus, Isolation, NoConsensus
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import OutputRoot, check_input, write_canonical_json
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import Capture, LimitKind, Limits, Variation, limits_with
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import canonical_json
 
-__all__ = ["EXIT_CONSENSUS", "EXIT_NO_CONSENSUS", "outcome_line", "register", "run"]
+__all__ = ["outcome_line", "register", "run"]
 
-EXIT_CONSENSUS = 0
-EXIT_NO_CONSENSUS = 3
 MAX_RUNS = 1000
 """More runs than this is a usage error (not a machine's worth of sandboxes)."""
 MAX_TIMEOUT_S = 7 * 24 * 3600
@@ -194,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
         write_canonical_json(report_path, document)
     # The outcome line: on stderr when stdout carries the report document itself.
     print(outcome_line(result.outcome), file=sys.stderr if report_path is None else sys.stdout)
-    return EXIT_CONSENSUS if isinstance(result.outcome, Consensus) else EXIT_NO_CONSENSUS
+    consensus = isinstance(result.outcome, Consensus)
+    return ExitStatus.OK if consensus else ExitStatus.NO_CONSENSUS
 
 
 def outcome_line(outcome: Consensus | NoConsensus) -> str:

@@ -30,6 +30,7 @@ from kernel.decision import (
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import load_report, load_run_record, plan_outputs
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import (
     atomic_write_bytes,
     load_json,
@@ -65,7 +66,7 @@ CLOCK: Callable[[], str] = utc_now
 def _refused(verb: str, refusal: DecisionRefusal | ReportRefusal) -> int:
     codes = ", ".join(refusal.reason_codes)
     print(f"kernel decision {verb}: refused ({codes})")
-    return 1
+    return ExitStatus.REFUSED
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -118,7 +119,7 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"ledger entry {entry.entry_id}")
     print(f"recorded {outcome.decision} on report {outcome.evidence_report.digest}")
     console.info(f"wrote {target}")
-    return 0
+    return ExitStatus.OK
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -154,10 +155,10 @@ def run_verify(args: argparse.Namespace) -> int:
                 SignatureStatus.SIGNER_NOT_ALLOWED: GateReason.SIGNER_NOT_ALLOWED,
             }[check.status]
             print(f"kernel decision verify: refused ({code})")
-            return 1
+            return ExitStatus.REFUSED
         signed = f", signed by {check.principal}"
     print(f"verified: {record.decision_id} decides on report {outcome.report_digest}{signed}")
-    return 0
+    return ExitStatus.OK
 
 
 def _stale(args: argparse.Namespace, decided_on: str, presented: str) -> None:
@@ -185,12 +186,12 @@ def _verify_idkmesh(args: argparse.Namespace, document: object) -> int:
         if DecisionReason.REPORT_DIGEST in reasons:
             _stale(args, decision.report.digest, report.digest)
         print(f"kernel decision verify: refused ({', '.join(reasons)})")
-        return 1
+        return ExitStatus.REFUSED
     print(
         f"verified: IDKMesh decision {decision.decision_id} ({decision.decision}) decides on "
         f"report {report.digest}"
     )
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

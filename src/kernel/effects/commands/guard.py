@@ -30,10 +30,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernel.effects.exit_status import ExitStatus
+
 __all__ = ["register", "run"]
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
 
 _FORMATS = ("text", "json", "sarif", "github")
 _CACHE_DIR = ".kernel-guard-cache"
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         if args.write_baseline:
             write_baseline(args.write_baseline, report)
             sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
-            return EXIT_OK
+            return ExitStatus.OK
         if args.baseline:
             report = apply_baseline(report, read_baseline(args.baseline))
     except ConfigError as e:
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     roots = list(groups)
     output = render(report, args.format, tool_version(), roots[0] if len(roots) == 1 else None)
     sys.stdout.write(output)
-    code = EXIT_OK if report.ok else EXIT_VIOLATIONS
+    code = ExitStatus.OK if report.ok else ExitStatus.REFUSED
     if words is not None and not args.no_cache:
         # What this run read, for `kernel.guard.fastpath` to replay it when unchanged:
         # the folders on the way up to each root (a policy added there moves the root),
@@ -187,7 +187,11 @@ def run(args: argparse.Namespace) -> int:
         if args.baseline:
             read.append(args.baseline)
         fastpath.record(
-            _cache_dir(args, roots[0]), fastpath.run_key(words, str(Path.cwd())), read, output, code
+            _cache_dir(args, roots[0]),
+            fastpath.run_key(words, str(Path.cwd())),
+            read,
+            output,
+            int(code),  # the cache is marshalled: a plain int
         )
     return code
 

@@ -37,6 +37,7 @@ import orjson
 from kernel.codec import Record, seal
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import load_json
 from kernel.effects.git import Repo
 from kernel.effects.ledger_store import (
@@ -103,19 +104,19 @@ def run_verify(args: argparse.Namespace) -> int:
             where = store.locator
     if isinstance(outcome, LedgerBroken):
         print(f"kernel ledger verify: {outcome.explanation}")
-        return 1
+        return ExitStatus.REFUSED
     if expected is not None and outcome.head.entry_id != expected:
         print(
             "kernel ledger verify: broken (head_mismatch) the chain ends at "
             f"{outcome.head.entry_id}, not the expected {expected}"
         )
-        return 1
+        return ExitStatus.REFUSED
     if incomplete:
         print(f"kernel ledger verify: {'; '.join(incomplete)}: run `kernel promote --recover`")
-        return 1
+        return ExitStatus.REFUSED
     anchored = f", {anchors} anchored tree heads" if args.repo is not None else ""
     print(f"intact: {outcome.count} entries, head {outcome.head.entry_id}{anchored} ({where})")
-    return 0
+    return ExitStatus.OK
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -140,7 +141,7 @@ def run_show(args: argparse.Namespace) -> int:
                 payload = str(raw.payload)
                 short = payload if len(payload) <= 100 else payload[:97] + "..."
                 print(f"{raw.seq:>6} {str(raw.entry_id)[:12]} {raw.kind!s:<10} {short}")
-    return 0
+    return ExitStatus.OK
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -151,7 +152,7 @@ def run_export(args: argparse.Namespace) -> int:
     with opened(args.ledger, create=False) as store:
         count = export_jsonl(store, target)
     print(f"exported {count} entries to {target}")
-    return 0
+    return ExitStatus.OK
 
 
 def _verified_head(store: LedgerStore) -> TreeHead | LedgerBroken:
@@ -181,12 +182,12 @@ def run_head(args: argparse.Namespace) -> int:
         head = _verified_head(store)
     if isinstance(head, LedgerBroken):
         print(f"kernel ledger head: {head.explanation}")
-        return 1
+        return ExitStatus.REFUSED
     signature = None
     if args.signing_key is not None:
         signature = one_line(sign_tree_head(head, Path(args.signing_key)))
     print(canonical_json({"signature": signature, "tree_head": head.to_dict()}).decode())
-    return 0
+    return ExitStatus.OK
 
 
 def _head_file(path: str, what: str) -> tuple[TreeHead, str | None]:
@@ -227,7 +228,7 @@ def run_prove(args: argparse.Namespace) -> int:
             proof = prove_consistency(store, old_size, head.tree_size)
             document = {"consistency": proof.to_dict(), "head": head.to_dict()}
     print(canonical_json(document).decode())
-    return 0
+    return ExitStatus.OK
 
 
 def _old_size(value: str) -> int:
@@ -252,7 +253,7 @@ def run_check_proof(args: argparse.Namespace) -> int:
         )
         if status is not SignatureStatus.VALID:
             print(f"kernel ledger check-proof: the tree head's signature is {status}")
-            return 1
+            return ExitStatus.REFUSED
     if type(document) is dict and set(document) == {"head", "inclusion"}:
         inclusion = _record(InclusionProof, document["inclusion"], args.proof)
         outcome = check_inclusion(inclusion, head)  # type: ignore[arg-type]
@@ -268,12 +269,12 @@ def run_check_proof(args: argparse.Namespace) -> int:
         print(
             f"kernel ledger check-proof: {', '.join(outcome.reason_codes)}: {outcome.explanation}"
         )
-        return 1
+        return ExitStatus.REFUSED
     print(
         f"holds: {outcome.proof} proof against the tree of {outcome.tree_size} "
         f"({outcome.root_hash})"
     )
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

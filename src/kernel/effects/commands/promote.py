@@ -36,6 +36,7 @@ import argparse
 from pathlib import Path
 
 from kernel.decision import HumanDecisionRecord
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import read_input
 from kernel.effects.git import Repo
 from kernel.effects.ledger_store import DEFAULT_LEDGER, opened
@@ -58,7 +59,7 @@ def _refused(verb: str, refused: Refused) -> int:
     )
     codes = ", ".join(refused.refusal.reason_codes)
     print(f"kernel {verb}: refused ({codes}){recorded}")
-    return 1
+    return ExitStatus.REFUSED
 
 
 def run_stage(args: argparse.Namespace) -> int:
@@ -74,7 +75,7 @@ def run_stage(args: argparse.Namespace) -> int:
         f"at {outcome.ref}"
     )
     print(f"ledger entry {outcome.entry_id}")
-    return 0
+    return ExitStatus.OK
 
 
 def run_unstage(args: argparse.Namespace) -> int:
@@ -84,7 +85,7 @@ def run_unstage(args: argparse.Namespace) -> int:
     with opened(args.ledger) as store:
         done = unstage(folder, repo, store, attempt_id=args.attempt)
     print(f"unstaged {done.ref} (was {done.commit}); ledger entry {done.entry_id}")
-    return 0
+    return ExitStatus.OK
 
 
 def _load_decision(path: Path, allowed: Path) -> tuple[HumanDecisionRecord | None, SignatureCheck]:
@@ -141,7 +142,7 @@ def run_promote(args: argparse.Namespace) -> int:
         f"ledger entries {outcome.permit_entry} (permit), {outcome.done_entry} (promotion); "
         f"tree head {outcome.tree_head.tree_size} {outcome.tree_head.root_hash}"
     )
-    return 0
+    return ExitStatus.OK
 
 
 def _run_recover(repo: Repo, ledger: str) -> int:
@@ -149,12 +150,12 @@ def _run_recover(repo: Repo, ledger: str) -> int:
         done = recover(repo, store)
     if not done:
         print("kernel promote --recover: no promotion left half done")
-        return 0
+        return ExitStatus.OK
     for item in done:
         what = f"{item.pending.branch} -> {item.pending.commit[:12]}"
         detail = f" ({item.detail})" if item.detail else ""
         print(f"{item.outcome}: promotion {item.pending.permit_id[:12]} {what}{detail}")
-    return 1 if any(item.outcome == "blocked" for item in done) else 0
+    return ExitStatus.REFUSED if any(item.outcome == "blocked" for item in done) else ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -35,6 +35,7 @@ from kernel.effects.documents import (
     report_of,
     stale_decisions,
 )
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import (
     DEFAULT_OUTPUT_ROOT,
     atomic_write_bytes,
@@ -118,7 +119,7 @@ def run_generate(args: argparse.Namespace) -> int:
     write_canonical_json(run_path, run.to_dict())
     _write_views(report, targets[1:])
     _print_summary(report, targets)
-    return 0
+    return ExitStatus.OK
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -132,7 +133,7 @@ def run_render(args: argparse.Namespace) -> int:
     report = report_of(run, args.run_record)
     _write_views(report, targets)
     _print_summary(report, targets)
-    return 0
+    return ExitStatus.OK
 
 
 def describe_replay(
@@ -179,7 +180,7 @@ def run_replay_check(args: argparse.Namespace) -> int:
     if target is not None:
         write_canonical_json(target, check.to_dict())
         console.info(f"wrote {target}")
-    return 0 if check.match else 1
+    return ExitStatus.OK if check.match else ExitStatus.REFUSED
 
 
 def _idkmesh_root(config: Path, relative: str, given: str | None) -> Path:
@@ -244,9 +245,9 @@ def _replay_idkmesh(args: argparse.Namespace, document: object) -> int:
     scope = "IDKMesh provenance replay; its verifier is not re-run"
     if differences:
         print(f"replay mismatch ({scope}): first difference at {differences[0]}")
-        return 1
+        return ExitStatus.REFUSED
     print(f"replay match ({scope}): {args.run_record} is a run of {args.config}")
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.executors import EXECUTOR_HELP, open_executor
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.orchestrate import LIMIT_KEYS
 from kernel.effects.pipeline import (
     DEFAULT_RERUNS,
@@ -193,4 +194,4 @@ def run(args: argparse.Namespace) -> int:
     for line in summary_lines(result):
         print(line)
     console.info(f"(pipeline wall time {result.wall_ms} ms)")
-    return 0 if result.replay is None or result.replay.match else 1
+    return ExitStatus.OK if result.replay is None or result.replay.match else ExitStatus.REFUSED

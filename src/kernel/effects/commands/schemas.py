@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.schemas import load_schema, schema_names
 from kernel.identity import canonical_json
 
@@ -18,14 +19,14 @@ def run_list(args: argparse.Namespace) -> int:
     """One line per shipped schema: its name and its ``$id``."""
     for name in schema_names():
         print(f"{name}\t{load_schema(name).get('$id', '')}")
-    return 0
+    return ExitStatus.OK
 
 
 def run_show(args: argparse.Namespace) -> int:
     """Print one schema (canonical JSON, as shipped)."""
     sys.stdout.buffer.write(canonical_json(load_schema(args.name)) + b"\n")
     sys.stdout.flush()
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from kernel.effects.commands.bind_selftest import BIND_CHECKS
 from kernel.effects.commands.report_selftest import REPORT_CHECKS
+from kernel.effects.exit_status import ExitStatus
 from kernel.errors import CanonicalizationError, SelfTestFailure
 from kernel.identity import canonical_json, sha256_hex
 
@@ -73,4 +74,4 @@ def run(_args: argparse.Namespace) -> int:
             else:
                 print(f"ok   {name}")
     print(f"self-test: {failures} failed" if failures else "self-test: all checks passed")
-    return 1 if failures else 0
+    return ExitStatus.REFUSED if failures else ExitStatus.OK

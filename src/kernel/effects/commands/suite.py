@@ -22,6 +22,7 @@ import argparse
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.executors import EXECUTOR_HELP, open_executor
+from kernel.effects.exit_status import ExitStatus
 from kernel.effects.suite import run_suite
 from kernel.suite import ModelCounts
 
@@ -83,4 +84,4 @@ def suite(args: argparse.Namespace) -> int:
         f"({outcome.judged} run, {len(outcome.summary.instances) - outcome.judged} resumed), "
         + (f"not judged: {', '.join(invalid)}" if invalid else "all calibrated")
     )
-    return 1 if invalid else 0
+    return ExitStatus.REFUSED if invalid else ExitStatus.OK
