@@ -301,3 +301,36 @@ def test_require_trust_needs_a_required_check_of_that_level(scratch: Path) -> No
             load_config(path)
     path = _config(scratch, {"noop": "true\n"}, require_trust=["oracle", "in_process_tests"])
     load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("expected", "program"),
+    [
+        ("workers/answers.json", None),  # beside a worker's program: the worker reads it
+        ("repo/answers.json", None),  # in the baseline: the candidate's code reads it
+        ("oracle/median.json", "oracle/probe.sh"),  # beside the oracle's own program
+    ],
+)
+def test_an_expected_file_a_sandbox_would_show_is_refused(
+    scratch: Path, expected: str, program: str | None
+) -> None:
+    """The answer is held outside every sandbox: a config that puts it where a namespace
+    sandbox of the run shows it (a program's folder, the baseline) is exit 2."""
+    demo = scratch / "demo"
+    if not (demo / expected).exists():
+        shutil.copy(demo / "oracle" / "median.json", demo / expected)
+    command = ["python3", "-c", "print(1)"]
+    if program is not None:
+        (demo / program).write_text("#!/bin/sh\ncat median.json\n")
+        (demo / program).chmod(0o755)
+        command = [program]
+    checks = [{"id": "o", "oracle": {"command": command, "expected": expected}}]
+    fix = (DEMO / "workers" / "correct_fix.sh").read_text().split("set -eu\n", 1)[1]
+    path = _config(scratch, {"honest": fix}, checks=checks)
+    config = json.loads(path.read_text())
+    config["verifier"].pop("require_trust")
+    path.write_text(json.dumps(config))
+    unit = json.loads((demo / "work-unit.json").read_text())
+    (demo / "work-unit.json").write_text(json.dumps({**unit, "required_validators": []}))
+    with pytest.raises(ConfigError, match="which a sandbox of this run shows"):
+        load_config(path)

@@ -111,6 +111,7 @@ from kernel.effects.adapters.oracle import (
     OracleSpec,
     judge_oracle,
     parse_oracle,
+    shown_by,
 )
 from kernel.effects.adapters.patch import (
     FileChange,
@@ -584,11 +585,14 @@ def _command_worker(entry: Mapping[str, object], source: ConfigSource) -> Worker
     except ValueError as e:
         raise source.error(f"{where}.actor_type", f"unknown actor type {actor!r}") from e
     locator, baseline, digest = _baseline(source, entry, where)
+    command = _command(source, entry, where)
+    oracles = cast(tuple[OracleSpec, ...], source.cache.get(_ORACLES, ()))
+    _hide_expected(source, oracles, [command.run_argv[0]], baseline, where)
     return CommandWorker(
         attempt_id=source.string(entry, "attempt_id", where),
         worker_id=source.string(entry, "worker_id", where),
         actor_type=actor_type,
-        command=_command(source, entry, where),
+        command=command,
         baseline_locator=locator,
         baseline=baseline,
         baseline_digest=digest,
@@ -1009,6 +1013,28 @@ def _runner_result(capture: Capture, nonce: str) -> dict[str, str] | CheckReason
     return read_junit(data, nonce)
 
 
+_ORACLES: Final = ("oracle-expected",)
+"""`ConfigSource.cache` key of the verifier's oracle specs (what no sandbox may show)."""
+
+
+def _hide_expected(
+    source: ConfigSource,
+    oracles: tuple[OracleSpec, ...],
+    programs: list[str],
+    baseline: Path | None,
+    where: str,
+) -> None:
+    """Refuse a config whose sandboxes would show an oracle's expected output."""
+    shown = shown_by(oracles, programs, baseline)
+    if shown is not None:
+        spec, folder = shown
+        raise source.error(
+            where,
+            f"the oracle's expected file {spec.expected_locator!r} lies under {folder}, which "
+            "a sandbox of this run shows; keep expected outputs in a folder of their own",
+        )
+
+
 def _require_trust(
     source: ConfigSource, entry: Mapping[str, object], where: str, checks: list[CheckSpec]
 ) -> tuple[TrustLevel, ...]:
@@ -1079,6 +1105,10 @@ def _command_verifier(
     if "protected" in entry:
         protected = _string_list(source, entry, "protected", where)
     require_trust = _require_trust(source, entry, where, checks)
+    oracles = tuple(c.oracle for c in checks if c.oracle is not None)
+    _hide_expected(source, oracles, [c.command.run_argv[0] for c in checks], baseline, where)
+    # Workers are read after the verifier: each is checked against these in turn.
+    source.cache[_ORACLES] = oracles
     verifier_id = source.string(entry, "verifier_id", where)
     try:
         policy_digest = sha256_hex(

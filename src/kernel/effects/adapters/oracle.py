@@ -19,6 +19,10 @@ Rules enforced:
 - ``json``: stdout and the expected file are each one JSON document (duplicate keys,
   ``NaN`` and ``Infinity`` refused) and are equal by value *and type*: ``1``, ``1.0``
   and ``true`` all differ; objects compare by keys, arrays in order;
+- the expected file lies in no folder a namespace sandbox of the run shows (the
+  baseline, the folder of a worker's or a check's program, the interpreter's and the
+  kernel's folders, the system folders): a config that puts it there is refused
+  (`shown_by`), so neither a worker nor the candidate's code can read the answer;
 - a call runs ``python3 -E -s -c <kernel's call code> <request JSON>`` in the tree
   (the module imported from the candidate's tree) and prints the return value as JSON
   (``allow_nan=False``; a value that is not plain JSON data, such as an object whose
@@ -35,12 +39,16 @@ Its `kernel.runrecord.TrustLevel` is ``oracle``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 
 from kernel.effects.files import read_input
+from kernel.effects.sandbox.spec import SYSTEM_BINDS
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import sha256_bytes
 from kernel.verification import CheckReason, CheckStatus
@@ -56,6 +64,7 @@ __all__ = [
     "json_same",
     "parse_json_output",
     "parse_oracle",
+    "shown_by",
 ]
 
 MAX_ORACLE_BYTES: Final = 1 << 20
@@ -82,6 +91,8 @@ class OracleSpec:
     """The expected file, as written in the config (relative to its folder)."""
     expected: bytes = attrs.field(repr=False)
     """The expected output (never passed to a sandbox)."""
+    expected_path: Path | None = None
+    """Where the expected file lies on the host (resolved), for `shown_by`."""
 
     def describe(self) -> dict[str, object]:
         """What the verifier policy digest covers (the expected bytes by digest)."""
@@ -152,6 +163,41 @@ def judge_oracle(
     return CheckStatus.PASSED, None
 
 
+def _shown_folders(programs: Iterable[str], baseline: Path | None) -> list[Path]:
+    """Host folders a namespace sandbox of these programs shows (`kernel.effects.sandbox`
+    binds the folder of an absolute program, its Python prefix for a ``bin`` folder, the
+    interpreter's prefixes, the kernel package and the system folders)."""
+    folders = [Path(p) for p in (*SYSTEM_BINDS, "/etc", sys.prefix, sys.base_prefix)]
+    folders.append(Path(__file__).resolve().parents[2])
+    if baseline is not None:
+        folders.append(baseline)
+    for program in programs:
+        if program.startswith("/"):
+            for folder in {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}:
+                path = Path(folder).resolve()
+                folders.append(path.parent if path.name == "bin" else path)
+    return [f.resolve() for f in folders]
+
+
+def shown_by(
+    specs: Iterable[OracleSpec], programs: Iterable[str], baseline: Path | None
+) -> tuple[OracleSpec, Path] | None:
+    """An oracle whose expected file a sandbox of ``programs`` (or the ``baseline`` tree)
+    would show, and the folder that shows it; None when every expected file is hidden.
+
+    Under ``copy`` isolation a sandbox sees the whole host: the evidence is then below
+    ``overlay`` and marked so (ADR-0004 §1b); this check is about namespace sandboxes.
+    """
+    folders = _shown_folders(programs, baseline)
+    for spec in specs:
+        if spec.expected_path is None:
+            continue
+        hit = next((f for f in folders if spec.expected_path.is_relative_to(f)), None)
+        if hit is not None:
+            return spec, hit
+    return None
+
+
 def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> list[list[str]]:
     if type(value) is not dict:
         raise source.error(at, "expected an object with module, function, args, kwargs")
@@ -203,7 +249,12 @@ def parse_oracle(
         raise source.error(f"{where}.expected", f"larger than {MAX_ORACLE_BYTES} bytes")
     if compare == "json" and not parse_json_output(expected)[0]:
         raise source.error(f"{where}.expected", "not one strict JSON document")
-    spec = OracleSpec(compare=compare, expected_locator=locator, expected=expected)
+    spec = OracleSpec(
+        compare=compare,
+        expected_locator=locator,
+        expected=expected,
+        expected_path=path.resolve(),
+    )
     if "call" in value:
         python = item.get("python", "python3")
         if type(python) is not str or not python or "/" in python:
