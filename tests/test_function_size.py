@@ -26,7 +26,7 @@ LONG_FUNCTIONS = {
     "kernel/effects/adapters/command.py:_command_verifier": 87,
     "kernel/effects/orchestrate.py:load_config": 98,
     "kernel/effects/orchestrate.py:_run_attempt": 85,
-    "kernel/effects/promotion.py:promote": 107,
+    "kernel/effects/promotion.py:promote": 110,
     "kernel/effects/rerun.py:corroborate": 113,
     "kernel/effects/sandbox/runner.py:run_sandboxed": 103,
     "kernel/effects/sandbox/runner.py:_run_copy": 107,
