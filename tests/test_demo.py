@@ -219,3 +219,15 @@ def test_each_declared_test_outcome_is_in_the_run_record(
         ("test_median_unsorted_input_untouched", "pass_to_pass", "passed"),
     ]
     assert [o for _, _, o in outcomes("attempt-4")] == ["failed", "passed", "passed", "passed"]
+
+
+def test_the_admission_carries_each_groups_declared_tests(
+    demo: tuple[Path, PipelineResult],
+) -> None:
+    """G8: the admission keeps each candidate group's per-test outcomes (admission.json
+    too): the correct fix's group passed all four declared tests."""
+    base, result = demo
+    group = next(g for g in result.admission.groups if "attempt-1" in g.attempt_ids)
+    assert [str(t.outcome) for t in group.declared_tests] == ["passed"] * 4
+    saved = json.loads((base / "results/demo/admission.json").read_text())
+    assert any(g["declared_tests"] for g in saved["groups"])

@@ -29,7 +29,10 @@ Rules enforced by `build_run_admission`:
 - G7 trust is evidence: a group's ``trust_levels`` are the `TrustLevel` of every check
   that passed for one of its attempts (``oracle``: the kernel compared output with an
   answer the sandbox never saw; ``in_process_tests``: a runner beside the candidate's
-  code reported), shown as a column; `kernel.gate` can require one for promotion.
+  code reported), shown as a column; `kernel.gate` can require one for promotion;
+- G8 per-test evidence: a group carries each declared test's outcome (FAIL_TO_PASS and
+  PASS_TO_PASS: passed, failed, error, skipped, missing, tampered) from its first
+  attempt whose checks declare tests.
 
 Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
 and every group's class included); `RunAdmission.from_dict` refuses a document whose id
@@ -63,7 +66,7 @@ from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
 from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
-from kernel.runrecord import RunAuthority, TrustLevel
+from kernel.runrecord import DeclaredTestResult, RunAuthority, TrustLevel
 from kernel.values import Count, Digest, NonBlank, OptionalDigest, boundary
 from kernel.verification import Isolation, weakest_isolation
 
@@ -124,6 +127,9 @@ class CandidateGroup(Record):
     trust_levels: tuple[TrustLevel, ...] = ()
     """G7: the trust levels of the checks that passed for the group's attempts, strongest
     first (``oracle`` before ``in_process_tests``); empty when none is recorded."""
+    declared_tests: tuple[DeclaredTestResult, ...] = ()
+    """G8: each declared test's outcome in the group's first attempt whose checks declare
+    tests (its attempts ran the same candidate bytes; the report keeps every attempt's)."""
 
     def __attrs_post_init__(self) -> None:
         if (self.evidence_class is None) == (not self.refusal_reasons):
@@ -184,6 +190,7 @@ def _group(
     isolation: Isolation | None,
     accept_below_overlay: bool,
     trust_levels: tuple[TrustLevel, ...],
+    declared_tests: tuple[DeclaredTestResult, ...],
 ) -> CandidateGroup:
     no_change = candidate == EMPTY_SHA256
     verifier = _verifier(states)
@@ -244,6 +251,7 @@ def _group(
         isolation=isolation,
         verifier_pass_discounted=discounted,
         trust_levels=trust_levels,
+        declared_tests=declared_tests,
     )
 
 
@@ -288,6 +296,10 @@ def build_run_admission(
     passed = {
         a.attempt_id: {r.trust for r in a.check_runs if r.reason is None} for a in report.attempts
     }
+    # G8: the per-test evidence of each group (SWE-bench's per-test report).
+    tests = {
+        a.attempt_id: next((r.tests for r in a.check_runs if r.tests), ()) for a in report.attempts
+    }
     policy = report.isolation_policy
     groups = tuple(
         _group(
@@ -299,6 +311,7 @@ def build_run_admission(
             isolation=_weakest(isolation[a] for a in ids),
             accept_below_overlay=policy is not None and policy.accept_below_overlay,
             trust_levels=tuple(t for t in TrustLevel if any(t in passed[a] for a in ids)),
+            declared_tests=next((tests[a] for a in ids if tests[a]), ()),
         )
         for candidate, ids in members.items()
     )
