@@ -41,15 +41,26 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import sha256_bytes, sha256_hex
 
-__all__ = ["CACHE_ENV", "Environment", "built_environment", "cache_root", "prepare_environment"]
+if TYPE_CHECKING:  # the adapters import this module: no import cycle at run time
+    from kernel.effects.adapters.base import ConfigSource
+
+__all__ = [
+    "CACHE_ENV",
+    "check_environment",
+    "Environment",
+    "built_environment",
+    "cache_root",
+    "prepare_environment",
+]
 
 CACHE_ENV: Final = "KERNEL_ENVIRONMENT_CACHE"
 """Overrides the cache root (an absolute folder)."""
@@ -199,3 +210,29 @@ def prepare_environment(
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return Environment(digest=digest, root=target)
+
+
+def check_environment(
+    source: ConfigSource, item: Mapping[str, object], at: str, python: str
+) -> Environment:
+    """A config check's ``environment`` entry, built (once, outside any sandbox) at load
+    time: ``{"requirements": PATH}`` (relative to the config) or ``{"digest": HEX}``.
+
+    Raises:
+        ConfigError: the entry is unusable or the environment cannot be built (names the
+            config file and key).
+        EffectError: a file cannot be read or written.
+    """
+    entry = item.get("environment")
+    where = f"{at}.environment"
+    if type(entry) is not dict:
+        raise source.error(where, "expected an object with requirements")
+    try:
+        if "digest" in entry:
+            source.only_keys(entry, {"digest"}, where)
+            return built_environment(source.string(entry, "digest", where))
+        source.only_keys(entry, {"requirements"}, where)
+        locator = source.relative_path(entry, "requirements", where)
+        return prepare_environment(python, source.reads(source.base_dir / locator))
+    except ConfigError as e:
+        raise source.error(where, str(e)) from e

@@ -122,7 +122,7 @@ from kernel.effects.adapters.patch import (
 )
 from kernel.effects.adapters.screen import SCREEN_CHECK, candidate_policy, screen_changes
 from kernel.effects.adapters.unittest_junit import NONCE_ENV
-from kernel.effects.environments import Environment, built_environment, prepare_environment
+from kernel.effects.environments import check_environment
 from kernel.effects.sandbox import (
     Capture,
     Limits,
@@ -306,16 +306,15 @@ class CommandSpec:
 
     def describe(self) -> dict[str, object]:
         """What the command's provenance digest covers (JSON types)."""
-        described: dict[str, object] = {
+        environment = self.environment_digest
+        return {
             "argv": list(self.argv),
             "program_digest": self.program_digest,
             "timeout_s": self.timeout_s,
             "env": [list(pair) for pair in self.env],
             "network": self.network,
+            **({} if environment is None else {"environment": environment}),
         }
-        if self.environment_digest is not None:
-            described["environment"] = self.environment_digest
-        return described
 
 
 def _command(
@@ -906,17 +905,8 @@ _VERIFIER_KEYS: Final = {"adapter", "verifier_id", "baseline", "checks"}
 _VERIFIER_OPTIONAL: Final = frozenset({"protected", "env", "require_trust"})
 _CHECK_KEYS: Final = {"id"}
 _CHECK_OPTIONAL: Final = frozenset(
-    {
-        "command",
-        "tests",
-        "oracle",
-        "python",
-        "required",
-        "timeout_s",
-        "env",
-        "network",
-        "environment",
-    }
+    {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
+    | {"environment"}
 )
 _TEST_ID: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
 RUNNER_LOCATOR: Final = "kernel:unittest_junit"
@@ -962,42 +952,20 @@ def _tests_check(
     tests = fail_to_pass + pass_to_pass
     runner = Path(unittest_junit.__file__).resolve()
     spec = _command(source, {**item, "command": [python]}, at)
-    interpreter, environment = spec.run_argv[0], None
-    if "environment" in item:
-        built = _environment(source, item, at, python)
-        interpreter, environment = str(built.python), built.digest
+    built = check_environment(source, item, at, python) if "environment" in item else None
     return CheckSpec(
         id=check_id,
         command=attrs.evolve(
             spec,
             argv=(python, "-I", RUNNER_LOCATOR, *tests),
-            run_argv=(interpreter, "-I", str(runner), *tests),
+            run_argv=(str(built.python) if built else spec.run_argv[0], "-I", str(runner), *tests),
             program_digest=_file_digest(runner),
-            environment_digest=environment,
+            environment_digest=None if built is None else built.digest,
         ),
         required=required,
         tests=tests,
         fail_to_pass=fail_to_pass,
     )
-
-
-def _environment(
-    source: ConfigSource, item: Mapping[str, object], at: str, python: str
-) -> Environment:
-    """The check's environment, built (once, outside any sandbox) at load time."""
-    entry = item.get("environment")
-    where = f"{at}.environment"
-    if type(entry) is not dict:
-        raise source.error(where, "expected an object with requirements")
-    try:
-        if "digest" in entry:
-            source.only_keys(entry, {"digest"}, where)
-            return built_environment(source.string(entry, "digest", where))
-        source.only_keys(entry, {"requirements"}, where)
-        locator = source.relative_path(entry, "requirements", where)
-        return prepare_environment(python, source.reads(source.base_dir / locator))
-    except ConfigError as e:
-        raise source.error(where, str(e)) from e
 
 
 def _runner_result(capture: Capture, nonce: str) -> dict[str, str] | CheckReason:
