@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -10,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from kernel.effects.cli import main
-from kernel.effects.ledger_store import export_jsonl, open_store, opened, read_jsonl, verify_store
+from kernel.effects.ledger_store import (
+    export_jsonl,
+    open_store,
+    opened,
+    read_jsonl,
+    redact,
+    tree_head,
+    verify_store,
+)
 from kernel.errors import EffectError
 from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
 
@@ -196,3 +206,164 @@ def test_broken_store_refusal_codes(tmp_path: Path) -> None:
     assert isinstance(outcome, LedgerBroken)
     assert outcome.position == 2
     assert LedgerReason.SEQUENCE_BROKEN in outcome.reason_codes
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("verb", [["verify"], ["show"], ["head"], ["prove", "--consistency", "0"]])
+def test_readers_write_nothing(
+    verb: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22: a zero-byte file stays zero bytes, no -wal/-shm is left, a read-only
+    folder works."""
+    zero = tmp_path / "zero.sqlite"
+    zero.write_bytes(b"")
+    assert main(["ledger", *verb, "--ledger", str(zero)]) == 2
+    assert zero.stat().st_size == 0
+    assert _files(tmp_path) == {"zero.sqlite"}
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = filled(folder / "l.sqlite", 3)
+    before = {name: (folder / name).read_bytes() for name in _files(folder)}
+    folder.chmod(0o555)
+    try:
+        assert main(["ledger", *verb, "--ledger", str(path)]) == 0
+    finally:
+        folder.chmod(0o755)
+    assert {name: (folder / name).read_bytes() for name in _files(folder)} == before
+    assert _files(folder) == {"l.sqlite"}
+    capsys.readouterr()
+
+
+def test_a_reader_beside_a_live_writer_sees_its_appends(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with opened(path) as writer:
+        writer.append(EntryKind.DECISION, {"i": 1})
+        with opened(path, create=False) as reader:
+            outcome = verify_store(reader)
+            assert isinstance(outcome, LedgerIntact)
+            assert outcome.count == 1
+
+
+@pytest.mark.parametrize("target", ["folder", "fifo", "device", "long"])
+def test_a_ledger_that_is_no_file_is_unusable(
+    target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder, a FIFO, a device, a 5,000-character path: one line, exit 2, no hang."""
+    if target == "folder":
+        path = str(tmp_path)
+    elif target == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    elif target == "device":
+        path = "/dev/full"
+    else:
+        path = str(tmp_path / ("x" * 5000))
+    for verb in (["verify"], ["show"], ["head"], ["prove", "--inclusion", "1"]):
+        capsys.readouterr()
+        assert main(["ledger", *verb, "--ledger", path]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "Traceback" not in err
+
+
+def test_a_duplicate_key_in_an_export_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A forged first "payload" with the original last would verify under a reader that
+    keeps the last of two keys: refused."""
+    path = filled(tmp_path / "l.sqlite", 2)
+    export = tmp_path / "l.jsonl"
+    with opened(path, create=False) as store:
+        export_jsonl(store, export)
+    lines = export.read_text().splitlines()
+    lines[0] = lines[0].replace('{"entry_id"', '{"payload":{"i":"forged"},"entry_id"', 1)
+    export.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 2
+    assert "duplicate key 'payload'" in capsys.readouterr().err
+
+
+def test_postgres_passwords_are_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert redact("postgresql://u:s3cret@db/ledger?password=x&sslmode=require") == (
+        "postgresql://u:***@db/ledger?password=***&sslmode=require"
+    )
+    assert redact("postgres://db/l?sslpassword=k&password=p") == (
+        "postgres://db/l?sslpassword=***&password=***"
+    )
+    url = "postgresql://kernel:s3cret@127.0.0.1:1/ledger?password=hunter2&connect_timeout=1"
+    assert main(["ledger", "verify", "--ledger", url]) == 2
+    err = capsys.readouterr().err
+    assert "s3cret" not in err
+    assert "hunter2" not in err
+
+
+def test_head_prove_and_check_proof(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A third party checks the proofs against the (signed) heads."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(
+        f"op@example.com {' '.join((tmp_path / 'key.pub').read_text().split()[:2])}\n"
+    )
+
+    def out(*argv: str) -> str:
+        capsys.readouterr()
+        assert main(["ledger", *argv, "--ledger", str(path)]) == 0
+        return capsys.readouterr().out
+
+    old = tmp_path / "old.json"
+    old.write_text(out("head", "--signing-key", str(key)))
+    with opened(path) as store:
+        added = [store.append(EntryKind.DECISION, {"i": i}) for i in range(3, 8)]
+    head = tmp_path / "head.json"
+    head.write_text(out("head", "--signing-key", str(key)))
+    assert json.loads(head.read_text())["tree_head"]["tree_size"] == 8
+    inclusion = tmp_path / "inclusion.json"
+    inclusion.write_text(out("prove", "--inclusion", added[1].entry_id))
+    consistency = tmp_path / "consistency.json"
+    consistency.write_text(out("prove", "--consistency", str(old)))
+    check = ["ledger", "check-proof", "--head", str(head)]
+    signed = ["--allowed-signers", str(allowed), "--signer", "op@example.com"]
+    assert main([*check, "--proof", str(inclusion), *signed]) == 0
+    assert main([*check, "--proof", str(consistency), "--old-head", str(old)]) == 0
+    assert "holds: consistency proof" in capsys.readouterr().out
+    # A rewritten old head, an edited proof, a head signed by no one allowed: refused.
+    forged = json.loads(old.read_text())
+    forged["tree_head"]["root_hash"] = "a" * 64
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    assert (
+        main([*check, "--proof", str(consistency), "--old-head", str(tmp_path / "forged.json")])
+        == 1
+    )
+    edited = json.loads(inclusion.read_text())
+    edited["inclusion"]["leaf_index"] = 2
+    inclusion.write_text(json.dumps(edited))
+    assert main([*check, "--proof", str(inclusion)]) == 1
+    assert main([*check, "--proof", str(consistency), "--old-head", str(old),
+                 "--allowed-signers", str(allowed), "--signer", "mallory"]) == 1  # fmt: skip
+    assert "root_mismatch" in capsys.readouterr().out
+
+
+def test_head_refuses_a_store_whose_subtree_roots_were_edited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = filled(tmp_path / "l.sqlite", 4)
+    sql(path, "UPDATE kernel_ledger SET nodes = zeroblob(64) WHERE seq = 4")
+    assert main(["ledger", "verify", "--ledger", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "head", "--ledger", str(path)]) == 1
+    assert "stored Merkle subtree roots" in capsys.readouterr().out
+
+
+def test_a_ledger_made_before_the_tree_gets_its_subtree_roots_computed(tmp_path: Path) -> None:
+    path = filled(tmp_path / "l.sqlite", 5)
+    sql(path, "UPDATE kernel_ledger SET nodes = NULL")
+    with opened(path) as store:
+        store.append(EntryKind.DECISION, {"i": 5})
+        verified = verify_store(store, anchors={})
+        assert isinstance(verified, LedgerIntact)
+        assert tree_head(store).root_hash == verified.root_hash

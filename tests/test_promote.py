@@ -43,11 +43,12 @@ from kernel.effects.ledger_store import opened, read_jsonl, verify_store
 from kernel.effects.pipeline import run_pipeline
 from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
+from kernel.effects.signing import armored, check_tree_head_signature
 from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.gate import derive_run_admission
+from kernel.gate import SignatureStatus, derive_run_admission
 from kernel.identity import canonical_json
-from kernel.ledger import EntryKind, LedgerIntact
+from kernel.ledger import EntryKind, LedgerIntact, TreeHead
 from kernel.run_admission import RunAdmission
 from kernel.verification import Recommendation, VerificationStatus
 
@@ -1104,3 +1105,91 @@ def test_promotion_policy_can_require_oracle_trust(
     )
     assert "trust_not_met" in capsys.readouterr().out
     assert promote(demo, repo, decision, tmp_path / "b.sqlite", "--require-trust", "oracle") == 0
+
+
+def test_a_whole_tail_rewrite_is_caught_by_verify_repo_without_a_flag(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every entry from the permit on rewritten with recomputed ids and head: intact
+    on its own, broken against the tree head the promotion commit anchors."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    assert promote(demo, repo, decision, ledger) == 0
+    trailers = git(repo, "log", "-1", "--format=%B", "main")
+    assert "Kernel-Ledger-Head: 2 " in trailers
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", str(ledger), "--repo", str(repo)]) == 0
+    assert "1 anchored tree heads" in capsys.readouterr().out
+    with opened(ledger, create=False) as store:
+        entries = list(store.entries())
+    forged = tmp_path / "forged.sqlite"
+    with opened(forged) as store:
+        store.append(EntryKind(str(entries[0].kind)), json.loads(str(entries[0].payload)))
+        for entry in entries[1:]:
+            payload = json.loads(str(entry.payload))
+            payload["forged"] = True
+            store.append(EntryKind(str(entry.kind)), payload)
+    assert main(["ledger", "verify", "--ledger", str(forged)]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", str(forged), "--repo", str(repo)]) == 1
+    out = capsys.readouterr().out
+    assert "anchor_mismatch" in out
+    assert out.count("\n") == 1
+
+
+def test_a_signed_tree_head_in_the_trailer(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--ledger-key signs the head the trailer carries; check-proof verifies it."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    assert promote(demo, repo, decision, ledger, "--ledger-key", str(demo.alice)) == 0
+    fields = dict(
+        line.split(": ", 1)
+        for line in git(repo, "log", "-1", "--format=%B", "main").splitlines()
+        if line.startswith("Kernel-Ledger-Head")
+    )
+    size, root = fields["Kernel-Ledger-Head"].split()
+    head = tmp_path / "head.json"
+    head.write_text(
+        json.dumps(
+            {
+                "signature": fields["Kernel-Ledger-Head-Signature"],
+                "tree_head": {"root_hash": root, "tree_size": int(size)},
+            }
+        )
+    )
+    capsys.readouterr()
+    assert main(["ledger", "prove", "--ledger", str(ledger), "--consistency", size]) == 0
+    proof = tmp_path / "proof.json"
+    proof.write_text(capsys.readouterr().out)
+    capsys.readouterr()
+    assert main(["ledger", "head", "--ledger", str(ledger)]) == 0
+    now = tmp_path / "now.json"
+    now.write_text(capsys.readouterr().out)
+    argv = ["ledger", "check-proof", "--proof", str(proof), "--head", str(now)]
+    assert main([*argv, "--old-head", str(head)]) == 0
+    signed = ["--allowed-signers", str(demo.allowed), "--signer", DECIDER]
+    swapped = ["ledger", "check-proof", "--proof", str(proof), "--head", str(head)]
+    assert main([*swapped, "--old-head", str(head), *signed]) == 1  # sizes differ
+    assert "size_mismatch" in capsys.readouterr().out
+    inclusion = tmp_path / "inclusion.json"
+    with opened(ledger, create=False) as store:
+        permit = next(e for e in store.entries() if e.seq == int(size)).entry_id
+    capsys.readouterr()
+    assert main(["ledger", "prove", "--ledger", str(ledger), "--inclusion", str(permit)]) == 0
+    inclusion.write_text(capsys.readouterr().out)
+    assert main(["ledger", "check-proof", "--proof", str(inclusion), "--head", str(now)]) == 0
+    now_doc = json.loads(now.read_text())
+    assert now_doc["signature"] is None
+    old_signed = ["ledger", "check-proof", "--proof", str(inclusion), "--head", str(head)]
+    assert main([*old_signed, *signed]) == 1  # the inclusion proof is for the newer tree
+    trailer_head = TreeHead(tree_size=int(size), root_hash=root)
+    signature = armored(fields["Kernel-Ledger-Head-Signature"])
+    assert check_tree_head_signature(trailer_head, signature, demo.allowed, DECIDER) is (
+        SignatureStatus.VALID
+    )
+    other = TreeHead(tree_size=int(size) + 1, root_hash=root)
+    assert check_tree_head_signature(other, signature, demo.allowed, DECIDER) is (
+        SignatureStatus.INVALID
+    )
