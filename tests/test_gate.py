@@ -26,6 +26,7 @@ from kernel.consensus import (
     build_corroboration_report,
 )
 from kernel.decision import Decision, HumanDecisionRecord, record_decision
+from kernel.errors import ParameterTypeError, FieldError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import (
     GateReason,
@@ -40,7 +41,14 @@ from kernel.gate import (
     decision_message,
     derive_run_admission,
 )
-from kernel.ledger import GENESIS_ID, LedgerBroken, LedgerHead, LedgerIntact, LedgerReason
+from kernel.ledger import (
+    GENESIS_ID,
+    LedgerBroken,
+    LedgerHead,
+    LedgerIntact,
+    LedgerReason,
+    verify_chain,
+)
 from kernel.run_admission import RunAdmission
 from kernel.runrecord import (
     SCREEN_CHECK_ID,
@@ -574,3 +582,60 @@ def test_p4b_a_required_trust_level_must_have_passed(world: World) -> None:
     assert GateReason.TRUST_NOT_MET in codes(held.promote(require_trust=TrustLevel.ORACLE))
     held = suspicious(world, ACKNOWLEDGES, oracle=True)
     assert isinstance(held.promote(require_trust=TrustLevel.ORACLE), PromotionPermit)
+
+
+@settings(max_examples=10)
+@given(worlds())
+def test_misuse_names_the_parameter(world: World) -> None:
+    """Issue 20: a wrong argument raises the kernel's ParameterTypeError naming it."""
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"run": None}, "run"),
+        ({"ledger": "intact"}, "ledger"),
+        ({"corroborations": {"a": 1}}, "corroborations"),
+        ({"attempt_id": 5}, "attempt_id"),
+        ({"signature": None}, "signature"),
+    ]
+    for changes, name in cases:
+        with pytest.raises(ParameterTypeError, match=name):
+            world.promote(**changes)
+    with pytest.raises(ParameterTypeError, match="base_tree"):
+        world.stage(base_tree=b"tree")
+
+
+@settings(max_examples=10)
+@given(worlds())
+def test_every_refusal_says_what_was_expected_and_found(world: World) -> None:
+    broken = verify_chain([("x",) * 6], recorded_head=None)
+    outcome = world.promote(
+        branch_tree="other",
+        ledger=broken,
+        signature=signature_for(world.decision, SignatureStatus.SIGNER_NOT_ALLOWED),
+        attempt_id="nobody",
+    )  # fmt: skip
+    assert isinstance(outcome, GateRefusal)
+    text = outcome.explanation
+    for code in outcome.reason_codes:
+        assert f"{code}: expected" in text or f"{code}: found" in text, code
+    assert "found other" in text
+    assert "found accept selecting" in text
+    unsigned = world.promote(decision=None)
+    assert isinstance(unsigned, GateRefusal)
+    assert "found no decision record" in unsigned.explanation
+    forged = world.promote(signature=attrs.evolve(world.signature, status=SignatureStatus.INVALID))
+    assert isinstance(forged, GateRefusal)
+    assert "that is invalid" in forged.explanation
+
+
+@settings(max_examples=10)
+@given(worlds())
+def test_an_evolved_permit_is_refused(world: World) -> None:
+    """`attrs.evolve` keeps the sealed id: the permit no longer is its content."""
+    permit = world.promote()
+    assert isinstance(permit, PromotionPermit)
+    with pytest.raises(FieldError, match="permit_id"):
+        attrs.evolve(permit, attempt_id="y")
+    staged = world.stage()
+    assert isinstance(staged, StagingPermit)
+    with pytest.raises(FieldError, match="permit_id"):
+        attrs.evolve(staged, candidate_digest="f" * 64)
+    assert PromotionPermit.from_dict(permit.to_dict()) == permit

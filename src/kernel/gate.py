@@ -51,7 +51,7 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
+from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.commit_admission import EvidenceClass
 from kernel.consensus import CorroborationReport
 from kernel.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
@@ -66,7 +66,7 @@ from kernel.identity import canonical_json, sha256_bytes
 from kernel.ledger import LedgerBroken, LedgerIntact
 from kernel.run_admission import CandidateGroup, RunAdmission, build_run_admission
 from kernel.runrecord import SCREEN_CHECK_ID, RunRecord, TrustLevel
-from kernel.values import Digest, NonBlank, OptionalDigest, Refusal
+from kernel.values import Digest, NonBlank, OptionalDigest, Refusal, boundary
 from kernel.verification import CheckReason, CheckStatus, WorkerStatus
 
 __all__ = [
@@ -151,8 +151,23 @@ class GateReason(enum.StrEnum):
     changes, untracked files in the way, another work tree)."""
 
 
+class _SealedPermit(Record):
+    """A permit's id is its content: a permit built with an id its fields do not yield
+    (``attrs.evolve`` of a sealed permit keeps the old id) is refused, never acted on."""
+
+    permit_id: str
+
+    def __attrs_post_init__(self) -> None:
+        if self.permit_id != UNSEALED and compute_id(self) != self.permit_id:
+            raise field_error(
+                "permit_id",
+                f"expected the id its fields yield, {compute_id(self)[:12]}, found "
+                f"{self.permit_id[:12]} (changed after it was sealed? seal it again)",
+            )
+
+
 @attrs.frozen(kw_only=True)
-class StagingPermit(Record):
+class StagingPermit(_SealedPermit):
     """A candidate that may be committed to the reversible staging area."""
 
     __identity__ = Identity(field="permit_id", seals=True)
@@ -176,7 +191,7 @@ class StagingPermit(Record):
 
 
 @attrs.frozen(kw_only=True)
-class PromotionPermit(Record):
+class PromotionPermit(_SealedPermit):
     """A candidate that may be promoted onto a branch whose tip holds the baseline."""
 
     __identity__ = Identity(field="permit_id", seals=True)
@@ -275,7 +290,7 @@ def _group(admission: RunAdmission | None, attempt_id: str) -> CandidateGroup | 
 
 
 def _evidence(
-    reasons: list[GateReason],
+    reasons: dict[GateReason, str],
     *,
     run: RunRecord,
     report: RunEvidenceReport,
@@ -284,8 +299,9 @@ def _evidence(
     attempt_id: str,
 ) -> tuple[RunAdmission | None, CandidateGroup | None]:
     # P1: the report must be exactly the run's report.
-    if not isinstance(check_evidence_report(report, run=run), ReportCheck):
-        reasons.append(GateReason.REPORT_RUN_MISMATCH)
+    checked = check_evidence_report(report, run=run)
+    if not isinstance(checked, ReportCheck):
+        reasons[GateReason.REPORT_RUN_MISMATCH] = f"found: {checked.explanation}"
     # P2: the stored admission is re-derived, never trusted.
     derived = derive_run_admission(run, report, corroborations)
     if (
@@ -293,11 +309,22 @@ def _evidence(
         or compute_id(admission) != admission.admission_id
         or derived.admission_id != admission.admission_id
     ):
-        reasons.append(GateReason.ADMISSION_MISMATCH)
+        expected = (
+            "none (the run and report do not match)"
+            if derived is None
+            else derived.admission_id[:12]
+        )
+        reasons[GateReason.ADMISSION_MISMATCH] = (
+            f"expected admission {expected}, found {admission.admission_id[:12]}"
+        )
     # P3: from the derived document only.
     group = _group(derived, attempt_id)
     if group is None or group.no_change:
-        reasons.append(GateReason.NO_CANDIDATE)
+        reasons[GateReason.NO_CANDIDATE] = (
+            f"found no candidate of {attempt_id!r}"
+            if group is None
+            else f"found {attempt_id!r} changes nothing"
+        )
         group = None
     return derived, group
 
@@ -354,11 +381,13 @@ def _screen_acknowledged(
     return cleared_group is not None and cleared_group.evidence_class is EvidenceClass.VERIFIED
 
 
-def _base(reasons: list[GateReason], run: RunRecord, tree: str | None) -> str | None:
+def _base(reasons: dict[GateReason, str], run: RunRecord, tree: str | None) -> str | None:
     # P7: the branch tip (or staging base) holds exactly the baseline's tree.
     baseline = None if run.provenance is None else run.provenance.baseline_git_tree
     if baseline is None or tree != baseline:
-        reasons.append(GateReason.BRANCH_NOT_BASELINE)
+        reasons[GateReason.BRANCH_NOT_BASELINE] = (
+            f"expected the baseline tree {baseline or '(the run names none)'}, found {tree}"
+        )
         return None
     return baseline
 
@@ -368,9 +397,10 @@ def _refuse(
     run: RunRecord,
     report: RunEvidenceReport,
     attempt_id: str,
-    reasons: list[GateReason],
+    reasons: dict[GateReason, str],
 ) -> GateRefusal:
     codes = tuple(r for r in GateReason if r in reasons)
+    said = [f"{code}: {reasons[code]}" for code in codes]
     return seal(
         GateRefusal,
         action=action,
@@ -378,10 +408,11 @@ def _refuse(
         attempt_id=attempt_id,
         report_digest=report.digest,
         reason_codes=codes,
-        explanation=f"{action} of {attempt_id} refused: " + ", ".join(codes),
+        explanation=f"{action} of {attempt_id} refused: " + "; ".join(said),
     )
 
 
+@boundary
 def decide_staging(
     *,
     run: RunRecord,
@@ -392,8 +423,13 @@ def decide_staging(
     base_tree: str | None,
     ledger: LedgerIntact | LedgerBroken,
 ) -> StagingPermit | GateRefusal:
-    """May ``attempt_id``'s candidate be committed to the staging area on ``base_tree``?"""
-    reasons: list[GateReason] = []
+    """May ``attempt_id``'s candidate be committed to the staging area on ``base_tree``?
+
+    Raises:
+        ParameterTypeError: an argument is not of its annotated type (the message names
+            the parameter, what was expected and what was found).
+    """
+    reasons: dict[GateReason, str] = {}
     derived, group = _evidence(
         reasons,
         run=run,
@@ -404,11 +440,14 @@ def decide_staging(
     )
     # S1: a group admission refused has no class: nothing to stage.
     if group is not None and group.evidence_class is None:
-        reasons.append(GateReason.NOT_STAGEABLE)
+        reasons[GateReason.NOT_STAGEABLE] = (
+            f"expected a group admission classed, found it refused "
+            f"({', '.join(group.refusal_reasons) or 'no class'})"
+        )
     baseline = _base(reasons, run, base_tree)
     # P8
     if isinstance(ledger, LedgerBroken):
-        reasons.append(GateReason.LEDGER_BROKEN)
+        reasons[GateReason.LEDGER_BROKEN] = f"expected an intact ledger, found {ledger.explanation}"
     if (
         reasons
         or derived is None
@@ -430,7 +469,7 @@ def decide_staging(
 
 
 def _decision(
-    reasons: list[GateReason],
+    reasons: dict[GateReason, str],
     report: RunEvidenceReport,
     attempt_id: str,
     decision: HumanDecisionRecord | None,
@@ -443,20 +482,41 @@ def _decision(
         or decision.selected_attempt_id != attempt_id
         or isinstance(verify_decision(decision, report), DecisionRefusal)
     ):
-        reasons.append(GateReason.NO_ACCEPT_DECISION)
+        reasons[GateReason.NO_ACCEPT_DECISION] = _no_accept(decision, attempt_id, report)
     # P6: signed over this record's bytes, for the decider's principal.
     if decision is None or signature.status is SignatureStatus.UNSIGNED:
-        reasons.append(GateReason.DECISION_UNSIGNED)
+        reasons[GateReason.DECISION_UNSIGNED] = "expected a signed decision, found " + (
+            "no decision record" if decision is None else "no signature"
+        )
     elif (
         signature.status is SignatureStatus.INVALID
         or signature.principal != decision.decider.id
         or signature.message_digest != sha256_bytes(decision_message(decision))
     ):
-        reasons.append(GateReason.SIGNATURE_INVALID)
+        reasons[GateReason.SIGNATURE_INVALID] = (
+            f"expected a signature over this record for {decision.decider.id!r}, found one "
+            f"that is {signature.status} for {signature.principal!r}"
+        )
     elif signature.status is SignatureStatus.SIGNER_NOT_ALLOWED:
-        reasons.append(GateReason.SIGNER_NOT_ALLOWED)
+        reasons[GateReason.SIGNER_NOT_ALLOWED] = (
+            f"expected a key allowed for {decision.decider.id!r}, found a valid signature "
+            "by another key"
+        )
 
 
+def _no_accept(
+    decision: HumanDecisionRecord | None, attempt_id: str, report: RunEvidenceReport
+) -> str:
+    expected = f"expected an accept selecting {attempt_id!r} on report {report.digest[:12]}"
+    if decision is None:
+        return f"{expected}, found no decision record"
+    return (
+        f"{expected}, found {decision.decision} selecting "
+        f"{decision.selected_attempt_id!r} on report {decision.evidence_report.digest[:12]}"
+    )
+
+
+@boundary
 def decide_promotion(
     *,
     run: RunRecord,
@@ -478,8 +538,12 @@ def decide_promotion(
         branch_tree: the git tree id of the branch tip (None when there is no tip).
         ledger: the outcome of verifying the ledger the promotion will be recorded in.
         require_trust: the promotion policy's required trust level (P4b), if any.
+
+    Raises:
+        ParameterTypeError: an argument is not of its annotated type (the message names
+            the parameter, what was expected and what was found).
     """
-    reasons: list[GateReason] = []
+    reasons: dict[GateReason, str] = {}
     derived, group = _evidence(
         reasons,
         run=run,
@@ -495,15 +559,20 @@ def decide_promotion(
         and group.evidence_class is not EvidenceClass.VERIFIED
         and not _screen_acknowledged(run, report, corroborations, group, decision)
     ):
-        reasons.append(GateReason.NOT_VERIFIED)
+        reasons[GateReason.NOT_VERIFIED] = (
+            f"expected a group verified by the held-out verifier, found {group.evidence_class}"
+        )
     # P4b: the verdict kind the promotion policy requires.
     if group is not None and require_trust is not None and require_trust not in group.trust_levels:
-        reasons.append(GateReason.TRUST_NOT_MET)
+        reasons[GateReason.TRUST_NOT_MET] = (
+            f"expected a passed check of trust {require_trust}, found "
+            f"{', '.join(group.trust_levels) or 'none'}"
+        )
     _decision(reasons, report, attempt_id, decision, signature)
     baseline = _base(reasons, run, branch_tree)
     # P8
     if isinstance(ledger, LedgerBroken):
-        reasons.append(GateReason.LEDGER_BROKEN)
+        reasons[GateReason.LEDGER_BROKEN] = f"expected an intact ledger, found {ledger.explanation}"
     if (
         reasons
         or derived is None
