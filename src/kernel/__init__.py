@@ -112,10 +112,29 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "build_evidence_report",
         "check_evidence_report",
     ),
+    "kernel.gate": (
+        "GateReason",
+        "GateRefusal",
+        "PromotionPermit",
+        "SignatureCheck",
+        "SignatureStatus",
+        "StagingPermit",
+        "decide_promotion",
+        "decide_staging",
+    ),
     "kernel.identity": (
         "canonical_json",
         "sha256_bytes",
         "sha256_hex",
+    ),
+    "kernel.ledger": (
+        "EntryKind",
+        "LedgerBroken",
+        "LedgerEntry",
+        "LedgerHead",
+        "LedgerIntact",
+        "LedgerReason",
+        "verify_chain",
     ),
     "kernel.render": (
         "CheckOutputView",
@@ -229,8 +248,12 @@ def _load(module: str) -> ModuleType:
             from kernel import errors as loaded
         case "kernel.evidence_report":
             from kernel import evidence_report as loaded
+        case "kernel.gate":
+            from kernel import gate as loaded
         case "kernel.identity":
             from kernel import identity as loaded
+        case "kernel.ledger":
+            from kernel import ledger as loaded
         case "kernel.render":
             from kernel import render as loaded
         case "kernel.run_admission":

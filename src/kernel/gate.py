@@ -151,23 +151,19 @@ class GateReason(enum.StrEnum):
     changes, untracked files in the way, another work tree)."""
 
 
-class _SealedPermit(Record):
-    """A permit's id is its content: a permit built with an id its fields do not yield
+def _sealed(permit: StagingPermit | PromotionPermit) -> None:
+    """A permit's id is its content: one built with an id its fields do not yield
     (``attrs.evolve`` of a sealed permit keeps the old id) is refused, never acted on."""
-
-    permit_id: str
-
-    def __attrs_post_init__(self) -> None:
-        if self.permit_id != UNSEALED and compute_id(self) != self.permit_id:
-            raise field_error(
-                "permit_id",
-                f"expected the id its fields yield, {compute_id(self)[:12]}, found "
-                f"{self.permit_id[:12]} (changed after it was sealed? seal it again)",
-            )
+    if permit.permit_id != UNSEALED and compute_id(permit) != permit.permit_id:
+        raise field_error(
+            "permit_id",
+            f"expected the id its fields yield, {compute_id(permit)[:12]}, found "
+            f"{permit.permit_id[:12]} (changed after it was sealed? seal it again)",
+        )
 
 
 @attrs.frozen(kw_only=True)
-class StagingPermit(_SealedPermit):
+class StagingPermit(Record):
     """A candidate that may be committed to the reversible staging area."""
 
     __identity__ = Identity(field="permit_id", seals=True)
@@ -189,9 +185,12 @@ class StagingPermit(_SealedPermit):
     baseline_git_tree: NonBlank
     """The baseline tree the candidate applies to."""
 
+    def __attrs_post_init__(self) -> None:
+        _sealed(self)
+
 
 @attrs.frozen(kw_only=True)
-class PromotionPermit(_SealedPermit):
+class PromotionPermit(Record):
     """A candidate that may be promoted onto a branch whose tip holds the baseline."""
 
     __identity__ = Identity(field="permit_id", seals=True)
@@ -218,6 +217,9 @@ class PromotionPermit(_SealedPermit):
     """The branch tip's tree: the baseline the run was verified on."""
     ledger_head_id: Digest
     """The ledger head the gate saw intact."""
+
+    def __attrs_post_init__(self) -> None:
+        _sealed(self)
 
 
 @attrs.frozen(kw_only=True)

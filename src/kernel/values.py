@@ -649,8 +649,10 @@ def _mismatch(value: object, hint: Any, path: str) -> tuple[str, str, str] | Non
         ok = isinstance(value, type) and (
             not isinstance(args[0], type) or issubclass(value, args[0])
         )
+    elif origin in (collections.abc.Iterable, collections.abc.Iterator):
+        ok = isinstance(value, origin)  # its items are the function's to check (one pass)
     else:
-        return None  # Iterable, Callable, ...: checked by the function itself
+        return None  # Callable, ...: checked by the function itself
     return None if ok else (path, _describe(hint), describe_found(value))
 
 
