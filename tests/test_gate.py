@@ -26,7 +26,7 @@ from kernel.consensus import (
     build_corroboration_report,
 )
 from kernel.decision import Decision, HumanDecisionRecord, record_decision
-from kernel.errors import ParameterTypeError, FieldError
+from kernel.errors import FieldError, ParameterTypeError
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.gate import (
     GateReason,
