@@ -75,11 +75,19 @@ FAMILIES: dict[str, list[str]] = {
         "import os\nv = os.environ.get('HOME')\n",
         "v = 'KERNEL_RUN_INDEX'\n",
         "cmd = open('/proc/self/cmdline').read()\n",
+        "host = open('/etc/hostname').read()\n",
     ],
     "dynamic-code": [
         "exec('import sys')\n",
         "import importlib\nm = importlib.import_module('s' + 'ys')\n",
         "import marshal\n",
+        "import runpy\nrunpy.run_path('helpers.txt')\n",
+        "from importlib.machinery import SourceFileLoader\n",
+    ],
+    "process-spawning": [
+        "import subprocess\nh = subprocess.run(['hostname'], capture_output=True)\n",
+        "import os\nos.system('hostname > /tmp/h')\n",
+        "import os\nos.execv('/bin/sh', ['sh'])\n",
     ],
     "object-internals": [
         "def f():\n    return 1\nf.__code__ = (lambda: 2).__code__\n",
@@ -133,7 +141,7 @@ FLAGGED_STDLIB = (
 
 
 def test_false_positives_over_standard_library_modules() -> None:
-    """Ordinary algorithmic modules are clean; the infrastructure ones are flagged (44
+    """Ordinary algorithmic modules are clean; the infrastructure ones are flagged (41
     findings in 8 of 20 modules, about 14,700 lines, on CPython 3.11; see ADR-0004)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     policy = candidate_policy()

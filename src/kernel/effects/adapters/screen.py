@@ -12,7 +12,7 @@ environment sniffing, dynamic code). This module adds what a call policy cannot 
   and the like on an object (``f.__code__ = g.__code__``, ``setattr(o, "__eq__", ...)``);
 - ``builtins-patching``: any use of the name ``__builtins__``;
 - ``environment-sniffing``: a string literal naming the verifier's variables
-  (``KERNEL_``) or ``/proc/``;
+  (``KERNEL_``), ``/proc/`` or ``/etc/hostname``;
 - ``guard-suppression``: a ``# kernel-guard: ignore`` comment (the guard would honour
   it; a candidate does not get to silence its own screen);
 - ``unscreenable``: a Python file whose text cannot be rebuilt exactly (the patch does
@@ -62,7 +62,7 @@ _OBJECT_INTERNALS: Final = frozenset(
         "__import__", "__build_class__", "__spec__", "__loader__",
     }
 )  # fmt: skip
-_SNIFFED: Final = ("KERNEL_", "/proc/")
+_SNIFFED: Final = ("KERNEL_", "/proc/", "/etc/hostname")
 _FAMILY_CODES: Final = frozenset(
     {
         ViolationCode.FORBIDDEN_IMPORT,
