@@ -32,13 +32,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import attrs
 
+from kernel.effects.sandbox.scratch import private_tempdir
 from kernel.errors import EffectError, GitRefusal, UntrustedConfig
 
 __all__ = [
@@ -175,7 +175,7 @@ def content_tree_id(root: Path) -> str | None:
     """
     if not git_available():
         return None
-    with tempfile.TemporaryDirectory(prefix="kernel-tree-") as scratch:
+    with private_tempdir("tree") as scratch:
         store = Path(scratch) / "objects.git"
         done = _run(["init", "-q", "--bare", str(store)])
         if done.returncode != 0:
@@ -269,7 +269,7 @@ class Repo:
         Raises:
             EffectError: the patch does not apply.
         """
-        with tempfile.TemporaryDirectory(prefix="kernel-index-") as scratch:
+        with private_tempdir("index") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             self.git("read-tree", parent, env=env)
             if patch:

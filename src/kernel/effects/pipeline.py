@@ -33,6 +33,7 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, RunOutcome, load_config, run_detailed
 from kernel.effects.replay import replay
 from kernel.effects.rerun import corroborate
+from kernel.effects.run_folder_lock import RunFolder
 from kernel.effects.sandbox import Capture
 from kernel.errors import ConfigError
 from kernel.evidence_report import RunEvidenceReport
@@ -335,6 +336,41 @@ def run_pipeline(
     mode = chosen_replay(loaded, replay_mode)
     folder = Path(output_dir)
     files, root = _plan(loaded, folder, results_root)
+    # One run per folder: locked before anything runs, written into a staging folder and
+    # published whole at the end (a killed run leaves the old folder or none).
+    with RunFolder(folder, owned=(*PIPELINE_FILES, "patches", "checks")) as run_folder:
+        result = _run_into(
+            loaded,
+            config,
+            run_folder,
+            files=files,
+            root=root,
+            reruns=reruns,
+            mode=mode,
+            executor=executor,
+        )
+        run_folder.publish()
+    return attrs.evolve(
+        result,
+        stale_decisions=tuple(stale_decisions(files["evidence.json"].parent, result.report)),
+        wall_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _run_into(
+    loaded: LoadedConfig,
+    config: Path | str,
+    run_folder: RunFolder,
+    *,
+    files: dict[str, Path],
+    root: OutputRoot,
+    reruns: int,
+    mode: ReplayMode | None,
+    executor: concurrent.futures.Executor | None,
+) -> PipelineResult:
+    """The pipeline's steps, every output written to its staged path; ``files`` gets the
+    final path of every output written."""
+    folder = run_folder.target
     outcome = run_detailed(loaded, executor=executor, keep_artifacts=True)
     report = report_of(outcome.record, config)
     candidates = corroborate_candidates(loaded, outcome, reruns, executor)
@@ -346,8 +382,9 @@ def run_pipeline(
     )
     workspace = _workspace(outcome, candidates)
     artifacts = _plan_artifacts(loaded, folder, root, candidates.patches, workspace)
+    staged = {name: run_folder.staged(path) for name, path in files.items()}
     _write_documents(
-        files,
+        staged,
         outcome=outcome,
         report=report,
         admission=admission,
@@ -355,9 +392,11 @@ def run_pipeline(
         workspace=workspace,
     )
     for name, (path, data) in artifacts.items():
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(run_folder.staged(path), data)
         files[name] = path
-    check = _replay_saved(loaded, files, mode, executor)
+    check = _replay_saved(loaded, staged, mode, executor)
+    if check is None:
+        del files["replay.json"]
     return PipelineResult(
         outcome=outcome,
         report=report,
@@ -365,6 +404,6 @@ def run_pipeline(
         admission=admission,
         replay=check,
         files=files,
-        stale_decisions=tuple(stale_decisions(files["evidence.json"].parent, report)),
-        wall_ms=int((time.monotonic() - started) * 1000),
+        stale_decisions=(),
+        wall_ms=0,
     )

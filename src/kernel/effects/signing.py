@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Final
 
 from kernel.decision import HumanDecisionRecord
+from kernel.effects.sandbox.scratch import private_tempdir
 from kernel.errors import EffectError
 from kernel.gate import (
     DECISION_SIGNATURE_NAMESPACE,
@@ -173,7 +173,7 @@ def _check(
     message: bytes, signature: bytes, allowed_signers: Path, principal: str, namespace: str
 ) -> SignatureStatus:
     _allowed(allowed_signers)
-    with tempfile.TemporaryDirectory(prefix="kernel-sig-") as scratch:
+    with private_tempdir("sig") as scratch:
         sig_file = Path(scratch) / "message.sig"
         sig_file.write_bytes(signature)
         verified = _ssh_keygen(
