@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernel.effects.files import (
+    OutputRoot,
     atomic_write_bytes,
     check_input,
     load_json,
@@ -174,3 +175,18 @@ def test_optional_input_missing_is_none_but_a_fifo_is_refused(tmp_path: Path) ->
         read_input(fifo, what="signature", missing_ok=True)
     (tmp_path / "real.sig").write_bytes(b"sig")
     assert read_input(tmp_path / "real.sig", missing_ok=True) == b"sig"
+
+
+def test_an_output_naming_a_fifo_or_a_socket_is_refused_before_writing(tmp_path: Path) -> None:
+    """Regression (issue 22 item 5): an output path naming a FIFO was renamed over (the
+    special file silently replaced); it is refused like an input, nothing written."""
+    root = tmp_path / "results"
+    root.mkdir()
+    fifo = root / "report.json"
+    os.mkfifo(fifo)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "sock.json"))
+        for name, kind in (("report.json", "a FIFO"), ("sock.json", "a socket")):
+            with pytest.raises(EffectError, match=f"is {kind}, not a regular file"):
+                OutputRoot(root).resolve(root / name)
+    assert sorted(p.name for p in root.iterdir()) == ["report.json", "sock.json"]

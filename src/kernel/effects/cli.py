@@ -9,7 +9,9 @@ Exit codes shared by every verb: 0 success, 1 a refusal / violation / mismatch
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -134,6 +136,26 @@ def _add_verbosity_below(parser: argparse.ArgumentParser) -> None:
                 _add_verbosity_below(child)
 
 
+# Write errors of the standard output itself (a closed pipe, a full device).
+_STDOUT_GONE = frozenset({errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EDQUOT})
+
+
+def _stdout_failed(verb: str, error: OSError) -> int:
+    """One line on stderr; stdout pointed at /dev/null so the interpreter's final flush
+    of what is still buffered cannot print "Exception ignored" after it."""
+    import contextlib  # only on this rare path: `kernel --version` stays cheap
+
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    if error.errno != errno.EPIPE:  # a reader that closed the pipe (`| head`) chose to
+        with contextlib.suppress(OSError):
+            print(f"kernel {verb}: error: cannot write the output: {error.strerror}",
+                  file=sys.stderr)  # fmt: skip
+    return ExitStatus.USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `kernel` command; returns the process exit code, never raises."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -151,13 +173,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.set_verbosity(verbosity_of(args))
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()
     except KernelError as e:
         print(f"kernel {args.command}: error: {e.diagnostics()}", file=sys.stderr)
         return ExitStatus.USAGE
+    except OSError as e:
+        if e.errno not in _STDOUT_GONE:
+            raise
+        return _stdout_failed(args.command, e)
     except KeyboardInterrupt:
         print(f"kernel {args.command}: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,8 @@ Rules enforced:
 - outputs are confined to an output root (``results/`` by default): a path that
   escapes it through ``..``, an absolute path elsewhere, or a symlink anywhere on the
   way is refused before anything is written, and so is a path the filesystem cannot
-  hold (a folder on the way that is a file, a name too long);
+  hold (a folder on the way that is a file, a name too long) and one that names a
+  FIFO, device or socket;
 - an output may never overwrite one of the command's inputs;
 - a document with a duplicate object key is refused (I-JSON, RFC 7493 §2.3): parsers
   disagree on which value wins, so the file would mean two different documents;
@@ -371,6 +372,11 @@ class OutputRoot:
                 raise EffectError(f"{requested}: {probe} is not a folder")
         if stat.S_ISDIR(mode):
             raise EffectError(f"{requested}: is a directory")
+        # A FIFO, device or socket where the output goes: renaming over it would replace
+        # a special file, writing into it could block; refuse like an input.
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise EffectError(f"{requested}: is {kind}, not a regular file")
 
 
 def _check_names(requested: Path, existing: Path, target: Path) -> None:

@@ -11,8 +11,9 @@ Conventions (tests walk the parsers to hold every verb to them):
   (``timeout_s``);
 - ``-q``/``--quiet`` and ``-v``/``--verbose`` are accepted by every verb (before or
   after it);
-- numbers are finite and bounded (`number`): NaN, infinities and absurd values are a
-  usage error (exit 2, one line), never a traceback.
+- numbers are ASCII, finite and bounded (`number`): other scripts' digits, underscores,
+  NaN, infinities and absurd values are a usage error (exit 2, one line), never a
+  traceback.
 """
 
 from __future__ import annotations
@@ -83,10 +84,14 @@ def number(
     """
 
     def parse(text: str) -> float:
+        kind = "an integer" if integer else "a number"
+        # int() and float() read any Unicode digit ("٣" is 3) and underscores ("1_0"):
+        # a number on the command line is ASCII, as a reader sees it.
+        if not text.isascii() or "_" in text:
+            raise argparse.ArgumentTypeError(f"expected {kind} in ASCII digits, got {text!r}")
         try:
             value = int(text) if integer else float(text)
         except ValueError:
-            kind = "an integer" if integer else "a number"
             raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
         low_ok = value > minimum if exclusive_minimum else value >= minimum
         if not math.isfinite(value) or not low_ok or value > maximum:

@@ -267,7 +267,8 @@ def limits_with(base: Limits, options: Sequence[str]) -> Limits:
         scale = 1
         if kind in _BYTES and text[-1:].upper() in _SUFFIXES:
             scale, text = _SUFFIXES[text[-1].upper()], text[:-1]
-        if not text.isdigit() or not 0 < int(text) * scale <= MAX_SAFE_INT:
+        # ASCII digits only: str.isdigit() admits every script's digits ("٣").
+        if not (text.isascii() and text.isdigit()) or not 0 < int(text) * scale <= MAX_SAFE_INT:
             raise ConfigError(f"--limit {option!r}: expected a positive integer or none for {kind}")
         changes[_FIELDS[kind]] = int(text) * scale
     return attrs.evolve(base, **changes)
