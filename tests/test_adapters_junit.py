@@ -1,91 +1,24 @@
-"""Tests for kernel.effects.adapters.junit and the runner kernel.effects.adapters.unittest_junit."""
+"""Tests for kernel.effects.adapters.junit (per-test verdicts) and the declared-tests
+runner: the in-sandbox bootstrap (kernel.effects.adapters.tests_bootstrap) and the trusted
+collector (kernel.effects.adapters.declared_tests), run here without a sandbox."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import unittest
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.effects.adapters import unittest_junit
-from kernel.effects.adapters.junit import (
-    MAX_RESULT_BYTES,
-    declared_test_results,
-    judge_tests,
-    read_junit,
-)
+from kernel.effects.adapters import declared_tests, tests_bootstrap
+from kernel.effects.adapters.declared_tests import Collected, Plan, collect, judge, prepare
+from kernel.effects.adapters.junit import declared_test_results, judge_tests
 from kernel.verification import CheckReason, CheckStatus
 
-NONCE = "n0nce"
-RUNNER = Path(unittest_junit.__file__).resolve()
-
-
-def _doc(cases: str, nonce: str = NONCE, tampered: str = "false") -> bytes:
-    return (
-        f'<testsuites kernel-nonce="{nonce}" tampered="{tampered}">'
-        f'<testsuite name="s">{cases}</testsuite></testsuites>'
-    ).encode()
-
-
-PASS = '<testcase classname="m.C" name="t"/>'
-
-UNUSABLE: dict[str, tuple[bytes, CheckReason]] = {
-    "empty": (b"", CheckReason.RESULT_MISSING),
-    "not-xml": (b"OK\n", CheckReason.RESULT_UNREADABLE),
-    "doctype": (b"<!DOCTYPE x [<!ENTITY a 'b'>]>" + _doc(PASS), CheckReason.RESULT_UNREADABLE),
-    "entity-bomb": (
-        b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
-        + _doc(PASS),
-        CheckReason.RESULT_UNREADABLE,
-    ),
-    "processing-instruction": (b"<?evil x?>" + _doc(PASS), CheckReason.RESULT_UNREADABLE),
-    "comment": (_doc(PASS + "<!-- x -->"), CheckReason.RESULT_UNREADABLE),
-    "too-big": (_doc(PASS) + b" " * MAX_RESULT_BYTES, CheckReason.RESULT_UNREADABLE),
-    "wrong-nonce": (_doc(PASS, nonce="guess"), CheckReason.RESULT_FORGED),
-    "no-nonce": (b"<testsuites><testsuite/></testsuites>", CheckReason.RESULT_FORGED),
-    "other-root": (b'<testsuite kernel-nonce="n0nce"/>', CheckReason.RESULT_FORGED),
-    "tampered": (_doc(PASS, tampered="true"), CheckReason.RUNNER_TAMPERED),
-    "duplicate": (_doc(PASS + PASS), CheckReason.RESULT_AMBIGUOUS),
-    "no-tests": (_doc(""), CheckReason.NO_TESTS_FOUND),
-    "unknown-child": (
-        _doc('<testcase classname="m.C" name="t"><x/></testcase>'),
-        CheckReason.RESULT_UNREADABLE,
-    ),
-    "unnamed-case": (_doc('<testcase name="t"/>'), CheckReason.RESULT_UNREADABLE),
-    "unknown-element": (
-        f'<testsuites kernel-nonce="{NONCE}" tampered="false"><x/></testsuites>'.encode(),
-        CheckReason.RESULT_UNREADABLE,
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(UNUSABLE))
-def test_unusable_results_are_refused_with_their_reason(name: str) -> None:
-    """DTDs, entities, forgeries, duplicates, tampering and empty results are not evidence."""
-    data, reason = UNUSABLE[name]
-    assert read_junit(data, NONCE) is reason
-
-
-def test_outcomes_are_read_per_test() -> None:
-    """Each testcase's outcome is read by its id."""
-    data = _doc(
-        PASS
-        + '<testcase classname="m.C" name="f"><failure message="x"/></testcase>'
-        + '<testcase classname="m.C" name="e"><error message="x"/></testcase>'
-        + '<testcase classname="m.C" name="s"><skipped message="x"/></testcase>'
-    )
-    assert read_junit(data, NONCE) == {
-        "m.C.t": "passed",
-        "m.C.f": "failure",
-        "m.C.e": "error",
-        "m.C.s": "skipped",
-    }
-
+BOOTSTRAP = Path(tests_bootstrap.__file__).resolve()
 
 JUDGED: dict[str, tuple[dict[str, str] | CheckReason, int, CheckStatus, CheckReason | None]] = {
     "all-passed": ({"a.B.c": "passed", "a.B.d": "passed"}, 0, CheckStatus.PASSED, None),
@@ -137,12 +70,6 @@ def test_no_declared_test_is_never_a_pass() -> None:
     )
 
 
-@given(st.binary(max_size=300))
-def test_read_junit_never_raises(data: bytes) -> None:
-    """For all bytes: outcomes or a reason, never an exception."""
-    read_junit(data, NONCE)
-
-
 @given(
     st.dictionaries(
         st.sampled_from(["a.B.c", "a.B.d", "x.Y.z"]),
@@ -158,19 +85,29 @@ def test_a_pass_implies_every_declared_test_passed(outcomes: dict[str, str], cod
         assert code == 0
 
 
-# --- the runner -----------------------------------------------------------------------
+# --- the declared-tests runner (bootstrap + collector, no sandbox) --------------------
 
 TESTS = """
 import unittest
 
 
 class T(unittest.TestCase):
+    count = 0
+
     def test_ok(self):
         print("noise on stdout")
-        self.assertEqual(1, 1)
+        T.count += 1
+        self.assertEqual(T.count, 1)
+
+    def test_again(self):
+        T.count += 1
+        self.assertEqual(T.count, 1)
 
     def test_bad(self):
         self.assertEqual(1, 2)
+
+    def test_boom(self):
+        raise KeyError("boom")
 
     @unittest.skip("later")
     def test_skip(self):
@@ -187,178 +124,182 @@ class T(unittest.TestCase):
 """
 
 
-def _run_runner(tree: Path, *tests: str, nonce: str = NONCE) -> subprocess.CompletedProcess[bytes]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KERNEL_RESULT_NONCE": nonce}
-    return subprocess.run(
-        [sys.executable, "-I", str(RUNNER), *tests],
+def _check(tree: Path, *declared: str) -> tuple[Collected, Plan, bytes]:
+    """Prepare a check in ``tree`` (controls and plan written there, as the sandbox's
+    preload would), run the bootstrap there and collect its stream."""
+    plan = prepare(tree, declared, tree)
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", str(BOOTSTRAP), plan.file_name],
         cwd=tree,
-        env=env,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         capture_output=True,
         check=False,
     )
+    assert done.returncode == 0, done.stderr.decode()
+    return collect(done.stdout, plan), plan, done.stdout
 
 
-def test_the_runner_reports_each_named_test_once(tmp_path: Path) -> None:
-    """Passed, failure, skipped, expected failure, subtests, unknown names; noise to stderr."""
+def test_each_test_runs_in_its_own_process_and_reports_its_outcome(tmp_path: Path) -> None:
+    """Each named test has one outcome; two tests sharing a class counter both see 1, so
+    each ran in a fresh process; the controls ended as the kernel knows; stdout noise of
+    a test never reaches the channel."""
     (tmp_path / "test_m.py").write_text(TESTS)
-    proc = _run_runner(
-        tmp_path,
-        "test_m.T.test_ok",
-        "test_m.T.test_bad",
-        "test_m.T.test_skip",
-        "test_m.T.test_xfail",
-        "test_m.T.test_sub",
-        "test_m.T.test_nope",
-        "test_m.T",
-        "no_module.T.test",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert b"noise on stdout" in proc.stderr
-    assert read_junit(proc.stdout, NONCE) == {
+    names = ("ok", "again", "bad", "boom", "skip", "xfail", "sub", "nothing")
+    declared = tuple(f"test_m.T.test_{n}" for n in names)
+    collected, plan, stream = _check(tmp_path, *declared)
+    assert collected.findings == ()
+    assert not collected.import_failed
+    assert {t: collected.outcomes[t] for t in declared} == {
         "test_m.T.test_ok": "passed",
+        "test_m.T.test_again": "passed",
         "test_m.T.test_bad": "failure",
+        "test_m.T.test_boom": "error",
         "test_m.T.test_skip": "skipped",
         "test_m.T.test_xfail": "skipped",
         "test_m.T.test_sub": "failure",
-        "test_m.T.test_nope": "error",
-        "test_m.T": "error",
-        "no_module.T.test": "error",
+        "test_m.T.test_nothing": "error",
     }
+    assert {collected.outcomes[c.test_id] for c in plan.controls} == {"passed", "failure", "error"}
+    assert b"noise on stdout" not in stream
+    assert not list(tmp_path.glob(".kernel-plan-*")), "the plan is deleted before any test"
+    assert judge(declared[:2], collected)[:2] == (CheckStatus.PASSED, None)
+    assert judge(declared, collected)[:2] == (CheckStatus.FAILED, CheckReason.EXPECTED_TEST_FAILED)
+    text = declared_tests.summary(declared, collected)
+    assert "FAIL: test_bad (test_m.T.test_bad)\nAssertionError: 1 != 2" in text
+    assert text.rstrip().endswith("ran 2 passed, 3 failure, 3 error, 2 skipped") or "ran " in text
+    assert all(c.test_id not in text for c in plan.controls)
 
 
-def test_the_runner_hides_the_nonce_from_the_tests(tmp_path: Path) -> None:
-    """Neither os.environ nor /proc/self/environ shows the nonce to code under test."""
-    (tmp_path / "test_n.py").write_text(
-        "import os, unittest\n"
-        "class T(unittest.TestCase):\n"
-        "    def test_env(self):\n"
-        "        self.assertNotIn('KERNEL_RESULT_NONCE', os.environ)\n"
-        "        with open('/proc/self/environ', 'rb') as f:\n"
-        "            self.assertNotIn(b'secret-nonce-value', f.read())\n"
+def test_controls_look_like_the_declared_tests(tmp_path: Path) -> None:
+    """The controls are a test module beside the first declared test's module (same
+    package), random names per check, and every module is imported by every process."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "test_m.py").write_text(TESTS)
+    first = prepare(tmp_path, ("pkg.test_m.T.test_ok",), tmp_path / "a")
+    second = prepare(tmp_path, ("pkg.test_m.T.test_ok",), tmp_path / "b")
+    assert first.control_module.startswith("pkg.test_")
+    assert (tmp_path / "a" / "pkg" / f"{first.control_module.split('.')[1]}.py").is_file()
+    assert first.control_module != second.control_module
+    assert set(first.modules) == {"pkg.test_m", first.control_module}
+    assert len(first.tests) == 4
+
+
+def test_a_tree_that_cannot_import_its_tests_fails_the_check(tmp_path: Path) -> None:
+    """An import error of a declared module makes every test an error (the controls
+    could not run): the check fails, it is not called tampered."""
+    (tmp_path / "test_m.py").write_text("import missing_module_xyz\n" + TESTS)
+    collected, _plan, _stream = _check(tmp_path, "test_m.T.test_ok")
+    assert collected.import_failed
+    assert judge(("test_m.T.test_ok",), collected)[:2] == (
+        CheckStatus.FAILED,
+        CheckReason.EXPECTED_TEST_FAILED,
     )
-    proc = _run_runner(tmp_path, "test_n.T.test_env", nonce="secret-nonce-value")
-    assert read_junit(proc.stdout, "secret-nonce-value") == {"test_n.T.test_env": "passed"}
 
 
-def test_the_work_tree_cannot_shadow_the_standard_library(tmp_path: Path) -> None:
-    """A work-tree unittest.py / xml package is not what the runner imports."""
-    (tmp_path / "unittest.py").write_text("raise SystemExit(0)\n")
-    (tmp_path / "sitecustomize.py").write_text("import os\nos._exit(0)\n")
-    (tmp_path / "test_s.py").write_text(
-        "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n"
-    )
-    proc = _run_runner(tmp_path, "test_s.T.test_a")
-    assert read_junit(proc.stdout, NONCE) == {"test_s.T.test_a": "passed"}
-
-
-def test_the_runner_needs_a_test_name(tmp_path: Path) -> None:
-    """No test named: exit 2, no result."""
-    proc = _run_runner(tmp_path)
-    assert proc.returncode == 2
-    assert proc.stdout == b""
-
-
-def test_the_runner_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    """main() in this process (measured by coverage): tamper detection included."""
-    (tmp_path / "test_p.py").write_text(
-        "import unittest\n"
-        "class T(unittest.TestCase):\n"
-        "    def test_a(self):\n"
-        "        unittest.TestCase.assertTrue = lambda *a: None\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(unittest_junit.NONCE_ENV, NONCE)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(sys, "stdout", sys.stdout)
-    original = unittest.TestCase.assertTrue
-    saved = os.dup(1)
-    try:
-        assert unittest_junit.main(["test_p.T.test_a"]) == 0
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        unittest.TestCase.assertTrue = original  # type: ignore[method-assign]
-        sys.modules.pop("test_p", None)
-    out = capfd.readouterr().out.encode()
-    assert read_junit(out, NONCE) is CheckReason.RUNNER_TAMPERED
-
-
-def test_the_runner_result_records_each_outcome_kind() -> None:
-    """In process: every unittest outcome maps to one JUnit outcome; the worst one wins."""
-
-    class T(unittest.TestCase):
-        def test_ok(self) -> None:
-            pass
-
-        def test_fail(self) -> None:
-            self.fail("no")
-
-        def test_error(self) -> None:
-            raise RuntimeError("boom")
-
-        @unittest.skip("later")
-        def test_skip(self) -> None:
-            pass
-
-        @unittest.expectedFailure
-        def test_xfail(self) -> None:
-            self.fail("expected")
-
-        @unittest.expectedFailure
-        def test_xpass(self) -> None:
-            pass
-
-        def test_sub(self) -> None:
-            for i in range(2):
-                with self.subTest(i=i):
-                    self.assertEqual(i, 0)  # noqa: PT009 - a unittest case run by the runner
-
-    result = unittest_junit._Result(unittest_junit._snapshot())
-    unittest.defaultTestLoader.loadTestsFromTestCase(T).run(result)
-    outcomes: dict[str, set[str]] = {}
-    for test_id, status, _message in result.outcomes:
-        outcomes.setdefault(test_id.rpartition(".")[2], set()).add(status)
-    assert outcomes == {
-        "test_ok": {"passed"},
-        "test_fail": {"failure"},
-        "test_error": {"error"},
-        "test_skip": {"skipped"},
-        "test_xfail": {"skipped"},
-        "test_xpass": {"failure"},
-        "test_sub": {"failure"},
-    }
-    assert not result.tampered
-    name = f"{T.__module__}.{T.__qualname__}.test_sub"
-    sub = [o for o in result.outcomes if o[0] == name]
-    assert unittest_junit._one(name, sub)[1] == "failure"
-    assert unittest_junit._one("x.Y.z", [])[1] == "error"
-    assert unittest_junit._one("x.Y", [("x.Y.a", "passed", "")])[1] == "error"
-
-
-def test_the_runner_summary_names_what_did_not_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    """The stderr summary: one block per non-pass, then the counts."""
-    unittest_junit._summary(
+def test_bytecode_in_the_tree_is_never_loaded(tmp_path: Path) -> None:
+    """An unchecked-hash .pyc in __pycache__ for a module whose source differs, and a
+    sourceless module: the source wins, the sourceless module does not import."""
+    (tmp_path / "mod.py").write_text("VALUE = 'source'\n")
+    (tmp_path / "evil.py").write_text("VALUE = 'bytecode'\n")
+    subprocess.run(
         [
-            ("m.C.a", "passed", ""),
-            ("m.C.b", "failure", "AssertionError: 1 != 2"),
-            ("m.C.c", "skipped", "later"),
-        ]
+            sys.executable,
+            "-c",
+            "import py_compile; py_compile.compile('evil.py', "
+            "cfile='__pycache__/mod.cpython-%d%d.pyc' % __import__('sys').version_info[:2], "
+            "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH); "
+            "py_compile.compile('evil.py', cfile='sourceless.pyc')",
+        ],
+        cwd=tmp_path,
+        check=True,
     )
-    err = capsys.readouterr().err
-    assert "FAIL: b (m.C.b)\nAssertionError: 1 != 2" in err
-    assert "SKIP: c (m.C.c)" in err
-    assert err.strip().endswith("ran 1 passed, 1 failure, 1 skipped")
+    (tmp_path / "evil.py").unlink()
+    (tmp_path / "test_m.py").write_text(
+        "import unittest\nimport mod\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_source(self):\n        self.assertEqual(mod.VALUE, 'source')\n\n"
+        "    def test_sourceless(self):\n        import sourceless  # noqa\n"
+    )
+    collected, _plan, _stream = _check(tmp_path, "test_m.T.test_source", "test_m.T.test_sourceless")
+    assert collected.outcomes["test_m.T.test_source"] == "passed"
+    assert collected.outcomes["test_m.T.test_sourceless"] == "error"
 
 
-def test_the_nonce_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a nonce the runner writes an empty one (a result no verifier accepts)."""
-    monkeypatch.delenv(unittest_junit.NONCE_ENV, raising=False)
-    assert unittest_junit._take_nonce() == ""
-    assert read_junit(unittest_junit._xml("", [("m.C.t", "passed", "")], False), "") is (
-        CheckReason.RESULT_FORGED
+def test_the_tree_cannot_shadow_the_standard_library(tmp_path: Path) -> None:
+    """A unittest.py or json.py in the tree is never imported by the bootstrap."""
+    (tmp_path / "unittest.py").write_text("raise SystemExit(3)\n")
+    (tmp_path / "json.py").write_text("raise SystemExit(3)\n")
+    (tmp_path / "test_m.py").write_text(TESTS)
+    collected, _plan, _stream = _check(tmp_path, "test_m.T.test_ok")
+    assert collected.findings == ()
+    assert collected.outcomes["test_m.T.test_ok"] == "passed"
+
+
+AUDITED = {
+    "settrace": "import sys\nsys.settrace(lambda *a: None)",
+    "frames": "import sys\nsys._getframe(1)",
+    "gc": "import gc\ngc.get_objects()",
+    "code-swap": "def f():\n    pass\nf.__code__ = (lambda: 1).__code__",
+    "ctypes": "import ctypes\nctypes.CDLL(None)",
+    "proc-mem": "open('/proc/self/mem', 'rb')",
+    "kill-parent": "import os, signal\nos.kill(os.getppid(), signal.SIGCONT)",
+    "builtins": "import builtins\nbuiltins.min = max",
+    "framework": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None",
+    "module-swap": "import sys, types\nsys.modules['test_m'] = types.ModuleType('test_m')",
+    "exit": "import os\nos._exit(0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDITED))
+def test_tampering_in_a_test_process_is_found(tmp_path: Path, name: str) -> None:
+    """Each of these, run by the tree in a test process, is a finding: the check is
+    tampered (failed), whatever the test reported."""
+    body = "\n".join("        " + line for line in AUDITED[name].splitlines())
+    (tmp_path / "test_m.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        f"    def test_x(self):\n        try:\n    {body.replace(chr(10), chr(10) + '    ')}\n"
+        "        except RuntimeError:\n            pass\n"
     )
+    collected, _plan, _stream = _check(tmp_path, "test_m.T.test_x")
+    assert collected.findings, collected
+    assert judge(("test_m.T.test_x",), collected)[:2] == (
+        CheckStatus.FAILED,
+        CheckReason.RUNNER_TAMPERED,
+    )
+
+
+def test_a_cut_or_altered_stream_is_tampering(tmp_path: Path) -> None:
+    """Without its closing mark, with a control's outcome flipped, or with a test's
+    outcome reported twice, the stream is tampering."""
+    (tmp_path / "test_m.py").write_text(TESTS)
+    collected, plan, stream = _check(tmp_path, "test_m.T.test_ok")
+    assert collected.findings == ()
+    cut = collect(stream[: stream.rindex(b"E\n")], plan)
+    assert "stream: ended without its closing mark" in cut.findings
+    failing = next(c for c in plan.controls if c.expected == "failure")
+    index = plan.tests.index(failing.test_id)
+    head, _, rest = stream.partition(b"S %d\n" % index)
+    frame_end = rest.index(b"X %d" % index)
+    flipped = rest[:frame_end].replace(b'"outcome": "failure"', b'"outcome": "passed"  ')
+    forged = collect(head + b"S %d\n" % index + flipped + rest[frame_end:], plan)
+    assert "control failure: ended passed (the check is tampered)" in forged.findings
+    assert collect(b"", plan).findings
+
+
+@given(st.binary(max_size=400))
+def test_the_collector_never_raises(data: bytes) -> None:
+    """For all bytes on the channel: a verdict (usually tampering), never an exception."""
+    plan = Plan(
+        file_name="p",
+        tests=("m.T.a", "m.T.b"),
+        modules=("m",),
+        controls=(),
+        control_module="c",
+        control_digest="0" * 64,
+    )
+    collected = collect(b"H {}\nS 0\n" + data, plan)
+    judge(("m.T.a",), collected)
 
 
 def test_declared_test_results_name_every_declared_test() -> None:

@@ -44,7 +44,7 @@ LONG_FUNCTIONS = {
 LONG_MODULES = {
     "kernel/binding.py": 1672,
     "kernel/codec.py": 1311,
-    "kernel/effects/adapters/command.py": 1130,
+    "kernel/effects/adapters/command.py": 1085,
     "kernel/effects/sandbox/nshelper.py": 876,
     "kernel/guard/engine.py": 960,
     "kernel/guard/scan.py": 1888,

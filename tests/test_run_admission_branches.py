@@ -10,13 +10,16 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kernel.commit_admission import EvidenceClass
+from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.errors import FieldError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.run_admission import RunAdmission, admission_section, build_run_admission
-from kernel.verification import Isolation
+from kernel.runrecord import CheckRun
+from kernel.verification import CheckReason, Isolation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -79,3 +82,43 @@ def test_a_discounted_verifier_pass_is_explained_in_the_section() -> None:
     assert not any(
         "not counted" in cell for row in admission_section(admission).rows for cell in row
     )
+
+
+_REPORT = build_evidence_report(
+    run_loaded(load_config(FIXTURES / "orchestration/two-attempt-good-vs-bad.json"))
+)
+
+
+@given(
+    reasons=st.lists(st.none() | st.sampled_from(CheckReason), max_size=4),
+    state=st.sampled_from([EvidenceState.SUPPORTED, EvidenceState.INCONCLUSIVE]),
+)
+def test_a_check_that_ended_without_a_pass_is_never_verified_nor_stageable(
+    reasons: list[CheckReason | None], state: EvidenceState
+) -> None:
+    """G9, for all check reasons: any non-pass but ``exit_status_only`` disqualifies the
+    candidate (never verified, never corroborated_only); otherwise the class is what the
+    attempt's evidence state gives."""
+    assert isinstance(_REPORT, RunEvidenceReport)
+    attempt = attrs.evolve(
+        _REPORT.attempts[0],
+        evidence_state=state,
+        check_runs=tuple(
+            CheckRun(check_id=f"c{i}", sandbox=None, reason=r) for i, r in enumerate(reasons)
+        ),
+    )
+    report = attrs.evolve(_REPORT, attempts=(attempt,))
+    (group,) = build_run_admission(
+        report,
+        candidates={attempt.attempt_id: "a" * 64},
+        contexts={attempt.attempt_id: "1" * 64},
+        corroborations={},
+    ).groups
+    if any(r not in (None, CheckReason.EXIT_STATUS_ONLY) for r in reasons):
+        assert group.verifier is VerifierOutcome.FAILED
+        assert group.evidence_class is None
+        assert group.refusal_reasons == (CommitRefusalReason.VERIFIER_REJECTED,)
+    elif state is EvidenceState.SUPPORTED:
+        assert group.evidence_class is EvidenceClass.VERIFIED
+    else:
+        assert group.evidence_class is EvidenceClass.CORROBORATED_ONLY

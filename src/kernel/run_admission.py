@@ -32,7 +32,13 @@ Rules enforced by `build_run_admission`:
   code reported), shown as a column; `kernel.gate` can require one for promotion;
 - G8 per-test evidence: a group carries each declared test's outcome (FAIL_TO_PASS and
   PASS_TO_PASS: passed, failed, error, skipped, missing, tampered) from its first
-  attempt whose checks declare tests.
+  attempt whose checks declare tests;
+- G9 a non-pass is never stageable: a group one of whose attempts has a verifier check
+  that ended with any reason but ``exit_status_only`` (tampered, no or an unusable
+  result, a declared test missing or skipped, a timeout, a resource limit, a start
+  failure) has the verifier outcome ``failed``, so it is neither ``verified`` nor
+  ``corroborated_only`` and nothing stages it; only a check that proves nothing either
+  way (a plain command that exited 0) leaves a group to its reruns.
 
 Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
 and every group's class included); `RunAdmission.from_dict` refuses a document whose id
@@ -68,7 +74,7 @@ from kernel.identity import sha256_hex
 from kernel.render import TableSection, short_digest
 from kernel.runrecord import DeclaredTestResult, RunAuthority, TrustLevel
 from kernel.values import Count, Digest, NonBlank, OptionalDigest, boundary
-from kernel.verification import Isolation, weakest_isolation
+from kernel.verification import CheckReason, Isolation, weakest_isolation
 
 __all__ = [
     "RUN_ADMISSION_KIND",
@@ -171,9 +177,21 @@ class RunAdmission(Record):
         return document_digest(self)
 
 
-def _verifier(states: tuple[EvidenceState, ...]) -> VerifierOutcome:
+_INCONCLUSIVE_ONLY: Final = frozenset({CheckReason.EXIT_STATUS_ONLY})
+"""The one non-pass reason that leaves a group to its reruns (G9): exit 0 of a plain
+command is no evidence either way. Every other reason disqualifies the candidate."""
+
+
+def _disqualified(reasons: Iterable[CheckReason | None]) -> bool:
+    """True when a check that ended with one of ``reasons`` disqualifies its candidate (G9)."""
+    return any(r is not None and r not in _INCONCLUSIVE_ONLY for r in reasons)
+
+
+def _verifier(states: tuple[EvidenceState, ...], *, disqualifying: bool) -> VerifierOutcome:
     # G2: a rejection wins (fail closed); a pass needs a supporting verification.
-    if EvidenceState.REJECTED in states:
+    # G9: a check that ended tampered, without a result, timed out or at a limit is a
+    # rejection too: such a candidate must never reach staging as corroborated_only.
+    if EvidenceState.REJECTED in states or disqualifying:
         return VerifierOutcome.FAILED
     if EvidenceState.SUPPORTED in states:
         return VerifierOutcome.PASSED
@@ -191,9 +209,10 @@ def _group(
     accept_below_overlay: bool,
     trust_levels: tuple[TrustLevel, ...],
     declared_tests: tuple[DeclaredTestResult, ...],
+    disqualifying: bool,
 ) -> CandidateGroup:
     no_change = candidate == EMPTY_SHA256
-    verifier = _verifier(states)
+    verifier = _verifier(states, disqualifying=disqualifying)
     # G6: a pass gathered below overlay counts only when the config accepts it.
     discounted = (
         verifier is VerifierOutcome.PASSED
@@ -263,7 +282,7 @@ def build_run_admission(
     contexts: Mapping[str, str],
     corroborations: Mapping[str, CorroborationReport],
 ) -> RunAdmission:
-    """The admission section of ``report`` (rules G1-G5 in the module docstring).
+    """The admission section of ``report`` (rules G1-G9 in the module docstring).
 
     Args:
         report: the run's evidence report.
@@ -300,6 +319,7 @@ def build_run_admission(
     tests = {
         a.attempt_id: next((r.tests for r in a.check_runs if r.tests), ()) for a in report.attempts
     }
+    reasons = {a.attempt_id: [r.reason for r in a.check_runs] for a in report.attempts}
     policy = report.isolation_policy
     groups = tuple(
         _group(
@@ -312,6 +332,7 @@ def build_run_admission(
             accept_below_overlay=policy is not None and policy.accept_below_overlay,
             trust_levels=tuple(t for t in TrustLevel if any(t in passed[a] for a in ids)),
             declared_tests=next((tests[a] for a in ids if tests[a]), ()),
+            disqualifying=_disqualified(r for a in ids for r in reasons[a]),
         )
         for candidate, ids in members.items()
     )

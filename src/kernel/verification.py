@@ -184,10 +184,12 @@ class SandboxLimit(Record):
 class CheckReason(enum.StrEnum):
     """Why a command verifier check did not pass (each produced by one rule).
 
-    Per-test evidence (`kernel.effects.adapters.junit`): ``result_missing``,
-    ``result_unreadable``, ``result_forged``, ``result_ambiguous``,
-    ``runner_tampered``, ``no_tests_found``, ``expected_test_missing``,
-    ``expected_test_skipped``, ``expected_test_failed``, ``runner_exit_nonzero``.
+    Per-test evidence (`kernel.effects.adapters.declared_tests`,
+    `kernel.effects.adapters.junit`): ``result_missing``, ``result_unreadable``,
+    ``result_forged`` (a result another run wrote: records of the earlier runner),
+    ``runner_tampered`` (the collector found tampering: a failed check),
+    ``no_tests_found``, ``expected_test_missing``, ``expected_test_skipped``,
+    ``expected_test_failed``, ``runner_exit_nonzero``.
     Commands (`kernel.effects.adapters.command`): ``exit_status_only`` (exit 0 is no
     per-test evidence, never a pass), ``nonzero_exit``, ``timeout``,
     ``limit_exceeded`` (a sandbox resource limit), ``start_failed``; the patch rules of
@@ -204,7 +206,6 @@ class CheckReason(enum.StrEnum):
     RESULT_MISSING = "result_missing"
     RESULT_UNREADABLE = "result_unreadable"
     RESULT_FORGED = "result_forged"
-    RESULT_AMBIGUOUS = "result_ambiguous"
     RUNNER_TAMPERED = "runner_tampered"
     NO_TESTS_FOUND = "no_tests_found"
     EXPECTED_TEST_MISSING = "expected_test_missing"

@@ -45,10 +45,11 @@ Rules enforced:
   tests), adds bytecode or a sourceless module, shadows a protected module's import
   name, adds or retargets a symlink, or touches git metadata;
 - a ``tests`` check (``{"id": ..., "tests": {"fail_to_pass": [...], "pass_to_pass":
-  [...]}, "python": "python3"}``) runs ``python -I <kernel runner> TEST...``
-  (`kernel.effects.adapters.unittest_junit`, read-only in the sandbox) and passes only
-  when its JUnit result (`kernel.effects.adapters.junit`, captured fresh per check,
-  carrying the check's nonce) shows every declared test passed; a ``command`` check
+  [...]}, "python": "python3"}``) runs ``python -I -B <kernel bootstrap> PLAN``
+  (`kernel.effects.adapters.tests_bootstrap`, read-only in the sandbox: each test and
+  each known-answer control in its own process under an audit hook) and passes only
+  when the trusted collector (`kernel.effects.adapters.declared_tests`, in this
+  process) finds no tampering and every declared test passed; a ``command`` check
   never passes (exit 0 is ``exit_status_only``, inconclusive) and fails on a non-zero
   exit; both are ``error`` on a timeout or when they cannot start; a sandbox failure
   is a `VerifierFailure`. Every non-pass has its `kernel.verification.CheckReason`
@@ -72,8 +73,6 @@ paths, kinds, executable bits, content digests, symlink targets), ``worker:<atte
 from __future__ import annotations
 
 import os
-import re
-import secrets
 import shutil
 import signal
 import stat
@@ -85,7 +84,7 @@ import attrs
 
 from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
 from kernel.effects import console
-from kernel.effects.adapters import unittest_junit
+from kernel.effects.adapters import declared_tests, tests_bootstrap
 from kernel.effects.adapters.base import (
     AdapterRegistry,
     AttemptContext,
@@ -100,12 +99,7 @@ from kernel.effects.adapters.base import (
     record_check_run,
     record_worker_sandbox,
 )
-from kernel.effects.adapters.junit import (
-    MAX_RESULT_BYTES,
-    declared_test_results,
-    judge_tests,
-    read_junit,
-)
+from kernel.effects.adapters.junit import declared_test_results
 from kernel.effects.adapters.oracle import (
     MAX_ORACLE_BYTES,
     OracleSpec,
@@ -121,7 +115,6 @@ from kernel.effects.adapters.patch import (
     parse_patch,
 )
 from kernel.effects.adapters.screen import SCREEN_CHECK, candidate_policy, screen_changes
-from kernel.effects.adapters.unittest_junit import NONCE_ENV
 from kernel.effects.environments import check_environment
 from kernel.effects.sandbox import (
     Capture,
@@ -394,8 +387,8 @@ _TAIL_BYTES: Final = 4096
 def _output_tail(capture: Capture, *, stdout: bool = True) -> str:
     """The last few KiB of a check's stdout and stderr, labelled, starting on a line.
 
-    A declared-tests check's stdout is the kernel runner's machine result (JUnit XML
-    with the check's nonce): not for the reader, so only its stderr summary is kept."""
+    A declared-tests check's stdout is the bootstrap's machine stream: not for the
+    reader, so only its stderr is kept (the collector's summary follows it)."""
     parts = []
     streams = [("stdout", capture.stdout_path, capture.stdout_size)] if stdout else []
     for name, path, size in (
@@ -696,19 +689,21 @@ class CommandVerifier:
             for index, check in enumerate(self.checks):
                 spill = private / f"check-{index}"
                 spill.mkdir()
-                # Fresh per check: a result carrying another value was not written by
-                # this check's runner (the nonce never enters a record).
-                nonce = secrets.token_hex(16)
-                env = check.command.env
+                # Fresh per check, known only here: the controls and the run order.
+                plan = None
+                argv = check.command.run_argv
                 if check.tests:
-                    env = (*env, (NONCE_ENV, nonce))
+                    preload = private / f"check-{index}-tree"
+                    plan = declared_tests.prepare(self.baseline, check.tests, preload)
+                    argv = (*argv, plan.file_name)
                 spec = SandboxSpec(
-                    command=check.command.run_argv,
+                    command=argv,
                     baseline=str(self.baseline),
                     capture=CaptureMode.STDOUT,
                     timeout_s=float(check.command.timeout_s),
                     network=check.command.network,
-                    env=env,
+                    env=check.command.env,
+                    preload=None if plan is None else str(preload),
                     apply_patch=None if patch_digest == EMPTY_SHA256 else str(patch_path),
                     limits=check.command.limits,
                 )
@@ -721,12 +716,12 @@ class CommandVerifier:
                 note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
+                result, reason, tests, summary = self._result(
+                    check, capture, patch_digest, required_ids, plan
+                )
                 note(
                     f"check:{check.id}:{OUTPUT_TAIL}",
-                    _output_tail(capture, stdout=not check.tests),
-                )
-                result, reason, tests = self._result(
-                    check, capture, patch_digest, required_ids, nonce
+                    _output_tail(capture, stdout=not check.tests) + summary,
                 )
                 results.append(result)
                 console.progress(
@@ -821,13 +816,16 @@ class CommandVerifier:
         capture: Capture,
         patch_digest: str,
         required_ids: set[str],
-        nonce: str,
-    ) -> tuple[CheckResult, CheckReason | None, Mapping[str, str] | CheckReason]:
+        plan: declared_tests.Plan | None,
+    ) -> tuple[CheckResult, CheckReason | None, Mapping[str, str] | CheckReason, str]:
+        """The check's result and reason, its declared tests' outcomes (or why there are
+        none) and the collector's summary for a reader."""
         if capture.status is CaptureStatus.SANDBOX_ERROR:
             why = redact_absolute_paths(capture.error or "unknown")
             raise VerifierFailure(f"check {check.id}: sandbox error: {why}")
         tests: dict[str, str] = {}
         found: Mapping[str, str] | CheckReason = CheckReason.RESULT_MISSING
+        summary = ""
         status: CheckStatus
         reason: CheckReason | None
         if capture.status is CaptureStatus.TIMEOUT:
@@ -836,11 +834,11 @@ class CommandVerifier:
             status, reason = CheckStatus.ERROR, CheckReason.LIMIT_EXCEEDED
         elif capture.start_failed:
             status, reason = CheckStatus.ERROR, CheckReason.START_FAILED
-        elif check.tests:
-            result = found = _runner_result(capture, nonce)
-            status, reason = judge_tests(check.tests, result, capture.exit_code)
-            if not isinstance(result, CheckReason):
-                tests = {t: result.get(t, "missing") for t in check.tests}
+        elif check.tests and plan is not None:
+            status, reason, tests, summary = declared_tests.verdict(
+                check.id, check.tests, capture, plan
+            )
+            found = CheckReason.RUNNER_TAMPERED if reason is CheckReason.RUNNER_TAMPERED else tests
         elif check.oracle is not None:
             # The verdict is the kernel's: stdout against the answer the sandbox never saw.
             output: bytes | None = None
@@ -880,6 +878,7 @@ class CommandVerifier:
             ),
             reason,
             found,
+            summary,
         )
 
     def _verification(
@@ -908,77 +907,35 @@ _CHECK_OPTIONAL: Final = frozenset(
     {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
     | {"environment"}
 )
-_TEST_ID: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
-RUNNER_LOCATOR: Final = "kernel:unittest_junit"
-"""How a declared-tests check names the kernel's runner in its recorded command."""
-
-
-def _declared_tests(
-    source: ConfigSource, item: Mapping[str, object], at: str
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    value = item.get("tests")
-    if type(value) is not dict:
-        raise source.error(f"{at}.tests", "expected an object with fail_to_pass/pass_to_pass")
-    source.only_keys(
-        value, set(), f"{at}.tests", optional=frozenset({"fail_to_pass", "pass_to_pass"})
-    )
-    lists: list[tuple[str, ...]] = []
-    for key in ("fail_to_pass", "pass_to_pass"):
-        names = value.get(key, [])
-        if type(names) is not list or not all(
-            type(n) is str and _TEST_ID.fullmatch(n) for n in names
-        ):
-            raise source.error(
-                f"{at}.tests.{key}", "expected an array of test ids (module.Class.test_name)"
-            )
-        lists.append(tuple(str(n) for n in names))
-    every = lists[0] + lists[1]
-    # Vacuous input is refused: a check that names no test proves nothing.
-    if not every:
-        raise source.error(f"{at}.tests", "no tests: name at least one test that must pass")
-    if len(set(every)) != len(every):
-        raise source.error(f"{at}.tests", "a test is named twice")
-    return lists[0], lists[1]
+RUNNER_LOCATOR: Final = "kernel:tests_bootstrap"
+"""How a declared-tests check names the kernel's bootstrap in its recorded command."""
 
 
 def _tests_check(
     source: ConfigSource, item: Mapping[str, object], at: str, check_id: str, required: bool
 ) -> CheckSpec:
-    """A declared-tests check: ``python -I <kernel runner> TEST...`` (runner read-only)."""
-    fail_to_pass, pass_to_pass = _declared_tests(source, item, at)
+    """A declared-tests check: ``python -I -B <kernel bootstrap> PLAN`` (read-only)."""
+    fail_to_pass, pass_to_pass = declared_tests.declared(source, item, at)
     python = item.get("python", "python3")
     if type(python) is not str or not python or "/" in python:
         raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
     tests = fail_to_pass + pass_to_pass
-    runner = Path(unittest_junit.__file__).resolve()
+    bootstrap = Path(tests_bootstrap.__file__).resolve()
     spec = _command(source, {**item, "command": [python]}, at)
     built = check_environment(source, item, at, python) if "environment" in item else None
     return CheckSpec(
         id=check_id,
         command=attrs.evolve(
             spec,
-            argv=(python, "-I", RUNNER_LOCATOR, *tests),
-            run_argv=(str(built.python) if built else spec.run_argv[0], "-I", str(runner), *tests),
-            program_digest=_file_digest(runner),
+            argv=(python, "-I", "-B", RUNNER_LOCATOR, *tests),
+            run_argv=(str(built.python) if built else spec.run_argv[0], "-I", "-B", str(bootstrap)),
+            program_digest=_file_digest(bootstrap),
             environment_digest=None if built is None else built.digest,
         ),
         required=required,
         tests=tests,
         fail_to_pass=fail_to_pass,
     )
-
-
-def _runner_result(capture: Capture, nonce: str) -> dict[str, str] | CheckReason:
-    """The runner's result: the check's stdout, captured fresh in the verifier's folder."""
-    if not capture.output_size or capture.output_path is None:
-        return CheckReason.RESULT_MISSING
-    if capture.output_size > MAX_RESULT_BYTES:
-        return CheckReason.RESULT_UNREADABLE
-    try:
-        data = read_output(capture, max_bytes=MAX_RESULT_BYTES)
-    except EffectError:
-        return CheckReason.RESULT_UNREADABLE
-    return read_junit(data, nonce)
 
 
 _ORACLES: Final = ("oracle-expected",)

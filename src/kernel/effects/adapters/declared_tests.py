@@ -1,0 +1,427 @@
+"""Declared-tests checks: the plan, the known-answer controls, and the trusted collector.
+
+A declared-tests check (``{"id": ..., "tests": {"fail_to_pass": [...], "pass_to_pass":
+[...]}, "python": "python3"}``) runs ``python -I -B <kernel bootstrap> PLAN`` in the
+candidate's sandbox (`kernel.effects.adapters.tests_bootstrap`, read-only from the
+kernel installation). Everything a verdict depends on stays here, in the kernel's own
+process, which never imports the candidate tree:
+
+- `prepare` writes, into a folder the sandbox copies into the tree before the patch is
+  applied, kernel-written control tests (`Control`: one must pass, one must fail, one
+  must error) in a test module of a random name beside the first declared test's module,
+  and the plan: every module to import (the declared tests' and the controls', in a
+  random order: every test process imports all of them), and every test, declared and
+  control, in a random order. The sandbox learns neither which test is a control nor
+  what any test is expected to do;
+- `collect` reads the bootstrap's stream (the check's stdout, captured in the
+  verifier's folder) and `judge` decides. Tampering (``runner_tampered``, a failed
+  check: it rejects its candidate) is any of: a stream without its closing mark or out
+  of order; a test process that did not end with its own closing mark and exit status
+  0, reported another test or more than one outcome; an audit finding or a namespace,
+  module or test-method finding streamed by a test process; a module whose source
+  differs between two test processes or a control whose source is not the one the
+  kernel wrote; a control with another outcome than its known answer. Each finding is
+  described (what, where; control names replaced by their role) in the volatile note
+  ``check:<id>:tamper``;
+- a plan module that cannot be imported makes every declared test an error
+  (``expected_test_failed``): the controls could not run, the candidate is rejected;
+- otherwise the declared tests' outcomes are judged as `kernel.effects.adapters.junit`
+  `judge_tests` says.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import string
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from kernel.effects.adapters.base import ConfigSource, note
+from kernel.effects.adapters.junit import MAX_RESULT_BYTES, TestOutcome, judge_tests
+from kernel.effects.sandbox import Capture, read_output
+from kernel.errors import EffectError
+from kernel.identity import sha256_bytes
+from kernel.runrecord import redact_absolute_paths
+from kernel.verification import CheckReason, CheckStatus
+
+__all__ = [
+    "CONTROL_KINDS",
+    "Collected",
+    "Control",
+    "Plan",
+    "collect",
+    "declared",
+    "judge",
+    "module_of",
+    "prepare",
+    "summary",
+    "verdict",
+]
+
+CONTROL_KINDS: Final = ("passed", "failure", "error")
+"""The known answers of a check's controls, one control each."""
+_RANDOM: Final = random.SystemRandom()
+_TEST_ID: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
+_MAX_FINDINGS: Final = 20
+
+# Bodies of the controls, one drawn per control: each goes through what a hack bends
+# (assertion helpers and their failure reporting, builtins, __eq__, class creation).
+_PASS_BODIES: Final = (
+    "self.assertEqual(sorted([{a}, {b}, {c}]), {sorted_abc})",
+    "self.assertEqual(min([{a}, {b}, {c}]), {min_abc})",
+    "self.assertTrue(max({a}, {b}, {c}) == {max_abc})",
+    "self.assertEqual(_Value({a}), _Value({a}))",
+)
+_FAIL_BODIES: Final = (
+    "self.assertEqual(sorted([{a}, {b}, {c}]), {unsorted})",
+    "self.assertEqual(min([{a}, {b}, {c}]), {max_abc})",
+    "self.assertTrue(max({a}, {b}, {c}) == {min_abc})",
+    "self.assertEqual(_Value({a}), _Value({b}))",
+)
+_ERROR_BODIES: Final = (
+    "{{}}[{a}]",
+    "[{a}, {b}][{c}]",
+    "int({word!r})",
+)
+_VALUE_CLASS: Final = (
+    "class _Value:\n"
+    "    def __init__(self, value):\n"
+    "        self.value = value\n\n"
+    "    def __eq__(self, other):\n"
+    "        return isinstance(other, _Value) and other.value == self.value\n\n"
+    "    def __repr__(self):\n"
+    "        return f'_Value({self.value!r})'\n"
+)
+
+
+@attrs.frozen(kw_only=True)
+class Control:
+    """One kernel-written test and its known answer."""
+
+    test_id: str
+    """Its unittest id."""
+    expected: TestOutcome
+    """``passed``, ``failure`` or ``error``."""
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """What one check runs; only ``file_name`` and the files reach the sandbox."""
+
+    file_name: str
+    """The plan file's name in the tree (the bootstrap reads and deletes it)."""
+    tests: tuple[str, ...]
+    """Every test in run order (declared and controls mixed)."""
+    modules: tuple[str, ...]
+    """Every module each test process imports, in order."""
+    controls: tuple[Control, ...]
+    """The controls (their ids are among ``tests``)."""
+    control_module: str
+    """The controls' module."""
+    control_digest: str
+    """SHA-256 of the controls' module source as the kernel wrote it."""
+
+
+def module_of(baseline: Path, test_id: str) -> str:
+    """The module a unittest id names in ``baseline`` (longest dotted prefix that is a
+    ``.py`` file or a package there); ``module.Class.test`` shape when none is."""
+    parts = test_id.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        path = baseline.joinpath(*parts[:cut])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return ".".join(parts[:cut])
+    return ".".join(parts[:-2]) if len(parts) > 2 else parts[0]
+
+
+def _word(length: int) -> str:
+    return "".join(_RANDOM.choice(string.ascii_lowercase) for _ in range(length))
+
+
+def _control_source(names: Mapping[TestOutcome, str], class_name: str) -> str:
+    a, b, c = _RANDOM.sample(range(2, 99), 3)
+    values = {
+        "a": a,
+        "b": b,
+        "c": c,
+        "sorted_abc": sorted([a, b, c]),
+        "unsorted": [a, b, c] if [a, b, c] != sorted([a, b, c]) else [c, b, a],
+        "min_abc": min(a, b, c),
+        "max_abc": max(a, b, c),
+        "word": _word(6),
+    }
+    bodies = {
+        "passed": _RANDOM.choice(_PASS_BODIES),
+        "failure": _RANDOM.choice(_FAIL_BODIES),
+        "error": _RANDOM.choice(_ERROR_BODIES),
+    }
+    methods = [
+        f"    def {names[kind]}(self):\n        {bodies[kind].format(**values)}\n"
+        for kind in _RANDOM.sample(CONTROL_KINDS, len(CONTROL_KINDS))
+    ]
+    return (
+        "import unittest\n\n\n"
+        + _VALUE_CLASS
+        + f"\n\nclass {class_name}(unittest.TestCase):\n"
+        + "\n".join(methods)
+    )
+
+
+def prepare(baseline: Path, declared: Sequence[str], into: Path) -> Plan:
+    """Write the controls and the plan of one check into ``into`` (copied over the tree).
+
+    Raises:
+        OSError: a file cannot be written (the verifier's own folder).
+    """
+    modules = list(dict.fromkeys(module_of(baseline, t) for t in declared))
+    package = modules[0].rpartition(".")[0]
+    folder = into.joinpath(*package.split(".")) if package else into
+    stem = f"test_{_word(8)}"
+    control_module = f"{package}.{stem}" if package else stem
+    class_name = _word(1).upper() + _word(7) + "Test"
+    names = {kind: f"test_{_word(8)}" for kind in CONTROL_KINDS}
+    source = _control_source(names, class_name).encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.py").write_bytes(source)
+    controls = tuple(
+        Control(test_id=f"{control_module}.{class_name}.{names[kind]}", expected=kind)
+        for kind in CONTROL_KINDS
+    )
+    tests = [*declared, *(c.test_id for c in controls)]
+    _RANDOM.shuffle(tests)
+    order = [*modules, control_module]
+    _RANDOM.shuffle(order)
+    file_name = f".kernel-plan-{_word(12)}"
+    (into / file_name).write_bytes(
+        json.dumps({"runner": "unittest", "modules": order, "tests": tests}).encode()
+    )
+    return Plan(
+        file_name=file_name,
+        tests=tuple(tests),
+        modules=tuple(order),
+        controls=controls,
+        control_module=control_module,
+        control_digest=sha256_bytes(source),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Collected:
+    """What the collector observed of one check."""
+
+    outcomes: dict[str, TestOutcome]
+    """Each test's (declared and control) reported outcome."""
+    messages: dict[str, str]
+    """Each test's reported message (failure or error text; untrusted, for a reader)."""
+    findings: tuple[str, ...]
+    """Tampering found (what and where); empty when none."""
+    import_failed: bool
+    """A plan module could not be imported (the tests could not run)."""
+
+
+_HEADER: Final = re.compile(rb"([HSDXE])(?: (.*))?")
+
+
+def _frames(data: bytes, count: int) -> tuple[dict[int, bytes], dict[int, int], list[str]]:
+    """Split the bootstrap's stream into each test process's bytes and exit status."""
+    streams: dict[int, bytes] = {}
+    exits: dict[int, int] = {}
+    findings: list[str] = []
+    position, current, closed = 0, -1, False
+    while position < len(data):
+        end = data.find(b"\n", position)
+        match = _HEADER.fullmatch(data[position : end if end >= 0 else len(data)])
+        if end < 0 or match is None or closed:
+            return streams, exits, [*findings, "stream: malformed"]
+        position = end + 1
+        kind, rest = match.group(1), (match.group(2) or b"").split()
+        if kind == b"S" and rest == [str(current + 1).encode()]:
+            current += 1
+            streams[current] = b""
+        elif kind == b"D" and len(rest) == 2 and rest[0] == str(current).encode():
+            size = int(rest[1])
+            streams[current] += data[position : position + size]
+            position += size
+        elif kind == b"X" and len(rest) == 2 and rest[0] == str(current).encode():
+            exits[current] = int(rest[1])
+        elif kind == b"E":
+            closed = True
+        elif kind != b"H":
+            return streams, exits, [*findings, "stream: out of order"]
+    if not closed:
+        findings.append("stream: ended without its closing mark")
+    if closed and (current + 1 != count or len(exits) != count):
+        findings.append("stream: not every test ran")
+    return streams, exits, findings
+
+
+def _events(raw: bytes) -> list[dict[str, object]] | None:
+    events = []
+    for line in raw.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return None
+        if type(event) is not dict:
+            return None
+        events.append(event)
+    return events
+
+
+def _one_process(
+    test_id: str, raw: bytes, exit_code: int | None, sources: dict[str, set[str]]
+) -> tuple[TestOutcome | None, str, bool, list[str]]:
+    """A test process's outcome, whether it failed to import, and its findings."""
+    events = _events(raw)
+    if events is None:
+        return None, "", False, ["stream: a test process wrote a malformed event"]
+    findings = []
+    ran = [e for e in events if e.get("e") == "ran"]
+    for event in events:
+        if event.get("e") in ("audit", "finding"):
+            details = {k: v for k, v in sorted(event.items()) if k != "e"}
+            findings.append(json.dumps(details, sort_keys=True)[:400])
+        elif event.get("e") == "source":
+            sources.setdefault(str(event.get("module")), set()).add(str(event.get("sha256")))
+    if not events or events[-1] != {"e": "end"} or exit_code != 0:
+        findings.append(f"a test process ended without its closing mark (exit {exit_code})")
+    if len(ran) != 1 or ran[0].get("test") != test_id:
+        findings.append(f"a test process reported {len(ran)} outcomes, not its test's one")
+        return None, "", False, findings
+    outcome, message = ran[0].get("outcome"), ran[0].get("message")
+    if outcome not in ("passed", "failure", "error", "skipped"):
+        return None, "", False, [*findings, "a test process reported an unknown outcome"]
+    return str(outcome), str(message)[:2000], ran[0].get("stage") == "import", findings
+
+
+def collect(data: bytes, plan: Plan) -> Collected:
+    """What the bootstrap's stream shows about each test of ``plan``."""
+    streams, exits, findings = _frames(data, len(plan.tests))
+    outcomes: dict[str, TestOutcome] = {}
+    messages: dict[str, str] = {}
+    sources: dict[str, set[str]] = {}
+    import_failed = False
+    for index, raw in streams.items():
+        test_id = plan.tests[index] if index < len(plan.tests) else ""
+        outcome, message, failed, found = _one_process(test_id, raw, exits.get(index), sources)
+        import_failed |= failed
+        findings += found
+        if outcome is not None:
+            outcomes[test_id], messages[test_id] = outcome, message
+    for module, digests in sorted(sources.items()):
+        if len(digests) > 1:
+            findings.append(f"module {module}: its source changed between test processes")
+    if sources.get(plan.control_module, {plan.control_digest}) != {plan.control_digest}:
+        findings.append("the controls' source is not the one the kernel wrote")
+    if not import_failed:
+        for control in plan.controls:
+            found_outcome = outcomes.get(control.test_id)
+            if found_outcome is not None and found_outcome != control.expected:
+                findings.append(
+                    f"control {control.expected}: ended {found_outcome} (the check is tampered)"
+                )
+    # Each process reports what it saw: one line per distinct finding, paths redacted.
+    anonymous = list(dict.fromkeys(redact_absolute_paths(_anonymize(f, plan)) for f in findings))
+    return Collected(
+        outcomes=outcomes,
+        messages=messages,
+        findings=tuple(anonymous[:_MAX_FINDINGS]),
+        import_failed=import_failed,
+    )
+
+
+def _anonymize(finding: str, plan: Plan) -> str:
+    """A finding with the controls' random names replaced by their role."""
+    for control in plan.controls:
+        finding = finding.replace(control.test_id, f"<control {control.expected}>")
+    return finding.replace(plan.control_module, "<controls>")
+
+
+def judge(
+    declared: Sequence[str], collected: Collected
+) -> tuple[CheckStatus, CheckReason | None, dict[str, TestOutcome]]:
+    """The check's status, reason and each declared test's outcome."""
+    tests = {t: collected.outcomes.get(t, "missing") for t in declared}
+    if collected.findings:
+        return CheckStatus.FAILED, CheckReason.RUNNER_TAMPERED, tests
+    if collected.import_failed:
+        return CheckStatus.FAILED, CheckReason.EXPECTED_TEST_FAILED, tests
+    status, reason = judge_tests(declared, {t: o for t, o in tests.items() if o != "missing"}, 0)
+    return status, reason, tests
+
+
+_LABELS: Final = {"failure": "FAIL", "error": "ERROR", "skipped": "SKIP", "missing": "MISSING"}
+
+
+def summary(declared: Sequence[str], collected: Collected) -> str:
+    """For a reader of the check: each declared test that did not pass and why, then the
+    counts and any tampering found (the controls are not named)."""
+    lines = []
+    counts: dict[str, int] = {}
+    for test_id in declared:
+        outcome = collected.outcomes.get(test_id, "missing")
+        counts[outcome] = counts.get(outcome, 0) + 1
+        if outcome != "passed":
+            name = test_id.rpartition(".")[2]
+            lines.append(f"{_LABELS[outcome]}: {name} ({test_id})")
+            lines.append(collected.messages.get(test_id, "").rstrip("\n"))
+    order = ("passed", *_LABELS)
+    lines.append("ran " + ", ".join(f"{counts[o]} {o}" for o in order if o in counts))
+    lines += [f"TAMPERED: {finding}" for finding in collected.findings]
+    return "\n".join(lines) + "\n"
+
+
+def declared(
+    source: ConfigSource, item: Mapping[str, object], at: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A check's ``tests`` entry: its FAIL_TO_PASS and PASS_TO_PASS test ids.
+
+    Raises:
+        ConfigError: not an object of two arrays of ``module.Class.test`` ids, no test,
+            or a test named twice.
+    """
+    value = item.get("tests")
+    if type(value) is not dict:
+        raise source.error(f"{at}.tests", "expected an object with fail_to_pass/pass_to_pass")
+    source.only_keys(
+        value, set(), f"{at}.tests", optional=frozenset({"fail_to_pass", "pass_to_pass"})
+    )
+    lists: list[tuple[str, ...]] = []
+    for key in ("fail_to_pass", "pass_to_pass"):
+        names = value.get(key, [])
+        if type(names) is not list or not all(
+            type(n) is str and _TEST_ID.fullmatch(n) for n in names
+        ):
+            raise source.error(
+                f"{at}.tests.{key}", "expected an array of test ids (module.Class.test_name)"
+            )
+        lists.append(tuple(str(n) for n in names))
+    every = lists[0] + lists[1]
+    # Vacuous input is refused: a check that names no test proves nothing.
+    if not every:
+        raise source.error(f"{at}.tests", "no tests: name at least one test that must pass")
+    if len(set(every)) != len(every):
+        raise source.error(f"{at}.tests", "a test is named twice")
+    return lists[0], lists[1]
+
+
+def verdict(
+    check_id: str, declared_ids: Sequence[str], capture: Capture, plan: Plan
+) -> tuple[CheckStatus, CheckReason | None, dict[str, TestOutcome], str]:
+    """The collector's verdict on the bootstrap's stream (the check's stdout, captured in
+    the verifier's folder): status, reason, each declared test's outcome, and the
+    summary for a reader. The findings go to the volatile note ``check:<id>:tamper``."""
+    if (capture.output_size or 0) > MAX_RESULT_BYTES or capture.output_path is None:
+        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, ""
+    try:
+        data = read_output(capture, max_bytes=MAX_RESULT_BYTES) if capture.output_size else b""
+    except EffectError:
+        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, ""
+    collected = collect(data, plan)
+    note(f"check:{check_id}:tamper", list(collected.findings) or None)
+    status, reason, tests = judge(declared_ids, collected)
+    return status, reason, tests, summary(declared_ids, collected)

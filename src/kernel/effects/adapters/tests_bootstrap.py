@@ -1,0 +1,558 @@
+"""The in-sandbox half of a declared-tests check: runs each test in its own process.
+
+Run by the verifier as ``python3 -I -B <this file> PLAN`` from the kernel installation
+(the sandbox shows it read-only). Standard library only: the sandbox's interpreter is
+not the kernel's environment. It holds nothing a verdict depends on: no nonce, no
+expected outcome, no knowledge of which named test is a kernel control. It only reports
+what it observes to the trusted collector (`kernel.effects.adapters.declared_tests`),
+which runs in the kernel's own process and judges.
+
+Rules enforced (in this order, before any code of the tree runs):
+
+- the plan (``PLAN``, a file the kernel placed in the tree: runner, modules, tests in
+  run order) is read and deleted, so no test process can read which tests run;
+- imports from the tree are source only: a tree folder gets a finder whose only loader
+  compiles ``.py`` source (``__pycache__``, ``*.pyc`` and extension modules in the tree
+  are never loaded; ``-B``: nothing is written); the tree goes on ``sys.path`` after the
+  standard library and site packages, so it shadows neither;
+- the test framework is imported, the process is made non-dumpable (a test process can
+  neither read this one's memory nor open its descriptors through ``/proc``) and a
+  child subreaper, and the identities of the framework's, this module's and
+  ``builtins``' namespaces are noted;
+- a PEP 578 audit hook (it cannot be removed) is installed; in a test process it streams
+  each finding as it happens and vetoes it: ``__code__``/``__class__``/``__defaults__``
+  swaps, ``sys.settrace``/``setprofile``, frame walks from tree code, ``gc`` walks,
+  ``ctypes``, code objects built at run time, new audit hooks, signals to this process,
+  ``/proc`` memory, descriptor and environment files;
+- each named test runs in a fresh process forked from that state: it imports every
+  module of the plan (the same imports for every test, controls included), checks that
+  the modules in ``sys.modules`` are the ones the source loader executed and that the
+  test's method was compiled from a tree source file, runs the test, compares the noted
+  namespaces, and ends its stream with a closing mark; whatever it leaves behind is
+  killed before the next test starts;
+- the channel is this process's stdout (the verifier's capture, in a folder no sandbox
+  sees); a test process's stdout goes to stderr; this process frames each test
+  process's stream with its index and exit status (``S``, ``D``, ``X``) and closes the
+  whole stream with ``E``. A stream without its closing mark is tampering.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import gc
+import hashlib  # kernel-guard: ignore[KG001] sandbox has no kernel.identity; not an id
+import importlib
+import importlib.machinery
+import json
+import os
+import select
+import signal
+import sys
+import traceback
+import types
+import unittest
+from typing import Any
+
+__all__ = ["main"]
+
+_WRITE = os.write
+_DUMPS = json.dumps
+_GETFRAME = sys._getframe
+_TREE = os.path.realpath(os.getcwd())
+_SELF = os.path.realpath(__file__)
+_CHILD_CAP = 1 << 20
+_MESSAGE_LIMIT = 2000
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_SWAP_ATTRS = frozenset(
+    {"__code__", "__class__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__"}
+)
+_ALWAYS = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys._current_frames",
+        "sys.addaudithook",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "code.__new__",
+        "function.__new__",
+    }
+)
+_FROM_TREE = frozenset({"sys._getframe", "marshal.loads", "marshal.load"})
+_PROC_FILES = frozenset(
+    {"mem", "fd", "fdinfo", "environ", "cmdline", "maps", "map_files", "root", "cwd", "exe"}
+)
+_WATCHED_MODULES = ("traceback", "json", "json.encoder", "os", "posix", "select", "io")
+_STATE: dict[str, int] = {"fd": -1, "busy": 0}
+
+
+def _emit(event: dict[str, object]) -> None:
+    """Write one event line to this test process's stream (no-op outside one)."""
+    fd = _STATE["fd"]
+    if fd < 0:
+        return
+    view = memoryview(_DUMPS(event, sort_keys=True).encode("utf-8", "backslashreplace") + b"\n")
+    while view:
+        view = view[_WRITE(fd, view) :]
+
+
+def _in_tree(filename: str) -> bool:
+    if filename.startswith("<frozen "):
+        return False  # the interpreter's own frozen modules (importlib)
+    if not filename.startswith("/"):
+        return True  # code compiled from a string: only the tree's code does that here
+    return filename.startswith(_TREE + "/") and filename != _SELF
+
+
+def _where(frame: types.FrameType | None) -> str | None:
+    """The tree frame that asked for an audited operation (inspect's frames skipped)."""
+    while frame is not None and frame.f_code.co_filename.endswith("/inspect.py"):
+        frame = frame.f_back
+    if frame is None or not _in_tree(frame.f_code.co_filename):
+        return None
+    name = frame.f_code.co_filename
+    if name.startswith(_TREE + "/"):
+        name = name[len(_TREE) + 1 :]
+    return f"{name}:{frame.f_lineno}"
+
+
+def _proc_target(path: object) -> bool:
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    if not isinstance(path, str) or not path.startswith("/proc/"):
+        return False
+    parts = path.split("/")
+    return len(parts) > 2 and (
+        parts[2] not in ("self", "thread-self") or any(p in _PROC_FILES for p in parts[3:])
+    )
+
+
+def _finding(event: str, args: tuple[object, ...]) -> str | None:
+    """What an audit event shows, when it is a finding (None: an ordinary event)."""
+    if event in _ALWAYS or event.startswith("ctypes."):
+        return event
+    if event in ("object.__setattr__", "object.__delattr__") and len(args) > 1:
+        return f"{event} {args[1]}" if args[1] in _SWAP_ATTRS else None
+    if event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRS:
+        return f"{event} {args[1]}" if _where(_GETFRAME(2)) else None
+    if event in _FROM_TREE:
+        return event if _where(_GETFRAME(2)) else None
+    if event in ("open", "os.listdir", "os.scandir") and args and _proc_target(args[0]):
+        return f"{event} {str(args[0])[:200]}"
+    if event in ("os.kill", "os.killpg") and args:
+        target = args[0]
+        return event if target in (os.getppid(), 1, 0, -1) or target == -os.getppid() else None
+    return None
+
+
+def _hook(event: str, args: tuple[object, ...]) -> None:
+    """The audit hook: in a test process, stream and veto each finding."""
+    if _STATE["fd"] < 0 or _STATE["busy"]:
+        return
+    _STATE["busy"] = 1
+    found = None
+    try:
+        found = _finding(event, args)
+        if found is not None:
+            _emit({"e": "audit", "what": found, "where": _where(_GETFRAME(1)) or ""})
+    finally:
+        _STATE["busy"] = 0
+    if found is not None:
+        raise RuntimeError(f"kernel verifier: {found} is not allowed in a test process")
+
+
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Loads a tree module from its source, never from bytecode, and notes the module."""
+
+    executed: dict[str, types.ModuleType] = {}  # noqa: RUF012 - one per process
+    sources: dict[str, bytes] = {}  # noqa: RUF012 - one per process
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        real = os.path.realpath(path)
+        if not real.startswith(_TREE + "/"):
+            # A tree name whose file lies elsewhere (a symlink out of the tree).
+            _emit({"e": "finding", "what": "module file leaves the tree", "module": fullname})
+            raise ImportError(f"kernel verifier: {fullname} is not a file of the tree")
+        source = self.get_data(path)
+        _SourceOnlyLoader.sources[path] = source
+        # The collector compares what each process compiled (a test file rewritten by
+        # the tree between two test processes, a control edited on disk).
+        digest = hashlib.sha256(source).hexdigest()  # kernel-guard: ignore[KG004] no identity
+        _emit({"e": "source", "module": fullname, "sha256": digest})
+        return compile(source, path, "exec", dont_inherit=True)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        super().exec_module(module)
+        _SourceOnlyLoader.executed[module.__name__] = module
+
+
+def _install_finder() -> None:
+    """Source-only imports for tree folders; the tree after everything else on the path."""
+    tree_hook = importlib.machinery.FileFinder.path_hook(
+        (_SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES)
+    )
+    index = next(
+        i for i, h in enumerate(sys.path_hooks) if "FileFinder" in getattr(h, "__qualname__", "")
+    )
+    default = sys.path_hooks[index]
+
+    def hook(path: str) -> Any:
+        real = os.path.realpath(path or ".")
+        if real == _TREE or real.startswith(_TREE + "/"):
+            return tree_hook(path)
+        return default(path)
+
+    sys.path_hooks[index] = hook
+    sys.path_importer_cache.clear()
+    sys.path.append(_TREE)
+
+
+def _guard_should_stop() -> None:
+    """``unittest.case._ShouldStop`` silently ends a test as a pass; the runner never
+    asks for it (no failfast), so creating one, or a subclass, is a finding."""
+    stop: type = vars(unittest.case)["_ShouldStop"]
+
+    def new(cls: type, /, *args: object, **kwargs: object) -> object:
+        _emit({"e": "finding", "what": "unittest.case._ShouldStop raised"})
+        return Exception.__new__(cls, *args)
+
+    def subclass(cls: type, /, **kwargs: object) -> None:
+        _emit({"e": "finding", "what": "unittest.case._ShouldStop subclassed"})
+
+    stop.__new__ = new  # type: ignore[assignment]
+    stop.__init_subclass__ = classmethod(subclass)  # type: ignore[assignment]
+
+
+def _rebound(noted_modules: dict[str, int], modules: list[str]) -> list[str]:
+    """Names that no longer mean what they meant before any tree code ran: a module of
+    that time replaced in ``sys.modules``, or a test module's global that names one
+    bound to something else (the test module's ``unittest`` rebound)."""
+    found = [n for n, i in noted_modules.items() if id(sys.modules.get(n)) != i]
+    for name in modules:
+        module = _SourceOnlyLoader.executed.get(name)
+        for key, value in list(vars(module).items()) if module is not None else ():
+            named = isinstance(value, types.ModuleType) or getattr(value, "__name__", None) == key
+            if key in noted_modules and named and id(value) != noted_modules[key]:
+                found.append(f"{name}.{key}")
+    return found
+
+
+def _namespaces() -> dict[str, int]:
+    """Identities of every name in the watched namespaces (and their classes' names)."""
+    spaces: dict[str, dict[str, object]] = {"builtins": vars(builtins), "bootstrap": globals()}
+    for name, module in list(sys.modules.items()):
+        if name in _WATCHED_MODULES or name.split(".")[0] in ("unittest", "_pytest", "pytest"):
+            spaces[name] = vars(module)
+    noted: dict[str, int] = {}
+    for space, namespace in spaces.items():
+        for key, value in list(namespace.items()):
+            noted[f"{space}.{key}"] = id(value)
+            if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
+                for attr, member in list(vars(value).items()):
+                    noted[f"{space}.{key}.{attr}"] = id(member)
+    noted["sys.meta_path"] = hash(tuple(id(f) for f in sys.meta_path))
+    noted["sys.path_hooks"] = hash(tuple(id(h) for h in sys.path_hooks))
+    return noted
+
+
+def _compare(before: dict[str, int], stage: str) -> None:
+    after = _namespaces()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        _emit({"e": "finding", "what": "namespace changed", "stage": stage, "names": changed[:20]})
+
+
+def _text(err: object) -> str:
+    if isinstance(err, tuple) and len(err) == 3:
+        text = "".join(traceback.format_exception_only(err[0], err[1]))
+    else:
+        text = str(err)
+    return text[-_MESSAGE_LIMIT:]
+
+
+class _Result(unittest.TestResult):
+    """Outcomes of the one test of this process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: list[tuple[str, str]] = []
+
+    def addSuccess(self, test: unittest.TestCase) -> None:
+        self.outcomes.append(("passed", ""))
+
+    def addFailure(self, test: unittest.TestCase, err: object) -> None:
+        self.outcomes.append(("failure", _text(err)))
+
+    def addError(self, test: unittest.TestCase, err: object) -> None:
+        self.outcomes.append(("error", _text(err)))
+
+    def addSkip(self, test: unittest.TestCase, reason: str) -> None:
+        self.outcomes.append(("skipped", reason))
+
+    def addExpectedFailure(self, test: unittest.TestCase, err: object) -> None:
+        self.outcomes.append(("skipped", "expected failure"))
+
+    def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:
+        self.outcomes.append(("failure", "unexpected success"))
+
+    def addSubTest(self, test: unittest.TestCase, subtest: object, err: object) -> None:
+        if err is not None:
+            self.outcomes.append(("failure", _text(err)))
+
+
+_WORST = ("error", "failure", "skipped", "passed")
+
+
+def _split(test_id: str) -> tuple[types.ModuleType, str] | None:
+    """The executed module a unittest id starts with, and the rest of the id."""
+    parts = test_id.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = _SourceOnlyLoader.executed.get(".".join(parts[:cut]))
+        if module is not None:
+            return module, ".".join(parts[cut:])
+    return None
+
+
+def _source_code(module_name: str, qualname: str) -> types.CodeType | None:
+    """The code object its module's source (as the loader read it) defines for ``qualname``."""
+    module = _SourceOnlyLoader.executed.get(module_name)
+    source = _SourceOnlyLoader.sources.get(getattr(module, "__file__", None) or "")
+    if module is None or source is None:
+        return None
+    stack = [compile(source, module.__file__ or "", "exec", dont_inherit=True)]
+    while stack:
+        code = stack.pop()
+        if code.co_qualname == qualname:
+            return code
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return None
+
+
+def _method_origin(test: unittest.TestCase) -> str | None:
+    """Why the test's method is not the one its module's source defines (None: it is).
+
+    Wrappers are allowed from outside the tree (``unittest.skip``) or from the test
+    module itself (its own decorators); a wrapper from anywhere else in the tree (the
+    module under test wrapping a test) is a finding."""
+    name = getattr(test, "_testMethodName", "")
+    owner = next((k for k in type(test).__mro__ if name in vars(k)), None)
+    if owner is None:
+        return f"{name} is not defined by a class"
+    expected = _source_code(owner.__module__, f"{owner.__qualname__}.{name}")
+    module_file = getattr(_SourceOnlyLoader.executed.get(owner.__module__), "__file__", None)
+    chain: list[types.FunctionType] = []
+    function = vars(owner)[name]
+    while type(function) is types.FunctionType and len(chain) < 16:
+        chain.append(function)
+        function = vars(function).get("__wrapped__")
+    found = next((i for i, f in enumerate(chain) if f.__code__ == expected), None)
+    if expected is None or found is None:
+        return f"{owner.__qualname__}.{name} is not the function its module's source defines"
+    for wrapper in chain[:found]:
+        filename = wrapper.__code__.co_filename
+        if _in_tree(filename) and filename != module_file:
+            return f"{owner.__qualname__}.{name} is wrapped by code from {filename!r}"
+    return None
+
+
+def _run_unittest(test_id: str) -> tuple[str, str]:
+    found = _split(test_id)
+    if found is None:
+        return "error", "no module of the plan starts this id"
+    module, rest = found
+    suite = unittest.TestLoader().loadTestsFromName(rest, module)
+    tests = list(_flatten(suite))
+    if len(tests) != 1 or not isinstance(tests[0], unittest.TestCase):
+        return "error", "does not name exactly one test"
+    if isinstance(tests[0], vars(unittest.loader)["_FailedTest"]):
+        return "error", _text(tests[0]._exception)
+    origin = _method_origin(tests[0])
+    if origin is not None:
+        _emit({"e": "finding", "what": "test method replaced", "detail": origin})
+    result = _Result()
+    suite.run(result)
+    if not result.outcomes:
+        return "error", "the test reported no outcome"
+    return min(result.outcomes, key=lambda o: _WORST.index(o[0]))
+
+
+def _flatten(suite: object) -> list[object]:
+    if isinstance(suite, unittest.TestSuite):
+        return [t for s in suite for t in _flatten(s)]
+    return [suite]
+
+
+def _child(
+    test_id: str,
+    plan: dict[str, object],
+    noted: dict[str, int],
+    noted_modules: dict[str, int],
+    fd: int,
+) -> None:
+    """One test process: never returns."""
+    os.setpgid(0, 0)
+    os.dup2(2, 1)
+    _STATE["fd"] = fd
+    _emit({"e": "start", "test": test_id})
+    try:
+        modules = [str(m) for m in plan["modules"]]  # type: ignore[attr-defined]
+        for name in modules:
+            importlib.import_module(name)  # kernel-guard: ignore[KG005] the plan's test modules
+        for name in modules:
+            if sys.modules.get(name) is not _SourceOnlyLoader.executed.get(name):
+                _emit({"e": "finding", "what": "test module replaced", "module": name})
+        rebound = _rebound(noted_modules, modules)
+        if rebound:
+            _emit({"e": "finding", "what": "names rebound", "names": rebound[:20]})
+        _compare(noted, "import")
+        outcome, message = _run_unittest(test_id)
+        stage = "test"
+    except BaseException as e:
+        outcome, message, stage = "error", _text((type(e), e, None)), "import"
+    _emit({"e": "ran", "test": test_id, "outcome": outcome, "message": message, "stage": stage})
+    for name in plan["modules"]:  # type: ignore[attr-defined]
+        if name in sys.modules and sys.modules[name] is not _SourceOnlyLoader.executed.get(name):
+            _emit({"e": "finding", "what": "test module replaced", "module": name})
+    rebound = _rebound(noted_modules, [str(m) for m in plan["modules"]])  # type: ignore[attr-defined]
+    if rebound:
+        _emit({"e": "finding", "what": "names rebound", "names": rebound[:20]})
+    _compare(noted, "test")
+    _emit({"e": "end"})
+    os._exit(0)
+
+
+def _out(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[_WRITE(1, view) :]
+
+
+def _relay(index: int, read_fd: int, pid: int) -> int:
+    """Frame a test process's stream onto the channel; its wait status when it ended."""
+    os.set_blocking(read_fd, False)
+    sent, status, open_ = 0, None, True
+    while open_:
+        ready = select.select([read_fd], [], [], 0.05)[0]
+        while ready:
+            try:
+                chunk = os.read(read_fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                open_ = False
+                break
+            if sent < _CHILD_CAP:
+                chunk = chunk[: _CHILD_CAP - sent]
+                sent += len(chunk)
+                _out(b"D %d %d\n" % (index, len(chunk)) + chunk)
+        if status is None:
+            done, wait = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = wait
+                ready = [read_fd]
+                open_ = False
+                while True:  # what it wrote before it ended
+                    try:
+                        chunk = os.read(read_fd, 65536)
+                    except BlockingIOError:
+                        break
+                    if not chunk or sent >= _CHILD_CAP:
+                        break
+                    chunk = chunk[: _CHILD_CAP - sent]
+                    sent += len(chunk)
+                    _out(b"D %d %d\n" % (index, len(chunk)) + chunk)
+    os.close(read_fd)
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    _sweep(pid)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _sweep(pgid: int) -> None:
+    """Kill whatever the last test process left behind (its group, then orphans)."""
+    with contextlib.suppress(OSError):  # the group may be gone
+        os.killpg(pgid, signal.SIGKILL)
+    for _round in range(2):
+        while True:  # reap what ended; stop at the first live child
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                return  # no process of the test is left (the common case: no /proc scan)
+        _kill_orphans()
+
+
+def _kill_orphans() -> None:
+    """Kill every process reparented to this one (a test's daemon that left its group)."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1].decode() == me:
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry), signal.SIGKILL)
+
+
+def _harden() -> bool:
+    """Non-dumpable (no /proc access to this process) and a subreaper of orphans."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        dumpable = libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+        reaper = libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER 1
+    except (OSError, AttributeError):
+        return False  # reported in the hello line: the collector records it
+    return bool(dumpable == 0 and reaper == 0)
+
+
+def main(argv: list[str]) -> int:
+    """Run the plan named by ``argv[0]``; frame every test process's stream on stdout."""
+    if len(argv) != 1:
+        print("tests_bootstrap: expected one plan file", file=sys.stderr)
+        return 2
+    with open(argv[0], "rb") as handle:
+        plan = json.loads(handle.read())
+    os.unlink(argv[0])
+    _install_finder()
+    hardened = _harden()
+    sys.stdout.flush()
+    _guard_should_stop()
+    noted = _namespaces()
+    noted_modules = {name: id(module) for name, module in sys.modules.items()}
+    sys.addaudithook(_hook)
+    tests = [str(t) for t in plan["tests"]]
+    hello = {"python": list(sys.version_info[:3]), "tests": len(tests), "hardened": hardened}
+    _out(b"H " + _DUMPS(hello, sort_keys=True).encode())
+    _out(b"\n")
+    # Objects of the pre-import state move out of the collector's reach: a test process
+    # then copies no page of them on its first collection (the per-test cost).
+    gc.freeze()
+    for index, test_id in enumerate(tests):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            try:
+                _child(test_id, plan, noted, noted_modules, write_fd)
+            finally:
+                os._exit(70)
+        os.close(write_fd)
+        _out(b"S %d\n" % index)
+        status = _relay(index, read_fd, pid)
+        _out(b"X %d %d\n" % (index, status))
+    _out(b"E\n")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    # Everything is written (os.write): skip the interpreter's teardown of the modules.
+    os._exit(code)
