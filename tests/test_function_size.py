@@ -23,7 +23,6 @@ LONG_FUNCTIONS = {
     "kernel/binding.py:verify_binding_set": 133,
     "kernel/consensus.py:build_consensus": 120,
     "kernel/decision.py:record_decision": 108,
-    "kernel/effects/adapters/command.py:_command_verifier": 87,
     "kernel/effects/orchestrate.py:load_config": 98,
     "kernel/effects/orchestrate.py:_run_attempt": 85,
     "kernel/effects/promotion.py:promote": 110,
@@ -44,7 +43,7 @@ LONG_FUNCTIONS = {
 LONG_MODULES = {
     "kernel/binding.py": 1672,
     "kernel/codec.py": 1311,
-    "kernel/effects/adapters/command.py": 1085,
+    "kernel/effects/adapters/command.py": 1088,
     "kernel/effects/sandbox/nshelper.py": 876,
     "kernel/guard/engine.py": 960,
     "kernel/guard/scan.py": 1888,

@@ -982,6 +982,38 @@ def _require_trust(
     return tuple(sorted(set(levels)))
 
 
+def _check(
+    source: ConfigSource, item: object, at: str, verifier_env: object, seen: set[str]
+) -> CheckSpec:
+    """One entry of the verifier's ``checks``: a command, declared tests or an oracle."""
+    if type(item) is not dict:
+        raise source.error(at, "expected an object")
+    source.only_keys(item, _CHECK_KEYS, at, optional=_CHECK_OPTIONAL)
+    check_id = source.string(item, "id", at)
+    if check_id in seen:
+        raise source.error(f"{at}.id", f"duplicate or reserved check id {check_id!r}")
+    seen.add(check_id)
+    required = item.get("required", True)
+    if type(required) is not bool:
+        raise source.error(f"{at}.required", f"expected true or false, got {required!r}")
+    merged = dict(item)
+    if type(verifier_env) is dict:
+        own = item.get("env")
+        merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
+    if [k in item for k in ("command", "tests", "oracle")].count(True) != 1:
+        raise source.error(at, "a check has exactly one of command, tests or oracle")
+    if "tests" in item:
+        return _tests_check(source, merged, at, check_id, required)
+    if "oracle" in item:
+        oracle, run_argv, argv = parse_oracle(source, merged, at)
+        spec = _command(source, {**merged, "command": run_argv}, at)
+        spec = attrs.evolve(spec, argv=tuple(argv))
+        return CheckSpec(id=check_id, command=spec, required=required, oracle=oracle)
+    if "python" in item:
+        raise source.error(f"{at}.python", "only a tests check names an interpreter")
+    return CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
+
+
 def _command_verifier(
     entry: Mapping[str, object], source: ConfigSource
 ) -> tuple[VerifierAdapter, str]:
@@ -996,36 +1028,7 @@ def _command_verifier(
     checks: list[CheckSpec] = []
     seen: set[str] = {PROTECTED_CHECK, SCREEN_CHECK}
     for index, item in enumerate(checks_value):
-        at = f"{where}.checks[{index}]"
-        if type(item) is not dict:
-            raise source.error(at, "expected an object")
-        source.only_keys(item, _CHECK_KEYS, at, optional=_CHECK_OPTIONAL)
-        check_id = source.string(item, "id", at)
-        if check_id in seen:
-            raise source.error(f"{at}.id", f"duplicate or reserved check id {check_id!r}")
-        seen.add(check_id)
-        required = item.get("required", True)
-        if type(required) is not bool:
-            raise source.error(f"{at}.required", f"expected true or false, got {required!r}")
-        merged = dict(item)
-        if type(verifier_env) is dict:
-            own = item.get("env")
-            merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
-        if [k in item for k in ("command", "tests", "oracle")].count(True) != 1:
-            raise source.error(at, "a check has exactly one of command, tests or oracle")
-        if "tests" in item:
-            checks.append(_tests_check(source, merged, at, check_id, required))
-        elif "oracle" in item:
-            oracle, run_argv, argv = parse_oracle(source, merged, at)
-            spec = _command(source, {**merged, "command": run_argv}, at)
-            spec = attrs.evolve(spec, argv=tuple(argv))
-            checks.append(CheckSpec(id=check_id, command=spec, required=required, oracle=oracle))
-        elif "python" in item:
-            raise source.error(f"{at}.python", "only a tests check names an interpreter")
-        else:
-            checks.append(
-                CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
-            )
+        checks.append(_check(source, item, f"{where}.checks[{index}]", verifier_env, seen))
     protected: list[str] = []
     if "protected" in entry:
         protected = _string_list(source, entry, "protected", where)
