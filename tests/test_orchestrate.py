@@ -189,3 +189,20 @@ def test_a_required_validator_the_verifier_lacks_stops_the_load(tmp_path: Path) 
     unit.write_text(json.dumps(document))
     with pytest.raises(ConfigError, match="'unit-test' is not a check of the verifier"):
         load_config(tmp_path / "demo" / "config.json")
+
+
+def test_a_misspelt_test_id_stops_the_load(tmp_path: Path) -> None:
+    """A declared test the baseline statically does not define is refused when the config
+    loads (one line naming it), not a check that fails every attempt."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    config = tmp_path / "demo" / "config.json"
+    document = json.loads(config.read_text())
+    document["verifier"]["checks"][0]["tests"]["fail_to_pass"] = [
+        "test_stats.StatsTest.test_median_evenn"
+    ]
+    config.write_text(json.dumps(document))
+    with pytest.raises(
+        ConfigError, match=r"unknown test id 'test_stats\.StatsTest\.test_median_evenn'"
+    ):
+        load_config(config)

@@ -86,6 +86,7 @@ from kernel.effects.adapters.base import (
 from kernel.effects.files import load_json
 from kernel.effects.git import content_tree_id
 from kernel.effects.sandbox import Limits, available_isolation, private_tempdir
+from kernel.effects.testids import unknown_test_ids
 from kernel.errors import (
     CanonicalizationError,
     ConfigError,
@@ -264,6 +265,7 @@ def load_config(
         raise source.error("$.verifier.adapter", f"unknown verifier adapter {kind!r}")
     verifier, policy_digest = verifier_factory(verifier_entry, source)
     _check_required_validators(verifier, work_unit, unit_path)
+    _check_test_ids(verifier, source)
     entries = document["attempts"]
     # Vacuous input is refused: a run has at least one attempt.
     if type(entries) is not list or not entries:
@@ -317,6 +319,29 @@ def _check_required_validators(verifier: object, work_unit: WorkUnit, unit_path:
             f"{unit_path}: required_validators: {missing[0]!r} is not a check of the "
             f"verifier (its checks: {', '.join(sorted(ids))})"
         )
+
+
+def _check_test_ids(verifier: object, source: ConfigSource) -> None:
+    """A declared test id the verifier's baseline statically does not define is a config
+    error at load time (issue 19), not a check that fails every candidate."""
+    baseline = getattr(verifier, "baseline", None)
+    if not isinstance(baseline, Path):
+        return
+
+    def read(relative: str) -> str | None:
+        try:
+            return (baseline / relative).read_text("utf-8", "replace")
+        except OSError:
+            return None
+
+    for check in getattr(verifier, "checks", ()):
+        unknown = unknown_test_ids(getattr(check, "tests", ()), read)
+        if unknown:
+            raise source.error(
+                "$.verifier.checks",
+                f"check {check.id!r}: unknown test id {unknown[0]!r}: the baseline defines "
+                "no such test",
+            )
 
 
 LIMIT_KEYS: Final = tuple(f.name for f in attrs.fields(Limits))

@@ -46,7 +46,6 @@ Rules enforced:
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import json
 import os
@@ -77,6 +76,7 @@ from kernel.effects.git import Repo
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import REPLAY_NONE, run_pipeline
 from kernel.effects.sandbox import check_command_starts
+from kernel.effects.testids import unknown_test_ids
 from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.identity import sha256_bytes, sha256_hex
 from kernel.runrecord import DeclaredTestKind, DeclaredTestOutcome, DeclaredTestResult
@@ -235,67 +235,22 @@ def _instance(path: Path, index: int, item: Mapping[str, object]) -> SuiteInstan
     )
 
 
-_TESTCASE_BASES: Final = frozenset({"TestCase", "unittest.TestCase", "object"})
-
-
-def _names(scope: Sequence[ast.stmt]) -> dict[str, ast.stmt]:
-    """The names a module or class body binds to definitions or assignments."""
-    found: dict[str, ast.stmt] = {}
-    for node in scope:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            found[node.name] = node
-        elif isinstance(node, ast.Assign):
-            found.update({t.id: node for t in node.targets if isinstance(t, ast.Name)})
-    return found
-
-
-def _test_defined(source: str, names: Sequence[str]) -> bool | None:
-    """Whether ``names`` (class, method) are defined in the module ``source``; None when
-    it cannot be told statically (a base class from elsewhere, a syntax error)."""
-    try:
-        scope: Sequence[ast.stmt] = ast.parse(source).body
-    except (SyntaxError, ValueError):
-        return None
-    for name in names:
-        node = _names(scope).get(name)
-        if node is None:
-            return False
-        if not isinstance(node, ast.ClassDef):
-            return None if name != names[-1] else True
-        inherited = {ast.unparse(b) for b in node.bases} - _TESTCASE_BASES
-        if inherited and name != names[-1] and names[-1] not in _names(node.body):
-            return None
-        scope = node.body
-    return True
-
-
 def _unknown_tests(instance: SuiteInstance) -> tuple[str, ...]:
-    """The declared unittest ids whose module, class or method the baseline does not
-    define, when that can be told statically (pytest ids and tests a ``test_patch``
-    adds are left to calibration)."""
+    """The declared unittest ids the baseline statically does not define (tests a
+    ``test_patch`` adds are left to calibration)."""
     if instance.test_patch:
         return ()
-    unknown: list[str] = []
     repo = Repo(instance.repo) if instance.base_commit else None
-    for test in (*instance.fail_to_pass, *instance.pass_to_pass):
-        parts = test.split(".")
-        if "::" in test or "/" in test or len(parts) < 2:
-            continue
-        verdict: bool | None = False
-        for cut in range(len(parts) - 1, 0, -1):
-            relative = "/".join(parts[:cut]) + ".py"
-            try:
-                if repo is not None:
-                    source = repo.git("show", f"{instance.base_commit}:{relative}")
-                else:
-                    source = (instance.repo / relative).read_text("utf-8", "replace")
-            except (OSError, EffectError):
-                continue
-            verdict = _test_defined(source, parts[cut:])
-            break
-        if verdict is False:
-            unknown.append(test)
-    return tuple(unknown)
+
+    def read(relative: str) -> str | None:
+        try:
+            if repo is not None:
+                return repo.git("show", f"{instance.base_commit}:{relative}")
+            return (instance.repo / relative).read_text("utf-8", "replace")
+        except (OSError, EffectError):
+            return None
+
+    return unknown_test_ids((*instance.fail_to_pass, *instance.pass_to_pass), read)
 
 
 def load_instances(path: Path | str) -> tuple[SuiteInstance, ...]:
