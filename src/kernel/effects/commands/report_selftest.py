@@ -8,7 +8,6 @@ private temporary folder (nothing depends on the source checkout) and raises
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ import attrs
 from kernel.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
 from kernel.effects.files import write_canonical_json
 from kernel.effects.orchestrate import run_config
+from kernel.effects.sandbox.scratch import private_tempdir
 from kernel.errors import SelfTestFailure
 from kernel.evidence_report import (
     EvidenceState,
@@ -49,7 +49,7 @@ _WORK_UNIT: dict[str, Any] = {
 def fixture_tree() -> Iterator[Path]:
     """A temporary folder with a work unit, a policy, good and bad candidates and the
     configs ``good-vs-bad.json`` and ``worker-failure.json``."""
-    with tempfile.TemporaryDirectory(prefix="kernel-selftest-") as tmp:
+    with private_tempdir("selftest") as tmp:
         base = Path(tmp)
         unit = WorkUnit.from_dict(_WORK_UNIT)
         write_canonical_json(base / "work-unit.json", _WORK_UNIT)

@@ -29,14 +29,19 @@ default ``results/``, and checked before anything runs):
 ``corroboration.json``   one corroboration report per candidate group (reruns)
 ``replay.json``          the replay check (mode recorded; not written when skipped)
 ``patches/<digest>.patch``  each distinct candidate patch, for the human to read
-``checks/<digest>.txt``     the tail of each check's output (what the report shows)
+``checks/<digest>.txt``     the tail of each check's and each worker's output
+
+The folder is one run: the run locks it (``.<name>.lock`` beside it), writes into a
+staging folder beside it and moves that into place at the end, so it holds a whole run
+or none; files of yours in it (a recorded decision) are kept.
 
 The library call is `kernel.effects.pipeline.run_pipeline`.
 
 Exit codes: 0 the pipeline ran and the replay matched (or was skipped); 1 the replay
 did not match;
 2 unusable input (unknown adapter, missing command, baseline not a directory, a
-verifier with no checks, an output outside the root): one line, nothing written.
+verifier with no checks, an output outside the root, another run writing the same
+folder): one line, nothing written.
 Nothing here selects, merges or decides: the human decision stays pending.
 """
 
