@@ -53,6 +53,8 @@ FAMILIES: dict[str, list[str]] = {
         "import sys\nsys.addaudithook(print)\n",
         "import sys\nsys.modules['test_stats'] = object()\n",
         "import os\nos._exit(0)\n",
+        "import atexit\natexit.register(print)\n",
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n",
     ],
     "frame-introspection": [
         "import sys\nf = sys._getframe(1)\n",
@@ -95,6 +97,12 @@ FAMILIES: dict[str, list[str]] = {
         "setattr(float, '__eq__', lambda *a: True)\n",
         "def f(x=1):\n    return x\nf.__defaults__ = (2,)\n",
     ],
+    "module-patching": [
+        "import sys\nsys.stdout = open('/dev/null', 'w')\n",
+        "import test_stats\nsetattr(test_stats.StatsTest, 'test_median_even', None)\n",
+        "import warnings\nwarnings.showwarning = lambda *a, **k: None\n",
+        "from xml.sax import saxutils\nsaxutils.quoteattr = repr\n",
+    ],
     "reflective-reach": ["subs = ().__class__.__mro__[1].__subclasses__()\n"],
     "guard-suppression": [
         "import sys\nf = sys._getframe(1)  # kernel-guard: ignore[KG004] it is fine\n",
@@ -123,8 +131,15 @@ def test_the_policy_is_package_data_and_every_rule_is_exercised() -> None:
 
 
 def test_the_demo_fix_is_not_flagged() -> None:
-    """The demo's correct fix (what a verified candidate looks like) has no finding."""
+    """The demo's correct fix (what a verified candidate looks like) has no finding, nor
+    do ordinary attribute writes and dunder methods defined in a class body."""
     assert screen_source(FIX.encode(), "stats.py", candidate_policy()) == ()
+    plain = (
+        "import math\n\n\nclass Point:\n    def __init__(self, x):\n        self.x = x\n\n"
+        "    def __eq__(self, other):\n        return math.isclose(self.x, other.x)\n\n\n"
+        "p = Point(1.0)\np.x = 2.0\n"
+    )
+    assert screen_source(plain.encode(), "geometry.py", candidate_policy()) == ()
 
 
 CLEAN_STDLIB = (

@@ -10,6 +10,9 @@ environment sniffing, dynamic code). This module adds what a call policy cannot 
 
 - ``object-internals``: assigning or deleting ``__code__``, ``__class__``, ``__eq__``
   and the like on an object (``f.__code__ = g.__code__``, ``setattr(o, "__eq__", ...)``);
+- ``module-patching``: assigning or deleting an attribute of an imported name
+  (``sys.stdout = ...``, ``unittest.TestCase.run = ...``, ``setattr(test_stats, ...)``):
+  monkeypatching is how a candidate bends code it does not own;
 - ``builtins-patching``: any use of the name ``__builtins__``;
 - ``environment-sniffing``: a string literal naming the verifier's variables
   (``KERNEL_``), ``/proc/`` or ``/etc/hostname``;
@@ -93,15 +96,26 @@ def _module_name(path: str) -> tuple[str, bool]:
     return (name if name and all(p.isidentifier() for p in parts) else "candidate"), package
 
 
+def _root(node: ast.expr) -> str | None:
+    """The name an attribute chain starts from (``a`` of ``a.b.c``), if any."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 class _Internals(ast.NodeVisitor):
     """What the guard's call policy cannot express (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: frozenset[str]) -> None:
         self.hits: list[tuple[str, int]] = []
+        self.modules = modules
+        """Names bound by an import anywhere in the file (a module or what it holds)."""
 
     def _target(self, node: ast.expr) -> None:
         if isinstance(node, ast.Attribute) and node.attr in _OBJECT_INTERNALS:
             self.hits.append(("object-internals", node.lineno))
+        elif isinstance(node, ast.Attribute) and _root(node) in self.modules:
+            self.hits.append(("module-patching", node.lineno))
         elif isinstance(node, ast.Tuple | ast.List):
             for item in node.elts:
                 self._target(item)
@@ -132,6 +146,8 @@ class _Internals(ast.NodeVisitor):
         named = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
         if setter and any(isinstance(n, str) and n in _OBJECT_INTERNALS for n in named):
             self.hits.append(("object-internals", node.lineno))
+        elif setter and node.args and _root(node.args[0]) in self.modules:
+            self.hits.append(("module-patching", node.lineno))
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -166,7 +182,13 @@ def screen_source(source: bytes, path: str, policy: Policy) -> tuple[ScreenFindi
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None:
-        visitor = _Internals()
+        imported = frozenset(
+            (alias.asname or alias.name).split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        )
+        visitor = _Internals(imported)
         visitor.visit(tree)
         hits.update(visitor.hits)
     return tuple(
