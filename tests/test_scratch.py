@@ -171,20 +171,25 @@ def test_leftovers_of_killed_runs_never_break_a_later_run() -> None:
     """Leftovers of killed runs in /tmp and in the scratch root, some owned by another
     user, break no later run at any level, and the dead runners' scratch is swept.
 
-    The runner sees a /tmp of its own (a private mount namespace), so the planted
-    files never reach other runs on this machine."""
-    planted = Path(tempfile.mkdtemp(prefix="kernel-leftovers-", dir="/var/tmp"))
+    The runner sees the host's /tmp under an overlay holding the planted files, in a
+    mount namespace of its own: they never reach /tmp itself or other runs on this
+    machine, and a checkout or venv under /tmp stays where it is."""
+    top = Path(tempfile.mkdtemp(prefix="kernel-leftovers-", dir="/var/tmp"))
     try:
-        planted.chmod(0o1777)  # becomes the private /tmp's own mode
+        planted, work = top / "upper", top / "work"
+        planted.mkdir()
+        planted.chmod(0o1777)  # the merged /tmp's own mode
+        work.mkdir()
         _plant_leftovers(planted)
-        script = f'mount -t tmpfs none /tmp && cp -a {planted}/. /tmp/ && exec "$@"'
+        layers = f"lowerdir=/tmp,upperdir={planted},workdir={work}"
+        script = f'mount -t overlay overlay -o {layers} /tmp && exec "$@"'
         result = subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
              sys.executable, "-c", LEFTOVER_RUNNER],
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
     finally:
-        shutil.rmtree(planted)
+        shutil.rmtree(top)
     assert result.returncode == 0, result.stderr
     statuses, left = result.stdout.strip().splitlines()
     assert statuses == "overlay=ok namespace_copy=ok copy=ok"

@@ -178,6 +178,19 @@ def seccomp_program(
     return program
 
 
+class _SockFilter(ctypes.Structure):
+    _fields_ = (
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter)))
+
+
 def _confine(network: bool) -> None:
     """A fresh session keyring (runc's), then the seccomp filter (`seccomp_program`)."""
     machine = os.uname().machine
@@ -191,20 +204,8 @@ def _confine(network: bool) -> None:
     program = seccomp_program(machine, network=network)
     if program is None:
         return  # no filter for this architecture (documented limitation)
-
-    class SockFilter(ctypes.Structure):
-        _fields_ = (
-            ("code", ctypes.c_uint16),
-            ("jt", ctypes.c_uint8),
-            ("jf", ctypes.c_uint8),
-            ("k", ctypes.c_uint32),
-        )
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter)))
-
-    filters = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
-    fprog = SockFprog(len(program), filters)
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
     if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:  # MODE_FILTER
         raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
 
@@ -266,8 +267,18 @@ def _spawn(
             return os.waitstatus_to_exitcode(status)
 
 
-def _userns_fd(report: _Report, uid_map: str, gid_map: str) -> int:
-    """A user namespace with the given maps, held by an fd (its process is gone)."""
+_USERNS: dict[tuple[int, int, int, int], int] = {}
+"""User namespaces for idmapped baselines, by (baseline owner uid, gid, outer uid,
+gid): made once by the helper server and inherited by every helper it forks (one
+process and two map writes less per run)."""
+
+
+def _userns_fd(uid_map: str, gid_map: str) -> int:
+    """A user namespace with the given maps, held by an fd (its process is gone).
+
+    Raises:
+        OSError: it cannot be made.
+    """
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()
     pid = os.fork()
@@ -282,28 +293,48 @@ def _userns_fd(report: _Report, uid_map: str, gid_map: str) -> int:
     os.close(done_r)
     try:
         if os.read(ready_r, 1) != b"1":
-            report("error idmap: cannot create a user namespace")
-            _exit(1)
+            raise OSError(0, "cannot create a user namespace")
         for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
             with open(f"/proc/{pid}/{name}", "w") as handle:
                 handle.write(text)
         return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as e:
-        report(f"error idmap: {e.strerror}")
-        _exit(1)
-        raise  # unreachable: _exit does not return
     finally:
         os.close(done_w)
         os.waitpid(pid, 0)
         os.close(ready_r)
 
 
+def _idmap_key(baseline: str, outer_uid: int, outer_gid: int) -> tuple[int, int, int, int]:
+    info = os.stat(baseline)
+    return info.st_uid, info.st_gid, outer_uid, outer_gid
+
+
+def _cache_userns(argv: list[str]) -> None:
+    """In the helper server, before forking a root runner's overlay helper: make the
+    user namespace its idmapped baseline needs, unless one is cached already."""
+    try:
+        opts = dict(arg.split("=", 1) for arg in argv[: argv.index("--")])
+        if os.geteuid() != 0 or opts.get("mode") != "overlay":
+            return
+        key = _idmap_key(opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"]))
+        if key not in _USERNS:
+            _USERNS[key] = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
+    except (OSError, ValueError, KeyError):
+        return  # the helper makes its own, and reports why it cannot
+
+
 def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid: int) -> int:
     """A detached, read-only clone of the baseline's mount where its owner is the
     command's outer uid/gid (so the command owns the tree it works on while being
     nobody on the host)."""
-    info = os.stat(baseline)
-    userns = _userns_fd(report, f"{info.st_uid} {outer_uid} 1", f"{info.st_gid} {outer_gid} 1")
+    key = _idmap_key(baseline, outer_uid, outer_gid)
+    userns = _USERNS.get(key, -1)
+    if userns < 0:
+        try:
+            userns = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
+        except OSError as e:
+            report(f"error idmap: {e.strerror}")
+            _exit(1)
     ctypes.set_errno(0)
     tree = int(
         _libc.syscall(
@@ -314,7 +345,6 @@ def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid
         report.fail("open_tree of the baseline")
     if _mount_attr(tree, "", _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY, userns) != 0:
         report.fail("idmapped mount of the baseline")
-    os.close(userns)
     os.set_inheritable(tree, True)
     return tree
 
@@ -342,6 +372,7 @@ def serve(sock_fd: int, runner: int) -> None:
             _exit(0)
         if not message or len(fds) != 4:
             _exit(0)  # the runner is gone (or broke the protocol)
+        _cache_userns(message.decode("utf-8", "surrogateescape").split("\0"))
         pid = os.fork()
         if pid == 0:
             server.close()
@@ -388,7 +419,6 @@ def main() -> None:
     command = sys.argv[split + 1 :]
     report = _Report(int(os.environ.pop("KERNEL_SANDBOX_STATUS_FD")))
     patch_fd = int(os.environ.pop("KERNEL_SANDBOX_PATCH_FD"))
-    uid, gid = int(opts["uid"]), int(opts["gid"])
     privileged = os.geteuid() == 0
 
     # Die with the runner (and refuse to start if it is already gone).
@@ -396,8 +426,6 @@ def main() -> None:
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
     cgroup = _memory_cgroup(opts) if privileged and opts["mem"] else ""
-    if cgroup:
-        report("memory-mechanism cgroup_v1")
     tree = -1
     if privileged and opts["mode"] == "overlay":
         tree = _idmapped_baseline(
@@ -407,11 +435,16 @@ def main() -> None:
     flags |= 0 if opts["net"] == "1" else _CLONE_NEWNET
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
+    # PID 1's host pid (from ns), then "joined its memory group" (to PID 1): the
+    # migration (an RCU grace period) runs while PID 1 builds the view.
+    init_r, init_w = os.pipe()
+    joined_r, joined_w = os.pipe()
+    opts["init_fd"], opts["joined_fd"] = str(init_w), str(joined_r)
     helper = os.getpid()
     child = os.fork()
     if child == 0:
-        os.close(ready_r)
-        os.close(go_w)
+        for fd in (ready_r, go_w, init_r, joined_w):
+            os.close(fd)
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != helper:
             _exit(1)
@@ -425,25 +458,13 @@ def main() -> None:
         _in_namespaces(
             opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged
         )
-    os.close(ready_w)
-    os.close(go_r)
+    for fd in (ready_w, go_r, init_w, joined_r):
+        os.close(fd)
     if os.read(ready_r, 1) != b"1":
         os.waitpid(child, 0)
         _exit(1)
     try:
-        if privileged:
-            # Root maps from the parent namespace: the setup keeps root, the command
-            # gets an unprivileged outer uid, and supplementary groups can be dropped.
-            uid_map = f"0 0 1\n{uid} {opts['outer_uid']} 1"
-            gid_map = f"0 0 1\n{gid} {opts['outer_gid']} 1"
-        else:
-            with open(f"/proc/{child}/setgroups", "w") as handle:
-                handle.write("deny")
-            uid_map, gid_map = f"{uid} {os.geteuid()} 1", f"{gid} {os.getegid()} 1"
-        with open(f"/proc/{child}/uid_map", "w") as handle:
-            handle.write(uid_map)
-        with open(f"/proc/{child}/gid_map", "w") as handle:
-            handle.write(gid_map)
+        _write_maps(child, opts, privileged)
     except OSError as e:
         report(f"error uid/gid map: {e.strerror}")
         os.write(go_w, b"0")
@@ -451,9 +472,55 @@ def main() -> None:
         _exit(1)
     os.write(go_w, b"1")
     os.close(go_w)
+    _join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
     os.waitpid(child, 0)
     _cgroup_done(report, cgroup)
     _exit(0)
+
+
+def _write_maps(child: int, opts: dict[str, str], privileged: bool) -> None:
+    """Write the uid/gid maps of ``child``'s new user namespace, from outside it."""
+    uid, gid = opts["uid"], opts["gid"]
+    if privileged:
+        # Root maps from the parent namespace: the setup keeps root, the command
+        # gets an unprivileged outer uid, and supplementary groups can be dropped.
+        uid_map = f"0 0 1\n{uid} {opts['outer_uid']} 1"
+        gid_map = f"0 0 1\n{gid} {opts['outer_gid']} 1"
+    else:
+        with open(f"/proc/{child}/setgroups", "w") as handle:
+            handle.write("deny")
+        uid_map, gid_map = f"{uid} {os.geteuid()} 1", f"{gid} {os.getegid()} 1"
+    with open(f"/proc/{child}/uid_map", "w") as handle:
+        handle.write(uid_map)
+    with open(f"/proc/{child}/gid_map", "w") as handle:
+        handle.write(gid_map)
+
+
+def _join_cgroup(report: _Report, cgroup: str, limit: str, fds: tuple[int, int]) -> None:
+    """Move PID 1 into the run's memory group (its command forks after this), then
+    let it go on (``fds``: the pipes of PID 1's pid and of its go-ahead); the
+    mechanism is reported only once the move is done."""
+    init_r, joined_w = fds
+    pid = os.read(init_r, 64)
+    for _attempt in range(3 if cgroup and pid else 0):
+        try:
+            with open(f"{cgroup}/cgroup.procs", "w") as handle:
+                handle.write(pid.decode())
+            report("memory-mechanism cgroup_v1")
+            break
+        except FileNotFoundError:
+            try:  # removed meanwhile by a sweep that took it for a leftover: again
+                _make_group(cgroup, limit)
+            except OSError:
+                break
+        except OSError:
+            break  # not moved: the record keeps rlimit_private
+    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+        os.write(joined_w, b"1")
+    except OSError:
+        pass  # PID 1 is gone already
+    os.close(init_r)
+    os.close(joined_w)
 
 
 CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
@@ -461,33 +528,46 @@ CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
 
 
 def _memory_cgroup(opts: dict[str, str]) -> str:
-    """Join a new cgroup v1 memory group limited to the run's memory limit, so shared
-    memory, memfd and tmpfs pages count too; "" where the controller is unusable (the
-    rlimit then holds private memory only).
+    """A new cgroup v1 memory group limited to the run's memory limit (PID 1 joins it:
+    `_join_cgroup`), so shared memory, memfd and tmpfs pages count too; "" where the
+    controller is unusable (the rlimit then holds private memory only).
 
-    Empty groups left by earlier runs are removed here (``rmdir`` fails on a group
-    that holds a process); one made by a concurrent run between its ``mkdir`` and its
-    join is made again by that run."""
-    name = os.path.basename(opts["scratch"])
-    path = f"{CGROUP_MEMORY}/{name}"
-    for attempt in range(2):
-        try:
-            if attempt == 0:
-                os.makedirs(CGROUP_MEMORY, exist_ok=True)
-                for other in os.listdir(CGROUP_MEMORY):
-                    if other.startswith("sbx-"):
-                        _rmdir(f"{CGROUP_MEMORY}/{other}")
-            os.mkdir(path)
-            for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-                if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
-                    with open(f"{path}/{control}", "w") as handle:
-                        handle.write(opts["mem"])
-            with open(f"{path}/cgroup.procs", "w") as handle:
-                handle.write(str(os.getpid()))
-            return path
-        except OSError:
-            _rmdir(path)
-    return ""
+    Each run's helper removes its group when the run is over; groups of killed
+    runners (their runner pid is gone) are removed here. A live runner's group is
+    never touched: it may be made and not yet joined."""
+    path = f"{CGROUP_MEMORY}/{os.path.basename(opts['scratch'])}"
+    try:
+        os.makedirs(CGROUP_MEMORY, exist_ok=True)
+        for other in os.listdir(CGROUP_MEMORY):
+            if _runner_gone(other):
+                _rmdir(f"{CGROUP_MEMORY}/{other}")
+        _make_group(path, opts["mem"])
+    except OSError:
+        _rmdir(path)
+        return ""
+    return path
+
+
+def _make_group(path: str, limit: str) -> None:
+    os.mkdir(path)
+    for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+        if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
+            with open(f"{path}/{control}", "w") as handle:
+                handle.write(limit)
+
+
+def _runner_gone(name: str) -> bool:
+    """True when the runner pid in ``sbx-<pid>-<random>`` names no live process."""
+    parts = name.split("-")
+    if len(parts) < 3 or parts[0] != "sbx" or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
 
 
 def _rmdir(path: str) -> None:
@@ -498,9 +578,9 @@ def _rmdir(path: str) -> None:
 
 
 def _cgroup_done(report: _Report, cgroup: str) -> None:
-    """Report an OOM kill in the run's memory group as a memory hit. The group is
-    removed by the next run (leaving it first would cost a second migration, an RCU
-    grace period, on every run's critical path)."""
+    """Report an OOM kill in the run's memory group as a memory hit, then remove the
+    group: its processes are gone with the PID namespace, and this helper never
+    joined it (PID 1 did), so no second migration is needed."""
     if not cgroup:
         return
     try:
@@ -510,6 +590,7 @@ def _cgroup_done(report: _Report, cgroup: str) -> None:
             report("limit memory")
     except OSError:
         pass  # no evidence either way
+    _rmdir(cgroup)
 
 
 def _in_namespaces(
@@ -524,8 +605,11 @@ def _in_namespaces(
     # Still outside the new PID namespace: its first child is PID 1.
     child = os.fork()
     if child:
+        os.write(int(opts["init_fd"]), str(child).encode())  # its pid on the host
+        os.close(int(opts["init_fd"]))
         os.waitpid(child, 0)
         _exit(0)
+    os.close(int(opts["init_fd"]))
     # PID 1 sees no parent (getppid() is 0): die with the one outside.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     _init(opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged)
@@ -570,6 +654,8 @@ def _init(
     }
     _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
     _read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
+    os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before the command
+    os.close(int(opts["joined_fd"]))
     pid, start_error, peak, inherited = _run_command(opts, command, root, user)
     held = _processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
