@@ -61,6 +61,9 @@ class ViolationCode(enum.StrEnum):
     BAD_SUPPRESSION = "KG011"
     """A ``# kernel-guard: ignore[CODE]`` comment without a reason, or one that
     suppresses no finding on its line."""
+    RUNTIME_EVENT = "KG013"
+    """A forbidden audit event (``open``, ``exec``, a process, a socket, an import) seen
+    at run time with a guarded module on the Python stack (the dynamic guard)."""
     EFFECT_REACH = "KG012"
     """A use of installed code whose source reaches a ``forbid-calls`` name (the effect
     map: ``logging.warning`` writes ``sys.stderr``), reported with the chain."""
@@ -89,6 +92,7 @@ _TITLES = {
     ViolationCode.UNPARSEABLE: "unparseable",
     ViolationCode.BAD_SUPPRESSION: "bad-suppression",
     ViolationCode.EFFECT_REACH: "effect-reach",
+    ViolationCode.RUNTIME_EVENT: "runtime-event",
 }
 
 
@@ -137,6 +141,11 @@ _HELP_TEXT = {
     ViolationCode.BAD_SUPPRESSION: (
         "A # kernel-guard: ignore[CODE] comment must give a reason after the codes and must "
         "suppress a finding on its line (or, alone on a line, on the next)."
+    ),
+    ViolationCode.RUNTIME_EVENT: (
+        "At run time a guarded module was on the Python stack when a forbidden event "
+        "happened (an open, exec, process, socket or import the rule forbids): whatever "
+        "the source looks like, the module did it. Find the call on that line."
     ),
     ViolationCode.EFFECT_REACH: (
         "A function or class of an installed module (the standard library or a package) "

@@ -43,12 +43,16 @@ __all__ = [
     "pytest_addoption",
     "pytest_collect_file",
     "pytest_configure",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
 ]
 
 _DIRS = "kernel_guard_dirs"
 _SRC = "kernel_guard_src"
 _CONFIG = "kernel_guard_config"
 _BASELINE = "kernel_guard_baseline"
+_TRACE = "kernel_guard_trace"
+_TRACER = "_kernel_guard_tracer"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,11 +61,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(_SRC, "import root checked by kernel guard", default="")
     parser.addini(_CONFIG, "kernel guard policy files", type="paths", default=[])
     parser.addini(_BASELINE, "kernel guard baseline: findings it lists are hidden", default="")
+    parser.addini(_TRACE, "run the suite under the dynamic guard (audit hook)", type="bool")
+    parser.addoption(
+        "--kernel-guard-trace",
+        action="store_true",
+        default=False,
+        help="report forbidden run-time events with a guarded module on the stack (KG013)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """A configured folder that is missing or holds no file (so nothing could carry
-    the items) is a usage error naming it, never a silent "no tests ran"."""
+    the items) is a usage error naming it, never a silent "no tests ran". In trace
+    mode the audit hook is installed before any test runs."""
+    if config.getoption("--kernel-guard-trace", False) or config.getini(_TRACE):
+        _start_trace(config)
     for folder in config.getini(_DIRS):
         if not Path(folder).is_dir():
             raise pytest.UsageError(f"{_DIRS}: {folder} is not a folder")
@@ -182,3 +196,46 @@ class GuardItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the item comes from: the rule and module it checks."""
         return self.path, None, self.name
+
+
+def _start_trace(config: pytest.Config) -> None:
+    from kernel.errors import ConfigError
+    from kernel.guard.policy import discover_policy, load_policy
+    from kernel.guard.trace import Tracer
+
+    configured: list[Path] = list(config.getini(_CONFIG))
+    try:
+        policy = load_policy(configured) if configured else discover_policy(config.rootpath)
+    except ConfigError as e:
+        raise pytest.UsageError(f"kernel guard trace: {e}") from e
+    tracer = Tracer(policy)
+    tracer.install()
+    setattr(config, _TRACER, tracer)
+
+
+def _trace_lines(config: pytest.Config) -> list[str]:
+    from kernel.guard.trace import Tracer, violations
+
+    tracer: Tracer | None = getattr(config, _TRACER, None)
+    if tracer is None:
+        return []
+    return [
+        f"{v.path}:{v.line}:{v.column}: {v.code.value} {v.message} [{v.rule}]"
+        for v in violations(tracer.findings, str(config.rootpath))
+    ]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In trace mode, a forbidden run-time event fails an otherwise green run."""
+    if _trace_lines(session.config) and exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """In trace mode, list the forbidden run-time events (one line each)."""
+    lines = _trace_lines(config)
+    if getattr(config, _TRACER, None) is None:
+        return
+    terminalreporter.section("kernel guard trace")
+    for line in lines or ["no forbidden run-time event with a guarded module on the stack"]:
+        terminalreporter.write_line(line)

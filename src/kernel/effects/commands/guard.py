@@ -70,8 +70,8 @@ suppress one finding, with its reason (required):
 codes: KG001 forbidden-import, KG002 import-not-allowed, KG003 star-import,
 KG004 forbidden-call, KG005 unresolvable-dynamic, KG006 typing-only-import,
 KG007 transitive-import, KG008 reflective-reach, KG009 layer-violation,
-KG010 unparseable, KG011 bad-suppression, KG012 effect-reach. Full text:
-docs/guard.md (in the sdist).
+KG010 unparseable, KG011 bad-suppression, KG012 effect-reach, KG013 runtime-event.
+Full text: docs/guard.md (in the sdist).
 """
 
 
@@ -126,6 +126,12 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="processes that parse uncached files (default: one per available core)",
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="run the command after -- (a Python program) under the dynamic guard: "
+        "report forbidden run-time events with a guarded module on the stack (KG013)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -150,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     from kernel.guard.policy import find_project_root
 
     words = fastpath.take_words()
+    if args.trace:
+        return _trace(args)
     read: list[str] = []
     groups: dict[Path, list[str]] = {}
     try:
@@ -231,3 +239,79 @@ def _check_groups(args: argparse.Namespace, groups: dict[Path, list[str]], read:
         cached += report.files_cached
     violations.sort(key=lambda v: v.sort_key())
     return GuardReport(violations=tuple(violations), files_checked=checked, files_cached=cached)
+
+
+_TRACE_ENV = "KERNEL_GUARD_TRACE"
+_SITECUSTOMIZE = """\
+# Written by kernel guard --trace: installs the dynamic guard in this interpreter.
+from kernel.effects.commands.guard import trace_child
+
+trace_child()
+"""
+
+
+def _trace(args: argparse.Namespace) -> int:
+    """``kernel guard --trace -- CMD``: run CMD with the audit hook in every Python
+    process it starts (through ``sitecustomize``) and report what they recorded."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    from kernel.errors import ConfigError
+    from kernel.guard.engine import tool_version
+    from kernel.guard.model import GuardReport
+    from kernel.guard.output import render
+    from kernel.guard.policy import discover_policy, find_project_root, load_policy
+    from kernel.guard.trace import violations
+
+    command = list(args.paths)
+    if not command:
+        raise ConfigError("--trace: give the command to run after -- (a Python program)")
+    root = find_project_root(Path.cwd())
+    configs = [str(Path(p).resolve()) for p in args.config]
+    load_policy(configs) if configs else discover_policy(root)  # refuse a bad one first
+    with tempfile.TemporaryDirectory(prefix="kernel-guard-trace-") as tmp:
+        (Path(tmp) / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tmp, env.get("PYTHONPATH", "")]))
+        env[_TRACE_ENV] = json.dumps({"root": str(root), "config": configs, "out": tmp})
+        try:
+            proc = subprocess.run(command, env=env, check=False)
+        except OSError as e:
+            raise ConfigError(f"--trace: cannot run {command[0]!r}: {e.strerror}") from e
+        found: list[tuple[str, str, int, str, str, str]] = []
+        for record in sorted(Path(tmp).glob("trace-*.json")):
+            found.extend(tuple(item) for item in json.loads(record.read_text(encoding="utf-8")))
+    report = GuardReport(
+        violations=tuple(violations(found, str(root))), files_checked=0, files_cached=0
+    )
+    sys.stdout.write(render(report, args.format, tool_version(), root))
+    if report.violations:
+        return EXIT_VIOLATIONS
+    return proc.returncode
+
+
+def trace_child() -> None:
+    """In a process started by ``kernel guard --trace``: install the audit hook for the
+    project's policy and write what it records when the process exits."""
+    import atexit
+    import json
+    import os
+
+    from kernel.guard.policy import discover_policy, load_policy
+    from kernel.guard.trace import Tracer
+
+    setting = json.loads(os.environ[_TRACE_ENV])
+    policy = (
+        load_policy(setting["config"]) if setting["config"] else discover_policy(setting["root"])
+    )
+    tracer = Tracer(policy)
+    stop = tracer.install()
+
+    def dump() -> None:
+        stop()
+        out = Path(setting["out"]) / f"trace-{os.getpid()}.json"
+        out.write_text(json.dumps(tracer.findings), encoding="utf-8")
+
+    atexit.register(dump)

@@ -1,0 +1,198 @@
+"""Dynamic guard: forbidden events seen at run time, attributed to a guarded module.
+
+Reading source cannot decide everything (``getattr`` through ``functools.reduce``,
+reflection by computed strings, an unguarded ``__init__`` that hands a pure module
+``os``). Python itself can: PEP 578 audit hooks see every ``open``, ``exec``, process
+start, socket call and import as it happens. This module installs one and reports
+every forbidden event whose Python stack passes through a module a rule covers.
+
+Rules this module enforces:
+
+- an event is forbidden for a rule when the name it stands for matches the rule's
+  ``forbid-calls`` (``open`` -> ``builtins.open``; ``exec`` -> ``builtins.exec`` and
+  ``builtins.eval``; ``compile`` -> ``builtins.compile``; a dotted event such as
+  ``os.system``, ``subprocess.Popen``, ``socket.connect`` or ``os.listdir`` -> that
+  name) or its module matches ``forbid-imports``; an ``import`` event is forbidden when
+  the imported module (or its C twin's module) matches ``forbid-imports``;
+- the event is attributed to the innermost frame on the stack whose module a rule
+  covers, with that frame's line; a frame of the import system between them
+  (``importlib._bootstrap``) means the event is a module being loaded, which the
+  static import checks own, and it is not reported; ``exec``, ``compile``,
+  ``import`` and ``sys._getframe`` count only when the guarded module's frame is the
+  innermost Python frame (it does them itself: attrs generating methods with ``exec``
+  is attrs' doing), while files, processes and sockets count through any library;
+- what no event exists for (reading the clock, the environment, ``sys.stderr``
+  writes) is not seen: the static guard is the only check there;
+- the hook never raises into the traced program (a failure inside it is recorded as
+  nothing) and records each (module, line, event, rule) once.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Final
+
+from kernel.guard.model import Policy, Rule, Violation, ViolationCode
+from kernel.guard.patterns import CallMatcher, covers, module_set, twin_of
+
+__all__ = ["EventFinding", "Tracer", "event_names", "violations"]
+
+EventFinding = tuple[str, str, int, str, str, str]
+"""``(module, file, line, event, rule, what)``: ``what`` is the forbidden name."""
+
+_IMPORT_SYSTEM: Final = frozenset(
+    {"importlib._bootstrap", "importlib._bootstrap_external", "_frozen_importlib",
+     "_frozen_importlib_external", "importlib"}
+)  # fmt: skip
+_KINDS: Final = frozenset(
+    {"code", "object", "function", "builtins", "sys", "cpython", "marshal", "gc"}
+)
+"""Event prefixes that name a kind of object or the interpreter, not a module."""
+_DIRECT_ONLY: Final = frozenset({"exec", "compile", "import", "sys._getframe"})
+"""Events reported only when the innermost Python frame is the guarded module's."""
+_BUILTIN_EVENTS: Final = {
+    "open": ("builtins.open", "io.open"),
+    "exec": ("builtins.exec", "builtins.eval"),
+    "compile": ("builtins.compile",),
+    "builtins.input": ("builtins.input",),
+    "builtins.breakpoint": ("builtins.breakpoint",),
+}
+
+
+def event_names(event: str, args: tuple[object, ...]) -> tuple[tuple[str, ...], str | None]:
+    """``(qualified names the event stands for, module it imports or None)``."""
+    if event == "import":
+        module = args[0] if args and isinstance(args[0], str) else None
+        return (), module
+    known = _BUILTIN_EVENTS.get(event)
+    if known is not None:
+        return known, None
+    if "." in event:
+        return (event,), None
+    return (), None
+
+
+class Tracer:
+    """The audit hook's state: the policy's rules and what has been recorded."""
+
+    def __init__(self, policy: Policy) -> None:
+        """Prepare matchers for every rule of ``policy``."""
+        self.rules: tuple[Rule, ...] = tuple(
+            r for r in policy.rules if r.forbid_calls or r.forbid_imports
+        )
+        self.matchers = {
+            r.name: CallMatcher((r.name, p) for p in r.forbid_calls) for r in self.rules
+        }
+        self.findings: list[EventFinding] = []
+        self._seen: set[tuple[str, int, str, str]] = set()
+        self._covered: dict[str, tuple[Rule, ...]] = {}
+        self._busy = threading.local()
+        self.active = True
+
+    def _rules_for(self, module: str) -> tuple[Rule, ...]:
+        got = self._covered.get(module)
+        if got is None:
+            got = self._covered[module] = tuple(r for r in self.rules if covers(r.modules, module))
+        return got
+
+    def _forbidden(self, rule: Rule, names: Sequence[str], imported: str | None) -> str | None:
+        banned = module_set(rule.forbid_imports)
+        if imported is not None:
+            for name in (imported, *twin_of(imported)):
+                if banned.match(name) is not None:
+                    return name
+            return None
+        matcher = self.matchers[rule.name]
+        for name in names:
+            for candidate in (name, *twin_of(name)):
+                if matcher.match(candidate):
+                    return candidate
+                # By module only where the event's prefix is a module (`socket.connect`),
+                # not an object kind (`code.__new__`, `object.__setattr__`).
+                if candidate.split(".", 1)[0] not in _KINDS and banned.match(candidate):
+                    return candidate
+        return None
+
+    def hook(self, event: str, args: tuple[object, ...]) -> None:
+        """The audit hook (`sys.addaudithook`)."""
+        if not self.active or getattr(self._busy, "on", False):
+            return
+        names, imported = event_names(event, args)
+        if not names and imported is None:
+            return
+        self._busy.on = True
+        try:
+            self._attribute(event, names, imported, sys._getframe(1))
+        except Exception:  # noqa: S110 - a hook must never break the traced program
+            pass
+        finally:
+            self._busy.on = False
+
+    def _attribute(
+        self, event: str, names: Sequence[str], imported: str | None, frame: FrameType | None
+    ) -> None:
+        direct = event in _DIRECT_ONLY
+        while frame is not None:
+            module = frame.f_globals.get("__name__")
+            if isinstance(module, str):
+                if module in _IMPORT_SYSTEM and event != "import":
+                    return  # a module being loaded: the static import checks own this
+                if direct and not self._rules_for(module):
+                    # Code evaluation, frames and imports count only when the guarded
+                    # module does them itself: attrs and dataclasses `exec` the methods
+                    # they generate, which is theirs, not the caller's.
+                    return
+                for rule in self._rules_for(module):
+                    what = self._forbidden(rule, names, imported)
+                    if what is None:
+                        continue
+                    key = (module, frame.f_lineno, event, rule.name)
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        self.findings.append(
+                            (module, frame.f_code.co_filename, frame.f_lineno, event,
+                             rule.name, what)
+                        )  # fmt: skip
+                if self._rules_for(module):
+                    return  # the innermost guarded frame is the one responsible
+            frame = frame.f_back
+
+    def install(self) -> Callable[[], None]:
+        """Install the hook (for the rest of the process: audit hooks cannot be
+        removed); returns a function that stops recording."""
+        sys.addaudithook(self.hook)
+
+        def stop() -> None:
+            self.active = False
+
+        return stop
+
+
+def violations(findings: Sequence[EventFinding], root: str) -> list[Violation]:
+    """The findings as `Violation` records (KG013), paths relative to ``root``."""
+    import os
+    from pathlib import PurePath
+
+    out = []
+    for module, path, line, event, rule, what in findings:
+        shown = path
+        if os.path.isabs(path):
+            rel = os.path.relpath(path, root)
+            shown = PurePath(rel).as_posix() if not rel.startswith("..") else path
+        out.append(
+            Violation(
+                path=shown,
+                line=line,
+                column=1,
+                code=ViolationCode.RUNTIME_EVENT,
+                rule=rule,
+                message=(
+                    f"run-time event {event!r} (forbidden {what.removeprefix('builtins.')!r}) "
+                    f"with {module!r} on the stack"
+                ),
+            )
+        )
+    return sorted(set(out), key=Violation.sort_key)

@@ -1,0 +1,126 @@
+"""The dynamic guard (kernel.guard.trace): forbidden run-time events attributed to the
+guarded module on the stack, through `kernel guard --trace` and the pytest plugin.
+
+Every probe runs in a child process (an audit hook cannot be removed once installed)
+and aims only at names in the test's own temporary folder: an `open` of a file that
+does not exist there, `os.system("true")`, an import of `socket`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+POLICY = """\
+[tool.kernel.guard]
+[[tool.kernel.guard.rules]]
+name = "pure"
+modules = ["pkg", "pkg.*"]
+forbid-imports = ["socket"]
+forbid-calls = ["open", "os.system", "exec", "eval", "compile"]
+"""
+
+SNEAKY = """\
+import codecs
+import collections
+import functools
+import sys
+
+
+def run(path):
+    modules = functools.reduce(getattr, ["mod" + "ules"], sys)
+    opener = getattr(modules["builtins"], "op" + "en")
+    try:
+        opener(path)
+    except OSError:
+        pass
+    __import__("".join(["so", "cket"]))
+    try:
+        codecs.open(path)
+    except OSError:
+        pass
+    collections.namedtuple("Point", "x y")
+    return "ran"
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text(POLICY, encoding="utf-8")
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "src" / "pkg" / "sneaky.py").write_text(SNEAKY, encoding="utf-8")
+    (tmp_path / "main.py").write_text(
+        "import sys\nsys.path.insert(0, 'src')\nfrom pkg import sneaky\n"
+        "print(sneaky.run(sys.argv[1]))\n",
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def _kernel(root: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernel", "guard", *words],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_trace_reports_what_reading_cannot_decide(tmp_path: Path) -> None:
+    """open through reflection, a computed __import__ and an open inside codecs are
+    reported on the guarded module's lines; namedtuple's own exec is not the module's."""
+    root = _project(tmp_path)
+    missing = str(tmp_path / "absent" / "guard-probe-target.txt")
+    proc = _kernel(root, "--trace", "--", sys.executable, "main.py", missing)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "KG013" in line]
+    assert lines == [
+        "src/pkg/sneaky.py:11:1: KG013 run-time event 'open' (forbidden 'open') "
+        "with 'pkg.sneaky' on the stack [pure]",
+        "src/pkg/sneaky.py:14:1: KG013 run-time event 'import' (forbidden 'socket') "
+        "with 'pkg.sneaky' on the stack [pure]",
+        "src/pkg/sneaky.py:16:1: KG013 run-time event 'open' (forbidden 'open') "
+        "with 'pkg.sneaky' on the stack [pure]",
+    ]
+    assert "ran" in proc.stdout  # the program itself ran to the end
+
+
+def test_trace_exit_codes(tmp_path: Path) -> None:
+    """A clean program exits with its own code; no command or a bad policy is exit 2."""
+    root = _project(tmp_path)
+    clean = _kernel(root, "--trace", "--", sys.executable, "-c", "import json")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    failing = _kernel(root, "--trace", "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert failing.returncode == 3
+    assert _kernel(root, "--trace").returncode == 2
+    missing = _kernel(root, "--trace", "--", str(tmp_path / "no-such-program"))
+    assert missing.returncode == 2
+    assert "cannot run" in missing.stderr
+
+
+def test_pytest_trace_mode_fails_a_green_suite_on_an_event(tmp_path: Path) -> None:
+    """kernel_guard_trace = true: the suite's tests pass, but the forbidden event in
+    the pure module makes the run fail, with the line; a clean suite stays green."""
+    root = _project(tmp_path)
+    (root / "pyproject.toml").write_text(
+        POLICY + '\n[tool.pytest.ini_options]\nkernel_guard_trace = true\npythonpath = ["src"]\n',
+        encoding="utf-8",
+    )
+    (root / "tests").mkdir()
+    missing = str(tmp_path / "absent" / "guard-probe-target.txt")
+    (root / "tests" / "test_x.py").write_text(
+        f"from pkg import sneaky\n\ndef test_x():\n    assert sneaky.run({missing!r}) == 'ran'\n",
+        encoding="utf-8",
+    )
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    proc = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+    assert "src/pkg/sneaky.py:11:1: KG013 run-time event 'open'" in proc.stdout
+    (root / "tests" / "test_x.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
+    proc = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no forbidden run-time event" in proc.stdout
