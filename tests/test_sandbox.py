@@ -362,6 +362,20 @@ def test_program_under_host_tmp_runs(spill: Path, host_tmp: Path) -> None:
     assert read_output(capture) == f"hello from {program}\n".encode()
 
 
+def test_program_of_another_venv_runs(spill: Path, tmp_path: Path) -> None:
+    """An absolute program in a venv other than the runner's starts: its venv and the
+    venv's base interpreter are shown read-only, the rest of their parents is not."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (tmp_path / "secret.txt").write_text("not shown\n")
+    program = venv / "bin" / "python"
+    secret = str(tmp_path / "secret.txt")
+    probe = f"import sys, os; print(sys.prefix); print(os.path.exists({secret!r}))"
+    capture = run(spill, str(program), "-c", probe)
+    assert capture.status is CaptureStatus.OK, capture.error
+    assert read_output(capture) == f"{venv}\nFalse\n".encode()
+
+
 @pytest.fixture(params=["system", "elsewhere"])
 def scratch_location(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
