@@ -7,6 +7,7 @@ Killing is done for real (SIGKILL of a child process holding a run folder, and o
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -20,8 +21,16 @@ from pathlib import Path
 import pytest
 
 from kernel.effects.cli import main
-from kernel.effects.run_folder_lock import RunFolder, RunFolderBusy, sweep_run_folders
+from kernel.effects.run_folder_lock import (
+    RunFolder,
+    RunFolderBusy,
+    holding_run_folder,
+    sweep_run_folders,
+)
 from kernel.effects.sandbox.scratch import private_tempdir, scratch_root
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.importers.idkmesh import run_record_from_idkmesh
+from kernel.render import render_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -247,3 +256,34 @@ def test_a_dead_verbs_scratch_folder_is_swept_by_the_next(tmp_path: Path) -> Non
         assert live.name.startswith(f"sig-{os.getpid()}-")
         for folder in leftovers:
             assert not folder.exists()
+
+
+def test_a_decision_is_not_written_into_a_folder_a_run_is_publishing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel decision record` beside a run's report takes the run's lock: while a run
+    holds the folder it is refused (exit 2, naming the run), so the decision cannot be
+    lost when the run swaps the folder; once the run is done it is written."""
+    results = tmp_path / "results"
+    target = results / "demo"
+    with RunFolder(target) as folder:
+        folder.publish()
+    run = run_record_from_idkmesh(json.loads((DEMO.parent / "idkmesh/demo.run.json").read_text()))
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    evidence = tmp_path / "evidence.json"
+    evidence.write_bytes(render_json(report))
+    argv = [
+        "decision", "record", "--evidence-report", str(evidence),
+        "--output", str(target / "decision.json"), "--results-root", str(results),
+        "--decision-id", "d-1", "--decision", "escalate", "--rationale", "r", "--decider-id", "a",
+    ]  # fmt: skip
+    with RunFolder(target):
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"a run is writing this folder (pid {os.getpid()} host {HOST})" in err
+    assert not (target / "decision.json").exists()
+    assert main(argv) == 0
+    assert (target / "decision.json").is_file()
+    with holding_run_folder(tmp_path / "elsewhere" / "x.json"):  # not a run folder: no lock
+        pass

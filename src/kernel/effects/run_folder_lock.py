@@ -15,6 +15,10 @@ Rules enforced:
   mix of two runs nor a run cut short. Entries of the old folder that are not a run's
   own (a decision recorded beside the report, a screenshot) are carried over into the
   new folder before it is published, so publishing never destroys a user's file;
+- a verb that writes into an existing run folder (``kernel decision record`` beside the
+  report) takes the same lock (`holding_run_folder`): while a run is writing or
+  publishing the folder it is refused naming the run, so its file is never lost in
+  the swap;
 - a staging or set-aside folder whose writer is dead (its pid names no process and its
   lock is free) is removed by the next run into the same parent folder; a live run's
   folder is never touched, nor a folder owned by another user.
@@ -32,7 +36,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -40,7 +44,7 @@ from typing import Final
 from kernel.effects.sandbox.scratch import remove_tree
 from kernel.errors import EffectError
 
-__all__ = ["RunFolder", "RunFolderBusy", "sweep_run_folders"]
+__all__ = ["RunFolder", "RunFolderBusy", "holding_run_folder", "sweep_run_folders"]
 
 _NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY: Final = re.compile(r"\.(?P<name>.+)\.(?P<kind>staging|old)-(?P<pid>\d+)-[0-9a-f]{8}")
@@ -217,6 +221,37 @@ class RunFolder:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._staging_lock = self._lock_fd = None
+
+
+@contextlib.contextmanager
+def holding_run_folder(path: Path | str) -> Iterator[None]:
+    """Hold the run lock of the folder ``path`` lies in, if it is a run folder (its
+    lock file exists); any other folder needs no lock.
+
+    Raises:
+        RunFolderBusy: a run holds the folder (the message names its pid and host).
+        EffectError: the lock file cannot be opened.
+    """
+    folder = Path(os.path.abspath(path)).parent
+    lock_path = folder.parent / f".{folder.name}.lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | _NOFOLLOW)
+    except FileNotFoundError:
+        yield
+        return
+    except OSError as e:
+        raise EffectError(f"{lock_path}: cannot open the run lock: {e.strerror}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            raise RunFolderBusy(
+                f"{folder}: a run is writing this folder ({_read_holder(fd)}); write "
+                "here once it has finished"
+            ) from e
+        yield
+    finally:
+        os.close(fd)
 
 
 def _read_holder(fd: int) -> str:

@@ -38,6 +38,7 @@ from kernel.effects.files import (
     write_canonical_json,
 )
 from kernel.effects.ledger_store import opened
+from kernel.effects.run_folder_lock import holding_run_folder
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import ConfigError, RecordError
 from kernel.evidence_report import ReportRefusal, check_evidence_report
@@ -106,9 +107,12 @@ def run_record(args: argparse.Namespace) -> int:
         return _refused("record", outcome)
     # Sign before writing anything: a key that cannot sign leaves no unsigned record.
     signature = None if signing_key is None else sign_decision(outcome, Path(signing_key))
-    write_canonical_json(target, outcome.to_dict())
+    # Beside a run's report: never while that run writes or publishes its folder.
+    with holding_run_folder(target):
+        write_canonical_json(target, outcome.to_dict())
+        if signature is not None and sig_target is not None:
+            atomic_write_bytes(sig_target, signature)
     if signature is not None and sig_target is not None:
-        atomic_write_bytes(sig_target, signature)
         print(f"signed ({DECISION_SIGNATURE_NAMESPACE}) -> {sig_target}")
     if getattr(args, "ledger", None) is not None:
         with opened(args.ledger) as store:
