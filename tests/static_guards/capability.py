@@ -83,6 +83,73 @@ def _kernel() -> dict[str, Counter[tuple[int, str]]]:
     return out
 
 
+_DYNAMIC_RUNNER = r"""
+import importlib, json, os, sys
+from kernel.guard.policy import load_policy
+from kernel.guard.trace import Tracer
+
+policy = load_policy(["guard.md"])
+FRESH = {"subprocess", "socket", "_socket", "json", "dataclasses", "inspect"}
+
+
+def block(event, args):
+    # Recorded by the tracer first (hooks run in order), then stopped: nothing is
+    # opened, run or connected (CI runs as root).
+    if event in ("open", "os.system", "subprocess.Popen", "os.exec", "os.posix_spawn"):
+        if event != "open" or (args and str(args[0]).endswith("guard-probe-target.txt")):
+            raise PermissionError("blocked by the capability table: " + event)
+    elif event == "import" and args and args[0] in ("socket", "_socket"):
+        raise PermissionError("blocked by the capability table: import")
+
+
+out = {}
+for stem in sys.argv[1:]:
+    # One forked child per probe: its own hooks and its own sys.modules, as a fresh
+    # interpreter would have (an import event fires only for a module not yet loaded).
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        for loaded in [m for m in sys.modules if m.split(".")[0] in FRESH]:
+            del sys.modules[loaded]  # as in a fresh interpreter: their import is an event
+        tracer = Tracer(policy)
+        tracer.install()
+        sys.addaudithook(block)
+        try:
+            importlib.import_module("probe." + stem)
+        except BaseException:
+            pass
+        tracer.active = False
+        lines = [f[2] for f in tracer.findings if f[0] == "probe." + stem]
+        os.write(write, json.dumps(lines).encode())
+        os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 65536):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    out[stem] = json.loads(data or b"[]")
+print(json.dumps(out))
+"""
+
+
+def _dynamic(stems: list[str]) -> dict[str, Counter[tuple[int, str]]]:
+    """The dynamic guard (`kernel.guard.trace`) on every probe, each imported in a
+    forked child under the audit hook (each reach blocked after it is recorded)."""
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c",
+         f"import sys; sys.path.insert(0, {str(CORPUS)!r})\n" + _DYNAMIC_RUNNER, *stems],
+        cwd=CORPUS,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )  # fmt: skip
+    found: dict[str, list[int]] = json.loads(proc.stdout.splitlines()[-1])
+    return {stem: Counter((line, "KG013") for line in lines) for stem, lines in found.items()}
+
+
 def _ruff() -> dict[str, Counter[tuple[int, str]]]:
     proc = subprocess.run(
         [
@@ -195,6 +262,14 @@ def _semgrep_recorded(write: bool) -> tuple[dict[str, Counter[tuple[int, str]]],
     return results, measured
 
 
+def _dynamic_cell(marks: dict[int, list[str]], got: Counter[tuple[int, str]]) -> str:
+    """A run-time verdict is about the probe, not each marked line (an import line and
+    the call it enables are one reach): "caught" when any event was attributed to it."""
+    if not marks:
+        return "false positive" if got else "pass"
+    return "caught" if got else "missed"
+
+
 def _cell(marks: dict[int, list[str]], got: Counter[tuple[int, str]]) -> str:
     lines = {line for line, _code in got}
     extra = bool(lines - set(marks))
@@ -211,8 +286,10 @@ def _cell(marks: dict[int, list[str]], got: Counter[tuple[int, str]]) -> str:
 
 
 def measure(*, write: bool = False) -> list[tuple[str, ...]]:
-    """``(row, kernel guard, ruff TID251, import-linter, semgrep)`` for every probe row."""
+    """``(row, kernel guard, dynamic guard, ruff TID251, import-linter, semgrep)`` for
+    every probe row."""
     kernel, ruff = _kernel(), _ruff()
+    dynamic = _dynamic([stem for stem, _title, _marks in expectations()])
     linter, crashed = _lint_imports()
     semgrep, measured = _semgrep_recorded(write)
     rows: list[tuple[str, ...]] = []
@@ -221,6 +298,7 @@ def measure(*, write: bool = False) -> list[tuple[str, ...]]:
             (
                 f"`{stem}`: {title}",
                 _cell(marks, kernel.get(stem, Counter())),
+                _dynamic_cell(marks, dynamic.get(stem, Counter())),
                 _cell(marks, ruff.get(stem, Counter())),
                 "crash (cannot decode)" if stem in crashed
                 else _cell(marks, linter.get(stem, Counter())),
@@ -236,16 +314,18 @@ def table(rows: list[tuple[str, ...]]) -> str:
     tools = len(rows[0]) - 1
     evasions = [r for r in rows if not r[1].startswith("pass") and r[1] != "false positive"]
     caught = [sum(r[i] == "caught" for r in evasions) for i in range(1, tools + 1)]
+    either = sum("caught" in (r[1], r[2]) for r in evasions)
     clean = [r for r in rows if r not in evasions]
     passed = [sum(r[i] == "pass" for r in clean) for i in range(1, tools + 1)]
     lines = [
         START,
-        "| probe row | kernel guard | ruff TID251 | import-linter | semgrep |",
-        "|---|---|---|---|---|",
+        "| probe row | kernel guard | dynamic guard | ruff TID251 | import-linter | semgrep |",
+        "|---|---|---|---|---|---|",
         *("| " + " | ".join(r) + " |" for r in rows),
         f"| **caught** (of {len(evasions)} evasions) | "
         + " | ".join(str(c) for c in caught) + " |",
         f"| **clean passed** (of {len(clean)}) | " + " | ".join(str(p) for p in passed) + " |",
+        f"| **caught by one of the two halves** | {either} | | | | |",
         END,
     ]  # fmt: skip
     return "\n".join(lines)

@@ -21,8 +21,10 @@ Rules this module enforces:
   ``import`` and ``sys._getframe`` count only when the guarded module's frame is the
   innermost Python frame (it does them itself: attrs generating methods with ``exec``
   is attrs' doing), while files, processes and sockets count through any library;
+- an ``import`` event outside ``allow-imports`` (when the rule has one) is forbidden;
 - what no event exists for (reading the clock, the environment, ``sys.stderr``
-  writes) is not seen: the static guard is the only check there;
+  writes; ``importlib.import_module``, which raises no ``import`` event; an import of
+  a module already loaded) is not seen: the static guard is the only check there;
 - the hook never raises into the traced program (a failure inside it is recorded as
   nothing) and records each (module, line, event, rule) once.
 """
@@ -47,6 +49,12 @@ _IMPORT_SYSTEM: Final = frozenset(
     {"importlib._bootstrap", "importlib._bootstrap_external", "_frozen_importlib",
      "_frozen_importlib_external", "importlib"}
 )  # fmt: skip
+_LOADING: Final = frozenset(
+    {"_find_and_load", "_find_and_load_unlocked", "_load_unlocked", "_load",
+     "_call_with_frames_removed", "module_from_spec"}
+)  # fmt: skip
+"""Import-system functions that load a module (an event under them is the loaded
+module's); other import-system frames (``loader.get_data``) are only the way through."""
 _KINDS: Final = frozenset(
     {"code", "object", "function", "builtins", "sys", "cpython", "marshal", "gc"}
 )
@@ -81,7 +89,9 @@ class Tracer:
     def __init__(self, policy: Policy) -> None:
         """Prepare matchers for every rule of ``policy``."""
         self.rules: tuple[Rule, ...] = tuple(
-            r for r in policy.rules if r.forbid_calls or r.forbid_imports
+            r
+            for r in policy.rules
+            if r.forbid_calls or r.forbid_imports or r.allow_imports is not None
         )
         self.matchers = {
             r.name: CallMatcher((r.name, p) for p in r.forbid_calls) for r in self.rules
@@ -104,6 +114,10 @@ class Tracer:
             for name in (imported, *twin_of(imported)):
                 if banned.match(name) is not None:
                     return name
+            if rule.allow_imports is not None and imported != "__future__":
+                allowed = module_set(rule.allow_imports)
+                if all(allowed.match(n) is None for n in (imported, *twin_of(imported))):
+                    return imported
             return None
         matcher = self.matchers[rule.name]
         for name in names:
@@ -138,8 +152,11 @@ class Tracer:
         while frame is not None:
             module = frame.f_globals.get("__name__")
             if isinstance(module, str):
-                if module in _IMPORT_SYSTEM and event != "import":
-                    return  # a module being loaded: the static import checks own this
+                if module in _IMPORT_SYSTEM:
+                    if frame.f_code.co_name in _LOADING and event != "import":
+                        return  # a module being loaded: the static import checks own this
+                    frame = frame.f_back  # the import system is only the way through
+                    continue
                 if direct and not self._rules_for(module):
                     # Code evaluation, frames and imports count only when the guarded
                     # module does them itself: attrs and dataclasses `exec` the methods

@@ -288,7 +288,7 @@ def _trace(args: argparse.Namespace) -> int:
     )
     sys.stdout.write(render(report, args.format, tool_version(), root))
     if report.violations:
-        return EXIT_VIOLATIONS
+        return ExitStatus.REFUSED
     return proc.returncode
 
 

@@ -1,4 +1,4 @@
-"""row: reach-through: import email.utils, then email.utils.os.system"""
-import email.utils
+"""row: reach-through: import dbm.dumb, then dbm.dumb._os.system (import a.b, no from)"""
+import dbm.dumb
 
-email.utils.os.system("true")  # expect: KG004
+dbm.dumb._os.system("true")  # expect: KG004
