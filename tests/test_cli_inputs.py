@@ -11,12 +11,17 @@ timeout: a FIFO that blocked would hit it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.importers.idkmesh import run_record_from_idkmesh
+from kernel.render import render_json
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -101,7 +106,7 @@ SLOTS: dict[str, list[str]] = {
         *_DECIDE,
     ],
     "decision record --output": [
-        "decision", "record", "--evidence-report", _REPORT, "--output", "{out}", *_DECIDE,
+        "decision", "record", "--evidence-report", "{report}", "--output", "{out}", *_DECIDE,
     ],
     "decision verify --decision-record": [
         "decision", "verify", "--decision-record", "{in}", "--evidence-report", _REPORT,
@@ -114,8 +119,18 @@ SLOTS: dict[str, list[str]] = {
         "corroborate", "-n", "1", "--baseline-output", "{in}", "--", "true",
     ],
     "corroborate --output": ["corroborate", "-n", "1", "--output", "{out}", "--", "true"],
-    "bind --run": ["bind", "--run", "{in}", "--operator-result", _RUN_RECORD],
-    "bind --operator-result": ["bind", "--run", _RUN_RECORD, "--operator-result", "{in}"],
+    "bind --run": ["bind", "--run", "{in}", "--operator-result", "{result}"],
+    "bind --operator-result": ["bind", "--run", "{run}", "--operator-result", "{in}"],
+    "bind verify --binding": [
+        "bind", "verify", "--run", "{run}", "--operator-result", "{result}", "--binding", "{in}",
+    ],
+    "bind --output": [
+        "bind", "--run", "{run}", "--operator-result", "{result}", "--output", "{out}",
+    ],
+    "report generate --run-output": [
+        "report", "generate", "--config", _CONFIG, "--run-output", "{out}",
+        "--report-json", "results/r.json", "--report-markdown", "results/r.md",
+    ],
     "run --results-root": [
         "run", "--config", _CONFIG, "--output-dir", "{out}/run", "--results-root", "{out}",
     ],
@@ -144,6 +159,20 @@ def test_hostile_path_is_exit_2_and_one_line(tmp_path: Path, slot: str, kind: st
     argv = SLOTS[slot]
     output = "{out}" in argv
     path = _hostile(tmp_path, kind, output=output)
+    # The binding's other inputs are real (ADR-0232's reference chain), so the hostile
+    # argument is the one refused.
+    chain = json.loads((FIXTURES / "binding/reference-chain.json").read_text())
+    documents = {"{run}": "geometric_search_run", "{result}": "candidate_operator_result"}
+    for slot_name, key in documents.items():
+        (tmp_path / f"{key}.json").write_text(json.dumps(chain[key]))
+        argv = [a.replace(slot_name, str(tmp_path / f"{key}.json")) for a in argv]
+    # A kernel evidence report to decide on (IDKMesh's cannot be decided on directly).
+    report = build_evidence_report(
+        run_record_from_idkmesh(json.loads(Path(_RUN_RECORD).read_text()))
+    )
+    assert isinstance(report, RunEvidenceReport)
+    (tmp_path / "evidence.json").write_bytes(render_json(report))
+    argv = [a.replace("{report}", str(tmp_path / "evidence.json")) for a in argv]
     result = kernel(tmp_path, *(a.replace("{in}", path).replace("{out}", path) for a in argv))
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr
