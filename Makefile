@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint types guard schemas test test-all bench demo clean
+.PHONY: install check lint types guard schemas docs test test-fast test-all bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,17 @@ schemas: install
 	$(PY) -m kernel.effects.identity_docs --check
 	$(PY) -m kernel.effects.api_stub --check
 
-check: lint types guard schemas test
+# The API reference, built from the docstrings; any warning fails the build (-E: every
+# page is re-read, so a docstring change is never hidden by a cached page).
+docs: install
+	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
+
+check: lint types guard schemas docs test
+
+# The fast lane (under a minute on an idle machine): no test that starts a process or a
+# sandbox, properties with fewer examples. `make check` runs everything.
+test-fast: install
+	$(BIN)/pytest -q -m "not processes and not slow" --hypothesis-profile kernel-fast
 
 test-all: install
 	$(BIN)/nox

@@ -9,7 +9,9 @@ new counterexamples are found (and then pinned as regression vectors).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 # The static-guard items (see addopts in pyproject.toml for why not the entry point).
@@ -17,4 +19,80 @@ pytest_plugins = ("kernel.guard.pytest_plugin",)
 
 settings.register_profile("kernel", deadline=None)
 settings.register_profile("kernel-ci", deadline=None, derandomize=True)
+# `make test-fast`: fewer examples per property (the full count runs in `make check`).
+settings.register_profile("kernel-fast", deadline=None, max_examples=10)
 settings.load_profile("kernel-ci" if os.environ.get("CI") else "kernel")
+
+# Test files that start processes (workers, sandboxes, git, ssh-keygen, a browser, a
+# database, a Dask cluster, the `kernel` command): every test in them is marked
+# `processes` and left out of `make test-fast`. A new such file joins this list.
+PROCESS_TEST_FILES = frozenset(
+    {
+        "test_adapters_command",
+        "test_adapters_junit",
+        "test_adapters_patch",
+        "test_adapters_prediction",
+        "test_binding",
+        "test_binding_api_boundary",
+        "test_binding_fixtures",
+        "test_browser",
+        "test_cli_conventions",
+        "test_cli_inputs",
+        "test_decision",
+        "test_demo",
+        "test_demo_admission",
+        "test_environments",
+        "test_evidence_report",
+        "test_exceptions",
+        "test_executors",
+        "test_files",
+        "test_function_size",
+        "test_gate",
+        "test_guard",
+        "test_guard_pytest_plugin",
+        "test_identity",
+        "test_idkmesh",
+        "test_isolation_evidence",
+        "test_ledger_postgres",
+        "test_ledger_store",
+        "test_lost_worker",
+        "test_oracle",
+        "test_orchestrate",
+        "test_orchestrator",
+        "test_packaging",
+        "test_patch_hygiene",
+        "test_promote",
+        "test_public_api",
+        "test_readme",
+        "test_refusal_explanations",
+        "test_render",
+        "test_render_branches",
+        "test_render_decision",
+        "test_report_cli",
+        "test_rerun",
+        "test_reward_hacks",
+        "test_run_admission_branches",
+        "test_run_cli",
+        "test_run_costs",
+        "test_run_replay",
+        "test_runrecord",
+        "test_runrecord_branches",
+        "test_sandbox",
+        "test_sandbox_hardening",
+        "test_sandbox_unprivileged",
+        "test_scratch",
+        "test_screen",
+        "test_selftest",
+        "test_signing",
+        "test_suite",
+        "test_suite_dask",
+        "test_suite_run",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of `PROCESS_TEST_FILES` (one place, not a line in each file)."""
+    for item in items:
+        if Path(str(item.fspath)).stem in PROCESS_TEST_FILES:
+            item.add_marker(pytest.mark.processes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,15 @@ def test_api_tour_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.attempted >= 20
     assert result.failed == 0
     assert os.getcwd() == str(ROOT)
+
+
+def test_adr_index_lists_every_adr_with_its_title_and_dates() -> None:
+    """docs/adr/README.md has one row per ADR file: its link, its title, and the dates
+    it was accepted and last changed (a new ADR joins the index)."""
+    adr = ROOT / "docs" / "adr"
+    index = (adr / "README.md").read_text(encoding="utf-8")
+    for path in sorted(adr.glob("ADR-*.md")):
+        title = path.read_text(encoding="utf-8").splitlines()[0].split(": ", 1)[1]
+        row = next((line for line in index.splitlines() if f"]({path.name})" in line), "")
+        assert title in row, path.name
+        assert re.search(r"\| \d{4}-\d\d-\d\d \| \d{4}-\d\d-\d\d \|$", row), path.name

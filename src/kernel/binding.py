@@ -11,9 +11,10 @@ Check order (first failure wins, exactly one reason code per refusal). Checks 1-
 are those of the reference implementation, in its order, so a refusal's id agrees
 with the reference's whenever the reference refuses too:
 
-1-3. ``original_run`` is a `GeometricSearchRun`, ``candidate_operator_result`` a
-     `CandidateOperatorResult`, its attempt a `CandidateAttempt` (``isinstance``, as
-     the reference checks: a subclass passes here) -> ``invalid_binding_input``;
+1.   ``original_run`` is a `GeometricSearchRun` -> ``invalid_binding_input``;
+2.   ``candidate_operator_result`` is a `CandidateOperatorResult` -> the same;
+3.   its attempt is a `CandidateAttempt` -> the same (1-3 by ``isinstance``, as the
+     reference checks: a subclass passes here);
 4.   ``schema_versions``/``policy_versions`` are tuples of non-empty ``(name,
      version)`` str pairs, names strictly ascending -> ``unsupported_schema_version``;
 5.   result's ``geometric_search_run_id`` == ``run_id`` -> ``run_result_mismatch``;
