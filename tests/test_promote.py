@@ -1193,3 +1193,62 @@ def test_a_signed_tree_head_in_the_trailer(
     assert check_tree_head_signature(other, signature, demo.allowed, DECIDER) is (
         SignatureStatus.INVALID
     )
+
+
+def test_no_argument_makes_a_traceback_or_a_hang(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 item 5: a 5,000-character path, a full device, a FIFO, a folder or random
+    bytes given to any path option of promote, stage, unstage and attest: one line and
+    exit 2 (a decision of random bytes is a forged decision, random allowed signers allow
+    no one: refused and recorded)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()
+    noise = tmp_path / "noise"
+    noise.write_bytes(bytes(range(256)) * 8)
+    values = [str(tmp_path / ("x" * 5000)), "/dev/full", str(fifo), str(tmp_path / "folder"),
+              str(noise)]  # fmt: skip
+    ledger = str(tmp_path / "l.sqlite")
+    run = ["--run-dir", str(demo.run_dir)]
+    decision = decide(demo, tmp_path, key=demo.alice)
+    verbs = {
+        "promote --run-dir": ["promote", "--decision", str(decision), "--allowed-signers",
+                              str(demo.allowed), "--repo", str(repo), "--onto", "main"],
+        "promote --repo": ["promote", *run, "--decision", str(decision), "--allowed-signers",
+                           str(demo.allowed), "--onto", "main"],
+        "promote --allowed-signers": ["promote", *run, "--decision", str(decision), "--repo",
+                                      str(repo), "--onto", "main"],
+        "promote --ledger-key": ["promote", *run, "--decision", str(decision),
+                                 "--allowed-signers", str(demo.allowed), "--repo", str(repo),
+                                 "--onto", "main", "--ledger", ledger],
+        "stage --run-dir": ["stage", "--attempt", "attempt-1", "--repo", str(repo)],
+        "stage --repo": ["stage", *run, "--attempt", "attempt-1"],
+        "stage --ledger": ["stage", *run, "--attempt", "attempt-1", "--repo", str(repo)],
+        "unstage --run-dir": ["unstage", "--attempt", "attempt-1", "--repo", str(repo)],
+        "attest --run-dir": ["attest", "--attempt", "attempt-1"],
+        "attest --decision": ["attest", *run, "--attempt", "attempt-1"],
+        "promote --recover --repo": ["promote", "--recover", "--ledger", ledger],
+    }  # fmt: skip
+    for name, argv in verbs.items():
+        option = name.split()[-1]
+        extra = ["--ledger", ledger] if "--ledger" not in argv and option != "--ledger" else []
+        if argv[0] == "attest":
+            extra = []
+        for value in values:
+            capsys.readouterr()
+            code = main([*argv, *extra, option, value])
+            seen = capsys.readouterr()
+            where = (name, value[:60], seen.err, seen.out)
+            # Random bytes as allowed signers allow no one: a refusal, recorded.
+            refused = option == "--allowed-signers" and value == str(noise)
+            assert code == (1 if refused else 2), where
+            assert (seen.out if refused else seen.err).count("\n") == 1, where
+    capsys.readouterr()
+    assert main(["promote", *run, "--decision", str(noise), "--allowed-signers",
+                 str(demo.allowed), "--repo", str(repo), "--onto", "main",
+                 "--ledger", ledger]) == 1  # fmt: skip
+    assert "refused (no_candidate, no_accept_decision, decision_unsigned)" in (
+        capsys.readouterr().out
+    )
+    assert kinds(Path(ledger)) == ["refusal", "refusal"]

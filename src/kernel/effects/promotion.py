@@ -51,7 +51,7 @@ from kernel.gate import (
     decide_promotion,
     decide_staging,
 )
-from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeHead
+from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeBuilder, TreeHead
 from kernel.runrecord import RunRecord, TrustLevel
 
 __all__ = [
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 STAGED_PREFIX: Final = "refs/kernel/staged/"
+_EMPTY_ROOT: Final = TreeBuilder().root().hex()
+"""The root of an empty tree."""
 _STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
 CRASH_AT_VARIABLE: Final = "KERNEL_TEST_PROMOTE_CRASH_AT"
 """Test hook: a promotion (or recovery) whose environment names a step here (``permit``,
@@ -374,6 +376,9 @@ def promote(
     tip = repo.resolve(branch)
     if tip is None:
         raise EffectError(f"{repo.path}: branch {branch!r} not found")
+    if ledger_key is not None:
+        # A key that cannot sign is unusable input, found before anything is written.
+        sign_tree_head(TreeHead(tree_size=0, root_hash=_EMPTY_ROOT), ledger_key)
     author = None if decision is None else _author(decision)
     outcome = decide_promotion(
         run=folder.run,
