@@ -5,10 +5,15 @@
     bare SQLite inserts of the same canonical payloads, one autocommitted INSERT per
     payload, same file settings (WAL, synchronous=NORMAL), one process.
 (b) verify: `kernel.ledger.verify_chain` over every entry read back from the file.
+(c) proofs: an inclusion proof (entry given by id) and a consistency proof (from half
+    the tree) for a ledger of ``--proof-entries`` entries, made by the store from the
+    subtree roots its rows keep (built in bulk, not timed), checked with the pure
+    RFC 9162 verification; the slowest of ``PROOFS`` of each, after one untimed.
 
-Targets (issue 14): (a) >= 50 % of the floor; (b) >= 100,000 entries/s (linear).
+Targets (issue 14, issue 22): (a) >= 50 % of the floor; (b) >= 100,000 entries/s
+(linear); (c) < 10 ms each for 1,000,000 entries.
 
-    python bench/ledger.py [--entries 100000]
+    python bench/ledger.py [--entries 100000] [--proof-entries 1000000]
 """
 
 from __future__ import annotations
@@ -20,11 +25,29 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.effects.ledger_store import SqliteStore, verify_store
+from kernel.effects.ledger_store import (
+    SqliteStore,
+    prove_consistency,
+    prove_inclusion,
+    tree_head,
+    verify_store,
+)
 from kernel.identity import canonical_json
-from kernel.ledger import EntryKind, LedgerIntact
+from kernel.ledger import (
+    GENESIS_ID,
+    EntryKind,
+    LedgerIntact,
+    ProofChecked,
+    TreeBuilder,
+    TreeHead,
+    check_consistency,
+    check_inclusion,
+    leaf_hash,
+    new_entry,
+)
 
 ROUNDS = 10
+PROOFS = 20
 
 
 def payload(i: int) -> dict[str, object]:
@@ -71,11 +94,68 @@ def appends(store: SqliteStore, payloads: list[dict[str, object]]) -> float:
     return time.perf_counter() - started
 
 
+def bulk_ledger(path: Path, n: int) -> list[str]:
+    """A ledger of ``n`` small entries written in one transaction (not timed); their ids."""
+    store = SqliteStore(path, create=True)
+    store.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    head, tree, ids, rows = (0, GENESIS_ID), TreeBuilder(), [], []
+    for i in range(n):
+        entry = new_entry(head, EntryKind.DECISION, {"i": i})
+        nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
+        rows.append((*entry[:3], entry.kind.value, *entry[4:], nodes))
+        head = (entry.seq, entry.entry_id)
+        ids.append(entry.entry_id)
+    db.execute("BEGIN")
+    db.executemany(
+        "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload,"
+        " nodes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    db.execute("COMMIT")
+    db.close()
+    return ids
+
+
+def proofs(path: Path, ids: list[str]) -> tuple[float, float]:
+    """The slowest inclusion and consistency proof (made and checked), in seconds."""
+    store = SqliteStore(path, create=False)
+    head = tree_head(store)
+    # One of each first, untimed: opening the file and preparing the statements.
+    prove_inclusion(store, ids[0])
+    prove_consistency(store, len(ids) // 2)
+    worst_inclusion = worst_consistency = 0.0
+    for k in range(PROOFS):
+        entry_id = ids[(k * 7919) % len(ids)]
+        started = time.perf_counter()
+        outcome = check_inclusion(prove_inclusion(store, entry_id), head)
+        worst_inclusion = max(worst_inclusion, time.perf_counter() - started)
+        assert isinstance(outcome, ProofChecked), outcome
+        old = len(ids) // 2 + k
+        started = time.perf_counter()
+        proof = prove_consistency(store, old)
+        worst_consistency = max(worst_consistency, time.perf_counter() - started)
+        old_head = attrs_head(store, old)
+        assert isinstance(check_consistency(proof, old_head, head), ProofChecked)
+    store.close()
+    return worst_inclusion, worst_consistency
+
+
+def attrs_head(store: SqliteStore, size: int) -> TreeHead:
+    """The head of the tree of the first ``size`` entries (from the stored roots)."""
+    from kernel.ledger import frontier_of
+
+    tree = TreeBuilder(size, [store.perfect(*part) for part in frontier_of(size)])
+    return TreeHead(tree_size=size, root_hash=tree.root().hex())
+
+
 def main() -> int:
     """Run the bench; print figures and PASS/MISS against the targets."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=100_000)
-    n = parser.parse_args().entries
+    parser.add_argument("--proof-entries", type=int, default=1_000_000)
+    options = parser.parse_args()
+    n = options.entries
     payloads = [payload(i) for i in range(n)]
     texts = [canonical_json(p).decode() for p in payloads]
     with tempfile.TemporaryDirectory(prefix="kernel-bench-ledger-") as scratch:
@@ -94,6 +174,8 @@ def main() -> int:
         verify_s = time.perf_counter() - started
         verify_cpu_s = time.process_time() - cpu
         store.close()
+        ids = bulk_ledger(base / "proofs.sqlite", options.proof_entries)
+        inclusion_s, consistency_s = proofs(base / "proofs.sqlite", ids)
     if not isinstance(outcome, LedgerIntact) or outcome.count != n:
         print(f"FAIL: the chain did not verify: {outcome}")
         return 1
@@ -112,6 +194,12 @@ def main() -> int:
         f"{n / verify_cpu_s:,.0f} entries per CPU second (what a shared machine's load "
         "does not change)"
     )
+    size = options.proof_entries
+    for name, seconds in (("inclusion", inclusion_s), ("consistency", consistency_s)):
+        print(
+            f"  {name} proof, {size:,} entries: {seconds * 1000:.2f} ms (slowest of {PROOFS}) "
+            f"[{'PASS' if seconds < 0.01 else 'MISS'} < 10 ms]"
+        )
     return 0
 
 

@@ -94,6 +94,8 @@ _SQLITE_SCHEMA: Final = (
     " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS kernel_ledger_head ("
     " one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, entry_id TEXT NOT NULL)",
+    # Proofs name an entry by its id (a promotion trailer's): found by index, not a scan.
+    "CREATE INDEX IF NOT EXISTS kernel_ledger_by_id ON kernel_ledger (entry_id)",
     # A fresh ledger's head row: (0, GENESIS_ID), so each append updates it in place.
     "INSERT INTO kernel_ledger_head SELECT 1, 0, printf('%064d', 0)"
     " WHERE NOT EXISTS (SELECT 1 FROM kernel_ledger_head)"
