@@ -130,7 +130,8 @@ class SuiteInstance:
     environment_digest: str | None = None
     """The digest of its built environment (set by `run_suite` before any task runs)."""
     unknown_tests: tuple[str, ...] = ()
-    """Declared ids the baseline statically does not define: not run, not judged."""
+    """Declared ids the materialized baseline statically does not define (found by the
+    instance's task): not run, not judged."""
 
 
 @attrs.frozen(kw_only=True)
@@ -235,19 +236,14 @@ def _instance(path: Path, index: int, item: Mapping[str, object]) -> SuiteInstan
     )
 
 
-def _unknown_tests(instance: SuiteInstance) -> tuple[str, ...]:
-    """The declared unittest ids the baseline statically does not define (tests a
-    ``test_patch`` adds are left to calibration)."""
-    if instance.test_patch:
-        return ()
-    repo = Repo(instance.repo) if instance.base_commit else None
+def _unknown_tests(instance: SuiteInstance, tree: Path) -> tuple[str, ...]:
+    """The declared ids the materialized baseline (``test_patch`` applied) statically
+    does not define."""
 
     def read(relative: str) -> str | None:
         try:
-            if repo is not None:
-                return repo.git("show", f"{instance.base_commit}:{relative}")
-            return (instance.repo / relative).read_text("utf-8", "replace")
-        except (OSError, EffectError):
+            return (tree / relative).read_text("utf-8", "replace")
+        except OSError:
             return None
 
     return unknown_test_ids((*instance.fail_to_pass, *instance.pass_to_pass), read)
@@ -274,7 +270,7 @@ def load_instances(path: Path | str) -> tuple[SuiteInstance, ...]:
             check_command_starts([instance.python], env=BASE_ENV)
         except EffectError as e:
             raise ConfigError(f"{where}.python: {e}") from e
-    return tuple(attrs.evolve(i, unknown_tests=_unknown_tests(i)) for i in instances)
+    return tuple(instances)
 
 
 def load_predictions(
@@ -476,6 +472,7 @@ def judge_instance(
         resumed = _resumed(folder, digest)
         if resumed is not None:
             return resumed, False
+        instance = attrs.evolve(instance, unknown_tests=_unknown_tests(instance, work / "repo"))
         calibration_config, judge_config = _configs(instance, work, predictions)
         calibration, calibration_run = _calibrate(instance, calibration_config)
         write_canonical_json(root.resolve(folder / "calibration.json"), calibration.to_dict())

@@ -227,6 +227,23 @@ def _guard_should_stop() -> None:
     stop.__init_subclass__ = classmethod(subclass)  # type: ignore[assignment]
 
 
+def _genuine(value: object) -> bool:
+    """A class or function a standard-library module really defines, bound in a test
+    module under its own name (``from datetime import time``): a name that happens to
+    match a module's, not that module rebound. The owner must be a standard-library
+    module loaded from outside the tree, never tree code (`_SourceOnlyLoader`)."""
+    owner, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(owner, str) or not isinstance(qualname, str):
+        return False
+    module = sys.modules.get(owner)
+    if owner.split(".")[0] not in sys.stdlib_module_names or module is None:
+        return False
+    where = getattr(module, "__file__", None)
+    outside = where is None or not os.path.realpath(str(where)).startswith(_TREE + "/")
+    tree_code = owner in _SourceOnlyLoader.executed
+    return outside and not tree_code and getattr(module, qualname, None) is value
+
+
 def _rebound(noted_modules: dict[str, int], modules: list[str]) -> list[str]:
     """Names that no longer mean what they meant before any tree code ran: a module of
     that time replaced in ``sys.modules``, or a test module's global that names one
@@ -235,7 +252,9 @@ def _rebound(noted_modules: dict[str, int], modules: list[str]) -> list[str]:
     for name in modules:
         module = _SourceOnlyLoader.executed.get(name)
         for key, value in list(vars(module).items()) if module is not None else ():
-            named = isinstance(value, types.ModuleType) or getattr(value, "__name__", None) == key
+            named = isinstance(value, types.ModuleType) or (
+                getattr(value, "__name__", None) == key and not _genuine(value)
+            )
             if key in noted_modules and named and id(value) != noted_modules[key]:
                 found.append(f"{name}.{key}")
     return found
