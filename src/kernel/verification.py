@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Final
 
 import attrs
 
@@ -519,98 +519,83 @@ def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> _Said:
     return said
 
 
+# What a verification must name, as the manifest and work unit it checks say it:
+# (reason, verification field, what it is compared with, expected value, found value).
+# The IDKMesh provenance checks first (exactly this manifest, exactly this work unit,
+# this attempt), then independence (the verifier saw this worker).
+_NAMED: Final[
+    tuple[
+        tuple[
+            EvidenceChainReason,
+            str,
+            str,
+            Callable[[WorkUnit, ResultManifest], object],
+            Callable[[VerificationResult], object],
+        ],
+        ...,
+    ]
+] = (
+    (
+        EvidenceChainReason.VERIFICATION_MANIFEST_ID,
+        "result_manifest_id",
+        "the manifest's id",
+        lambda _w, m: m.id,
+        lambda v: v.result_manifest_id,
+    ),
+    (
+        EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST,
+        "result_manifest_digest",
+        "the manifest's digest",
+        lambda _w, m: m.digest,
+        lambda v: v.result_manifest_digest,
+    ),
+    (
+        EvidenceChainReason.VERIFICATION_WORK_UNIT_ID,
+        "work_unit_id",
+        "the work unit's id",
+        lambda w, _m: w.id,
+        lambda v: v.work_unit_id,
+    ),
+    (
+        EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION,
+        "work_unit_version",
+        "the work unit's version",
+        lambda w, _m: w.version,
+        lambda v: v.work_unit_version,
+    ),
+    (
+        EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST,
+        "work_unit_digest",
+        "the work unit's digest",
+        lambda w, _m: w.digest,
+        lambda v: v.work_unit_digest,
+    ),
+    (
+        EvidenceChainReason.VERIFICATION_ATTEMPT,
+        "attempt",
+        "the manifest's attempt",
+        lambda _w, m: m.attempt,
+        lambda v: v.attempt,
+    ),
+    (
+        EvidenceChainReason.OBSERVED_OTHER_WORKER,
+        "independence.worker_id_observed",
+        "the manifest's worker",
+        lambda _w, m: m.worker.id,
+        lambda v: v.independence.worker_id_observed,
+    ),
+)
+
+
 def _verification_reasons(
     work_unit: WorkUnit, manifest: ResultManifest, verification: VerificationResult
 ) -> _Said:
     said: _Said = []
-    # IDKMesh provenance check: the verification names exactly this manifest ...
-    if verification.result_manifest_id != manifest.id:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_MANIFEST_ID,
-                _differs(
-                    "verification.result_manifest_id",
-                    "the manifest's id",
-                    manifest.id,
-                    verification.result_manifest_id,
-                ),
-            )
-        )
-    if verification.result_manifest_digest != manifest.digest:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_MANIFEST_DIGEST,
-                _differs(
-                    "verification.result_manifest_digest",
-                    "the manifest's digest",
-                    manifest.digest,
-                    verification.result_manifest_digest,
-                ),
-            )
-        )
-    # ... and exactly this work unit.
-    if verification.work_unit_id != work_unit.id:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_WORK_UNIT_ID,
-                _differs(
-                    "verification.work_unit_id",
-                    "the work unit's id",
-                    work_unit.id,
-                    verification.work_unit_id,
-                ),
-            )
-        )
-    if verification.work_unit_version != work_unit.version:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_WORK_UNIT_VERSION,
-                _differs(
-                    "verification.work_unit_version",
-                    "the work unit's version",
-                    work_unit.version,
-                    verification.work_unit_version,
-                ),
-            )
-        )
-    if verification.work_unit_digest != work_unit.digest:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_WORK_UNIT_DIGEST,
-                _differs(
-                    "verification.work_unit_digest",
-                    "the work unit's digest",
-                    work_unit.digest,
-                    verification.work_unit_digest,
-                ),
-            )
-        )
-    if verification.attempt != manifest.attempt:
-        said.append(
-            (
-                EvidenceChainReason.VERIFICATION_ATTEMPT,
-                _differs(
-                    "verification.attempt",
-                    "the manifest's attempt",
-                    manifest.attempt,
-                    verification.attempt,
-                ),
-            )
-        )
-    # Independence: the verifier saw this worker and is not that worker.
-    observed = verification.independence.worker_id_observed
-    if observed != manifest.worker.id:
-        said.append(
-            (
-                EvidenceChainReason.OBSERVED_OTHER_WORKER,
-                _differs(
-                    "verification.independence.worker_id_observed",
-                    "the manifest's worker",
-                    manifest.worker.id,
-                    observed,
-                ),
-            )
-        )
+    for reason, field, what, expected_of, found_of in _NAMED:
+        expected, found = expected_of(work_unit, manifest), found_of(verification)
+        if found != expected:
+            said.append((reason, _differs(f"verification.{field}", what, expected, found)))
+    # Independence: the verifier is not the worker it observed.
     if not verification.independence.independent_from_worker:
         said.append(
             (
