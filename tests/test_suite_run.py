@@ -300,7 +300,7 @@ class _Lost(concurrent.futures.ThreadPoolExecutor):
 
 def test_a_lost_instance_task_is_a_control_error(tmp_path: Path) -> None:
     """A task that never completes makes its instance's predictions ``error`` with the
-    reason ``calibration_error``; the other instances are judged as usual."""
+    reason ``infrastructure_fault``; the other instances are judged as usual."""
     with _Lost(max_workers=1) as pool:
         outcome = run_suite(
             DEMO / "instances.json",
@@ -310,7 +310,7 @@ def test_a_lost_instance_task_is_a_control_error(tmp_path: Path) -> None:
             executor=pool,
         )
     lost = outcome.summary.instances[1]
-    assert lost.calibration.reasons == (CalibrationReason.CALIBRATION_ERROR,)
+    assert lost.calibration.reasons == (CalibrationReason.INFRASTRUCTURE_FAULT,)
     assert {p.status for p in lost.predictions} == {
         PredictionStatus.ERROR,
         PredictionStatus.EMPTY_PATCH,

@@ -87,6 +87,9 @@ class CalibrationReason(enum.StrEnum):
     """The reference patch does not pass every declared test."""
     CALIBRATION_ERROR = "calibration_error"
     """The calibration run reached no per-test result (a control error)."""
+    INFRASTRUCTURE_FAULT = "infrastructure_fault"
+    """The instance's task did not complete (a worker lost past the scheduler's retries):
+    a control error of the suite, recorded by its runner, never a verdict."""
     UNKNOWN_TEST_ID = "unknown_test_id"
     """A declared test id names nothing the baseline defines (found statically: the
     instance is not run)."""

@@ -590,7 +590,7 @@ def _lost(
     calibration = Calibration(
         instance_id=instance.instance_id,
         valid=False,
-        reasons=(CalibrationReason.CALIBRATION_ERROR,),
+        reasons=(CalibrationReason.INFRASTRUCTURE_FAULT,),
         tests=(),
     )
     console.progress(f"instance {instance.instance_id}: did not complete: {type(error).__name__}")
