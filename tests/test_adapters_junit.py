@@ -4,7 +4,9 @@ collector (kernel.effects.adapters.declared_tests), run here without a sandbox."
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.effects.adapters import declared_tests, tests_bootstrap
+from kernel.effects.adapters.command import PYTEST_PROTECTED, CommandVerifier
 from kernel.effects.adapters.declared_tests import Collected, Plan, collect, judge, prepare
 from kernel.effects.adapters.junit import declared_test_results, judge_tests
+from kernel.effects.orchestrate import load_config
+from kernel.errors import ConfigError
 from kernel.verification import CheckReason, CheckStatus
 
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 BOOTSTRAP = Path(tests_bootstrap.__file__).resolve()
 
 JUDGED: dict[str, tuple[dict[str, str] | CheckReason, int, CheckStatus, CheckReason | None]] = {
@@ -124,10 +130,11 @@ class T(unittest.TestCase):
 """
 
 
-def _check(tree: Path, *declared: str) -> tuple[Collected, Plan, bytes]:
+def _check(tree: Path, *declared: str, runner: str = "unittest") -> tuple[Collected, Plan, bytes]:
     """Prepare a check in ``tree`` (controls and plan written there, as the sandbox's
-    preload would), run the bootstrap there and collect its stream."""
-    plan = prepare(tree, declared, tree)
+    preload would), run the bootstrap there and collect its stream (the interpreter of
+    these tests: it has pytest)."""
+    plan = prepare(tree, declared, tree, runner)
     done = subprocess.run(
         [sys.executable, "-I", "-B", str(BOOTSTRAP), plan.file_name],
         cwd=tree,
@@ -297,6 +304,7 @@ def test_the_collector_never_raises(data: bytes) -> None:
         controls=(),
         control_module="c",
         control_digest="0" * 64,
+        control_file="c.py",
     )
     collected = collect(b"H {}\nS 0\n" + data, plan)
     judge(("m.T.a",), collected)
@@ -330,3 +338,143 @@ def test_declared_test_results_name_every_declared_test() -> None:
     ):
         rows = declared_test_results(declared, (), reason)
         assert {str(r.outcome) for r in rows} == {outcome}
+
+
+PYTEST_TESTS = """
+import pytest
+
+from helper import double
+
+
+@pytest.fixture
+def base():
+    return 2
+
+
+def test_plain():
+    assert double(2) == 4
+
+
+def test_fixture(base, shared):
+    assert double(base) == shared
+
+
+@pytest.mark.parametrize("value,expected", [(1, 2), (2, 5)])
+def test_param(value, expected):
+    assert double(value) == expected
+
+
+class TestGroup:
+    def test_method(self):
+        assert double(0) == 0
+
+    @pytest.mark.skip(reason="later")
+    def test_skipped(self):
+        pass
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture broke")
+
+
+def test_setup_error(broken):
+    pass
+"""
+
+
+def _pytest_tree(tree: Path) -> None:
+    (tree / "tests").mkdir()
+    (tree / "helper.py").write_text("def double(x):\n    return 2 * x\n")
+    (tree / "tests" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef shared():\n    return 4\n"
+    )
+    (tree / "tests" / "test_p.py").write_text(PYTEST_TESTS)
+    (tree / "pytest.ini").write_text("[pytest]\naddopts = -k nothing_matches\n")
+
+
+def test_pytest_node_ids_run_each_in_its_own_process(tmp_path: Path) -> None:
+    """pytest node ids (functions, fixtures from a conftest, parametrized ids, classes)
+    each run in their own process with the same controls and defences; the project's
+    addopts cannot deselect them; a setup error is an error, a failed call a failure."""
+    _pytest_tree(tmp_path)
+    ids = {
+        "tests/test_p.py::test_plain": "passed",
+        "tests/test_p.py::test_fixture": "passed",
+        "tests/test_p.py::test_param[1-2]": "passed",
+        "tests/test_p.py::test_param[2-5]": "failure",
+        "tests/test_p.py::TestGroup::test_method": "passed",
+        "tests/test_p.py::TestGroup::test_skipped": "skipped",
+        "tests/test_p.py::test_setup_error": "error",
+        "tests/test_p.py::test_absent": "error",
+    }
+    collected, plan, _stream = _check(tmp_path, *ids, runner="pytest")
+    assert collected.findings == ()
+    assert {t: collected.outcomes[t] for t in ids} == ids
+    assert {collected.outcomes[c.test_id] for c in plan.controls} == {"passed", "failure", "error"}
+    assert all(c.test_id.startswith("tests/test_") for c in plan.controls)
+
+
+def test_pytest_framework_tampering_is_found(tmp_path: Path) -> None:
+    """The module under test patching pytest's report (every failure a pass) is a
+    namespace finding and the must-fail control passes: the check is tampered."""
+    _pytest_tree(tmp_path)
+    (tmp_path / "helper.py").write_text(
+        "import _pytest.reports\n"
+        "_pytest.reports.TestReport.passed = property(lambda self: True)\n"
+        "def double(x):\n    return 2 * x\n"
+    )
+    collected, _plan, _stream = _check(tmp_path, "tests/test_p.py::test_plain", runner="pytest")
+    assert any("_pytest.reports.TestReport.passed" in f for f in collected.findings)
+    assert judge(("tests/test_p.py::test_plain",), collected)[:2] == (
+        CheckStatus.FAILED,
+        CheckReason.RUNNER_TAMPERED,
+    )
+
+
+def _demo_config(tmp_path: Path, check: dict[str, object]) -> Path:
+    shutil.copytree(DEMO, tmp_path / "demo")
+    path = tmp_path / "demo" / "config.json"
+    config = json.loads(path.read_text())
+    config["verifier"]["checks"] = [{"id": "unit-tests", "timeout_s": 60, **check}]
+    config["verifier"].pop("require_trust", None)
+    path.write_text(json.dumps(config))
+    return path
+
+
+PYTEST_IDS = {"fail_to_pass": ["tests/test_p.py::test_plain"], "pass_to_pass": []}
+UNITTEST_IDS = {"fail_to_pass": ["test_stats.StatsTest.test_median_even"], "pass_to_pass": []}
+
+
+def test_a_check_names_its_runner_or_has_it_detected(tmp_path: Path) -> None:
+    """pytest node ids select pytest, dotted ids unittest; a pytest check protects
+    pytest's configuration and fixtures (conftest.py, pytest.ini, tox.ini, setup.cfg,
+    pyproject.toml) on top of the config's own protected paths."""
+    loaded = load_config(_demo_config(tmp_path, {"tests": PYTEST_IDS}))
+    verifier = loaded.verifier
+    assert isinstance(verifier, CommandVerifier)
+    (check,) = verifier.checks
+    assert check.runner == "pytest"
+    assert set(PYTEST_PROTECTED) <= set(verifier.protected)
+    assert "test_*.py" in verifier.protected
+    loaded = load_config(_demo_config(tmp_path / "u", {"tests": UNITTEST_IDS}))
+    assert isinstance(loaded.verifier, CommandVerifier)
+    assert loaded.verifier.checks[0].runner == "unittest"
+    assert "conftest.py" not in loaded.verifier.protected
+
+
+@pytest.mark.parametrize(
+    ("runner", "tests", "message"),
+    [
+        ("unittest", PYTEST_IDS, "expected an array of unittest test ids"),
+        ("pytest", UNITTEST_IDS, "expected an array of pytest test ids"),
+        ("nose", UNITTEST_IDS, "expected one of unittest, pytest"),
+    ],
+)
+def test_a_runner_that_does_not_match_its_ids_is_refused_at_load(
+    tmp_path: Path, runner: str, tests: dict[str, list[str]], message: str
+) -> None:
+    """A check whose runner does not match its test ids is a config error at load time."""
+    path = _demo_config(tmp_path, {"tests": tests, "runner": runner})
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

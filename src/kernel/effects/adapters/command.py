@@ -158,6 +158,7 @@ __all__ = [
     "BASE_ENV",
     "OUTPUT_TAIL",
     "PROTECTED_CHECK",
+    "PYTEST_PROTECTED",
     "CheckSpec",
     "CommandSpec",
     "CommandVerifier",
@@ -606,6 +607,8 @@ class CheckSpec:
     for a plain command check, which never passes (no per-test evidence)."""
     fail_to_pass: tuple[str, ...] = ()
     """The declared tests the patch must make pass (recorded in the policy)."""
+    runner: str = "unittest"
+    """The declared tests' runner (`declared_tests.RUNNERS`)."""
     oracle: OracleSpec | None = None
     """The expected output an ``oracle`` check's stdout is compared with (by the
     verifier, `kernel.effects.adapters.oracle`)."""
@@ -694,7 +697,7 @@ class CommandVerifier:
                 argv = check.command.run_argv
                 if check.tests:
                     preload = private / f"check-{index}-tree"
-                    plan = declared_tests.prepare(self.baseline, check.tests, preload)
+                    plan = declared_tests.prepare(self.baseline, check.tests, preload, check.runner)
                     argv = (*argv, plan.file_name)
                 spec = SandboxSpec(
                     command=argv,
@@ -905,8 +908,11 @@ _VERIFIER_OPTIONAL: Final = frozenset({"protected", "env", "require_trust"})
 _CHECK_KEYS: Final = {"id"}
 _CHECK_OPTIONAL: Final = frozenset(
     {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
-    | {"environment"}
+    | {"environment", "runner"}
 )
+PYTEST_PROTECTED: Final = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+"""Protected whenever a check runs pytest (its configuration and fixtures; the whole of
+``pyproject.toml``, not only its ``[tool.pytest]`` part)."""
 RUNNER_LOCATOR: Final = "kernel:tests_bootstrap"
 """How a declared-tests check names the kernel's bootstrap in its recorded command."""
 
@@ -915,7 +921,7 @@ def _tests_check(
     source: ConfigSource, item: Mapping[str, object], at: str, check_id: str, required: bool
 ) -> CheckSpec:
     """A declared-tests check: ``python -I -B <kernel bootstrap> PLAN`` (read-only)."""
-    fail_to_pass, pass_to_pass = declared_tests.declared(source, item, at)
+    fail_to_pass, pass_to_pass, runner = declared_tests.declared(source, item, at)
     python = item.get("python", "python3")
     if type(python) is not str or not python or "/" in python:
         raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
@@ -935,6 +941,7 @@ def _tests_check(
         required=required,
         tests=tests,
         fail_to_pass=fail_to_pass,
+        runner=runner,
     )
 
 
@@ -1032,6 +1039,9 @@ def _command_verifier(
     protected: list[str] = []
     if "protected" in entry:
         protected = _string_list(source, entry, "protected", where)
+    if any(c.runner == "pytest" for c in checks):
+        # pytest reads these before any test: a candidate may not rewrite them either.
+        protected += [g for g in PYTEST_PROTECTED if g not in protected]
     require_trust = _require_trust(source, entry, where, checks)
     oracles = tuple(c.oracle for c in checks if c.oracle is not None)
     _hide_expected(source, oracles, [c.command.run_argv[0] for c in checks], baseline, where)
@@ -1052,6 +1062,7 @@ def _command_verifier(
                         **c.command.describe(),
                         **(
                             {"fail_to_pass": list(c.fail_to_pass), "tests": list(c.tests)}
+                            | ({"runner": c.runner} if c.runner != "unittest" else {})
                             if c.tests
                             else {}
                         ),

@@ -55,6 +55,7 @@ __all__ = [
     "Control",
     "Plan",
     "collect",
+    "RUNNERS",
     "declared",
     "judge",
     "module_of",
@@ -87,6 +88,16 @@ _ERROR_BODIES: Final = (
     "{{}}[{a}]",
     "[{a}, {b}][{c}]",
     "int({word!r})",
+)
+_PYTEST_PASS: Final = (
+    "assert sorted([{a}, {b}, {c}]) == {sorted_abc}",
+    "assert min([{a}, {b}, {c}]) == {min_abc}",
+    "assert _Value({a}) == _Value({a})",
+)
+_PYTEST_FAIL: Final = (
+    "assert sorted([{a}, {b}, {c}]) == {unsorted}",
+    "assert min([{a}, {b}, {c}]) == {max_abc}",
+    "assert _Value({a}) == _Value({b})",
 )
 _VALUE_CLASS: Final = (
     "class _Value:\n"
@@ -125,6 +136,8 @@ class Plan:
     """The controls' module."""
     control_digest: str
     """SHA-256 of the controls' module source as the kernel wrote it."""
+    control_file: str
+    """The controls' file, relative to the tree."""
 
 
 def module_of(baseline: Path, test_id: str) -> str:
@@ -142,9 +155,9 @@ def _word(length: int) -> str:
     return "".join(_RANDOM.choice(string.ascii_lowercase) for _ in range(length))
 
 
-def _control_source(names: Mapping[TestOutcome, str], class_name: str) -> str:
+def _values() -> dict[str, object]:
     a, b, c = _RANDOM.sample(range(2, 99), 3)
-    values = {
+    return {
         "a": a,
         "b": b,
         "c": c,
@@ -154,6 +167,10 @@ def _control_source(names: Mapping[TestOutcome, str], class_name: str) -> str:
         "max_abc": max(a, b, c),
         "word": _word(6),
     }
+
+
+def _control_source(names: Mapping[TestOutcome, str], class_name: str) -> str:
+    values = _values()
     bodies = {
         "passed": _RANDOM.choice(_PASS_BODIES),
         "failure": _RANDOM.choice(_FAIL_BODIES),
@@ -171,12 +188,63 @@ def _control_source(names: Mapping[TestOutcome, str], class_name: str) -> str:
     )
 
 
-def prepare(baseline: Path, declared: Sequence[str], into: Path) -> Plan:
+def _pytest_source(names: Mapping[TestOutcome, str], fixture: str) -> str:
+    """pytest controls: an assertion that holds, one that does not, and a fixture that
+    raises (pytest's ``error`` is a failure outside the test's call)."""
+    values = _values()
+    bodies = {
+        "passed": (f"def {names['passed']}():", _RANDOM.choice(_PYTEST_PASS)),
+        "failure": (f"def {names['failure']}():", _RANDOM.choice(_PYTEST_FAIL)),
+        "error": (f"def {names['error']}({fixture}):", "pass"),
+    }
+    functions = [
+        f"{head}\n    {body.format(**values)}\n"
+        for head, body in (bodies[k] for k in _RANDOM.sample(CONTROL_KINDS, 3))
+    ]
+    return (
+        "import pytest\n\n\n"
+        + _VALUE_CLASS
+        + f"\n\n@pytest.fixture\ndef {fixture}():\n    raise LookupError({values['a']})\n\n\n"
+        + "\n\n".join(functions)
+    )
+
+
+def _prepare_pytest(declared: Sequence[str], into: Path) -> Plan:
+    """`prepare` for pytest node ids (``path.py::name...``)."""
+    files = list(dict.fromkeys(t.split("::", 1)[0] for t in declared))
+    folder = files[0].rpartition("/")[0]
+    path = f"{folder}/test_{_word(8)}.py" if folder else f"test_{_word(8)}.py"
+    names = {kind: f"test_{_word(8)}" for kind in CONTROL_KINDS}
+    source = _pytest_source(names, _word(8)).encode()
+    (into / path).parent.mkdir(parents=True, exist_ok=True)
+    (into / path).write_bytes(source)
+    controls = tuple(Control(test_id=f"{path}::{names[k]}", expected=k) for k in CONTROL_KINDS)
+    tests = [*declared, *(c.test_id for c in controls)]
+    _RANDOM.shuffle(tests)
+    order = [*files, path]
+    _RANDOM.shuffle(order)
+    file_name = f".kernel-plan-{_word(12)}"
+    plan = {"runner": "pytest", "modules": [], "files": order, "tests": tests}
+    (into / file_name).write_bytes(json.dumps(plan).encode())
+    return Plan(
+        file_name=file_name,
+        tests=tuple(tests),
+        modules=tuple(order),
+        controls=controls,
+        control_module=path.removesuffix(".py").replace("/", "."),
+        control_digest=sha256_bytes(source),
+        control_file=path,
+    )
+
+
+def prepare(baseline: Path, declared: Sequence[str], into: Path, runner: str = "unittest") -> Plan:
     """Write the controls and the plan of one check into ``into`` (copied over the tree).
 
     Raises:
         OSError: a file cannot be written (the verifier's own folder).
     """
+    if runner == "pytest":
+        return _prepare_pytest(declared, into)
     modules = list(dict.fromkeys(module_of(baseline, t) for t in declared))
     package = modules[0].rpartition(".")[0]
     folder = into.joinpath(*package.split(".")) if package else into
@@ -206,6 +274,7 @@ def prepare(baseline: Path, declared: Sequence[str], into: Path) -> Plan:
         controls=controls,
         control_module=control_module,
         control_digest=sha256_bytes(source),
+        control_file=f"{control_module.replace('.', '/')}.py",
     )
 
 
@@ -286,7 +355,7 @@ def _one_process(
             details = {k: v for k, v in sorted(event.items()) if k != "e"}
             findings.append(json.dumps(details, sort_keys=True)[:400])
         elif event.get("e") == "source":
-            sources.setdefault(str(event.get("module")), set()).add(str(event.get("sha256")))
+            sources.setdefault(str(event.get("path")), set()).add(str(event.get("sha256")))
     if not events or events[-1] != {"e": "end"} or exit_code != 0:
         findings.append(f"a test process ended without its closing mark (exit {exit_code})")
     if len(ran) != 1 or ran[0].get("test") != test_id:
@@ -312,10 +381,11 @@ def collect(data: bytes, plan: Plan) -> Collected:
         findings += found
         if outcome is not None:
             outcomes[test_id], messages[test_id] = outcome, message
-    for module, digests in sorted(sources.items()):
+    for path, digests in sorted(sources.items()):
         if len(digests) > 1:
-            findings.append(f"module {module}: its source changed between test processes")
-    if sources.get(plan.control_module, {plan.control_digest}) != {plan.control_digest}:
+            findings.append(f"{path}: its source changed between test processes")
+    loaded = sources.get(plan.control_file, set() if import_failed else {""})
+    if loaded and loaded != {plan.control_digest}:
         findings.append("the controls' source is not the one the kernel wrote")
     if not import_failed:
         for control in plan.controls:
@@ -366,7 +436,7 @@ def summary(declared: Sequence[str], collected: Collected) -> str:
         outcome = collected.outcomes.get(test_id, "missing")
         counts[outcome] = counts.get(outcome, 0) + 1
         if outcome != "passed":
-            name = test_id.rpartition(".")[2]
+            name = test_id.rpartition("::" if "::" in test_id else ".")[2]
             lines.append(f"{_LABELS[outcome]}: {name} ({test_id})")
             lines.append(collected.messages.get(test_id, "").rstrip("\n"))
     order = ("passed", *_LABELS)
@@ -375,14 +445,25 @@ def summary(declared: Sequence[str], collected: Collected) -> str:
     return "\n".join(lines) + "\n"
 
 
+RUNNERS: Final = ("unittest", "pytest")
+"""The test runners a declared-tests check can name (``"runner"``)."""
+_PYTEST_ID: Final = re.compile(
+    r"(?!/)(?!.*(?:^|/)\.\.(?:/|::))[^\s:]+\.py(?:::[^\s:\[\]]+(?:\[[^\n]*\])?)+"
+)
+
+
 def declared(
     source: ConfigSource, item: Mapping[str, object], at: str
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A check's ``tests`` entry: its FAIL_TO_PASS and PASS_TO_PASS test ids.
+) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """A check's ``tests`` entry: its FAIL_TO_PASS and PASS_TO_PASS test ids and runner.
+
+    The runner is the check's ``"runner"`` (``unittest`` or ``pytest``), else detected
+    from the ids: pytest node ids (``path.py::name``) name pytest, dotted ids
+    (``module.Class.test``) unittest. An id of the other runner's shape is refused.
 
     Raises:
-        ConfigError: not an object of two arrays of ``module.Class.test`` ids, no test,
-            or a test named twice.
+        ConfigError: not an object of two arrays of test ids of one runner, no test, a
+            test named twice, or an unknown runner.
     """
     value = item.get("tests")
     if type(value) is not dict:
@@ -390,23 +471,29 @@ def declared(
     source.only_keys(
         value, set(), f"{at}.tests", optional=frozenset({"fail_to_pass", "pass_to_pass"})
     )
+    names = [value.get(key, []) for key in ("fail_to_pass", "pass_to_pass")]
+    every = [n for group in names if type(group) is list for n in group]
+    runner = item.get("runner")
+    if runner is None:
+        runner = "pytest" if any(type(n) is str and "::" in n for n in every) else "unittest"
+    if runner not in RUNNERS:
+        raise source.error(f"{at}.runner", f"expected one of {', '.join(RUNNERS)}, got {runner!r}")
+    shape = _PYTEST_ID if runner == "pytest" else _TEST_ID
+    example = "path/test_x.py::test_name" if runner == "pytest" else "module.Class.test_name"
     lists: list[tuple[str, ...]] = []
-    for key in ("fail_to_pass", "pass_to_pass"):
-        names = value.get(key, [])
-        if type(names) is not list or not all(
-            type(n) is str and _TEST_ID.fullmatch(n) for n in names
-        ):
+    for key, group in zip(("fail_to_pass", "pass_to_pass"), names, strict=True):
+        if type(group) is not list or not all(type(n) is str and shape.fullmatch(n) for n in group):
             raise source.error(
-                f"{at}.tests.{key}", "expected an array of test ids (module.Class.test_name)"
+                f"{at}.tests.{key}", f"expected an array of {runner} test ids ({example})"
             )
-        lists.append(tuple(str(n) for n in names))
-    every = lists[0] + lists[1]
+        lists.append(tuple(str(n) for n in group))
+    every = [*lists[0], *lists[1]]
     # Vacuous input is refused: a check that names no test proves nothing.
     if not every:
         raise source.error(f"{at}.tests", "no tests: name at least one test that must pass")
     if len(set(every)) != len(every):
         raise source.error(f"{at}.tests", "a test is named twice")
-    return lists[0], lists[1]
+    return lists[0], lists[1], str(runner)
 
 
 def verdict(

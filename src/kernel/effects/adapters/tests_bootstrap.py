@@ -135,7 +135,8 @@ def _finding(event: str, args: tuple[object, ...]) -> str | None:
     if event in _ALWAYS or event.startswith("ctypes."):
         return event
     if event in ("object.__setattr__", "object.__delattr__") and len(args) > 1:
-        return f"{event} {args[1]}" if args[1] in _SWAP_ATTRS else None
+        # Frameworks set __defaults__ and the like themselves; the tree may not.
+        return f"{event} {args[1]}" if args[1] in _SWAP_ATTRS and _where(_GETFRAME(2)) else None
     if event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRS:
         return f"{event} {args[1]}" if _where(_GETFRAME(2)) else None
     if event in _FROM_TREE:
@@ -182,7 +183,8 @@ class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         # The collector compares what each process compiled (a test file rewritten by
         # the tree between two test processes, a control edited on disk).
         digest = hashlib.sha256(source).hexdigest()  # kernel-guard: ignore[KG004] no identity
-        _emit({"e": "source", "module": fullname, "sha256": digest})
+        relative = real[len(_TREE) + 1 :]
+        _emit({"e": "source", "module": fullname, "path": relative, "sha256": digest})
         return compile(source, path, "exec", dont_inherit=True)
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -268,7 +270,10 @@ def _namespaces() -> dict[str, int]:
             spaces[name] = vars(module)
     noted: dict[str, int] = {}
     for space, namespace in spaces.items():
+        noted["@" + space] = 0
         for key, value in list(namespace.items()):
+            if isinstance(value, types.ModuleType):
+                continue  # a submodule imported later is bound here; sys.modules is checked
             noted[f"{space}.{key}"] = id(value)
             if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
                 for attr, member in list(vars(value).items()):
@@ -280,7 +285,19 @@ def _namespaces() -> dict[str, int]:
 
 def _compare(before: dict[str, int], stage: str) -> None:
     after = _namespaces()
-    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    # A namespace first imported in this process (a plugin the framework loads lazily)
+    # has nothing to compare with; every namespace noted before is compared whole.
+    noted = {k for k in before if k.startswith("@")}
+    spaces = sorted({k[1:] for k in noted | after.keys() if k.startswith("@")}, key=len)
+
+    def space_of(key: str) -> str:
+        return next((s for s in reversed(spaces) if key.startswith(s + ".")), "")
+
+    changed = sorted(
+        k
+        for k in before.keys() | after.keys()
+        if before.get(k) != after.get(k) and (k in before or "@" + space_of(k) in noted)
+    )
     if changed:
         _emit({"e": "finding", "what": "namespace changed", "stage": stage, "names": changed[:20]})
 
@@ -352,29 +369,33 @@ def _source_code(module_name: str, qualname: str) -> types.CodeType | None:
 
 
 def _method_origin(test: unittest.TestCase) -> str | None:
-    """Why the test's method is not the one its module's source defines (None: it is).
-
-    Wrappers are allowed from outside the tree (``unittest.skip``) or from the test
-    module itself (its own decorators); a wrapper from anywhere else in the tree (the
-    module under test wrapping a test) is a finding."""
+    """Why the test's method is not the one its module's source defines (None: it is)."""
     name = getattr(test, "_testMethodName", "")
     owner = next((k for k in type(test).__mro__ if name in vars(k)), None)
     if owner is None:
         return f"{name} is not defined by a class"
-    expected = _source_code(owner.__module__, f"{owner.__qualname__}.{name}")
-    module_file = getattr(_SourceOnlyLoader.executed.get(owner.__module__), "__file__", None)
+    return _function_origin(vars(owner)[name], owner.__module__, f"{owner.__qualname__}.{name}")
+
+
+def _function_origin(function: object, module_name: str, qualname: str) -> str | None:
+    """Why ``function`` is not the one its module's source defines for ``qualname``.
+
+    Wrappers are allowed from outside the tree (``unittest.skip``) or from the test
+    module itself (its own decorators); a wrapper from anywhere else in the tree (the
+    module under test wrapping a test) is a finding."""
+    expected = _source_code(module_name, qualname)
+    module_file = getattr(_SourceOnlyLoader.executed.get(module_name), "__file__", None)
     chain: list[types.FunctionType] = []
-    function = vars(owner)[name]
     while type(function) is types.FunctionType and len(chain) < 16:
         chain.append(function)
         function = vars(function).get("__wrapped__")
     found = next((i for i, f in enumerate(chain) if f.__code__ == expected), None)
     if expected is None or found is None:
-        return f"{owner.__qualname__}.{name} is not the function its module's source defines"
+        return f"{qualname} is not the function its module's source defines"
     for wrapper in chain[:found]:
         filename = wrapper.__code__.co_filename
         if _in_tree(filename) and filename != module_file:
-            return f"{owner.__qualname__}.{name} is wrapped by code from {filename!r}"
+            return f"{qualname} is wrapped by code from {filename!r}"
     return None
 
 
@@ -405,6 +426,94 @@ def _flatten(suite: object) -> list[object]:
     return [suite]
 
 
+_PYTEST_ARGS = (
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:stepwise",
+    "--assert=plain",
+    "--import-mode=append",
+    "-o",
+    "addopts=",
+)
+"""Assertion rewriting off (it reads cached bytecode of the tree); the tree after the
+standard library; no cache written; the project's ``addopts`` cannot select tests."""
+
+
+class _PytestRecorder:
+    """A pytest plugin: keeps only the named item and records its reports."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.items: list[Any] = []
+        self.reports: list[tuple[str, str, str]] = []
+        self.broken: list[str] = []
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.broken.append(str(report.longrepr)[-_MESSAGE_LIMIT:])
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        items[:] = [i for i in items if i.nodeid == self.nodeid]
+        self.items = list(items)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.nodeid == self.nodeid:
+            skipped = report.outcome == "skipped" or hasattr(report, "wasxfail")
+            text = str(report.longrepr or "")[-_MESSAGE_LIMIT:]
+            self.reports.append((report.when, "skipped" if skipped else report.outcome, text))
+
+
+def _run_pytest(test_id: str, files: list[str]) -> tuple[str, str, str]:
+    """The named node's outcome, message and stage, from a pytest session over every
+    test file of the plan (the same imports in every test process)."""
+    import pytest
+
+    recorder = _PytestRecorder(test_id)
+    pytest.main([*_PYTEST_ARGS, "--rootdir", _TREE, *files], plugins=[recorder])
+    if recorder.broken:
+        return "error", recorder.broken[0], "import"
+    if len(recorder.items) != 1:
+        return "error", "does not name exactly one test", "test"
+    item = recorder.items[0]
+    function = getattr(item, "obj", None)
+    if isinstance(function, types.MethodType):
+        function = function.__func__  # a test class's method, bound to its instance
+    module = getattr(function, "__module__", "") or ""
+    origin = _function_origin(function, module, getattr(function, "__qualname__", ""))
+    if origin is not None:
+        _emit({"e": "finding", "what": "test function replaced", "detail": origin})
+    stages = {when: (outcome, text) for when, outcome, text in recorder.reports}
+    for when, failed in (("setup", "error"), ("call", "failure"), ("teardown", "error")):
+        outcome, text = stages.get(when, ("passed", ""))
+        if outcome == "failed":
+            return failed, text, "test"
+        if outcome == "skipped":
+            return "skipped", text, "test"
+    if "call" not in stages:
+        return "error", "the test reported no outcome", "test"
+    return "passed", "", "test"
+
+
+def _test_modules(plan: dict[str, object]) -> list[str]:
+    """The names the test modules of the plan were executed under."""
+    if plan.get("runner") != "pytest":
+        return [str(m) for m in plan["modules"]]  # type: ignore[attr-defined]
+    files = {os.path.join(_TREE, str(f)) for f in plan["files"]}  # type: ignore[attr-defined]
+    return [n for n, m in _SourceOnlyLoader.executed.items() if m.__file__ in files]
+
+
+def _check_modules(noted_modules: dict[str, int], modules: list[str]) -> None:
+    """Stream a test module replaced in ``sys.modules`` and names rebound (`_rebound`)."""
+    for name in modules:
+        if sys.modules.get(name) is not _SourceOnlyLoader.executed.get(name):
+            _emit({"e": "finding", "what": "test module replaced", "module": name})
+    rebound = _rebound(noted_modules, modules)
+    if rebound:
+        _emit({"e": "finding", "what": "names rebound", "names": rebound[:20]})
+
+
 def _child(
     test_id: str,
     plan: dict[str, object],
@@ -418,27 +527,20 @@ def _child(
     _STATE["fd"] = fd
     _emit({"e": "start", "test": test_id})
     try:
-        modules = [str(m) for m in plan["modules"]]  # type: ignore[attr-defined]
-        for name in modules:
-            importlib.import_module(name)  # kernel-guard: ignore[KG005] the plan's test modules
-        for name in modules:
-            if sys.modules.get(name) is not _SourceOnlyLoader.executed.get(name):
-                _emit({"e": "finding", "what": "test module replaced", "module": name})
-        rebound = _rebound(noted_modules, modules)
-        if rebound:
-            _emit({"e": "finding", "what": "names rebound", "names": rebound[:20]})
-        _compare(noted, "import")
-        outcome, message = _run_unittest(test_id)
-        stage = "test"
+        if plan.get("runner") == "pytest":
+            files = [str(f) for f in plan["files"]]  # type: ignore[attr-defined]
+            outcome, message, stage = _run_pytest(test_id, files)
+        else:
+            for name in _test_modules(plan):
+                importlib.import_module(name)  # kernel-guard: ignore[KG005] the plan's modules
+            _check_modules(noted_modules, _test_modules(plan))
+            _compare(noted, "import")
+            outcome, message = _run_unittest(test_id)
+            stage = "test"
     except BaseException as e:
         outcome, message, stage = "error", _text((type(e), e, None)), "import"
     _emit({"e": "ran", "test": test_id, "outcome": outcome, "message": message, "stage": stage})
-    for name in plan["modules"]:  # type: ignore[attr-defined]
-        if name in sys.modules and sys.modules[name] is not _SourceOnlyLoader.executed.get(name):
-            _emit({"e": "finding", "what": "test module replaced", "module": name})
-    rebound = _rebound(noted_modules, [str(m) for m in plan["modules"]])  # type: ignore[attr-defined]
-    if rebound:
-        _emit({"e": "finding", "what": "names rebound", "names": rebound[:20]})
+    _check_modules(noted_modules, _test_modules(plan))
     _compare(noted, "test")
     _emit({"e": "end"})
     os._exit(0)
@@ -520,6 +622,31 @@ def _kill_orphans() -> None:
                     os.kill(int(entry), signal.SIGKILL)
 
 
+def _import_pytest() -> bool:
+    """pytest and its default plugins, imported before any tree code (False: absent)."""
+    try:
+        import pytest
+        from _pytest.config import default_plugins
+    except ImportError:
+        return False
+    for name in default_plugins:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"_pytest.{name}")  # kernel-guard: ignore[KG005] pytest's own
+    # One session outside the tree sets what pytest initialises lazily (its own caches
+    # and flags), so that a test process's namespaces compare with a settled state.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as warm:
+        with open(os.path.join(warm, "test_warm.py"), "w") as handle:
+            handle.write(
+                "import pytest\n\n\n@pytest.fixture\ndef f():\n    return 1\n\n\n"
+                "def test_warm(f):\n    assert f == 1\n"
+            )
+        pytest.main([*_PYTEST_ARGS, "--rootdir", warm, warm], plugins=[])
+        sys.modules.pop("test_warm", None)
+    return True
+
+
 def _harden() -> bool:
     """Non-dumpable (no /proc access to this process) and a subreaper of orphans."""
     try:
@@ -536,10 +663,16 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("tests_bootstrap: expected one plan file", file=sys.stderr)
         return 2
+    # The channel is fd 1, written with os.write only: what Python code prints goes to
+    # stderr, in this process and in every test process.
+    sys.stdout = sys.stderr
     with open(argv[0], "rb") as handle:
         plan = json.loads(handle.read())
     os.unlink(argv[0])
     _install_finder()
+    if plan.get("runner") == "pytest" and not _import_pytest():
+        _out(b"H " + _DUMPS({"error": "pytest is not importable"}).encode() + b"\n")
+        return 3
     hardened = _harden()
     sys.stdout.flush()
     _guard_should_stop()
