@@ -13,9 +13,11 @@ Rules this package enforces (details in each module):
   cache, transitive reach, layers;
 - `kernel.guard.output`: text, JSON, SARIF 2.1.0 and GitHub annotations.
 
-Only `ast` and `symtable` are used (no libcst): every row of docs/guard.md's
-capability table is caught from the syntax tree, a binding table and CPython's own
-scope analysis; each evasion row is proven at run time by tests/static_guards.
+Checking uses only `ast` and `symtable`: every row of docs/guard.md's capability
+table is caught from the syntax tree, a binding table and CPython's own scope analysis;
+each evasion row is proven at run time by tests/static_guards. `kernel.guard.effects`
+follows installed code's source (KG012), `kernel.guard.trace` is the dynamic guard
+(an audit hook, KG013), and `kernel.guard.codemod` writes suppressions through libcst.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ import ast
 import bisect
 import builtins
 import collections
+import contextlib
 import io
 import os
 import re
@@ -1419,10 +1420,10 @@ class _Scanner:
         for number, text in enumerate(lines, start=1):
             if "kernel-guard:" not in text or number in inside:
                 continue
-            try:
-                tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-            except (tokenize.TokenError, SyntaxError):
-                tokens = []  # a line inside a multi-line string or bracket
+            tokens: list[tokenize.TokenInfo] = []
+            # A line closing a bracket ends in an error: the tokens before it still count.
+            with contextlib.suppress(tokenize.TokenError, SyntaxError):
+                tokens.extend(tokenize.generate_tokens(io.StringIO(text).readline))
             comments = [t for t in tokens if t.type == tokenize.COMMENT]
             for tok in comments:
                 m = _SUPPRESS_RX.match(tok.string)

@@ -127,6 +127,13 @@ def register(subparsers: Any) -> None:
         help="processes that parse uncached files (default: one per available core)",
     )
     parser.add_argument(
+        "--add-suppressions",
+        action="store_true",
+        help="write a '# kernel-guard: ignore[CODE] REASON' comment at each current finding "
+        "(needs --reason; every other byte of each file is kept)",
+    )
+    parser.add_argument("--reason", metavar="TEXT", help="the reason --add-suppressions writes")
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="run the command after -- (a Python program) under the dynamic guard: "
@@ -150,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: `kernel --help` and the other verbs never load the guard.
     from kernel.errors import ConfigError
     from kernel.guard import fastpath
-    from kernel.guard.baseline import apply_baseline, read_baseline, write_baseline
+    from kernel.guard.baseline import apply_baseline, read_baseline
     from kernel.guard.engine import tool_version
     from kernel.guard.output import render, render_error
     from kernel.guard.policy import find_project_root
@@ -164,10 +171,8 @@ def run(args: argparse.Namespace) -> int:
         for path in args.paths or [str(Path.cwd())]:
             groups.setdefault(find_project_root(path), []).append(path)
         report = _check_groups(args, groups, read)
-        if args.write_baseline:
-            write_baseline(args.write_baseline, report)
-            sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
-            return ExitStatus.OK
+        if args.add_suppressions or args.write_baseline:
+            return _rewrite(args, report, list(groups))
         if args.baseline:
             report = apply_baseline(report, read_baseline(args.baseline))
     except ConfigError as e:
@@ -315,3 +320,53 @@ def trace_child() -> None:
         out.write_text(json.dumps(tracer.findings), encoding="utf-8")
 
     atexit.register(dump)
+
+
+def _rewrite(args: argparse.Namespace, report: Any, roots: list[Path]) -> int:
+    """``--add-suppressions`` or ``--write-baseline``: record today's findings."""
+    from kernel.guard.baseline import write_baseline
+
+    if args.add_suppressions:
+        return _add_suppressions(args, report, roots)
+    write_baseline(args.write_baseline, report)
+    sys.stdout.write(f"wrote {len(report.violations)} findings to {args.write_baseline}\n")
+    return ExitStatus.OK
+
+
+def _add_suppressions(args: argparse.Namespace, report: Any, roots: list[Path]) -> int:
+    """Write a suppression with ``--reason`` at every finding (through libcst, so every
+    other byte stays); exit 0 when every finding took one, 1 when some could not."""
+    from kernel.effects.files import atomic_write_bytes, read_input
+    from kernel.errors import ConfigError, EffectError
+    from kernel.guard.codemod import add_suppressions
+    from kernel.guard.model import ViolationCode
+
+    if not (args.reason or "").strip():
+        raise ConfigError("--add-suppressions: give the reason with --reason TEXT")
+    try:
+        import libcst  # noqa: F401 - the codemod edits through it
+    except ImportError as e:
+        raise ConfigError("--add-suppressions needs libcst (pip install libcst)") from e
+    wanted: dict[Path, dict[int, set[str]]] = {}
+    for v in report.violations:
+        if not v.rule or v.code is ViolationCode.BAD_SUPPRESSION:
+            continue  # an unparseable file or a bad suppression cannot be suppressed
+        target = next((r / v.path for r in roots if (r / v.path).is_file()), Path(v.path))
+        wanted.setdefault(target, {}).setdefault(v.line, set()).add(v.code.value)
+    added = 0
+    left: list[str] = []
+    for path, lines in sorted(wanted.items()):
+        try:
+            source = read_input(path, what="source file").decode("utf-8")
+            text, missed = add_suppressions(source, lines, args.reason)
+            if text != source:
+                atomic_write_bytes(path, text.encode("utf-8"))
+        except (EffectError, UnicodeDecodeError, ValueError) as e:
+            left.append(f"{path}: not changed: {e}")
+            continue
+        added += len(lines) - len(missed)
+        left += [f"{path}:{line}: no place for a suppression comment" for line in missed]
+    for line in left:
+        sys.stdout.write(line + "\n")
+    sys.stdout.write(f"added {added} suppressions in {len(wanted)} files\n")
+    return ExitStatus.REFUSED if left else ExitStatus.OK
