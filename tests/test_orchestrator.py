@@ -1,17 +1,17 @@
 """An orchestrator drives kernel as a library, never through a CLI module:
-``docs/examples/orchestrator.py`` runs the whole pipeline and records a decision, and
-loads nothing from `kernel.effects.commands`."""
+``docs/examples/orchestrator.py`` runs the whole pipeline, records and signs a
+decision and promotes the candidate, and loads nothing from `kernel.effects.commands`."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kernel import DecisionVerified, HumanDecisionRecord, verify_decision
 from kernel.effects.documents import load_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +31,42 @@ print(json.dumps({"code": code, "modules": loaded}))
 """
 
 
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def _promotion_inputs(tmp_path: Path, decider: str) -> list[str]:
+    """A git copy of the demo repository (one commit on main), the decider's key and an
+    allowed_signers file listing it, and a ledger path."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "fixtures" / "demo" / "repo", repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "baseline")
+    key = tmp_path / "key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", decider, "-f", str(key)],
+        check=True,
+    )
+    allowed = tmp_path / "allowed_signers"
+    public = " ".join((tmp_path / "key.pub").read_text().split()[:2])
+    allowed.write_text(f"{decider} {public}\n")
+    return [str(repo), str(key), str(allowed), str(tmp_path / "ledger.sqlite")]
+
+
 @pytest.mark.slow
-def test_orchestrator_runs_the_pipeline_and_decides_from_python(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
+def test_orchestrator_runs_the_pipeline_decides_and_promotes_from_python(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "results" / "demo"
     config = ROOT / "fixtures" / "demo" / "config.json"
-    args = [str(EXAMPLE), str(config), str(out), str(tmp_path), "you@example.com"]
+    decider = "you@example.com"
+    args = [str(EXAMPLE), str(config), str(out), str(tmp_path / "results"), decider]
+    args += _promotion_inputs(tmp_path, decider)
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, *args],
         capture_output=True,
@@ -48,9 +79,9 @@ def test_orchestrator_runs_the_pipeline_and_decides_from_python(tmp_path: Path) 
     assert ran["code"] == 0, proc.stdout + proc.stderr
     assert "kernel.effects.pipeline" in ran["modules"]
     assert not [m for m in ran["modules"] if m.startswith("kernel.effects.commands")]
-    assert printed[-1].startswith("accepted 8e7ada4e6bdc (attempt-1)")
-    # What it wrote is a decision that checks against the report beside it.
-    report = load_report(out / "evidence.json")
-    decision = HumanDecisionRecord.from_dict(json.loads((out / "decision.json").read_text()))
-    assert isinstance(verify_decision(decision, report), DecisionVerified)
-    assert decision.selected_attempt_id == "attempt-1"
+    assert printed[-2] == "demo/median-fix: accept (exactly one verified candidate)"
+    assert printed[-1].startswith("promoted attempt-1: ")
+    # main moved to a commit whose tree holds the fix, and the run folder is intact.
+    assert _git(tmp_path / "repo", "log", "-1", "--format=%s").startswith("kernel:")
+    assert "Kernel-Ledger-Head: " in _git(tmp_path / "repo", "log", "-1", "--format=%B")
+    assert load_report(out / "evidence.json").run_id == "demo/median-fix"
