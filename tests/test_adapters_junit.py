@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 
 from kernel.effects.adapters import declared_tests, tests_bootstrap
 from kernel.effects.adapters.command import PYTEST_PROTECTED, CommandVerifier
-from kernel.effects.adapters.declared_tests import Collected, Plan, collect, judge, prepare
+from kernel.effects.adapters.declared_tests import (
+    CONTROL_KINDS,
+    Collected,
+    Plan,
+    collect,
+    judge,
+    prepare,
+)
 from kernel.effects.adapters.junit import declared_test_results, judge_tests
 from kernel.effects.orchestrate import load_config
 from kernel.errors import ConfigError
@@ -478,3 +485,61 @@ def test_a_runner_that_does_not_match_its_ids_is_refused_at_load(
     path = _demo_config(tmp_path, {"tests": tests, "runner": runner})
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def _stream(plan: Plan, outcomes: dict[str, str], *, closed: bool = True) -> bytes:
+    """The bootstrap's stream for ``plan`` with each test ending as ``outcomes`` says."""
+    out = [b'H {"tests": %d}\n' % len(plan.tests)]
+    for index, test in enumerate(plan.tests):
+        events = [
+            {"e": "start", "test": test},
+            {
+                "e": "source",
+                "module": "c",
+                "path": plan.control_file,
+                "sha256": plan.control_digest,
+            },
+            {"e": "ran", "test": test, "outcome": outcomes[test], "message": "", "stage": "test"},
+            {"e": "end"},
+        ]
+        body = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+        out += [b"S %d\n" % index, b"D %d %d\n" % (index, len(body)), body, b"X %d 0\n" % index]
+    return b"".join(out) + (b"E\n" if closed else b"")
+
+
+OUTCOMES = st.sampled_from(["passed", "failure", "error", "skipped"])
+
+
+@given(
+    declared=st.lists(st.just("passed") | OUTCOMES, min_size=1, max_size=4),
+    controls=st.just(list(CONTROL_KINDS)) | st.lists(OUTCOMES, min_size=3, max_size=3),
+    closed=st.booleans(),
+)
+def test_a_check_passes_only_with_every_control_right_and_every_test_passed(
+    declared: list[str], controls: list[str], closed: bool
+) -> None:
+    """For all outcomes of the declared tests and the controls, and a stream closed or
+    not: the check passes only when the stream is closed, every control ended with its
+    known answer and every declared test passed; a wrong control is always tampering."""
+    ids = tuple(f"m.T.test_{i}" for i in range(len(declared)))
+    known = tuple(
+        declared_tests.Control(test_id=f"c.C.test_{k}", expected=k) for k in CONTROL_KINDS
+    )
+    plan = Plan(
+        file_name="p",
+        tests=(*ids, *(c.test_id for c in known)),
+        modules=("m", "c"),
+        controls=known,
+        control_module="c",
+        control_digest="0" * 64,
+        control_file="c.py",
+    )
+    outcomes = dict(zip(plan.tests, [*declared, *controls], strict=True))
+    status, reason, _tests = judge(ids, collect(_stream(plan, outcomes, closed=closed), plan))
+    controls_right = controls == list(CONTROL_KINDS)
+    if not closed or not controls_right:
+        assert (status, reason) == (CheckStatus.FAILED, CheckReason.RUNNER_TAMPERED)
+    elif all(o == "passed" for o in declared):
+        assert (status, reason) == (CheckStatus.PASSED, None)
+    else:
+        assert status is not CheckStatus.PASSED
