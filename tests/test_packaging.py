@@ -89,6 +89,8 @@ def test_sdist_and_wheel_ship_what_they_promise(tmp_path: Path) -> None:
     assert f"-{kernel.__version__}-" in Path(wheel).name
     for name in DOCUMENTS:
         assert f"kernel/schemas/{name}.schema.json" in names
+    # The static screen's policy (kernel.effects.adapters.screen) ships as data.
+    assert "kernel/policies/candidate-surface.toml" in names
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
         archive.extractall(tmp_path / "src", filter="data")
