@@ -543,3 +543,56 @@ def test_a_check_passes_only_with_every_control_right_and_every_test_passed(
         assert (status, reason) == (CheckStatus.PASSED, None)
     else:
         assert status is not CheckStatus.PASSED
+
+
+FAILED_CHECK = CheckReason.EXPECTED_TEST_FAILED
+PYTEST_HACKS = {
+    # pytest's own test runner made a no-op: every test "passes".
+    "runtest-noop": "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n",
+    # The test class's methods wrapped while the test module is built, then the hook
+    # removed again: the function that runs is not the one the source defines.
+    "build-class": (
+        "import builtins, functools\n"
+        "_build = builtins.__build_class__\n"
+        "def _wrap(method):\n"
+        "    @functools.wraps(method)\n"
+        "    def wrapper(self, *args, **kwargs):\n"
+        "        try:\n"
+        "            method(self, *args, **kwargs)\n"
+        "        except AssertionError:\n"
+        "            pass\n"
+        "    return wrapper\n"
+        "def _build_class(func, name, *bases, **kwargs):\n"
+        "    cls = _build(func, name, *bases, **kwargs)\n"
+        "    if name == 'TestGroup':\n"
+        "        builtins.__build_class__ = _build\n"
+        "        for attr, value in list(vars(cls).items()):\n"
+        "            if attr.startswith('test_'):\n"
+        "                setattr(cls, attr, _wrap(value))\n"
+        "    return cls\n"
+        "builtins.__build_class__ = _build_class\n"
+    ),
+    # Leave before any test reports.
+    "exit-early": "import os\nos._exit(0)\n",
+    # Skip everything from the code under test.
+    "raise-skip": "import pytest\npytest.skip('later', allow_module_level=True)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PYTEST_HACKS))
+def test_pytest_hacks_never_pass(tmp_path: Path, name: str) -> None:
+    """Hacks of the code under test against pytest end tampered (or, for a module-level
+    skip, as a collection error): never a pass of the failing test."""
+    _pytest_tree(tmp_path)
+    helper = tmp_path / "helper.py"
+    helper.write_text(PYTEST_HACKS[name] + helper.read_text().replace("2 * x", "3 * x"))
+    test = "tests/test_p.py::TestGroup::test_method"
+    (tmp_path / "tests" / "test_p.py").write_text(
+        PYTEST_TESTS.replace("assert double(0) == 0", "assert double(1) == 2")
+    )
+    collected, _plan, _stream = _check(tmp_path, test, runner="pytest")
+    status, reason, _tests = judge((test,), collected)
+    assert status is CheckStatus.FAILED, collected
+    # A module-level skip is a collection error: the tests cannot run, the check fails.
+    expected = FAILED_CHECK if name == "raise-skip" else CheckReason.RUNNER_TAMPERED
+    assert reason is expected
