@@ -23,7 +23,6 @@ from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.executors import EXECUTOR_HELP, open_executor
 from kernel.effects.exit_status import ExitStatus
-from kernel.effects.exit_status import ExitStatus
 from kernel.effects.suite import run_suite
 from kernel.suite import ModelCounts
 
