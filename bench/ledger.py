@@ -117,28 +117,30 @@ def bulk_ledger(path: Path, n: int) -> list[str]:
     return ids
 
 
-def proofs(path: Path, ids: list[str]) -> tuple[float, float]:
-    """The slowest inclusion and consistency proof (made and checked), in seconds."""
+def proofs(path: Path, ids: list[str]) -> dict[str, tuple[float, float]]:
+    """The slowest inclusion and consistency proof made (wall and CPU seconds)."""
     store = SqliteStore(path, create=False)
     head = tree_head(store)
     # One of each first, untimed: opening the file and preparing the statements.
     prove_inclusion(store, ids[0])
     prove_consistency(store, len(ids) // 2)
-    worst_inclusion = worst_consistency = 0.0
+    worst = {"inclusion": (0.0, 0.0), "consistency": (0.0, 0.0)}
     for k in range(PROOFS):
         entry_id = ids[(k * 7919) % len(ids)]
-        started = time.perf_counter()
-        outcome = check_inclusion(prove_inclusion(store, entry_id), head)
-        worst_inclusion = max(worst_inclusion, time.perf_counter() - started)
-        assert isinstance(outcome, ProofChecked), outcome
+        started, cpu = time.perf_counter(), time.process_time()
+        inclusion = prove_inclusion(store, entry_id)
+        took = (time.perf_counter() - started, time.process_time() - cpu)
+        worst["inclusion"] = tuple(map(max, worst["inclusion"], took))  # type: ignore[assignment]
+        assert isinstance(check_inclusion(inclusion, head), ProofChecked)
         old = len(ids) // 2 + k
-        started = time.perf_counter()
-        proof = prove_consistency(store, old)
-        worst_consistency = max(worst_consistency, time.perf_counter() - started)
+        started, cpu = time.perf_counter(), time.process_time()
+        consistency = prove_consistency(store, old)
+        took = (time.perf_counter() - started, time.process_time() - cpu)
+        worst["consistency"] = tuple(map(max, worst["consistency"], took))  # type: ignore[assignment]
         old_head = attrs_head(store, old)
-        assert isinstance(check_consistency(proof, old_head, head), ProofChecked)
+        assert isinstance(check_consistency(consistency, old_head, head), ProofChecked)
     store.close()
-    return worst_inclusion, worst_consistency
+    return worst
 
 
 def attrs_head(store: SqliteStore, size: int) -> TreeHead:
@@ -175,7 +177,7 @@ def main() -> int:
         verify_cpu_s = time.process_time() - cpu
         store.close()
         ids = bulk_ledger(base / "proofs.sqlite", options.proof_entries)
-        inclusion_s, consistency_s = proofs(base / "proofs.sqlite", ids)
+        worst = proofs(base / "proofs.sqlite", ids)
     if not isinstance(outcome, LedgerIntact) or outcome.count != n:
         print(f"FAIL: the chain did not verify: {outcome}")
         return 1
@@ -195,9 +197,10 @@ def main() -> int:
         "does not change)"
     )
     size = options.proof_entries
-    for name, seconds in (("inclusion", inclusion_s), ("consistency", consistency_s)):
+    for name, (seconds, cpu_s) in worst.items():
         print(
-            f"  {name} proof, {size:,} entries: {seconds * 1000:.2f} ms (slowest of {PROOFS}) "
+            f"  {name} proof, {size:,} entries: {seconds * 1000:.2f} ms, "
+            f"{cpu_s * 1000:.2f} ms CPU (slowest of {PROOFS}) "
             f"[{'PASS' if seconds < 0.01 else 'MISS'} < 10 ms]"
         )
     return 0

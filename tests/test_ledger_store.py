@@ -367,3 +367,14 @@ def test_a_ledger_made_before_the_tree_gets_its_subtree_roots_computed(tmp_path:
         verified = verify_store(store, anchors={})
         assert isinstance(verified, LedgerIntact)
         assert tree_head(store).root_hash == verified.root_hash
+
+
+def test_a_writer_starting_during_an_immutable_read_is_read_through(tmp_path: Path) -> None:
+    """A reader opened with no writer's log reads the file as immutable; when a writer
+    begins meanwhile, verification reads again through the writer's log."""
+    path = filled(tmp_path / "l.sqlite", 2)
+    with opened(path, create=False) as reader, opened(path) as writer:
+        writer.append(EntryKind.DECISION, {"i": 2})
+        outcome = verify_store(reader)
+        assert isinstance(outcome, LedgerIntact)
+        assert outcome.count == 3

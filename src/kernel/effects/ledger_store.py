@@ -193,9 +193,18 @@ def verify_store(
     """Recompute ``store``'s chain (`kernel.ledger.verify_chain`; ``anchors``: tree size
     -> Merkle root recorded elsewhere, and the tree is computed)."""
     rows = store.verify_rows() if isinstance(store, SqliteStore) else store.entries()
-    return verify_chain(
+    outcome = verify_chain(
         rows, recorded_head=store.recorded_head(), expected_head=expected_head, anchors=anchors
     )
+    if isinstance(store, SqliteStore) and store.changed_while_read():
+        # A writer began during an immutable read: read again, through its log.
+        outcome = verify_chain(
+            store.verify_rows(),
+            recorded_head=store.recorded_head(),
+            expected_head=expected_head,
+            anchors=anchors,
+        )
+    return outcome
 
 
 def tree_head(store: LedgerStore) -> TreeHead:
@@ -296,6 +305,7 @@ class SqliteStore:
     def __init__(self, path: Path, *, create: bool) -> None:
         self._path = path
         self._known: tuple[tuple[int, str], TreeBuilder] | None = None
+        self._snapshot: tuple[int, int] | None = None
         try:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -310,12 +320,29 @@ class SqliteStore:
                     self._db.execute(_ADD_NODES)
             else:
                 check_input(path, what="ledger")
-                self._db = sqlite3.connect(
-                    _read_only_uri(path), uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None
-                )
-                self._db.execute(_SELECT_HEAD).fetchone()
+                self._open_read_only(immutable=not os.path.lexists(f"{path}-wal"))
         except (sqlite3.Error, OSError) as e:
             raise EffectError(f"{path}: not a usable ledger ({e})") from e
+
+    def _open_read_only(self, *, immutable: bool) -> None:
+        target = urllib.parse.quote(str(self._path.absolute()))
+        # ``immutable`` when no writer's log exists: a read-only open would create
+        # ``-wal`` and ``-shm`` files; beside a writer's log, read-only through it.
+        uri = f"file:{target}?mode=ro" + ("&immutable=1" if immutable else "")
+        self._db = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        self._db.execute(_SELECT_HEAD).fetchone()
+        self._snapshot = _stat(self._path) if immutable else None
+
+    def changed_while_read(self) -> bool:
+        """True (and the file reopened read-only through the log) when a writer began
+        while this immutable reader read: what it read may predate the writer's log."""
+        if self._snapshot is None:
+            return False
+        if self._snapshot == _stat(self._path) and not os.path.lexists(f"{self._path}-wal"):
+            return False
+        self._db.close()
+        self._open_read_only(immutable=False)
+        return True
 
     @property
     def locator(self) -> str:
@@ -438,14 +465,9 @@ def _row(entry: NewEntry) -> tuple[object, ...]:
     )
 
 
-def _read_only_uri(path: Path) -> str:
-    """A URI that opens ``path`` without writing anything: ``immutable`` when no writer's
-    log exists (a read-only open would create ``-wal`` and ``-shm`` files), else
-    read-only beside the log a writer keeps."""
-    target = urllib.parse.quote(str(path.absolute()))
-    if os.path.lexists(f"{path}-wal"):
-        return f"file:{target}?mode=ro"
-    return f"file:{target}?mode=ro&immutable=1"
+def _stat(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size
 
 
 class PostgresStore:
