@@ -443,12 +443,9 @@ def promote(
     except GitRefusal:
         _close(store, pending, "abandoned", "the branch moved before its update")
         moved = _refusal(
-            "promote",
-            folder,
-            attempt_id,
-            GateReason.BRANCH_MOVED,
+            "promote", folder, attempt_id, GateReason.BRANCH_MOVED,
             "the branch moved between the gate's answer and the update",
-        )
+        )  # fmt: skip
         return _record(store, moved, {**context, "commit": commit})
     done = _finish(repo, store, pending)
     return Promoted(

@@ -102,10 +102,12 @@ from kernel.effects.adapters.base import (
 from kernel.effects.adapters.junit import declared_test_results
 from kernel.effects.adapters.oracle import (
     MAX_ORACLE_BYTES,
+    ORACLES_KEY,
     OracleSpec,
     judge_oracle,
     parse_oracle,
-    shown_by,
+    refuse_shown_expected,
+    required_trust,
 )
 from kernel.effects.adapters.patch import (
     FileChange,
@@ -579,8 +581,8 @@ def _command_worker(entry: Mapping[str, object], source: ConfigSource) -> Worker
         raise source.error(f"{where}.actor_type", f"unknown actor type {actor!r}") from e
     locator, baseline, digest = _baseline(source, entry, where)
     command = _command(source, entry, where)
-    oracles = cast(tuple[OracleSpec, ...], source.cache.get(_ORACLES, ()))
-    _hide_expected(source, oracles, [command.run_argv[0]], baseline, where)
+    oracles = cast(tuple[OracleSpec, ...], source.cache.get(ORACLES_KEY, ()))
+    refuse_shown_expected(source, oracles, [command.run_argv[0]], baseline, where)
     return CommandWorker(
         attempt_id=source.string(entry, "attempt_id", where),
         worker_id=source.string(entry, "worker_id", where),
@@ -945,50 +947,6 @@ def _tests_check(
     )
 
 
-_ORACLES: Final = ("oracle-expected",)
-"""`ConfigSource.cache` key of the verifier's oracle specs (what no sandbox may show)."""
-
-
-def _hide_expected(
-    source: ConfigSource,
-    oracles: tuple[OracleSpec, ...],
-    programs: list[str],
-    baseline: Path | None,
-    where: str,
-) -> None:
-    """Refuse a config whose sandboxes would show an oracle's expected output."""
-    shown = shown_by(oracles, programs, baseline)
-    if shown is not None:
-        spec, folder = shown
-        raise source.error(
-            where,
-            f"the oracle's expected file {spec.expected_locator!r} lies under {folder}, which "
-            "a sandbox of this run shows; keep expected outputs in a folder of their own",
-        )
-
-
-def _require_trust(
-    source: ConfigSource, entry: Mapping[str, object], where: str, checks: list[CheckSpec]
-) -> tuple[TrustLevel, ...]:
-    """The verifier's ``require_trust`` (a trust level or a list of them): each must be
-    the trust of a required check, so no candidate passes without such a verdict."""
-    value = entry.get("require_trust", [])
-    names = [value] if type(value) is str else value
-    if type(names) is not list or not all(type(n) is str for n in names):
-        raise source.error(f"{where}.require_trust", "expected a trust level or a list of them")
-    levels: list[TrustLevel] = []
-    for name in names:
-        try:
-            level = TrustLevel(name)
-        except ValueError as e:
-            known = ", ".join(TrustLevel)
-            raise source.error(f"{where}.require_trust", f"{name!r} is not one of {known}") from e
-        if not any(c.required and c.trust is level for c in checks):
-            raise source.error(f"{where}.require_trust", f"no required check has trust {level!s}")
-        levels.append(level)
-    return tuple(sorted(set(levels)))
-
-
 def _check(
     source: ConfigSource, item: object, at: str, verifier_env: object, seen: set[str]
 ) -> CheckSpec:
@@ -1042,11 +1000,11 @@ def _command_verifier(
     if any(c.runner == "pytest" for c in checks):
         # pytest reads these before any test: a candidate may not rewrite them either.
         protected += [g for g in PYTEST_PROTECTED if g not in protected]
-    require_trust = _require_trust(source, entry, where, checks)
+    require_trust = required_trust(source, entry, where, [(c.required, c.trust) for c in checks])
     oracles = tuple(c.oracle for c in checks if c.oracle is not None)
-    _hide_expected(source, oracles, [c.command.run_argv[0] for c in checks], baseline, where)
+    refuse_shown_expected(source, oracles, [c.command.run_argv[0] for c in checks], baseline, where)
     # Workers are read after the verifier: each is checked against these in turn.
-    source.cache[_ORACLES] = oracles
+    source.cache[ORACLES_KEY] = oracles
     verifier_id = source.string(entry, "verifier_id", where)
     try:
         policy_digest = sha256_hex(

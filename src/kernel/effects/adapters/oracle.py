@@ -51,6 +51,7 @@ from kernel.effects.files import read_input
 from kernel.effects.sandbox.spec import SYSTEM_BINDS
 from kernel.errors import ConfigError, EffectError
 from kernel.identity import sha256_bytes
+from kernel.runrecord import TrustLevel
 from kernel.verification import CheckReason, CheckStatus
 
 if TYPE_CHECKING:
@@ -59,11 +60,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CALL_LOCATOR",
     "MAX_ORACLE_BYTES",
+    "ORACLES_KEY",
     "OracleSpec",
     "judge_oracle",
     "json_same",
     "parse_json_output",
     "parse_oracle",
+    "refuse_shown_expected",
+    "required_trust",
     "shown_by",
 ]
 
@@ -196,6 +200,63 @@ def shown_by(
         if hit is not None:
             return spec, hit
     return None
+
+
+ORACLES_KEY: Final = ("oracle-expected",)
+"""`ConfigSource.cache` key of the verifier's oracle specs: the workers, read after the
+verifier, are checked against them (`refuse_shown_expected`)."""
+
+
+def refuse_shown_expected(
+    source: ConfigSource,
+    oracles: tuple[OracleSpec, ...],
+    programs: list[str],
+    baseline: Path | None,
+    where: str,
+) -> None:
+    """Refuse a config whose sandboxes would show an oracle's expected output.
+
+    Raises:
+        ConfigError: naming the expected file and the folder that shows it.
+    """
+    shown = shown_by(oracles, programs, baseline)
+    if shown is not None:
+        spec, folder = shown
+        raise source.error(
+            where,
+            f"the oracle's expected file {spec.expected_locator!r} lies under {folder}, which "
+            "a sandbox of this run shows; keep expected outputs in a folder of their own",
+        )
+
+
+def required_trust(
+    source: ConfigSource,
+    entry: Mapping[str, object],
+    where: str,
+    checks: list[tuple[bool, TrustLevel]],
+) -> tuple[TrustLevel, ...]:
+    """The verifier's ``require_trust`` (a trust level or a list of them): each must be
+    the trust of a required check (``checks``: each check's required flag and trust), so
+    no candidate passes without such a verdict.
+
+    Raises:
+        ConfigError: not a level or a list of levels, or no required check has one.
+    """
+    value = entry.get("require_trust", [])
+    names = [value] if type(value) is str else value
+    if type(names) is not list or not all(type(n) is str for n in names):
+        raise source.error(f"{where}.require_trust", "expected a trust level or a list of them")
+    levels: list[TrustLevel] = []
+    for name in names:
+        try:
+            level = TrustLevel(name)
+        except ValueError as e:
+            known = ", ".join(TrustLevel)
+            raise source.error(f"{where}.require_trust", f"{name!r} is not one of {known}") from e
+        if not any(required and trust is level for required, trust in checks):
+            raise source.error(f"{where}.require_trust", f"no required check has trust {level!s}")
+        levels.append(level)
+    return tuple(sorted(set(levels)))
 
 
 def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> list[list[str]]:
