@@ -158,6 +158,8 @@ def test_a_check_runs_in_its_environment_without_network(tmp_path: Path, cache: 
     (built,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
     assert digests["environment:tests"] == built.name
     assert str(cache) not in json.dumps(outcome.record.to_dict())
+    (check,) = [r for r in outcome.record.attempts[0].check_runs if r.check_id == "tests"]
+    assert check.environment_digest == built.name
     without = tmp_path / "without"
     without.mkdir()
     bare = run_detailed(load_config(_config(without, environment=False)))

@@ -423,12 +423,24 @@ def test_every_report_view_shows_the_declared_tests_table() -> None:
     hostile = _replace(FIXED, "m.T.p", OUT.TAMPERED) + _tests(("<b>x</b>", P2P, OUT.MISSING))
     first = attrs.evolve(
         report.attempts[0],
-        check_runs=(CheckRun(check_id="tests", sandbox=None, reason=None, tests=hostile),),
+        check_runs=(
+            CheckRun(check_id="protected-paths", sandbox=None, reason=None),
+            CheckRun(
+                check_id="tests",
+                sandbox=None,
+                reason=None,
+                tests=hostile,
+                environment_digest="e" * 64,
+            ),
+        ),
     )
     with_tests = attrs.evolve(report, attempts=(first, *report.attempts[1:]))
     section = declared_tests_section(with_tests)
     assert section is not None
     assert section.rows[2] == (first.attempt_id, "tests", "m.T.p", "pass_to_pass", "tampered")
+    assert f"Environment of check tests: {'e' * 64} (interpreter and pinned requirements)." in (
+        section.notes
+    )
     for page in (render_markdown(with_tests), render_html(with_tests)):
         assert "Declared tests" in page
         assert "<b>x</b>" not in page

@@ -363,6 +363,9 @@ class CheckRun(Record):
     """Who computed the verdict (None: a record written before trust levels)."""
     findings: tuple[ScreenFinding, ...] = ()
     """The static screen's findings (``candidate-screen`` only), in path and line order."""
+    environment_digest: OptionalDigest = None
+    """The digest of the environment its tests ran in (`kernel.effects.environments`:
+    interpreter version and hash-pinned requirements); None: the sandbox's interpreter."""
 
 
 def evidence_isolation(

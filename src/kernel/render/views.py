@@ -421,12 +421,24 @@ def declared_tests_section(report: RunEvidenceReport) -> TableSection | None:
     )
     if not rows:
         return None
+    environments = sorted(
+        {
+            f"{run.check_id}: {run.environment_digest}"
+            for a in report.attempts
+            for run in a.check_runs
+            if run.environment_digest is not None
+        }
+    )
     return TableSection(
         title="Declared tests",
         notes=(
             "Each FAIL_TO_PASS and PASS_TO_PASS test's outcome in each attempt's check"
             " (missing: no result names it; tampered: the result was forged or the runner"
             " saw tampering).",
+            *(
+                f"Environment of check {e} (interpreter and pinned requirements)."
+                for e in environments
+            ),
         ),
         headers=("Attempt", "Check", "Test", "List", "Outcome"),
         rows=rows,

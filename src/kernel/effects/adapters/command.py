@@ -739,6 +739,7 @@ class CommandVerifier:
                         reason=reason,
                         tests=declared_test_results(check.tests, check.fail_to_pass, tests),
                         trust=check.trust,
+                        environment_digest=check.command.environment_digest,
                     )
                 )
                 weak = below_minimum(capture.isolation)
