@@ -828,6 +828,30 @@ def _trusted(cls: type[_R], fields: dict[str, object], /) -> _R:
     return record
 
 
+@attrs.frozen(kw_only=True)
+class _Read:
+    """What checks 1-14 read of the inputs, each value read once, for checks 15-25 and
+    the build (a lookalike record's attribute may not answer twice the same)."""
+
+    run: Any
+    result: Any
+    attempt: Any
+    reconstruction: Any
+    ids: _Ids
+    index: Any
+    attempt_id: Any
+    candidate_digest: Any
+    residual_ids: Any
+    provenance: Any
+    spans: Any
+    exact_spans: bool
+    existing_attempts: Any
+    ordered: bool
+    consumed: Any
+    charge: Any
+    depth: Any
+
+
 def _bind(
     original_run: object,
     candidate_operator_result: object,
@@ -1135,7 +1159,63 @@ def _checked(
             ids,
             lambda: _over_budget(charge, depth, attempt.step_index, consumed),
         )
-    # -- kernel's stricter checks, after every reference check --------------------
+    read = _Read(
+        run=run,
+        result=result,
+        attempt=attempt,
+        reconstruction=reconstruction,
+        ids=ids,
+        index=index,
+        attempt_id=attempt_id,
+        candidate_digest=candidate_digest,
+        residual_ids=residual_ids,
+        provenance=provenance,
+        spans=spans,
+        exact_spans=exact_spans,
+        existing_attempts=existing_attempts,
+        ordered=ordered,
+        consumed=consumed,
+        charge=charge,
+        depth=depth,
+    )
+    refused = _stricter(read, policy_versions, explanation)
+    if refused is not None:
+        return refused
+    # Version pairs the reference accepts as subclasses (NamedTuple, str subclass) are
+    # normalised to exact tuples of exact str: they hash the same, and records hold them.
+    schema_versions = _exact_pairs(schema_versions)
+    policy_versions = _exact_pairs(policy_versions)
+    # 25 (run_accounting_understated): ADR section 10, the run's declared consumption
+    # covers what its existing attempts charged; an understated run would let this
+    # candidate in on budget the run no longer has.
+    if (
+        charged is None
+        or charged[0] > consumed.candidates_considered
+        or charged[1] > consumed.steps_used
+        or charged[2] > consumed.depth_reached
+    ):
+        return _refusal(
+            R.RUN_ACCOUNTING_UNDERSTATED,
+            ids,
+            lambda: _understated(charged, consumed),
+        )
+    return _build(read, schema_versions, policy_versions, explanation)
+
+
+def _stricter(
+    read: _Read, policy_versions: object, explanation: object
+) -> CandidateAttemptRunBindingRefusal | None:
+    """Checks 15-24: the ADR-0232 rules the reference skips, after every reference
+    check passed (module docstring)."""
+    run, result, attempt = read.run, read.result, read.attempt
+    reconstruction, ids, spans = read.reconstruction, read.ids, read.spans
+    charge, depth, consumed = read.charge, read.depth, read.consumed
+    index, attempt_id, candidate_digest = read.index, read.attempt_id, read.candidate_digest
+    existing_attempts, residual_ids, provenance = (
+        read.existing_attempts,
+        read.residual_ids,
+        read.provenance,
+    )
     # 15 (malformed_input_field): every number read is an exact int (bool is not);
     # explanation is prose, a str.
     numbers = (
@@ -1215,7 +1295,7 @@ def _checked(
         )
     # 21 (ambiguous_attempt_order) and 22 (attempt_index_gap): ADR section 9, no
     # inferred position, no gap: admissible only at index n after 0..n-1.
-    if not ordered:
+    if not read.ordered:
         return _refusal(
             R.AMBIGUOUS_ATTEMPT_ORDER,
             ids,
@@ -1279,31 +1359,25 @@ def _checked(
         or type(residual_ids) is not tuple
         or type(provenance) is not tuple
         or type(attempt.replay_blockers) is not tuple
-        or not exact_spans
+        or not read.exact_spans
         or type(result.evidence_spans) is not tuple
         or type(reconstruction.evidence_spans) is not tuple
         or type(existing_attempts) is not tuple
         or any(type(existing) is not CandidateAttempt for existing in existing_attempts)
     ):
         return _refusal(R.MALFORMED_INPUT_FIELD, ids, lambda: _unshaped(run, result))
-    # Version pairs the reference accepts as subclasses (NamedTuple, str subclass) are
-    # normalised to exact tuples of exact str: they hash the same, and records hold them.
-    schema_versions = _exact_pairs(schema_versions)
-    policy_versions = _exact_pairs(policy_versions)
-    # 25 (run_accounting_understated): ADR section 10, the run's declared consumption
-    # covers what its existing attempts charged; an understated run would let this
-    # candidate in on budget the run no longer has.
-    if (
-        charged is None
-        or charged[0] > consumed.candidates_considered
-        or charged[1] > consumed.steps_used
-        or charged[2] > consumed.depth_reached
-    ):
-        return _refusal(
-            R.RUN_ACCOUNTING_UNDERSTATED,
-            ids,
-            lambda: _understated(charged, consumed),
-        )
+    return None
+
+
+def _build(
+    read: _Read, schema_versions: object, policy_versions: object, explanation: object
+) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
+    """The binding and its input, once every check passed."""
+    run, result, attempt = read.run, read.result, read.attempt
+    reconstruction, ids, spans = read.reconstruction, read.ids, read.spans
+    charge, depth = read.charge, read.depth
+    index, attempt_id, candidate_digest = read.index, read.attempt_id, read.candidate_digest
+    residual_ids = read.residual_ids
     # Every field below was shape-checked above (checks 4, 12, 15, 24): the ids come
     # from the codec without building the records first, and the binding is built
     # without re-running its validators (the hot path; a property test holds this
