@@ -473,8 +473,8 @@ def test_a_check_names_its_runner_or_has_it_detected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("runner", "tests", "message"),
     [
-        ("unittest", PYTEST_IDS, "expected an array of unittest test ids"),
-        ("pytest", UNITTEST_IDS, "expected an array of pytest test ids"),
+        ("unittest", PYTEST_IDS, "expected an array of test ids \\(unittest"),
+        ("pytest", UNITTEST_IDS, "expected an array of test ids \\(pytest"),
         ("nose", UNITTEST_IDS, "expected one of unittest, pytest"),
     ],
 )

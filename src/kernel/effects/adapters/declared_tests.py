@@ -484,7 +484,7 @@ def declared(
     for key, group in zip(("fail_to_pass", "pass_to_pass"), names, strict=True):
         if type(group) is not list or not all(type(n) is str and shape.fullmatch(n) for n in group):
             raise source.error(
-                f"{at}.tests.{key}", f"expected an array of {runner} test ids ({example})"
+                f"{at}.tests.{key}", f"expected an array of test ids ({runner}: {example})"
             )
         lists.append(tuple(str(n) for n in group))
     every = [*lists[0], *lists[1]]
