@@ -16,6 +16,7 @@ from kernel.effects.ledger_store import (
     export_jsonl,
     open_store,
     opened,
+    prove_inclusion,
     read_jsonl,
     redact,
     tree_head,
@@ -378,3 +379,18 @@ def test_a_writer_starting_during_an_immutable_read_is_read_through(tmp_path: Pa
         outcome = verify_store(reader)
         assert isinstance(outcome, LedgerIntact)
         assert outcome.count == 3
+
+
+def test_an_inclusion_proof_by_sequence_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = filled(tmp_path / "l.sqlite", 6)
+    with opened(path, create=False) as store:
+        third = next(e for e in store.entries() if e.seq == 3).entry_id
+        assert prove_inclusion(store, 3) == prove_inclusion(store, str(third))
+        with pytest.raises(EffectError, match="not in the tree"):
+            prove_inclusion(store, 7)
+    capsys.readouterr()
+    assert main(["ledger", "prove", "--ledger", str(path), "--inclusion", "3"]) == 0
+    assert str(third) in capsys.readouterr().out
+    assert main(["ledger", "prove", "--ledger", str(path), "--inclusion", "nope"]) == 2

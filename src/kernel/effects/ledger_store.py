@@ -94,8 +94,8 @@ _SQLITE_SCHEMA: Final = (
     " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS kernel_ledger_head ("
     " one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, entry_id TEXT NOT NULL)",
-    # Proofs name an entry by its id (a promotion trailer's): found by index, not a scan.
-    "CREATE INDEX IF NOT EXISTS kernel_ledger_by_id ON kernel_ledger (entry_id)",
+    # An index on entry ids (briefly made by this store) costs every append a page.
+    "DROP INDEX IF EXISTS kernel_ledger_by_id",
     # A fresh ledger's head row: (0, GENESIS_ID), so each append updates it in place.
     "INSERT INTO kernel_ledger_head SELECT 1, 0, printf('%064d', 0)"
     " WHERE NOT EXISTS (SELECT 1 FROM kernel_ledger_head)"
@@ -176,6 +176,10 @@ class LedgerStore(Protocol):
         """The sequence number of the entry with this id (None when there is none)."""
         ...
 
+    def entry_at(self, seq: int) -> str | None:
+        """The id of the entry with this sequence number (None when there is none)."""
+        ...
+
     def perfect(self, level: int, index: int) -> bytes:
         """The root of a perfect Merkle subtree (`kernel.ledger.Perfect`)."""
         ...
@@ -235,17 +239,23 @@ def _perfect(store: LedgerStore, level: int, index: int) -> bytes:
 
 
 def prove_inclusion(
-    store: LedgerStore, entry_id: str, tree_size: int | None = None
+    store: LedgerStore, entry: str | int, tree_size: int | None = None
 ) -> InclusionProof:
-    """The proof that ``entry_id`` is in the tree of ``tree_size`` entries (default: the
-    whole ledger).
+    """The proof that an entry is in the tree of ``tree_size`` entries (default: the
+    whole ledger). ``entry`` is its sequence number (found by key: a promotion
+    trailer's ``Kernel-Ledger-Head`` size is its permit's) or its id (found by a scan:
+    no index slows every append for it).
 
     Raises:
         EffectError: no such entry within that tree, or an unreadable store.
     """
     size = _checked_head(store)[0] if tree_size is None else tree_size
-    seq = store.seq_of(entry_id)
-    if seq is None or not 1 <= seq <= size:
+    if isinstance(entry, int):
+        seq: int | None = entry
+        entry_id = store.entry_at(entry) or ""
+    else:
+        seq, entry_id = store.seq_of(entry), entry
+    if seq is None or not is_digest(entry_id) or not 1 <= seq <= size:
         raise EffectError(f"{store.locator}: entry {entry_id} is not in the tree of {size}")
     path = inclusion_path(seq - 1, size, lambda level, index: _perfect(store, level, index))
     return InclusionProof(
@@ -450,6 +460,13 @@ class SqliteStore:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
         return row[0] if row is not None and type(row[0]) is int else None
 
+    def entry_at(self, seq: int) -> str | None:
+        try:
+            row = self._db.execute(_SELECT_NODE, (seq,)).fetchone()
+        except (sqlite3.Error, OverflowError) as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
+        return row[0] if row is not None and type(row[0]) is str else None
+
     def close(self) -> None:
         self._db.close()
 
@@ -559,6 +576,16 @@ class PostgresStore:
         except psycopg.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
         return row[0] if row is not None and type(row[0]) is int else None
+
+    def entry_at(self, seq: int) -> str | None:
+        psycopg = self._psycopg
+        try:
+            row = self._db.execute(
+                "SELECT entry_id FROM kernel_ledger WHERE seq = %s", (seq,)
+            ).fetchone()
+        except psycopg.Error as e:
+            raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
+        return row[0] if row is not None and type(row[0]) is str else None
 
     def perfect(self, level: int, index: int) -> bytes:
         """Computed from the leaves (this store keeps no subtree roots)."""
