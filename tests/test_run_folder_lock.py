@@ -23,11 +23,11 @@ import pytest
 from kernel.effects.cli import main
 from kernel.effects.run_folder_lock import (
     RunFolder,
-    RunFolderBusy,
     holding_run_folder,
     sweep_run_folders,
 )
 from kernel.effects.sandbox.scratch import private_tempdir, scratch_root
+from kernel.errors import RunFolderBusy
 from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import run_record_from_idkmesh
 from kernel.render import render_json

@@ -94,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ParameterValueError",
         "RecordError",
         "RefusedError",
+        "RunFolderBusy",
         "SelfTestFailure",
         "UnsafeScratchError",
         "UntrustedConfig",

@@ -25,6 +25,7 @@ __all__ = [
     "ParameterValueError",
     "RecordError",
     "RefusedError",
+    "RunFolderBusy",
     "SelfTestFailure",
     "UnsafeScratchError",
     "UntrustedConfig",
@@ -159,6 +160,10 @@ class CommitBoundaryError(RefusedError):
 
 class DuplicateAdapterError(KernelError, ValueError):
     """An adapter kind was registered twice in one registry (a wiring mistake)."""
+
+
+class RunFolderBusy(EffectError):
+    """Another live run holds the output folder."""
 
 
 class GitRefusal(EffectError):

@@ -42,17 +42,13 @@ from types import TracebackType
 from typing import Final
 
 from kernel.effects.sandbox.scratch import remove_tree
-from kernel.errors import EffectError
+from kernel.errors import EffectError, RunFolderBusy
 
-__all__ = ["RunFolder", "RunFolderBusy", "holding_run_folder", "sweep_run_folders"]
+__all__ = ["RunFolder", "holding_run_folder", "sweep_run_folders"]
 
 _NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY: Final = re.compile(r"\.(?P<name>.+)\.(?P<kind>staging|old)-(?P<pid>\d+)-[0-9a-f]{8}")
 _LOCK_NAME: Final = ".lock"
-
-
-class RunFolderBusy(EffectError):
-    """Another live run holds the output folder."""
 
 
 def _alive(pid: int) -> bool:
