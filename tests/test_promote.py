@@ -1252,3 +1252,42 @@ def test_no_argument_makes_a_traceback_or_a_hang(
         capsys.readouterr().out
     )
     assert kinds(Path(ledger)) == ["refusal", "refusal"]
+
+
+def test_a_promotion_from_python_alone(demo: Demo, repo: Path, tmp_path: Path) -> None:
+    """Issue 20: an orchestrator signs, promotes, recovers and checks the ledger with
+    library calls that take and return records (no CLI module)."""
+    from kernel.decision import record_decision
+    from kernel.effects.ledger_store import opened as open_ledger
+    from kernel.effects.promotion import Promoted, check_repository, promote, recover
+    from kernel.effects.run_folder import load_run_folder as load
+    from kernel.effects.signing import check_decision_signature, sign_decision
+
+    folder = load(demo.run_dir)
+    decision = record_decision(
+        folder.report, decision_id="py-1", decision="accept", rationale="checked",
+        decider_id=DECIDER, decided_at="2026-12-01T00:00:00Z", selected_attempt_id="attempt-1",
+    )  # fmt: skip
+    assert isinstance(decision, HumanDecisionRecord)
+    signature = check_decision_signature(
+        decision, sign_decision(decision, demo.alice), demo.allowed
+    )
+    with open_ledger(tmp_path / "l.sqlite") as store:
+        outcome = promote(
+            folder, Repo(repo), store, branch="refs/heads/main", attempt_id="attempt-1",
+            decision=decision, signature=signature,
+        )  # fmt: skip
+        assert isinstance(outcome, Promoted)
+        assert git(repo, "rev-parse", "main") == outcome.commit
+        assert recover(Repo(repo), store) == []
+        checked = check_repository(Repo(repo), store)
+        assert isinstance(checked.outcome, LedgerIntact)
+        assert (checked.anchors, checked.incomplete) == (1, ())
+    probe = (
+        "import sys, kernel.effects.promotion, kernel.effects.attestation;"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel.effects.commands')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
