@@ -124,3 +124,73 @@ def test_pytest_trace_mode_fails_a_green_suite_on_an_event(tmp_path: Path) -> No
     proc = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no forbidden run-time event" in proc.stdout
+
+
+def test_tracer_attribution_in_process() -> None:
+    """The hook's decisions, called directly (no hook is installed in this process):
+    an event from a covered module's frame is recorded once with its line; exec counts
+    only as the module's own; an event with no covered frame, an unmapped event and an
+    import the rule allows are not recorded."""
+    from kernel.guard.model import Policy, Rule
+    from kernel.guard.trace import Tracer, event_names, violations
+
+    policy = Policy(
+        rules=(
+            Rule(
+                name="pure",
+                modules=("pkg", "pkg.*"),
+                forbid_imports=("socket",),
+                forbid_calls=("open", "exec", "os.system"),
+            ),
+            Rule(name="only", modules=("pkg.allow",), allow_imports=("json",)),
+        )
+    )
+    tracer = Tracer(policy)
+    code = (
+        "def emit(hook, event, args):\n"
+        "    hook(event, args)\n"
+        "def through(hook, event, args):\n"
+        "    return helper(hook, event, args)\n"
+    )
+    guarded: dict[str, object] = {"__name__": "pkg.mod"}
+    exec(compile(code, "/proj/src/pkg/mod.py", "exec"), guarded)  # a module of the test
+    library: dict[str, object] = {"__name__": "somelib"}
+    exec(compile(code, "/site/somelib.py", "exec"), library)  # a module of the test
+    guarded["helper"] = library["emit"]
+    emit, through = guarded["emit"], guarded["through"]
+    assert callable(emit)
+    assert callable(through)
+    emit(tracer.hook, "open", ("x",))
+    emit(tracer.hook, "open", ("x",))  # the same line again: recorded once
+    through(tracer.hook, "open", ("y",))  # through a library: still the module's
+    through(tracer.hook, "exec", (None,))  # a library's exec is the library's
+    emit(tracer.hook, "socket.connect", (None,))
+    emit(tracer.hook, "import", ("socket", None))
+    emit(tracer.hook, "object.__setattr__", (None,))  # not mapped
+    emit(tracer.hook, "code.__new__", (None,))  # an object kind, not the module `code`
+    library_emit = library["emit"]
+    assert callable(library_emit)
+    library_emit(tracer.hook, "open", ("z",))  # no covered frame
+    allow: dict[str, object] = {"__name__": "pkg.allow"}
+    exec(compile(code, "/proj/src/pkg/allow.py", "exec"), allow)  # a module of the test
+    allow_emit = allow["emit"]
+    assert callable(allow_emit)
+    allow_emit(tracer.hook, "import", ("json", None))
+    allow_emit(tracer.hook, "import", ("pickle", None))
+    found = [
+        (module, line, event, rule, what) for module, _p, line, event, rule, what in tracer.findings
+    ]
+    assert found == [
+        ("pkg.mod", 2, "open", "pure", "builtins.open"),
+        ("pkg.mod", 4, "open", "pure", "builtins.open"),
+        ("pkg.mod", 2, "socket.connect", "pure", "socket.connect"),
+        ("pkg.mod", 2, "import", "pure", "socket"),
+        ("pkg.allow", 2, "import", "only", "pickle"),
+    ]
+    assert event_names("compile", ()) == (("builtins.compile",), None)
+    shown = violations(tracer.findings, "/proj")
+    assert shown[0].path == "src/pkg/allow.py"
+    assert {v.code.value for v in shown} == {"KG013"}
+    tracer.active = False
+    emit(tracer.hook, "open", ("late",))
+    assert len(tracer.findings) == 5
