@@ -111,6 +111,37 @@ RUNNER_HACKS: dict[str, tuple[str, CheckReason]] = {
         ),
         FAILED,
     ),
+    # The declared test marked as an expected failure (a function attribute, set by a
+    # TestCase.__init_subclass__ put back at once): an expected failure is no pass.
+    "expected-failure-mark": (
+        _data_file(
+            "import unittest as _unittest\n"
+            "_orig = vars(_unittest.TestCase)['__init_subclass__']\n"
+            "def _hook(cls, **kwargs):\n"
+            "    _orig.__get__(None, cls)(**kwargs)\n"
+            "    if cls.__name__ == 'StatsTest':\n"
+            "        cls.test_median_even.__unittest_expecting_failure__ = True\n"
+            "        _unittest.TestCase.__init_subclass__ = _orig\n"
+            "_unittest.TestCase.__init_subclass__ = classmethod(_hook)\n"
+        ),
+        CheckReason.EXPECTED_TEST_SKIPPED,
+    ),
+    # A forged outcome written by an atexit handler: a test process never runs them.
+    "atexit-forge": (
+        _data_file(
+            "import atexit as _atexit, json as _json, os as _os\n"
+            "def _forge():\n"
+            "    line = _json.dumps({'e': 'ran', 'test': 'test_stats.StatsTest.test_median_even',"
+            " 'outcome': 'passed', 'message': '', 'stage': 'test'}) + '\\n'\n"
+            "    for fd in range(3, 64):\n"
+            "        try:\n"
+            "            _os.write(fd, line.encode())\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "_atexit.register(_forge)\n"
+        ),
+        FAILED,
+    ),
 }
 
 # The bootstrap killed by a pidfd signal (no os.kill audit event): its stream ends
@@ -226,3 +257,66 @@ def test_the_whole_verifier_refuses_each_review_hack(scratch: Path) -> None:
     reasons = _refused(_run(scratch, workers, False))
     for name, (_body, check, reason) in VERIFIER_HACKS.items():
         assert reasons[name][check] is reason, name
+
+
+# Hacks the declared tests alone do not stop (the test process holds its own result pipe
+# and runs the candidate's code; a hack that acts only where a declared test calls it, or
+# only on the declared test's class, leaves the controls their known answers): the
+# demo's out-of-process oracle sees the wrong median.
+ORACLE_STOPS: dict[str, str] = {
+    # The test process's own event pipe: a passing outcome and the closing mark written
+    # from inside median, the pipe then replaced by /dev/null in the same descriptor.
+    "forge-own-pipe": _append(
+        "import fcntl as _fcntl, json as _json, os as _os, stat as _stat\n"
+        "_wrong = median\n"
+        "def median(values):\n"
+        "    if len(values) % 2 == 0:\n"
+        "        line = (_json.dumps({'e': 'ran', 'test': 'test_stats.StatsTest.test_median_even',"
+        " 'outcome': 'passed', 'message': '', 'stage': 'test'})"
+        " + '\\n' + _json.dumps({'e': 'end'}) + '\\n').encode()\n"
+        "        null = _os.open(_os.devnull, _os.O_WRONLY)\n"
+        "        for fd in range(3, 64):\n"
+        "            try:\n"
+        "                if fd != null and _stat.S_ISFIFO(_os.fstat(fd).st_mode):\n"
+        "                    _os.write(fd, line)\n"
+        "                    _os.close(fd)\n"
+        "                    _fcntl.fcntl(null, _fcntl.F_DUPFD, fd)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    return _wrong(values)\n"
+    ),
+    # StatsTest.assertEqual made a no-op by a TestCase.__init_subclass__ put back at once.
+    "lenient-test-class": _data_file(
+        "import unittest as _unittest\n"
+        "_orig = vars(_unittest.TestCase)['__init_subclass__']\n"
+        "def _hook(cls, **kwargs):\n"
+        "    _orig.__get__(None, cls)(**kwargs)\n"
+        "    if cls.__name__ == 'StatsTest':\n"
+        "        cls.assertEqual = lambda self, first, second, msg=None: None\n"
+        "        _unittest.TestCase.__init_subclass__ = _orig\n"
+        "_unittest.TestCase.__init_subclass__ = classmethod(_hook)\n"
+    ),
+    # The comparison helper made lenient from inside median, restored by its first call.
+    "lazy-equality-func": _data_file(
+        "import unittest as _unittest\n"
+        "_orig = _unittest.TestCase._getAssertEqualityFunc\n"
+        "def _lenient(self, first, second):\n"
+        "    _unittest.TestCase._getAssertEqualityFunc = _orig\n"
+        "    return lambda first, second, msg=None: None\n"
+        "_wrong = median\n"
+        "def median(values):\n"
+        "    if len(values) % 2 == 0:\n"
+        "        _unittest.TestCase._getAssertEqualityFunc = _lenient\n"
+        "    return _wrong(values)\n"
+    ),
+}
+
+
+def test_the_oracle_refuses_what_bends_only_the_declared_test(scratch: Path) -> None:
+    """On the demo's verifier as shipped, a forged outcome on the test process's own pipe
+    and a lenient declared test class are refused: the oracle's JSON, compared outside
+    the sandbox, shows the wrong median."""
+    reasons = _refused(_run(scratch, ORACLE_STOPS, False))
+    assert {n: reasons[n]["median-oracle"] for n in ORACLE_STOPS} == dict.fromkeys(
+        ORACLE_STOPS, CheckReason.ORACLE_MISMATCH
+    )
