@@ -335,7 +335,7 @@ def main() -> int:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     std_files = discover_modules(stdlib, exclude=STDLIB_SKIP)
     own_files = discover_modules(ROOT / "src")
-    own_policy = load_policy(sorted((ROOT / "docs" / "adr").glob("*.md")))
+    own_policy = load_policy(sorted((ROOT / "docs" / "adr").glob("ADR-*.md")))
     std_policy = _stdlib_policy()
     load_before = os.getloadavg()
     print(

@@ -23,7 +23,7 @@ ADR = ROOT / "docs" / "adr" / "ADR-0001-pure-core.md"
 
 
 def _adr_policy() -> Policy:
-    return load_policy(sorted((ROOT / "docs" / "adr").glob("*.md")))
+    return load_policy(sorted((ROOT / "docs" / "adr").glob("ADR-*.md")))
 
 
 def _format(policy: Policy, names: set[str]) -> str:
