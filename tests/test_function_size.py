@@ -23,7 +23,6 @@ LONG_FUNCTIONS = {
     "kernel/binding.py:_checked": 316,
     "kernel/binding.py:_stricter": 165,
     "kernel/binding.py:verify_binding": 92,
-    "kernel/binding.py:verify_binding_set": 133,
     "kernel/consensus.py:build_consensus": 120,
     "kernel/decision.py:record_decision": 108,
     "kernel/effects/orchestrate.py:load_config": 99,
@@ -43,7 +42,7 @@ LONG_FUNCTIONS = {
 }
 # module path -> its length when the limit was set.
 LONG_MODULES = {
-    "kernel/binding.py": 1747,
+    "kernel/binding.py": 1779,
     "kernel/codec.py": 1311,
     "kernel/effects/adapters/command.py": 1088,
     "kernel/effects/sandbox/nshelper.py": 962,

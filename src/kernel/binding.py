@@ -1635,7 +1635,29 @@ def verify_binding_set(
         The bindings ordered by ``attempt_index``, or a refusal. Never raises on bad
         data.
     """
-    # 1: a run, and bindings of it.
+    members = _set_members(original_run, bindings)
+    if not isinstance(members, tuple):
+        return members
+    items, run_ids = members
+    # 2: vacuous input is refused, never a vacuous "ok".
+    if not items:
+        return _refusal(
+            R.EMPTY_BINDING_SET,
+            run_ids,
+            lambda: "bindings: expected at least one binding, got 0",
+        )
+    duplicate = _set_duplicate(original_run, items, run_ids)
+    if duplicate is not None:
+        return duplicate
+    ordered = tuple(sorted(items, key=lambda item: item.attempt_index))
+    misfit = _set_misfit(original_run, ordered, run_ids)
+    return ordered if misfit is None else misfit
+
+
+def _set_members(
+    original_run: GeometricSearchRun, bindings: Iterable[CandidateAttemptRunBinding]
+) -> tuple[tuple[CandidateAttemptRunBinding, ...], _Ids] | CandidateAttemptRunBindingRefusal:
+    """`verify_binding_set` step 1: a run, and bindings of it (the items, the run's ids)."""
     if type(original_run) is not GeometricSearchRun:
         return _refusal(
             R.INVALID_BINDING_INPUT,
@@ -1669,15 +1691,16 @@ def verify_binding_set(
                 item,
                 original_run,
             )
-    # 2: vacuous input is refused, never a vacuous "ok".
-    if not items:
-        return _refusal(
-            R.EMPTY_BINDING_SET,
-            run_ids,
-            lambda: "bindings: expected at least one binding, got 0",
-        )
+    return items, run_ids
+
+
+def _set_duplicate(
+    original_run: GeometricSearchRun,
+    items: tuple[CandidateAttemptRunBinding, ...],
+    run_ids: _Ids,
+) -> CandidateAttemptRunBindingRefusal | None:
+    """`verify_binding_set` step 3: duplicates across the set and the run."""
     existing = original_run.candidate_attempts
-    # 3: duplicates across the set and the run.
     indices = {attempt.attempt_index for attempt in existing}
     attempt_ids = {attempt.attempt_id for attempt in existing}
     digests = {attempt.candidate_digest for attempt in existing}
@@ -1712,9 +1735,18 @@ def verify_binding_set(
         indices.add(item.attempt_index)
         attempt_ids.add(item.candidate_attempt_id)
         digests.add(item.candidate_digest)
+    return None
+
+
+def _set_misfit(
+    original_run: GeometricSearchRun,
+    ordered: tuple[CandidateAttemptRunBinding, ...],
+    run_ids: _Ids,
+) -> CandidateAttemptRunBindingRefusal | None:
+    """`verify_binding_set` steps 4-5: contiguous after the run's attempts, and
+    together within its remaining budget."""
     # 4: contiguous after the run's attempts.
-    ordered = tuple(sorted(items, key=lambda item: item.attempt_index))
-    start = len(existing)
+    start = len(original_run.candidate_attempts)
     for offset, item in enumerate(ordered):
         if item.attempt_index != start + offset:
             return _refusal(
@@ -1744,4 +1776,4 @@ def verify_binding_set(
             steps,
             depth,
         )
-    return ordered
+    return None
