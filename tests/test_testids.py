@@ -41,3 +41,13 @@ def test_only_what_is_surely_absent_is_unknown(test_id: str, unknown: bool) -> N
     pytest node id, a name that is not dotted."""
     found = unknown_test_ids([test_id], FILES.get)
     assert found == ((test_id,) if unknown else ())
+
+
+def test_source_that_warns_is_still_read() -> None:
+    """Old code with invalid escape sequences (a SyntaxWarning, an error under this
+    suite's filterwarnings) is read like any other."""
+    files = {
+        "old.py": 'import re\nPAT = "\\d+"\n\n\nclass T:\n    def test_a(self):\n        pass\n'
+    }
+    assert unknown_test_ids(["old.T.test_a"], files.get) == ()
+    assert unknown_test_ids(["old.T.test_b"], files.get) == ("old.T.test_b",)

@@ -11,10 +11,14 @@ pytest node ids (``path::name``).
 from __future__ import annotations
 
 import ast
+import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Final
 
 __all__ = ["unknown_test_ids"]
+
+_PARSING: Final = threading.Lock()
 
 _TESTCASE_BASES: Final = frozenset({"TestCase", "unittest.TestCase", "object"})
 
@@ -34,7 +38,13 @@ def _test_defined(source: str, names: Sequence[str]) -> bool | None:
     """Whether ``names`` (class, method) are defined in the module ``source``; None when
     it cannot be told statically (a base class from elsewhere, a syntax error)."""
     try:
-        scope: Sequence[ast.stmt] = ast.parse(source).body
+        # Old code warns (invalid escape sequences): a warning is not a test id problem,
+        # and must not become an error where warnings are errors. One parse at a time:
+        # CPython 3.11's parser is not thread-safe ("AST constructor recursion depth
+        # mismatch" when a suite's instance threads parse at once).
+        with _PARSING, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scope: Sequence[ast.stmt] = ast.parse(source).body
     except (SyntaxError, ValueError):
         return None
     for name in names:
