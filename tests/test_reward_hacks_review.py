@@ -15,7 +15,10 @@ stageable, with the reason of the layer that stops it.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
+import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +26,9 @@ from typing import Any
 
 import pytest
 
+from kernel.consensus import CaptureStatus, Isolation
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
 from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
 from kernel.verification import CheckReason
@@ -320,3 +325,55 @@ def test_the_oracle_refuses_what_bends_only_the_declared_test(scratch: Path) -> 
     assert {n: reasons[n]["median-oracle"] for n in ORACLE_STOPS} == dict.fromkeys(
         ORACLE_STOPS, CheckReason.ORACLE_MISMATCH
     )
+
+
+_ABSTRACT_PROBE = """
+import errno, json, socket, sys
+name = sys.argv[1]
+found = {}
+for label, make in (("socket", lambda kind: socket.socket(socket.AF_UNIX, kind)),
+                    ("pair", lambda kind: socket.socketpair(socket.AF_UNIX, kind)[0])):
+    for kind, address in ((socket.SOCK_DGRAM, name), (socket.SOCK_STREAM, name + "-s")):
+        key = f"{label}-{kind.name}"
+        try:
+            sock = make(kind)
+            if kind == socket.SOCK_DGRAM:
+                sock.sendto(b"probe", "\\0" + address)
+            else:
+                sock.connect("\\0" + address)
+            found[key] = "reached"
+        except OSError as e:
+            found[key] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("level", [Isolation.OVERLAY, Isolation.NAMESPACE_COPY])
+def test_a_host_abstract_unix_socket_is_unreachable_without_network(
+    tmp_path: Path, level: Isolation
+) -> None:
+    """A socket in the host's abstract namespace (no file to hide: a name only) is out
+    of reach of a sandbox without network, by socket() and by socketpair, datagram and
+    stream; the host's listeners receive nothing."""
+    name = f"kernel-review-{secrets.token_hex(8)}"
+    with (
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as dgram,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stream,
+    ):
+        dgram.bind("\0" + name)
+        stream.bind("\0" + name + "-s")
+        stream.listen(1)
+        dgram.setblocking(False)
+        stream.setblocking(False)
+        spec = SandboxSpec(
+            command=(sys.executable, "-c", _ABSTRACT_PROBE, name), isolation=level, timeout_s=60.0
+        )
+        capture = run_sandboxed(spec, spill_dir=tmp_path)
+        assert capture.status is CaptureStatus.OK, capture.error
+        found = json.loads(read_output(capture))
+        assert len(found) == 4
+        assert "reached" not in found.values(), found
+        with pytest.raises(BlockingIOError):
+            dgram.recv(64)
+        with pytest.raises(BlockingIOError):
+            stream.accept()
