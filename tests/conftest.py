@@ -91,6 +91,7 @@ PROCESS_TEST_FILES = frozenset(
         "test_signing",
         "test_suite",
         "test_suite_dask",
+        "test_suite_parse",
         "test_suite_run",
     }
 )
