@@ -596,3 +596,26 @@ def test_pytest_hacks_never_pass(tmp_path: Path, name: str) -> None:
     # A module-level skip is a collection error: the tests cannot run, the check fails.
     expected = FAILED_CHECK if name == "raise-skip" else CheckReason.RUNNER_TAMPERED
     assert reason is expected
+
+
+def test_a_test_class_member_put_there_by_other_tree_code_is_tampering(tmp_path: Path) -> None:
+    """The module under test makes the declared test's class lenient while it is built
+    (a hook of TestCase.__init_subclass__, put back at once): the class's assertEqual
+    comes from other tree code, a finding, though every framework namespace is intact."""
+    (tmp_path / "lenient.py").write_text(
+        "import unittest\n"
+        "_orig = vars(unittest.TestCase)['__init_subclass__']\n"
+        "def _hook(cls, **kwargs):\n"
+        "    _orig.__get__(None, cls)(**kwargs)\n"
+        "    if cls.__name__ == 'T':\n"
+        "        cls.assertEqual = lambda self, first, second, msg=None: None\n"
+        "        unittest.TestCase.__init_subclass__ = _orig\n"
+        "unittest.TestCase.__init_subclass__ = classmethod(_hook)\n"
+    )
+    (tmp_path / "test_m.py").write_text("import lenient  # noqa: F401\n" + TESTS)
+    collected, _plan, _stream = _check(tmp_path, "test_m.T.test_bad")
+    assert any("T.assertEqual comes from" in f for f in collected.findings), collected
+    assert judge(("test_m.T.test_bad",), collected)[:2] == (
+        CheckStatus.FAILED,
+        CheckReason.RUNNER_TAMPERED,
+    )
