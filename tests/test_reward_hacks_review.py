@@ -290,6 +290,25 @@ ORACLE_STOPS: dict[str, str] = {
         "                pass\n"
         "    return _wrong(values)\n"
     ),
+    # The forged outcome above, plus a tree json.py that fixes median when imported: an
+    # oracle whose code imports json with the tree first on sys.path would print the right
+    # answers. The oracle runs isolated (-I), the tree after the standard library.
+    "json-shadow-and-forge": (
+        "cat > json.py <<'PY'\n"
+        "import stats\n"
+        "def _median(values):\n"
+        "    ordered = sorted(values)\n"
+        "    middle = len(ordered) // 2\n"
+        "    if len(ordered) % 2 == 0:\n"
+        "        return (ordered[middle - 1] + ordered[middle]) / 2\n"
+        "    return ordered[middle]\n"
+        "vars(stats)['median'] = _median\n"
+        "def dumps(obj, **kwargs):\n"
+        "    if isinstance(obj, list):\n"
+        "        return '[' + ', '.join(dumps(x) for x in obj) + ']'\n"
+        "    return repr(obj)\n"
+        "PY\n"
+    ),
     # StatsTest.assertEqual made a no-op by a TestCase.__init_subclass__ put back at once.
     "lenient-test-class": _data_file(
         "import unittest as _unittest\n"
@@ -316,6 +335,7 @@ ORACLE_STOPS: dict[str, str] = {
     ),
 }
 
+ORACLE_STOPS["json-shadow-and-forge"] += ORACLE_STOPS["forge-own-pipe"]
 
 def test_the_oracle_refuses_what_bends_only_the_declared_test(scratch: Path) -> None:
     """On the demo's verifier as shipped, a forged outcome on the test process's own pipe

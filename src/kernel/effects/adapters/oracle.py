@@ -23,8 +23,9 @@ Rules enforced:
   baseline, the folder of a worker's or a check's program, the interpreter's and the
   kernel's folders, the system folders): a config that puts it there is refused
   (`shown_by`), so neither a worker nor the candidate's code can read the answer;
-- a call runs ``python3 -E -s -c <kernel's call code> <request JSON>`` in the tree
-  (the module imported from the candidate's tree) and prints the return value as JSON
+- a call runs ``python3 -I -c <kernel's call code> <request JSON>`` in the tree (the
+  module imported from the candidate's tree, which is appended to ``sys.path`` after
+  the standard library, so a tree ``json.py`` shadows nothing) and prints the return value as JSON
   (``allow_nan=False``; a value that is not plain JSON data, such as an object whose
   ``__eq__`` is always true, cannot be printed and fails the check);
 - the check passes only on exit 0 with matching output: exit 0 with other output is
@@ -76,7 +77,10 @@ MAX_ORACLE_BYTES: Final = 1 << 20
 CALL_LOCATOR: Final = "kernel:oracle-call"
 """How a call oracle's recorded command names the kernel's call code."""
 _CALL_CODE: Final = (
-    "import importlib, json, sys\n"
+    "import importlib, json, os, sys\n"
+    # After the standard library: a tree's json.py (or any module of the standard
+    # library's name) cannot stand in for what this code itself imports.
+    "sys.path.append(os.getcwd())\n"
     "r = json.loads(sys.argv[1])\n"
     "f = getattr(importlib.import_module(r['module']), r['function'])\n"
     "sys.stdout.write(json.dumps(f(*r['args'], **r['kwargs']), allow_nan=False))\n"
@@ -276,8 +280,8 @@ def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> lis
     except ValueError as e:
         raise source.error(at, f"not plain JSON data: {e}") from e
     return [
-        [python, "-E", "-s", "-c", _CALL_CODE, encoded],
-        [python, "-E", "-s", "-c", CALL_LOCATOR, encoded],
+        [python, "-I", "-c", _CALL_CODE, encoded],
+        [python, "-I", "-c", CALL_LOCATOR, encoded],
     ]
 
 
