@@ -337,6 +337,7 @@ ORACLE_STOPS: dict[str, str] = {
 
 ORACLE_STOPS["json-shadow-and-forge"] += ORACLE_STOPS["forge-own-pipe"]
 
+
 def test_the_oracle_refuses_what_bends_only_the_declared_test(scratch: Path) -> None:
     """On the demo's verifier as shipped, a forged outcome on the test process's own pipe
     and a lenient declared test class are refused: the oracle's JSON, compared outside
