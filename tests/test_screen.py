@@ -78,6 +78,13 @@ FAMILIES: dict[str, list[str]] = {
         "v = 'KERNEL_RUN_INDEX'\n",
         "cmd = open('/proc/self/cmdline').read()\n",
         "host = open('/etc/hostname').read()\n",
+        # Evasions from the hostile review: a pid namespace, the missing /run or homes,
+        # argv reached by a string, the entry script's module.
+        "import os\nverifier = os.getpid() < 300\n",
+        "import os\nverifier = not os.path.exists('/run')\n",
+        "import os\nverifier = not os.path.isdir('/home')\n",
+        "import operator, sys\na = operator.attrgetter('orig_argv')(sys)\n",
+        "import __main__\nf = __main__.__file__\n",
     ],
     "dynamic-code": [
         "exec('import sys')\n",
@@ -85,6 +92,7 @@ FAMILIES: dict[str, list[str]] = {
         "import marshal\n",
         "import runpy\nrunpy.run_path('helpers.txt')\n",
         "from importlib.machinery import SourceFileLoader\n",
+        "import pickle\npickle.loads(open('median_table.txt', 'rb').read())\n",
     ],
     "process-spawning": [
         "import subprocess\nh = subprocess.run(['hostname'], capture_output=True)\n",

@@ -15,7 +15,9 @@ environment sniffing, dynamic code). This module adds what a call policy cannot 
   monkeypatching is how a candidate bends code it does not own;
 - ``builtins-patching``: any use of the name ``__builtins__``;
 - ``environment-sniffing``: a string literal naming the verifier's variables
-  (``KERNEL_``), ``/proc/`` or ``/etc/hostname``;
+  (``KERNEL_``), ``/proc/``, ``/etc/hostname``, a path the sandbox does not show
+  (``/run``, ``/home``, ``/sys/``) or an attribute that tells a verifier from a user
+  when reached by string (``orig_argv``, ``environ``, ``getpid``...);
 - ``guard-suppression``: a ``# kernel-guard: ignore`` comment (the guard would honour
   it; a candidate does not get to silence its own screen);
 - ``unscreenable``: a Python file whose text cannot be rebuilt exactly (the patch does
@@ -66,6 +68,12 @@ _OBJECT_INTERNALS: Final = frozenset(
     }
 )  # fmt: skip
 _SNIFFED: Final = ("KERNEL_", "/proc/", "/etc/hostname")
+# Paths whose presence tells a sandbox from a user's machine (the sandbox shows no /run
+# and no homes), and attribute names reached by string (operator.attrgetter("orig_argv")).
+_SNIFFED_PREFIXES: Final = ("/run", "/home", "/sys/")
+_SNIFFED_NAMES: Final = frozenset(
+    {"argv", "orig_argv", "environ", "environb", "gethostname", "getpid", "getppid"}
+)
 _FAMILY_CODES: Final = frozenset(
     {
         ViolationCode.FORBIDDEN_IMPORT,
@@ -155,7 +163,12 @@ class _Internals(ast.NodeVisitor):
             self.hits.append(("builtins-patching", node.lineno))
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and any(s in node.value for s in _SNIFFED):
+        text = node.value
+        if isinstance(text, str) and (
+            any(s in text for s in _SNIFFED)
+            or text.startswith(_SNIFFED_PREFIXES)
+            or text in _SNIFFED_NAMES
+        ):
             self.hits.append(("environment-sniffing", node.lineno))
 
 
