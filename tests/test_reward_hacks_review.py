@@ -398,3 +398,13 @@ def test_a_host_abstract_unix_socket_is_unreachable_without_network(
             dgram.recv(64)
         with pytest.raises(BlockingIOError):
             stream.accept()
+
+
+def test_the_screen_flags_the_own_pipe_forgeries(scratch: Path) -> None:
+    """The own-pipe forgeries write to, close and re-point numbered descriptors: the
+    screen's descriptor family marks them suspicious, a second layer beside the oracle."""
+    forgeries = {n: ORACLE_STOPS[n] for n in ("forge-own-pipe", "json-shadow-and-forge")}
+    reasons = _refused(_run(scratch, forgeries, False))
+    assert {n: reasons[n]["candidate-screen"] for n in forgeries} == dict.fromkeys(
+        forgeries, CheckReason.SUSPICIOUS_CODE
+    )

@@ -99,6 +99,13 @@ FAMILIES: dict[str, list[str]] = {
         "import os\nos.system('hostname > /tmp/h')\n",
         "import os\nos.execv('/bin/sh', ['sh'])\n",
     ],
+    "descriptor-manipulation": [
+        "import os\nos.write(3, b'passed')\n",
+        "import fcntl\n",
+        "import os, stat\nfifo = stat.S_ISFIFO(os.fstat(4).st_mode)\n",
+        "import os\nos.close(3)\n",
+        "import io\npipe = io.FileIO(3, 'w')\n",
+    ],
     "object-internals": [
         "def f():\n    return 1\nf.__code__ = (lambda: 2).__code__\n",
         "class A:\n    pass\na = A()\na.__class__ = int\n",
