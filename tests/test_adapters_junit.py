@@ -455,14 +455,16 @@ UNITTEST_IDS = {"fail_to_pass": ["test_stats.StatsTest.test_median_even"], "pass
 
 def test_a_check_names_its_runner_or_has_it_detected(tmp_path: Path) -> None:
     """pytest node ids select pytest, dotted ids unittest; a pytest check protects
-    pytest's configuration and fixtures (conftest.py, pytest.ini, tox.ini, setup.cfg,
-    pyproject.toml) on top of the config's own protected paths."""
+    pytest's configuration and fixtures (conftest.py, every configuration file name
+    pytest 9 reads, tox.ini, setup.cfg, pyproject.toml) on top of the config's own
+    protected paths."""
     loaded = load_config(_demo_config(tmp_path, {"tests": PYTEST_IDS}))
     verifier = loaded.verifier
     assert isinstance(verifier, CommandVerifier)
     (check,) = verifier.checks
     assert check.runner == "pytest"
     assert set(PYTEST_PROTECTED) <= set(verifier.protected)
+    assert {".pytest.ini", "pytest.toml", ".pytest.toml"} <= set(verifier.protected)
     assert "test_*.py" in verifier.protected
     loaded = load_config(_demo_config(tmp_path / "u", {"tests": UNITTEST_IDS}))
     assert isinstance(loaded.verifier, CommandVerifier)

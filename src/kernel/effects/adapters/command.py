@@ -913,9 +913,13 @@ _CHECK_OPTIONAL: Final = frozenset(
     {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
     | {"environment", "runner"}
 )
-PYTEST_PROTECTED: Final = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
-"""Protected whenever a check runs pytest (its configuration and fixtures; the whole of
-``pyproject.toml``, not only its ``[tool.pytest]`` part)."""
+PYTEST_PROTECTED: Final = (
+    *("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml"),
+    *("tox.ini", "setup.cfg", "pyproject.toml"),
+)
+"""Protected whenever a check runs pytest (its configuration and fixtures, every file
+name pytest 9 reads its configuration from; the whole of ``pyproject.toml``, not only
+its ``[tool.pytest]`` part)."""
 RUNNER_LOCATOR: Final = "kernel:tests_bootstrap"
 """How a declared-tests check names the kernel's bootstrap in its recorded command."""
 
