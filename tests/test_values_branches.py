@@ -5,6 +5,7 @@ an admission whose flags contradict its class."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -50,6 +51,20 @@ def test_the_boundary_checks_tuples_and_known_keywords_only() -> None:
     assert "list" in str(info.value)
     with pytest.raises(ParameterTypeError, match="label"):
         _sized((1,), label=1)  # type: ignore[arg-type]
+
+
+@boundary
+def _called(hook: Callable[[int], int], value: int) -> int:
+    return hook(value)
+
+
+def test_the_boundary_leaves_a_callable_to_the_function() -> None:
+    """A Callable parameter is not checked by the boundary (the function calls it), while
+    the parameters beside it still are."""
+    assert _called(abs, -3) == 3
+    assert _called(lambda v: v * 2, 4) == 8
+    with pytest.raises(ParameterTypeError, match="value"):
+        _called(abs, "1")  # type: ignore[arg-type]
 
 
 def test_an_admission_whose_flags_contradict_its_class_is_refused() -> None:
