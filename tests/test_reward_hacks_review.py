@@ -369,13 +369,15 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.parametrize("network", [False, True])
 @pytest.mark.parametrize("level", [Isolation.OVERLAY, Isolation.NAMESPACE_COPY])
-def test_a_host_abstract_unix_socket_is_unreachable_without_network(
-    tmp_path: Path, level: Isolation
+def test_a_host_abstract_unix_socket_is_unreachable(
+    tmp_path: Path, level: Isolation, network: bool
 ) -> None:
     """A socket in the host's abstract namespace (no file to hide: a name only) is out
-    of reach of a sandbox without network, by socket() and by socketpair, datagram and
-    stream; the host's listeners receive nothing."""
+    of reach of a sandbox, by socket() and by socketpair, datagram and stream; the
+    host's listeners receive nothing. With network the sandbox shares the host's network
+    namespace, abstract names included: the filter refuses AF_UNIX there too."""
     name = f"kernel-review-{secrets.token_hex(8)}"
     with (
         socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as dgram,
@@ -387,7 +389,10 @@ def test_a_host_abstract_unix_socket_is_unreachable_without_network(
         dgram.setblocking(False)
         stream.setblocking(False)
         spec = SandboxSpec(
-            command=(sys.executable, "-c", _ABSTRACT_PROBE, name), isolation=level, timeout_s=60.0
+            command=(sys.executable, "-c", _ABSTRACT_PROBE, name),
+            isolation=level,
+            timeout_s=60.0,
+            network=network,
         )
         capture = run_sandboxed(spec, spill_dir=tmp_path)
         assert capture.status is CaptureStatus.OK, capture.error

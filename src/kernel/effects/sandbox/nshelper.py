@@ -137,17 +137,17 @@ _X32: Final = 0x40000000
 _KEYCTL_JOIN_SESSION_KEYRING: Final = 1
 
 
-def seccomp_program(
-    machine: str, *, network: bool = False
-) -> list[tuple[int, int, int, int]] | None:
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
     """The classic-BPF filter of a command, or None (no filter for this architecture).
 
     Always refused (EPERM), as Docker's default profile does: io_uring (its socket
     operation bypasses a filter on ``socket``), the keyring calls (``add_key``,
     ``request_key``, ``keyctl``), other architectures' calls (32-bit compat) and x32
-    calls. Without network also (EACCES): ``socket(AF_UNIX)`` and a datagram
-    ``socketpair`` (whose ``connect``/``sendto`` can name any socket path); a
-    stream or seqpacket pair stays (asyncio, multiprocessing), it cannot be redirected.
+    calls. Also refused (EACCES), with or without network: ``socket(AF_UNIX)`` and a
+    datagram ``socketpair`` (whose ``connect``/``sendto`` can name any socket path; with
+    network the host's abstract socket names are in the shared network namespace, so
+    ``network`` asks for IP, never the host's unix sockets); a stream or seqpacket pair
+    stays (asyncio, multiprocessing), it cannot be redirected.
     """
     if machine not in _SYSCALLS:
         return None
@@ -163,17 +163,16 @@ def seccomp_program(
     ]
     for nr in denied:
         program += [(jeq, 0, 1, nr), (ret, 0, 0, 0x00050000 | 1)]
-    if not network:
-        program += [
-            (jeq, 0, 2, socket_nr),  # socket(): check the family
-            (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
-            (jeq, 4, 5, 1),  # AF_UNIX: deny, else allow
-            (jeq, 0, 4, pair_nr),  # socketpair(): check the type
-            (ld, 0, 0, 24),  # A = low 32 bits of args[1]
-            (and_, 0, 0, 0xF),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
-            (jeq, 0, 1, 2),  # SOCK_DGRAM: deny, else allow
-            (ret, 0, 0, 0x00050000 | 13),  # SECCOMP_RET_ERRNO | EACCES
-        ]
+    program += [
+        (jeq, 0, 2, socket_nr),  # socket(): check the family
+        (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
+        (jeq, 4, 5, 1),  # AF_UNIX: deny, else allow
+        (jeq, 0, 4, pair_nr),  # socketpair(): check the type
+        (ld, 0, 0, 24),  # A = low 32 bits of args[1]
+        (and_, 0, 0, 0xF),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
+        (jeq, 0, 1, 2),  # SOCK_DGRAM: deny, else allow
+        (ret, 0, 0, 0x00050000 | 13),  # SECCOMP_RET_ERRNO | EACCES
+    ]
     program.append((ret, 0, 0, 0x7FFF0000))  # SECCOMP_RET_ALLOW
     return program
 
@@ -191,7 +190,7 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter)))
 
 
-def _confine(network: bool) -> None:
+def _confine() -> None:
     """A fresh session keyring (runc's), then the seccomp filter (`seccomp_program`)."""
     machine = os.uname().machine
     if machine in _SYSCALLS:
@@ -201,7 +200,7 @@ def _confine(network: bool) -> None:
         keyctl = _SYSCALLS[machine][3][-1]
         if _libc.syscall(keyctl, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
             raise OSError(ctypes.get_errno(), "cannot join a fresh session keyring")
-    program = seccomp_program(machine, network=network)
+    program = seccomp_program(machine)
     if program is None:
         return  # no filter for this architecture (documented limitation)
     filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
@@ -872,7 +871,7 @@ def _run_command(
             if user[2]:
                 _drop(*user)
             _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            _confine(opts["net"] == "1")
+            _confine()
             os.closerange(3, error_w)
             os.closerange(error_w + 1, 1 << 16)
             os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
