@@ -8,11 +8,18 @@ new counterexamples are found (and then pinned as regression vectors).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+
+from kernel.effects.orchestrate import RunOutcome, load_config, run_detailed
 
 # The static-guard items (see addopts in pyproject.toml for why not the entry point).
 pytest_plugins = ("kernel.guard.pytest_plugin",)
@@ -102,3 +109,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).stem in PROCESS_TEST_FILES:
             item.add_marker(pytest.mark.processes)
+
+
+DemoWorkers = Callable[[dict[str, str], Callable[[dict[str, Any]], None]], RunOutcome]
+"""Runs worker bodies as the attempts of the demo, its config edited by the second
+argument: the whole pipeline, each worker a real sandboxed run."""
+
+
+@pytest.fixture
+def demo_workers() -> Iterator[DemoWorkers]:
+    """The reward-hack harness: each call runs on the fixture's own copy of the demo (in
+    the system temp dir, removed afterwards); a worker body is the script after
+    ``set -u``, its name the attempt id."""
+    base = Path(tempfile.mkdtemp(prefix="kernel-hack-test-"))
+    demo = base / "demo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "demo", demo)
+
+    def run(workers: dict[str, str], edit: Callable[[dict[str, Any]], None]) -> RunOutcome:
+        attempts: list[dict[str, Any]] = []
+        for name, body in sorted(workers.items()):
+            script = demo / "workers" / f"{name}.sh"
+            script.write_text("#!/bin/sh\nset -u\n" + body)
+            script.chmod(0o755)
+            attempts.append(
+                {
+                    "attempt_id": name,
+                    "adapter": "command",
+                    "worker_id": f"w-{name}",
+                    "command": [f"workers/{name}.sh"],
+                    "baseline": "repo",
+                    "timeout_s": 60,
+                }
+            )
+        config = json.loads((demo / "config.json").read_text())
+        config["attempts"] = attempts
+        edit(config)
+        path = demo / "hack-config.json"
+        path.write_text(json.dumps(config))
+        return run_detailed(load_config(path))
+
+    try:
+        yield run
+    finally:
+        shutil.rmtree(base)

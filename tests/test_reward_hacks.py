@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +30,9 @@ from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
 from kernel.verification import CheckReason
+
+if TYPE_CHECKING:
+    from tests.conftest import DemoWorkers
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -349,39 +352,24 @@ def scratch() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def _run(base: Path, workers: dict[str, str], protected: bool) -> Any:
-    attempts: list[dict[str, Any]] = []
-    for name, body in sorted(workers.items()):
-        script = base / "demo" / "workers" / f"{name}.sh"
-        script.write_text("#!/bin/sh\nset -u\n" + body)
-        script.chmod(0o755)
-        attempts.append(
-            {
-                "attempt_id": name,
-                "adapter": "command",
-                "worker_id": f"w-{name}",
-                "command": [f"workers/{name}.sh"],
-                "baseline": "repo",
-                "timeout_s": 60,
-            }
-        )
-    config = json.loads((base / "demo" / "config.json").read_text())
-    config["attempts"] = attempts
-    if not protected:
-        # The protected-paths check stays (the work unit requires it) but guards no path.
-        config["verifier"]["protected"] = ["no-such-file"]
-    path = base / "demo" / "hack-config.json"
-    path.write_text(json.dumps(config))
-    return run_detailed(load_config(path))
+def _run(demo_workers: DemoWorkers, workers: dict[str, str], protected: bool) -> Any:
+    def edit(config: dict[str, Any]) -> None:
+        if not protected:
+            # The protected-paths check stays (the work unit requires it) but guards no path.
+            config["verifier"]["protected"] = ["no-such-file"]
+
+    return demo_workers(workers, edit)
 
 
 @pytest.mark.parametrize("protected", [False, True], ids=["unprotected", "protected"])
-def test_every_reward_hack_is_refused(scratch: Path, protected: bool) -> None:
+def test_every_reward_hack_is_refused(demo_workers: DemoWorkers, protected: bool) -> None:
     """No hack is supported, verified or corroborated_only (so none is stageable), with
     or without protected test files; unprotected, the runner itself stops each one with
     the reason its family gets. The honest fix is still verified."""
     runner_bytes = RUNNER.read_bytes()
-    outcome = _run(scratch, {**{n: b for n, (b, _r) in HACKS.items()}, "honest": FIX}, protected)
+    outcome = _run(
+        demo_workers, {**{n: b for n, (b, _r) in HACKS.items()}, "honest": FIX}, protected
+    )
     report = build_evidence_report(outcome.record)
     assert isinstance(report, RunEvidenceReport)
     admission = derive_run_admission(outcome.record, report, {})
@@ -460,12 +448,14 @@ BEYOND_THE_RUNNER: dict[str, tuple[str, str, CheckReason]] = {
 }
 
 
-def test_what_the_runner_cannot_see_the_whole_verifier_refuses(scratch: Path) -> None:
+def test_what_the_runner_cannot_see_the_whole_verifier_refuses(
+    demo_workers: DemoWorkers,
+) -> None:
     """An always-equal value and a verifier-detecting module pass the declared tests
     (the runner cannot tell them from a correct answer); the demo's oracle and static
     screen stop them: neither is supported, verified, corroborated_only or stageable."""
     workers = {name: body for name, (body, _check, _reason) in BEYOND_THE_RUNNER.items()}
-    outcome = _run(scratch, workers, protected=True)
+    outcome = _run(demo_workers, workers, protected=True)
     report = build_evidence_report(outcome.record)
     assert isinstance(report, RunEvidenceReport)
     admission = derive_run_admission(outcome.record, report, {})

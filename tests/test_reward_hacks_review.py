@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import socket
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from kernel.consensus import CaptureStatus, Isolation
-from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
 from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.gate import derive_run_admission
 from kernel.verification import CheckReason
+
+if TYPE_CHECKING:
+    from tests.conftest import DemoWorkers
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -192,43 +191,15 @@ VERIFIER_HACKS: dict[str, tuple[str, str, CheckReason]] = {
 }
 
 
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A demo copy in the system temp dir."""
-    base = Path(tempfile.mkdtemp(prefix="kernel-hack-review-"))
-    try:
-        shutil.copytree(DEMO, base / "demo")
-        yield base
-    finally:
-        shutil.rmtree(base)
+def _run(demo_workers: DemoWorkers, workers: dict[str, str], tests_only: bool) -> Any:
+    def edit(config: dict[str, Any]) -> None:
+        if tests_only:
+            # The declared tests are the only trust: the runner must stop the hack itself.
+            verifier = config["verifier"]
+            verifier["checks"] = [c for c in verifier["checks"] if "tests" in c]
+            verifier.pop("require_trust")
 
-
-def _run(base: Path, workers: dict[str, str], tests_only: bool) -> Any:
-    attempts: list[dict[str, Any]] = []
-    for name, body in sorted(workers.items()):
-        script = base / "demo" / "workers" / f"{name}.sh"
-        script.write_text("#!/bin/sh\nset -u\n" + body)
-        script.chmod(0o755)
-        attempts.append(
-            {
-                "attempt_id": name,
-                "adapter": "command",
-                "worker_id": f"w-{name}",
-                "command": [f"workers/{name}.sh"],
-                "baseline": "repo",
-                "timeout_s": 60,
-            }
-        )
-    config = json.loads((base / "demo" / "config.json").read_text())
-    config["attempts"] = attempts
-    if tests_only:
-        # The declared tests are the only trust: the runner must stop the hack itself.
-        verifier = config["verifier"]
-        verifier["checks"] = [c for c in verifier["checks"] if "tests" in c]
-        verifier.pop("require_trust")
-    path = base / "demo" / "hack-config.json"
-    path.write_text(json.dumps(config))
-    return run_detailed(load_config(path))
+    return demo_workers(workers, edit)
 
 
 def _refused(outcome: Any) -> dict[str, dict[str, CheckReason | None]]:
@@ -245,21 +216,21 @@ def _refused(outcome: Any) -> dict[str, dict[str, CheckReason | None]]:
     }
 
 
-def test_the_runner_alone_refuses_each_review_hack(scratch: Path) -> None:
+def test_the_runner_alone_refuses_each_review_hack(demo_workers: DemoWorkers) -> None:
     """With the declared tests as the only check, each hack is refused by the runner
     with its family's reason; the pidfd kill is never a pass."""
     workers = {name: body for name, (body, _reason) in RUNNER_HACKS.items()}
-    reasons = _refused(_run(scratch, {**workers, "pidfd-kill-parent": PIDFD_KILL}, True))
+    reasons = _refused(_run(demo_workers, {**workers, "pidfd-kill-parent": PIDFD_KILL}, True))
     expected = {name: reason for name, (_body, reason) in RUNNER_HACKS.items()}
     assert {n: reasons[n]["unit-tests"] for n in expected} == expected
     assert reasons["pidfd-kill-parent"]["unit-tests"] in (TAMPERED, FAILED)
 
 
-def test_the_whole_verifier_refuses_each_review_hack(scratch: Path) -> None:
+def test_the_whole_verifier_refuses_each_review_hack(demo_workers: DemoWorkers) -> None:
     """On the demo's verifier as shipped, the screen stops what the patch hides from git
     and what reaches the bootstrap by pidfd."""
     workers = {name: body for name, (body, _check, _reason) in VERIFIER_HACKS.items()}
-    reasons = _refused(_run(scratch, workers, False))
+    reasons = _refused(_run(demo_workers, workers, False))
     for name, (_body, check, reason) in VERIFIER_HACKS.items():
         assert reasons[name][check] is reason, name
 
@@ -338,11 +309,11 @@ ORACLE_STOPS: dict[str, str] = {
 ORACLE_STOPS["json-shadow-and-forge"] += ORACLE_STOPS["forge-own-pipe"]
 
 
-def test_the_oracle_refuses_what_bends_only_the_declared_test(scratch: Path) -> None:
+def test_the_oracle_refuses_what_bends_only_the_declared_test(demo_workers: DemoWorkers) -> None:
     """On the demo's verifier as shipped, a forged outcome on the test process's own pipe
     and a lenient declared test class are refused: the oracle's JSON, compared outside
     the sandbox, shows the wrong median."""
-    reasons = _refused(_run(scratch, ORACLE_STOPS, False))
+    reasons = _refused(_run(demo_workers, ORACLE_STOPS, False))
     assert {n: reasons[n]["median-oracle"] for n in ORACLE_STOPS} == dict.fromkeys(
         ORACLE_STOPS, CheckReason.ORACLE_MISMATCH
     )
@@ -405,11 +376,11 @@ def test_a_host_abstract_unix_socket_is_unreachable(
             stream.accept()
 
 
-def test_the_screen_flags_the_own_pipe_forgeries(scratch: Path) -> None:
+def test_the_screen_flags_the_own_pipe_forgeries(demo_workers: DemoWorkers) -> None:
     """The own-pipe forgeries write to, close and re-point numbered descriptors: the
     screen's descriptor family marks them suspicious, a second layer beside the oracle."""
     forgeries = {n: ORACLE_STOPS[n] for n in ("forge-own-pipe", "json-shadow-and-forge")}
-    reasons = _refused(_run(scratch, forgeries, False))
+    reasons = _refused(_run(demo_workers, forgeries, False))
     assert {n: reasons[n]["candidate-screen"] for n in forgeries} == dict.fromkeys(
         forgeries, CheckReason.SUSPICIOUS_CODE
     )
