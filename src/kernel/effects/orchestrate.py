@@ -117,6 +117,7 @@ from kernel.verification import (
     EvidenceChainRefusal,
     Isolation,
     ResultManifest,
+    VerificationResult,
     WorkUnit,
     check_evidence_chain,
     check_manifest_chain,
@@ -225,6 +226,43 @@ def load_config(
     adapters = builtin_registry() if registry is None else registry
     source = ConfigSource(path=Path(path))
     document = load_object(source.path, "orchestration config")
+    config_digest, declared, costly = _header(document, source)
+    run_id = source.string(document, "run_id", "$")
+    source = attrs.evolve(source, limits=_limits(document, source, limit_overrides or {}))
+    unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
+    try:
+        work_unit = WorkUnit.from_dict(load_json(unit_path, what="work unit"))
+    except RecordError as e:
+        raise ConfigError(f"{unit_path}: {e}") from e
+    verifier, policy_digest = _verifier(document, source, adapters)
+    _check_required_validators(verifier, work_unit, unit_path)
+    _check_test_ids(verifier, source)
+    attempts = _attempts(document, source, adapters)
+    provenance = _provenance(
+        declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
+    )
+    sandboxed = any(isinstance(a, ProvenanceSource) for a in (verifier, *(a for _, a in attempts)))
+    return LoadedConfig(
+        source=source,
+        run_id=run_id,
+        config_digest=config_digest,
+        work_unit=work_unit,
+        verifier=verifier,
+        verifier_policy_digest=policy_digest,
+        attempts=tuple(attempts),
+        inputs=(source.path, unit_path, *source.read),
+        declared_replay=declared,
+        provenance=provenance,
+        isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
+        costly=costly,
+    )
+
+
+def _header(
+    document: Mapping[str, object], source: ConfigSource
+) -> tuple[str, DeclaredReplay, bool]:
+    """The config's keys, kind and version checked; its digest, declared replay and
+    ``costly`` flag."""
     source.only_keys(
         document,
         {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
@@ -239,7 +277,6 @@ def load_config(
         config_digest = sha256_hex(document)
     except CanonicalizationError as e:
         raise source.error(e.path, e.reason) from e
-    run_id = source.string(document, "run_id", "$")
     declared = DeclaredReplay.DETERMINISTIC
     if "replay" in document:
         try:
@@ -250,12 +287,13 @@ def load_config(
     costly = document.get("costly", False)
     if type(costly) is not bool:
         raise source.error("$.costly", "expected true or false")
-    source = attrs.evolve(source, limits=_limits(document, source, limit_overrides or {}))
-    unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
-    try:
-        work_unit = WorkUnit.from_dict(load_json(unit_path, what="work unit"))
-    except RecordError as e:
-        raise ConfigError(f"{unit_path}: {e}") from e
+    return config_digest, declared, costly
+
+
+def _verifier(
+    document: Mapping[str, object], source: ConfigSource, adapters: AdapterRegistry
+) -> tuple[VerifierAdapter, str]:
+    """The config's verifier adapter and its policy digest."""
     verifier_entry = document["verifier"]
     if type(verifier_entry) is not dict:
         raise source.error("$.verifier", "expected an object")
@@ -263,9 +301,13 @@ def load_config(
     verifier_factory = adapters.verifier(kind)
     if verifier_factory is None:
         raise source.error("$.verifier.adapter", f"unknown verifier adapter {kind!r}")
-    verifier, policy_digest = verifier_factory(verifier_entry, source)
-    _check_required_validators(verifier, work_unit, unit_path)
-    _check_test_ids(verifier, source)
+    return verifier_factory(verifier_entry, source)
+
+
+def _attempts(
+    document: Mapping[str, object], source: ConfigSource, adapters: AdapterRegistry
+) -> list[tuple[str, WorkerAdapter]]:
+    """The config's attempts, in launch order, each built by its worker adapter."""
     entries = document["attempts"]
     # Vacuous input is refused: a run has at least one attempt.
     if type(entries) is not list or not entries:
@@ -285,24 +327,7 @@ def load_config(
         if factory is None:
             raise source.error(f"{where}.adapter", f"unknown worker adapter {adapter_kind!r}")
         attempts.append((attempt_id, factory(entry, source)))
-    provenance = _provenance(
-        declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
-    )
-    sandboxed = any(isinstance(a, ProvenanceSource) for a in (verifier, *(a for _, a in attempts)))
-    return LoadedConfig(
-        source=source,
-        run_id=run_id,
-        config_digest=config_digest,
-        work_unit=work_unit,
-        verifier=verifier,
-        verifier_policy_digest=policy_digest,
-        attempts=tuple(attempts),
-        inputs=(source.path, unit_path, *source.read),
-        declared_replay=declared,
-        provenance=provenance,
-        isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
-        costly=costly,
-    )
+    return attempts
 
 
 def _check_required_validators(verifier: object, work_unit: WorkUnit, unit_path: Path) -> None:
@@ -542,79 +567,58 @@ def _run_attempt(
     )
     outcome = worker.run(context)
     if isinstance(outcome, WorkerFailed):
-        return (
-            _error(
-                attempt_id,
-                order,
-                worker,
-                state=AttemptState.WORKER_ERROR,
-                code=outcome.code,
-                message=outcome.message,
-            ),
-            None,
-            None,
-        )
+        state, code, message = AttemptState.WORKER_ERROR, outcome.code, outcome.message
+        failed = _error(attempt_id, order, worker, state=state, code=code, message=message)
+        return failed, None, None
     collected = _collect_manifest(outcome, loaded.work_unit)
     if not isinstance(collected, ResultManifest):
         code, message = collected
-        return (
-            _error(
-                attempt_id,
-                order,
-                worker,
-                state=AttemptState.RESULT_MANIFEST_ERROR,
-                code=code,
-                message=message,
-            ),
-            None,
-            None,
+        state = AttemptState.RESULT_MANIFEST_ERROR
+        failed = _error(attempt_id, order, worker, state=state, code=code, message=message)
+        return failed, None, None
+    verified = _verify(loaded, collected, outcome)
+    if isinstance(verified, AttemptError):
+        record = _error(
+            attempt_id,
+            order,
+            worker,
+            state=AttemptState.VERIFICATION_ERROR,
+            code=verified.code,
+            message=verified.message,
+            manifest=ManifestSummary.of(collected),
         )
-    summary = ManifestSummary.of(collected)
-    try:
-        verification = loaded.verifier.verify(loaded.work_unit, collected, outcome)
-    except VerifierFailure as e:
-        return (
-            _error(
-                attempt_id,
-                order,
-                worker,
-                state=AttemptState.VERIFICATION_ERROR,
-                code=AttemptErrorCode.VERIFIER_FAILED,
-                message=str(e),
-                manifest=summary,
-            ),
-            collected,
-            outcome,
-        )
-    binding = check_evidence_chain(loaded.work_unit, collected, verification)
-    if isinstance(binding, EvidenceChainRefusal):
-        return (
-            _error(
-                attempt_id,
-                order,
-                worker,
-                state=AttemptState.VERIFICATION_ERROR,
-                code=AttemptErrorCode.VERIFICATION_BINDING,
-                message="verification does not bind: " + ", ".join(binding.reason_codes),
-                manifest=summary,
-            ),
-            collected,
-            outcome,
-        )
-    return (
-        AttemptRecord(
-            attempt_id=attempt_id,
-            order=order,
-            adapter=worker.kind,
-            adapter_version=worker.version,
-            state=AttemptState.VERIFIED,
-            manifest=summary,
-            verification=VerificationSummary.of(verification),
-            error=None,
-        ),
-        collected,
-        outcome,
+        return record, collected, outcome
+    record = AttemptRecord(
+        attempt_id=attempt_id,
+        order=order,
+        adapter=worker.kind,
+        adapter_version=worker.version,
+        state=AttemptState.VERIFIED,
+        manifest=ManifestSummary.of(collected),
+        verification=VerificationSummary.of(verified),
+        error=None,
     )
+    return record, collected, outcome
+
+
+def _verify(
+    loaded: LoadedConfig, manifest: ResultManifest, produced: WorkerProduced
+) -> VerificationResult | AttemptError:
+    """The verifier's result for a collected manifest, or why there is none (a verifier
+    failure, a result that does not bind to the work unit and manifest)."""
+    try:
+        verification = loaded.verifier.verify(loaded.work_unit, manifest, produced)
+    except VerifierFailure as e:
+        return AttemptError(
+            code=AttemptErrorCode.VERIFIER_FAILED, message=redact_absolute_paths(str(e))
+        )
+    binding = check_evidence_chain(loaded.work_unit, manifest, verification)
+    if isinstance(binding, EvidenceChainRefusal):
+        return AttemptError(
+            code=AttemptErrorCode.VERIFICATION_BINDING,
+            message="verification does not bind: " + ", ".join(binding.reason_codes),
+        )
+    return verification
 
 
 @attrs.frozen(kw_only=True)

@@ -643,6 +643,39 @@ def _with_environments(instances: Sequence[SuiteInstance]) -> tuple[SuiteInstanc
     return tuple(ready)
 
 
+def _judge_all(
+    loaded: Sequence[SuiteInstance],
+    by_instance: Mapping[str, Sequence[Prediction]],
+    pool: concurrent.futures.Executor,
+    *,
+    folder: Path,
+    results_root: Path,
+    show: Callable[[str], None],
+) -> tuple[list[InstanceResult], int]:
+    """Every instance as one task on ``pool``: the results in the order given, and how
+    many instances ran (the others were resumed)."""
+    started = time.monotonic()
+    futures = {
+        pool.submit(judge_instance, i, by_instance[i.instance_id], folder, results_root): index
+        for index, i in enumerate(loaded)
+    }
+    results: dict[int, InstanceResult] = {}
+    judged = 0
+    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+        index = futures[future]
+        try:
+            result, ran = future.result()
+            judged += ran
+        except (ConfigError, EffectError):
+            raise
+        except Exception as e:
+            # A lost task (an infrastructure fault) is a control error, kept.
+            result = _lost(loaded[index], by_instance[loaded[index].instance_id], e)
+        results[index] = result
+        show(_eta(done, len(loaded), started))
+    return [results[i] for i in range(len(loaded))], judged
+
+
 def run_suite(
     instances: Path | str,
     predictions: Path | str,
@@ -682,38 +715,21 @@ def run_suite(
         name: root.resolve(folder / name, inputs=inputs)
         for name in ("summary.json", "summary.md", "summary.html")
     }
-    show = on_progress or console.progress
     own = executor is None
     pool = executor or concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
     try:
-        futures = {
-            pool.submit(
-                judge_instance,
-                i,
-                by_instance[i.instance_id],
-                folder.resolve(),
-                Path(results_root).resolve(),
-            ): index
-            for index, i in enumerate(loaded)
-        }
-        results: list[InstanceResult | None] = [None] * len(loaded)
-        judged = 0
-        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-            index = futures[future]
-            try:
-                result, ran = future.result()
-                judged += ran
-            except (ConfigError, EffectError):
-                raise
-            except Exception as e:
-                # A lost task (an infrastructure fault) is a control error, kept.
-                result = _lost(loaded[index], by_instance[loaded[index].instance_id], e)
-            results[index] = result
-            show(_eta(done, len(loaded), started))
+        results, judged = _judge_all(
+            loaded,
+            by_instance,
+            pool,
+            folder=folder.resolve(),
+            results_root=Path(results_root).resolve(),
+            show=on_progress or console.progress,
+        )
     finally:
         if own:
             pool.shutdown(wait=True, cancel_futures=True)
-    summary = summarize_suite(r for r in results if r is not None)
+    summary = summarize_suite(results)
     write_canonical_json(files["summary.json"], summary.to_dict())
     atomic_write_bytes(files["summary.md"], render_suite_markdown(summary).encode())
     atomic_write_bytes(files["summary.html"], render_suite_html(summary).encode())
