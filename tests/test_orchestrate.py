@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -206,3 +207,33 @@ def test_a_misspelt_test_id_stops_the_load(tmp_path: Path) -> None:
         ConfigError, match=r"unknown test id 'test_stats\.StatsTest\.test_median_evenn'"
     ):
         load_config(config)
+
+
+@pytest.mark.parametrize(
+    ("node_id", "why"),
+    [
+        ("test_stats.py::StatsTest::test_median_evenn", "defines no such test"),
+        ("test_stats.py::StatsTest::test_median_evenn[1]", "defines no such test"),
+        ("test_statz.py::StatsTest::test_median_even", "defines no such test"),
+    ],
+)
+def test_a_misspelt_pytest_node_id_stops_the_load(tmp_path: Path, node_id: str, why: str) -> None:
+    """pytest node ids are checked at load too (issue 19): a file the baseline lacks, or
+    a class, method or parametrized function it does not define, is refused with one
+    line naming the id, before anything runs."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    config = tmp_path / "demo" / "config.json"
+    document = json.loads(config.read_text())
+    document["verifier"]["checks"][0]["tests"] = {
+        "fail_to_pass": [node_id],
+        "pass_to_pass": ["test_stats.py::StatsTest::test_mean"],
+    }
+    config.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match=rf"unknown test id '{re.escape(node_id)}'.*{why}"):
+        load_config(config)
+    document["verifier"]["checks"][0]["tests"]["fail_to_pass"] = [
+        "test_stats.py::StatsTest::test_median_even"
+    ]
+    config.write_text(json.dumps(document))
+    assert load_config(config).run_id == "demo/median-fix"

@@ -1,11 +1,19 @@
 """Which declared test ids name nothing a baseline defines, found statically.
 
 A wrong test id is a config error when it can be told before anything runs (issue 19):
-a unittest id ``package.module.Class.test`` whose module file exists but defines no
-such class or method. Read with `ast`, never imported. Undecidable cases are left to
-calibration: a module file that is not found (it may be generated or installed), a
-class with a base class from elsewhere (the method may be inherited), a syntax error,
-pytest node ids (``path::name``).
+
+- a unittest id ``package.module.Class.test`` whose module file exists but defines no
+  such class or method;
+- a pytest node id ``path/test_x.py::Class::test`` whose file does not exist in the
+  baseline (pytest collects only files of the tree), or defines no such function, class
+  or method; a parametrized id ``test_x[...]`` when ``test_x`` is not defined.
+
+Read with `ast`, never imported. Undecidable cases are left to calibration, which names
+the id it could not run: a unittest module file that is not found (it may be generated
+or installed), a class with a base class from elsewhere or a decorator (the method may
+be inherited or added), a name bound only by an import, inside a compound statement or
+by code (``globals()``, ``setattr``, ``exec``, a star import), a syntax error, and the
+parameter part of a parametrized id (which needs collection).
 """
 
 from __future__ import annotations
@@ -21,6 +29,24 @@ __all__ = ["unknown_test_ids"]
 _PARSING: Final = threading.Lock()
 
 _TESTCASE_BASES: Final = frozenset({"TestCase", "unittest.TestCase", "object"})
+
+
+_DYNAMIC: Final = frozenset({"globals", "locals", "setattr", "exec", "eval", "vars"})
+
+
+def _maybe_bound(scope: Sequence[ast.stmt], name: str) -> bool:
+    """Whether ``name`` could be bound in ``scope`` otherwise than by a plain definition
+    at its top level: by an import, inside a compound statement, or by code."""
+    for node in (n for stmt in scope for n in ast.walk(stmt)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any(a.name == "*" or (a.asname or a.name).split(".")[0] == name for a in node.names):
+                return True
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Name) and (node.id == name or node.id in _DYNAMIC):
+            return True
+    return False
 
 
 def _names(scope: Sequence[ast.stmt]) -> dict[str, ast.stmt]:
@@ -50,11 +76,12 @@ def _test_defined(source: str, names: Sequence[str]) -> bool | None:
     for name in names:
         node = _names(scope).get(name)
         if node is None:
-            return False
+            return None if _maybe_bound(scope, name) else False
         if not isinstance(node, ast.ClassDef):
             return None if name != names[-1] else True
         inherited = {ast.unparse(b) for b in node.bases} - _TESTCASE_BASES
-        if inherited and name != names[-1] and names[-1] not in _names(node.body):
+        opaque = inherited or node.decorator_list or node.keywords
+        if opaque and name != names[-1] and names[-1] not in _names(node.body):
             return None
         scope = node.body
     return True
@@ -65,8 +92,12 @@ def unknown_test_ids(test_ids: Sequence[str], read: Callable[[str], str | None])
     None when absent) statically do not define, in order."""
     unknown: list[str] = []
     for test in test_ids:
+        if "::" in test:
+            if _pytest_unknown(test, read):
+                unknown.append(test)
+            continue
         parts = test.split(".")
-        if "::" in test or "/" in test or len(parts) < 2:
+        if "/" in test or len(parts) < 2:
             continue
         for cut in range(len(parts) - 1, 0, -1):
             source = read("/".join(parts[:cut]) + ".py")
@@ -75,3 +106,16 @@ def unknown_test_ids(test_ids: Sequence[str], read: Callable[[str], str | None])
                     unknown.append(test)
                 break
     return tuple(unknown)
+
+
+def _pytest_unknown(node_id: str, read: Callable[[str], str | None]) -> bool:
+    """Whether the pytest node id ``path.py::Name::...[params]`` surely names nothing:
+    its file is absent, or the file statically does not define the names (the parameter
+    part is left to calibration)."""
+    path, _, rest = node_id.partition("::")
+    source = read(path)
+    if source is None:
+        return True
+    names = rest.split("::")
+    names[-1] = names[-1].split("[", 1)[0]
+    return _test_defined(source, names) is False
