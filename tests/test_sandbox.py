@@ -40,6 +40,7 @@ from kernel.effects.sandbox import (
 )
 from kernel.effects.sandbox import capture as sandbox_capture
 from kernel.effects.sandbox import runner as sandbox_runner
+from kernel.effects.sandbox import server as sandbox_server
 from kernel.errors import EffectError
 
 NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
@@ -735,7 +736,7 @@ def test_read_output_detects_tampering(spill: Path) -> None:
 def test_probe_falls_back_to_copy(monkeypatch: pytest.MonkeyPatch, spill: Path) -> None:
     """Where namespaces fail, the probe settles on `copy` and captures record it."""
     monkeypatch.setattr(sandbox_runner, "_PROBED", {})
-    monkeypatch.setattr(sandbox_runner, "_SERVERS", {})  # no running helper server
+    monkeypatch.setattr(sandbox_server, "_SERVERS", {})  # no running helper server
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     assert available_isolation() is Isolation.COPY
     capture = sh(spill, "echo weak")

@@ -38,7 +38,7 @@ from kernel.effects.sandbox import (
     run_sandboxed,
 )
 from kernel.effects.sandbox import runner as sandbox_runner
-from kernel.effects.sandbox.nshelper import MEMORY_EVIDENCE, memory_hit, seccomp_program
+from kernel.effects.sandbox.nslimits import MEMORY_EVIDENCE, memory_hit, seccomp_program
 from kernel.effects.sandbox.spec import MASKED_PATHS, mount_plan
 from kernel.errors import ConfigError, RecordError
 

@@ -26,7 +26,7 @@ Processes, outermost first:
     the command, reaps orphans, captures the patch.
 ``command``
     chrooted, uid/gid `uid` with no supplementary group, ``no_new_privs``, resource
-    limits set, a fresh session keyring, the seccomp filter (`seccomp_program`);
+    limits set, a fresh session keyring, the seccomp filter (`nslimits.seccomp_program`);
     never namespace root, so no capabilities after ``execve``.
 """
 
@@ -37,18 +37,16 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "MEMORY_EVIDENCE",
-    "main",
-    "memory_hit",
-    "seccomp_program",
-]
+if TYPE_CHECKING:  # type-checked as the package's module
+    from kernel.effects.sandbox import nslimits
+elif __package__:  # listed in the runner's process (module walks): no helper code runs there
+    nslimits = None
+else:  # the helper runs this folder's modules as top-level modules (`python -I -S`)
+    import nslimits
 
-MEMORY_EVIDENCE: Final = 0.9
-"""A failed run whose largest process held this share of the memory limit resident
-(peak RSS, the kernel's own accounting) is recorded as a memory hit."""
+__all__ = ["main", "serve"]
 
 EXIT_HOOKS: list[Callable[[], None]] = []
 """Run before each helper process ends (the test suite saves coverage data here)."""
@@ -57,7 +55,7 @@ _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 1, 38, 22
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
 _AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_IDMAP = 0x1, 0x00100000
@@ -126,105 +124,6 @@ def _read_only(report: _Report, target: str, recursive: bool) -> None:
                 )
                 flags |= atime.get(opt, 0)
             _mount(report, "none", name, None, flags, None)
-
-
-_SYSCALLS: Final = {
-    # socket, socketpair, io_uring_setup/enter/register, add_key, request_key, keyctl
-    "x86_64": (0xC000003E, 41, 53, (425, 426, 427, 248, 249, 250)),
-    "aarch64": (0xC00000B7, 198, 199, (425, 426, 427, 217, 218, 219)),
-}
-_X32: Final = 0x40000000
-_KEYCTL_JOIN_SESSION_KEYRING: Final = 1
-
-
-def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
-    """The classic-BPF filter of a command, or None (no filter for this architecture).
-
-    Always refused (EPERM), as Docker's default profile does: io_uring (its socket
-    operation bypasses a filter on ``socket``), the keyring calls (``add_key``,
-    ``request_key``, ``keyctl``), other architectures' calls (32-bit compat) and x32
-    calls. Also refused (EACCES), with or without network: ``socket(AF_UNIX)`` and a
-    datagram ``socketpair`` (whose ``connect``/``sendto`` can name any socket path; with
-    network the host's abstract socket names are in the shared network namespace, so
-    ``network`` asks for IP, never the host's unix sockets); a stream or seqpacket pair
-    stays (asyncio, multiprocessing), it cannot be redirected.
-    """
-    if machine not in _SYSCALLS:
-        return None
-    arch, socket_nr, pair_nr, denied = _SYSCALLS[machine]
-    ld, jeq, jge, and_, ret = 0x20, 0x15, 0x35, 0x54, 0x06
-    program: list[tuple[int, int, int, int]] = [
-        (ld, 0, 0, 4),  # A = seccomp_data.arch
-        (jeq, 1, 0, arch),  # native architecture: go on, else deny
-        (ret, 0, 0, 0x00050000 | 1),  # SECCOMP_RET_ERRNO | EPERM
-        (ld, 0, 0, 0),  # A = seccomp_data.nr
-        (jge, 0, 1, _X32),
-        (ret, 0, 0, 0x00050000 | 1),
-    ]
-    for nr in denied:
-        program += [(jeq, 0, 1, nr), (ret, 0, 0, 0x00050000 | 1)]
-    program += [
-        (jeq, 0, 2, socket_nr),  # socket(): check the family
-        (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
-        (jeq, 4, 5, 1),  # AF_UNIX: deny, else allow
-        (jeq, 0, 4, pair_nr),  # socketpair(): check the type
-        (ld, 0, 0, 24),  # A = low 32 bits of args[1]
-        (and_, 0, 0, 0xF),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
-        (jeq, 0, 1, 2),  # SOCK_DGRAM: deny, else allow
-        (ret, 0, 0, 0x00050000 | 13),  # SECCOMP_RET_ERRNO | EACCES
-    ]
-    program.append((ret, 0, 0, 0x7FFF0000))  # SECCOMP_RET_ALLOW
-    return program
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = (
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    )
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter)))
-
-
-def _confine() -> None:
-    """A fresh session keyring (runc's), then the seccomp filter (`seccomp_program`)."""
-    machine = os.uname().machine
-    if machine in _SYSCALLS:
-        # The runner's session keyring is inherited across fork and user namespaces:
-        # join a new anonymous one, so nothing of the runner's keys is possessed.
-        ctypes.set_errno(0)
-        keyctl = _SYSCALLS[machine][3][-1]
-        if _libc.syscall(keyctl, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
-            raise OSError(ctypes.get_errno(), "cannot join a fresh session keyring")
-    program = seccomp_program(machine)
-    if program is None:
-        return  # no filter for this architecture (documented limitation)
-    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
-    fprog = _SockFprog(len(program), filters)
-    if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:  # MODE_FILTER
-        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
-
-
-def _set_limits(opts: dict[str, str]) -> None:
-    import resource
-
-    for key, which, extra in (
-        # Private writable memory: what a process can really use. Address-space
-        # reservations (a JVM heap, V8's cage, Go's arenas) are not counted, so such
-        # runtimes still start, as they would not under RLIMIT_AS.
-        ("mem", resource.RLIMIT_DATA, 0),
-        ("nproc", resource.RLIMIT_NPROC, 0),
-        # SIGXCPU at the soft limit, SIGKILL one second later.
-        ("cpu", resource.RLIMIT_CPU, 1),
-    ):
-        if opts[key]:
-            value = int(opts[key])
-            resource.setrlimit(which, (value, value + extra))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core files in the tree
 
 
 def _drop(uid: int, gid: int, groups: bool) -> None:
@@ -424,7 +323,7 @@ def main() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
-    cgroup = _memory_cgroup(opts) if privileged and opts["mem"] else ""
+    cgroup = nslimits.memory_cgroup(opts) if privileged and opts["mem"] else ""
     tree = -1
     if privileged and opts["mode"] == "overlay":
         tree = _idmapped_baseline(
@@ -471,9 +370,9 @@ def main() -> None:
         _exit(1)
     os.write(go_w, b"1")
     os.close(go_w)
-    _join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
+    nslimits.join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
     os.waitpid(child, 0)
-    _cgroup_done(report, cgroup)
+    nslimits.cgroup_done(report, cgroup)
     _exit(0)
 
 
@@ -493,103 +392,6 @@ def _write_maps(child: int, opts: dict[str, str], privileged: bool) -> None:
         handle.write(uid_map)
     with open(f"/proc/{child}/gid_map", "w") as handle:
         handle.write(gid_map)
-
-
-def _join_cgroup(report: _Report, cgroup: str, limit: str, fds: tuple[int, int]) -> None:
-    """Move PID 1 into the run's memory group (its command forks after this), then
-    let it go on (``fds``: the pipes of PID 1's pid and of its go-ahead); the
-    mechanism is reported only once the move is done."""
-    init_r, joined_w = fds
-    pid = os.read(init_r, 64)
-    for _attempt in range(3 if cgroup and pid else 0):
-        try:
-            with open(f"{cgroup}/cgroup.procs", "w") as handle:
-                handle.write(pid.decode())
-            report("memory-mechanism cgroup_v1")
-            break
-        except FileNotFoundError:
-            try:  # removed meanwhile by a sweep that took it for a leftover: again
-                _make_group(cgroup, limit)
-            except OSError:
-                break
-        except OSError:
-            break  # not moved: the record keeps rlimit_private
-    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
-        os.write(joined_w, b"1")
-    except OSError:
-        pass  # PID 1 is gone already
-    os.close(init_r)
-    os.close(joined_w)
-
-
-CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
-"""Parent of the runs' cgroup v1 memory groups (one per run, named as its scratch)."""
-
-
-def _memory_cgroup(opts: dict[str, str]) -> str:
-    """A new cgroup v1 memory group limited to the run's memory limit (PID 1 joins it:
-    `_join_cgroup`), so shared memory, memfd and tmpfs pages count too; "" where the
-    controller is unusable (the rlimit then holds private memory only).
-
-    Each run's helper removes its group when the run is over; groups of killed
-    runners (their runner pid is gone) are removed here. A live runner's group is
-    never touched: it may be made and not yet joined."""
-    path = f"{CGROUP_MEMORY}/{os.path.basename(opts['scratch'])}"
-    try:
-        os.makedirs(CGROUP_MEMORY, exist_ok=True)
-        for other in os.listdir(CGROUP_MEMORY):
-            if _runner_gone(other):
-                _rmdir(f"{CGROUP_MEMORY}/{other}")
-        _make_group(path, opts["mem"])
-    except OSError:
-        _rmdir(path)
-        return ""
-    return path
-
-
-def _make_group(path: str, limit: str) -> None:
-    os.mkdir(path)
-    for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-        if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
-            with open(f"{path}/{control}", "w") as handle:
-                handle.write(limit)
-
-
-def _runner_gone(name: str) -> bool:
-    """True when the runner pid in ``sbx-<pid>-<random>`` names no live process."""
-    parts = name.split("-")
-    if len(parts) < 3 or parts[0] != "sbx" or not parts[1].isdigit():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # alive, another user's
-    return False
-
-
-def _rmdir(path: str) -> None:
-    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
-        os.rmdir(path)
-    except OSError:
-        pass  # busy (a run's group) or gone
-
-
-def _cgroup_done(report: _Report, cgroup: str) -> None:
-    """Report an OOM kill in the run's memory group as a memory hit, then remove the
-    group: its processes are gone with the PID namespace, and this helper never
-    joined it (PID 1 did), so no second migration is needed."""
-    if not cgroup:
-        return
-    try:
-        with open(f"{cgroup}/memory.oom_control") as handle:
-            fields = dict(line.split() for line in handle if len(line.split()) == 2)
-        if int(fields.get("oom_kill", "0")) > 0:
-            report("limit memory")
-    except OSError:
-        pass  # no evidence either way
-    _rmdir(cgroup)
 
 
 def _in_namespaces(
@@ -867,11 +669,11 @@ def _run_command(
             os.chroot(root)
             os.chdir(opts["workdir"])
             os.umask(int(opts["umask"]))
-            _set_limits(opts)
+            nslimits.set_limits(opts)
             if user[2]:
                 _drop(*user)
             _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            _confine()
+            nslimits.confine()
             os.closerange(3, error_w)
             os.closerange(error_w + 1, 1 << 16)
             os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
@@ -911,18 +713,6 @@ def _processes_of(proc: str, uid: int) -> int:
     return count
 
 
-def memory_hit(limit: str, code: int, peak_bytes: int, inherited_bytes: int) -> bool:
-    """Whether a run shows it hit its memory limit: it failed (``code``: its exit code,
-    negative for a signal), and one of its processes held at least `MEMORY_EVIDENCE`
-    of the limit resident. A forked child reports the peak of the memory it was forked
-    with (up to ``inherited_bytes``, its parent's peak then): a peak not above that is
-    no evidence. An allocation refused before it was touched leaves no trace either
-    (not recorded: no evidence)."""
-    if not limit or code == 0 or peak_bytes <= inherited_bytes:
-        return False
-    return peak_bytes >= MEMORY_EVIDENCE * int(limit)
-
-
 def _report_limits(
     report: _Report,
     opts: dict[str, str],
@@ -950,7 +740,9 @@ def _report_limits(
     if opts["nproc"] and held >= int(opts["nproc"]):
         report("limit processes")  # at the limit: every further fork failed with EAGAIN
         return
-    if memory_hit(opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes, inherited_bytes):
+    if nslimits.memory_hit(
+        opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes, inherited_bytes
+    ):
         report("limit memory")
         return
     for kind, folder in zip(("writable", "tmp"), layers, strict=True):

@@ -17,25 +17,28 @@ import contextlib
 import functools
 import os
 import pwd
-import queue
 import resource
-import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from kernel.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
-from kernel.effects.sandbox.nshelper import memory_hit
+from kernel.effects.sandbox.nslimits import memory_hit
 from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root
+from kernel.effects.sandbox.server import (
+    COVERAGE_ENV,
+    ForkedHelper,
+    helper_argv,
+    helper_servers,
+    running_server,
+)
 from kernel.effects.sandbox.spec import (
     ETC_BINDS,
     PATCH_COMMAND,
@@ -58,6 +61,7 @@ from kernel.effects.sandbox.spec import (
 from kernel.errors import EffectError
 
 __all__ = [
+    "COVERAGE_ENV",
     "FALLBACK_OUTER_ID",
     "available_isolation",
     "check_command_starts",
@@ -70,44 +74,7 @@ FALLBACK_OUTER_ID: Final = 2147418112
 """The command's outer uid/gid under a root runner without a subordinate range
 (``2**31 - 2**16``: far above ``useradd``'s ranges, below the 32-bit ``-1``)."""
 
-_HELPER_DIR: Final = str(Path(__file__).resolve().parent)
 _KERNEL_DIR: Final = str(Path(__file__).resolve().parents[2])
-_BOOTSTRAP: Final = (
-    "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\n"
-    "if sys.argv[1:2] == ['serve']:\n    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))\n"
-    "nshelper.main()\n"
-)
-"""The helper's ``-c`` program: import `nshelper` (byte code cached) and run it."""
-_COVERAGE_BOOTSTRAP: Final = """\
-import os, sys
-sys.path.append(sys.argv.pop(1))
-data_file, helper_dir = sys.argv.pop(1), sys.argv.pop(1)
-import coverage
-cov = coverage.Coverage(data_file=None, branch=True, config_file=False,
-                        include=[helper_dir + "/nshelper.py"])
-cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured"])
-cov.start()
-def save():
-    try:
-        cov.stop()
-        out = coverage.CoverageData(
-            basename=data_file, suffix=f"nshelper.{os.getpid()}.{os.urandom(4).hex()}")
-        out.update(cov.get_data())
-    except Exception:
-        pass  # measuring must never change a run
-sys.path.append(helper_dir)
-import nshelper
-nshelper.EXIT_HOOKS.append(save)
-if sys.argv[1:2] == ["serve"]:
-    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))
-nshelper.main()
-"""
-"""The helper measured by coverage: data is kept in memory (a fork copies it) and
-each helper process saves its own file beside the runner's data file, which the
-runner's coverage combines at the end. Used only when coverage measures the runner
-and `COVERAGE_ENV` is set (it costs ~0.2 s of CPU per run)."""
-COVERAGE_ENV: Final = "KERNEL_SANDBOX_HELPER_COVERAGE"
-"""Set (to anything) to measure the helper processes when the runner is measured."""
 
 
 def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
@@ -212,6 +179,9 @@ def _output_limit(spec: SandboxSpec) -> int | None:
     return min(limits) if limits else None
 
 
+_Result = tuple[CaptureStatus, int | None, bool, str | None, LimitKind | None]
+
+
 def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
     """Run ``spec.command`` once in a fresh sandbox of ``spec.baseline``.
 
@@ -233,27 +203,8 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
     if baseline is not None and not baseline.is_dir():
         raise EffectError(f"{spec.baseline}: baseline is not a directory")
     level = spec.isolation if spec.isolation is not None else available_isolation()
-    prefix = spill_dir / f"run-{spec.run_index}"
-    output_limit = _output_limit(spec)
-    try:
-        out = Sink(prefix.with_suffix(".stdout"), output_limit)
-        err = Sink(prefix.with_suffix(".stderr"), spec.limits.output_bytes)
-        patch = (
-            Sink(prefix.with_suffix(".patch"), output_limit)
-            if spec.capture is CaptureMode.PATCH
-            else None
-        )
-    except OSError as e:
-        raise EffectError(f"{spill_dir}: cannot spill outputs: {e.strerror}") from e
-    env = base_env()
-    env.update(spec.env or ())
-    umask = 0o022
-    for name, value in spec.variation:
-        if name == "umask":
-            umask = int(value, 8)
-        else:
-            env[name] = value
-    env["KERNEL_RUN_INDEX"] = str(spec.run_index)
+    out, err, patch = _sinks(spec, spill_dir)
+    env, umask = _command_env(spec)
     try:
         scratch = Scratch()
     except BaseException:
@@ -279,6 +230,56 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
             if sink is not None:
                 sink.close()
         scratch.close()
+    return _capture(
+        spec, result, level=level, sinks=(out, err, patch), mechanisms=mechanisms,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )  # fmt: skip
+
+
+def _sinks(spec: SandboxSpec, spill_dir: Path) -> tuple[Sink, Sink, Sink | None]:
+    """The run's stdout, stderr and (patch capture) patch sinks in ``spill_dir``."""
+    prefix = spill_dir / f"run-{spec.run_index}"
+    output_limit = _output_limit(spec)
+    try:
+        out = Sink(prefix.with_suffix(".stdout"), output_limit)
+        err = Sink(prefix.with_suffix(".stderr"), spec.limits.output_bytes)
+        patch = (
+            Sink(prefix.with_suffix(".patch"), output_limit)
+            if spec.capture is CaptureMode.PATCH
+            else None
+        )
+    except OSError as e:
+        raise EffectError(f"{spill_dir}: cannot spill outputs: {e.strerror}") from e
+    return out, err, patch
+
+
+def _command_env(spec: SandboxSpec) -> tuple[dict[str, str], int]:
+    """The command's environment and umask: `base_env`, the spec's names, the
+    variation (``umask`` is the umask, not a variable) and ``KERNEL_RUN_INDEX``."""
+    env = base_env()
+    env.update(spec.env or ())
+    umask = 0o022
+    for name, value in spec.variation:
+        if name == "umask":
+            umask = int(value, 8)
+        else:
+            env[name] = value
+    env["KERNEL_RUN_INDEX"] = str(spec.run_index)
+    return env, umask
+
+
+def _capture(
+    spec: SandboxSpec,
+    result: _Result,
+    *,
+    level: Isolation,
+    sinks: tuple[Sink, Sink, Sink | None],
+    mechanisms: dict[LimitKind, LimitMechanism],
+    duration_ms: int,
+) -> Capture:
+    """The `Capture` of a finished run: its status (an overflowing stream is an output
+    limit hit), digests, sizes, spill paths and limits."""
+    out, err, patch = sinks
     status, exit_code, start_failed, error, hit = result
     output = patch if patch is not None else out
     # Also stdout's overflow when the output is the patch: a flood is a limit hit.
@@ -292,7 +293,7 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
         status=status,
         exit_code=exit_code,
         start_failed=start_failed,
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=duration_ms,
         isolation=level,
         capture_mode=spec.capture,
         network=spec.network,
@@ -315,9 +316,6 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
             CommandUid.OUTER_UNPRIVILEGED if os.geteuid() == 0 else CommandUid.SAME_UID_AS_RUNNER
         ),
     )
-
-
-_Result = tuple[CaptureStatus, int | None, bool, str | None, LimitKind | None]
 
 
 def _opt(value: int | None) -> str:
@@ -366,14 +364,14 @@ def _run_namespaced(
         "KERNEL_SANDBOX_STATUS_FD": str(status_w),
         "KERNEL_SANDBOX_PATCH_FD": str(patch_w),
     }
-    proc: subprocess.Popen[bytes] | _Forked | None = None
-    server = _server()
+    proc: subprocess.Popen[bytes] | ForkedHelper | None = None
+    server = running_server()
     if server is not None:
         proc = server.start(helper_args(server.pid), env, (out_w, err_w, status_w, patch_w))
     try:
         if proc is None:  # no helper server here: start a helper directly
             proc = subprocess.Popen(
-                [*_helper_argv(), *helper_args(os.getpid())],
+                [*helper_argv(), *helper_args(os.getpid())],
                 stdin=subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,
@@ -437,132 +435,6 @@ def _helper_options(
         "layer": tmpfs_options("0700", limits.writable_bytes),
         "plan": "\x1e".join("\x1f".join(step) for step in plan),
     }
-
-
-class _Forked:
-    """A helper forked by the helper server: signalled and awaited through a pidfd, so
-    a pid the kernel reused is never hit."""
-
-    def __init__(self, pid: int, pidfd: int) -> None:
-        self.pid = pid
-        self._pidfd = pidfd
-
-    def kill(self) -> None:
-        """SIGKILL the helper (its namespaces die with it); gone already is fine."""
-        if self._pidfd >= 0:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-
-    def wait(self) -> None:
-        """Wait (at most 5 s) until the helper has exited, then drop the pidfd."""
-        if self._pidfd >= 0:
-            select.select([self._pidfd], [], [], 5.0)
-            os.close(self._pidfd)
-            self._pidfd = -1
-
-
-class _HelperServer:
-    """A pre-forked helper (`nshelper.serve`): one interpreter start per runner
-    process instead of one per run. Started from a thread that lives as long as the
-    process (``PR_SET_PDEATHSIG`` fires when the *thread* that forked ends)."""
-
-    def __init__(self) -> None:
-        self.owner = os.getpid()
-        self.alive = True  # before the thread starts: it clears this when the server ends
-        self._lock = threading.Lock()
-        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        # Closed with this object, or at interpreter exit (the server then exits too):
-        # never left for the garbage collector to warn about.
-        self._close = weakref.finalize(self, self._sock.close)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
-        started: queue.SimpleQueue[subprocess.Popen[bytes] | OSError] = queue.SimpleQueue()
-
-        def hold() -> None:
-            try:
-                process = subprocess.Popen(
-                    [*_helper_argv(), "serve", str(theirs.fileno()), str(os.getpid())],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    pass_fds=(theirs.fileno(),),
-                    start_new_session=True,
-                )
-            except OSError as e:
-                started.put(e)
-                return
-            started.put(process)
-            process.wait()  # this thread (the server's parent) lives as long as it does
-            self.alive = False
-
-        threading.Thread(target=hold, name="sandbox-helper-server", daemon=True).start()
-        result = started.get()
-        theirs.close()
-        if isinstance(result, OSError):
-            self._close()
-            raise result
-        self.pid = result.pid
-
-    def close(self) -> None:
-        """Stop using this server (it exits when its socket closes)."""
-        self.alive = False
-        self._close()
-
-    def start(
-        self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
-    ) -> _Forked | None:
-        """Fork one helper for ``argv``/``env`` with the run's fds; None if the server
-        is gone (the caller then starts a helper itself)."""
-        payload = "\0".join([*argv, "", *(f"{k}={v}" for k, v in env.items())])
-        try:
-            with self._lock:
-                socket.send_fds(self._sock, [payload.encode("utf-8", "surrogateescape")], fds)
-                reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 64, 1)
-        except OSError:
-            reply, pidfds = b"", []
-        if not reply:
-            self.alive = False
-            return None
-        return _Forked(int(reply), pidfds[0] if pidfds else -1)
-
-
-_SERVERS: dict[bool, _HelperServer] = {}
-_SERVERS_LOCK = threading.Lock()
-
-
-def _server() -> _HelperServer | None:
-    """This process's helper server (started on first use), or None when it cannot run."""
-    measured = _measured()
-    with _SERVERS_LOCK:
-        server = _SERVERS.get(measured)
-        if server is None or not server.alive or server.owner != os.getpid():
-            if server is not None and server.owner == os.getpid():
-                server.close()
-            try:
-                server = _SERVERS[measured] = _HelperServer()
-            except OSError:
-                return None
-        return server
-
-
-def helper_servers() -> frozenset[int]:
-    """Pids of this process's live helper servers (long-lived by design, not leftovers)."""
-    with _SERVERS_LOCK:
-        return frozenset(s.pid for s in _SERVERS.values() if s.alive and s.owner == os.getpid())
-
-
-def _measured() -> bool:
-    module: Any = sys.modules.get("coverage")
-    return bool(os.environ.get(COVERAGE_ENV) and module is not None and module.Coverage.current())
-
-
-def _helper_argv() -> list[str]:
-    """How to start the helper: plain, or measured when coverage measures this process."""
-    if not _measured():
-        return [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, _HELPER_DIR]
-    module: Any = sys.modules["coverage"]
-    current = module.Coverage.current()
-    site = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
-    data_file = os.path.abspath(current.config.data_file)
-    return [sys.executable, "-I", "-S", "-c", _COVERAGE_BOOTSTRAP, site, data_file, _HELPER_DIR]
 
 
 def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], list[str]]:
@@ -677,30 +549,11 @@ def _run_copy(
     deadline: float | None,
 ) -> _Result:
     diff = scratch / "diff"
-    diff.mkdir()
-    tree = diff / "b"
     # A root runner never runs the command as root: it gets the unprivileged outer ids.
     privileged = os.geteuid() == 0
     ids = outer_ids() if privileged else (os.geteuid(), os.getegid())
     try:
-        copy_tree(baseline, tree)
-        if patch is not None:
-            copy_tree(baseline, diff / "a", link=True)
-        if spec.preload:
-            shutil.copytree(spec.preload, tree, symlinks=True, dirs_exist_ok=True)
-        if spec.apply_patch:
-            subprocess.run(
-                ["git", "apply", "--whitespace=nowarn", os.path.abspath(spec.apply_patch)],
-                cwd=tree, env=PATCH_ENV, check=True, capture_output=True,
-            )  # fmt: skip
-        if "HOME" in dict(spec.variation):
-            home = scratch / "home"
-            home.mkdir()
-            env["HOME"] = str(home)
-        if privileged:
-            _chown_tree(tree, *ids)
-            if "HOME" in dict(spec.variation):
-                os.lchown(scratch / "home", *ids)
+        tree = _prepare_copy(spec, baseline, diff, env, ids if privileged else None)
     except (OSError, subprocess.CalledProcessError) as e:
         return CaptureStatus.SANDBOX_ERROR, None, False, f"cannot prepare the copy: {e}", None
     out_r, out_w = pipe()
@@ -746,24 +599,9 @@ def _run_copy(
     if not in_time:
         return CaptureStatus.TIMEOUT, None, False, "time limit reached; process group killed", None
     if patch is not None:
-        with subprocess.Popen(
-            list(PATCH_COMMAND), cwd=diff, env=PATCH_ENV, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
-        ) as differ:  # fmt: skip
-            if differ.stdout is None:  # pragma: no cover - stdout=PIPE always gives one
-                raise EffectError("patch capture: no pipe")
-            in_time = pump({differ.stdout.fileno(): patch}, deadline, differ)
-            rc = differ.wait()
-        if not in_time:
-            return (
-                CaptureStatus.TIMEOUT,
-                code,
-                False,
-                "time limit reached during patch capture",
-                None,
-            )
-        if rc not in (0, 1):
-            return CaptureStatus.SANDBOX_ERROR, code, False, f"patch capture failed ({rc})", None
+        failed = _copy_patch(diff, patch, deadline, code)
+        if failed is not None:
+            return failed
     # A copy run's orphans leave the session unseen: only memory has evidence here.
     if memory_hit(_opt(spec.limits.memory_bytes), code, peak_kib << 10, inherited_kib << 10):
         hit = LimitKind.MEMORY
@@ -771,3 +609,58 @@ def _run_copy(
     if code != 0:
         return CaptureStatus.FAILED, code, False, None, None
     return CaptureStatus.OK, 0, False, None, None
+
+
+def _prepare_copy(
+    spec: SandboxSpec,
+    baseline: Path | None,
+    diff: Path,
+    env: dict[str, str],
+    ids: tuple[int, int] | None,
+) -> Path:
+    """The copy run's tree ``diff/b`` (and ``diff/a``, the baseline's links, for the
+    patch): copied, preloaded, patched, with a ``HOME`` of its own when the variation
+    names one, and handed to ``ids`` (a root runner's outer ids). Returns the tree.
+
+    Raises:
+        OSError, subprocess.CalledProcessError: the copy cannot be made.
+    """
+    diff.mkdir()
+    tree = diff / "b"
+    copy_tree(baseline, tree)
+    if spec.capture is CaptureMode.PATCH:
+        copy_tree(baseline, diff / "a", link=True)
+    if spec.preload:
+        shutil.copytree(spec.preload, tree, symlinks=True, dirs_exist_ok=True)
+    if spec.apply_patch:
+        subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", os.path.abspath(spec.apply_patch)],
+            cwd=tree, env=PATCH_ENV, check=True, capture_output=True,
+        )  # fmt: skip
+    home = diff.parent / "home"
+    if "HOME" in dict(spec.variation):
+        home.mkdir()
+        env["HOME"] = str(home)
+    if ids is not None:
+        _chown_tree(tree, *ids)
+        if "HOME" in dict(spec.variation):
+            os.lchown(home, *ids)
+    return tree
+
+
+def _copy_patch(diff: Path, patch: Sink, deadline: float | None, code: int) -> _Result | None:
+    """Capture a copy run's patch (``git diff`` of ``diff/a`` and ``diff/b``) into
+    ``patch``; the run's result when that failed, else None."""
+    with subprocess.Popen(
+        list(PATCH_COMMAND), cwd=diff, env=PATCH_ENV, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+    ) as differ:  # fmt: skip
+        if differ.stdout is None:  # pragma: no cover - stdout=PIPE always gives one
+            raise EffectError("patch capture: no pipe")
+        in_time = pump({differ.stdout.fileno(): patch}, deadline, differ)
+        rc = differ.wait()
+    if not in_time:
+        return CaptureStatus.TIMEOUT, code, False, "time limit reached during patch capture", None
+    if rc not in (0, 1):
+        return CaptureStatus.SANDBOX_ERROR, code, False, f"patch capture failed ({rc})", None
+    return None

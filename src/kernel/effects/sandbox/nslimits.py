@@ -1,0 +1,243 @@
+"""The limits and confinement of one sandboxed run, for the in-namespace helper.
+
+Stdlib only, like `nshelper` (which imports it by name: the helper runs this folder's
+modules as top-level modules under ``python -I -S``): the command's confinement (a fresh
+session keyring and the seccomp filter, `seccomp_program`), its resource limits, the
+run's cgroup v1 memory group, and the evidence rule of a memory hit (`memory_hit`, also
+used by the runner's ``copy`` level).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable
+from typing import Final
+
+__all__ = [
+    "CGROUP_MEMORY",
+    "MEMORY_EVIDENCE",
+    "cgroup_done",
+    "confine",
+    "join_cgroup",
+    "memory_cgroup",
+    "memory_hit",
+    "seccomp_program",
+    "set_limits",
+]
+
+MEMORY_EVIDENCE: Final = 0.9
+"""A failed run whose largest process held this share of the memory limit resident
+(peak RSS, the kernel's own accounting) is recorded as a memory hit."""
+
+_PR_SET_SECCOMP: Final = 22
+_libc = ctypes.CDLL(None, use_errno=True)
+
+_SYSCALLS: Final = {
+    # socket, socketpair, io_uring_setup/enter/register, add_key, request_key, keyctl
+    "x86_64": (0xC000003E, 41, 53, (425, 426, 427, 248, 249, 250)),
+    "aarch64": (0xC00000B7, 198, 199, (425, 426, 427, 217, 218, 219)),
+}
+_X32: Final = 0x40000000
+_KEYCTL_JOIN_SESSION_KEYRING: Final = 1
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """The classic-BPF filter of a command, or None (no filter for this architecture).
+
+    Always refused (EPERM), as Docker's default profile does: io_uring (its socket
+    operation bypasses a filter on ``socket``), the keyring calls (``add_key``,
+    ``request_key``, ``keyctl``), other architectures' calls (32-bit compat) and x32
+    calls. Also refused (EACCES), with or without network: ``socket(AF_UNIX)`` and a
+    datagram ``socketpair`` (whose ``connect``/``sendto`` can name any socket path; with
+    network the host's abstract socket names are in the shared network namespace, so
+    ``network`` asks for IP, never the host's unix sockets); a stream or seqpacket pair
+    stays (asyncio, multiprocessing), it cannot be redirected.
+    """
+    if machine not in _SYSCALLS:
+        return None
+    arch, socket_nr, pair_nr, denied = _SYSCALLS[machine]
+    ld, jeq, jge, and_, ret = 0x20, 0x15, 0x35, 0x54, 0x06
+    program: list[tuple[int, int, int, int]] = [
+        (ld, 0, 0, 4),  # A = seccomp_data.arch
+        (jeq, 1, 0, arch),  # native architecture: go on, else deny
+        (ret, 0, 0, 0x00050000 | 1),  # SECCOMP_RET_ERRNO | EPERM
+        (ld, 0, 0, 0),  # A = seccomp_data.nr
+        (jge, 0, 1, _X32),
+        (ret, 0, 0, 0x00050000 | 1),
+    ]
+    for nr in denied:
+        program += [(jeq, 0, 1, nr), (ret, 0, 0, 0x00050000 | 1)]
+    program += [
+        (jeq, 0, 2, socket_nr),  # socket(): check the family
+        (ld, 0, 0, 16),  # A = low 32 bits of args[0] (little endian)
+        (jeq, 4, 5, 1),  # AF_UNIX: deny, else allow
+        (jeq, 0, 4, pair_nr),  # socketpair(): check the type
+        (ld, 0, 0, 24),  # A = low 32 bits of args[1]
+        (and_, 0, 0, 0xF),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
+        (jeq, 0, 1, 2),  # SOCK_DGRAM: deny, else allow
+        (ret, 0, 0, 0x00050000 | 13),  # SECCOMP_RET_ERRNO | EACCES
+    ]
+    program.append((ret, 0, 0, 0x7FFF0000))  # SECCOMP_RET_ALLOW
+    return program
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = (
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter)))
+
+
+def confine() -> None:
+    """A fresh session keyring (runc's), then the seccomp filter (`seccomp_program`)."""
+    machine = os.uname().machine
+    if machine in _SYSCALLS:
+        # The runner's session keyring is inherited across fork and user namespaces:
+        # join a new anonymous one, so nothing of the runner's keys is possessed.
+        ctypes.set_errno(0)
+        keyctl = _SYSCALLS[machine][3][-1]
+        if _libc.syscall(keyctl, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+            raise OSError(ctypes.get_errno(), "cannot join a fresh session keyring")
+    program = seccomp_program(machine)
+    if program is None:
+        return  # no filter for this architecture (documented limitation)
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
+    if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:  # MODE_FILTER
+        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
+
+
+def set_limits(opts: dict[str, str]) -> None:
+    import resource
+
+    for key, which, extra in (
+        # Private writable memory: what a process can really use. Address-space
+        # reservations (a JVM heap, V8's cage, Go's arenas) are not counted, so such
+        # runtimes still start, as they would not under RLIMIT_AS.
+        ("mem", resource.RLIMIT_DATA, 0),
+        ("nproc", resource.RLIMIT_NPROC, 0),
+        # SIGXCPU at the soft limit, SIGKILL one second later.
+        ("cpu", resource.RLIMIT_CPU, 1),
+    ):
+        if opts[key]:
+            value = int(opts[key])
+            resource.setrlimit(which, (value, value + extra))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core files in the tree
+
+
+def join_cgroup(
+    report: Callable[[str], None], cgroup: str, limit: str, fds: tuple[int, int]
+) -> None:
+    """Move PID 1 into the run's memory group (its command forks after this), then
+    let it go on (``fds``: the pipes of PID 1's pid and of its go-ahead); the
+    mechanism is reported only once the move is done."""
+    init_r, joined_w = fds
+    pid = os.read(init_r, 64)
+    for _attempt in range(3 if cgroup and pid else 0):
+        try:
+            with open(f"{cgroup}/cgroup.procs", "w") as handle:
+                handle.write(pid.decode())
+            report("memory-mechanism cgroup_v1")
+            break
+        except FileNotFoundError:
+            try:  # removed meanwhile by a sweep that took it for a leftover: again
+                _make_group(cgroup, limit)
+            except OSError:
+                break
+        except OSError:
+            break  # not moved: the record keeps rlimit_private
+    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+        os.write(joined_w, b"1")
+    except OSError:
+        pass  # PID 1 is gone already
+    os.close(init_r)
+    os.close(joined_w)
+
+
+CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
+"""Parent of the runs' cgroup v1 memory groups (one per run, named as its scratch)."""
+
+
+def memory_cgroup(opts: dict[str, str]) -> str:
+    """A new cgroup v1 memory group limited to the run's memory limit (PID 1 joins it:
+    `join_cgroup`), so shared memory, memfd and tmpfs pages count too; "" where the
+    controller is unusable (the rlimit then holds private memory only).
+
+    Each run's helper removes its group when the run is over; groups of killed
+    runners (their runner pid is gone) are removed here. A live runner's group is
+    never touched: it may be made and not yet joined."""
+    path = f"{CGROUP_MEMORY}/{os.path.basename(opts['scratch'])}"
+    try:
+        os.makedirs(CGROUP_MEMORY, exist_ok=True)
+        for other in os.listdir(CGROUP_MEMORY):
+            if _runner_gone(other):
+                _rmdir(f"{CGROUP_MEMORY}/{other}")
+        _make_group(path, opts["mem"])
+    except OSError:
+        _rmdir(path)
+        return ""
+    return path
+
+
+def _make_group(path: str, limit: str) -> None:
+    os.mkdir(path)
+    for control in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+        if control == "memory.limit_in_bytes" or os.path.exists(f"{path}/{control}"):
+            with open(f"{path}/{control}", "w") as handle:
+                handle.write(limit)
+
+
+def _runner_gone(name: str) -> bool:
+    """True when the runner pid in ``sbx-<pid>-<random>`` names no live process."""
+    parts = name.split("-")
+    if len(parts) < 3 or parts[0] != "sbx" or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
+
+
+def _rmdir(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+        os.rmdir(path)
+    except OSError:
+        pass  # busy (a run's group) or gone
+
+
+def cgroup_done(report: Callable[[str], None], cgroup: str) -> None:
+    """Report an OOM kill in the run's memory group as a memory hit, then remove the
+    group: its processes are gone with the PID namespace, and this helper never
+    joined it (PID 1 did), so no second migration is needed."""
+    if not cgroup:
+        return
+    try:
+        with open(f"{cgroup}/memory.oom_control") as handle:
+            fields = dict(line.split() for line in handle if len(line.split()) == 2)
+        if int(fields.get("oom_kill", "0")) > 0:
+            report("limit memory")
+    except OSError:
+        pass  # no evidence either way
+    _rmdir(cgroup)
+
+
+def memory_hit(limit: str, code: int, peak_bytes: int, inherited_bytes: int) -> bool:
+    """Whether a run shows it hit its memory limit: it failed (``code``: its exit code,
+    negative for a signal), and one of its processes held at least `MEMORY_EVIDENCE`
+    of the limit resident. A forked child reports the peak of the memory it was forked
+    with (up to ``inherited_bytes``, its parent's peak then): a peak not above that is
+    no evidence. An allocation refused before it was touched leaves no trace either
+    (not recorded: no evidence)."""
+    if not limit or code == 0 or peak_bytes <= inherited_bytes:
+        return False
+    return peak_bytes >= MEMORY_EVIDENCE * int(limit)
