@@ -45,6 +45,12 @@ def test_pure_core_rule_bans_every_effect_family() -> None:
     """(b) The pure-core rule covers all pure modules and bans each facility family."""
     rule = next(r for r in _adr_policy().rules if r.name == "pure-core")
     assert rule.transitive
+    # The effect map is on: calls into installed code are followed (KG012), and only
+    # hypothesis, which kernel.strategies alone may import, has its effects accepted.
+    assert rule.effects
+    assert rule.allow_reach == ("hypothesis",)
+    only = next(r for r in _adr_policy().rules if r.name == "hypothesis-only-in-strategies")
+    assert only.forbid_imports == ("hypothesis",)
     for family in ("subprocess", "socket", "time", "random", "uuid", "importlib", "os"):
         assert family in rule.forbid_imports, family
     for call in (

@@ -15,6 +15,24 @@ Rules this module enforces:
   instances of its classes (``root = RootLogger(WARNING)``; a local ``tree =
   ElementTree()`` in a function), ``self``/``cls`` in methods and inherited methods
   (a method a class does not define is looked up in its bases, in order);
+- a name used only as an operand of ``is``/``is not`` is compared, not run
+  (``if self is random._inst``): it is not a reference;
+- a branch taken only when the caller sets a bit flag (``if flags & SRE_FLAG_DEBUG:``
+  on a parameter: `re`'s debug ``print``) depends on a value the map does not track:
+  its references are not followed (a caller passing ``re.DEBUG`` is a miss);
+- a read of the interpreter's table of loaded modules (``sys.modules.get(name)`` in
+  `inspect`, `typing`, `dataclasses`) finds a module already loaded and changes nothing
+  outside: inside installed code it ends a chain without a finding (a guarded module's
+  own use is still KG004);
+- a warning raised inside installed code (``warnings.warn``: `re` on a deprecated
+  pattern) is the library's diagnostic of its caller's input, routed by the process's
+  warning filters, which the shell sets: it ends a chain without a finding;
+- code evaluation and loading inside installed code (``exec``, ``eval``, ``compile``,
+  ``__import__``, ``importlib.import_module``: attrs and hypothesis generating their
+  own functions) is the library's own, as the dynamic guard also holds, unless the
+  guarded call hands the library text (a string or f-string argument:
+  ``timeit.timeit("...")``, ``typing.get_type_hints`` of written annotations): then it
+  is a route by which the caller's text runs;
 - a name reaches a forbidden one when it is one (`is_forbidden`) or one of the names
   it references does, at most `MAX_DEPTH` hops deep and `MAX_NODES` names per query:
   past either limit the answer is "not shown" (what the dynamic guard is for);
@@ -34,6 +52,13 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "Summary", "effect_chain", "is_class", "sum
 
 MAX_DEPTH: Final = 12
 MAX_NODES: Final = 4000
+_ENDS: Final = ("sys.modules", "warnings.warn", "warnings.warn_explicit")
+"""Reached inside installed code, these end a chain without a finding (module doc)."""
+_CODE: Final = frozenset(
+    {"builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__",
+     "importlib.import_module", "importlib.__import__"}
+)  # fmt: skip
+"""Code evaluation: an effect of the guarded call only when it hands over text."""
 _BUILTINS: Final = frozenset(dir(builtins))
 _FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -159,6 +184,18 @@ class _Reader:
         self, fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None
     ) -> tuple[str, ...]:
         local_types: dict[str, str] = {}
+        args = fn.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        own = params | {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        declared: set[str] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                own.add(node.id)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                declared.update(node.names)
+        # A parameter or local named like a builtin (``def group(self, open="")``) is
+        # that value, not the builtin; a ``self``/``cls`` stays the class.
+        hidden = own - declared - {"self", "cls"}
         for node in ast.walk(fn):
             if (
                 isinstance(node, ast.Assign)
@@ -169,16 +206,36 @@ class _Reader:
                 made = self._resolve(node.value.func, cls, {})
                 if made is not None:
                     local_types[node.targets[0].id] = made
+        for name in hidden - local_types.keys():
+            local_types[name] = ""
+        skipped = {
+            id(sub)
+            for node in ast.walk(fn)
+            if isinstance(node, ast.If) and _flag_test(node.test, params)
+            for stmt in node.body
+            for sub in ast.walk(stmt)
+        }
         out: dict[str, None] = {}
         for part in (*fn.decorator_list, *fn.args.defaults, *fn.body):
-            for ref in self._refs_in(part, cls, local_types):
+            for ref in self._refs_in(part, cls, local_types, skipped):
                 out[ref] = None
         return tuple(out)
 
     def _refs_in(
-        self, node: ast.AST, cls: str | None, local_types: dict[str, str]
+        self,
+        node: ast.AST,
+        cls: str | None,
+        local_types: dict[str, str],
+        skipped: set[int] | None = None,
     ) -> Iterator[str]:
+        skip = set(skipped or ())
         for sub in ast.walk(node):
+            if isinstance(sub, ast.Compare) and all(
+                isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops
+            ):
+                skip.update(id(n) for side in (sub.left, *sub.comparators) for n in _chain(side))
+            if id(sub) in skip:
+                continue
             if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load):
                 q = self._resolve(sub, cls, local_types)
                 if q is not None:
@@ -190,7 +247,7 @@ class _Reader:
             if cls is not None and name in ("self", "cls"):
                 return f"{self.module}.{cls}"
             if name in local_types:
-                return local_types[name]
+                return local_types[name] or None
             if name in self.local:
                 return f"{self.module}.{name}"
             if name in self.imports:
@@ -209,6 +266,26 @@ class _Reader:
         ):
             return f"{self.module}.{cls}.__super__"
         return None
+
+
+def _flag_test(test: ast.expr, params: set[str]) -> bool:
+    """Is ``test`` a bit-flag test of a parameter (``flags & DEBUG``, either side)?"""
+    return (
+        isinstance(test, ast.BinOp)
+        and isinstance(test.op, ast.BitAnd)
+        and any(
+            isinstance(side, ast.Name) and side.id in params for side in (test.left, test.right)
+        )
+    )
+
+
+def _chain(node: ast.expr) -> Iterator[ast.expr]:
+    """A dotted name's nodes (``a.b.c``: the attributes and ``a``); nothing for others."""
+    while isinstance(node, ast.Attribute):
+        yield node
+        node = node.value
+    if isinstance(node, ast.Name):
+        yield node
 
 
 def _top_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -269,11 +346,13 @@ def effect_chain(
     memo: dict[str, tuple[str, ...] | None],
     *,
     skip: frozenset[str] = frozenset(),
+    text: bool = False,
 ) -> tuple[str, ...] | None:
     """The shortest-found chain from ``q`` to a forbidden name (``q`` first), or None.
 
-    ``memo`` is shared between queries of one policy (a rule set's answers); names in
-    a top-level package of ``skip`` are matched but never followed.
+    ``memo`` is shared between queries of one policy and one ``text`` (a rule set's
+    answers); names in a top-level package of ``skip`` are matched but never followed;
+    ``text``: the guarded call hands the library a string, so code evaluation counts.
     """
     if q in memo:
         return memo[q]
@@ -289,6 +368,10 @@ def effect_chain(
                     continue
                 parent[ref] = name
                 budget[0] -= 1
+                if any(ref == end or ref.startswith(end + ".") for end in _ENDS):
+                    continue
+                if ref in _CODE and not text:
+                    continue  # the library evaluates its own code
                 if is_forbidden(ref):
                     chain = [ref]
                     while parent[chain[-1]]:

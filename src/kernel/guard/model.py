@@ -183,7 +183,12 @@ class Rule:
     A module belongs to the group whose pattern names it most specifically."""
     effects: bool = False
     """Also follow calls into installed code through its source (the effect map, KG012):
-    ``logging.warning`` reaches ``sys.stderr``. Opt-in: the map over-approximates."""
+    ``logging.warning`` reaches ``sys.stderr`` (on in this project's own policy)."""
+    allow_reach: tuple[str, ...] = attrs.field(default=(), validator=_tuple_of_str)
+    """Installed packages whose own effects the covered modules accept (the engine they
+    drive: `kernel.strategies` drives hypothesis, which reads its caches): the effect
+    map reports no chain through them and the dynamic guard no event raised inside
+    their code. The covered modules' own code is checked as before."""
     forbid_reflection: bool = False
     """Also report reflection no static reading can follow (KG008: ``locals()``,
     ``__builtins__``, frames...): opt-in, since honest code uses some of it."""
@@ -219,6 +224,8 @@ class Rule:
             out["forbid-reflection"] = True
         if self.effects:
             out["effects"] = True
+        if self.allow_reach:
+            out["allow-reach"] = list(self.allow_reach)
         return out
 
     def layer_of(self, module: str) -> int | None:

@@ -50,9 +50,17 @@ _RULE_KEYS = frozenset(
         "layers",
         "forbid-reflection",
         "effects",
+        "allow-reach",
     }
 )
-_LIST_KEYS = ("modules", "allow-imports", "forbid-imports", "forbid-calls", "allow-typing-imports")
+_LIST_KEYS = (
+    "modules",
+    "allow-imports",
+    "forbid-imports",
+    "forbid-calls",
+    "allow-typing-imports",
+    "allow-reach",
+)
 _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)(.*)$")
 
 
@@ -184,6 +192,7 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
                 forbid_imports=lists.get("forbid-imports", ()),
                 forbid_calls=lists.get("forbid-calls", ()),
                 allow_typing_imports=lists.get("allow-typing-imports", ()),
+                allow_reach=lists.get("allow-reach", ()),
                 transitive=transitive,
                 layers=layers,
                 forbid_reflection=reflection,

@@ -139,6 +139,13 @@ def _literal_str(node: ast.expr | None) -> str | None:
     return None
 
 
+def _is_text(node: ast.expr) -> bool:
+    """A string or f-string literal (text a library may evaluate as code)."""
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
 def _span(stmt: ast.stmt) -> tuple[int, int]:
     start = stmt.lineno
     decorators = getattr(stmt, "decorator_list", None)
@@ -299,6 +306,7 @@ class _Scanner:
         self.class_bound: list[tuple[int, set[str]]] = []
         self.reflective_seen: set[int] = set()
         self.reach_seen: set[tuple[int, int, str]] = set()
+        self.text_calls: set[int] = set()  # functions called with a string argument
         self.rules_key = tuple(rules)
         self.deleted: set[str] | None = None
         self.top_index = 1 << 30
@@ -969,6 +977,8 @@ class _Scanner:
             self._generic(node, scope)
             return
         if isinstance(node, ast.Call):
+            if any(_is_text(a) for a in (*node.args, *(k.value for k in node.keywords))):
+                self.text_calls.add(id(node.func))
             self._call(node, scope)
             q = self._resolve(node, scope)
             if q is not None:
@@ -1284,14 +1294,19 @@ class _Scanner:
             return False
         from kernel.guard.effects import effect_chain
 
-        memo = _EFFECT_MEMO.setdefault(self.rules_key, {})
-        chain = effect_chain(q, self._forbidden_name, memo, skip=_NO_EFFECT_MAP)
+        text = id(node) in self.text_calls
+        memo = _EFFECT_MEMO.setdefault((self.rules_key, text), {})
+        chain = effect_chain(q, self._forbidden_name, memo, skip=_NO_EFFECT_MAP, text=text)
         if chain is None or self.effect_matcher is None:
             return False
         last = chain[-1]
         matcher = self.effect_matcher
         hits = matcher.match(last) or [h for t in twin_of(last) for h in matcher.match(t)]
+        rules = {r.name: r for r in self.rules}
         for rule, pattern in hits:
+            allowed = module_set(rules[rule].allow_reach) if rule in rules else None
+            if allowed is not None and any(allowed.match(link) for link in chain):
+                continue  # through a package whose own effects the rule accepts
             self._finding(
                 node,
                 ViolationCode.EFFECT_REACH,
@@ -1486,7 +1501,7 @@ def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode
 
 
 _REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
-_EFFECT_MEMO: dict[tuple[Rule, ...], dict[str, tuple[str, ...] | None]] = {}
+_EFFECT_MEMO: dict[tuple[tuple[Rule, ...], bool], dict[str, tuple[str, ...] | None]] = {}
 _NO_EFFECT_MAP: Final = frozenset({"builtins", "typing", "typing_extensions"})
 """Not followed by the effect map: ``typing``'s subscription compiles a string argument
 (``List["expr"]``) but not ``List[int]``, and no reading of ``typing``'s source tells

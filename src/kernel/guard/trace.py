@@ -21,6 +21,8 @@ Rules this module enforces:
   ``import`` and ``sys._getframe`` count only when the guarded module's frame is the
   innermost Python frame (it does them itself: attrs generating methods with ``exec``
   is attrs' doing), while files, processes and sockets count through any library;
+- an event raised inside a package the rule's ``allow-reach`` names (hypothesis reading
+  its caches under `kernel.strategies`) is that package's, not the guarded module's;
 - an ``import`` event outside ``allow-imports`` (when the rule has one) is forbidden;
 - what no event exists for (reading the clock, the environment, ``sys.stderr``
   writes; ``importlib.import_module``, which raises no ``import`` event; an import of
@@ -130,6 +132,14 @@ class Tracer:
                     return candidate
         return None
 
+    @staticmethod
+    def _reached_through(rule: Rule, passed: Sequence[str]) -> bool:
+        """Was the event raised inside a package whose own effects ``rule`` accepts?"""
+        if not rule.allow_reach:
+            return False
+        allowed = module_set(rule.allow_reach)
+        return any(allowed.match(m) is not None for m in passed)
+
     def hook(self, event: str, args: tuple[object, ...]) -> None:
         """The audit hook (`sys.addaudithook`)."""
         if not self.active or getattr(self._busy, "on", False):
@@ -149,6 +159,7 @@ class Tracer:
         self, event: str, names: Sequence[str], imported: str | None, frame: FrameType | None
     ) -> None:
         direct = event in _DIRECT_ONLY
+        passed: list[str] = []  # modules of the frames between the event and here
         while frame is not None:
             module = frame.f_globals.get("__name__")
             if isinstance(module, str):
@@ -164,7 +175,7 @@ class Tracer:
                     return
                 for rule in self._rules_for(module):
                     what = self._forbidden(rule, names, imported)
-                    if what is None:
+                    if what is None or self._reached_through(rule, passed):
                         continue
                     key = (module, frame.f_lineno, event, rule.name)
                     if key not in self._seen:
@@ -175,6 +186,7 @@ class Tracer:
                         )  # fmt: skip
                 if self._rules_for(module):
                     return  # the innermost guarded frame is the one responsible
+                passed.append(module)
             frame = frame.f_back
 
     def install(self) -> Callable[[], None]:
