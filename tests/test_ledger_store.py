@@ -22,7 +22,7 @@ from kernel.effects.ledger_store import (
     tree_head,
     verify_store,
 )
-from kernel.errors import EffectError
+from kernel.errors import CanonicalizationError, EffectError
 from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
 
 WRITER = """
@@ -98,6 +98,9 @@ TAMPERS = {
         "UPDATE kernel_ledger SET seq = 3 WHERE seq = 100",
     ],
     "insert": [
+        # The store's trigger refuses an insert not after the head: a user with write
+        # access drops it first.
+        "DROP TRIGGER kernel_ledger_after_head",
         "UPDATE kernel_ledger SET seq = seq + 100",
         "UPDATE kernel_ledger SET seq = seq - 99 WHERE seq > 102",
         "UPDATE kernel_ledger SET seq = seq - 100 WHERE seq > 100",
@@ -394,3 +397,59 @@ def test_an_inclusion_proof_by_sequence_number(
     assert main(["ledger", "prove", "--ledger", str(path), "--inclusion", "3"]) == 0
     assert str(third) in capsys.readouterr().out
     assert main(["ledger", "prove", "--ledger", str(path), "--inclusion", "nope"]) == 2
+
+
+def test_an_insert_not_after_the_recorded_head_is_refused_by_the_database(
+    tmp_path: Path,
+) -> None:
+    """The store's trigger refuses a row that does not follow the recorded head (a
+    writer with a stale head, a hand-made row), and a refused insert moves nothing."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    with opened(path, create=False) as store:
+        head = store.recorded_head()
+    db = sqlite3.connect(path)
+    row = "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload)"
+    for seq, prev in ((4, "f" * 64), (5, head[1]), (3, head[1])):
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute(
+                f"{row} VALUES (?, ?, ?, 'decision', ?, '{{}}')", (seq, "a" * 64, prev, "b" * 64)
+            )
+    db.close()
+    with opened(path) as store:
+        assert store.recorded_head() == head
+        assert isinstance(verify_store(store), LedgerIntact)
+
+
+def test_a_stale_connection_appends_after_the_real_head(tmp_path: Path) -> None:
+    """Two connections take turns: each one-statement append after a head another
+    writer moved is refused by the database and retried under the lock, so the chain
+    stays one chain."""
+    path = tmp_path / "l.sqlite"
+    with opened(path) as first, opened(path) as second:
+        for i in range(6):
+            (first if i % 3 else second).append(EntryKind.DECISION, {"i": i})
+        outcome = verify_store(first)
+    assert isinstance(outcome, LedgerIntact)
+    assert outcome.count == 6
+
+
+def test_a_durable_append_syncs_the_log_and_the_next_does_not(tmp_path: Path) -> None:
+    """``durable=True`` commits with synchronous=FULL (one fsync of the log); the
+    connection goes back to NORMAL, also when the append fails."""
+    path = filled(tmp_path / "l.sqlite", 1)
+    store = open_store(path)
+    db = store._db  # type: ignore[attr-defined]
+    seen: list[str] = []
+    db.set_trace_callback(seen.append)
+    store.append(EntryKind.PROMOTION, {"phase": "intent"}, durable=True)
+    assert seen[0] == "PRAGMA synchronous=FULL"
+    assert any(s.startswith("INSERT INTO kernel_ledger") for s in seen[1:-1])
+    assert seen[-1] == "PRAGMA synchronous=NORMAL"
+    assert db.execute("PRAGMA synchronous").fetchone() == (1,)
+    with pytest.raises(CanonicalizationError):
+        store.append(EntryKind.PROMOTION, {"x": 1.5}, durable=True)
+    assert db.execute("PRAGMA synchronous").fetchone() == (1,)
+    seen.clear()
+    store.append(EntryKind.PROMOTION, {"phase": "done"})
+    assert not any("synchronous" in s for s in seen)
+    store.close()

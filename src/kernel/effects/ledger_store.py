@@ -6,12 +6,18 @@ separately recorded head, and appends under a lock that serialises writers:
 - SQLite (a file path, default ``results/ledger.sqlite``): WAL journal, a busy
   timeout, so writers in several processes queue instead of failing and none is
   lost. The first append of a connection is one ``BEGIN IMMEDIATE`` transaction (the
-  write lock, taken before the head is read); later ones are one conditional
-  ``INSERT`` that lands only if the recorded head is still the one this connection
-  appended after (else the locked path again). ``synchronous=NORMAL``: in WAL mode
-  a crash of the process never loses a committed append; a power loss may drop the
-  last appends, never break the chain. Each row also keeps the Merkle subtree roots
-  its entry completes (``nodes``), so a proof or tree head reads O(log n) rows.
+  write lock, taken before the head is read); later ones are one plain ``INSERT``
+  (its own transaction) after the head this connection appended after. A trigger
+  refuses any insert that does not follow the recorded head and moves the head with
+  it, so a connection whose head is stale goes back to the locked path. Durability:
+  ``synchronous=NORMAL`` (no fsync per append): in WAL mode a crash of the process
+  never loses a committed append; a power loss may drop the appends made since the
+  last sync, never break the chain. An append that an act outside the ledger names
+  (``durable=True``: the permit a promotion commit's trailer anchors, the intent
+  before a branch moves, a staged ref's entry) commits with ``synchronous=FULL``:
+  one fsync of the log, which makes it and every append before it durable. Each row
+  also keeps the Merkle subtree roots its entry completes (``nodes``), so a proof or
+  tree head reads O(log n) rows.
   Readers (``create=False``: verify, show, export, prove) open the file read-only
   and write nothing: ``immutable`` when no write-ahead log exists (so no ``-wal`` or
   ``-shm`` file is made), else read-only beside the writer's log.
@@ -72,6 +78,7 @@ from kernel.ledger import (
 
 __all__ = [
     "DEFAULT_LEDGER",
+    "WAL_PAGES",
     "LedgerStore",
     "export_jsonl",
     "open_store",
@@ -87,6 +94,10 @@ __all__ = [
 DEFAULT_LEDGER: Final = "results/ledger.sqlite"
 _BUSY_TIMEOUT_S: Final = 120.0
 _HEAD_LINE: Final = "ledger_head"
+WAL_PAGES: Final = 10_000
+"""Pages the write-ahead log holds before a writer copies them into the file (SQLite's
+default is 1,000). Every append rewrites the head row's page; a checkpoint copies each
+page once, so a longer log makes that page nearly free (about 40 MB of log at most)."""
 
 _SQLITE_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
@@ -100,14 +111,19 @@ _SQLITE_SCHEMA: Final = (
     "INSERT INTO kernel_ledger_head SELECT 1, 0, printf('%064d', 0)"
     " WHERE NOT EXISTS (SELECT 1 FROM kernel_ledger_head)"
     " AND NOT EXISTS (SELECT 1 FROM kernel_ledger)",
-    # The head follows every append inside the append's own transaction (one round
-    # trip fewer per append than a second statement); an update in place, not a
-    # replace (a delete and an insert). Ledgers made before keep working: the old
-    # trigger is replaced.
+    # Every insert must follow the recorded head (its seq and id), and moves it, inside
+    # the insert's own statement: an append is one plain INSERT (SQLite's fast path for
+    # a rowid past the last; an INSERT ... SELECT reading the same table copies through
+    # a temporary table), and no writer can append after a head that moved. The head is
+    # updated in place, not replaced. Ledgers made before keep working: the old
+    # triggers are replaced.
     "DROP TRIGGER IF EXISTS kernel_ledger_head_follows",
-    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_head_moves AFTER INSERT ON kernel_ledger"
-    " BEGIN UPDATE kernel_ledger_head SET seq = NEW.seq, entry_id = NEW.entry_id"
-    " WHERE one = 1; END",
+    "DROP TRIGGER IF EXISTS kernel_ledger_head_moves",
+    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_after_head BEFORE INSERT ON kernel_ledger"
+    " BEGIN SELECT RAISE(ABORT, 'not after the recorded head') WHERE NOT EXISTS"
+    " (SELECT 1 FROM kernel_ledger_head WHERE one = 1 AND seq = NEW.seq - 1"
+    " AND entry_id = NEW.prev_id);"
+    " UPDATE kernel_ledger_head SET seq = NEW.seq, entry_id = NEW.entry_id WHERE one = 1; END",
 )
 _PG_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
@@ -132,13 +148,6 @@ _INSERT: Final = (
     "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-# The append of a connection that knows the head: it lands only if the recorded head is
-# still that head and no entry lies beyond it (one statement, its own transaction).
-_INSERT_AFTER: Final = (
-    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes)"
-    " SELECT ?, ?, ?, ?, ?, ?, ? WHERE (SELECT entry_id FROM kernel_ledger_head"
-    " WHERE one = 1 AND seq = ?) = ? AND NOT EXISTS (SELECT 1 FROM kernel_ledger WHERE seq > ?)"
-)
 _SELECT_SEQ: Final = "SELECT seq FROM kernel_ledger WHERE entry_id = ?"
 _SELECT_NODE: Final = "SELECT entry_id, nodes FROM kernel_ledger WHERE seq = ?"
 _SELECT_LAST: Final = "SELECT seq, entry_id FROM kernel_ledger ORDER BY seq DESC LIMIT 1"
@@ -159,8 +168,12 @@ class LedgerStore(Protocol):
         """Where the store is (path or URL without password)."""
         ...
 
-    def append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
-        """Append one entry atomically after the current head; returns it."""
+    def append(
+        self, kind: EntryKind, payload: Mapping[str, object], *, durable: bool = False
+    ) -> NewEntry:
+        """Append one entry atomically after the current head; returns it. ``durable``:
+        on stable storage when this returns, with every entry before it (what an act
+        outside the ledger names: a commit's trailer, a ref's move)."""
         ...
 
     def entries(self) -> Iterator[RawEntry]:
@@ -323,6 +336,7 @@ class SqliteStore:
                 self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
                 for statement in _SQLITE_SCHEMA:
                     self._db.execute(statement)
                 columns = {row[1] for row in self._db.execute("PRAGMA table_info(kernel_ledger)")}
@@ -358,15 +372,27 @@ class SqliteStore:
     def locator(self) -> str:
         return str(self._path)
 
-    def append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+    def append(
+        self, kind: EntryKind, payload: Mapping[str, object], *, durable: bool = False
+    ) -> NewEntry:
         try:
-            if self._known is not None:
-                entry = self._append_after(kind, payload, *self._known)
-                if entry is not None:
-                    return entry
-            return self._append_locked(kind, payload)
+            if not durable:
+                return self._append(kind, payload)
+            # FULL syncs the log at this commit: this entry and every one before it.
+            self._db.execute("PRAGMA synchronous=FULL")
+            try:
+                return self._append(kind, payload)
+            finally:
+                self._db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: ledger append failed ({e})") from e
+
+    def _append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+        if self._known is not None:
+            entry = self._append_after(kind, payload, *self._known)
+            if entry is not None:
+                return entry
+        return self._append_locked(kind, payload)
 
     def _append_after(
         self,
@@ -377,19 +403,17 @@ class SqliteStore:
     ) -> NewEntry | None:
         """The one-statement append after a head this connection knows; None when the
         ledger moved on (another writer) and the locked path must decide."""
-        entry = new_entry(head, kind, dict(payload))
-        grown = TreeBuilder(tree.size, tree.frontier)
-        nodes = b"".join(grown.append(leaf_hash(entry.entry_id))) or None
+        entry = new_entry(head, kind, payload if type(payload) is dict else dict(payload))
+        # The tree grows in place: when the insert does not land it is dropped.
+        nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
         try:
-            done = self._db.execute(
-                _INSERT_AFTER, (*_row(entry), nodes, head[0], head[1], head[0])
-            ).rowcount
+            # One plain INSERT, its own transaction: the trigger refuses it unless the
+            # recorded head is still ``head``; the key refuses a seq another writer took.
+            self._db.execute(_INSERT, (*_row(entry), nodes))
         except sqlite3.IntegrityError:
-            done = 0
-        if done != 1:
             self._known = None
             return None
-        self._known = ((entry.seq, entry.entry_id), grown)
+        self._known = ((entry.seq, entry.entry_id), tree)
         return entry
 
     def _append_locked(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
@@ -519,7 +543,12 @@ class PostgresStore:
         # Never print a password.
         return redact(self._url)
 
-    def append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+    def append(
+        self, kind: EntryKind, payload: Mapping[str, object], *, durable: bool = False
+    ) -> NewEntry:
+        # Every commit is durable already (unless the server's operator turned
+        # ``synchronous_commit`` off): ``durable`` asks nothing more here.
+        del durable
         psycopg = self._psycopg
         try:
             with self._db.transaction():

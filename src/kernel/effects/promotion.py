@@ -269,6 +269,7 @@ def stage(
     entry = store.append(
         EntryKind.STAGING,
         {"action": "stage", "permit": outcome.to_dict(), "ref": ref, "commit": commit},
+        durable=True,
     )
     return Staged(permit=outcome, ref=ref, commit=commit, entry_id=entry.entry_id)
 
@@ -296,6 +297,7 @@ def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: st
             "ref": ref,
             "commit": old,
         },
+        durable=True,
     )
     return Unstaged(ref=ref, commit=old, entry_id=entry.entry_id)
 
@@ -413,6 +415,7 @@ def promote(
             "signature": signature.to_dict(),
             **context,
         },
+        durable=True,
     )
     _crash_point("permit")
     head = tree_head(store)
@@ -429,6 +432,7 @@ def promote(
             "commit": commit,
             **context,
         },
+        durable=True,
     )
     pending = PendingPromotion(
         intent_entry=intent.entry_id,
