@@ -7,11 +7,12 @@ follows what their functions reference, so such a call is reported with the chai
 
 Rules this module enforces:
 
-- a module's summary is computed once per process from its source, per file (keyed by
-  path, size and mtime): for every top-level function, class, method and module-level
-  alias, the qualified names its body references, resolved through the module's own
-  imports (``import a.b``, ``from a import b``, relative imports, every branch), its
-  top-level definitions, assignments (``default_timer = time.perf_counter``),
+- a module's summary is computed once from its source, per file (keyed by path, size
+  and mtime, and by content digest; `kernel.guard.cache` keeps it between runs): for
+  every top-level function, class, method and module-level alias, the qualified
+  names its body references, resolved through the module's own imports (``import
+  a.b``, ``from a import b``, relative imports, every branch), its top-level
+  definitions, assignments (``default_timer = time.perf_counter``),
   instances of its classes (``root = RootLogger(WARNING)``; a local ``tree =
   ElementTree()`` in a function), ``self``/``cls`` in methods and inherited methods
   (a method a class does not define is looked up in its bases, in order);
@@ -48,7 +49,19 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Final
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "Summary", "effect_chain", "is_class", "summary"]
+from kernel.identity import sha256_bytes
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "Summary",
+    "effect_chain",
+    "export_summaries",
+    "import_summaries",
+    "is_class",
+    "summary",
+    "take_new",
+]
 
 MAX_DEPTH: Final = 12
 MAX_NODES: Final = 4000
@@ -66,7 +79,10 @@ Summary = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str
 """``(refs, bases, instances)`` of a module: local dotted path (``f``, ``C``, ``C.m``)
 -> referenced qualified names; class -> qualified bases; name -> qualified class."""
 
-_SUMMARIES: dict[str, tuple[tuple[int, int], Summary]] = {}
+_SUMMARIES: dict[str, tuple[tuple[int, int], str, str, Summary]] = {}
+"""path -> ``((size, mtime_ns), content sha256, module, summary)``; kept on disk by
+`kernel.guard.cache.EffectCache` between runs."""
+_NEW: set[str] = set()
 
 
 def _module_file(module: str) -> str | None:
@@ -76,7 +92,12 @@ def _module_file(module: str) -> str | None:
 
 
 def summary(module: str) -> Summary | None:
-    """The summary of an installed module with Python source, or None."""
+    """The summary of an installed module with Python source, or None.
+
+    Reused while the file's size and mtime are those it was read with, or its content
+    digest is (a summary loaded from disk whose mtime was within the racy window of
+    the writing is checked by digest), else read again.
+    """
     path = _module_file(module)
     if path is None:
         return None
@@ -84,16 +105,63 @@ def summary(module: str) -> Summary | None:
         st = os.stat(path)
         key = (st.st_size, st.st_mtime_ns)
         known = _SUMMARIES.get(path)
-        if known is not None and known[0] == key:
-            return known[1]
+        if known is not None and known[0] == key and known[2] == module:
+            return known[3]
         with open(path, "rb") as fh:
-            tree = ast.parse(fh.read())
+            data = fh.read()
+        digest = sha256_bytes(data)
+        if known is not None and known[1] == digest and known[2] == module:
+            _SUMMARIES[path] = (key, digest, module, known[3])
+            _NEW.add(path)
+            return known[3]
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     made = _Reader(module, package, tree).read()
-    _SUMMARIES[path] = (key, made)
+    _SUMMARIES[path] = (key, digest, module, made)
+    _NEW.add(path)
     return made
+
+
+def export_summaries() -> dict[str, tuple[tuple[int, int], str, str, Summary]]:
+    """Every summary this process holds, for the cache to write."""
+    return dict(_SUMMARIES)
+
+
+def import_summaries(
+    entries: dict[object, object], *, trusted_before_ns: int, new: bool = False
+) -> None:
+    """Take summaries read from the cache or computed by a worker process.
+
+    A summary whose file's mtime is not older than ``trusted_before_ns`` (the racy
+    window of the writing) is reused only if its content digest still matches; entries
+    of the wrong shape are dropped. ``new`` marks them for `take_new`.
+    """
+    for path, entry in entries.items():
+        if not (
+            isinstance(path, str)
+            and isinstance(entry, tuple)
+            and len(entry) == 4
+            and isinstance(entry[0], tuple)
+            and len(entry[0]) == 2
+            and isinstance(entry[0][1], int)
+            and isinstance(entry[3], tuple)
+            and len(entry[3]) == 3
+        ):
+            continue
+        # A stat that cannot match makes `summary` compare the content digest.
+        key = (-1, -1) if entry[0][1] >= trusted_before_ns else entry[0]
+        _SUMMARIES[path] = (key, entry[1], entry[2], entry[3])
+        if new:
+            _NEW.add(path)
+
+
+def take_new() -> dict[str, tuple[tuple[int, int], str, str, Summary]]:
+    """The summaries computed (or re-validated) since the last call."""
+    out = {path: _SUMMARIES[path] for path in _NEW if path in _SUMMARIES}
+    _NEW.clear()
+    return out
 
 
 def is_class(q: str) -> bool:

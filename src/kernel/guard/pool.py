@@ -1,0 +1,138 @@
+"""Parsing the files the cache cannot serve: in this process, or split over forked ones.
+
+Rules this module enforces:
+
+- with one job, fewer than `PARALLEL_MIN_FILES` files, or other threads running in
+  this process (forking a threaded process can deadlock the child), every file is
+  parsed here;
+- otherwise the files are split by size into one share per job (largest first, each
+  to the lightest share: parsing time follows size); a child process is forked for
+  every share but the first before this process parses that one, and each child
+  sends its results back through a pipe (marshal), with the effect-map summaries it
+  computed; results are put back at their file's index, so the report is the one a
+  single job gives whatever order the children finish in;
+- a child that fails (killed, crashed, damaged output) has its share parsed here: a
+  file is never lost and a failing child is never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import marshal
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from kernel.guard import effects
+from kernel.guard.cache import gc_paused
+from kernel.guard.model import Rule, ViolationCode
+from kernel.guard.patterns import CallMatcher
+from kernel.guard.scan import ImportFact, RawFinding, scan_source
+from kernel.identity import sha256_bytes
+
+__all__ = ["PARALLEL_MIN_FILES", "Done", "Job", "scan_all", "split_by_size"]
+
+PARALLEL_MIN_FILES = 64
+"""Below this many files to parse, forking costs more than it saves."""
+
+Job = tuple[str, str, bool, tuple[Rule, ...], str, int]
+"""``(path, module, is_package, rules, cached digest or "", size)``."""
+Done = tuple[str, tuple[int, int, int] | None, list[ImportFact], list[RawFinding]]
+"""``(digest, (size, mtime_ns, inode) or None if unreadable, imports, findings)``."""
+MatcherFor = Callable[[tuple[Rule, ...]], CallMatcher]
+
+_TRUST = 1 << 62  # a worker's summaries were read just now: trusted as this process's
+
+
+def _scan_one(job: Job, matcher: CallMatcher | None) -> Done:
+    path, module, is_package, rules, known, _size = job
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return "", None, [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")]
+    digest = sha256_bytes(data)
+    stat = (st.st_size, st.st_mtime_ns, st.st_ino)
+    if digest == known:
+        return digest, stat, [], []  # the caller serves the cached result
+    imports, findings = scan_source(
+        data, module=module, is_package=is_package, rules=rules, matcher=matcher, filename=path
+    )
+    return digest, stat, imports, findings
+
+
+def split_by_size(sizes: Sequence[int], shares: int) -> list[list[int]]:
+    """Indexes of ``sizes`` in ``shares`` groups of near-equal total size (largest
+    first to the lightest group), each group in index order."""
+    groups: list[list[int]] = [[] for _ in range(shares)]
+    totals = [0] * shares
+    for index in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        lightest = totals.index(min(totals))
+        groups[lightest].append(index)
+        totals[lightest] += sizes[index]
+    return [sorted(group) for group in groups]
+
+
+def _threads_running() -> bool:
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
+
+
+def scan_all(todo: Sequence[Job], matcher_for: MatcherFor, jobs: int | None) -> list[Done]:
+    """The result of every job of ``todo``, in order (see the module's rules)."""
+    workers = jobs if jobs is not None else len(os.sched_getaffinity(0))
+    if workers <= 1 or len(todo) < PARALLEL_MIN_FILES or _threads_running():
+        with gc_paused():
+            return [_scan_one(job, matcher_for(job[3])) for job in todo]
+    shares = split_by_size([job[5] for job in todo], workers)
+    children = [_fork(todo, share, matcher_for) for share in shares[1:]]
+    out: list[Done | None] = [None] * len(todo)
+    with gc_paused():
+        for index in shares[0]:
+            out[index] = _scan_one(todo[index], matcher_for(todo[index][3]))
+    for share, (pid, reader) in zip(shares[1:], children, strict=True):
+        got = _collect(pid, reader, len(share))
+        if got is None:  # the child failed: its share is parsed here
+            with gc_paused():
+                got = [_scan_one(todo[i], matcher_for(todo[i][3])) for i in share]
+        for index, done in zip(share, got, strict=True):
+            out[index] = done
+    return [done for done in out if done is not None]
+
+
+def _fork(todo: Sequence[Job], share: list[int], matcher_for: MatcherFor) -> tuple[int, int]:
+    """Start a child that parses ``share`` and writes its results to a pipe."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(writer)
+        return pid, reader
+    code = 1
+    try:  # the child: never returns into the caller's code
+        os.close(reader)
+        gc.disable()
+        done = [_scan_one(todo[i], matcher_for(todo[i][3])) for i in share]
+        with os.fdopen(writer, "wb") as fh:
+            marshal.dump((done, effects.take_new()), fh)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pid: int, reader: int, count: int) -> list[Done] | None:
+    """A child's results, or None if it failed."""
+    with os.fdopen(reader, "rb") as fh:
+        blob = fh.read()
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    try:
+        # Written by the child this process forked, read back from its own pipe.
+        done, summaries = marshal.loads(blob)  # noqa: S302
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(done, list) or len(done) != count or not isinstance(summaries, dict):
+        return None
+    effects.import_summaries(summaries, trusted_before_ns=_TRUST, new=True)
+    return done

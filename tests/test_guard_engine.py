@@ -1,0 +1,202 @@
+"""kernel.guard's engine: the effect map kept between runs, parsing split over forked
+processes (same report as one process, a failing child costs nothing), and the split
+of the work by size."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel.guard import Policy, Rule, check_tree, effects, pool, scan
+from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
+from test_guard import _tree  # type: ignore[import-not-found]  # sibling test module
+
+LIB = """\
+import time as _t
+class Base:
+    def now(self):
+        return _t.time()
+class Child(Base):
+    pass
+def helper():
+    return _t.time()
+"""
+
+USER = "import {lib}\n{lib}.helper()\n{lib}.Child.now\n"
+
+
+def _policy(**kw: object) -> Policy:
+    fields: dict[str, object] = {"name": "r", "modules": ("pkg", "pkg.*")}
+    fields.update(kw)
+    return Policy(rules=(Rule(**fields),))  # type: ignore[arg-type]
+
+
+def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:
+    """An installed module ``name`` (a fresh name per test: module lookups are
+    memoised per process) whose functions read the clock."""
+    lib = tmp_path / "site"
+    lib.mkdir()
+    path = lib / f"{name}.py"
+    path.write_text(LIB, encoding="utf-8")
+    old = 1_000_000_000
+    os.utime(path, (old, old))  # older than the racy window of any cache writing
+    monkeypatch.syspath_prepend(str(lib))
+    return path
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reads: list[str] = []
+    real = effects._Reader.read
+
+    def counted(self: effects._Reader) -> effects.Summary:
+        reads.append(self.module)
+        return real(self)
+
+    monkeypatch.setattr(effects._Reader, "read", counted)
+    return reads
+
+
+def _forget_summaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process forgets the effect map, as a new `kernel guard` process starts."""
+    monkeypatch.setattr(scan, "_EFFECT_MEMO", {})
+    monkeypatch.setattr(effects, "_SUMMARIES", {})
+    monkeypatch.setattr(effects, "_NEW", set())
+
+
+def test_effect_map_is_kept_between_runs_and_follows_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run reads no installed module the cache summarised; an edited one (another
+    digest) is read again and its new behaviour is reported; a damaged cache is a cold
+    run; every run reports the same."""
+    lib = _installed(tmp_path, monkeypatch, "kg_effects_kept")
+    src = _tree(tmp_path / "p", {"pkg/__init__.py": "", "pkg/a.py": USER.format(lib=lib.stem)})
+    policy = _policy(forbid_calls=("time.*", "os.system"), effects=True)
+    cache = tmp_path / "cache"
+    reads = _count_reads(monkeypatch)
+    _forget_summaries(monkeypatch)
+    first = check_tree(src, policy, cache_dir=cache)
+    assert reads == [lib.stem]
+    assert [v.code.value for v in first.violations] == ["KG012", "KG012"]
+    assert len(list(cache.glob("effects-*.marshal"))) == 1
+    (src / "pkg" / "a.py").write_text(USER.format(lib=lib.stem) + "x = 1\n", encoding="utf-8")
+    _forget_summaries(monkeypatch)
+    second = check_tree(src, policy, cache_dir=cache)
+    assert reads == [lib.stem]  # the installed module was not read again
+    assert second.violations == first.violations
+    lib.write_text(LIB.replace("_t.time()", "_t.sleep(0)", 1), encoding="utf-8")
+    os.utime(lib, (1_000_000_000, 1_000_000_000))  # same mtime: the digest tells
+    (src / "pkg" / "a.py").write_text(USER.format(lib=lib.stem), encoding="utf-8")
+    _forget_summaries(monkeypatch)
+    third = check_tree(src, policy, cache_dir=cache)
+    assert reads == [lib.stem, lib.stem]
+    assert [v.message.rsplit("-> ", 1)[1] for v in third.violations] == [
+        "time.time",
+        "time.sleep",
+    ]
+    for file in cache.glob("effects-*.marshal"):
+        file.write_bytes(b"damaged")
+    (src / "pkg" / "a.py").write_text(USER.format(lib=lib.stem) + "y = 2\n", encoding="utf-8")
+    _forget_summaries(monkeypatch)
+    assert check_tree(src, policy, cache_dir=cache).violations == third.violations
+    assert reads == [lib.stem] * 3
+
+
+def test_effect_summaries_of_the_racy_window_are_checked_by_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A summary whose file changed within the racy window of the cache's writing is
+    not trusted by its stat; one of the wrong shape is dropped."""
+    _forget_summaries(monkeypatch)
+    summary: effects.Summary = ({}, {}, {})
+    effects.import_summaries(
+        {
+            "/old.py": ((1, 10), "d1", "old", summary),
+            "/new.py": ((1, 99), "d2", "new", summary),
+            "/bad.py": ("not", "a", "summary"),
+            7: ((1, 1), "d", "m", summary),
+        },
+        trusted_before_ns=50,
+    )
+    kept = effects._SUMMARIES
+    assert kept == {
+        "/old.py": ((1, 10), "d1", "old", summary),
+        "/new.py": ((-1, -1), "d2", "new", summary),
+    }
+    assert effects.take_new() == {}
+
+
+def _project(tmp_path: Path) -> tuple[Path, Policy]:
+    files = {
+        f"pkg/m{i}.py": f"import os\nx = {i}\n" + "y = 1\n" * (i % 7) + "os.system('x')\n"
+        for i in range(PARALLEL_MIN_FILES + 6)
+    }
+    files["pkg/__init__.py"] = ""
+    files["pkg/broken.py"] = "def (:\n"
+    files["pkg/z.py"] = "import pkg.m1\n"
+    src = _tree(tmp_path, files)
+    policy = _policy(forbid_calls=("os.system",), forbid_imports=("subprocess",), transitive=True)
+    return src, policy
+
+
+def test_forked_parsing_gives_the_report_of_one_process(tmp_path: Path) -> None:
+    """Two or three processes, cold or with a cache: the same report as one."""
+    src, policy = _project(tmp_path)
+    serial = check_tree(src, policy, jobs=1)
+    assert len(serial.violations) == PARALLEL_MIN_FILES + 7
+    for jobs in (2, 3):
+        assert check_tree(src, policy, jobs=jobs) == serial
+    cache = tmp_path / "cache"
+    assert check_tree(src, policy, jobs=2, cache_dir=cache).violations == serial.violations
+
+
+def test_a_failing_child_costs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that dies before sending its results: its share is parsed here."""
+    src, policy = _project(tmp_path)
+    serial = check_tree(src, policy, jobs=1)
+    parent = os.getpid()
+    real = pool._scan_one
+
+    def dies_in_child(job: pool.Job, matcher: object) -> pool.Done:
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return real(job, matcher)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "_scan_one", dies_in_child)
+    assert check_tree(src, policy, jobs=2) == serial
+
+
+def test_no_fork_while_other_threads_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With another thread alive, forking could deadlock the child: parsed here."""
+    src, policy = _project(tmp_path)
+    serial = check_tree(src, policy, jobs=1)
+
+    def no_fork() -> int:
+        raise AssertionError("forked with a thread running")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        assert check_tree(src, policy, jobs=2) == serial
+    finally:
+        stop.set()
+        waiter.join()
+
+
+@given(st.lists(st.integers(0, 10_000), max_size=60), st.integers(1, 5))
+def test_split_by_size_is_a_balanced_partition(sizes: list[int], shares: int) -> None:
+    """For all sizes and share counts: every index in exactly one share, each share in
+    index order, and no share heavier than the lightest by more than the largest file."""
+    groups = split_by_size(sizes, shares)
+    assert len(groups) == shares
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
+    assert all(g == sorted(g) for g in groups)
+    totals = [sum(sizes[i] for i in g) for g in groups]
+    assert max(totals) - min(totals) <= max(sizes, default=0)
