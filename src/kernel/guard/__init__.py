@@ -9,8 +9,9 @@ Rules this package enforces (details in each module):
 - `kernel.guard.scan`: decoding as Python does, resolution of aliases, relative/dynamic
   imports, ``getattr``, re-binding, scopes, ``builtins``, reach-through of installed
   modules, ``TYPE_CHECKING``, annotations, reflection and star imports; suppressions;
-- `kernel.guard.engine`: modules by path, coverage (fail closed), the content-hash
-  cache, transitive reach, layers;
+- `kernel.guard.engine`: modules by path (`kernel.guard.discover`), coverage (fail
+  closed), the content-hash caches (`kernel.guard.cache`), parsing in one process or
+  several (`kernel.guard.pool`), transitive reach and layers (`kernel.guard.graph`);
 - `kernel.guard.output`: text, JSON, SARIF 2.1.0 and GitHub annotations.
 
 Checking uses only `ast` and `symtable`: every row of docs/guard.md's capability
