@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from kernel.commit_admission import EvidenceClass
 from kernel.effects.orchestrate import run_config
 from kernel.errors import ParameterValueError
 from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.render import render_html, render_markdown
-from kernel.render.views import declared_tests_section
+from kernel.render.views import calibration_section, declared_tests_section
 from kernel.runrecord import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
     AttemptState,
+    Calibration,
+    CalibrationReason,
     CheckRun,
     DeclaredTestKind,
     DeclaredTestOutcome,
@@ -28,8 +33,6 @@ from kernel.runrecord import (
 )
 from kernel.strategies import records_of
 from kernel.suite import (
-    Calibration,
-    CalibrationReason,
     InstanceResult,
     PredictionResult,
     PredictionStatus,
@@ -77,10 +80,10 @@ def test_a_valid_instance_has_no_reason_and_its_table() -> None:
     calibration = calibrate("i", BASELINE, FIXED, has_reference=True)
     assert calibration.valid
     assert calibration.reasons == ()
-    assert [(t.test_id, t.baseline, t.reference) for t in calibration.tests] == [
-        ("m.T.f", OUT.FAILED, OUT.PASSED),
-        ("m.T.e", OUT.ERROR, OUT.PASSED),
-        ("m.T.p", OUT.PASSED, OUT.PASSED),
+    assert [(t.test_id, t.baseline, t.reference, t.reason) for t in calibration.tests] == [
+        ("m.T.f", OUT.FAILED, OUT.PASSED, None),
+        ("m.T.e", OUT.ERROR, OUT.PASSED, None),
+        ("m.T.p", OUT.PASSED, OUT.PASSED, None),
     ]
     without = calibrate("i", BASELINE, None, has_reference=False)
     assert without.valid
@@ -175,8 +178,8 @@ def test_a_valid_instance_has_no_reason_and_its_table() -> None:
             ),
             None,
             False,
-            ("m.T.x",),
-            (CalibrationReason.TEST_NOT_RUN, CalibrationReason.UNKNOWN_TEST_ID),
+            ("m.T.e",),
+            (CalibrationReason.UNKNOWN_TEST_ID,),
             id="unknown-id",
         ),
     ],
@@ -194,6 +197,54 @@ def test_an_invalid_instance_says_why(
     )
     assert not calibration.valid
     assert calibration.reasons == reasons
+
+
+def test_only_the_wrong_test_carries_the_reason() -> None:
+    """Issue 19 item 3: in the per-test table, each row names the reason its own test
+    gives; a test that is as calibration expects carries none, and an instance refused
+    for an unknown id marks only that id ``unknown_test_id``, the others not run because
+    of another test (never ``test_not_run`` for all)."""
+    baseline = _replace(BASELINE, "m.T.p", OUT.ERROR)
+    reference = _replace(FIXED, "m.T.e", OUT.FAILED)
+    table = calibrate("i", baseline, reference, has_reference=True)
+    assert table.reasons == (
+        CalibrationReason.PASS_TO_PASS_NOT_PASSING,
+        CalibrationReason.REFERENCE_NOT_PASSING,
+    )
+    assert [(t.test_id, t.reason) for t in table.tests] == [
+        ("m.T.f", None),
+        ("m.T.e", CalibrationReason.REFERENCE_NOT_PASSING),
+        ("m.T.p", CalibrationReason.PASS_TO_PASS_NOT_PASSING),
+    ]
+    skipped = calibrate("i", _replace(BASELINE, "m.T.f", OUT.SKIPPED), None, has_reference=False)
+    assert [t.reason for t in skipped.tests] == [CalibrationReason.TEST_NOT_RUN, None, None]
+    not_run = tuple(attrs.evolve(t, outcome=OUT.MISSING) for t in BASELINE)
+    refused = calibrate("i", not_run, None, has_reference=False, unknown_tests=("m.T.e",))
+    assert [(t.test_id, t.reason) for t in refused.tests] == [
+        ("m.T.f", CalibrationReason.REFUSED_FOR_ANOTHER_TEST),
+        ("m.T.e", CalibrationReason.UNKNOWN_TEST_ID),
+        ("m.T.p", CalibrationReason.REFUSED_FOR_ANOTHER_TEST),
+    ]
+    markdown = render_suite_markdown(
+        summarize_suite(
+            [
+                InstanceResult(
+                    instance_id="i",
+                    input_digest="0" * 64,
+                    environment_digest=None,
+                    calibration=refused,
+                    run_digest=None,
+                    predictions=(),
+                )
+            ]
+        )
+    )
+    row = r"| m.T.e | fail\_to\_pass | missing | - | unknown\_test\_id |"
+    assert r"| i | invalid: unknown\_test\_id " + row in markdown
+    assert (
+        r"| m.T.f | fail\_to\_pass | missing | - | not\_run\_refused\_for\_another\_test |"
+        in markdown
+    )
 
 
 # --- one prediction ---------------------------------------------------------------------
@@ -278,12 +329,21 @@ def test_unresolved_predictions_name_their_failing_tests(
 
 
 def test_an_empty_patch_is_counted_apart() -> None:
-    """An empty patch is not run and not judged."""
+    """An empty patch on a valid instance is not run and not judged: ``empty_patch``; on
+    an invalid instance nothing was judged, so it is an ``error`` like every other
+    prediction there (issue 19 item 4)."""
     result = _judge(None, empty=True, state=None)
     assert (result.status, result.resolution, result.error) == (
         PredictionStatus.EMPTY_PATCH,
         None,
         None,
+    )
+    invalid = calibrate("i", None, None, has_reference=False)
+    result = _judge(None, empty=True, state=None, calibration=invalid)
+    assert (result.status, result.resolution, result.error) == (
+        PredictionStatus.ERROR,
+        None,
+        "instance not valid: calibration_error",
     )
 
 
@@ -402,7 +462,7 @@ def test_the_views_escape_every_cell_and_show_every_table() -> None:
     assert "<script>" not in page
     assert "<script>" not in markdown
     assert "100.0%" in markdown
-    assert r"calibration\_error" in markdown
+    assert r"| bad | invalid: calibration\_error | - | - | - | - | - |" in markdown
     zero = attrs.evolve(summary.models[0], predictions=0, resolved=0)
     assert "| - |" in render_suite_markdown(attrs.evolve(summary, models=(zero,)))
 
@@ -444,3 +504,112 @@ def test_every_report_view_shows_the_declared_tests_table() -> None:
     for page in (render_markdown(with_tests), render_html(with_tests)):
         assert "Declared tests" in page
         assert "<b>x</b>" not in page
+
+
+_MIX = st.lists(
+    st.tuples(
+        st.booleans(),  # the instance is valid
+        st.lists(
+            st.tuples(
+                st.sampled_from(["model-a", "model-b", "model-c"]),
+                st.booleans(),  # empty patch
+                st.sampled_from([None, FIXED, BASELINE]),  # its tests (None: no result)
+                st.sampled_from([EvidenceState.SUPPORTED, EvidenceState.REJECTED]),
+            ),
+            max_size=4,
+            unique_by=lambda p: p[0],
+        ),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@given(_MIX)
+def test_the_counts_add_up_per_model(mix: list[tuple[bool, list[Any]]]) -> None:
+    """For all mixes of valid and invalid instances and predictions (empty, no result,
+    fixed, unfixed; supported or not): each model's counts add up to its predictions;
+    every prediction on an invalid instance, an empty one included, is an error; a
+    resolved prediction is a non-empty FULL supported one on a valid instance."""
+    invalid = calibrate("i", None, None, has_reference=False)
+    instances = []
+    for index, (valid, predictions) in enumerate(mix):
+        calibration = VALID if valid else invalid
+        instances.append(
+            InstanceResult(
+                instance_id=f"i{index}",
+                input_digest="0" * 64,
+                environment_digest=None,
+                calibration=calibration,
+                run_digest=None,
+                predictions=tuple(
+                    judge_prediction(
+                        instance_id=f"i{index}",
+                        model=model,
+                        calibration=calibration,
+                        empty_patch=empty,
+                        attempt=None if empty or tests is None else _attempt(tests),
+                        evidence_state=state,
+                        evidence_class=None,
+                    )
+                    for model, empty, tests, state in predictions
+                ),
+            )
+        )
+    expected: dict[str, Counter[str]] = {}
+    for valid, predictions in mix:
+        for model, empty, tests, state in predictions:
+            if not valid or (not empty and tests is None):
+                status = "error"
+            elif empty:
+                status = "empty_patch"
+            elif tests is FIXED and state is EvidenceState.SUPPORTED:
+                status = "resolved"
+            else:
+                status = "unresolved"
+            expected.setdefault(model, Counter())[status] += 1
+    summary = summarize_suite(instances)
+    assert [m.model for m in summary.models] == sorted(expected)
+    for counts in summary.models:
+        want = expected[counts.model]
+        assert counts.resolved + counts.unresolved + counts.error + counts.empty_patch == (
+            counts.predictions
+        )
+        assert counts.predictions == sum(want.values())
+        assert (counts.resolved, counts.unresolved, counts.error, counts.empty_patch) == (
+            want["resolved"],
+            want["unresolved"],
+            want["error"],
+            want["empty_patch"],
+        )
+
+
+def test_every_report_view_shows_the_calibration_table() -> None:
+    """A calibrated run's report carries its calibration (from the run record) and every
+    view shows the per-test table with each test's reason; an uncalibrated run shows
+    none."""
+    run = run_config(FIXTURES / "orchestration/two-attempt-good-vs-bad.json")
+    report = build_evidence_report(run)
+    assert isinstance(report, RunEvidenceReport)
+    assert report.calibration is None
+    assert calibration_section(report) is None
+    table = calibrate("run", _replace(BASELINE, "m.T.p", OUT.ERROR), None, has_reference=False)
+    calibrated = build_evidence_report(attrs.evolve(run, calibration=table))
+    assert isinstance(calibrated, RunEvidenceReport)
+    assert calibrated.calibration == table
+    section = calibration_section(calibrated)
+    assert section is not None
+    assert "This instance: invalid: pass_to_pass_not_passing_on_baseline." in section.notes[0]
+    assert section.rows[2] == (
+        "m.T.p",
+        "pass_to_pass",
+        "error",
+        "-",
+        "pass_to_pass_not_passing_on_baseline",
+    )
+    valid = calibration_section(attrs.evolve(calibrated, calibration=VALID))
+    assert valid is not None
+    assert "This instance: valid." in valid.notes[0]
+    for page in (render_markdown(calibrated), render_html(calibrated)):
+        assert "Calibration" in page
+        assert "pass_to_pass_not_passing_on_baseline" in page.replace("\\_", "_")

@@ -16,8 +16,8 @@ import pytest
 from kernel.effects.cli import main
 from kernel.effects.suite import SuiteOutcome, load_instances, run_suite
 from kernel.errors import ConfigError
-from kernel.runrecord import RunRecord
-from kernel.suite import CalibrationReason, InstanceResult, PredictionStatus, Resolution
+from kernel.runrecord import CalibrationReason, RunRecord
+from kernel.suite import InstanceResult, PredictionStatus, Resolution
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "suite-demo"
@@ -49,8 +49,9 @@ def test_each_prediction_is_judged_by_its_tests_and_the_verifier(
     demo: tuple[Path, SuiteOutcome],
 ) -> None:
     """The truth of the demo suite: the correct fix resolves, the wrong fix does not (with
-    its failing tests), the empty patch is counted apart, and every prediction on the
-    instance with a wrong test id is an error (the instance is not judged)."""
+    its failing tests), the empty patch is counted apart on the valid instance, and
+    every prediction on the instance with a wrong test id, the empty one included, is an
+    error (the instance is not judged)."""
     _, outcome = demo
     assert _statuses(outcome) == {
         ("demo__median-even", "model-a"): ("resolved", "FULL"),
@@ -58,7 +59,7 @@ def test_each_prediction_is_judged_by_its_tests_and_the_verifier(
         ("demo__median-even", "model-c"): ("empty_patch", None),
         ("demo__wrong-test-id", "model-a"): ("error", None),
         ("demo__wrong-test-id", "model-b"): ("error", None),
-        ("demo__wrong-test-id", "model-c"): ("empty_patch", None),
+        ("demo__wrong-test-id", "model-c"): ("error", None),
     }
     wrong = outcome.summary.instances[0].predictions[1]
     assert wrong.failing_tests == (
@@ -68,7 +69,7 @@ def test_each_prediction_is_judged_by_its_tests_and_the_verifier(
     counts = {
         m.model: (m.resolved, m.unresolved, m.error, m.empty_patch) for m in outcome.summary.models
     }
-    assert counts == {"model-a": (1, 0, 1, 0), "model-b": (0, 1, 1, 0), "model-c": (0, 0, 0, 2)}
+    assert counts == {"model-a": (1, 0, 1, 0), "model-b": (0, 1, 1, 0), "model-c": (0, 0, 1, 1)}
 
 
 def test_calibration_is_recorded_and_refuses_a_wrong_test_id(
@@ -84,7 +85,14 @@ def test_calibration_is_recorded_and_refuses_a_wrong_test_id(
         *[("passed", "passed")] * 3,
     ]
     assert not invalid.valid
-    assert CalibrationReason.UNKNOWN_TEST_ID in invalid.reasons
+    assert invalid.reasons == (CalibrationReason.UNKNOWN_TEST_ID,)
+    # Only the misspelt id carries the reason; the others were not run because of it.
+    assert [(t.test_id.rpartition(".")[2], t.reason) for t in invalid.tests] == [
+        ("test_median_evenn", CalibrationReason.UNKNOWN_TEST_ID),
+        ("test_mean", CalibrationReason.REFUSED_FOR_ANOTHER_TEST),
+        ("test_median_odd", CalibrationReason.REFUSED_FOR_ANOTHER_TEST),
+        ("test_median_unsorted_input_untouched", CalibrationReason.REFUSED_FOR_ANOTHER_TEST),
+    ]
     folder = base / "results/suite/instances"
     assert not (folder / "demo__wrong-test-id/run.json").exists()
     saved = json.loads((folder / "demo__median-even/calibration.json").read_text())
@@ -299,8 +307,8 @@ class _Lost(concurrent.futures.ThreadPoolExecutor):
 
 
 def test_a_lost_instance_task_is_a_control_error(tmp_path: Path) -> None:
-    """A task that never completes makes its instance's predictions ``error`` with the
-    reason ``infrastructure_fault``; the other instances are judged as usual."""
+    """A task that never completes makes its instance's predictions (empty ones too)
+    ``error`` with the reason ``infrastructure_fault``; the other instances are judged as usual."""
     with _Lost(max_workers=1) as pool:
         outcome = run_suite(
             DEMO / "instances.json",
@@ -311,10 +319,8 @@ def test_a_lost_instance_task_is_a_control_error(tmp_path: Path) -> None:
         )
     lost = outcome.summary.instances[1]
     assert lost.calibration.reasons == (CalibrationReason.INFRASTRUCTURE_FAULT,)
-    assert {p.status for p in lost.predictions} == {
-        PredictionStatus.ERROR,
-        PredictionStatus.EMPTY_PATCH,
-    }
+    # Nothing of it was judged: its empty patch too is an error, not an empty patch.
+    assert {p.status for p in lost.predictions} == {PredictionStatus.ERROR}
     assert outcome.summary.instances[0].predictions[0].resolution is Resolution.FULL
 
 

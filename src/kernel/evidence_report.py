@@ -49,6 +49,7 @@ from kernel.runrecord import (
     AttemptError,
     AttemptRecord,
     AttemptState,
+    Calibration,
     CheckRun,
     ImportedFrom,
     IsolationPolicy,
@@ -256,6 +257,9 @@ class RunEvidenceReport(Record):
     """All false."""
     isolation_policy: IsolationPolicy | None = None
     """The isolation the run's config accepted (as the run recorded it)."""
+    calibration: Calibration | None = None
+    """The declared tests on the baseline before any attempt was judged (as the run
+    recorded it)."""
 
     @functools.cached_property
     def digest(self) -> str:
@@ -520,6 +524,7 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
         human_decision=PendingDecision(),
         authority=RunAuthority.none(),
         isolation_policy=run.isolation_policy,
+        calibration=run.calibration,
     )
 
 

@@ -58,6 +58,9 @@ __all__ = [
     "AttemptErrorCode",
     "AttemptRecord",
     "AttemptState",
+    "Calibration",
+    "CalibrationReason",
+    "CalibrationTest",
     "CheckRun",
     "CheckSummary",
     "DeclaredReplay",
@@ -306,6 +309,63 @@ class DeclaredTestResult(Record):
     """FAIL_TO_PASS or PASS_TO_PASS."""
     outcome: DeclaredTestOutcome
     """What the runner's result says of it."""
+
+
+class CalibrationReason(enum.StrEnum):
+    """Why an instance (a work unit's declared tests on its baseline) is not valid
+    (`kernel.suite.calibrate`). Each also names the one test it holds for in the
+    calibration table, except ``calibration_error`` and ``infrastructure_fault``."""
+
+    FAIL_TO_PASS_PASSES = "fail_to_pass_passes_on_baseline"  # noqa: S105 - not a secret
+    """A FAIL_TO_PASS test already passes on the baseline: it tests nothing."""
+    PASS_TO_PASS_NOT_PASSING = "pass_to_pass_not_passing_on_baseline"  # noqa: S105
+    """A PASS_TO_PASS test fails or errors on the baseline (a missing dependency too)."""
+    TEST_NOT_RUN = "test_not_run"
+    """A declared test was not reported, was skipped, or came from a tampered result."""
+    REFERENCE_NOT_PASSING = "reference_not_passing"
+    """The reference patch does not pass every declared test."""
+    CALIBRATION_ERROR = "calibration_error"
+    """The calibration run reached no per-test result (a control error)."""
+    INFRASTRUCTURE_FAULT = "infrastructure_fault"
+    """The instance's task did not complete (a worker lost past the scheduler's retries):
+    a control error of the suite, recorded by its runner, never a verdict."""
+    UNKNOWN_TEST_ID = "unknown_test_id"
+    """A declared test id names nothing the baseline defines (found statically: the
+    instance is not run)."""
+    REFUSED_FOR_ANOTHER_TEST = "not_run_refused_for_another_test"
+    """Per test only (never an instance's reason): this test was not run because the
+    instance was refused before anything ran, for another test's reason."""
+
+
+@attrs.frozen(kw_only=True)
+class CalibrationTest(Record):
+    """One declared test on the baseline and on the reference patch."""
+
+    test_id: NonBlank
+    """The declared test id."""
+    kind: DeclaredTestKind
+    """FAIL_TO_PASS or PASS_TO_PASS."""
+    baseline: DeclaredTestOutcome
+    """Its outcome on the baseline."""
+    reference: DeclaredTestOutcome | None
+    """Its outcome with the reference patch (None: no reference patch)."""
+    reason: CalibrationReason | None = None
+    """Why this test makes the instance invalid, or was not run (None: it is as
+    calibration expects)."""
+
+
+@attrs.frozen(kw_only=True)
+class Calibration(Record):
+    """Whether an instance is valid, and the per-test table that says why."""
+
+    instance_id: NonBlank
+    """The instance (a suite's instance id, or a run's id)."""
+    valid: bool
+    """True when no reason holds: the instance may be judged."""
+    reasons: tuple[CalibrationReason, ...]
+    """Every reason that holds, in the enum's order (empty when valid)."""
+    tests: tuple[CalibrationTest, ...]
+    """Each declared test, FAIL_TO_PASS first, in declaration order."""
 
 
 SCREEN_CHECK_ID: Final = "candidate-screen"
@@ -584,6 +644,10 @@ class RunRecord(Record):
     isolation_policy: IsolationPolicy | None = None
     """The isolation the config accepted (command runs); None for fixture and imported
     runs."""
+    calibration: Calibration | None = None
+    """The declared tests on the baseline (and the reference patch) before any attempt
+    was judged (a valid calibration: an invalid one stops the run); None when the
+    verifier declares no tests, or for fixture and imported runs."""
 
     @functools.cached_property
     def digest(self) -> str:

@@ -11,10 +11,15 @@ Pure: records in, records out (the runner is `kernel.effects.suite`). Rules enfo
   ``test_not_run`` (a wrong test id, a test that cannot be collected), the reference
   must pass every test (``reference_not_passing``), and a calibration run that reached
   no per-test result at all is ``calibration_error`` (a control error: a sandbox, an
-  environment). An instance with any reason is invalid: it is not judged;
-- **one prediction** (`judge_prediction`): an empty patch is ``empty_patch`` (not run);
-  a prediction on an invalid instance, or whose attempt ended in a control error, is
-  ``error`` (never the patch's fault); otherwise the declared tests give SWE-bench's
+  environment). An instance with any reason is invalid: it is not judged. Each row of
+  the table carries the reason its own test gives (an instance refused before anything
+  ran for an unknown test id: that id ``unknown_test_id``, the others
+  ``not_run_refused_for_another_test``); the records are `kernel.runrecord`'s, as a
+  plain run records its calibration too;
+- **one prediction** (`judge_prediction`): a prediction on an invalid instance, an
+  empty one included, or whose attempt ended in a control error, is ``error`` (never
+  the patch's fault); an empty patch on a valid instance is ``empty_patch`` (not run);
+  otherwise the declared tests give SWE-bench's
   resolution (``FULL``: every test passed; ``PARTIAL``: every PASS_TO_PASS and some
   FAIL_TO_PASS passed; ``NO``: otherwise), and the prediction is ``resolved`` only when
   the resolution is FULL *and* the independent verifier supported it (its other required
@@ -43,6 +48,9 @@ from kernel.render import html_text, md_cell
 from kernel.runrecord import (
     AttemptRecord,
     AttemptState,
+    Calibration,
+    CalibrationReason,
+    CalibrationTest,
     DeclaredTestKind,
     DeclaredTestOutcome,
     DeclaredTestResult,
@@ -51,9 +59,6 @@ from kernel.values import Count, Digest, NonBlank, OptionalDigest
 
 __all__ = [
     "SUITE_SUMMARY_KIND",
-    "Calibration",
-    "CalibrationReason",
-    "CalibrationTest",
     "InstanceResult",
     "ModelCounts",
     "PredictionResult",
@@ -74,27 +79,6 @@ _PASSED: Final = DeclaredTestOutcome.PASSED
 _FAILING: Final = frozenset({DeclaredTestOutcome.FAILED, DeclaredTestOutcome.ERROR})
 
 
-class CalibrationReason(enum.StrEnum):
-    """Why an instance is not valid (module rules)."""
-
-    FAIL_TO_PASS_PASSES = "fail_to_pass_passes_on_baseline"  # noqa: S105 - not a secret
-    """A FAIL_TO_PASS test already passes on the baseline: it tests nothing."""
-    PASS_TO_PASS_NOT_PASSING = "pass_to_pass_not_passing_on_baseline"  # noqa: S105
-    """A PASS_TO_PASS test fails or errors on the baseline (a missing dependency too)."""
-    TEST_NOT_RUN = "test_not_run"
-    """A declared test was not reported, was skipped, or came from a tampered result."""
-    REFERENCE_NOT_PASSING = "reference_not_passing"
-    """The reference patch does not pass every declared test."""
-    CALIBRATION_ERROR = "calibration_error"
-    """The calibration run reached no per-test result (a control error)."""
-    INFRASTRUCTURE_FAULT = "infrastructure_fault"
-    """The instance's task did not complete (a worker lost past the scheduler's retries):
-    a control error of the suite, recorded by its runner, never a verdict."""
-    UNKNOWN_TEST_ID = "unknown_test_id"
-    """A declared test id names nothing the baseline defines (found statically: the
-    instance is not run)."""
-
-
 class PredictionStatus(enum.StrEnum):
     """What became of one model's prediction on one instance."""
 
@@ -110,34 +94,6 @@ class Resolution(enum.StrEnum):
     FULL = "FULL"
     PARTIAL = "PARTIAL"
     NO = "NO"
-
-
-@attrs.frozen(kw_only=True)
-class CalibrationTest(Record):
-    """One declared test on the baseline and on the reference patch."""
-
-    test_id: NonBlank
-    """The declared test id."""
-    kind: DeclaredTestKind
-    """FAIL_TO_PASS or PASS_TO_PASS."""
-    baseline: DeclaredTestOutcome
-    """Its outcome on the baseline."""
-    reference: DeclaredTestOutcome | None
-    """Its outcome with the reference patch (None: no reference patch)."""
-
-
-@attrs.frozen(kw_only=True)
-class Calibration(Record):
-    """Whether an instance is valid, and the per-test table that says why."""
-
-    instance_id: NonBlank
-    """The instance."""
-    valid: bool
-    """True when no reason holds: the instance may be judged."""
-    reasons: tuple[CalibrationReason, ...]
-    """Every reason that holds, in the enum's order (empty when valid)."""
-    tests: tuple[CalibrationTest, ...]
-    """Each declared test, FAIL_TO_PASS first, in declaration order."""
 
 
 @attrs.frozen(kw_only=True)
@@ -236,36 +192,63 @@ def calibrate(
 
     Args:
         instance_id: the instance.
-        baseline: the per-test outcomes on the baseline (None: no result).
+        baseline: the per-test outcomes on the baseline (None: no result). With
+            ``unknown_tests``, the declared tests as not run (``missing``).
         reference: the per-test outcomes with the reference patch (None: no result).
         has_reference: whether the instance has a reference patch.
-        unknown_tests: declared test ids the baseline does not define.
+        unknown_tests: declared test ids the baseline does not define: the instance was
+            refused before anything ran; only these tests carry ``unknown_test_id``, the
+            others ``not_run_refused_for_another_test``.
     """
-    reasons: set[CalibrationReason] = set()
-    if unknown_tests:
-        reasons.add(CalibrationReason.UNKNOWN_TEST_ID)
-    if not baseline or (has_reference and not reference):
+    unknown = frozenset(unknown_tests)
+    reasons: set[CalibrationReason] = {CalibrationReason.UNKNOWN_TEST_ID} if unknown else set()
+    if not unknown and (not baseline or (has_reference and not reference)):
         reasons.add(CalibrationReason.CALIBRATION_ERROR)
     by_id = {t.test_id: t.outcome for t in reference or ()}
     rows: list[CalibrationTest] = []
     for test in baseline or ():
-        outcome = test.outcome
-        if outcome is _PASSED and test.kind is DeclaredTestKind.FAIL_TO_PASS:
-            reasons.add(CalibrationReason.FAIL_TO_PASS_PASSES)
-        elif outcome in _FAILING and test.kind is DeclaredTestKind.PASS_TO_PASS:
-            reasons.add(CalibrationReason.PASS_TO_PASS_NOT_PASSING)
-        elif outcome is not _PASSED and outcome not in _FAILING:
-            reasons.add(CalibrationReason.TEST_NOT_RUN)
         after = by_id.get(test.test_id, DeclaredTestOutcome.MISSING) if reference else None
-        if reference and after is not _PASSED:
+        reason = _test_reason(test, after, unknown)
+        if reason is not None and reason is not CalibrationReason.REFUSED_FOR_ANOTHER_TEST:
+            reasons.add(reason)
+        if after is not None and after is not _PASSED:
+            # The reference fails this test whatever the baseline did: the instance's
+            # reason too, even when the row names the baseline's.
             reasons.add(CalibrationReason.REFERENCE_NOT_PASSING)
         rows.append(
-            CalibrationTest(test_id=test.test_id, kind=test.kind, baseline=outcome, reference=after)
+            CalibrationTest(
+                test_id=test.test_id,
+                kind=test.kind,
+                baseline=test.outcome,
+                reference=after,
+                reason=reason,
+            )
         )
     ordered = tuple(r for r in CalibrationReason if r in reasons)
     return Calibration(
         instance_id=instance_id, valid=not ordered, reasons=ordered, tests=tuple(rows)
     )
+
+
+def _test_reason(
+    test: DeclaredTestResult, after: DeclaredTestOutcome | None, unknown: frozenset[str]
+) -> CalibrationReason | None:
+    """The reason one test gives (the first that holds, module rules), or None."""
+    outcome = test.outcome
+    if unknown:
+        # Refused before anything ran: only the wrong id is to blame.
+        if test.test_id in unknown:
+            return CalibrationReason.UNKNOWN_TEST_ID
+        return CalibrationReason.REFUSED_FOR_ANOTHER_TEST
+    if outcome is _PASSED and test.kind is DeclaredTestKind.FAIL_TO_PASS:
+        return CalibrationReason.FAIL_TO_PASS_PASSES
+    if outcome in _FAILING and test.kind is DeclaredTestKind.PASS_TO_PASS:
+        return CalibrationReason.PASS_TO_PASS_NOT_PASSING
+    if outcome is not _PASSED and outcome not in _FAILING:
+        return CalibrationReason.TEST_NOT_RUN
+    if after is not None and after is not _PASSED:
+        return CalibrationReason.REFERENCE_NOT_PASSING
+    return None
 
 
 def _resolution(tests: Sequence[DeclaredTestResult]) -> Resolution:
@@ -299,7 +282,9 @@ def judge_prediction(
         evidence_state: the attempt's evidence state in the run's report.
         evidence_class: the evidence class of the attempt's candidate group, if admitted.
     """
-    if empty_patch:
+    # An invalid instance judges nothing: an empty patch on it is an error too (the
+    # instance was not judged), so a model's counts never depend on the instance's fault.
+    if empty_patch and calibration.valid:
         return PredictionResult(
             instance_id=instance_id,
             model=model,
@@ -309,7 +294,7 @@ def judge_prediction(
             evidence_class=None,
             error=None,
         )
-    tests = declared_tests_of(attempt)
+    tests = None if empty_patch else declared_tests_of(attempt)
     error: str | None = None
     if not calibration.valid:
         error = "instance not valid: " + ", ".join(calibration.reasons)
@@ -384,6 +369,11 @@ def _rate(counts: ModelCounts) -> str:
     return f"{tenths // 10}.{tenths % 10}%"
 
 
+def _validity(calibration: Calibration) -> str:
+    """``valid``, or ``invalid: <the instance's reasons>``."""
+    return "invalid: " + ", ".join(calibration.reasons) if calibration.reasons else "valid"
+
+
 def _tables(
     summary: SuiteSummary,
 ) -> list[tuple[str, tuple[str, ...], Sequence[tuple[str, ...]]]]:
@@ -416,18 +406,18 @@ def _tables(
     calibration: list[tuple[str, ...]] = [
         (
             r.instance_id,
-            "valid" if r.calibration.valid else "invalid",
+            _validity(r.calibration),
             t.test_id,
             str(t.kind),
             str(t.baseline),
             str(t.reference or "-"),
-            ", ".join(r.calibration.reasons) or "-",
+            str(t.reason or "-"),
         )
         for r in summary.instances
         for t in r.calibration.tests
     ]
     calibration += [
-        (r.instance_id, "invalid", "-", "-", "-", "-", ", ".join(r.calibration.reasons))
+        (r.instance_id, _validity(r.calibration), "-", "-", "-", "-", "-")
         for r in summary.instances
         if not r.calibration.tests
     ]
@@ -444,7 +434,7 @@ def _tables(
         ),
         (
             "Calibration",
-            ("instance", "instance status", "test", "list", "baseline", "reference", "reasons"),
+            ("instance", "instance status", "test", "list", "baseline", "reference", "reason"),
             calibration,
         ),
     ]

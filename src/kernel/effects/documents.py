@@ -55,11 +55,12 @@ def parse_run_record(document: object, path: Path | str) -> RunRecord:
 
 def with_defaults(document: object) -> object:
     """A kernel run record written before ``provenance`` (or the isolation evidence:
-    ``isolation_policy``, each attempt's ``worker_sandbox`` and ``check_runs``) existed
+    ``isolation_policy``, ``calibration``, each attempt's ``worker_sandbox`` and
+    ``check_runs``) existed
     reads them as their defaults (``null``, ``[]``); any other document is returned as is."""
     if not isinstance(document, dict) or document.get("kind") != "kernel-run-record":
         return document
-    filled = {"provenance": None, "isolation_policy": None, **document}
+    filled = {"provenance": None, "isolation_policy": None, "calibration": None, **document}
     attempts = filled.get("attempts")
     if isinstance(attempts, list):
         filled["attempts"] = [

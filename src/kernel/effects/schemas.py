@@ -16,7 +16,8 @@ The schemas are derived from each record's field annotations (types, enums,
 non-blank strings, minimum values, the all-false authority, non-empty attempts), so a
 change to a record that is not regenerated fails ``--check``. A field added to a
 published run record with a default (``RunRecord.provenance``,
-``RunRecord.isolation_policy``, ``AttemptRecord.worker_sandbox`` and ``check_runs``,
+``RunRecord.isolation_policy`` and ``calibration``, ``AttemptRecord.worker_sandbox``
+and ``check_runs``,
 a corroboration run's ``limits``) is optional in the schema: documents written before
 it existed stay valid, and the CLI readers take its absence as the default (``null``,
 ``[]``). Files are canonical JSON
@@ -84,6 +85,9 @@ _OPTIONAL: Final = frozenset(
     {
         ("RunRecord", "provenance"),
         ("RunRecord", "isolation_policy"),
+        ("RunRecord", "calibration"),
+        ("RunEvidenceReport", "calibration"),
+        ("CalibrationTest", "reason"),
         ("AttemptRecord", "worker_sandbox"),
         ("AttemptRecord", "check_runs"),
         ("CheckRun", "trust"),

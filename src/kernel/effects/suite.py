@@ -79,10 +79,14 @@ from kernel.effects.sandbox import check_command_starts
 from kernel.effects.testids import unknown_test_ids
 from kernel.errors import ConfigError, EffectError, RecordError
 from kernel.identity import sha256_bytes, sha256_hex
-from kernel.runrecord import DeclaredTestKind, DeclaredTestOutcome, DeclaredTestResult
-from kernel.suite import (
+from kernel.runrecord import (
     Calibration,
     CalibrationReason,
+    DeclaredTestKind,
+    DeclaredTestOutcome,
+    DeclaredTestResult,
+)
+from kernel.suite import (
     InstanceResult,
     PredictionResult,
     SuiteSummary,
@@ -103,7 +107,7 @@ __all__ = [
     "run_suite",
 ]
 
-RUNNER_VERSION: Final = "kernel.effects.suite/1"
+RUNNER_VERSION: Final = "kernel.effects.suite/2"
 _SAFE_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
 _TESTS_CHECK: Final = "tests"
 _PROTECTED_CHECK: Final = "protected-paths"

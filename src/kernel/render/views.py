@@ -44,6 +44,7 @@ __all__ = [
     "bounded_lines",
     "check_statuses",
     "decision_headline",
+    "calibration_section",
     "declared_tests_section",
     "disagreement_text",
     "html_text",
@@ -253,7 +254,7 @@ class View:
             lead=tuple(s for s in sections if s.headline is not None),
             details=(
                 *(s for s in sections if s.headline is None),
-                *filter(None, [declared_tests_section(report)]),
+                *filter(None, [calibration_section(report), declared_tests_section(report)]),
             ),
             space=space or Workspace(),
             disagreements=candidate_disagreements(report),
@@ -407,6 +408,28 @@ def isolation_section(view: View) -> TableSection | None:
         ),
         headers=("Isolation and limits", "Runs"),
         rows=tuple(rows),
+    )
+
+
+def calibration_section(report: RunEvidenceReport) -> TableSection | None:
+    """The declared tests on the baseline (and the reference patch) before any attempt
+    was judged, with the reason each test gives (None when the run was not calibrated)."""
+    calibration = report.calibration
+    if calibration is None:
+        return None
+    status = "valid" if calibration.valid else "invalid: " + ", ".join(calibration.reasons)
+    return TableSection(
+        title="Calibration",
+        notes=(
+            "Before any attempt was judged, the declared tests ran on the baseline:"
+            " FAIL_TO_PASS must fail, PASS_TO_PASS must pass, and a reference patch, when"
+            f" given, must pass them all. This instance: {status}.",
+        ),
+        headers=("Test", "List", "Baseline", "Reference", "Reason"),
+        rows=tuple(
+            (t.test_id, str(t.kind), str(t.baseline), str(t.reference or "-"), str(t.reason or "-"))
+            for t in calibration.tests
+        ),
     )
 
 
