@@ -22,9 +22,9 @@ from pathlib import Path
 import attrs
 import orjson
 
-from kernel.binding import CandidateAttemptRunBinding, bind_candidate_attempt_to_run
-from kernel.codec import identity_payload, seal
-from kernel.search import CandidateAttempt, CandidateOperatorResult, GeometricSearchRun
+from kernel.records.codec import identity_payload, seal
+from kernel.search.binding import CandidateAttemptRunBinding, bind_candidate_attempt_to_run
+from kernel.search.records import CandidateAttempt, CandidateOperatorResult, GeometricSearchRun
 
 CHAIN = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures/binding/reference-chain.json").read_text()

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.consensus import CaptureMode, CaptureStatus
+from kernel.corroboration.consensus import CaptureMode, CaptureStatus
 from kernel.effects.adapters import declared_tests, tests_bootstrap
 from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
 

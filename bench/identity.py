@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 import orjson
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, seal
-from kernel.identity import canonical_json
-from kernel.values import (
+from kernel.records.codec import UNSEALED, Identity, Record, compute_id, seal
+from kernel.records.identity import canonical_json
+from kernel.records.values import (
     Count,
     Digest,
     Digests,

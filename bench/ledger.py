@@ -6,7 +6,7 @@
     payload, same file settings (WAL, synchronous=NORMAL, the store's checkpoint
     interval), one process. Wall time is the target; CPU time is printed beside it
     (on a machine shared with other work the wall ratio drifts towards the CPU ratio).
-(b) verify: `kernel.ledger.verify_chain` over every entry read back from the file.
+(b) verify: `kernel.decide.ledger.verify_chain` over every entry read back from the file.
 (c) proofs: an inclusion proof (entry given by sequence number, as a promotion trailer's
     tree size names its permit) and a consistency proof (from half
     the tree) for a ledger of ``--proof-entries`` entries, made by the store from the
@@ -28,16 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.effects.ledger_store import (
-    WAL_PAGES,
-    SqliteStore,
-    prove_consistency,
-    prove_inclusion,
-    tree_head,
-    verify_store,
-)
-from kernel.identity import canonical_json
-from kernel.ledger import (
+from kernel.decide.ledger import (
     GENESIS_ID,
     EntryKind,
     LedgerIntact,
@@ -49,6 +40,15 @@ from kernel.ledger import (
     leaf_hash,
     new_entry,
 )
+from kernel.effects.ledger_store import (
+    WAL_PAGES,
+    SqliteStore,
+    prove_consistency,
+    prove_inclusion,
+    tree_head,
+    verify_store,
+)
+from kernel.records.identity import canonical_json
 
 ROUNDS = 10
 PROOFS = 20
@@ -150,7 +150,7 @@ def proofs(path: Path, ids: list[str]) -> dict[str, tuple[float, float]]:
 
 def attrs_head(store: SqliteStore, size: int) -> TreeHead:
     """The head of the tree of the first ``size`` entries (from the stored roots)."""
-    from kernel.ledger import frontier_of
+    from kernel.decide.ledger import frontier_of
 
     tree = TreeBuilder(size, [store.perfect(*part) for part in frontier_of(size)])
     return TreeHead(tree_size=size, root_hash=tree.root().hex())

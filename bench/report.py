@@ -28,10 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel.effects.files import load_json, write_canonical_json
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.identity import sha256_hex
-from kernel.render import render_json, render_markdown
-from kernel.runrecord import (
+from kernel.records.identity import sha256_hex
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -43,7 +41,9 @@ from kernel.runrecord import (
     VerificationSummary,
     WorkUnitRef,
 )
-from kernel.verification import CheckStatus, Recommendation, VerificationStatus, WorkerStatus
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckStatus, Recommendation, VerificationStatus, WorkerStatus
+from kernel.views import render_json, render_markdown
 
 WORK_UNIT = WorkUnitRef(id="bench/work-unit", version=1, digest="a" * 64)
 RECOMMENDATIONS = tuple(Recommendation)

@@ -49,7 +49,7 @@ from kernel.effects.executors import open_executor
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import DEFAULT_RERUNS, run_pipeline
 from kernel.effects.sandbox import available_isolation
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
+from kernel.run.report import RunEvidenceReport, build_evidence_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.consensus import CaptureStatus, Isolation
+from kernel.corroboration.consensus import CaptureStatus, Isolation
 from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
 
 MIB = 1 << 20

@@ -14,7 +14,7 @@ default_role = "py:obj"
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 # Each object is documented once, where it is defined: a module's ``__all__`` may
-# re-export another's name (``kernel.consensus.Isolation``), so it is not followed.
+# re-export another's name (``kernel.corroboration.consensus.Isolation``), so it is not followed.
 autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-module-all": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

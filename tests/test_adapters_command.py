@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
+from kernel.corroboration.run_admission import admission_section
 from kernel.effects.adapters import command as command_adapters
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
 from kernel.effects.adapters.screen import SCREEN_CHECK
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import run_pipeline
 from kernel.errors import EffectError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.render import render_html, render_markdown
-from kernel.run_admission import admission_section
-from kernel.runrecord import AttemptErrorCode
-from kernel.verification import CheckStatus
+from kernel.run.record import AttemptErrorCode
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckStatus
+from kernel.views import render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

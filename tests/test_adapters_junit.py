@@ -28,7 +28,7 @@ from kernel.effects.adapters.declared_tests import (
 from kernel.effects.adapters.junit import declared_test_results, judge_tests
 from kernel.effects.orchestrate import load_config
 from kernel.errors import ConfigError
-from kernel.verification import CheckReason, CheckStatus
+from kernel.run.verification import CheckReason, CheckStatus
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 BOOTSTRAP = Path(tests_bootstrap.__file__).resolve()

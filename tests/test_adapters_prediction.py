@@ -10,8 +10,8 @@ import pytest
 
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import ConfigError
-from kernel.runrecord import AttemptState
-from kernel.verification import Recommendation
+from kernel.run.record import AttemptState
+from kernel.run.verification import Recommendation
 
 ROOT = Path(__file__).resolve().parents[1]
 

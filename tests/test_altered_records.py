@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel
-from kernel.codec import Record, malformed
 from kernel.errors import ParameterTypeError
 from kernel.importers.idkmesh import run_record_from_idkmesh
+from kernel.records.codec import Record, malformed
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = run_record_from_idkmesh(json.loads((ROOT / "fixtures/idkmesh/demo.run.json").read_text()))

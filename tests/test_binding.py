@@ -1,4 +1,4 @@
-"""Tests for kernel.binding: ADR-0232 section 19 obligations (numbered) and controls.
+"""Tests for kernel.search.binding: ADR-0232 section 19 obligations (numbered) and controls.
 
 Ids are recomputed here with the stdlib (json + hashlib), never through kernel.
 """
@@ -19,8 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernel.binding as binding_module
-from kernel.binding import (
+import kernel.search.binding as binding_module
+from kernel.errors import RefusedError
+from kernel.guard import check_source, load_policy
+from kernel.records.codec import compute_id
+from kernel.records.values import SourceSpan, unwrap
+from kernel.search.binding import (
     CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingInput,
@@ -31,10 +35,7 @@ from kernel.binding import (
     verify_binding,
     verify_binding_set,
 )
-from kernel.codec import compute_id
-from kernel.errors import RefusedError
-from kernel.guard import check_source, load_policy
-from kernel.search import (
+from kernel.search.records import (
     BudgetCharge,
     CandidateAttempt,
     CandidateOperatorResult,
@@ -48,7 +49,6 @@ from kernel.strategies import (
     corrupted_binding_pairs,
     source_spans,
 )
-from kernel.values import SourceSpan, unwrap
 
 R = RunAttemptBindingRefusalReason
 ROOT = Path(__file__).resolve().parents[1]
@@ -835,7 +835,7 @@ def names_in(path: Path) -> set[str]:
 
 def test_19_to_21_no_operator_replay_sealing_or_producer_calls() -> None:
     """(19, 20, 21) The binding module names no producer, replay or sealing function."""
-    source = ROOT / "src/kernel/binding.py"
+    source = ROOT / "src/kernel/search/binding.py"
     assert not names_in(source) & set(PRODUCERS)
     assert not any(hasattr(binding_module, name) for name in PRODUCERS)
 
@@ -908,24 +908,24 @@ def test_23_static_guard_holds_over_the_binding_and_search_sources() -> None:
         "from kernel.effects import files\n",
         "x = open('f')\n",
         "y = __import__('subprocess')\n",
-        "from kernel.search import decide_search_gate\n",
-        "from kernel.values import seal_practice_trace as s\n",
+        "from kernel.search.records import decide_search_gate\n",
+        "from kernel.records.values import seal_practice_trace as s\n",
     ],
 )
 def test_23_static_guard_blocks_forbidden_imports_and_calls(addition: str) -> None:
-    """(23) Adding a forbidden import or call to kernel.binding is a guard finding."""
-    source = (ROOT / "src/kernel/binding.py").read_text("utf-8") + "\n" + addition
-    assert check_source(source, adr_policy(), module="kernel.binding") != ()
+    """(23) Adding a forbidden import or call to kernel.search.binding is a guard finding."""
+    source = (ROOT / "src/kernel/search/binding.py").read_text("utf-8") + "\n" + addition
+    assert check_source(source, adr_policy(), module="kernel.search.binding") != ()
 
 
 def test_24_no_reverse_dependency_from_search() -> None:
-    """(24) kernel.search may not import kernel.binding; today it does not."""
-    source = (ROOT / "src/kernel/search.py").read_text("utf-8")
-    assert "kernel.binding" not in names_in(ROOT / "src/kernel/search.py") | {
-        a for a in source.splitlines() if a.startswith("from kernel.binding")
+    """(24) kernel.search.records may not import kernel.search.binding; today it does not."""
+    source = (ROOT / "src/kernel/search/records.py").read_text("utf-8")
+    assert "kernel.search.binding" not in names_in(ROOT / "src/kernel/search/records.py") | {
+        a for a in source.splitlines() if a.startswith("from kernel.search.binding")
     }
-    bad = source + "\nfrom kernel.binding import bind_candidate_attempt_to_run\n"
-    assert check_source(bad, adr_policy(), module="kernel.search") != ()
+    bad = source + "\nfrom kernel.search.binding import bind_candidate_attempt_to_run\n"
+    assert check_source(bad, adr_policy(), module="kernel.search.records") != ()
 
 
 def test_adr_block_parses_as_toml() -> None:
@@ -935,11 +935,11 @@ def test_adr_block_parses_as_toml() -> None:
     text = ADR.read_text("utf-8")
     block = text.split("```guard\n", 1)[1].split("```", 1)[0]
     rules = tomllib.loads(block)["rules"]
-    binding_rule = next(r for r in rules if r["modules"] == ["kernel.binding"])
+    binding_rule = next(r for r in rules if r["modules"] == ["kernel.search.binding"])
     assert {"name", "modules", "allow-imports", "forbid-imports", "forbid-calls"} <= set(
         binding_rule
     )
-    assert "kernel.search" in binding_rule["allow-imports"]
+    assert "kernel.search.records" in binding_rule["allow-imports"]
 
 
 # -- properties -----------------------------------------------------------------------

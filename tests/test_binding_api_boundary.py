@@ -3,7 +3,7 @@ reference's verdict wherever the reference reaches one (ADR-0232 decision 3), ke
 stricter refusal only after every reference check, and never an exception.
 
 Each test states what the reference implementation does with the same input (its
-rules are restated in the module docstring of `kernel.binding`); no reference code
+rules are restated in the module docstring of `kernel.search.binding`); no reference code
 is used.
 """
 
@@ -20,14 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.binding import (
+from kernel.search.binding import (
     CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingRefusal,
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
 )
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 from kernel.strategies import binding_pairs
 
 CHAIN = json.loads(

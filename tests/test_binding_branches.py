@@ -12,15 +12,15 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-from kernel.binding import (
+from kernel.errors import FieldError
+from kernel.search.binding import (
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingRefusal,
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
     verify_binding,
 )
-from kernel.errors import FieldError
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 from kernel.strategies import binding_pairs
 
 CHAIN = json.loads(

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from kernel.binding import (
+from kernel.search.binding import (
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingRefusal,
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
 )
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "binding"

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import run_record_from_idkmesh
-from kernel.render import render_json
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.views import render_json
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

@@ -1,4 +1,4 @@
-"""Tests for kernel.codec: strict parsing, encoding and identity payloads of records."""
+"""Tests for kernel.records.codec: strict parsing, encoding and identity payloads of records."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import (
+from kernel.errors import ParameterTypeError, RecordError
+from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
@@ -25,10 +26,9 @@ from kernel.codec import (
     nested_id,
     seal,
 )
-from kernel.errors import ParameterTypeError, RecordError
+from kernel.records.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
+from kernel.records.values import version_pairs as version_pairs_validator
 from kernel.strategies import digests, source_spans, texts, version_pairs
-from kernel.values import SourceSpan, digest, non_negative, optional_digest, tuple_of
-from kernel.values import version_pairs as version_pairs_validator
 
 
 def independent_id(payload: dict[str, Any]) -> str:
@@ -319,8 +319,8 @@ def test_mypy_catches_a_misspelt_seal_field(tmp_path: Path) -> None:
 
     source = tmp_path / "misspelt.py"
     source.write_text(
-        "from kernel.codec import seal\n"
-        "from kernel.search import CandidateAttempt\n"
+        "from kernel.records.codec import seal\n"
+        "from kernel.search.records import CandidateAttempt\n"
         "seal(CandidateAttempt, attempt_indx=0)\n",
         encoding="utf-8",
     )

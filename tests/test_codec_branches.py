@@ -12,9 +12,9 @@ from typing import Any
 import attrs
 import pytest
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, identity_payload, nested_id
 from kernel.errors import CanonicalizationError, FieldError, ParameterTypeError, RecordError
-from kernel.values import Count, digest
+from kernel.records.codec import UNSEALED, Identity, Record, compute_id, identity_payload, nested_id
+from kernel.records.values import Count, digest
 
 
 class Colour(enum.StrEnum):

@@ -1,4 +1,4 @@
-"""`kernel.codec.document_digest` is the digest of ``to_dict()`` as canonical JSON."""
+"""`kernel.records.codec.document_digest` is the digest of ``to_dict()`` as canonical JSON."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.codec import Record, _document_default, document_digest
 from kernel.errors import ParameterTypeError
-from kernel.identity import sha256_hex
+from kernel.records.codec import Record, _document_default, document_digest
+from kernel.records.identity import sha256_hex
 from kernel.strategies import (
     binding_pairs,
     branches,

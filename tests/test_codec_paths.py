@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import attrs
 import pytest
 
-from kernel.codec import (
+from kernel.errors import CanonicalizationError, FieldError
+from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
@@ -23,8 +24,7 @@ from kernel.codec import (
     nested_id,
     seal,
 )
-from kernel.errors import CanonicalizationError, FieldError
-from kernel.values import Digest, non_negative, positive
+from kernel.records.values import Digest, non_negative, positive
 
 
 def _fresh_class() -> type[Record]:

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import Record, _field_checks, _rule, field_check
 from kernel.errors import FieldError
-from kernel.identity import MAX_SAFE_INT
-from kernel.values import (
+from kernel.records.codec import Record, _field_checks, _rule, field_check
+from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.values import (
     Count,
     Digest,
     Digests,

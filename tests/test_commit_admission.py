@@ -1,4 +1,5 @@
-"""Tests for kernel.commit_admission: the seed's decision boundary (A1-A5), ids, properties."""
+"""Tests for kernel.corroboration.commit_admission: the seed's decision boundary (A1-A5), ids,
+properties."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel
-from kernel.codec import identity_payload, seal
-from kernel.commit_admission import (
+from kernel.corroboration.commit_admission import (
     Admission,
     AdmissionVerified,
     Branch,
@@ -29,7 +29,7 @@ from kernel.commit_admission import (
     drafts_are_decorrelated,
     verify_admission,
 )
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     ConsensusRefusal,
@@ -39,8 +39,9 @@ from kernel.consensus import (
     build_corroboration_report,
 )
 from kernel.errors import ParameterTypeError, RefusedError
+from kernel.records.codec import identity_payload, seal
+from kernel.records.values import unwrap
 from kernel.strategies import branches, drafts
-from kernel.values import unwrap
 
 OUT_A, OUT_B = "a" * 64, "b" * 64
 CTX_1, CTX_2, CTX_3 = "1" * 64, "2" * 64, "3" * 64

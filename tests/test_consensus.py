@@ -1,4 +1,4 @@
-"""Tests for kernel.consensus: every corroboration rule (C1-C7), ids, round trips."""
+"""Tests for kernel.corroboration.consensus: every corroboration rule (C1-C7), ids, round trips."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import compute_id, identity_payload
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     EMPTY_SHA256,
     CaptureMode,
     CaptureStatus,
@@ -31,6 +30,7 @@ from kernel.consensus import (
 )
 from kernel.effects.run_folder import with_run_limits
 from kernel.errors import RecordError
+from kernel.records.codec import compute_id, identity_payload
 from kernel.strategies import run_observations
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64

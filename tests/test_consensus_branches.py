@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     ClassifiedRun,

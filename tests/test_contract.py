@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 import kernel
 from kernel.errors import FieldError, KernelError, ParameterTypeError, RefusedError
-from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason
-from kernel.runrecord import DeclaredReplay
+from kernel.records.values import Refusal, unwrap
+from kernel.run.record import DeclaredReplay
+from kernel.run.replay import ReplayCheck, ReplayMode, ReplayReason
 from kernel.strategies import (
     branches,
     candidate_operator_results,
@@ -39,7 +40,6 @@ from kernel.strategies import (
     verification_results,
     work_units,
 )
-from kernel.values import Refusal, unwrap
 
 FUNCTIONS: dict[str, Callable[..., object]] = {
     name: getattr(kernel, name)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kernel.consensus import CorroborationReport
+from kernel.corroboration.consensus import CorroborationReport
 from kernel.effects.cli import main
 
 

@@ -1,4 +1,4 @@
-"""Tests for kernel.decision: recording, every refusal, and verification."""
+"""Tests for kernel.decide.decision: recording, every refusal, and verification."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import identity_payload
-from kernel.decision import (
+from kernel.decide.decision import (
     DecisionReason,
     DecisionRefusal,
     DecisionVerified,
@@ -25,7 +24,8 @@ from kernel.decision import (
 )
 from kernel.effects.orchestrate import run_config
 from kernel.errors import RecordError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.records.codec import identity_payload
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.strategies import decisions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"

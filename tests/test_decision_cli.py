@@ -59,7 +59,7 @@ def test_record_and_verify(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_default_clock_is_rfc3339_utc() -> None:
     """The effects clock yields second-precision RFC 3339 UTC."""
-    from kernel.decision import rfc3339_utc_problem
+    from kernel.decide.decision import rfc3339_utc_problem
 
     assert rfc3339_utc_problem(decision_cmd.utc_now()) is None
 

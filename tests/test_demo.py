@@ -13,14 +13,18 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
-from kernel.consensus import EMPTY_SHA256
+from kernel.corroboration.commit_admission import (
+    CommitRefusalReason,
+    EvidenceClass,
+    VerifierOutcome,
+)
+from kernel.corroboration.consensus import EMPTY_SHA256
 from kernel.effects.cli import main
 from kernel.effects.commands.run import summary_lines
 from kernel.effects.pipeline import PipelineResult, run_pipeline
 from kernel.effects.sandbox import scratch_root
-from kernel.evidence_report import EvidenceState, ReportWarning, check_evidence_report
-from kernel.runrecord import AttemptErrorCode, RunRecord
+from kernel.run.record import AttemptErrorCode, RunRecord
+from kernel.run.report import EvidenceState, ReportWarning, check_evidence_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

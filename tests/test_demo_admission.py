@@ -1,4 +1,4 @@
-"""Tests for `kernel.run_admission`: evidence classes of candidate groups (pure)."""
+"""Tests for `kernel.corroboration.run_admission`: evidence classes of candidate groups (pure)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
-from kernel.consensus import (
+from kernel.corroboration.commit_admission import (
+    CommitRefusalReason,
+    EvidenceClass,
+    VerifierOutcome,
+)
+from kernel.corroboration.consensus import (
     EMPTY_SHA256,
     CaptureMode,
     CaptureStatus,
@@ -20,16 +24,16 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.errors import ParameterValueError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.render import render_html, render_markdown
-from kernel.run_admission import (
+from kernel.corroboration.run_admission import (
     RunAdmission,
     admission_section,
     build_run_admission,
 )
+from kernel.effects.orchestrate import load_config, run_loaded
+from kernel.errors import ParameterValueError
+from kernel.run.report import RunEvidenceReport, build_evidence_report
 from kernel.strategies.report import reports
+from kernel.views import render_html, render_markdown
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 A = "a" * 64

@@ -15,8 +15,8 @@ import pytest
 from kernel.effects.environments import CACHE_ENV, cache_root, prepare_environment
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import ConfigError
-from kernel.runrecord import DeclaredTestOutcome
-from kernel.suite import declared_tests_of
+from kernel.run.record import DeclaredTestOutcome
+from kernel.run.suite import declared_tests_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

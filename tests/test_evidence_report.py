@@ -1,4 +1,4 @@
-"""Tests for kernel.evidence_report: evidence states, counts, disagreement, refusals."""
+"""Tests for kernel.run.report: evidence states, counts, disagreement, refusals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
-from kernel.evidence_report import (
+from kernel.run.record import AttemptState, CheckSummary, ManifestSummary, RunRecord
+from kernel.run.report import (
     CandidateDisagreement,
     EvidenceState,
     ReportCheck,
@@ -23,9 +24,8 @@ from kernel.evidence_report import (
     candidate_disagreements,
     check_evidence_report,
 )
-from kernel.runrecord import AttemptState, CheckSummary, ManifestSummary, RunRecord
+from kernel.run.verification import CheckStatus, Recommendation
 from kernel.strategies import run_records
-from kernel.verification import CheckStatus, Recommendation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import kernel
 from kernel import errors
-from kernel.commit_admission import Branch, VerifierOutcome, admit_to_commit
+from kernel.corroboration.commit_admission import Branch, VerifierOutcome, admit_to_commit
 from kernel.errors import KernelError
 
 # Standard-library modules a kernel user is likely to import next to kernel: an

@@ -13,7 +13,7 @@ import pytest
 from kernel.effects.executors import open_executor
 from kernel.effects.pipeline import run_pipeline
 from kernel.errors import ConfigError
-from kernel.identity import canonical_json
+from kernel.records.identity import canonical_json
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """The annotation of a field is its one statement: construction checks derived from it
-(`kernel.codec.field_check`) and tagged unions of records in the codec."""
+(`kernel.records.codec.field_check`) and tagged unions of records in the codec."""
 
 from __future__ import annotations
 
@@ -16,12 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernel
-from kernel.codec import Record, field_check, nested_form, short_repr, tag_of
 from kernel.errors import FieldError, RecordError
-from kernel.identity import MAX_SAFE_INT
-from kernel.strategies import digests, texts
-from kernel.strategies.fields import from_annotation, records_of
-from kernel.values import (
+from kernel.records.codec import Record, field_check, nested_form, short_repr, tag_of
+from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.values import (
     Count,
     Digest,
     Digests,
@@ -34,6 +32,8 @@ from kernel.values import (
     rfc3339_utc_problem,
     tuple_of,
 )
+from kernel.strategies import digests, texts
+from kernel.strategies.fields import from_annotation, records_of
 
 
 class Colour(enum.StrEnum):

@@ -1,4 +1,4 @@
-"""Tests for kernel.gate: every promotion and staging rule, as properties over the
+"""Tests for kernel.decide.gate: every promotion and staging rule, as properties over the
 record strategies (a world in which everything holds is permitted; breaking any one
 rule refuses with exactly that rule's code)."""
 
@@ -13,9 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kernel.codec import seal
-from kernel.commit_admission import EvidenceClass
-from kernel.consensus import (
+from kernel.corroboration.commit_admission import EvidenceClass
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     ConsensusRefusal,
@@ -25,10 +24,9 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.decision import Decision, HumanDecisionRecord, record_decision
-from kernel.errors import FieldError, ParameterTypeError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.gate import (
+from kernel.corroboration.run_admission import RunAdmission
+from kernel.decide.decision import Decision, HumanDecisionRecord, record_decision
+from kernel.decide.gate import (
     GateReason,
     GateRefusal,
     PromotionPermit,
@@ -41,7 +39,7 @@ from kernel.gate import (
     decision_message,
     derive_run_admission,
 )
-from kernel.ledger import (
+from kernel.decide.ledger import (
     GENESIS_ID,
     LedgerBroken,
     LedgerHead,
@@ -49,8 +47,9 @@ from kernel.ledger import (
     LedgerReason,
     verify_chain,
 )
-from kernel.run_admission import RunAdmission
-from kernel.runrecord import (
+from kernel.errors import FieldError, ParameterTypeError
+from kernel.records.codec import seal
+from kernel.run.record import (
     SCREEN_CHECK_ID,
     CheckRun,
     CheckSummary,
@@ -61,8 +60,9 @@ from kernel.runrecord import (
     ScreenFinding,
     TrustLevel,
 )
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason, CheckStatus, Recommendation, WorkerStatus
 from kernel.strategies import digests, run_records
-from kernel.verification import CheckReason, CheckStatus, Recommendation, WorkerStatus
 
 TREE = "a" * 40
 INTACT = LedgerIntact(count=0, head=LedgerHead.empty())

@@ -1,4 +1,4 @@
-"""Tests for kernel.identity: the canonical JSON definition, its fast path, refusals."""
+"""Tests for kernel.records.identity: the canonical JSON definition, its fast path, refusals."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernel.errors import CanonicalizationError, KernelError
-from kernel.identity import (
+from kernel.records.identity import (
     MAX_DEPTH,
     MAX_SAFE_INT,
     Sha256Stream,

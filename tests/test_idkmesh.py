@@ -13,9 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.decision import DecisionReason
+from kernel.decide.decision import DecisionReason
 from kernel.errors import RecordError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import (
     IdkmeshConfig,
     idkmesh_digest,
@@ -29,6 +28,7 @@ from kernel.importers.idkmesh import (
     run_record_from_idkmesh,
     verify_idkmesh_decision,
 )
+from kernel.run.report import RunEvidenceReport, build_evidence_report
 
 IDKMESH = Path(__file__).resolve().parents[1] / "fixtures" / "idkmesh"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kernel.decision import DecisionReason
+from kernel.decide.decision import DecisionReason
 from kernel.errors import RecordError
 from kernel.importers.idkmesh import (
     idkmesh_provenance_differences,

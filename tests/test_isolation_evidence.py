@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.commit_admission import EvidenceClass
-from kernel.consensus import CaptureMode
+from kernel.corroboration.commit_admission import EvidenceClass
+from kernel.corroboration.consensus import CaptureMode
+from kernel.corroboration.run_admission import admission_section, build_run_admission
 from kernel.effects import orchestrate, pipeline
 from kernel.effects.adapters import command
 from kernel.effects.cli import main
@@ -25,9 +26,7 @@ from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import run_pipeline
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import run_sandboxed
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.run_admission import admission_section, build_run_admission
-from kernel.runrecord import (
+from kernel.run.record import (
     AttemptErrorCode,
     AttemptState,
     CheckRun,
@@ -36,7 +35,8 @@ from kernel.runrecord import (
     SandboxLimit,
     SandboxRun,
 )
-from kernel.verification import CheckReason, Isolation
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason, Isolation
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

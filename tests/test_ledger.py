@@ -1,4 +1,4 @@
-"""Tests for kernel.ledger: entry ids, the chain rules L1-L6, every single-entry tamper."""
+"""Tests for kernel.decide.ledger: entry ids, the chain rules L1-L6, every single-entry tamper."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.codec import compute_id
-from kernel.errors import ParameterTypeError, ParameterValueError
-from kernel.ledger import (
+from kernel.decide.ledger import (
     GENESIS_ID,
     EntryKind,
     LedgerBroken,
@@ -26,6 +24,8 @@ from kernel.ledger import (
     next_entry,
     verify_chain,
 )
+from kernel.errors import ParameterTypeError, ParameterValueError
+from kernel.records.codec import compute_id
 from kernel.strategies import digests, json_values, texts
 
 

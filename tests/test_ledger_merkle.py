@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.errors import ParameterTypeError, ParameterValueError
-from kernel.ledger import (
+from kernel.decide.ledger import (
     ConsistencyProof,
     InclusionProof,
     ProofChecked,
@@ -29,6 +28,7 @@ from kernel.ledger import (
     node_hash,
     range_hash,
 )
+from kernel.errors import ParameterTypeError, ParameterValueError
 
 # transparency-dev/merkle testonly/constants.go: leaf inputs and the roots of every prefix.
 LEAVES = [bytes.fromhex(h) for h in ("", "00", "10", "2021", "3031", "40414243",

@@ -24,14 +24,14 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
+from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason
 from kernel.effects.cli import main
 from kernel.effects.ledger_store import PostgresStore, export_jsonl, opened, verify_store
-from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason
 
 WRITER = """
 import sys
 from kernel.effects.ledger_store import open_store
-from kernel.ledger import EntryKind
+from kernel.decide.ledger import EntryKind
 store = open_store(sys.argv[1])
 for i in range(int(sys.argv[3])):
     store.append(EntryKind.ADMISSION, {"writer": int(sys.argv[2]), "i": i})

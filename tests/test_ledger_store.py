@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
 from kernel.effects.cli import main
 from kernel.effects.ledger_store import (
     export_jsonl,
@@ -23,12 +24,11 @@ from kernel.effects.ledger_store import (
     verify_store,
 )
 from kernel.errors import CanonicalizationError, EffectError
-from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
 
 WRITER = """
 import sys
 from kernel.effects.ledger_store import open_store
-from kernel.ledger import EntryKind
+from kernel.decide.ledger import EntryKind
 store = open_store(sys.argv[1])
 for i in range(int(sys.argv[3])):
     store.append(EntryKind.ADMISSION, {"writer": int(sys.argv[2]), "i": i})

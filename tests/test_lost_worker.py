@@ -10,7 +10,7 @@ from typing import Any
 
 from kernel.effects import orchestrate
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.runrecord import AttemptErrorCode, AttemptState
+from kernel.run.record import AttemptErrorCode, AttemptState
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 CONFIG = FIXTURES / "nine-attempt-all-states.json"

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel.corroboration.run_admission import admission_section
+from kernel.decide.gate import derive_run_admission
 from kernel.effects.adapters.oracle import (
     MAX_ORACLE_BYTES,
     OracleSpec,
@@ -29,17 +31,15 @@ from kernel.effects.adapters.oracle import (
 )
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.errors import ConfigError
-from kernel.evidence_report import (
+from kernel.run.record import TrustLevel
+from kernel.run.report import (
     EvidenceState,
     RunEvidenceReport,
     build_evidence_report,
     evidence_state_of,
 )
-from kernel.gate import derive_run_admission
-from kernel.render import render_html, render_markdown
-from kernel.run_admission import admission_section
-from kernel.runrecord import TrustLevel
-from kernel.verification import CheckReason, CheckStatus
+from kernel.run.verification import CheckReason, CheckStatus
+from kernel.views import render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -23,8 +23,8 @@ from kernel.effects.orchestrate import (
     run_config,
 )
 from kernel.errors import ConfigError, DuplicateAdapterError, EffectError
-from kernel.runrecord import AttemptErrorCode, AttemptState
-from kernel.verification import Recommendation
+from kernel.run.record import AttemptErrorCode, AttemptState
+from kernel.run.verification import Recommendation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 

@@ -28,7 +28,7 @@ from kernel.effects.adapters.patch import (
     parse_patch,
 )
 from kernel.effects.sandbox import PATCH_COMMAND, PATCH_ENV
-from kernel.verification import CheckReason
+from kernel.run.verification import CheckReason
 
 PROTECTED = ("test_*.py",)
 STATS = '"""Stats."""\n\n\ndef median(values):\n    return sorted(values)[len(values) // 2]\n'

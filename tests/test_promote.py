@@ -19,9 +19,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kernel.codec import seal
-from kernel.commit_admission import EvidenceClass
-from kernel.consensus import (
+from kernel.corroboration.commit_admission import EvidenceClass
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     ConsensusRefusal,
@@ -30,7 +29,10 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.decision import Decision, HumanDecisionRecord
+from kernel.corroboration.run_admission import RunAdmission
+from kernel.decide.decision import Decision, HumanDecisionRecord
+from kernel.decide.gate import SignatureStatus, derive_run_admission
+from kernel.decide.ledger import EntryKind, LedgerIntact, TreeHead
 from kernel.effects import git as git_effects
 from kernel.effects.cli import main
 from kernel.effects.git import (
@@ -45,12 +47,10 @@ from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
 from kernel.effects.signing import armored, check_tree_head_signature
 from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.gate import SignatureStatus, derive_run_admission
-from kernel.identity import canonical_json
-from kernel.ledger import EntryKind, LedgerIntact, TreeHead
-from kernel.run_admission import RunAdmission
-from kernel.verification import Recommendation, VerificationStatus
+from kernel.records.codec import seal
+from kernel.records.identity import canonical_json
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.run.verification import Recommendation, VerificationStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
@@ -1257,7 +1257,7 @@ def test_no_argument_makes_a_traceback_or_a_hang(
 def test_a_promotion_from_python_alone(demo: Demo, repo: Path, tmp_path: Path) -> None:
     """Issue 20: an orchestrator signs, promotes, recovers and checks the ledger with
     library calls that take and return records (no CLI module)."""
-    from kernel.decision import record_decision
+    from kernel.decide.decision import record_decision
     from kernel.effects.ledger_store import opened as open_ledger
     from kernel.effects.promotion import Promoted, check_repository, promote, recover
     from kernel.effects.run_folder import load_run_folder as load

@@ -27,7 +27,7 @@ import pytest
 
 import kernel
 from kernel.effects import api_stub
-from kernel.values import Refusal
+from kernel.records.values import Refusal
 
 INIT = Path(kernel.__file__)
 
@@ -138,7 +138,7 @@ def test_import_kernel_loads_no_submodule() -> None:
         "import sys, kernel\n"
         "print(sorted(m for m in sys.modules if m.startswith('kernel.')))\n"
         "kernel.seal\n"
-        "print('kernel.codec' in sys.modules)\n"
+        "print('kernel.records.codec' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -24,8 +24,8 @@ import pytest
 from kernel.effects.adapters.command import CommandVerifier
 from kernel.effects.environments import CACHE_ENV
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.verification import CheckReason
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")

@@ -3,9 +3,9 @@
 "Nothing a caller passes to a public function escapes as anything but a refusal or a
 `KernelError`/``TypeError`` named in its docstring." Derived by walking the API, not
 from a hand-copied list: every function of ``kernel.__all__`` and the public functions
-of `kernel.codec`, `kernel.values` and `kernel.identity`. A function wrapped by
-`kernel.values.boundary` names `ParameterTypeError`; a function whose own body says
-``raise X(...)`` names ``X``. The pure core raises no bare builtin ``ValueError`` or
+of `kernel.records.codec`, `kernel.records.values` and `kernel.records.identity`. A function
+wrapped by `kernel.records.values.boundary` names `ParameterTypeError`; a function whose own
+body says ``raise X(...)`` names ``X``. The pure core raises no bare builtin ``ValueError`` or
 ``KeyError``: misuse with well-typed arguments is an `ParameterValueError`.
 """
 
@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 import kernel
-from kernel import values
 from kernel.errors import FieldError, KernelError, ParameterTypeError, ParameterValueError
+from kernel.records import values
+from kernel.records.values import Kind, boundary
+from kernel.run.verification import Isolation, weakest_isolation
 from kernel.strategies.values import of_kind
-from kernel.values import Kind, boundary
-from kernel.verification import Isolation, weakest_isolation
 
 
 def _sample(x: int) -> int:
@@ -159,9 +159,9 @@ def raised_in_body(function: Callable[..., object]) -> set[type[BaseException]]:
 def test_the_walk_finds_the_api() -> None:
     """The walk is not vacuous: it sees boundary-wrapped functions and raise statements."""
     wrapped = {name for name, f in FUNCTIONS.items() if f.__code__ is BOUNDARY_CODE}
-    assert "kernel.evidence_report.build_evidence_report" in wrapped
-    assert "kernel.consensus.build_corroboration_report" in wrapped
-    assert "kernel.binding.verify_binding" not in wrapped  # ADR-0232: refuses instead
+    assert "kernel.run.report.build_evidence_report" in wrapped
+    assert "kernel.corroboration.consensus.build_corroboration_report" in wrapped
+    assert "kernel.search.binding.verify_binding" not in wrapped  # ADR-0232: refuses instead
     assert ParameterValueError in raised_in_body(kernel.build_run_admission)
     assert FieldError in raised_in_body(values.digest)
 

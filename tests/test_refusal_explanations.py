@@ -18,16 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.binding import (
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingRefusal,
-    RunAttemptBindingRefusalReason,
-    bind_candidate_attempt_to_run,
-    verify_binding,
-    verify_binding_set,
-)
-from kernel.codec import seal
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureStatus,
     ConsensusRefusal,
     ConsensusRefusalReason,
@@ -35,7 +26,7 @@ from kernel.consensus import (
     RunObservation,
     build_consensus,
 )
-from kernel.decision import (
+from kernel.decide.decision import (
     DecisionReason,
     DecisionRefusal,
     HumanDecisionRecord,
@@ -43,7 +34,9 @@ from kernel.decision import (
     verify_decision,
 )
 from kernel.effects.orchestrate import run_config
-from kernel.evidence_report import (
+from kernel.records.codec import seal
+from kernel.records.values import Refusal
+from kernel.run.report import (
     EvidenceState,
     ReportReason,
     ReportRefusal,
@@ -51,7 +44,23 @@ from kernel.evidence_report import (
     build_evidence_report,
     check_evidence_report,
 )
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.run.verification import (
+    EvidenceChainReason,
+    EvidenceChainRefusal,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+    check_evidence_chain,
+)
+from kernel.search.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    RunAttemptBindingRefusalReason,
+    bind_candidate_attempt_to_run,
+    verify_binding,
+    verify_binding_set,
+)
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 from kernel.strategies import (
     binding_refusals,
     reports,
@@ -59,15 +68,6 @@ from kernel.strategies import (
     run_observations,
     verification_results,
     work_units,
-)
-from kernel.values import Refusal
-from kernel.verification import (
-    EvidenceChainReason,
-    EvidenceChainRefusal,
-    ResultManifest,
-    VerificationResult,
-    WorkUnit,
-    check_evidence_chain,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"

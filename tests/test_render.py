@@ -1,4 +1,4 @@
-"""Tests for kernel.render: canonical JSON, Markdown and HTML views, escaping."""
+"""Tests for kernel.views: canonical JSON, Markdown and HTML views, escaping."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from hypothesis import given, settings
 
 from kernel.effects.orchestrate import run_config
 from kernel.errors import FieldError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.identity import canonical_json
-from kernel.render import (
+from kernel.records.identity import canonical_json
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.strategies import identifiers
+from kernel.views import (
     MAX_DIFF_LINES,
     MAX_OUTPUT_LINES,
     CheckOutputView,
@@ -29,7 +30,6 @@ from kernel.render import (
     render_json,
     render_markdown,
 )
-from kernel.strategies import identifiers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 # In-page fragments and the run's own artifact files, named by digest: nothing else.

@@ -10,9 +10,9 @@ import pytest
 
 from kernel.effects.orchestrate import run_config
 from kernel.errors import FieldError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import run_record_from_idkmesh
-from kernel.render import (
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.views import (
     MAX_DIFF_LINES,
     CheckOutputView,
     PatchView,

@@ -10,10 +10,17 @@ from pathlib import Path
 import attrs
 import pytest
 
+from kernel.corroboration.run_admission import (
+    admission_headline,
+    admission_section,
+    build_run_admission,
+)
 from kernel.effects import console
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.render import (
+from kernel.run.record import IsolationPolicy, SandboxRun
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import Isolation, SandboxLimit
+from kernel.views import (
     CheckOutputView,
     TableSection,
     Workspace,
@@ -21,9 +28,6 @@ from kernel.render import (
     render_html,
     render_markdown,
 )
-from kernel.run_admission import admission_headline, admission_section, build_run_admission
-from kernel.runrecord import IsolationPolicy, SandboxRun
-from kernel.verification import Isolation, SandboxLimit
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 A, B = "a" * 64, "b" * 64

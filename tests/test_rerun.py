@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureMode,
     Consensus,
     ConsensusRefusal,

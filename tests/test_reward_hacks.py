@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from kernel.decide.gate import derive_run_admission
 from kernel.effects.adapters import tests_bootstrap
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.gate import derive_run_admission
-from kernel.verification import CheckReason
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason
 
 if TYPE_CHECKING:
     from tests.conftest import DemoWorkers

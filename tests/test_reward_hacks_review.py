@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kernel.consensus import CaptureStatus, Isolation
+from kernel.corroboration.consensus import CaptureStatus, Isolation
+from kernel.decide.gate import derive_run_admission
 from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.gate import derive_run_admission
-from kernel.verification import CheckReason
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason
 
 if TYPE_CHECKING:
     from tests.conftest import DemoWorkers

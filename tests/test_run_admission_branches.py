@@ -13,13 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.commit_admission import CommitRefusalReason, EvidenceClass, VerifierOutcome
+from kernel.corroboration.commit_admission import (
+    CommitRefusalReason,
+    EvidenceClass,
+    VerifierOutcome,
+)
+from kernel.corroboration.run_admission import RunAdmission, admission_section, build_run_admission
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.errors import FieldError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.run_admission import RunAdmission, admission_section, build_run_admission
-from kernel.runrecord import CheckRun
-from kernel.verification import CheckReason, Isolation
+from kernel.run.record import CheckRun
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.verification import CheckReason, Isolation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

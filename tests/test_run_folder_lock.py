@@ -28,9 +28,9 @@ from kernel.effects.run_folder_lock import (
 )
 from kernel.effects.sandbox.scratch import private_tempdir, scratch_root
 from kernel.errors import RunFolderBusy
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import run_record_from_idkmesh
-from kernel.render import render_json
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.views import render_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -1,4 +1,4 @@
-"""Tests for `kernel.run_replay` (modes exact/provenance/semantic/nondeterministic) and the CLI."""
+"""Tests for `kernel.run.replay` (modes exact/provenance/semantic/nondeterministic) and the CLI."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-from kernel.codec import compute_id
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.errors import ParameterValueError, RefusedError
-from kernel.run_replay import (
+from kernel.records.codec import compute_id
+from kernel.records.values import unwrap
+from kernel.run.record import DeclaredReplay, ProvenanceInput, RunProvenance, RunRecord
+from kernel.run.replay import (
     ReplayCheck,
     ReplayMode,
     ReplayReason,
@@ -26,9 +28,7 @@ from kernel.run_replay import (
     check_replay,
     default_mode,
 )
-from kernel.runrecord import DeclaredReplay, ProvenanceInput, RunProvenance, RunRecord
 from kernel.strategies.report import run_records
-from kernel.values import unwrap
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

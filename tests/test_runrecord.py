@@ -1,4 +1,4 @@
-"""Tests for kernel.runrecord: run record invariants, digests and first_difference."""
+"""Tests for kernel.run.record: run record invariants, digests and first_difference."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kernel.effects.orchestrate import run_config
 from kernel.errors import RecordError
-from kernel.runrecord import (
+from kernel.run.record import (
     RunRecord,
     first_difference,
     has_absolute_path,

@@ -11,7 +11,7 @@ import pytest
 
 from kernel.errors import FieldError, RecordError
 from kernel.importers.idkmesh import run_record_from_idkmesh
-from kernel.runrecord import (
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptState,
@@ -24,7 +24,7 @@ from kernel.runrecord import (
     attempt_shape_problem,
     evidence_isolation,
 )
-from kernel.verification import Isolation, SandboxLimit, WorkInput, WorkUnit
+from kernel.run.verification import Isolation, SandboxLimit, WorkInput, WorkUnit
 
 D = "d" * 64
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

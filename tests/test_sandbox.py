@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel.consensus import CaptureMode, CaptureStatus, Isolation
+from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox import (
     SANDBOX_WORKDIR,
     Capture,

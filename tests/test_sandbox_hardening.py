@@ -22,7 +22,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given
 
-from kernel.consensus import CaptureStatus, Isolation
+from kernel.corroboration.consensus import CaptureStatus, Isolation
 from kernel.effects.cli import main
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import (

@@ -80,7 +80,7 @@ def site_paths() -> Iterator[str]:
 RUNNER = textwrap.dedent("""
     import json, sys, tempfile
     from pathlib import Path
-    from kernel.consensus import CaptureMode, Isolation
+    from kernel.corroboration.consensus import CaptureMode, Isolation
     from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
     base = Path(tempfile.mkdtemp())
     (base / "tree").mkdir()
@@ -149,7 +149,7 @@ def test_unprivileged_runner_maps_the_command_to_itself(
 SIDE_RUNNER = textwrap.dedent("""
     import ctypes, json, sys, tempfile
     from pathlib import Path
-    from kernel.consensus import CaptureMode
+    from kernel.corroboration.consensus import CaptureMode
     from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
     request = json.loads(sys.argv[1])
     base = Path(tempfile.mkdtemp())

@@ -116,7 +116,7 @@ def test_scratch_of_a_live_runner_is_kept(temp_root: Path) -> None:
 LEFTOVER_RUNNER = textwrap.dedent("""
     import os, sys, tempfile
     from pathlib import Path
-    from kernel.consensus import CaptureMode, Isolation
+    from kernel.corroboration.consensus import CaptureMode, Isolation
     from kernel.effects.sandbox import SandboxSpec, Variation, run_sandboxed, variation_env
     base = Path(tempfile.mkdtemp(dir="/var/tmp"))
     (base / "tree").mkdir()

@@ -28,9 +28,9 @@ from kernel.effects.adapters.screen import (
     screen_source,
 )
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.evidence_report import EvidenceState, evidence_state_of
-from kernel.runrecord import ScreenFinding, TrustLevel
-from kernel.verification import CheckReason, CheckStatus
+from kernel.run.record import ScreenFinding, TrustLevel
+from kernel.run.report import EvidenceState, evidence_state_of
+from kernel.run.verification import CheckReason, CheckStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kernel.commit_admission import EvidenceClass
+from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.effects.cli import main
 from kernel.effects.pipeline import run_pipeline
 from kernel.effects.run_folder import load_run_folder
-from kernel.evidence_report import EvidenceState
-from kernel.runrecord import SCREEN_CHECK_ID
+from kernel.run.record import SCREEN_CHECK_ID
+from kernel.run.report import EvidenceState
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

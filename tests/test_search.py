@@ -1,4 +1,4 @@
-"""Tests for kernel.search: reference field names, enum values, ids, strict parsing."""
+"""Tests for kernel.search.records: reference field names, enum values, ids, strict parsing."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-import kernel.search as search
+import kernel.search.records as search
 from kernel.errors import RecordError
-from kernel.search import (
+from kernel.records.values import BudgetCharge, SourceSpan
+from kernel.search.records import (
     BudgetConsumed,
     CandidateAttempt,
     CandidateOperatorResult,
@@ -42,7 +43,6 @@ from kernel.strategies import (
     geometric_search_runs,
     search_gate_decisions,
 )
-from kernel.values import BudgetCharge, SourceSpan
 
 CHAIN = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures/binding/reference-chain.json").read_text()
@@ -61,7 +61,7 @@ def without(document: dict[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def test_public_api_exports() -> None:
-    """kernel.search exports exactly its records, enums, constants and recompute_*."""
+    """kernel.search.records exports exactly its records, enums, constants and recompute_*."""
     assert sorted(search.__all__) == sorted(
         [
             "CANDIDATE_OPERATOR_POLICY_VERSION",

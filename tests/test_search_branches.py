@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from kernel.errors import FieldError
-from kernel.search import CandidateOperatorResult, ComputeBudgetDecision, SearchGateDecision
+from kernel.search.records import CandidateOperatorResult, ComputeBudgetDecision, SearchGateDecision
 
 CHAIN = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures/binding/reference-chain.json").read_text()

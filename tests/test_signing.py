@@ -8,15 +8,15 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kernel.codec import seal
-from kernel.decision import HumanDecisionRecord, record_decision
+from kernel.decide.decision import HumanDecisionRecord, record_decision
+from kernel.decide.gate import SignatureStatus, decision_message
 from kernel.effects.cli import main
 from kernel.effects.documents import load_run_record
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import EffectError
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.gate import SignatureStatus, decision_message
-from kernel.identity import canonical_json, sha256_bytes
+from kernel.records.codec import seal
+from kernel.records.identity import canonical_json, sha256_bytes
+from kernel.run.report import RunEvidenceReport, build_evidence_report
 
 DECIDER = "alice@example.com"
 IDKMESH_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "idkmesh" / "demo.run.json"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel.strategies as ks
-from kernel.codec import Record
+from kernel.records.codec import Record
 from kernel.strategies._seeded import Stream
 from kernel.strategies.report import provenances
 from kernel.strategies.search import CORRUPTED_FIELDS, _corrupted, _pair_of, _refused

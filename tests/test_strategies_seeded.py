@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.consensus import RunObservation
-from kernel.identity import is_digest
-from kernel.runrecord import has_absolute_path
+from kernel.corroboration.consensus import RunObservation
+from kernel.records.identity import is_digest
+from kernel.run.record import has_absolute_path
 from kernel.strategies import run_observations
 from kernel.strategies._seeded import SEEDS, Stream, derive, seeded
 from kernel.strategies.report import _message

@@ -1,4 +1,4 @@
-"""kernel.suite: calibration, one prediction's result, the suite summary and its views."""
+"""kernel.run.suite: calibration, one prediction's result, the suite summary and its views."""
 
 from __future__ import annotations
 
@@ -13,13 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.commit_admission import EvidenceClass
+from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.effects.orchestrate import run_config
 from kernel.errors import ParameterValueError
-from kernel.evidence_report import EvidenceState, RunEvidenceReport, build_evidence_report
-from kernel.render import render_html, render_markdown
-from kernel.render.views import calibration_section, declared_tests_section
-from kernel.runrecord import (
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -31,8 +28,8 @@ from kernel.runrecord import (
     DeclaredTestOutcome,
     DeclaredTestResult,
 )
-from kernel.strategies import records_of
-from kernel.suite import (
+from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
+from kernel.run.suite import (
     InstanceResult,
     PredictionResult,
     PredictionStatus,
@@ -45,6 +42,9 @@ from kernel.suite import (
     render_suite_markdown,
     summarize_suite,
 )
+from kernel.strategies import records_of
+from kernel.views import render_html, render_markdown
+from kernel.views.views import calibration_section, declared_tests_section
 
 F2P, P2P = DeclaredTestKind.FAIL_TO_PASS, DeclaredTestKind.PASS_TO_PASS
 OUT = DeclaredTestOutcome

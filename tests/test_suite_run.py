@@ -16,8 +16,8 @@ import pytest
 from kernel.effects.cli import main
 from kernel.effects.suite import SuiteOutcome, load_instances, run_suite
 from kernel.errors import ConfigError
-from kernel.runrecord import CalibrationReason, RunRecord
-from kernel.suite import InstanceResult, PredictionStatus, Resolution
+from kernel.run.record import CalibrationReason, RunRecord
+from kernel.run.suite import InstanceResult, PredictionStatus, Resolution
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "suite-demo"

@@ -1,4 +1,4 @@
-"""Tests for kernel.values: shared primitives, validators and the refusal helper."""
+"""Tests for kernel.records.values: shared primitives, validators and the refusal helper."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel import values
-from kernel.codec import UNSEALED, Identity, Record, kind_validators, seal
 from kernel.errors import (
     CanonicalizationError,
     FieldError,
@@ -23,9 +21,9 @@ from kernel.errors import (
     RecordError,
     RefusedError,
 )
-from kernel.strategies import budget_charges, source_spans, version_pairs
-from kernel.strategies.values import of_kind
-from kernel.values import (
+from kernel.records import values
+from kernel.records.codec import UNSEALED, Identity, Record, kind_validators, seal
+from kernel.records.values import (
     BudgetCharge,
     Refusal,
     SourceSpan,
@@ -33,7 +31,9 @@ from kernel.values import (
     unwrap,
     version_pair_problem,
 )
-from kernel.verification import WorkUnit
+from kernel.run.verification import WorkUnit
+from kernel.strategies import budget_charges, source_spans, version_pairs
+from kernel.strategies.values import of_kind
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,4 +1,4 @@
-"""Branches of kernel.values and commit admission the main tests do not reach: a refusal
+"""Branches of kernel.records.values and commit admission the main tests do not reach: a refusal
 without codes or prose, the boundary's checks of extra keywords and mistyped tuples, and
 an admission whose flags contradict its class."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from kernel.commit_admission import (
+from kernel.corroboration.commit_admission import (
     Admission,
     Branch,
     Draft,
@@ -19,7 +19,7 @@ from kernel.commit_admission import (
     admit_to_commit,
 )
 from kernel.errors import FieldError, ParameterTypeError
-from kernel.values import Refusal, boundary
+from kernel.records.values import Refusal, boundary
 
 
 class Code(enum.StrEnum):

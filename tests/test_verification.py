@@ -1,4 +1,4 @@
-"""Tests for kernel.verification: records, digests and check_evidence_chain."""
+"""Tests for kernel.run.verification: records, digests and check_evidence_chain."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.errors import RecordError
-from kernel.strategies import result_manifests, verification_results, work_units
-from kernel.verification import (
+from kernel.run.verification import (
     CheckResult,
     CheckStatus,
     EvidenceChain,
@@ -29,6 +28,7 @@ from kernel.verification import (
     check_manifest_chain,
     verdict_from_checks,
 )
+from kernel.strategies import result_manifests, verification_results, work_units
 
 
 def _digest(value: Any) -> str:

@@ -17,26 +17,7 @@ from types import ModuleType
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "kernel.binding": (
-        "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
-        "CandidateAttemptRunBinding",
-        "CandidateAttemptRunBindingInput",
-        "CandidateAttemptRunBindingOutcome",
-        "CandidateAttemptRunBindingRefusal",
-        "RunAttemptBindingRefusalReason",
-        "RunAttemptMembership",
-        "bind_candidate_attempt_to_run",
-        "verify_binding",
-        "verify_binding_set",
-    ),
-    "kernel.codec": (
-        "Identity",
-        "Record",
-        "compute_id",
-        "identity_payload",
-        "seal",
-    ),
-    "kernel.commit_admission": (
+    "kernel.corroboration.commit_admission": (
         "Admission",
         "AdmissionVerified",
         "Branch",
@@ -50,7 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "drafts_are_decorrelated",
         "verify_admission",
     ),
-    "kernel.consensus": (
+    "kernel.corroboration.consensus": (
         "CaptureMode",
         "CaptureStatus",
         "ClassifiedRun",
@@ -67,7 +48,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "build_consensus",
         "build_corroboration_report",
     ),
-    "kernel.decision": (
+    "kernel.corroboration.run_admission": (
+        "CandidateGroup",
+        "RunAdmission",
+        "build_run_admission",
+    ),
+    "kernel.decide.decision": (
         "Decider",
         "DeciderType",
         "Decision",
@@ -79,6 +65,25 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HumanDecisionRecord",
         "record_decision",
         "verify_decision",
+    ),
+    "kernel.decide.gate": (
+        "GateReason",
+        "GateRefusal",
+        "PromotionPermit",
+        "SignatureCheck",
+        "SignatureStatus",
+        "StagingPermit",
+        "decide_promotion",
+        "decide_staging",
+    ),
+    "kernel.decide.ledger": (
+        "EntryKind",
+        "LedgerBroken",
+        "LedgerEntry",
+        "LedgerHead",
+        "LedgerIntact",
+        "LedgerReason",
+        "verify_chain",
     ),
     "kernel.errors": (
         "CanonicalizationError",
@@ -100,65 +105,25 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UntrustedConfig",
         "VerifierFailure",
     ),
-    "kernel.evidence_report": (
-        "EvidenceState",
-        "PendingDecision",
-        "ReportAttempt",
-        "ReportCheck",
-        "ReportReason",
-        "ReportRefusal",
-        "ReportSummary",
-        "ReportWarning",
-        "RunEvidenceReport",
-        "build_evidence_report",
-        "check_evidence_report",
+    "kernel.records.codec": (
+        "Identity",
+        "Record",
+        "compute_id",
+        "identity_payload",
+        "seal",
     ),
-    "kernel.gate": (
-        "GateReason",
-        "GateRefusal",
-        "PromotionPermit",
-        "SignatureCheck",
-        "SignatureStatus",
-        "StagingPermit",
-        "decide_promotion",
-        "decide_staging",
-    ),
-    "kernel.identity": (
+    "kernel.records.identity": (
         "canonical_json",
         "sha256_bytes",
         "sha256_hex",
     ),
-    "kernel.ledger": (
-        "EntryKind",
-        "LedgerBroken",
-        "LedgerEntry",
-        "LedgerHead",
-        "LedgerIntact",
-        "LedgerReason",
-        "verify_chain",
+    "kernel.records.values": (
+        "BudgetCharge",
+        "Refusal",
+        "SourceSpan",
+        "unwrap",
     ),
-    "kernel.render": (
-        "CheckOutputView",
-        "PatchView",
-        "TableSection",
-        "Workspace",
-        "render_html",
-        "render_json",
-        "render_markdown",
-    ),
-    "kernel.run_admission": (
-        "CandidateGroup",
-        "RunAdmission",
-        "build_run_admission",
-    ),
-    "kernel.run_replay": (
-        "ReplayCheck",
-        "ReplayMode",
-        "ReplayReason",
-        "ReplayRefusal",
-        "check_replay",
-    ),
-    "kernel.runrecord": (
+    "kernel.run.record": (
         "AttemptError",
         "AttemptErrorCode",
         "AttemptRecord",
@@ -186,27 +151,27 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "VerificationSummary",
         "WorkUnitRef",
     ),
-    "kernel.search": (
-        "BudgetConsumed",
-        "CandidateAttempt",
-        "CandidateOperatorResult",
-        "CandidateReconstruction",
-        "CandidateReplayStatus",
-        "ComputeBudgetDecision",
-        "ComputeBudgetStatus",
-        "GeometricSearchRun",
-        "RunExhaustionCode",
-        "SearchGateDecision",
-        "SearchGateStatus",
-        "SearchRunDisposition",
+    "kernel.run.replay": (
+        "ReplayCheck",
+        "ReplayMode",
+        "ReplayReason",
+        "ReplayRefusal",
+        "check_replay",
     ),
-    "kernel.values": (
-        "BudgetCharge",
-        "Refusal",
-        "SourceSpan",
-        "unwrap",
+    "kernel.run.report": (
+        "EvidenceState",
+        "PendingDecision",
+        "ReportAttempt",
+        "ReportCheck",
+        "ReportReason",
+        "ReportRefusal",
+        "ReportSummary",
+        "ReportWarning",
+        "RunEvidenceReport",
+        "build_evidence_report",
+        "check_evidence_report",
     ),
-    "kernel.verification": (
+    "kernel.run.verification": (
         "Actor",
         "ActorType",
         "Artifact",
@@ -226,6 +191,41 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkerStatus",
         "check_evidence_chain",
     ),
+    "kernel.search.binding": (
+        "CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION",
+        "CandidateAttemptRunBinding",
+        "CandidateAttemptRunBindingInput",
+        "CandidateAttemptRunBindingOutcome",
+        "CandidateAttemptRunBindingRefusal",
+        "RunAttemptBindingRefusalReason",
+        "RunAttemptMembership",
+        "bind_candidate_attempt_to_run",
+        "verify_binding",
+        "verify_binding_set",
+    ),
+    "kernel.search.records": (
+        "BudgetConsumed",
+        "CandidateAttempt",
+        "CandidateOperatorResult",
+        "CandidateReconstruction",
+        "CandidateReplayStatus",
+        "ComputeBudgetDecision",
+        "ComputeBudgetStatus",
+        "GeometricSearchRun",
+        "RunExhaustionCode",
+        "SearchGateDecision",
+        "SearchGateStatus",
+        "SearchRunDisposition",
+    ),
+    "kernel.views": (
+        "CheckOutputView",
+        "PatchView",
+        "TableSection",
+        "Workspace",
+        "render_html",
+        "render_json",
+        "render_markdown",
+    ),
 }
 """Where each public name lives, module by module: the public API."""
 
@@ -238,40 +238,40 @@ __all__ = sorted(_HOME)  # noqa: PLE0605
 def _load(module: str) -> ModuleType:
     # One static import per module: the guard refuses computed imports in the pure core.
     match module:
-        case "kernel.binding":
-            from kernel import binding as loaded
-        case "kernel.codec":
-            from kernel import codec as loaded
-        case "kernel.commit_admission":
-            from kernel import commit_admission as loaded
-        case "kernel.consensus":
-            from kernel import consensus as loaded
-        case "kernel.decision":
-            from kernel import decision as loaded
+        case "kernel.corroboration.commit_admission":
+            from kernel.corroboration import commit_admission as loaded
+        case "kernel.corroboration.consensus":
+            from kernel.corroboration import consensus as loaded
+        case "kernel.corroboration.run_admission":
+            from kernel.corroboration import run_admission as loaded
+        case "kernel.decide.decision":
+            from kernel.decide import decision as loaded
+        case "kernel.decide.gate":
+            from kernel.decide import gate as loaded
+        case "kernel.decide.ledger":
+            from kernel.decide import ledger as loaded
         case "kernel.errors":
             from kernel import errors as loaded
-        case "kernel.evidence_report":
-            from kernel import evidence_report as loaded
-        case "kernel.gate":
-            from kernel import gate as loaded
-        case "kernel.identity":
-            from kernel import identity as loaded
-        case "kernel.ledger":
-            from kernel import ledger as loaded
-        case "kernel.render":
-            from kernel import render as loaded
-        case "kernel.run_admission":
-            from kernel import run_admission as loaded
-        case "kernel.run_replay":
-            from kernel import run_replay as loaded
-        case "kernel.runrecord":
-            from kernel import runrecord as loaded
-        case "kernel.search":
-            from kernel import search as loaded
-        case "kernel.values":
-            from kernel import values as loaded
-        case "kernel.verification":
-            from kernel import verification as loaded
+        case "kernel.records.codec":
+            from kernel.records import codec as loaded
+        case "kernel.records.identity":
+            from kernel.records import identity as loaded
+        case "kernel.records.values":
+            from kernel.records import values as loaded
+        case "kernel.run.record":
+            from kernel.run import record as loaded
+        case "kernel.run.replay":
+            from kernel.run import replay as loaded
+        case "kernel.run.report":
+            from kernel.run import report as loaded
+        case "kernel.run.verification":
+            from kernel.run import verification as loaded
+        case "kernel.search.binding":
+            from kernel.search import binding as loaded
+        case "kernel.search.records":
+            from kernel.search import records as loaded
+        case "kernel.views":
+            from kernel import views as loaded
         case _:
             raise AttributeError(f"module 'kernel' has no submodule {module!r}")
     return loaded

@@ -3,26 +3,7 @@
 from types import ModuleType
 from typing import Final
 
-from kernel.binding import (
-    CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingInput,
-    CandidateAttemptRunBindingOutcome,
-    CandidateAttemptRunBindingRefusal,
-    RunAttemptBindingRefusalReason,
-    RunAttemptMembership,
-    bind_candidate_attempt_to_run,
-    verify_binding,
-    verify_binding_set,
-)
-from kernel.codec import (
-    Identity,
-    Record,
-    compute_id,
-    identity_payload,
-    seal,
-)
-from kernel.commit_admission import (
+from kernel.corroboration.commit_admission import (
     Admission,
     AdmissionVerified,
     Branch,
@@ -36,7 +17,7 @@ from kernel.commit_admission import (
     drafts_are_decorrelated,
     verify_admission,
 )
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     ClassifiedRun,
@@ -53,7 +34,12 @@ from kernel.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.decision import (
+from kernel.corroboration.run_admission import (
+    CandidateGroup,
+    RunAdmission,
+    build_run_admission,
+)
+from kernel.decide.decision import (
     Decider,
     DeciderType,
     Decision,
@@ -65,6 +51,25 @@ from kernel.decision import (
     HumanDecisionRecord,
     record_decision,
     verify_decision,
+)
+from kernel.decide.gate import (
+    GateReason,
+    GateRefusal,
+    PromotionPermit,
+    SignatureCheck,
+    SignatureStatus,
+    StagingPermit,
+    decide_promotion,
+    decide_staging,
+)
+from kernel.decide.ledger import (
+    EntryKind,
+    LedgerBroken,
+    LedgerEntry,
+    LedgerHead,
+    LedgerIntact,
+    LedgerReason,
+    verify_chain,
 )
 from kernel.errors import (
     CanonicalizationError,
@@ -86,65 +91,25 @@ from kernel.errors import (
     UntrustedConfig,
     VerifierFailure,
 )
-from kernel.evidence_report import (
-    EvidenceState,
-    PendingDecision,
-    ReportAttempt,
-    ReportCheck,
-    ReportReason,
-    ReportRefusal,
-    ReportSummary,
-    ReportWarning,
-    RunEvidenceReport,
-    build_evidence_report,
-    check_evidence_report,
+from kernel.records.codec import (
+    Identity,
+    Record,
+    compute_id,
+    identity_payload,
+    seal,
 )
-from kernel.gate import (
-    GateReason,
-    GateRefusal,
-    PromotionPermit,
-    SignatureCheck,
-    SignatureStatus,
-    StagingPermit,
-    decide_promotion,
-    decide_staging,
-)
-from kernel.identity import (
+from kernel.records.identity import (
     canonical_json,
     sha256_bytes,
     sha256_hex,
 )
-from kernel.ledger import (
-    EntryKind,
-    LedgerBroken,
-    LedgerEntry,
-    LedgerHead,
-    LedgerIntact,
-    LedgerReason,
-    verify_chain,
+from kernel.records.values import (
+    BudgetCharge,
+    Refusal,
+    SourceSpan,
+    unwrap,
 )
-from kernel.render import (
-    CheckOutputView,
-    PatchView,
-    TableSection,
-    Workspace,
-    render_html,
-    render_json,
-    render_markdown,
-)
-from kernel.run_admission import (
-    CandidateGroup,
-    RunAdmission,
-    build_run_admission,
-)
-from kernel.run_replay import (
-    ReplayCheck,
-    ReplayMode,
-    ReplayReason,
-    ReplayRefusal,
-    check_replay,
-)
-from kernel.runrecord import (
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -172,27 +137,27 @@ from kernel.runrecord import (
     VerificationSummary,
     WorkUnitRef,
 )
-from kernel.search import (
-    BudgetConsumed,
-    CandidateAttempt,
-    CandidateOperatorResult,
-    CandidateReconstruction,
-    CandidateReplayStatus,
-    ComputeBudgetDecision,
-    ComputeBudgetStatus,
-    GeometricSearchRun,
-    RunExhaustionCode,
-    SearchGateDecision,
-    SearchGateStatus,
-    SearchRunDisposition,
+from kernel.run.replay import (
+    ReplayCheck,
+    ReplayMode,
+    ReplayReason,
+    ReplayRefusal,
+    check_replay,
 )
-from kernel.values import (
-    BudgetCharge,
-    Refusal,
-    SourceSpan,
-    unwrap,
+from kernel.run.report import (
+    EvidenceState,
+    PendingDecision,
+    ReportAttempt,
+    ReportCheck,
+    ReportReason,
+    ReportRefusal,
+    ReportSummary,
+    ReportWarning,
+    RunEvidenceReport,
+    build_evidence_report,
+    check_evidence_report,
 )
-from kernel.verification import (
+from kernel.run.verification import (
     Actor,
     ActorType,
     Artifact,
@@ -211,6 +176,41 @@ from kernel.verification import (
     WorkUnit,
     WorkerStatus,
     check_evidence_chain,
+)
+from kernel.search.binding import (
+    CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingInput,
+    CandidateAttemptRunBindingOutcome,
+    CandidateAttemptRunBindingRefusal,
+    RunAttemptBindingRefusalReason,
+    RunAttemptMembership,
+    bind_candidate_attempt_to_run,
+    verify_binding,
+    verify_binding_set,
+)
+from kernel.search.records import (
+    BudgetConsumed,
+    CandidateAttempt,
+    CandidateOperatorResult,
+    CandidateReconstruction,
+    CandidateReplayStatus,
+    ComputeBudgetDecision,
+    ComputeBudgetStatus,
+    GeometricSearchRun,
+    RunExhaustionCode,
+    SearchGateDecision,
+    SearchGateStatus,
+    SearchRunDisposition,
+)
+from kernel.views import (
+    CheckOutputView,
+    PatchView,
+    TableSection,
+    Workspace,
+    render_html,
+    render_json,
+    render_markdown,
 )
 
 __version__: Final[str]

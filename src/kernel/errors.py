@@ -154,8 +154,8 @@ class RefusedError(KernelError, ValueError):
 
 
 class CommitBoundaryError(RefusedError):
-    """Raised by `kernel.commit_admission`'s raising helpers when a branch would cross the
-    commit boundary without independent verification (the refusal is attached)."""
+    """Raised by `kernel.corroboration.commit_admission`'s raising helpers when a branch
+    would cross the commit boundary without independent verification (the refusal is attached)."""
 
 
 class DuplicateAdapterError(KernelError, ValueError):

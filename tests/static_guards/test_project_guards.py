@@ -6,7 +6,7 @@
 (b) the pure core uses no
 file, process, clock, randomness, uuid, environment, network or dynamic-import
 facility; (c) a lower layer never imports a higher one (one `layers` rule);
-(d) hashlib only in kernel.identity, json/orjson only in identity and the shell;
+(d) hashlib only in kernel.records.identity, json/orjson only in identity and the shell;
 (e) the evasion corpus (see
 test_corpus.py).
 """
@@ -99,16 +99,18 @@ def test_every_pure_module_has_a_layer() -> None:
     for name in _pure_modules():
         assert rule.layer_of(f"kernel.{name}") is not None, name
     assert rule.layer_of("kernel.not_yet_written") == 0
-    assert rule.layer_of("kernel.binding.sub") == rule.layer_of("kernel.binding")
+    assert rule.layer_of("kernel.search.binding.sub") == rule.layer_of("kernel.search.binding")
 
 
 def test_hashlib_and_json_rules() -> None:
-    """(d) hashlib only in kernel.identity; json/orjson only in identity and the shell."""
+    """(d) hashlib only in kernel.records.identity; json/orjson only in identity and the shell."""
     policy = _adr_policy()
     hashing = next(r for r in policy.rules if r.name == "hashlib-only-in-identity")
     assert "hashlib" in hashing.forbid_imports
-    assert "!kernel.identity" in hashing.modules
-    assert "!kernel.guard.*" not in hashing.modules  # the guard uses kernel.identity, not hashlib
+    assert "!kernel.records.identity" in hashing.modules
+    assert (
+        "!kernel.guard.*" not in hashing.modules
+    )  # the guard uses kernel.records.identity, not hashlib
     jsonish = next(r for r in policy.rules if r.name == "json-only-in-identity-and-shell")
     assert {"json", "orjson"} <= set(jsonish.forbid_imports)
     assert _format(policy, {hashing.name, jsonish.name}) == ""

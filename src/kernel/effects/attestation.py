@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kernel.codec import compute_id
-from kernel.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
+from kernel.decide.decision import DecisionRefusal, HumanDecisionRecord, verify_decision
+from kernel.decide.gate import GateReason, derive_run_admission
 from kernel.effects.run_folder import RunFolder
-from kernel.evidence_report import ReportCheck, check_evidence_report
-from kernel.gate import GateReason, derive_run_admission
+from kernel.records.codec import compute_id
+from kernel.run.report import ReportCheck, check_evidence_report
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "statement"]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernel.decision import HumanDecisionRecord, upgrade_decision_document
+from kernel.decide.decision import HumanDecisionRecord, upgrade_decision_document
 from kernel.effects.files import OutputRoot, load_json
 from kernel.errors import ConfigError, EffectError, KernelError, RecordError
-from kernel.evidence_report import ReportRefusal, RunEvidenceReport, build_evidence_report
 from kernel.importers.idkmesh import is_idkmesh_document, run_record_from_idkmesh
-from kernel.runrecord import RunRecord
+from kernel.run.record import RunRecord
+from kernel.run.report import ReportRefusal, RunEvidenceReport, build_evidence_report
 
 __all__ = [
     "load_report",

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from kernel.errors import ConfigError, EffectError
-from kernel.identity import sha256_bytes, sha256_hex
+from kernel.records.identity import sha256_bytes, sha256_hex
 
 if TYPE_CHECKING:  # the adapters import this module: no import cycle at run time
     from kernel.effects.adapters.base import ConfigSource

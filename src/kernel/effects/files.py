@@ -42,7 +42,7 @@ from typing import BinaryIO, Literal, overload
 import orjson
 
 from kernel.errors import ConfigError, EffectError, KernelError
-from kernel.identity import canonical_json
+from kernel.records.identity import canonical_json
 
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",

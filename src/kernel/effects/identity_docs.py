@@ -8,7 +8,7 @@ Usage::
 The tables are derived from each record class's ``__identity__`` declaration and its
 attrs fields (with each field's JSON type and nested record), the document digests from
 the records' ``*digest`` properties, and the worked examples are computed here from
-fixed inputs, so the documentation cannot drift from what `kernel.codec.compute_id`
+fixed inputs, so the documentation cannot drift from what `kernel.records.codec.compute_id`
 hashes: a change to a payload that is not regenerated fails ``--check`` (and so
 ``make check``). The document is written for a client in another language: with it
 alone (no Python) every id can be reproduced.
@@ -31,50 +31,50 @@ from typing import Any, Final
 
 import attrs
 
-import kernel.binding
-import kernel.commit_admission
-import kernel.consensus
-import kernel.decision
-import kernel.evidence_report
-import kernel.gate
-import kernel.ledger
-import kernel.run_admission
-import kernel.run_replay
-import kernel.runrecord
-import kernel.search
-import kernel.values
-import kernel.verification
-from kernel.binding import (
+import kernel.corroboration.commit_admission
+import kernel.corroboration.consensus
+import kernel.corroboration.run_admission
+import kernel.decide.decision
+import kernel.decide.gate
+import kernel.decide.ledger
+import kernel.records.values
+import kernel.run.record
+import kernel.run.replay
+import kernel.run.report
+import kernel.run.verification
+import kernel.search.binding
+import kernel.search.records
+from kernel.corroboration.commit_admission import Branch, Draft, VerifierOutcome, admit_to_commit
+from kernel.corroboration.consensus import CaptureStatus, RunObservation, build_consensus
+from kernel.effects.commands.bind_selftest import reference_chain
+from kernel.effects.files import atomic_write_bytes
+from kernel.records.codec import Record, compute_id, identity_payload, kind_validators, nested_form
+from kernel.records.identity import canonical_json, sha256_bytes
+from kernel.records.values import Kind, kind_of
+from kernel.search.binding import (
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingInput,
     bind_candidate_attempt_to_run,
     verify_binding,
 )
-from kernel.codec import Record, compute_id, identity_payload, kind_validators, nested_form
-from kernel.commit_admission import Branch, Draft, VerifierOutcome, admit_to_commit
-from kernel.consensus import CaptureStatus, RunObservation, build_consensus
-from kernel.effects.commands.bind_selftest import reference_chain
-from kernel.effects.files import atomic_write_bytes
-from kernel.identity import canonical_json, sha256_bytes
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
-from kernel.values import Kind, kind_of
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 
 __all__ = ["PURE_MODULES", "generate", "main"]
 
 PURE_MODULES: Final = (
-    kernel.values,
-    kernel.ledger,
-    kernel.search,
-    kernel.binding,
-    kernel.verification,
-    kernel.runrecord,
-    kernel.run_replay,
-    kernel.evidence_report,
-    kernel.decision,
-    kernel.consensus,
-    kernel.commit_admission,
-    kernel.run_admission,
-    kernel.gate,
+    kernel.records.values,
+    kernel.decide.ledger,
+    kernel.search.records,
+    kernel.search.binding,
+    kernel.run.verification,
+    kernel.run.record,
+    kernel.run.replay,
+    kernel.run.report,
+    kernel.decide.decision,
+    kernel.corroboration.consensus,
+    kernel.corroboration.commit_admission,
+    kernel.corroboration.run_admission,
+    kernel.decide.gate,
 )
 """Modules whose records are documented, in pipeline order."""
 
@@ -179,7 +179,7 @@ def _kinds(hint: Any) -> list[Kind | None]:
 
 
 def _typed(hint: Any, extra: Any, validator: object) -> str:
-    """The JSON type, and the field kind (`kernel.values`) when the field has one."""
+    """The JSON type, and the field kind (`kernel.records.values`) when the field has one."""
     kinds = [kind_of(validator), *_kinds(extra)]
     names = [k.name for k in kinds if k is not None]
     return _json_type(hint) + (f" ({', '.join(names)})" if names else "")
@@ -337,7 +337,7 @@ def _examples() -> list[str]:
             exit_code=0,
             output_digest="c" * 64,
             output_size=12,
-            isolation=kernel.consensus.Isolation.OVERLAY,
+            isolation=kernel.corroboration.consensus.Isolation.OVERLAY,
             duration_ms=100 + i,
         )
         for i in range(2)

@@ -1,6 +1,6 @@
 """Stores of the evidence ledger: SQLite (default), PostgreSQL, JSON Lines export.
 
-The chain rules live in the pure `kernel.ledger`; a store only keeps entries and a
+The chain rules live in the pure `kernel.decide.ledger`; a store only keeps entries and a
 separately recorded head, and appends under a lock that serialises writers:
 
 - SQLite (a file path, default ``results/ledger.sqlite``): WAL journal, a busy
@@ -47,15 +47,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kernel.effects.files import _refuse_duplicate_keys as refuse_duplicate_keys
-from kernel.effects.files import (
-    atomic_write_bytes,
-    check_input,
-    read_input,
-)
-from kernel.errors import CanonicalizationError, ConfigError, EffectError
-from kernel.identity import canonical_json, is_digest
-from kernel.ledger import (
+from kernel.decide.ledger import (
     GENESIS_ID,
     ConsistencyProof,
     EntryKind,
@@ -75,6 +67,14 @@ from kernel.ledger import (
     node_hash,
     verify_chain,
 )
+from kernel.effects.files import _refuse_duplicate_keys as refuse_duplicate_keys
+from kernel.effects.files import (
+    atomic_write_bytes,
+    check_input,
+    read_input,
+)
+from kernel.errors import CanonicalizationError, ConfigError, EffectError
+from kernel.records.identity import canonical_json, is_digest
 
 __all__ = [
     "DEFAULT_LEDGER",
@@ -194,7 +194,7 @@ class LedgerStore(Protocol):
         ...
 
     def perfect(self, level: int, index: int) -> bytes:
-        """The root of a perfect Merkle subtree (`kernel.ledger.Perfect`)."""
+        """The root of a perfect Merkle subtree (`kernel.decide.ledger.Perfect`)."""
         ...
 
     def close(self) -> None:
@@ -207,7 +207,7 @@ def verify_store(
     expected_head: LedgerHead | None = None,
     anchors: Mapping[int, str] | None = None,
 ) -> LedgerIntact | LedgerBroken:
-    """Recompute ``store``'s chain (`kernel.ledger.verify_chain`; ``anchors``: tree size
+    """Recompute ``store``'s chain (`kernel.decide.ledger.verify_chain`; ``anchors``: tree size
     -> Merkle root recorded elsewhere, and the tree is computed)."""
     rows = store.verify_rows() if isinstance(store, SqliteStore) else store.entries()
     outcome = verify_chain(
@@ -438,7 +438,7 @@ class SqliteStore:
         return entry
 
     def perfect(self, level: int, index: int) -> bytes:
-        """The root of a perfect subtree (`kernel.ledger.Perfect`): stored in the row of
+        """The root of a perfect subtree (`kernel.decide.ledger.Perfect`): stored in the row of
         its last leaf, or computed from its halves where that row has none.
 
         Raises:

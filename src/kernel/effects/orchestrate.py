@@ -1,6 +1,6 @@
 """Run a work unit's attempts through worker adapters and an independent verifier.
 
-Produces a `kernel.runrecord.RunRecord`. Same config, same bytes: nothing here reads a
+Produces a `kernel.run.record.RunRecord`. Same config, same bytes: nothing here reads a
 clock, the host name, the environment or an absolute path into the record; every
 message names files relative to the config's folder.
 
@@ -95,9 +95,8 @@ from kernel.errors import (
     RecordError,
     VerifierFailure,
 )
-from kernel.evidence_report import evidence_state_of
-from kernel.identity import sha256_bytes, sha256_hex
-from kernel.runrecord import (
+from kernel.records.identity import sha256_bytes, sha256_hex
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -113,7 +112,8 @@ from kernel.runrecord import (
     WorkUnitRef,
     redact_absolute_paths,
 )
-from kernel.verification import (
+from kernel.run.report import evidence_state_of
+from kernel.run.verification import (
     EvidenceChainRefusal,
     Isolation,
     ResultManifest,

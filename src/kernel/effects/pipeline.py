@@ -18,7 +18,8 @@ from typing import Final
 
 import attrs
 
-from kernel.consensus import CaptureMode, CorroborationReport
+from kernel.corroboration.consensus import CaptureMode, CorroborationReport
+from kernel.corroboration.run_admission import RunAdmission, admission_section, build_run_admission
 from kernel.effects import console
 from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
 from kernel.effects.documents import plan_outputs, report_of, stale_decisions
@@ -36,8 +37,10 @@ from kernel.effects.rerun import corroborate
 from kernel.effects.run_folder_lock import RunFolder
 from kernel.effects.sandbox import Capture
 from kernel.errors import ConfigError
-from kernel.evidence_report import RunEvidenceReport
-from kernel.render import (
+from kernel.run.record import DeclaredReplay
+from kernel.run.replay import ReplayCheck, ReplayMode, default_mode
+from kernel.run.report import RunEvidenceReport
+from kernel.views import (
     CheckOutputView,
     PatchView,
     Workspace,
@@ -45,9 +48,6 @@ from kernel.render import (
     render_json,
     render_markdown,
 )
-from kernel.run_admission import RunAdmission, admission_section, build_run_admission
-from kernel.run_replay import ReplayCheck, ReplayMode, default_mode
-from kernel.runrecord import DeclaredReplay
 
 __all__ = [
     "DEFAULT_RERUNS",
@@ -320,7 +320,7 @@ def run_pipeline(
     """Run the whole pipeline for ``config`` into ``output_dir`` (module docstring).
 
     ``reruns`` per candidate group (0 skips corroboration); ``replay_mode`` one of
-    `kernel.run_replay.ReplayMode`'s values, `REPLAY_NONE`, or None for the config's
+    `kernel.run.replay.ReplayMode`'s values, `REPLAY_NONE`, or None for the config's
     declared mode (none for nondeterministic or costly workers). Every output path is
     confined to ``results_root`` and checked before anything runs.
 

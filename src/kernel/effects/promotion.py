@@ -35,14 +35,8 @@ from typing import Final, Literal
 import attrs
 import orjson
 
-from kernel.codec import seal
-from kernel.decision import HumanDecisionRecord
-from kernel.effects.git import CommitIdentity, Repo
-from kernel.effects.ledger_store import LedgerStore, tree_head, verify_store
-from kernel.effects.run_folder import RunFolder
-from kernel.effects.signing import one_line, sign_tree_head
-from kernel.errors import ConfigError, EffectError, GitRefusal
-from kernel.gate import (
+from kernel.decide.decision import HumanDecisionRecord
+from kernel.decide.gate import (
     GateReason,
     GateRefusal,
     PromotionPermit,
@@ -51,8 +45,14 @@ from kernel.gate import (
     decide_promotion,
     decide_staging,
 )
-from kernel.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeBuilder, TreeHead
-from kernel.runrecord import RunRecord, TrustLevel
+from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeBuilder, TreeHead
+from kernel.effects.git import CommitIdentity, Repo
+from kernel.effects.ledger_store import LedgerStore, tree_head, verify_store
+from kernel.effects.run_folder import RunFolder
+from kernel.effects.signing import one_line, sign_tree_head
+from kernel.errors import ConfigError, EffectError, GitRefusal
+from kernel.records.codec import seal
+from kernel.run.record import RunRecord, TrustLevel
 
 __all__ = [
     "CRASH_AT_VARIABLE",

@@ -1,6 +1,6 @@
 """Replay a config against a saved run record: re-run it and compare in a mode.
 
-The modes and the comparison are `kernel.run_replay`'s (pure); this module re-runs.
+The modes and the comparison are `kernel.run.replay`'s (pure); this module re-runs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import concurrent.futures
 from kernel.effects.documents import with_defaults
 from kernel.effects.orchestrate import LoadedConfig, run_loaded
 from kernel.errors import ConfigError
-from kernel.run_replay import (
+from kernel.run.record import DeclaredReplay, RunRecord
+from kernel.run.replay import (
     ReplayCheck,
     ReplayMode,
     ReplayRefusal,
@@ -18,7 +19,6 @@ from kernel.run_replay import (
     default_mode,
     preflight,
 )
-from kernel.runrecord import DeclaredReplay, RunRecord
 
 __all__ = ["replay"]
 

@@ -3,7 +3,7 @@
 `corroborate` submits N `kernel.effects.sandbox.run_sandboxed` calls to any
 `concurrent.futures.Executor` (default: a local thread pool sized to the machine;
 ``distributed.Client(...).get_executor()`` runs them on a Dask cluster unchanged),
-turns the captures into observations, asks `kernel.consensus.build_consensus`, and
+turns the captures into observations, asks `kernel.corroboration.consensus.build_consensus`, and
 renders the `CorroborationReport`.
 
 Rules enforced:
@@ -33,7 +33,7 @@ from typing import Final
 
 import attrs
 
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     Consensus,
@@ -59,7 +59,7 @@ from kernel.effects.sandbox import (
     variation_env,
 )
 from kernel.errors import ConfigError, EffectError, RefusedError
-from kernel.identity import Sha256Stream
+from kernel.records.identity import Sha256Stream
 
 __all__ = ["Corroboration", "corroborate", "digest_of"]
 

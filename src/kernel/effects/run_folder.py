@@ -13,15 +13,15 @@ from pathlib import Path
 
 import attrs
 
-from kernel.codec import Record
-from kernel.consensus import CorroborationReport
+from kernel.corroboration.consensus import CorroborationReport
+from kernel.corroboration.run_admission import RunAdmission
 from kernel.effects.documents import load_report, load_run_record
 from kernel.effects.files import load_json, read_input
 from kernel.errors import ConfigError, EffectError, RecordError
-from kernel.evidence_report import RunEvidenceReport
-from kernel.identity import sha256_bytes
-from kernel.run_admission import RunAdmission
-from kernel.runrecord import RunRecord
+from kernel.records.codec import Record
+from kernel.records.identity import sha256_bytes
+from kernel.run.record import RunRecord
+from kernel.run.report import RunEvidenceReport
 
 __all__ = ["RunFolder", "load_run_folder", "parse_document", "with_run_limits"]
 

@@ -39,17 +39,17 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from kernel.codec import Record, kind_validators, tag_of
-from kernel.decision import HumanDecisionRecord
+from kernel.corroboration.run_admission import RunAdmission
+from kernel.decide.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
 from kernel.errors import ConfigError
-from kernel.evidence_report import RunEvidenceReport
-from kernel.identity import canonical_json
-from kernel.run_admission import RunAdmission
-from kernel.run_replay import ReplayCheck
-from kernel.runrecord import RunRecord
-from kernel.values import Kind, kind_of
-from kernel.verification import ResultManifest, VerificationResult, WorkUnit
+from kernel.records.codec import Record, kind_validators, tag_of
+from kernel.records.identity import canonical_json
+from kernel.records.values import Kind, kind_of
+from kernel.run.record import RunRecord
+from kernel.run.replay import ReplayCheck
+from kernel.run.report import RunEvidenceReport
+from kernel.run.verification import ResultManifest, VerificationResult, WorkUnit
 
 __all__ = [
     "DOCUMENTS",
@@ -74,7 +74,7 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 }
 """Schema file stem -> record class. The CLI writes the first three and the last two."""
 
-# Constraints of a record's own validators (the field kinds of `kernel.values` carry
+# Constraints of a record's own validators (the field kinds of `kernel.records.values` carry
 # their keywords themselves: `kind_of`), keyed by validator function name.
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "_attempts": {"minItems": 1},
@@ -150,7 +150,7 @@ class _Builder:
             return {"type": "null"}
         if origin in (types.UnionType, typing.Union):
             members = [a for a in typing.get_args(hint) if a is not type(None)]
-            if len(members) > 1:  # a tagged union of records (`kernel.codec.tag_of`)
+            if len(members) > 1:  # a tagged union of records (`kernel.records.codec.tag_of`)
                 tag, _ = tag_of(tuple(members))
                 inner = {"oneOf": [self.hint(m) for m in members], "discriminator": tag}
                 if len(members) == len(typing.get_args(hint)):

@@ -1,6 +1,6 @@
 """SSH signatures over decision records, through ``ssh-keygen -Y`` (ADR-0006 §2).
 
-The signed message is `kernel.gate.decision_message` (the record's canonical JSON
+The signed message is `kernel.decide.gate.decision_message` (the record's canonical JSON
 bytes), the namespace ``kernel-decision``; the armored signature is stored next to
 the record as ``<record>.sig``. Verification uses git's ``allowed_signers`` format and
 the record's ``decider.id`` as the principal:
@@ -22,17 +22,17 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-from kernel.decision import HumanDecisionRecord
-from kernel.effects.sandbox.scratch import private_tempdir
-from kernel.errors import EffectError
-from kernel.gate import (
+from kernel.decide.decision import HumanDecisionRecord
+from kernel.decide.gate import (
     DECISION_SIGNATURE_NAMESPACE,
     SignatureCheck,
     SignatureStatus,
     decision_message,
 )
-from kernel.identity import canonical_json, sha256_bytes
-from kernel.ledger import TreeHead
+from kernel.decide.ledger import TreeHead
+from kernel.effects.sandbox.scratch import private_tempdir
+from kernel.errors import EffectError
+from kernel.records.identity import canonical_json, sha256_bytes
 
 __all__ = [
     "TREE_HEAD_NAMESPACE",

@@ -2,10 +2,10 @@
 
 For each instance, as one task on the executor: materialize its baseline (a folder, or
 ``base_commit`` of a git repository, then its ``test_patch``), calibrate it (the
-declared tests on the baseline and with the reference ``patch``: `kernel.suite.calibrate`),
+declared tests on the baseline and with the reference ``patch``: `kernel.run.suite.calibrate`),
 and, when it is valid, judge every non-empty prediction directly (worker ``patch``, no
 worker script) through `kernel.effects.pipeline.run_pipeline` with the instance's own
-evidence folder. The summary is the pure `kernel.suite.summarize_suite` over the
+evidence folder. The summary is the pure `kernel.run.suite.summarize_suite` over the
 instances' results, written as JSON, Markdown and HTML. `kernel suite` only calls this
 and prints.
 
@@ -78,15 +78,15 @@ from kernel.effects.pipeline import REPLAY_NONE, run_pipeline
 from kernel.effects.sandbox import check_command_starts
 from kernel.effects.testids import unknown_test_ids
 from kernel.errors import ConfigError, EffectError, RecordError
-from kernel.identity import sha256_bytes, sha256_hex
-from kernel.runrecord import (
+from kernel.records.identity import sha256_bytes, sha256_hex
+from kernel.run.record import (
     Calibration,
     CalibrationReason,
     DeclaredTestKind,
     DeclaredTestOutcome,
     DeclaredTestResult,
 )
-from kernel.suite import (
+from kernel.run.suite import (
     InstanceResult,
     PredictionResult,
     SuiteSummary,

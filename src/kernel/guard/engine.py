@@ -6,7 +6,7 @@ Rules this module enforces:
 - a file is scanned in full when a rule covers its module, for imports only when a
   ``transitive`` or ``layers`` rule needs the import graph, and not at all otherwise;
 - per-file results (imports and findings) are cached by SHA-256 of the file's content
-  (`kernel.identity.sha256_bytes`) in a cache file keyed by the policy hash and the
+  (`kernel.records.identity.sha256_bytes`) in a cache file keyed by the policy hash and the
   tool version (a hash of the guard's own source); a file whose size, mtime and inode
   are unchanged since an entry older than the racy window is not re-read, as git does
   (`kernel.guard.cache`, which also keeps the effect map of installed code);
@@ -36,7 +36,7 @@ from kernel.guard.patterns import CallMatcher, covers, module_matches
 from kernel.guard.policy import policy_hash
 from kernel.guard.pool import PARALLEL_MIN_FILES, Job, scan_all
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
-from kernel.identity import sha256_bytes
+from kernel.records.identity import sha256_bytes
 
 __all__ = [
     "DEFAULT_CACHE_DIR",

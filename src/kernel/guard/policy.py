@@ -14,7 +14,7 @@ Rules this module enforces:
   explicitly but holds no policy, and a policy with no rule at all are refused
   (never a vacuous pass);
 - `policy_hash` is SHA-256 over the canonical JSON of the policy
-  (`kernel.identity.sha256_hex`), so a cache keyed by it changes with any rule.
+  (`kernel.records.identity.sha256_hex`), so a cache keyed by it changes with any rule.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from kernel.errors import ConfigError
 from kernel.guard.model import Policy, Rule
 from kernel.guard.patterns import PATTERN_RE, module_set
-from kernel.identity import sha256_hex
+from kernel.records.identity import sha256_hex
 
 __all__ = [
     "discover_policy",

@@ -37,11 +37,10 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.decision import Decider, DeciderType, Decision, DecisionReason, EvidenceReportRef
+from kernel.decide.decision import Decider, DeciderType, Decision, DecisionReason, EvidenceReportRef
 from kernel.errors import CanonicalizationError, RecordError
-from kernel.evidence_report import EvidenceState
-from kernel.identity import sha256_hex, sha256_python_json
-from kernel.runrecord import (
+from kernel.records.identity import sha256_hex, sha256_python_json
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -55,7 +54,8 @@ from kernel.runrecord import (
     WorkUnitRef,
     redact_absolute_paths,
 )
-from kernel.verification import CheckStatus, Recommendation, VerificationStatus, WorkerStatus
+from kernel.run.report import EvidenceState
+from kernel.run.verification import CheckStatus, Recommendation, VerificationStatus, WorkerStatus
 
 __all__ = [
     "IDKMESH_DECISION_KIND",

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from kernel.identity import sha256_bytes
+from kernel.records.identity import sha256_bytes
 
 __all__ = ["SEEDS", "Stream", "derive", "seeded"]
 

@@ -1,4 +1,5 @@
-"""Strategies for `kernel.consensus` and `kernel.commit_admission` records."""
+"""Strategies for `kernel.corroboration.consensus` and `kernel.corroboration.commit_admission`
+records."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import Callable
 
 from hypothesis import strategies as st
 
-from kernel.commit_admission import Branch, Draft, VerifierOutcome
-from kernel.consensus import CaptureStatus, Isolation, RunObservation
+from kernel.corroboration.commit_admission import Branch, Draft, VerifierOutcome
+from kernel.corroboration.consensus import CaptureStatus, Isolation, RunObservation
+from kernel.run.verification import SandboxLimit
 from kernel.strategies._seeded import SEEDS, Stream, seeded
-from kernel.verification import SandboxLimit
 
 __all__ = ["branches", "drafts", "run_observations", "tool_sets"]
 

@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from kernel.codec import Record, kind_validators
 from kernel.errors import FieldError
-from kernel.identity import MAX_SAFE_INT
+from kernel.records.codec import Record, kind_validators
+from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.values import kind_of
 from kernel.strategies.values import of_kind, texts
-from kernel.values import kind_of
 
 __all__ = ["from_annotation", "records_of"]
 
@@ -28,7 +28,7 @@ R = TypeVar("R", bound=Record)
 
 
 def from_annotation(hint: Any) -> st.SearchStrategy[Any]:
-    """Values a field annotated ``hint`` admits (see `kernel.codec.field_check`).
+    """Values a field annotated ``hint`` admits (see `kernel.records.codec.field_check`).
 
     Raises:
         TypeError: ``hint`` is not part of the vocabulary.

@@ -1,7 +1,7 @@
 """Strategies for verification records, run records, evidence reports and decisions.
 
 `run_records` builds runs whose digests bind (so
-`kernel.evidence_report.build_evidence_report` accepts them) with every attempt state
+`kernel.run.report.build_evidence_report` accepts them) with every attempt state
 represented; `reports` builds their reports.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kernel.consensus import EMPTY_SHA256
-from kernel.decision import DeciderType, Decision, HumanDecisionRecord, record_decision
-from kernel.evidence_report import RunEvidenceReport, build_evidence_report
-from kernel.runrecord import (
+from kernel.corroboration.consensus import EMPTY_SHA256
+from kernel.decide.decision import DeciderType, Decision, HumanDecisionRecord, record_decision
+from kernel.records.values import unwrap
+from kernel.run.record import (
     AttemptError,
     AttemptErrorCode,
     AttemptRecord,
@@ -29,10 +29,8 @@ from kernel.runrecord import (
     WorkUnitRef,
     has_absolute_path,
 )
-from kernel.strategies._seeded import SEEDS, Stream, seeded
-from kernel.strategies.values import texts
-from kernel.values import unwrap
-from kernel.verification import (
+from kernel.run.report import RunEvidenceReport, build_evidence_report
+from kernel.run.verification import (
     Actor,
     ActorType,
     Artifact,
@@ -47,6 +45,8 @@ from kernel.verification import (
     WorkInput,
     WorkUnit,
 )
+from kernel.strategies._seeded import SEEDS, Stream, seeded
+from kernel.strategies.values import texts
 
 __all__ = [
     "actors",

@@ -1,4 +1,4 @@
-"""Strategies for `kernel.search` records and `kernel.binding` inputs and outcomes.
+"""Strategies for `kernel.search.records` records and `kernel.search.binding` inputs and outcomes.
 
 - one strategy per record (all sealed, ids reproduce);
 - `binding_pairs`: a ``(run, operator_result)`` pair that binds, with zero or more
@@ -15,14 +15,15 @@ from collections.abc import Callable
 import attrs
 from hypothesis import strategies as st
 
-from kernel.binding import (
+from kernel.records.codec import seal
+from kernel.records.values import unwrap
+from kernel.search.binding import (
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingRefusal,
     RunAttemptBindingRefusalReason,
     bind_candidate_attempt_to_run,
 )
-from kernel.codec import seal
-from kernel.search import (
+from kernel.search.records import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     COMPUTE_BUDGET_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
@@ -47,7 +48,6 @@ from kernel.strategies.values import (
     seeded_span,
     seeded_spans,
 )
-from kernel.values import unwrap
 
 __all__ = [
     "CORRUPTED_FIELDS",

@@ -1,4 +1,4 @@
-"""Strategies for canonical JSON values and the shared primitives of `kernel.values`."""
+"""Strategies for canonical JSON values and the shared primitives of `kernel.records.values`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import datetime
 
 from hypothesis import strategies as st
 
-from kernel.codec import short_repr
 from kernel.errors import ParameterValueError
-from kernel.identity import MAX_SAFE_INT
+from kernel.records.codec import short_repr
+from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.values import BudgetCharge, Kind, SourceSpan
 from kernel.strategies._seeded import SEEDS, Stream, seeded
-from kernel.values import BudgetCharge, Kind, SourceSpan
 
 __all__ = [
     "budget_charges",
@@ -125,15 +125,15 @@ _OF_KIND: dict[str, st.SearchStrategy[object]] = {
 
 
 def of_kind(kind: Kind) -> st.SearchStrategy[object]:
-    """Valid values of a field kind of `kernel.values` (``of_kind(kind_of(digest))``).
+    """Valid values of a field kind of `kernel.records.values` (``of_kind(kind_of(digest))``).
 
     Raises:
-        ParameterValueError: ``kind`` is not one of `kernel.values`' kinds (a
+        ParameterValueError: ``kind`` is not one of `kernel.records.values`' kinds (a
             ``ValueError``).
     """
     strategy = _OF_KIND.get(kind.name)
     if strategy is None:
         raise ParameterValueError(
-            "of_kind", "kind", "one of kernel.values' kinds", short_repr(kind.name)
+            "of_kind", "kind", "one of kernel.records.values' kinds", short_repr(kind.name)
         )
     return strategy

@@ -28,8 +28,8 @@ import attrs
 from kernel.effects.files import load_json
 from kernel.effects.sandbox import Limits
 from kernel.errors import ConfigError, DuplicateAdapterError
-from kernel.runrecord import AttemptErrorCode, CheckRun, SandboxRun
-from kernel.verification import (
+from kernel.run.record import AttemptErrorCode, CheckRun, SandboxRun
+from kernel.run.verification import (
     Actor,
     ActorType,
     CheckResult,
@@ -180,7 +180,7 @@ class AttemptEvidence:
     check_runs: list[CheckRun] = attrs.Factory(list)
     """Each verifier check, in check order."""
     minimum: Isolation | None = None
-    """The run's minimum isolation (its `kernel.runrecord.IsolationPolicy`), if any."""
+    """The run's minimum isolation (its `kernel.run.record.IsolationPolicy`), if any."""
 
 
 _EVIDENCE: contextvars.ContextVar[AttemptEvidence | None] = contextvars.ContextVar(

@@ -52,7 +52,7 @@ Rules enforced:
   process) finds no tampering and every declared test passed; a ``command`` check
   never passes (exit 0 is ``exit_status_only``, inconclusive) and fails on a non-zero
   exit; both are ``error`` on a timeout or when they cannot start; a sandbox failure
-  is a `VerifierFailure`. Every non-pass has its `kernel.verification.CheckReason`
+  is a `VerifierFailure`. Every non-pass has its `kernel.run.verification.CheckReason`
   (in the evidence digest, the rationale and the volatile notes). The recommendation
   follows the required checks: any failed -> ``reject_candidate``; all passed ->
   ``accept_candidate`` (``escalate`` when the worker did not report success); else
@@ -82,7 +82,7 @@ from typing import Final, cast
 
 import attrs
 
-from kernel.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
+from kernel.corroboration.consensus import EMPTY_SHA256, CaptureMode, CaptureStatus, Isolation
 from kernel.effects import console
 from kernel.effects.adapters import declared_tests, tests_bootstrap
 from kernel.effects.adapters.base import (
@@ -132,8 +132,8 @@ from kernel.effects.sandbox import (
 )
 from kernel.errors import CanonicalizationError, ConfigError, EffectError, VerifierFailure
 from kernel.guard import policy_hash
-from kernel.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
-from kernel.runrecord import (
+from kernel.records.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
+from kernel.run.record import (
     AttemptErrorCode,
     CheckRun,
     SandboxRun,
@@ -141,7 +141,7 @@ from kernel.runrecord import (
     TrustLevel,
     redact_absolute_paths,
 )
-from kernel.verification import (
+from kernel.run.verification import (
     Actor,
     ActorType,
     Artifact,

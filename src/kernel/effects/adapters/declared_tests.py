@@ -45,9 +45,9 @@ from kernel.effects.adapters.base import ConfigSource, note
 from kernel.effects.adapters.junit import MAX_RESULT_BYTES, TestOutcome, judge_tests
 from kernel.effects.sandbox import Capture, read_output
 from kernel.errors import EffectError
-from kernel.identity import sha256_bytes
-from kernel.runrecord import redact_absolute_paths
-from kernel.verification import CheckReason, CheckStatus
+from kernel.records.identity import sha256_bytes
+from kernel.run.record import redact_absolute_paths
+from kernel.run.verification import CheckReason, CheckStatus
 
 __all__ = [
     "CONTROL_KINDS",

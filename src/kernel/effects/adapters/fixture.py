@@ -31,9 +31,9 @@ from kernel.effects.adapters.base import (
 )
 from kernel.effects.files import load_json
 from kernel.errors import CanonicalizationError, KernelError, VerifierFailure
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.runrecord import redact_absolute_paths
-from kernel.verification import (
+from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.run.record import redact_absolute_paths
+from kernel.run.verification import (
     CheckResult,
     CheckStatus,
     ResultManifest,

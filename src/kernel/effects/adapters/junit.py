@@ -3,7 +3,7 @@
 `judge_tests` turns the outcomes the trusted collector
 (`kernel.effects.adapters.declared_tests`) observed and the check's declared tests
 (SWE-bench's FAIL_TO_PASS and PASS_TO_PASS: both must pass after the patch) into a
-check status and one `kernel.verification.CheckReason`; `declared_test_results` keeps
+check status and one `kernel.run.verification.CheckReason`; `declared_test_results` keeps
 each declared test's outcome for the run record.
 
 Rules enforced:
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from kernel.runrecord import DeclaredTestKind, DeclaredTestOutcome, DeclaredTestResult
-from kernel.verification import CheckReason, CheckStatus
+from kernel.run.record import DeclaredTestKind, DeclaredTestOutcome, DeclaredTestResult
+from kernel.run.verification import CheckReason, CheckStatus
 
 __all__ = [
     "MAX_RESULT_BYTES",

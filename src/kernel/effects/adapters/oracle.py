@@ -34,7 +34,7 @@ Rules enforced:
   ``nonzero_exit``: each fails the check; a missing or unreadable expected file is a
   config error (exit 2 before anything runs).
 
-Its `kernel.runrecord.TrustLevel` is ``oracle``.
+Its `kernel.run.record.TrustLevel` is ``oracle``.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ import attrs
 from kernel.effects.files import read_input
 from kernel.effects.sandbox.spec import SYSTEM_BINDS
 from kernel.errors import ConfigError, EffectError
-from kernel.identity import sha256_bytes
-from kernel.runrecord import TrustLevel
-from kernel.verification import CheckReason, CheckStatus
+from kernel.records.identity import sha256_bytes
+from kernel.run.record import TrustLevel
+from kernel.run.verification import CheckReason, CheckStatus
 
 if TYPE_CHECKING:
     from kernel.effects.adapters.base import ConfigSource

@@ -36,7 +36,7 @@ from typing import Final
 
 import attrs
 
-from kernel.verification import CheckReason
+from kernel.run.verification import CheckReason
 
 __all__ = [
     "HYGIENE_RULES",

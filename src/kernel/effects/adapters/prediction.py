@@ -35,8 +35,8 @@ from kernel.effects.adapters.base import (
     WorkerProduced,
     note,
 )
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.verification import Actor, ActorType, Artifact, ResultManifest, WorkerStatus
+from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.run.verification import Actor, ActorType, Artifact, ResultManifest, WorkerStatus
 
 __all__ = ["ADAPTER_KIND", "ADAPTER_VERSION", "PatchWorker", "register"]
 

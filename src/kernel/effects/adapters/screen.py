@@ -26,7 +26,7 @@ environment sniffing, dynamic code). This module adds what a call policy cannot 
 A finding makes the check ``inconclusive`` with reason ``suspicious_code``: never a
 pass, whatever the tests say, so the candidate is never ``verified``; a signed human
 decision whose rationale names every finding id (``rule:path:line``) may still promote
-it (`kernel.gate`, P4). Findings are recorded in the run record's `CheckRun`.
+it (`kernel.decide.gate`, P4). Findings are recorded in the run record's `CheckRun`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Final
 
 from kernel.effects.adapters.patch import FileChange, apply_change
 from kernel.guard import Policy, ViolationCode, check_source, load_policy
-from kernel.runrecord import SCREEN_CHECK_ID, ScreenFinding
+from kernel.run.record import SCREEN_CHECK_ID, ScreenFinding
 
 __all__ = [
     "MAX_FINDINGS",

@@ -42,7 +42,7 @@ import builtins
 import contextlib
 import ctypes
 import gc
-import hashlib  # kernel-guard: ignore[KG001] sandbox has no kernel.identity; not an id
+import hashlib  # kernel-guard: ignore[KG001] sandbox has no kernel.records.identity; not an id
 import importlib
 import importlib.machinery
 import json

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernel.decision import HumanDecisionRecord
+from kernel.decide.decision import HumanDecisionRecord
 from kernel.effects.attestation import statement
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs

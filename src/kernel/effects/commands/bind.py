@@ -26,20 +26,20 @@ import sys
 from pathlib import Path
 from typing import TypeVar, cast
 
-from kernel.binding import (
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingRefusal,
-    bind_candidate_attempt_to_run,
-    verify_binding,
-)
-from kernel.codec import Record
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import OutputRoot, load_json, write_canonical_json
 from kernel.errors import ConfigError, RecordError
-from kernel.identity import canonical_json
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.records.codec import Record
+from kernel.records.identity import canonical_json
+from kernel.search.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    bind_candidate_attempt_to_run,
+    verify_binding,
+)
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 
 __all__ = ["register", "run"]
 

@@ -13,12 +13,7 @@ import importlib.resources
 from collections.abc import Callable
 from typing import Any
 
-from kernel.binding import (
-    CandidateAttemptRunBinding,
-    CandidateAttemptRunBindingRefusal,
-    bind_candidate_attempt_to_run,
-)
-from kernel.commit_admission import (
+from kernel.corroboration.commit_admission import (
     Admission,
     Branch,
     CommitRefusal,
@@ -28,7 +23,7 @@ from kernel.commit_admission import (
     VerifierOutcome,
     admit_to_commit,
 )
-from kernel.consensus import (
+from kernel.corroboration.consensus import (
     CaptureStatus,
     Consensus,
     Isolation,
@@ -38,7 +33,12 @@ from kernel.consensus import (
 )
 from kernel.effects.files import load_json
 from kernel.errors import SelfTestFailure
-from kernel.search import CandidateOperatorResult, GeometricSearchRun
+from kernel.search.binding import (
+    CandidateAttemptRunBinding,
+    CandidateAttemptRunBindingRefusal,
+    bind_candidate_attempt_to_run,
+)
+from kernel.search.records import CandidateOperatorResult, GeometricSearchRun
 
 __all__ = ["BIND_CHECKS", "REFERENCE_CHAIN", "reference_chain"]
 

@@ -29,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernel.consensus import CaptureMode, Consensus, Isolation, NoConsensus
+from kernel.corroboration.consensus import CaptureMode, Consensus, Isolation, NoConsensus
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.exit_status import ExitStatus
@@ -37,7 +37,7 @@ from kernel.effects.files import OutputRoot, check_input, write_canonical_json
 from kernel.effects.rerun import corroborate
 from kernel.effects.sandbox import Capture, LimitKind, Limits, Variation, limits_with
 from kernel.errors import ConfigError, EffectError
-from kernel.identity import canonical_json
+from kernel.records.identity import canonical_json
 
 __all__ = ["outcome_line", "register", "run"]
 

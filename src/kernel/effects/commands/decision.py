@@ -6,7 +6,7 @@ outside the output root, or an output that would overwrite an input. Nothing is 
 unless the decision is recorded.
 
 The default clock (``--decided-at`` omitted) lives here, in effects: the pure
-`kernel.decision.record_decision` only ever receives a timestamp.
+`kernel.decide.decision.record_decision` only ever receives a timestamp.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from kernel.decision import (
+from kernel.decide.decision import (
     DeciderType,
     Decision,
     DecisionReason,
@@ -27,6 +27,8 @@ from kernel.decision import (
     upgrade_decision_document,
     verify_decision,
 )
+from kernel.decide.gate import DECISION_SIGNATURE_NAMESPACE, GateReason, SignatureStatus
+from kernel.decide.ledger import EntryKind
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import load_report, load_run_record, plan_outputs
@@ -41,15 +43,13 @@ from kernel.effects.ledger_store import opened
 from kernel.effects.run_folder_lock import holding_run_folder
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import ConfigError, RecordError
-from kernel.evidence_report import ReportRefusal, check_evidence_report
-from kernel.gate import DECISION_SIGNATURE_NAMESPACE, GateReason, SignatureStatus
 from kernel.importers.idkmesh import (
     is_idkmesh_document,
     read_idkmesh_decision,
     read_idkmesh_report,
     verify_idkmesh_decision,
 )
-from kernel.ledger import EntryKind
+from kernel.run.report import ReportRefusal, check_evidence_report
 
 __all__ = ["register", "run_record", "run_verify", "utc_now"]
 

@@ -34,7 +34,18 @@ from pathlib import Path
 
 import orjson
 
-from kernel.codec import Record, seal
+from kernel.decide.gate import SignatureStatus
+from kernel.decide.ledger import (
+    ConsistencyProof,
+    InclusionProof,
+    LedgerBroken,
+    LedgerReason,
+    ProofRefusal,
+    TreeHead,
+    check_consistency,
+    check_inclusion,
+    verify_chain,
+)
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs
 from kernel.effects.exit_status import ExitStatus
@@ -54,19 +65,8 @@ from kernel.effects.ledger_store import (
 from kernel.effects.promotion import check_repository
 from kernel.effects.signing import armored, check_tree_head_signature, one_line, sign_tree_head
 from kernel.errors import ConfigError, RecordError
-from kernel.gate import SignatureStatus
-from kernel.identity import canonical_json, is_digest
-from kernel.ledger import (
-    ConsistencyProof,
-    InclusionProof,
-    LedgerBroken,
-    LedgerReason,
-    ProofRefusal,
-    TreeHead,
-    check_consistency,
-    check_inclusion,
-    verify_chain,
-)
+from kernel.records.codec import Record, seal
+from kernel.records.identity import canonical_json, is_digest
 
 __all__ = [
     "register",

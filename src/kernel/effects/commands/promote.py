@@ -7,7 +7,7 @@
     kernel promote --recover --repo GIT [--ledger L]
 
 The run folder is what `kernel run` wrote. Everything is re-derived and put to the
-pure gate (`kernel.gate`); the work is done by `kernel.effects.promotion`, whose
+pure gate (`kernel.decide.gate`); the work is done by `kernel.effects.promotion`, whose
 docstring says how a promotion is made all or nothing and how ``--recover`` finishes
 (or closes) one a crash left half done.
 
@@ -35,7 +35,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernel.decision import HumanDecisionRecord
+from kernel.decide.decision import HumanDecisionRecord
+from kernel.decide.gate import SignatureCheck, SignatureStatus
 from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import read_input
 from kernel.effects.git import Repo
@@ -44,9 +45,8 @@ from kernel.effects.promotion import Refused, promote, recover, stage, unstage
 from kernel.effects.run_folder import load_run_folder, parse_document
 from kernel.effects.signing import check_decision_signature, signature_path
 from kernel.errors import ConfigError
-from kernel.gate import SignatureCheck, SignatureStatus
-from kernel.identity import sha256_bytes
-from kernel.runrecord import TrustLevel
+from kernel.records.identity import sha256_bytes
+from kernel.run.record import TrustLevel
 
 __all__ = ["register", "run_promote", "run_stage", "run_unstage"]
 

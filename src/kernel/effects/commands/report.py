@@ -2,7 +2,7 @@
 
 ``replay-check --mode exact|provenance|semantic|nondeterministic`` (default: what the
 config declares, ``exact`` when it declares nothing) prints the mode it compared and,
-with ``--output``, writes the `kernel.run_replay.ReplayCheck` document. ``nondeterministic``
+with ``--output``, writes the `kernel.run.replay.ReplayCheck` document. ``nondeterministic``
 on a config that does not declare it is refused (exit 2): a mode never silently
 weakens another.
 
@@ -45,7 +45,6 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.effects.replay import replay
 from kernel.errors import ConfigError, KernelError, RecordError
-from kernel.evidence_report import RunEvidenceReport
 from kernel.importers.idkmesh import (
     idkmesh_provenance_differences,
     is_idkmesh_config,
@@ -54,8 +53,9 @@ from kernel.importers.idkmesh import (
     read_idkmesh_verifier_policy,
     read_idkmesh_work_unit,
 )
-from kernel.render import render_html, render_json, render_markdown
-from kernel.run_replay import ReplayCheck, ReplayMode, ReplayReason
+from kernel.run.replay import ReplayCheck, ReplayMode, ReplayReason
+from kernel.run.report import RunEvidenceReport
+from kernel.views import render_html, render_json, render_markdown
 
 __all__ = [
     "describe_replay",

@@ -15,12 +15,14 @@ from typing import Any
 
 import attrs
 
-from kernel.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
+from kernel.decide.decision import DecisionReason, DecisionRefusal, record_decision, verify_decision
 from kernel.effects.files import write_canonical_json
 from kernel.effects.orchestrate import run_config
 from kernel.effects.sandbox.scratch import private_tempdir
 from kernel.errors import SelfTestFailure
-from kernel.evidence_report import (
+from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.run.record import RunRecord
+from kernel.run.report import (
     EvidenceState,
     ReportReason,
     ReportRefusal,
@@ -28,9 +30,7 @@ from kernel.evidence_report import (
     build_evidence_report,
     check_evidence_report,
 )
-from kernel.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.runrecord import RunRecord
-from kernel.verification import WorkUnit
+from kernel.run.verification import WorkUnit
 
 __all__ = ["REPORT_CHECKS", "fixture_tree"]
 

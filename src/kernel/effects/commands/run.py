@@ -51,6 +51,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from kernel.corroboration.run_admission import RunAdmission
 from kernel.effects import console
 from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.executors import EXECUTOR_HELP, open_executor
@@ -64,9 +65,8 @@ from kernel.effects.pipeline import (
     run_pipeline,
 )
 from kernel.errors import ConfigError
-from kernel.evidence_report import candidate_disagreements
-from kernel.run_admission import RunAdmission
-from kernel.run_replay import ReplayMode
+from kernel.run.replay import ReplayMode
+from kernel.run.report import candidate_disagreements
 
 __all__ = ["parse_limits", "register", "run", "summary_lines"]
 

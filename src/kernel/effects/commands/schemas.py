@@ -10,7 +10,7 @@ import sys
 
 from kernel.effects.exit_status import ExitStatus
 from kernel.effects.schemas import load_schema, schema_names
-from kernel.identity import canonical_json
+from kernel.records.identity import canonical_json
 
 __all__ = ["register", "run_list", "run_show"]
 

@@ -14,7 +14,7 @@ from kernel.effects.commands.bind_selftest import BIND_CHECKS
 from kernel.effects.commands.report_selftest import REPORT_CHECKS
 from kernel.effects.exit_status import ExitStatus
 from kernel.errors import CanonicalizationError, SelfTestFailure
-from kernel.identity import canonical_json, sha256_hex
+from kernel.records.identity import canonical_json, sha256_hex
 
 __all__ = ["CHECK_GROUPS", "register", "run"]
 

@@ -24,7 +24,7 @@ from kernel.effects.commands.options import add_results_root, number
 from kernel.effects.executors import EXECUTOR_HELP, open_executor
 from kernel.effects.exit_status import ExitStatus
 from kernel.effects.suite import run_suite
-from kernel.suite import ModelCounts
+from kernel.run.suite import ModelCounts
 
 __all__ = ["register", "suite"]
 

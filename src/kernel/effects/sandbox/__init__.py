@@ -1,7 +1,7 @@
 """Isolated, disposable runs of one command against a baseline directory.
 
 `run_sandboxed` runs one command in a fresh sandbox and returns a `Capture`. Levels,
-strongest first (`kernel.consensus.Isolation`); the one actually obtained is recorded
+strongest first (`kernel.corroboration.consensus.Isolation`); the one actually obtained is recorded
 in every capture:
 
 ``overlay``

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Final, Protocol
 
-from kernel.identity import Sha256Stream
+from kernel.records.identity import Sha256Stream
 
 __all__ = ["Killable", "Sink", "kill", "pipe", "pump"]
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from kernel.consensus import CaptureMode, CaptureStatus, Isolation
+from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
 from kernel.effects.sandbox.nslimits import memory_hit
 from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root

@@ -21,12 +21,12 @@ from typing import Final
 
 import attrs
 
-from kernel.codec import Record
-from kernel.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
+from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation, RunObservation
 from kernel.errors import ConfigError, EffectError
-from kernel.identity import MAX_SAFE_INT, Sha256Stream
-from kernel.runrecord import SandboxLimit
-from kernel.values import Count, Digest, OptionalDigest, Positive
+from kernel.records.codec import Record
+from kernel.records.identity import MAX_SAFE_INT, Sha256Stream
+from kernel.records.values import Count, Digest, OptionalDigest, Positive
+from kernel.run.record import SandboxLimit
 
 __all__ = [
     "DEFAULT_PATH",
@@ -395,7 +395,7 @@ def applied_limits(
 
 
 def observation(capture: Capture) -> RunObservation:
-    """The pure `RunObservation` of a capture (what `kernel.consensus` judges)."""
+    """The pure `RunObservation` of a capture (what `kernel.corroboration.consensus` judges)."""
     ok = capture.status is CaptureStatus.OK
     return RunObservation(
         index=capture.run_index,

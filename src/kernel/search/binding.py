@@ -93,7 +93,7 @@ as an iterator are refused (``malformed_input_field``, where checks 10, 11 and 1
 search or walk them) rather than consumed as the reference would. Nothing raises out of
 the binding.
 
-Imports: stdlib value facilities and `kernel.identity`/`codec`/`values`/`errors`/
+Imports: stdlib value facilities and `kernel.records.identity`/`codec`/`values`/`errors`/
 `search` only; the fenced ``guard`` block of docs/adr/ADR-0232 pins this.
 """
 
@@ -106,7 +106,8 @@ from typing import Any, Final, ParamSpec, TypeAlias, TypeVar
 
 import attrs
 
-from kernel.codec import (
+from kernel.errors import CanonicalizationError
+from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
@@ -118,9 +119,17 @@ from kernel.codec import (
     seal,
     short_repr,
 )
-from kernel.errors import CanonicalizationError
-from kernel.identity import is_canonical_str
-from kernel.search import (
+from kernel.records.identity import is_canonical_str
+from kernel.records.values import (
+    Digest,
+    Digests,
+    OptionalDigest,
+    Refusal,
+    SafeInt,
+    SourceSpan,
+    VersionPairsField,
+)
+from kernel.search.records import (
     CANDIDATE_OPERATOR_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
     GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
@@ -131,15 +140,6 @@ from kernel.search import (
     CandidateReconstruction,
     CandidateReplayStatus,
     GeometricSearchRun,
-)
-from kernel.values import (
-    Digest,
-    Digests,
-    OptionalDigest,
-    Refusal,
-    SafeInt,
-    SourceSpan,
-    VersionPairsField,
 )
 
 __all__ = [
@@ -1457,7 +1457,7 @@ def bind_candidate_attempt_to_run(
         The binding, or a refusal naming the first failed check (module docstring).
         Never raises on bad data: wrong types, ``None``, foreign objects and records
         altered after construction are refusals. Upstream ids are not re-verified
-        (`kernel.search.recompute_*`, ``from_dict`` and `verify_binding` do that).
+        (`kernel.search.records.recompute_*`, ``from_dict`` and `verify_binding` do that).
     """
     outcome = _bind(
         original_run, candidate_operator_result, schema_versions, policy_versions, explanation

@@ -16,8 +16,9 @@ Rules enforced by `build_run_admission`:
   whose worker context is unknown shares one "unknown" context with every other such
   attempt (correlated: unknown is never counted as independent); a no-change candidate
   (empty patch) contributes no draft, so it is never admitted and carries no consensus;
-- G4 each group's branch goes through `kernel.commit_admission.admit_to_commit`: ``verified``
-  only through the independent verifier, ``corroborated_only`` when only reruns agree,
+- G4 each group's branch goes through
+  `kernel.corroboration.commit_admission.admit_to_commit`: ``verified`` only
+  through the independent verifier, ``corroborated_only`` when only reruns agree,
   otherwise the refusal's reason codes;
 - G5 the section is not a selection: ``human_decision`` stays pending, every authority
   flag false, and it binds to the report by ``report_digest``;
@@ -29,7 +30,7 @@ Rules enforced by `build_run_admission`:
 - G7 trust is evidence: a group's ``trust_levels`` are the `TrustLevel` of every check
   that passed for one of its attempts (``oracle``: the kernel compared output with an
   answer the sandbox never saw; ``in_process_tests``: a runner beside the candidate's
-  code reported), shown as a column; `kernel.gate` can require one for promotion;
+  code reported), shown as a column; `kernel.decide.gate` can require one for promotion;
 - G8 per-test evidence: a group carries each declared test's outcome (FAIL_TO_PASS and
   PASS_TO_PASS: passed, failed, error, skipped, missing, tampered) from its first
   attempt whose checks declare tests;
@@ -43,7 +44,7 @@ Rules enforced by `build_run_admission`:
 Identity: ``RunAdmission.admission_id`` self-seals over every field (``report_digest``
 and every group's class included); `RunAdmission.from_dict` refuses a document whose id
 does not reproduce. A resealed edit reproduces its own id, so a consumer never trusts
-the stored classes: `kernel.gate.derive_run_admission` re-derives the document from the
+the stored classes: `kernel.decide.gate.derive_run_admission` re-derives the document from the
 run, the report and the corroboration reports and compares ids (ADR-0006 §3).
 ``RunAdmission.digest`` is SHA-256 over the canonical JSON of the whole document.
 """
@@ -56,8 +57,7 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
-from kernel.commit_admission import (
+from kernel.corroboration.commit_admission import (
     Admission,
     Branch,
     CommitRefusalReason,
@@ -67,14 +67,15 @@ from kernel.commit_admission import (
     admit_to_commit,
     branch_from_corroboration,
 )
-from kernel.consensus import EMPTY_SHA256, CorroborationReport
+from kernel.corroboration.consensus import EMPTY_SHA256, CorroborationReport
 from kernel.errors import ParameterValueError
-from kernel.evidence_report import EvidenceState, PendingDecision, RunEvidenceReport
-from kernel.identity import sha256_hex
-from kernel.render import TableSection, short_digest
-from kernel.runrecord import DeclaredTestResult, RunAuthority, TrustLevel
-from kernel.values import Count, Digest, NonBlank, OptionalDigest, boundary
-from kernel.verification import CheckReason, Isolation, weakest_isolation
+from kernel.records.codec import UNSEALED, Identity, Record, document_digest, field_error, seal
+from kernel.records.identity import sha256_hex
+from kernel.records.values import Count, Digest, NonBlank, OptionalDigest, boundary
+from kernel.run.record import DeclaredTestResult, RunAuthority, TrustLevel
+from kernel.run.report import EvidenceState, PendingDecision, RunEvidenceReport
+from kernel.run.verification import CheckReason, Isolation, weakest_isolation
+from kernel.views import TableSection, short_digest
 
 __all__ = [
     "RUN_ADMISSION_KIND",

@@ -19,7 +19,7 @@ item, a union of records told apart by a ``Literal`` tag); each further kind of 
 `Digests`, `VersionPairsField`, `Timestamp`, `UniqueTexts`) is one ``typing.Annotated``
 type whose metadata is its validator, and the validator carries its `Kind` (name, JSON
 Schema keywords, description). From the annotation the codec derives the construction
-check (`kernel.codec.field_check`, naming record and field) and the parser,
+check (`kernel.records.codec.field_check`, naming record and field) and the parser,
 `kernel.effects.schemas` the JSON Schema, the identity docs the field's type and kind,
 and `kernel.strategies.values.of_kind` valid values. ``attrs.field(validator=...)`` is
 left for a record's own rule (ascending indexes, no absolute path), which runs after.
@@ -33,7 +33,7 @@ Outcome contract (every pure ``build_*``/``check_*``/``verify_*``/``record_*``/
 - a wrong argument type raises `kernel.errors.ParameterTypeError` (a ``TypeError``),
   checked against the function's annotations by `boundary`, the same way everywhere;
   so does a record argument altered after it was built (a field overwritten or
-  deleted in place), named by the altered field (`kernel.codec.malformed`);
+  deleted in place), named by the altered field (`kernel.records.codec.malformed`);
   ADR-0232's binding functions refuse instead, as the reference implementation does;
 - `unwrap` is the one raising helper: it raises the refusal's own error family
   (``Refusal.__error__``, `RefusedError` unless a domain names a subclass).
@@ -54,7 +54,8 @@ from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
 
-from kernel.codec import (
+from kernel.errors import ParameterTypeError, RefusedError
+from kernel.records.codec import (
     Identity,
     Record,
     describe_found,
@@ -63,8 +64,7 @@ from kernel.codec import (
     malformed,
     short_repr,
 )
-from kernel.errors import ParameterTypeError, RefusedError
-from kernel.identity import MAX_SAFE_INT, is_canonical_str, is_digest
+from kernel.records.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 
 __all__ = [
     "BudgetCharge",

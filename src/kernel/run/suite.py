@@ -40,12 +40,11 @@ from typing import Final
 
 import attrs
 
-from kernel.codec import Record, document_digest
-from kernel.commit_admission import EvidenceClass
+from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.errors import ParameterValueError
-from kernel.evidence_report import EvidenceState
-from kernel.render import html_text, md_cell
-from kernel.runrecord import (
+from kernel.records.codec import Record, document_digest
+from kernel.records.values import Count, Digest, NonBlank, OptionalDigest
+from kernel.run.record import (
     AttemptRecord,
     AttemptState,
     Calibration,
@@ -55,7 +54,8 @@ from kernel.runrecord import (
     DeclaredTestOutcome,
     DeclaredTestResult,
 )
-from kernel.values import Count, Digest, NonBlank, OptionalDigest
+from kernel.run.report import EvidenceState
+from kernel.views import html_text, md_cell
 
 __all__ = [
     "SUITE_SUMMARY_KIND",
@@ -441,7 +441,7 @@ def _tables(
 
 
 def render_suite_markdown(summary: SuiteSummary) -> str:
-    """The summary as Markdown (every cell escaped with `kernel.render.md_cell`)."""
+    """The summary as Markdown (every cell escaped with `kernel.views.md_cell`)."""
     lines = [f"# Suite summary `{summary.digest[:12]}`", ""]
     for title, headers, rows in _tables(summary):
         lines += [f"## {title}", "", "| " + " | ".join(headers) + " |"]

@@ -1,13 +1,14 @@
 """The HTML view of a run evidence report: one self-contained page (rules:
-`kernel.render`)."""
+`kernel.views`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
 
-from kernel.evidence_report import EvidenceState, ReportAttempt, RunEvidenceReport
-from kernel.render.views import (
+from kernel.records.values import boundary
+from kernel.run.report import EvidenceState, ReportAttempt, RunEvidenceReport
+from kernel.views.views import (
     DIFFER_TEXT,
     MAX_DIFF_LINES,
     MAX_OUTPUT_LINES,
@@ -29,7 +30,6 @@ from kernel.render.views import (
     short_digest,
     yes_no,
 )
-from kernel.values import boundary
 
 __all__ = ["render_html"]
 

@@ -50,10 +50,16 @@ from typing import Final, Literal, NamedTuple, cast
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, describe_found, seal
 from kernel.errors import ParameterTypeError, ParameterValueError
-from kernel.identity import MAX_SAFE_INT, canonical_json, is_digest, sha256_bytes, sha256_hex
-from kernel.values import Count, Digest, Digests, OptionalDigest, Refusal, boundary
+from kernel.records.codec import UNSEALED, Identity, Record, describe_found, seal
+from kernel.records.identity import (
+    MAX_SAFE_INT,
+    canonical_json,
+    is_digest,
+    sha256_bytes,
+    sha256_hex,
+)
+from kernel.records.values import Count, Digest, Digests, OptionalDigest, Refusal, boundary
 
 __all__ = [
     "GENESIS_ID",

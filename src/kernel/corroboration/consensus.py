@@ -49,11 +49,11 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error, seal, short_repr
 from kernel.errors import KernelError
-from kernel.identity import is_digest
-from kernel.values import Count, Digest, OptionalDigest, Refusal, boundary
-from kernel.verification import Isolation, SandboxLimit, weakest_isolation
+from kernel.records.codec import UNSEALED, Identity, Record, field_error, seal, short_repr
+from kernel.records.identity import is_digest
+from kernel.records.values import Count, Digest, OptionalDigest, Refusal, boundary
+from kernel.run.verification import Isolation, SandboxLimit, weakest_isolation
 
 __all__ = [
     "EMPTY_SHA256",

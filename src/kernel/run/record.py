@@ -34,9 +34,9 @@ from typing import Any, Final, Literal, cast
 
 import attrs
 
-from kernel.codec import Record, document_digest, field_error
-from kernel.values import Count, Digest, NonBlank, OptionalDigest, Positive
-from kernel.verification import (
+from kernel.records.codec import Record, document_digest, field_error
+from kernel.records.values import Count, Digest, NonBlank, OptionalDigest, Positive
+from kernel.run.verification import (
     CheckReason,
     CheckStatus,
     Isolation,
@@ -370,7 +370,7 @@ class Calibration(Record):
 
 SCREEN_CHECK_ID: Final = "candidate-screen"
 """The built-in check of the static screen (`kernel.effects.adapters.screen`): its
-`CheckRun` carries the findings a human decision may acknowledge (`kernel.gate`, P4)."""
+`CheckRun` carries the findings a human decision may acknowledge (`kernel.decide.gate`, P4)."""
 
 
 class TrustLevel(enum.StrEnum):
@@ -482,7 +482,7 @@ def attempt_shape_problem(
     """Why an attempt of ``state`` may not carry what it carries, or None.
 
     Shared by `AttemptRecord` (which raises) and
-    `kernel.evidence_report.check_evidence_report` (which refuses).
+    `kernel.run.report.check_evidence_report` (which refuses).
     """
     if state is AttemptState.VERIFIED:
         if not (has_manifest and has_verification) or error is not None:

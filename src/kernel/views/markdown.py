@@ -1,4 +1,4 @@
-"""The Markdown view of a run evidence report (rules: `kernel.render`)."""
+"""The Markdown view of a run evidence report (rules: `kernel.views`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from kernel.evidence_report import ReportAttempt, RunEvidenceReport
-from kernel.render.views import (
+from kernel.records.values import boundary
+from kernel.run.report import ReportAttempt, RunEvidenceReport
+from kernel.views.views import (
     DIFFER_TEXT,
     INVISIBLE,
     LINE_BREAKS,
@@ -29,7 +30,6 @@ from kernel.render.views import (
     short_digest,
     yes_no,
 )
-from kernel.values import boundary
 
 __all__ = ["md_cell", "render_markdown"]
 

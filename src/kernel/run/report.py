@@ -32,7 +32,7 @@ attempt data and refuses a report that is not self-consistent; given the run rec
 it also refuses a report that is not exactly the one that record yields.
 
 ``RunEvidenceReport.digest`` is SHA-256 over the canonical JSON of the whole document:
-the value a `kernel.decision.HumanDecisionRecord` binds to.
+the value a `kernel.decide.decision.HumanDecisionRecord` binds to.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, document_digest, seal, short_repr
-from kernel.runrecord import (
+from kernel.records.codec import UNSEALED, Identity, Record, document_digest, seal, short_repr
+from kernel.records.values import Count, Digest, NonBlank, Positive, Refusal, boundary
+from kernel.run.record import (
     AttemptError,
     AttemptRecord,
     AttemptState,
@@ -62,8 +63,7 @@ from kernel.runrecord import (
     attempt_shape_problem,
     evidence_isolation,
 )
-from kernel.values import Count, Digest, NonBlank, Positive, Refusal, boundary
-from kernel.verification import CheckStatus, Isolation, Recommendation, WorkerStatus
+from kernel.run.verification import CheckStatus, Isolation, Recommendation, WorkerStatus
 
 __all__ = [
     "REPORT_KIND",

@@ -51,23 +51,23 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
-from kernel.commit_admission import EvidenceClass
-from kernel.consensus import CorroborationReport
-from kernel.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
-from kernel.evidence_report import (
+from kernel.corroboration.commit_admission import EvidenceClass
+from kernel.corroboration.consensus import CorroborationReport
+from kernel.corroboration.run_admission import CandidateGroup, RunAdmission, build_run_admission
+from kernel.decide.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
+from kernel.decide.ledger import LedgerBroken, LedgerIntact
+from kernel.records.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
+from kernel.records.identity import canonical_json, sha256_bytes
+from kernel.records.values import Digest, NonBlank, OptionalDigest, Refusal, boundary
+from kernel.run.record import SCREEN_CHECK_ID, RunRecord, TrustLevel
+from kernel.run.report import (
     EvidenceState,
     ReportAttempt,
     ReportCheck,
     RunEvidenceReport,
     check_evidence_report,
 )
-from kernel.identity import canonical_json, sha256_bytes
-from kernel.ledger import LedgerBroken, LedgerIntact
-from kernel.run_admission import CandidateGroup, RunAdmission, build_run_admission
-from kernel.runrecord import SCREEN_CHECK_ID, RunRecord, TrustLevel
-from kernel.values import Digest, NonBlank, OptionalDigest, Refusal, boundary
-from kernel.verification import CheckReason, CheckStatus, WorkerStatus
+from kernel.run.verification import CheckReason, CheckStatus, WorkerStatus
 
 __all__ = [
     "DECISION_SIGNATURE_NAMESPACE",

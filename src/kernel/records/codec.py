@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 import attrs
 
 from kernel.errors import FieldError, ParameterTypeError, RecordError
-from kernel.identity import MAX_SAFE_INT, is_canonical_str, sha256_prevalidated
+from kernel.records.identity import MAX_SAFE_INT, is_canonical_str, sha256_prevalidated
 
 __all__ = [
     "Identity",
@@ -613,7 +613,7 @@ def field_check(hint: Any, where: str) -> _Check | None:
     values); a record class exactly that class; ``Literal`` its values; ``X | None``
     and unions of records; ``tuple[X, ...]`` and fixed tuples item by item (the
     failing item named ``field[i]``); ``Annotated[T, kind]`` runs the kinds of
-    `kernel.values` (digest, count, ...), which state the whole rule.
+    `kernel.records.values` (digest, count, ...), which state the whole rule.
     """
     rule = _rule(hint, where)
     return None if rule is None else rule.check

@@ -39,9 +39,9 @@ Pure functions (no I/O). Rules enforced:
 
 from __future__ import annotations
 
-from kernel.render.html import render_html
-from kernel.render.markdown import md_cell, render_markdown
-from kernel.render.views import (
+from kernel.views.html import render_html
+from kernel.views.markdown import md_cell, render_markdown
+from kernel.views.views import (
     MAX_DIFF_LINES,
     MAX_OUTPUT_LINES,
     WARNING_TEXT,

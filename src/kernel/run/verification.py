@@ -4,7 +4,7 @@ The trust pipeline these records describe::
 
     WorkUnit -> worker attempt -> ResultManifest (worker self-report)
              -> independent verifier -> VerificationResult (evidence + recommendation)
-             -> human / governance decision (`kernel.decision`)
+             -> human / governance decision (`kernel.decide.decision`)
 
 Rules enforced at construction (a record that exists is well formed):
 
@@ -36,7 +36,8 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import (
+from kernel.errors import ParameterValueError
+from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
@@ -45,9 +46,8 @@ from kernel.codec import (
     seal,
     short_repr,
 )
-from kernel.errors import ParameterValueError
-from kernel.identity import sha256_hex
-from kernel.values import (
+from kernel.records.identity import sha256_hex
+from kernel.records.values import (
     Digest,
     Digests,
     NonBlank,

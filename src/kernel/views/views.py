@@ -2,7 +2,7 @@
 `Workspace` and its views), escaping for HTML, the warning prose, the decision headline,
 real disagreement's wording, isolation and limits as text, and the JSON view.
 
-Pure (ADR-0002); the rules are in the package docstring (`kernel.render`).
+Pure (ADR-0002); the rules are in the package docstring (`kernel.views`).
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import Final
 
 import attrs
 
-from kernel.codec import Record
 from kernel.errors import FieldError
-from kernel.evidence_report import (
+from kernel.records.codec import Record
+from kernel.records.identity import canonical_json, sha256_bytes
+from kernel.records.values import Digest, boundary
+from kernel.run.record import SandboxRun
+from kernel.run.report import (
     CandidateDisagreement,
     EvidenceState,
     ReportWarning,
     RunEvidenceReport,
     candidate_disagreements,
 )
-from kernel.identity import canonical_json, sha256_bytes
-from kernel.runrecord import SandboxRun
-from kernel.values import Digest, boundary
 
 __all__ = [
     "DIFFER_TEXT",

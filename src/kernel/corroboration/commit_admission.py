@@ -48,7 +48,9 @@ from typing import Any
 
 import attrs
 
-from kernel.codec import (
+from kernel.corroboration.consensus import CorroborationReport, RunStatus
+from kernel.errors import CommitBoundaryError
+from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
@@ -57,10 +59,8 @@ from kernel.codec import (
     field_error,
     seal,
 )
-from kernel.consensus import CorroborationReport, RunStatus
-from kernel.errors import CommitBoundaryError
-from kernel.identity import sha256_hex
-from kernel.values import Digest, OptionalDigest, Refusal, boundary
+from kernel.records.identity import sha256_hex
+from kernel.records.values import Digest, OptionalDigest, Refusal, boundary
 
 __all__ = [
     "Admission",

@@ -35,7 +35,7 @@ Rules enforced by `check_replay`, in order (each failure yields its reason code)
 
 Outcome: `check_replay` returns the `ReplayCheck` of a match, or a `ReplayRefusal`
 holding the check (``match`` false) and its reason codes; callers ``match`` on the
-type, and `kernel.values.unwrap` raises the refusal.
+type, and `kernel.records.values.unwrap` raises the refusal.
 
 Identity: `ReplayRefusal.refusal_id` self-seals over its check and reason codes;
 `ReplayCheck` has no id; its ``*_digest`` fields are SHA-256 over canonical
@@ -51,11 +51,11 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, field_error
 from kernel.errors import CanonicalizationError, ParameterValueError
-from kernel.identity import sha256_hex
-from kernel.runrecord import DeclaredReplay, RunRecord, first_difference
-from kernel.values import Digest, OptionalDigest, Refusal, boundary
+from kernel.records.codec import UNSEALED, Identity, Record, field_error
+from kernel.records.identity import sha256_hex
+from kernel.records.values import Digest, OptionalDigest, Refusal, boundary
+from kernel.run.record import DeclaredReplay, RunRecord, first_difference
 
 __all__ = [
     "REPLAY_CHECK_KIND",

@@ -135,7 +135,7 @@ def canonical_json_prevalidated(
     turns nested records into their payload dicts. Enum members encode as their value,
     exactly as the stdlib encodes a ``str``/``int`` enum.
 
-    Only `kernel.codec` should call this; everything else uses `canonical_json`.
+    Only `kernel.records.codec` should call this; everything else uses `canonical_json`.
 
     Raises:
         CanonicalizationError: orjson refuses the value (a lone surrogate, an int

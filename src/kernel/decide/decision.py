@@ -8,7 +8,7 @@ file name, so a swapped, edited or regenerated report fails `verify_decision`.
 `record_decision` (pure; ``decided_at`` is passed in, the CLI's clock lives in
 effects) refuses, with `DecisionReason` codes in check order:
 
-- a report that fails `kernel.evidence_report.check_evidence_report` (``report_inconsistent``);
+- a report that fails `kernel.run.report.check_evidence_report` (``report_inconsistent``);
 - the report's own vocabulary (``accept_candidate``...) as a decision
   (``report_vocabulary``), any other value outside accept|reject|escalate
   (``unknown_decision``);
@@ -35,16 +35,9 @@ from typing import Final, Literal
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id, seal, short_repr
-from kernel.evidence_report import (
-    REPORT_KIND,
-    ReportCheck,
-    RunEvidenceReport,
-    check_evidence_report,
-)
-from kernel.identity import is_canonical_str
-from kernel.runrecord import AttemptState
-from kernel.values import (
+from kernel.records.codec import UNSEALED, Identity, Record, compute_id, seal, short_repr
+from kernel.records.identity import is_canonical_str
+from kernel.records.values import (
     Digest,
     NonBlank,
     OptionalDigest,
@@ -53,7 +46,14 @@ from kernel.values import (
     boundary,
     rfc3339_utc_problem,
 )
-from kernel.verification import Recommendation
+from kernel.run.record import AttemptState
+from kernel.run.report import (
+    REPORT_KIND,
+    ReportCheck,
+    RunEvidenceReport,
+    check_evidence_report,
+)
+from kernel.run.verification import Recommendation
 
 __all__ = [
     "DECISION_KIND",

@@ -1,7 +1,7 @@
 """Upstream search-loop records (ADR-0225..0231), byte-compatible with their origin.
 
 These are the records a residual-gated search loop produces before a candidate is
-bound to its run (ADR-0232, `kernel.binding`)::
+bound to its run (ADR-0232, `kernel.search.binding`)::
 
     SearchGateDecision -> ComputeBudgetDecision -> GeometricSearchRun
         -> CandidateOperatorResult (carrying a CandidateAttempt and its
@@ -10,7 +10,7 @@ bound to its run (ADR-0232, `kernel.binding`)::
 Field names, field order, enum values and identity payloads are those of the
 implementation that wrote the ADR series, so a document it wrote parses here and
 every id reproduces byte for byte. Ids are ``sha256(canonical_json(payload))``
-(`kernel.identity`), bare lowercase hex; ``explanation`` never enters a payload.
+(`kernel.records.identity`), bare lowercase hex; ``explanation`` never enters a payload.
 
 Identity payloads (the codec computes them from ``__identity__``):
 
@@ -56,8 +56,8 @@ from typing import Final
 
 import attrs
 
-from kernel.codec import UNSEALED, Identity, Record, compute_id
-from kernel.values import (
+from kernel.records.codec import UNSEALED, Identity, Record, compute_id
+from kernel.records.values import (
     BudgetCharge,
     Count,
     Digest,
