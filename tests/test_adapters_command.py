@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from kernel.corroboration.run_admission import admission_section
 from kernel.effects.adapters import command as command_adapters
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
 from kernel.effects.adapters.screen import SCREEN_CHECK
@@ -22,6 +21,7 @@ from kernel.run.record import AttemptErrorCode
 from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.run.verification import CheckStatus
 from kernel.views import render_html, render_markdown
+from kernel.views.admission import admission_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

@@ -24,16 +24,13 @@ from kernel.corroboration.consensus import (
     build_consensus,
     build_corroboration_report,
 )
-from kernel.corroboration.run_admission import (
-    RunAdmission,
-    admission_section,
-    build_run_admission,
-)
+from kernel.corroboration.run_admission import RunAdmission, build_run_admission
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.errors import ParameterValueError
 from kernel.run.report import RunEvidenceReport, build_evidence_report
 from kernel.strategies.report import reports
 from kernel.views import render_html, render_markdown
+from kernel.views.admission import admission_section
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 A = "a" * 64

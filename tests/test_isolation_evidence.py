@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.corroboration.consensus import CaptureMode
-from kernel.corroboration.run_admission import admission_section, build_run_admission
+from kernel.corroboration.run_admission import build_run_admission
 from kernel.effects import orchestrate, pipeline
 from kernel.effects.adapters import command
 from kernel.effects.cli import main
@@ -37,6 +37,7 @@ from kernel.run.record import (
 )
 from kernel.run.report import RunEvidenceReport, build_evidence_report
 from kernel.run.verification import CheckReason, Isolation
+from kernel.views.admission import admission_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

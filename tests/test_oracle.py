@@ -20,7 +20,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.corroboration.run_admission import admission_section
 from kernel.decide.gate import derive_run_admission
 from kernel.effects.adapters.oracle import (
     MAX_ORACLE_BYTES,
@@ -40,6 +39,7 @@ from kernel.run.report import (
 )
 from kernel.run.verification import CheckReason, CheckStatus
 from kernel.views import render_html, render_markdown
+from kernel.views.admission import admission_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"

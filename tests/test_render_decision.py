@@ -10,11 +10,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kernel.corroboration.run_admission import (
-    admission_headline,
-    admission_section,
-    build_run_admission,
-)
+from kernel.corroboration.run_admission import build_run_admission
 from kernel.effects import console
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.run.record import IsolationPolicy, SandboxRun
@@ -28,6 +24,7 @@ from kernel.views import (
     render_html,
     render_markdown,
 )
+from kernel.views.admission import admission_headline, admission_section
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 A, B = "a" * 64, "b" * 64

@@ -18,12 +18,13 @@ from kernel.corroboration.commit_admission import (
     EvidenceClass,
     VerifierOutcome,
 )
-from kernel.corroboration.run_admission import RunAdmission, admission_section, build_run_admission
+from kernel.corroboration.run_admission import RunAdmission, build_run_admission
 from kernel.effects.orchestrate import load_config, run_loaded
 from kernel.errors import FieldError
 from kernel.run.record import CheckRun
 from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.run.verification import CheckReason, Isolation
+from kernel.views.admission import admission_section
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

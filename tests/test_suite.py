@@ -38,12 +38,11 @@ from kernel.run.suite import (
     calibrate,
     declared_tests_of,
     judge_prediction,
-    render_suite_html,
-    render_suite_markdown,
     summarize_suite,
 )
 from kernel.strategies import records_of
 from kernel.views import render_html, render_markdown
+from kernel.views.suite import render_suite_html, render_suite_markdown
 from kernel.views.views import calibration_section, declared_tests_section
 
 F2P, P2P = DeclaredTestKind.FAIL_TO_PASS, DeclaredTestKind.PASS_TO_PASS

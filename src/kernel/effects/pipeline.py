@@ -19,7 +19,7 @@ from typing import Final
 import attrs
 
 from kernel.corroboration.consensus import CaptureMode, CorroborationReport
-from kernel.corroboration.run_admission import RunAdmission, admission_section, build_run_admission
+from kernel.corroboration.run_admission import RunAdmission, build_run_admission
 from kernel.effects import console
 from kernel.effects.adapters.command import OUTPUT_TAIL, CommandWorker
 from kernel.effects.documents import plan_outputs, report_of, stale_decisions
@@ -48,6 +48,7 @@ from kernel.views import (
     render_json,
     render_markdown,
 )
+from kernel.views.admission import admission_section
 
 __all__ = [
     "DEFAULT_RERUNS",

@@ -93,10 +93,9 @@ from kernel.run.suite import (
     calibrate,
     declared_tests_of,
     judge_prediction,
-    render_suite_html,
-    render_suite_markdown,
     summarize_suite,
 )
+from kernel.views.suite import render_suite_html, render_suite_markdown
 
 __all__ = [
     "Prediction",

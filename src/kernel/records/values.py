@@ -96,6 +96,7 @@ __all__ = [
     "positive",
     "rfc3339_utc_problem",
     "safe_int",
+    "short_digest",
     "timestamp",
     "tuple_of",
     "unique_texts",
@@ -534,6 +535,11 @@ class Refusal(Record):
             raise field_error(
                 "explanation", f"a {type(self).__name__} needs an explanation (expected/found)"
             )
+
+
+def short_digest(value: str, size: int = 12) -> str:
+    """The first ``size`` hex characters of a digest, with an ellipsis (messages, views)."""
+    return value if len(value) <= size else value[:size] + "\u2026"
 
 
 def unwrap(outcome: T | Refusal) -> T:

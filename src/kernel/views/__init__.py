@@ -52,7 +52,6 @@ from kernel.views.views import (
     decision_headline,
     html_text,
     render_json,
-    short_digest,
 )
 
 __all__ = [
@@ -69,5 +68,4 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
-    "short_digest",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from kernel.records.values import boundary
+from kernel.records.values import boundary, short_digest
 from kernel.run.report import EvidenceState, ReportAttempt, RunEvidenceReport
 from kernel.views.views import (
     DIFFER_TEXT,
@@ -27,7 +27,6 @@ from kernel.views.views import (
     html_text,
     isolation_section,
     policy_text,
-    short_digest,
     yes_no,
 )
 

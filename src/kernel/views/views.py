@@ -17,7 +17,7 @@ import attrs
 from kernel.errors import FieldError
 from kernel.records.codec import Record
 from kernel.records.identity import canonical_json, sha256_bytes
-from kernel.records.values import Digest, boundary
+from kernel.records.values import Digest, boundary, short_digest
 from kernel.run.record import SandboxRun
 from kernel.run.report import (
     CandidateDisagreement,
@@ -51,7 +51,6 @@ __all__ = [
     "isolation_section",
     "policy_text",
     "render_json",
-    "short_digest",
     "yes_no",
 ]
 
@@ -296,11 +295,6 @@ def render_json(report: RunEvidenceReport) -> bytes:
 def html_text(value: str) -> str:
     """Escape text for HTML element content and quoted attribute values."""
     return html.escape(INVISIBLE.sub("\ufffd", value), quote=True)
-
-
-def short_digest(value: str, size: int = 12) -> str:
-    """The first ``size`` hex characters of a digest, with an ellipsis."""
-    return value if len(value) <= size else value[:size] + "\u2026"
 
 
 def yes_no(flag: bool) -> str:
