@@ -49,7 +49,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from kernel.identity import sha256_bytes
+from kernel.records.identity import sha256_bytes
 
 __all__ = [
     "MAX_DEPTH",

@@ -29,7 +29,7 @@ from kernel.guard.cache import gc_paused
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
-from kernel.identity import sha256_bytes
+from kernel.records.identity import sha256_bytes
 
 __all__ = ["PARALLEL_MIN_FILES", "Done", "Job", "scan_all", "split_by_size"]
 

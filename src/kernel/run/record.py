@@ -313,7 +313,7 @@ class DeclaredTestResult(Record):
 
 class CalibrationReason(enum.StrEnum):
     """Why an instance (a work unit's declared tests on its baseline) is not valid
-    (`kernel.suite.calibrate`). Each also names the one test it holds for in the
+    (`kernel.run.suite.calibrate`). Each also names the one test it holds for in the
     calibration table, except ``calibration_error`` and ``infrastructure_fault``."""
 
     FAIL_TO_PASS_PASSES = "fail_to_pass_passes_on_baseline"  # noqa: S105 - not a secret

@@ -14,7 +14,7 @@ Pure: records in, records out (the runner is `kernel.effects.suite`). Rules enfo
   environment). An instance with any reason is invalid: it is not judged. Each row of
   the table carries the reason its own test gives (an instance refused before anything
   ran for an unknown test id: that id ``unknown_test_id``, the others
-  ``not_run_refused_for_another_test``); the records are `kernel.runrecord`'s, as a
+  ``not_run_refused_for_another_test``); the records are `kernel.run.record`'s, as a
   plain run records its calibration too;
 - **one prediction** (`judge_prediction`): a prediction on an invalid instance, an
   empty one included, or whose attempt ended in a control error, is ``error`` (never

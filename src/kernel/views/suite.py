@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kernel.run.suite import Calibration, ModelCounts, SuiteSummary
+from kernel.run.record import Calibration
+from kernel.run.suite import ModelCounts, SuiteSummary
 from kernel.views.markdown import md_cell
 from kernel.views.views import html_text
 
