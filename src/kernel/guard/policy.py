@@ -120,6 +120,13 @@ def _refuse_contradictions(name: str, at: str, lists: dict[str, tuple[str, ...]]
             )
 
 
+def _flag(table: dict[str, object], key: str, at: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{at}.{key}: expected true or false")
+    return value
+
+
 def parse_rules(document: object, where: str, source: str) -> list[Rule]:
     """Turn the TOML value of ``rules`` into `Rule` records.
 
@@ -159,15 +166,9 @@ def parse_rules(document: object, where: str, source: str) -> list[Rule]:
             lists["modules"] = tuple(p for group in layers for p in group)
         if not lists["modules"]:
             raise ConfigError(f"{at}.modules: must name at least one module")
-        transitive = table.get("transitive", False)
-        if not isinstance(transitive, bool):
-            raise ConfigError(f"{at}.transitive: expected true or false")
-        reflection = table.get("forbid-reflection", False)
-        if not isinstance(reflection, bool):
-            raise ConfigError(f"{at}.forbid-reflection: expected true or false")
-        effects = table.get("effects", False)
-        if not isinstance(effects, bool):
-            raise ConfigError(f"{at}.effects: expected true or false")
+        transitive = _flag(table, "transitive", at)
+        reflection = _flag(table, "forbid-reflection", at)
+        effects = _flag(table, "effects", at)
         if effects and not lists.get("forbid-calls"):
             raise ConfigError(f"{at}.effects: needs forbid-calls (what may not be reached)")
         if (
