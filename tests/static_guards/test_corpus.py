@@ -19,7 +19,7 @@ from kernel.guard import ViolationCode, check_tree, load_policy
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
-HELPERS = {"__init__", "secret", "chain_mid", "reexport", "layer_top"}
+HELPERS = {"__init__", "secret", "chain_mid", "reexport", "layer_top", "injector"}
 EXPECT = re.compile(r"#\s*expect:\s*((?:KG\d{3}\s*)+)$")
 PROBES = sorted(p for p in (CORPUS / "probe").glob("*.py") if p.stem not in HELPERS)
 

@@ -32,6 +32,9 @@ follows what Python itself does, not a list of examples:
   body; a bare annotation binds nothing;
 - annotations are checked as code even under ``from __future__ import annotations``
   (`typing.get_type_hints` evaluates them), string annotations are parsed and checked;
+  so are strings typing evaluates outside annotations (``List["expr"]`` aliases,
+  hand-written ``__annotations__``, ``ForwardRef("expr")``, ``TypeVar(bound="expr")``),
+  their findings placed on the string and naming the route;
 - for a rule with ``forbid-reflection``, reflection that no static reading can resolve
   is a finding of its own (KG008): ``__builtins__``, ``__loader__``, ``__spec__``, ``globals()``,
   ``locals()``, ``vars()``, frame and function internals, ``__subclasses__`` and the
@@ -129,6 +132,15 @@ _ALWAYS: Final = frozenset(
     }
 )
 _TC_NAMES: Final = frozenset({"typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"})
+_TYPING: Final = ("typing.", "typing_extensions.")
+_GENERIC_BUILTINS: Final = frozenset(
+    {"builtins.list", "builtins.dict", "builtins.tuple", "builtins.set", "builtins.frozenset",
+     "builtins.type"}
+)  # fmt: skip
+"""Subscripted outside annotations, these keep a string argument that
+`typing.get_type_hints` evaluates (``list["expr"]`` as ``ForwardRef``)."""
+_FORWARD_REFS: Final = frozenset({"typing.ForwardRef", "typing_extensions.ForwardRef"})
+_TYPE_VARS: Final = frozenset({"typing.TypeVar", "typing_extensions.TypeVar"})
 _FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_ROUNDS: Final = 8
 
@@ -307,6 +319,8 @@ class _Scanner:
         self.reflective_seen: set[int] = set()
         self.reach_seen: set[tuple[int, int, str]] = set()
         self.text_calls: set[int] = set()  # functions called with a string argument
+        self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
+        self.in_annotation = False
         self.rules_key = tuple(rules)
         self.deleted: set[str] | None = None
         self.top_index = 1 << 30
@@ -827,6 +841,7 @@ class _Scanner:
             for t in stmt.targets:
                 self._expr(t, scope)
             self._rebind(stmt.targets, stmt.value, scope)
+            self._hand_annotations(stmt.targets, stmt.value, scope)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 self._expr(stmt.value, scope)
@@ -848,19 +863,71 @@ class _Scanner:
         definition; with it (or written as strings) `typing.get_type_hints` evaluates
         them. Either way they are checked as code, and a string in a forward-reference
         position is parsed and checked too, its findings placed on the string."""
-        self._expr(node, scope)
+        outer, self.in_annotation = self.in_annotation, True
+        try:
+            self._expr(node, scope)
+        finally:
+            self.in_annotation = outer
         if depth > 4:
             return
         for sub in _forward_refs(node, self.import_names):
-            try:
-                parsed = ast.parse(str(sub.value).strip(), mode="eval")
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue  # not an expression: get_type_hints fails, nothing runs
-            before = len(self.findings)
-            self._annotation(parsed.body, scope, depth + 1)
-            for i in range(before, len(self.findings)):
-                _line, _col, code, rule, message = self.findings[i]
-                self.findings[i] = (sub.lineno, sub.col_offset, code, rule, message)
+            self._typed_string(sub, scope, None, depth)
+
+    def _typing_subscript(self, node: ast.Subscript, scope: _Scope) -> None:
+        """``List["expr"]`` outside an annotation (an alias): `typing.get_type_hints`
+        evaluates its strings when the alias is used in an annotation."""
+        head = self._resolve(node.value, scope)
+        value = node.value
+        if head is None and isinstance(value, ast.Name) and not self._bound_lines(value.id):
+            head = f"builtins.{value.id}"  # a builtin no rule names resolves to None
+        if head is not None and (head.startswith(_TYPING) or head in _GENERIC_BUILTINS):
+            shown = head.rsplit(".", 1)[-1]
+            for sub in _forward_refs(node, self.import_names):
+                self._typed_string(sub, scope, f"an alias {shown}[...]")
+
+    def _typed_string(
+        self, sub: ast.expr | None, scope: _Scope, route: str | None, depth: int = 0
+    ) -> None:
+        """A string that `typing` evaluates as code: parsed and checked as code, its
+        findings (and imports) placed on the string; outside an annotation they name
+        the ``route``."""
+        if not isinstance(sub, ast.Constant) or not isinstance(sub.value, str):
+            return
+        if id(sub) in self.typed_strings:
+            return
+        self.typed_strings.add(id(sub))
+        try:
+            parsed = ast.parse(sub.value.strip(), mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return  # not an expression: typing raises, nothing runs
+        before, imported = len(self.findings), len(self.imports)
+        self._annotation(parsed.body, scope, depth + 1)
+        where = (sub.lineno, sub.col_offset)
+        for i in range(before, len(self.findings)):
+            _line, _col, code, rule, message = self.findings[i]
+            if route is not None:
+                message = f"{message}, in a string typing evaluates as code ({route})"
+            self.findings[i] = (*where, code, rule, message)
+        for i in range(imported, len(self.imports)):
+            module, name, _line, _col, kind = self.imports[i]
+            self.imports[i] = (module, name, *where, kind)
+
+    def _hand_annotations(
+        self, targets: Sequence[ast.expr], value: ast.expr, scope: _Scope
+    ) -> None:
+        """``f.__annotations__ = {"x": "expr"}`` (or one key of it): the strings are
+        evaluated by `typing.get_type_hints`, as written annotations are."""
+        for target in targets:
+            holder = target.value if isinstance(target, ast.Subscript) else target
+            name = holder.attr if isinstance(holder, ast.Attribute) else getattr(holder, "id", "")
+            if name != "__annotations__":
+                continue
+            route = "hand-written __annotations__, evaluated by typing.get_type_hints"
+            if isinstance(target, ast.Subscript):
+                self._typed_string(value, scope, route)
+            elif isinstance(value, ast.Dict):
+                for item in value.values:
+                    self._typed_string(item, scope, route)
 
     def _reflective(self, node: ast.AST, what: str, *, always: bool = False) -> None:
         rules = self.guarded if always else self.reflection
@@ -963,6 +1030,8 @@ class _Scanner:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Subscript) and not self.in_annotation:
+                self._typing_subscript(node, scope)
             self._reflective_chain(node, scope)
             q = self._resolve(node, scope)
             if q is not None and self._use(q, node, None):
@@ -1028,6 +1097,12 @@ class _Scanner:
                     node, f"{fq.removeprefix('builtins.')}(..., {key!r})", always=faked
                 )
         first = node.args[0] if node.args else None
+        if fq in _FORWARD_REFS:
+            self._typed_string(first, scope, f"{fq}(...), evaluated by its _evaluate")
+        elif fq in _TYPE_VARS:
+            for k in node.keywords:
+                if k.arg == "bound":
+                    self._typed_string(k.value, scope, f"{fq}(bound=...)")
         if fq in _DYNAMIC_IMPORTERS:
             literal = _literal_str(first)
             if literal is None:

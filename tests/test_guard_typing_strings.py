@@ -1,0 +1,75 @@
+"""Strings that `typing` evaluates as code outside annotations (issue 21 item 2):
+``List["expr"]`` aliases, hand-written ``__annotations__``, ``ForwardRef("expr")`` and
+``TypeVar(bound="expr")`` are checked as code, with the route in the finding; ordinary
+forward references are not findings. Run-time proofs: the corpus rows f33-f35, c09."""
+
+from __future__ import annotations
+
+from kernel.guard import Policy, Rule, ViolationCode, check_source
+
+POLICY = Policy(
+    rules=(
+        Rule(name="r", modules=("m",), forbid_imports=("os",), forbid_calls=("open", "os.system")),
+    )
+)
+
+
+def _found(src: str) -> list[tuple[int, int, str, str]]:
+    return [
+        (v.line, v.column, v.code.value, v.message) for v in check_source(src, POLICY, module="m")
+    ]
+
+
+def test_each_route_is_a_reach_naming_it() -> None:
+    routes = {
+        'from typing import List\nA = List["open(1)"]\n': "an alias List[...]",
+        'import typing\nA = typing.Dict[str, "open(1)"]\n': "an alias Dict[...]",
+        'A = list["open(1)"]\n': "an alias list[...]",
+        "def f(x): pass\nf.__annotations__ = {'x': \"open(1)\"}\n": (
+            "hand-written __annotations__, evaluated by typing.get_type_hints"
+        ),
+        "def f(x): pass\nf.__annotations__['x'] = \"open(1)\"\n": (
+            "hand-written __annotations__, evaluated by typing.get_type_hints"
+        ),
+        'import typing\nR = typing.ForwardRef("open(1)")\n': (
+            "typing.ForwardRef(...), evaluated by its _evaluate"
+        ),
+        'from typing import TypeVar\nT = TypeVar("T", bound="open(1)")\n': (
+            "typing.TypeVar(bound=...)"
+        ),
+    }
+    for src, route in routes.items():
+        found = _found(src)
+        assert len(found) == 1, (src, found)
+        line, _col, code, message = found[0]
+        assert (line, code) == (src.count("\n"), ViolationCode.FORBIDDEN_CALL.value), src
+        assert message == (
+            "use of 'open' is forbidden (forbid-calls 'open'), "
+            f"in a string typing evaluates as code ({route})"
+        )
+
+
+def test_findings_and_imports_are_placed_on_the_string() -> None:
+    """A dynamic import inside the string is reported where the string is."""
+    src = "from typing import List\nA = List[int, \"__import__('os').system(1)\"]\n"
+    assert [(line, col, code) for line, col, code, _m in _found(src)] == [
+        (2, 15, "KG001"),
+        (2, 15, "KG004"),
+    ]
+
+
+def test_ordinary_strings_are_not_reaches() -> None:
+    """Forward references to names, Literal values, dictionary keys, metadata of
+    Annotated, a subscript of a local named like a builtin and an unparsable string
+    are not findings; a written annotation's string keeps its plain message."""
+    src = (
+        "import typing\nfrom typing import Annotated, Dict, List, Literal, Optional\n"
+        'class Node:\n    children: List["Node"]\n    parent: "Optional[Node]"\n'
+        'Tree = Dict[str, "Node"]\nMode = Literal["open"]\nMeta = Annotated[int, "open(1)"]\n'
+        'LATER = typing.ForwardRef("Node")\nd = {}\nd["open(1)"]\n'
+        'f = lambda x: x\nf.__annotations__ = {"x": "Node", "y": "open("}\n'
+        'list = dict\nlist["open(1)"]\nlist2 = list["not an expression ("]\n'
+    )
+    assert _found(src) == []
+    plain = _found('from typing import List\ny: List["open(1)"]\n')
+    assert plain == [(2, 9, "KG004", "use of 'open' is forbidden (forbid-calls 'open')")]
