@@ -8,10 +8,12 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -916,6 +918,63 @@ def test_a_promotion_killed_after_any_step_is_recovered(
     assert git(repo, "rev-parse", "main^") == old
     assert kinds(ledger)[-1] == "promotion"
     assert verify_repo(repo, ledger, capsys)[0] == 0
+
+
+KILL_POINTS = 10
+
+
+def test_a_promotion_killed_at_any_moment_is_recovered(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL of the whole process group (promote and the git it runs) at moments
+    spread over a promotion's run, inside steps as well as between them: after
+    `promote --recover` the branch, index, work tree and ledger agree, and nothing of
+    a killed step is left in the git folder."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    old = git(repo, "rev-parse", "main")
+
+    def start(copy: Path, ledger: Path) -> subprocess.Popen[bytes]:
+        argv = [
+            sys.executable, "-m", "kernel", "promote", "--run-dir", str(demo.run_dir),
+            "--decision", str(decision), "--allowed-signers", str(demo.allowed),
+            "--repo", str(copy), "--onto", "main", "--ledger", str(ledger),
+        ]  # fmt: skip
+        return subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL)
+
+    # How long one promotion takes on this machine now (the kills spread over it).
+    probe = tmp_path / "probe"
+    shutil.copytree(repo, probe, symlinks=True)
+    started = time.monotonic()
+    assert start(probe, tmp_path / "probe.sqlite").wait() == 0
+    duration = time.monotonic() - started
+    outcomes = set()
+    for k in range(KILL_POINTS + 1):
+        copy, ledger = tmp_path / f"r{k}", tmp_path / f"l{k}.sqlite"
+        shutil.copytree(repo, copy, symlinks=True)
+        child = start(copy, ledger)
+        try:
+            # The last one is not killed: the spread has a finished promotion too.
+            child.wait(timeout=None if k == KILL_POINTS else duration * k / KILL_POINTS)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        if ledger.exists():
+            capsys.readouterr()
+            recovered = main(["promote", "--recover", "--repo", str(copy), "--ledger", str(ledger)])
+            assert recovered == 0, capsys.readouterr().out
+            assert pending_of(ledger) == []
+            assert verify_repo(copy, ledger, capsys)[0] == 0
+        agree(copy)
+        assert not [p for p in (copy / ".git").iterdir() if p.name.endswith(".lock")]
+        assert not list((copy / ".git").glob("kernel-*"))
+        tip = git(copy, "rev-parse", "main")
+        assert tip == old or git(copy, "rev-parse", "main^") == old
+        outcomes.add(tip != old)
+    # The spread reached both sides: killed before the branch moved and after.
+    assert outcomes == {False, True}
 
 
 def test_recovery_with_nothing_pending_and_a_branch_moved_elsewhere(

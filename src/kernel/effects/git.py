@@ -20,9 +20,10 @@ Rules:
   the work tree and the repository's index are never touched by staging;
 - refs move only through ``git update-ref REF NEW OLD`` (compare-and-swap): never a
   forced update, never a remote; a ref that moved is reported, not overwritten;
-- a promotion onto the checked-out branch also fast-forwards the work tree
-  (``read-tree -m -u OLD NEW``), and is refused before anything moves when that work
-  tree has uncommitted changes.
+- a promotion onto the checked-out branch also fast-forwards the work tree and
+  index (`Repo.fast_forward_work_tree`: each path and the index replaced whole, under
+  a marked ``index.lock``, so a kill leaves only what recovery provably owns), and is
+  refused before anything moves when that work tree has uncommitted changes.
 
 Every failure is an `EffectError` (or `GitRefusal` for a compare-and-swap that lost).
 """
@@ -385,6 +386,213 @@ class Repo:
         if done.returncode != 0:
             raise GitRefusal(f"{ref} moved (expected {old}): {_why(done)}")
 
-    def fast_forward_work_tree(self, old: str, new: str) -> None:
-        """Bring the checked-out work tree and index from ``old`` to ``new``."""
-        self.git("read-tree", "-m", "-u", old, new)
+    def git_dir(self) -> Path:
+        """The repository's git folder (absolute)."""
+        return Path(self.git("rev-parse", "--absolute-git-dir"))
+
+    def fast_forward_work_tree(self, old: str, new: str, *, owner: str) -> None:
+        """Bring the checked-out work tree and index from ``old`` to ``new``, so that a
+        kill at any moment leaves what `sweep_index` and a second call finish.
+
+        Git's own lock protocol, done so that every write is whole: ``index.lock`` is
+        taken (created by a hard link, holding a marker naming ``owner`` and this
+        process); the new index is built in a private index file (``read-tree -m``);
+        each changed path is written to a temporary name beside it and moved into
+        place by `os.replace` (a deleted one unlinked), so a path is always as ``old``
+        or as ``new`` has it, never torn (git's checkout writes in place); the private
+        index takes the files' stat data and replaces ``index``; the lock goes. A
+        second call sweeps the temporaries and finishes: it writes only paths the
+        update changes, and refuses when one differs from the index and is not as
+        ``new`` has it (someone's edit, never overwritten).
+
+        Raises:
+            EffectError: the index is locked by someone else, a path holds someone's
+                change, or git fails (the index is then untouched).
+        """
+        folder = self.git_dir()
+        private = folder / f"{_PRIVATE_INDEX}{owner}"
+        lock = _take_index_lock(folder, owner)
+        try:
+            top = self.work_tree() or self.path
+            changes = self.changes(old, new)
+            _remove(*(_temporary(top / c.path, owner) for c in changes))
+            index = folder / "index"
+            if index.exists():
+                shutil.copyfile(index, private)
+            env = {"GIT_INDEX_FILE": str(private)}
+            self._check_work_tree(changes, new, env)
+            # -i: the index alone (the check above is what guards the work tree).
+            self.git("read-tree", "-m", "-i", old, new, env=env)
+            for change in changes:
+                self._write(top, change, owner)
+            # Stat data only (exit 1 is "needs update": the check above ruled it out).
+            _run(["update-index", "-q", "--refresh"], cwd=self.path, env=env)
+            os.replace(private, index)
+        except EffectError:
+            raise
+        except OSError as e:
+            raise EffectError(f"{folder}: cannot update the work tree ({e.strerror})") from e
+        finally:
+            _remove(private, Path(f"{private}.lock"))
+            _remove(lock)
+
+    def _write(self, top: Path, change: TreeChange, owner: str) -> None:
+        """One changed path, as ``new`` has it, replaced whole (or removed)."""
+        path = top / change.path
+        if change.new_mode == _DELETED:
+            _remove(path)
+            for parent in path.parents:
+                if parent == top or not parent.is_dir() or any(parent.iterdir()):
+                    break
+                parent.rmdir()
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = _temporary(path, owner)
+        data = self.blob(change.new_blob)
+        if change.new_mode == "120000":
+            os.symlink(data, draft)
+        else:
+            mode = 0o777 if change.new_mode == "100755" else 0o666
+            descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+        os.replace(draft, path)
+
+    def _check_work_tree(
+        self, changes: Sequence[TreeChange], new: str, env: Mapping[str, str]
+    ) -> None:
+        """Every path that differs from the (private, old) index is one the update
+        changes, already as ``new`` has it (what a killed update leaves).
+
+        Raises:
+            EffectError: a path differs and is not as ``new`` has it.
+        """
+        # Stat data only: a file touched but unchanged is not a difference.
+        _run(["update-index", "-q", "--refresh"], cwd=self.path, env=env)
+        listed = self.git("diff-files", "--name-only", "-z", env=env)
+        untracked = self.git("ls-files", "--others", "-z", env=env)
+        changed = {c.path: c for c in changes}
+        # Files ``new`` adds that are there already are untracked for the old index.
+        touched = {p for p in listed.split("\0") if p} | {
+            p for p in untracked.split("\0") if p in changed
+        }
+        top = self.work_tree() or self.path
+        for path in sorted(touched):
+            change = changed.get(path)
+            if change is None or not self._as_in(top / path, change):
+                raise EffectError(
+                    f"{top}: {path} differs from the index and is not as {new[:12]} has it; "
+                    "commit or remove the change, then run `kernel promote --recover`"
+                )
+
+    def _as_in(self, path: Path, change: TreeChange) -> bool:
+        """Whether the work tree's ``path`` is as the change's new side has it."""
+        if change.new_mode == _DELETED:
+            return not _exists(path)
+        try:
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        except OSError:
+            return False
+        return self.git("hash-object", "--no-filters", "--stdin", data=data) == change.new_blob
+
+    def sweep_index(self, owner: str) -> list[str]:
+        """Remove what a killed `fast_forward_work_tree` for ``owner`` left: its private
+        index and an ``index.lock`` holding its marker whose process is gone. Returns
+        what was removed.
+
+        Raises:
+            EffectError: ``index.lock`` exists and is not provably ``owner``'s.
+        """
+        folder = self.git_dir()
+        private = folder / f"{_PRIVATE_INDEX}{owner}"
+        removed = [str(p) for p in (private, Path(f"{private}.lock")) if _exists(p)]
+        _remove(private, Path(f"{private}.lock"))
+        lock = folder / "index.lock"
+        try:
+            held = lock.read_bytes()[:200]
+        except FileNotFoundError:
+            return removed
+        except OSError as e:
+            raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
+        mark, _, pid = held.decode("ascii", "replace").strip().rpartition(" ")
+        if mark != f"{_LOCK_MARK} {owner}" or not pid.isdigit() or _alive(int(pid)):
+            raise EffectError(
+                f"{lock} exists and is not a killed kernel promotion's: another git command "
+                "holds the index (or was killed); remove it once none runs"
+            )
+        _remove(lock)
+        return [*removed, str(lock)]
+
+    def sweep_ref_lock(self, ref: str, value: str) -> bool:
+        """Remove ``ref``'s lock file when a killed ``update-ref`` to ``value`` left it
+        (git writes the new value into the lock, then renames it); True when removed.
+
+        Raises:
+            EffectError: the lock exists and does not hold ``value`` (another git
+                command's, or one killed before it wrote: not provably ours).
+        """
+        common = Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir"))
+        lock = common / f"{ref}.lock"
+        try:
+            held = lock.read_bytes()[:200]
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
+        if held.strip() != value.encode("ascii"):
+            raise EffectError(
+                f"{lock} exists and does not hold {value[:12]}: another git command holds "
+                "the branch (or was killed); remove it once none runs"
+            )
+        _remove(lock)
+        return True
+
+
+_DELETED: Final = "000000"
+_PRIVATE_INDEX: Final = "kernel-promote-index-"
+_LOCK_MARK: Final = "kernel promote"
+
+
+def _temporary(path: Path, owner: str) -> Path:
+    """The name a changed path is written under before it replaces the path."""
+    return path.with_name(f".{path.name}.kernel-{owner[:16]}")
+
+
+def _exists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _take_index_lock(folder: Path, owner: str) -> Path:
+    """Take ``index.lock`` as git does (it must not exist), created whole: a marker
+    written to a private file, then hard-linked into place (a kill leaves no empty
+    lock that could be anyone's)."""
+    lock = folder / "index.lock"
+    draft = folder / f"{_PRIVATE_INDEX}{owner}.mark"
+    try:
+        draft.write_text(f"{_LOCK_MARK} {owner} {os.getpid()}\n")
+        os.link(draft, lock)
+    except FileExistsError as e:
+        raise EffectError(
+            f"{lock} exists: another git command holds the index; retry once it is done "
+            "(`kernel promote --recover`)"
+        ) from e
+    except OSError as e:
+        raise EffectError(f"{folder}: cannot lock the index ({e.strerror})") from e
+    finally:
+        _remove(draft)
+    return lock

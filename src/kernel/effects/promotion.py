@@ -14,7 +14,9 @@ this order, each step durable before the next:
 3. a ``promotion`` entry with ``phase: intent`` names the branch, its old tip and
    the commit;
 4. the branch moves by compare-and-swap (``branch_moved`` when it lost);
-5. the checked-out work tree and index follow (``read-tree -m -u``);
+5. the checked-out work tree and index follow (`Repo.fast_forward_work_tree`: each
+   path replaced whole, the index swapped whole, under a lock whose marker names
+   the intent, so a kill inside the step leaves what recovery provably owns);
 6. a ``promotion`` entry with ``phase: done`` closes the intent.
 
 A process killed between two steps leaves an intent without its close: `pending`
@@ -501,10 +503,15 @@ def _finish(repo: Repo, store: LedgerStore, pending: PendingPromotion) -> str:
     if elsewhere is not None:
         raise EffectError(f"{pending.branch} moved to {pending.commit}, but {elsewhere}")
     if here:
+        try:
+            # What a kill inside the index update left (ours only; never another's).
+            repo.sweep_index(pending.intent_entry)
+        except EffectError as e:
+            raise EffectError(f"{pending.branch} moved to {pending.commit}, but {e}") from e
         index = repo.index_tree()
         if index == repo.tree_of(pending.tip):
             try:
-                repo.fast_forward_work_tree(pending.tip, pending.commit)
+                repo.fast_forward_work_tree(pending.tip, pending.commit, owner=pending.intent_entry)
             except EffectError as e:
                 raise EffectError(
                     f"{pending.branch} moved to {pending.commit}, but its work tree did not "
@@ -572,6 +579,11 @@ def recover(repo: Repo, store: LedgerStore) -> list[Recovered]:
 def _recover_one(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
     at = repo.resolve(item.branch)
     if at == item.tip and repo.resolve(item.commit) == item.commit:
+        try:
+            # A kill inside ``update-ref`` leaves the branch's lock holding the commit.
+            repo.sweep_ref_lock(item.branch, item.commit)
+        except EffectError as e:
+            return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
         why = _work_tree_blocker(repo, item.branch, item.tip, item.commit)
         if why is not None:
             return Recovered(pending=item, outcome="blocked", detail=why, entry_id=None)
