@@ -1,10 +1,12 @@
 """kernel.guard's engine: the effect map kept between runs, parsing split over forked
-processes (same report as one process, a failing child costs nothing), and the split
-of the work by size."""
+processes (same report as one process, a failing child costs nothing), the split of
+the work by size, and the warm replay of the console script."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -12,9 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel.effects.cli import main
 from kernel.guard import Policy, Rule, check_tree, effects, pool, scan
 from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
-from test_guard import _tree  # type: ignore[import-not-found]  # sibling test module
+from test_guard import POLICY_MD, _age, _tree  # type: ignore[import-not-found]  # sibling test module
 
 LIB = """\
 import time as _t
@@ -200,3 +203,72 @@ def test_split_by_size_is_a_balanced_partition(sizes: list[int], shares: int) ->
     assert all(g == sorted(g) for g in groups)
     totals = [sum(sizes[i] for i in g) for g in groups]
     assert max(totals) - min(totals) <= max(sizes, default=0)
+
+
+def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
+    """The console script's replay of an unchanged run imports the replay alone: no
+    argparse, no command table, no scanner; the same output and exit code."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    _age(tmp_path)
+    cache = tmp_path.parent / f"{tmp_path.name}-cache"  # outside the aged tree
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['kernel', 'guard', '--config', 'adr.md', '--cache-dir', {str(cache)!r}]\n"
+        "from kernel.effects.entry import main\ncode = main()\n"
+        "print(code, 'argparse' in sys.modules, *sorted(m for m in sys.modules if "
+        "m.startswith('kernel')))\n"
+    )
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        *output, last = proc.stdout.splitlines()
+        runs.append((output, last.split()))
+    (full_out, full), (replayed_out, replayed) = runs
+    assert full_out == replayed_out
+    assert full_out[-1].startswith("1 finding")
+    assert full[:2] == ["1", "True"]
+    assert "kernel.guard.scan" in full
+    assert replayed == [
+        "1",
+        "False",
+        "kernel",
+        "kernel.effects",
+        "kernel.effects.entry",
+        "kernel.guard",
+        "kernel.guard.fastpath",
+    ]
+
+
+def test_replay_holds_when_folders_gain_files_not_when_the_root_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log written where one stands does not stop the replay; a `.git` created above
+    does: the project root moves there, and with it the default import root (no
+    module is covered from there: exit 2, where a replay would have said 0)."""
+    from kernel.guard import engine
+
+    here = tmp_path / "a" / "b"
+    _tree(here, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(here)
+    args = ["guard", "--config", str(tmp_path / "adr.md"), "--cache-dir", str(tmp_path / "c")]
+    _age(tmp_path)
+    assert main(args) == 0
+    real = engine.check_tree
+    calls: list[int] = []
+
+    def counted(*a: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "check_tree", counted)
+    (here / "run.log").write_text("noise\n", encoding="utf-8")
+    assert main(args) == 0
+    assert calls == []
+    (tmp_path / "a" / ".git").mkdir()
+    assert main(args) == 2
+    assert calls == [1]
+    capsys.readouterr()

@@ -23,8 +23,9 @@ follows installed code's source (KG012), `kernel.guard.trace` is the dynamic gua
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# Not `typing.TYPE_CHECKING`: a replayed warm `kernel guard` loads this package and
+# nothing it does not need (type checkers treat the name alike).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kernel.guard.engine import (
         DEFAULT_CACHE_DIR,

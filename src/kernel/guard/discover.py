@@ -123,8 +123,9 @@ def discover_modules(
     virtual environment, whether ignored or not), paths matching ``exclude`` (globs on
     the path relative to ``root`` or on one name), and what the ``.gitignore`` files say
     from ``gitignore_from`` (a folder at or above ``root``, usually the repository) down.
-    ``visited`` receives every folder walked and every ``.gitignore`` consulted (what a
-    warm replay must find unchanged, `kernel.guard.fastpath`); ``excluded`` the
+    ``visited`` receives every folder walked, every ``.gitignore`` in them and every
+    one looked for above ``root`` (what a warm replay must find unchanged,
+    `kernel.guard.fastpath`); ``excluded`` the
     dotted names of the folders and modules left out by ``exclude`` or ``.gitignore``.
     """
     top = os.fspath(root)
@@ -145,9 +146,14 @@ def discover_modules(
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
     for folder, dirs, files in os.walk(top):
+        # A `.gitignore` added later changes the folder's mtime: only one that exists
+        # is read, and stat-checked by a warm replay.
+        here_ignore = ".gitignore" in files
         if visited is not None:
-            visited += [folder, os.path.join(folder, ".gitignore")]
-        if gitignore_from is not None:
+            visited.append(folder)
+            if here_ignore:
+                visited.append(os.path.join(folder, ".gitignore"))
+        if gitignore_from is not None and here_ignore:
             ignore.read(folder)
         rel = os.path.relpath(folder, top)
         prefix = [] if rel == "." else rel.split(os.sep)

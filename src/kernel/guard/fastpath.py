@@ -14,7 +14,8 @@ Rules this module enforces:
   each ``.gitignore``, the baseline, the guard's own source) has the same size, mtime
   and inode, every folder walked has the same mtime (an added, removed or renamed entry
   changes it), and every one of those mtimes is older than the racy window before the
-  record was written (git's racy-clean rule);
+  record was written (git's racy-clean rule); a marker that matters only by existing
+  (``.git`` on the way to the project root) exists still, or is still absent;
 - anything unexpected (no record, a damaged file, an unreadable path) means a full run,
   never an error; this module imports nothing beyond `os`, `sys` and `marshal`.
 """
@@ -41,8 +42,11 @@ _MAGIC = "kernel-guard-runs/1"
 _RACY_NS = 2_000_000_000
 _KEEP = 16
 
+_PRESENT = -2
+
 Stat = tuple[str, int, int, int]
-"""``(path, size, mtime_ns, inode)``; size -1 stands for "did not exist"."""
+"""``(path, size, mtime_ns, inode)``; size -1 stands for "did not exist", `_PRESENT`
+for "existed" (anything else about it may change)."""
 
 
 def run_key(words: list[str], cwd: str) -> tuple[str, ...]:
@@ -89,7 +93,10 @@ def replay(cache_dir: str, key: tuple[str, ...]) -> tuple[str, int] | None:
         if not isinstance(item, tuple) or len(item) != 4:
             return None
         now = _stat(item[0])
-        if now != item or (now[1] >= 0 and now[2] >= limit):
+        if item[1] == _PRESENT:
+            if now[1] < 0:
+                return None
+        elif now != item or (now[1] >= 0 and now[2] >= limit):
             return None
     return output, code
 
@@ -100,13 +107,19 @@ def record(
     paths: list[str],
     output: str,
     code: int,
+    *,
+    present: list[str] | None = None,
 ) -> None:
-    """Remember this invocation's output and the stats of everything it read."""
+    """Remember this invocation's output and the stats of everything it read, and
+    whether each of ``present`` exists (what it holds does not matter: ``.git``)."""
     entries = _load(cache_dir)
     entries.pop(key, None)
     while len(entries) >= _KEEP:
         entries.pop(next(iter(entries)))
-    entries[key] = (time.time_ns(), [_stat(p) for p in dict.fromkeys(paths)], output, code)
+    stats = [_stat(p) for p in dict.fromkeys(paths)]
+    for path in dict.fromkeys(present or ()):
+        stats.append((path, _PRESENT if os.path.lexists(path) else -1, 0, 0))
+    entries[key] = (time.time_ns(), stats, output, code)
     try:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = os.path.join(cache_dir, f"{RECORD_NAME}.{os.getpid()}.tmp")
@@ -141,7 +154,11 @@ def cache_dirs_of(words: list[str]) -> list[str] | None:
 
 
 def replay_cli(words: list[str]) -> int | None:
-    """Print the recorded output of an unchanged warm run; None means run in full."""
+    """Print the recorded output of an unchanged warm run; None means run in full
+    (at once when these words already missed in this process: the console script
+    asks before `kernel.effects.cli.main` does)."""
+    if _PENDING and _PENDING[-1] == words:
+        return None
     folders = cache_dirs_of(words)
     if folders is None:
         return None

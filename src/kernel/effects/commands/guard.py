@@ -187,15 +187,9 @@ def run(args: argparse.Namespace) -> int:
         # What this run read, for `kernel.guard.fastpath` to replay it when unchanged:
         # the folders on the way up to each root (a policy added there moves the root),
         # the policy files, the tree, the baseline and the guard's own source.
-        guard_dir = Path(fastpath.__file__).parent
-        for start in [Path.cwd(), *(Path(p).resolve() for p in args.paths)]:
-            for folder in [start, *start.parents]:
-                read += [str(folder), str(folder / "pyproject.toml"), str(folder / "docs/adr")]
-                if folder in groups:
-                    break
+        present = _read_for_root(args, groups, read)
         read += [str(p) for p in args.config]
-        for root in roots:
-            read += [str(p) for p in sorted((root / "docs/adr").glob("*.md"))]
+        guard_dir = Path(fastpath.__file__).parent
         read += [*(str(p) for p in sorted(guard_dir.glob("*.py")))]
         if args.baseline:
             read.append(args.baseline)
@@ -205,8 +199,29 @@ def run(args: argparse.Namespace) -> int:
             read,
             output,
             int(code),  # the cache is marshalled: a plain int
+            present=present,
         )
     return code
+
+
+def _read_for_root(
+    args: argparse.Namespace, groups: dict[Path, list[str]], read: list[str]
+) -> list[str]:
+    """What finding each project root read (`kernel.guard.policy.find_project_root`),
+    added to ``read``: every folder's ``pyproject.toml``, ``docs/adr`` and its Markdown
+    files from each start up to ``/`` (a policy or a project marker added above a root
+    found without a policy moves it); each root's ``src`` (the default import root).
+    Returns the ``.git`` markers, which count by existing only (git writes inside
+    ``.git`` all the time). Not the folders themselves: a file created in one (a log,
+    an editor's swap file) changes nothing."""
+    present: list[str] = []
+    read += [str(root / "src") for root in groups]
+    for start in [Path.cwd(), *(Path(p).resolve() for p in args.paths)]:
+        for folder in [start, *start.parents]:
+            read += [str(folder / "pyproject.toml"), str(folder / "docs/adr")]
+            read += [str(p) for p in sorted((folder / "docs/adr").glob("*.md"))]
+            present.append(str(folder / ".git"))
+    return present
 
 
 def _cache_dir(args: argparse.Namespace, root: Path) -> str:
