@@ -433,33 +433,12 @@ ConsensusOutcome = Consensus | NoConsensus
 """What `build_consensus` returns when it does not refuse."""
 
 
-@boundary
-def build_consensus(
-    observations: Sequence[RunObservation],
-    *,
-    baseline_output_digest: str | None = None,
-    candidate_digest: str | None = None,
-) -> Consensus | NoConsensus | ConsensusRefusal:
-    """Classify N launched runs and find a strict-majority byte-identical output.
-
-    Args:
-        observations: every launched run, indexed ``0..N-1`` in order.
-        baseline_output_digest: SHA-256 of the baseline output; a run whose output
-            has this digest is a no-change run (C3).
-        candidate_digest: SHA-256 of the candidate being corroborated (C6).
-
-    Returns:
-        `Consensus` when one group has more than N/2 runs, else `NoConsensus`;
-        `ConsensusRefusal` when the input cannot be judged (C1, bad digests).
-
-    Raises:
-        TypeError: ``observations`` holds something that is not a `RunObservation`
-            (a programmer error, not bad data).
-    """
-    runs = tuple(observations)
-    for item in runs:
-        if type(item) is not RunObservation:
-            raise TypeError(f"expected RunObservation, got {type(item).__name__}")
+def _input_problems(
+    runs: tuple[RunObservation, ...],
+    baseline_output_digest: str | None,
+    candidate_digest: str | None,
+) -> list[tuple[ConsensusRefusalReason, str]]:
+    """Why these runs cannot be judged at all (C1, the digests, C4), in order."""
     n = len(runs)
     problems: list[tuple[ConsensusRefusalReason, str]] = []
     # C1: N >= 1, and the observations are exactly the launched runs 0..N-1.
@@ -512,6 +491,38 @@ def build_consensus(
                 )
             )
             break
+    return problems
+
+
+@boundary
+def build_consensus(
+    observations: Sequence[RunObservation],
+    *,
+    baseline_output_digest: str | None = None,
+    candidate_digest: str | None = None,
+) -> Consensus | NoConsensus | ConsensusRefusal:
+    """Classify N launched runs and find a strict-majority byte-identical output.
+
+    Args:
+        observations: every launched run, indexed ``0..N-1`` in order.
+        baseline_output_digest: SHA-256 of the baseline output; a run whose output
+            has this digest is a no-change run (C3).
+        candidate_digest: SHA-256 of the candidate being corroborated (C6).
+
+    Returns:
+        `Consensus` when one group has more than N/2 runs, else `NoConsensus`;
+        `ConsensusRefusal` when the input cannot be judged (C1, bad digests).
+
+    Raises:
+        TypeError: ``observations`` holds something that is not a `RunObservation`
+            (a programmer error, not bad data).
+    """
+    runs = tuple(observations)
+    for item in runs:
+        if type(item) is not RunObservation:
+            raise TypeError(f"expected RunObservation, got {type(item).__name__}")
+    n = len(runs)
+    problems = _input_problems(runs, baseline_output_digest, candidate_digest)
     if problems:
         return seal(
             ConsensusRefusal,

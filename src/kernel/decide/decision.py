@@ -313,37 +313,16 @@ def _report_problem(report: RunEvidenceReport) -> tuple[DecisionReason, str] | N
     )
 
 
-@boundary
-def record_decision(
-    report: RunEvidenceReport,
-    *,
+def _field_problems(
     decision_id: str,
     decision: str,
     rationale: str,
     decider_id: str,
-    decided_at: str,
-    decider_type: str = DeciderType.HUMAN,
-    selected_attempt_id: str | None = None,
-    decider_display_name: str | None = None,
-) -> HumanDecisionRecord | DecisionRefusal:
-    """Record a human decision on ``report``; refuse per the module rules.
-
-    Args:
-        report: the evidence report decided on; must pass `check_evidence_report`.
-        decision: ``accept``, ``reject`` or ``escalate`` (strings, so that the report's
-            own vocabulary can be refused with its own code).
-        decided_at: RFC 3339 UTC timestamp, supplied by the caller's clock.
-
-    Returns:
-        The sealed record, or a `DecisionRefusal` listing every failed check.
-
-    Raises:
-        ParameterTypeError: an argument is not of its annotated type.
-    """
+    decider_display_name: str | None,
+) -> tuple[Decision | None, _Problems]:
+    """The decision (None: not one of the three) and what is wrong with the texts, in
+    the order the refusal lists them."""
     problems: _Problems = []
-    report_digest = report.digest
-    if (inconsistent := _report_problem(report)) is not None:
-        problems.append(inconsistent)
     if _blank(decision_id):
         problems.append(
             (
@@ -391,6 +370,44 @@ def record_decision(
                 " holding a lone surrogate",
             )
         )
+    return chosen, problems
+
+
+@boundary
+def record_decision(
+    report: RunEvidenceReport,
+    *,
+    decision_id: str,
+    decision: str,
+    rationale: str,
+    decider_id: str,
+    decided_at: str,
+    decider_type: str = DeciderType.HUMAN,
+    selected_attempt_id: str | None = None,
+    decider_display_name: str | None = None,
+) -> HumanDecisionRecord | DecisionRefusal:
+    """Record a human decision on ``report``; refuse per the module rules.
+
+    Args:
+        report: the evidence report decided on; must pass `check_evidence_report`.
+        decision: ``accept``, ``reject`` or ``escalate`` (strings, so that the report's
+            own vocabulary can be refused with its own code).
+        decided_at: RFC 3339 UTC timestamp, supplied by the caller's clock.
+
+    Returns:
+        The sealed record, or a `DecisionRefusal` listing every failed check.
+
+    Raises:
+        ParameterTypeError: an argument is not of its annotated type.
+    """
+    problems: _Problems = []
+    report_digest = report.digest
+    if (inconsistent := _report_problem(report)) is not None:
+        problems.append(inconsistent)
+    chosen, named = _field_problems(
+        decision_id, decision, rationale, decider_id, decider_display_name
+    )
+    problems += named
     kind = DeciderType(decider_type) if decider_type in DeciderType.__members__.values() else None
     if kind is None:
         problems.append(

@@ -502,6 +502,38 @@ def _optional_object(value: object, path: str, keys: set[str]) -> Mapping[str, A
     return None if value is None else _R.obj(value, path, keys)
 
 
+def _report_attempt(item: object, index: int) -> IdkmeshReportAttempt:
+    """One attempt of an IDKMesh report (``index``: its position, order ``index + 1``)."""
+    where = f"$.attempts[{index}]"
+    keys = {"attempt_id", "error", "evidence_state", "order", "state", "verifier", "worker",
+            "worker_adapter"}  # fmt: skip
+    entry = _R.obj(item, where, keys)
+    verifier = _optional_object(
+        entry["verifier"],
+        f"{where}.verifier",
+        {"checks", "id", "recommendation", "status", "verification_semantic_digest"},
+    )
+    _optional_object(
+        entry["worker"],
+        f"{where}.worker",
+        {"id", "result_manifest_digest", "result_manifest_id", "status"},
+    )
+    if _R.integer(entry["order"], f"{where}.order") != index + 1:
+        raise RecordError(f"{where}.order", f"is not the position {index + 1}")
+    return IdkmeshReportAttempt(
+        attempt_id=_R.string(entry["attempt_id"], f"{where}.attempt_id"),
+        state=_R.member(AttemptState, entry["state"], f"{where}.state"),
+        evidence_state=_R.member(EvidenceState, entry["evidence_state"], f"{where}.evidence_state"),
+        recommendation=None
+        if verifier is None
+        else _R.member(
+            Recommendation,
+            verifier["recommendation"],
+            f"{where}.verifier.recommendation",
+        ),
+    )
+
+
 def read_idkmesh_report(document: object) -> IdkmeshReport:
     """Read an IDKMesh v0.1 evidence report (its schema, strictly).
 
@@ -536,40 +568,10 @@ def read_idkmesh_report(document: object) -> IdkmeshReport:
     for key, flag in sorted(authority.items()):
         if flag is not False:
             raise RecordError(f"$.authority.{key}", "authority must be false")
-    attempts = []
-    for index, item in enumerate(_R.array(doc["attempts"], "$.attempts")):
-        where = f"$.attempts[{index}]"
-        keys = {"attempt_id", "error", "evidence_state", "order", "state", "verifier", "worker",
-                "worker_adapter"}  # fmt: skip
-        entry = _R.obj(item, where, keys)
-        verifier = _optional_object(
-            entry["verifier"],
-            f"{where}.verifier",
-            {"checks", "id", "recommendation", "status", "verification_semantic_digest"},
-        )
-        _optional_object(
-            entry["worker"],
-            f"{where}.worker",
-            {"id", "result_manifest_digest", "result_manifest_id", "status"},
-        )
-        if _R.integer(entry["order"], f"{where}.order") != index + 1:
-            raise RecordError(f"{where}.order", f"is not the position {index + 1}")
-        attempts.append(
-            IdkmeshReportAttempt(
-                attempt_id=_R.string(entry["attempt_id"], f"{where}.attempt_id"),
-                state=_R.member(AttemptState, entry["state"], f"{where}.state"),
-                evidence_state=_R.member(
-                    EvidenceState, entry["evidence_state"], f"{where}.evidence_state"
-                ),
-                recommendation=None
-                if verifier is None
-                else _R.member(
-                    Recommendation,
-                    verifier["recommendation"],
-                    f"{where}.verifier.recommendation",
-                ),
-            )
-        )
+    attempts = [
+        _report_attempt(item, index)
+        for index, item in enumerate(_R.array(doc["attempts"], "$.attempts"))
+    ]
     if not attempts:
         raise RecordError("$.attempts", "a report has at least one attempt")
     summary_keys = {

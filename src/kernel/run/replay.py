@@ -259,6 +259,28 @@ def preflight(
     return reasons
 
 
+def _not_replayed(
+    mode: ReplayMode,
+    declared: DeclaredReplay,
+    reasons: list[ReplayReason],
+    saved_digest: str | None,
+    saved_compared: str | None,
+) -> ReplayCheck:
+    """The check of a run the preflight stopped before it was re-run (nothing replayed)."""
+    return ReplayCheck(
+        mode=mode,
+        declared_replay=declared,
+        outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
+        match=False,
+        reason_codes=tuple(reasons),
+        first_difference="$.config_digest" if ReplayReason.CONFIG_DIGEST in reasons else None,
+        saved_digest=saved_digest,
+        replayed_digest=None,
+        saved_compared_digest=saved_compared,
+        replayed_compared_digest=None,
+    )
+
+
 @boundary
 def check_replay(
     saved: object,
@@ -304,22 +326,7 @@ def check_replay(
                 "a RunRecord (replayed may be None only when the preflight checks fail)",
                 "None with passing preflight checks",
             )
-        return _outcome(
-            ReplayCheck(
-                mode=mode,
-                declared_replay=declared,
-                outputs_compared=mode is not ReplayMode.NONDETERMINISTIC,
-                match=False,
-                reason_codes=tuple(reasons),
-                first_difference="$.config_digest"
-                if ReplayReason.CONFIG_DIGEST in reasons
-                else None,
-                saved_digest=saved_digest,
-                replayed_digest=None,
-                saved_compared_digest=saved_compared,
-                replayed_compared_digest=None,
-            )
-        )
+        return _outcome(_not_replayed(mode, declared, reasons, saved_digest, saved_compared))
     replayed_document: dict[str, Any] = replayed.to_dict()
     replayed_projection = projection(replayed_document, mode)
     replayed_compared = sha256_hex(replayed_projection)

@@ -528,27 +528,8 @@ def build_evidence_report(run: RunRecord) -> RunEvidenceReport | ReportRefusal:
     )
 
 
-@boundary
-def check_evidence_report(
-    report: RunEvidenceReport, *, run: RunRecord | None = None
-) -> ReportCheck | ReportRefusal:
-    """Re-derive everything a report claims from its own attempt data.
-
-    Checks, in `ReportReason` order: digest drift per attempt; attempt orders 1..N;
-    unique attempt ids; per-state shape; each evidence state; every summary count; the
-    disagreement flag and recommendation list; the warnings; and, when ``run`` is
-    given, that the report is exactly ``build_evidence_report(run)``.
-
-    Returns:
-        `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
-
-    Raises:
-        ParameterTypeError: an argument is not of its annotated type.
-    """
-    problems = _Problems()
-    # Vacuous input is refused: a report with no attempt reports nothing.
-    if not report.attempts:
-        problems.add([(ReportReason.ATTEMPT_ORDER, "attempts: expected at least one, got 0")])
+def _attempt_problems(report: RunEvidenceReport, problems: _Problems) -> list[EvidenceState]:
+    """Each attempt's digests, order, id, shape and evidence state; the states derived."""
     wu_digest = report.work_unit.digest
     seen: set[str] = set()
     derived: list[EvidenceState] = []
@@ -598,6 +579,13 @@ def check_evidence_report(
                 ],
                 aid,
             )
+    return derived
+
+
+def _summary_problems(
+    report: RunEvidenceReport, derived: list[EvidenceState], problems: _Problems
+) -> None:
+    """The summary's counts, disagreement flag and recommendations, and the warnings."""
     summary, warnings = _summarize(report.attempts, derived)
     claimed = report.summary
     if _counts(claimed) != _counts(summary) or not report.attempts:
@@ -641,33 +629,63 @@ def check_evidence_report(
                 )
             ]
         )
-    if run is not None:
-        rebuilt = build_evidence_report(run)
-        if not isinstance(rebuilt, RunEvidenceReport):
-            problems.add(
-                [
-                    (
-                        ReportReason.SOURCE,
-                        f"run: expected a run whose report builds, got one refused"
-                        f" ({', '.join(rebuilt.reason_codes)})",
-                    )
-                ]
-            )
-        elif rebuilt != report:
-            fields = [
-                field.name
-                for field in attrs.fields(RunEvidenceReport)
-                if getattr(rebuilt, field.name) != getattr(report, field.name)
+
+
+def _source_problems(report: RunEvidenceReport, run: RunRecord, problems: _Problems) -> None:
+    """The report is exactly the one ``run`` yields."""
+    rebuilt = build_evidence_report(run)
+    if not isinstance(rebuilt, RunEvidenceReport):
+        problems.add(
+            [
+                (
+                    ReportReason.SOURCE,
+                    f"run: expected a run whose report builds, got one refused"
+                    f" ({', '.join(rebuilt.reason_codes)})",
+                )
             ]
-            problems.add(
-                [
-                    (
-                        ReportReason.SOURCE,
-                        f"report: expected exactly the report run {short_repr(run.run_id)} yields,"
-                        f" got one differing in {', '.join(fields) or 'its fields'}",
-                    )
-                ]
-            )
+        )
+    elif rebuilt != report:
+        fields = [
+            field.name
+            for field in attrs.fields(RunEvidenceReport)
+            if getattr(rebuilt, field.name) != getattr(report, field.name)
+        ]
+        problems.add(
+            [
+                (
+                    ReportReason.SOURCE,
+                    f"report: expected exactly the report run {short_repr(run.run_id)} yields,"
+                    f" got one differing in {', '.join(fields) or 'its fields'}",
+                )
+            ]
+        )
+
+
+@boundary
+def check_evidence_report(
+    report: RunEvidenceReport, *, run: RunRecord | None = None
+) -> ReportCheck | ReportRefusal:
+    """Re-derive everything a report claims from its own attempt data.
+
+    Checks, in `ReportReason` order: digest drift per attempt; attempt orders 1..N;
+    unique attempt ids; per-state shape; each evidence state; every summary count; the
+    disagreement flag and recommendation list; the warnings; and, when ``run`` is
+    given, that the report is exactly ``build_evidence_report(run)``.
+
+    Returns:
+        `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
+
+    Raises:
+        ParameterTypeError: an argument is not of its annotated type.
+    """
+    problems = _Problems()
+    # Vacuous input is refused: a report with no attempt reports nothing.
+    if not report.attempts:
+        problems.add([(ReportReason.ATTEMPT_ORDER, "attempts: expected at least one, got 0")])
+    derived = _attempt_problems(report, problems)
+    _summary_problems(report, derived, problems)
+    if run is not None:
+        _source_problems(report, run, problems)
     refusal = problems.refusal(report.run_id, report.source_run_digest)
     if refusal is not None:
         return refusal

@@ -102,7 +102,7 @@ from __future__ import annotations
 import enum
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final, ParamSpec, TypeAlias, TypeVar
+from typing import Any, Final, NamedTuple, ParamSpec, TypeAlias, TypeVar
 
 import attrs
 
@@ -884,22 +884,23 @@ def _bind(
         )
 
 
-def _checked(
-    run: Any,
-    result: Any,
-    schema_versions: object,
-    policy_versions: object,
-    explanation: object,
-    *,
-    known: list[str | None],
-) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
-    """`_bind`'s checks; ``known`` collects the refusal identities as they validate.
+class _Existing(NamedTuple):
+    """What check 13 read: the existing attempts and this attempt's index, id and
+    candidate (each read once), whether the existing ones hold 0..n-1 in order (for 21)
+    and what they charged (for 25; None: not an exact charge)."""
 
-    Checks 1-14 read the records as the reference does (``isinstance``, attribute
-    reads, its comparisons in its order), so a subclass, a lookalike nested record or
-    a record altered after construction gets the reference's verdict wherever the
-    reference reaches one; exact shapes are kernel's checks 15 and 24.
-    """
+    attempts: Any
+    index: Any
+    attempt_id: Any
+    candidate_digest: Any
+    ordered: bool
+    charged: tuple[int, int, int] | None
+
+
+def _typed(
+    run: Any, result: Any, known: list[str | None]
+) -> tuple[Any, Any, _Ids] | CandidateAttemptRunBindingRefusal:
+    """Checks 1-3: the attempt, its reconstruction and the identities, as validated."""
     # 1-3 (invalid_binding_input): the record types (a subclass passes, as there);
     # identities fill in as validated.
     if not isinstance(run, GeometricSearchRun):
@@ -925,7 +926,13 @@ def _checked(
             lambda: _not_a(f"{_RESULT}.candidate_attempt", CandidateAttempt, attempt),
         )
     known[2] = _known(attempt.attempt_id)
-    ids: _Ids = (known[0], known[1], known[2])
+    return attempt, reconstruction, (known[0], known[1], known[2])
+
+
+def _versions_refused(
+    schema_versions: object, policy_versions: object, ids: _Ids
+) -> CandidateAttemptRunBindingRefusal | None:
+    """Check 4: the caller-declared version pairs."""
     # 4 (unsupported_schema_version): caller-declared version pairs.
     # (Empty tuples, the common case, need no walk.)
     # The reference's rule: tuples (a NamedTuple is one) of non-empty str (a str
@@ -942,6 +949,14 @@ def _checked(
             ids,
             lambda: _bad_pairs(schema_versions, policy_versions),
         )
+    return None
+
+
+def _same_source(
+    run: Any, result: Any, attempt: Any, reconstruction: Any, ids: _Ids
+) -> CandidateAttemptRunBindingRefusal | None:
+    """Checks 5-9: the result was built for this run from this attempt, reconstructed
+    faithfully (5-7), and the attempt awaits replay with nothing blocking it (8-9)."""
     # 5 (run_result_mismatch): the result was built for this run.
     if result.geometric_search_run_id != run.run_id:
         return _refusal(
@@ -998,6 +1013,11 @@ def _checked(
                 reconstruction.candidate_reconstruction_digest,
             ),
         )
+    return _replayable(attempt, ids)
+
+
+def _replayable(attempt: Any, ids: _Ids) -> CandidateAttemptRunBindingRefusal | None:
+    """Checks 8-9: the attempt awaits replay, with nothing blocking it."""
     # 8 (replay_status_not_pending) and 9 (replay_blockers_present).
     if attempt.replay_status is not CandidateReplayStatus.REPLAY_PENDING:
         return _refusal(
@@ -1017,6 +1037,14 @@ def _checked(
                 f" got {short_repr(attempt.replay_blockers)}"
             ),
         )
+    return None
+
+
+def _same_problem(
+    run: Any, result: Any, attempt: Any, reconstruction: Any, ids: _Ids
+) -> tuple[Any, Any, Any, bool] | CandidateAttemptRunBindingRefusal:
+    """Checks 10-12: the candidate addresses this run's problem with its operator set,
+    on one valid span stream; what they read (residual ids, provenance, spans)."""
     # 10 (run_identity_mismatch): the candidate addresses this run's problem. A record
     # altered after construction is judged as the reference judges it (a list of
     # residual ids is searched like a tuple); its shape is refused at 24.
@@ -1067,6 +1095,14 @@ def _checked(
             ids,
             lambda: _span_problem(valid_spans, spans, result, reconstruction),
         )
+    return residual_ids, provenance, spans, exact_spans
+
+
+def _beside_existing(
+    run: Any, attempt: Any, ids: _Ids
+) -> _Existing | CandidateAttemptRunBindingRefusal:
+    """Check 13: no existing attempt holds this one's index, id or candidate; whether
+    they hold exactly 0..n-1 in order (for 21) and what they charged (for 25)."""
     # 13 (duplicate_*): per existing attempt, in order. Also note (for 21) whether the
     # existing attempts hold exactly the indices 0..n-1 in order.
     existing_attempts: Any = run.candidate_attempts
@@ -1128,6 +1164,13 @@ def _checked(
                 charged[1] + prior.steps,
                 max(charged[2], existing.depth),
             )
+    return _Existing(existing_attempts, index, attempt_id, candidate_digest, ordered, charged)
+
+
+def _within_budget(
+    run: Any, attempt: Any, ids: _Ids
+) -> tuple[Any, Any, Any] | CandidateAttemptRunBindingRefusal:
+    """Check 14: the charge fits what the run has left; the consumption, charge, depth."""
     # 14 (missing_budget_charge, kernel, where the reference raises AttributeError;
     # budget_charge_exceeds_remaining): the reference's comparisons in its order (it
     # compares whatever numbers it is given: bools as ints, a forged float as a float;
@@ -1159,6 +1202,46 @@ def _checked(
             ids,
             lambda: _over_budget(charge, depth, attempt.step_index, consumed),
         )
+    return consumed, charge, depth
+
+
+def _checked(
+    run: Any,
+    result: Any,
+    schema_versions: object,
+    policy_versions: object,
+    explanation: object,
+    *,
+    known: list[str | None],
+) -> tuple[CandidateAttemptRunBinding, dict[str, object]] | CandidateAttemptRunBindingRefusal:
+    """`_bind`'s checks; ``known`` collects the refusal identities as they validate.
+
+    Checks 1-14 read the records as the reference does (``isinstance``, attribute
+    reads, its comparisons in its order), so a subclass, a lookalike nested record or
+    a record altered after construction gets the reference's verdict wherever the
+    reference reaches one; exact shapes are kernel's checks 15 and 24.
+    """
+    typed = _typed(run, result, known)
+    if isinstance(typed, CandidateAttemptRunBindingRefusal):
+        return typed
+    attempt, reconstruction, ids = typed
+    refused = _versions_refused(schema_versions, policy_versions, ids)
+    if refused is None:
+        refused = _same_source(run, result, attempt, reconstruction, ids)
+    if refused is not None:
+        return refused
+    problem = _same_problem(run, result, attempt, reconstruction, ids)
+    if isinstance(problem, CandidateAttemptRunBindingRefusal):
+        return problem
+    residual_ids, provenance, spans, exact_spans = problem
+    beside = _beside_existing(run, attempt, ids)
+    if isinstance(beside, CandidateAttemptRunBindingRefusal):
+        return beside
+    existing_attempts, index, attempt_id, candidate_digest, ordered, charged = beside
+    budget = _within_budget(run, attempt, ids)
+    if isinstance(budget, CandidateAttemptRunBindingRefusal):
+        return budget
+    consumed, charge, depth = budget
     read = _Read(
         run=run,
         result=result,
@@ -1207,15 +1290,21 @@ def _stricter(
 ) -> CandidateAttemptRunBindingRefusal | None:
     """Checks 15-24: the ADR-0232 rules the reference skips, after every reference
     check passed (module docstring)."""
-    run, result, attempt = read.run, read.result, read.attempt
-    reconstruction, ids, spans = read.reconstruction, read.ids, read.spans
-    charge, depth, consumed = read.charge, read.depth, read.consumed
-    index, attempt_id, candidate_digest = read.index, read.attempt_id, read.candidate_digest
-    existing_attempts, residual_ids, provenance = (
-        read.existing_attempts,
-        read.residual_ids,
-        read.provenance,
-    )
+    refused = _exact_and_supported(read, policy_versions, explanation)
+    if refused is None:
+        refused = _in_sequence(read)
+    if refused is None:
+        refused = _shaped(read)
+    return refused
+
+
+def _exact_and_supported(
+    read: _Read, policy_versions: object, explanation: object
+) -> CandidateAttemptRunBindingRefusal | None:
+    """Checks 15-19: exact ints, the v1 run, operator and binding policies, a positive
+    charge."""
+    run, result, attempt, ids = read.run, read.result, read.attempt, read.ids
+    charge, depth, consumed, index = read.charge, read.depth, read.consumed, read.index
     # 15 (malformed_input_field): every number read is an exact int (bool is not);
     # explanation is prose, a str.
     numbers = (
@@ -1283,6 +1372,13 @@ def _stricter(
                 f" candidates {short_repr(charge.candidates)}, steps {short_repr(charge.steps)}"
             ),
         )
+    return None
+
+
+def _in_sequence(read: _Read) -> CandidateAttemptRunBindingRefusal | None:
+    """Checks 20-23: a sequential run, the next index after 0..n-1, sentence indexes."""
+    ids, consumed, index, spans = read.ids, read.consumed, read.index, read.spans
+    existing_attempts = read.existing_attempts
     # 20 (unsupported_parallelism): ADR section 10, v1 runs are sequential.
     if consumed.max_parallelism != 1:
         return _refusal(
@@ -1320,6 +1416,16 @@ def _stricter(
                 spans,
                 span,
             )
+    return None
+
+
+def _shaped(read: _Read) -> CandidateAttemptRunBindingRefusal | None:
+    """Check 24: everything that enters an id has its record shape and encodes."""
+    run, result, attempt, ids = read.run, read.result, read.attempt, read.ids
+    reconstruction, charge, consumed = read.reconstruction, read.charge, read.consumed
+    attempt_id, candidate_digest = read.attempt_id, read.candidate_digest
+    residual_ids, provenance = read.residual_ids, read.provenance
+    existing_attempts = read.existing_attempts
     # 24 (malformed_input_field): everything that enters an id has its record shape
     # (a record altered after construction fails here, never as an exception), and
     # the canonical encoder accepts it (no lone surrogate, no int beyond 2**53 - 1).
@@ -1516,30 +1622,8 @@ def _refusing(
     return refusing
 
 
-@_refusing
-def verify_binding(
-    binding: CandidateAttemptRunBinding,
-    original_run: GeometricSearchRun,
-    candidate_operator_result: CandidateOperatorResult,
-    *,
-    schema_versions: tuple[tuple[str, str], ...] = (),
-    policy_versions: tuple[tuple[str, str], ...] = (),
-) -> CandidateAttemptRunBindingInput | CandidateAttemptRunBindingRefusal:
-    """Check that ``binding`` is exactly what binding these inputs yields.
-
-    Steps: (1) ``binding`` is a binding (``invalid_binding_input``); (2) its policy
-    is v1 (``unsupported_binding_policy``); (3) ``binding_id`` reproduces from the
-    binding's own payload (``binding_id_mismatch``); (4) the inputs still bind (the
-    bind refusal is returned as is); (5) ``input_digest``
-    (``input_digest_mismatch``), (6) ``candidate_attempt_ref``
-    (``candidate_attempt_ref_mismatch``) and (7) every other field but
-    ``explanation`` (``binding_record_mismatch``) equal the recomputed binding's.
-
-    Returns:
-        The `CandidateAttemptRunBindingInput` the binding bound, or a refusal.
-        ``schema_versions``/``policy_versions`` must be those passed when binding,
-        since the input digest covers them. Never raises on bad data.
-    """
+def _sealed_binding(binding: object) -> _Ids | CandidateAttemptRunBindingRefusal:
+    """`verify_binding` steps 1-3: a v1 binding whose id reproduces; its identities."""
     # 1: the thing verified is a binding.
     if type(binding) is not CandidateAttemptRunBinding:
         return _refusal(
@@ -1578,11 +1662,13 @@ def verify_binding(
                 f" got {short_repr(binding.binding_id)}"
             ),
         )
-    # 4: the inputs bind now.
-    outcome = _bind(original_run, candidate_operator_result, schema_versions, policy_versions, "")
-    if type(outcome) is not tuple:
-        return outcome  # type: ignore[return-value]
-    expected, input_fields = outcome
+    return ids
+
+
+def _binding_differs(
+    binding: CandidateAttemptRunBinding, expected: CandidateAttemptRunBinding, ids: _Ids
+) -> CandidateAttemptRunBindingRefusal | None:
+    """`verify_binding` steps 5-7: ``binding`` is the one the inputs yield."""
     # 5-7: the binding is the one these inputs yield.
     if binding.input_digest != expected.input_digest:
         return _refusal(
@@ -1608,6 +1694,44 @@ def verify_binding(
         )
     if _compared(binding) != _compared(expected):
         return _refusal(R.BINDING_RECORD_MISMATCH, ids, lambda: _record_differs(binding, expected))
+    return None
+
+
+@_refusing
+def verify_binding(
+    binding: CandidateAttemptRunBinding,
+    original_run: GeometricSearchRun,
+    candidate_operator_result: CandidateOperatorResult,
+    *,
+    schema_versions: tuple[tuple[str, str], ...] = (),
+    policy_versions: tuple[tuple[str, str], ...] = (),
+) -> CandidateAttemptRunBindingInput | CandidateAttemptRunBindingRefusal:
+    """Check that ``binding`` is exactly what binding these inputs yields.
+
+    Steps: (1) ``binding`` is a binding (``invalid_binding_input``); (2) its policy
+    is v1 (``unsupported_binding_policy``); (3) ``binding_id`` reproduces from the
+    binding's own payload (``binding_id_mismatch``); (4) the inputs still bind (the
+    bind refusal is returned as is); (5) ``input_digest``
+    (``input_digest_mismatch``), (6) ``candidate_attempt_ref``
+    (``candidate_attempt_ref_mismatch``) and (7) every other field but
+    ``explanation`` (``binding_record_mismatch``) equal the recomputed binding's.
+
+    Returns:
+        The `CandidateAttemptRunBindingInput` the binding bound, or a refusal.
+        ``schema_versions``/``policy_versions`` must be those passed when binding,
+        since the input digest covers them. Never raises on bad data.
+    """
+    ids = _sealed_binding(binding)
+    if isinstance(ids, CandidateAttemptRunBindingRefusal):
+        return ids
+    # 4: the inputs bind now.
+    outcome = _bind(original_run, candidate_operator_result, schema_versions, policy_versions, "")
+    if type(outcome) is not tuple:
+        return outcome  # type: ignore[return-value]
+    expected, input_fields = outcome
+    refused = _binding_differs(binding, expected, ids)
+    if refused is not None:
+        return refused
     return CandidateAttemptRunBindingInput(input_digest=expected.input_digest, **input_fields)  # type: ignore[arg-type]
 
 

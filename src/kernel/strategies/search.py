@@ -16,7 +16,7 @@ import attrs
 from hypothesis import strategies as st
 
 from kernel.records.codec import seal
-from kernel.records.values import unwrap
+from kernel.records.values import BudgetCharge, unwrap
 from kernel.search.binding import (
     CandidateAttemptRunBinding,
     CandidateAttemptRunBindingRefusal,
@@ -240,39 +240,7 @@ def _pair_of(count: int, s: Stream) -> BindingPair:
     existing = tuple(_attempt_of(s, index=position, pending=False) for position in range(count))
     charge = seeded_charge(s)
     depth = s.integer(0, 4)
-    considered = sum(a.budget_charge.candidates for a in existing) + s.integer(0, 2)
-    steps = sum(a.budget_charge.steps for a in existing) + s.integer(0, 2)
-    reached = max((a.depth for a in existing), default=0)
-    consumed = BudgetConsumed(
-        candidates_considered=considered,
-        max_candidates=considered + charge.candidates + s.integer(0, 3),
-        depth_reached=reached,
-        max_depth=max(reached, depth) + s.integer(0, 2),
-        steps_used=steps,
-        max_steps=steps + charge.steps + s.integer(0, 3),
-        parallelism_used=s.integer(0, 1),
-        max_parallelism=1,
-        exhausted=s.flag(),
-    )
-    residual_ids = s.digests(3, min_count=1)
-    run = seal(
-        GeometricSearchRun,
-        run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
-        schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
-        problem_frame_digest=s.digest(),
-        contract_assessment_id=s.text(),
-        residual_ids=residual_ids,
-        gate_decision_id=s.digest(),
-        budget_id=s.digest(),
-        operator_set_id=s.digest(),
-        operator_set_version=s.text(),
-        input_digest=s.digest(),
-        candidate_attempts=existing,
-        budget_consumed=consumed,
-        run_disposition=s.pick(_DISPOSITIONS),
-        exhaustion_code=s.maybe(lambda: s.pick(_EXHAUSTION_CODES)),
-        explanation=s.text(),
-    )
+    run = _binding_run(s, existing, charge, depth)
     spans = seeded_spans(s)
     attempt = seal(
         CandidateAttempt,
@@ -292,6 +260,56 @@ def _pair_of(count: int, s: Stream) -> BindingPair:
         evidence_spans=spans,
         explanation=s.text(),
     )
+    return run, _result_of(s, run, attempt)
+
+
+def _binding_run(
+    s: Stream,
+    existing: tuple[CandidateAttempt, ...],
+    charge: BudgetCharge,
+    depth: int,
+) -> GeometricSearchRun:
+    """The run the next attempt joins: its budget leaves room for ``charge`` at ``depth``."""
+    considered = sum(a.budget_charge.candidates for a in existing) + s.integer(0, 2)
+    steps = sum(a.budget_charge.steps for a in existing) + s.integer(0, 2)
+    reached = max((a.depth for a in existing), default=0)
+    consumed = BudgetConsumed(
+        candidates_considered=considered,
+        max_candidates=considered + charge.candidates + s.integer(0, 3),
+        depth_reached=reached,
+        max_depth=max(reached, depth) + s.integer(0, 2),
+        steps_used=steps,
+        max_steps=steps + charge.steps + s.integer(0, 3),
+        parallelism_used=s.integer(0, 1),
+        max_parallelism=1,
+        exhausted=s.flag(),
+    )
+    residual_ids = s.digests(3, min_count=1)
+    return seal(
+        GeometricSearchRun,
+        run_policy_version=GEOMETRIC_SEARCH_RUN_POLICY_VERSION,
+        schema_version=GEOMETRIC_SEARCH_RUN_SCHEMA_VERSION,
+        problem_frame_digest=s.digest(),
+        contract_assessment_id=s.text(),
+        residual_ids=residual_ids,
+        gate_decision_id=s.digest(),
+        budget_id=s.digest(),
+        operator_set_id=s.digest(),
+        operator_set_version=s.text(),
+        input_digest=s.digest(),
+        candidate_attempts=existing,
+        budget_consumed=consumed,
+        run_disposition=s.pick(_DISPOSITIONS),
+        exhaustion_code=s.maybe(lambda: s.pick(_EXHAUSTION_CODES)),
+        explanation=s.text(),
+    )
+
+
+def _result_of(
+    s: Stream, run: GeometricSearchRun, attempt: CandidateAttempt
+) -> CandidateOperatorResult:
+    """The operator result that binds ``attempt`` to ``run`` (its reconstruction included)."""
+    spans = attempt.evidence_spans
     listed = [
         ("operator_set_id", run.operator_set_id),
         ("operator_set_version", run.operator_set_version),
@@ -308,11 +326,11 @@ def _pair_of(count: int, s: Stream) -> BindingPair:
         operator_name=attempt.operator_id,
         operator_version=attempt.operator_version,
         operator_provenance=provenance,
-        source_residual_id=s.pick(residual_ids),
+        source_residual_id=s.pick(list(run.residual_ids)),
         problem_frame_digest=run.problem_frame_digest,
         original_contract_assessment_id=run.contract_assessment_id,
     )
-    result = seal(
+    return seal(
         CandidateOperatorResult,
         operator_policy_version=CANDIDATE_OPERATOR_POLICY_VERSION,
         input_digest=attempt.input_digest,
@@ -330,7 +348,6 @@ def _pair_of(count: int, s: Stream) -> BindingPair:
         evidence_spans=spans,
         explanation=s.text(),
     )
-    return run, result
 
 
 def _pairs_of(stream: Stream, max_count: int) -> tuple[tuple[str, str], ...]:
