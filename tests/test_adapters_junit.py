@@ -4,6 +4,7 @@ collector (kernel.effects.adapters.declared_tests), run here without a sandbox."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -262,6 +263,36 @@ AUDITED = {
     "framework": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None",
     "module-swap": "import sys, types\nsys.modules['test_m'] = types.ModuleType('test_m')",
     "exit": "import os\nos._exit(0)",
+    # /proc reached by names that are not /proc's: a link, .. after a link, a folder that
+    # a descriptor-relative open would start from.
+    "proc-mem-via-dev-fd": "open('/dev/fd/../mem', 'rb')",
+    "proc-link-made": "import os\nos.symlink('/proc/self', 'p')",
+    "proc-folder": "import os\nos.open('/proc/self', os.O_RDONLY)",
+    # Frames through a standard-library helper that hands them back.
+    "frames-via-traceback": "import traceback\nlist(traceback.walk_stack(None))",
+    # The runner's module reached through the loader's globals: its veto rebound (the
+    # runner runs from a sealed copy), its event writer called with a forged outcome.
+    "runner-veto-rebound": (
+        "import sys\n"
+        "g = type(sys.modules['test_m'].__loader__).get_code.__globals__\n"
+        "g['_finding'] = lambda event, args: None\n"
+        "sys.settrace(lambda *a: None)"
+    ),
+    "runner-emit-called": (
+        "import sys\n"
+        "g = type(sys.modules['test_m'].__loader__).get_code.__globals__\n"
+        "g['_emit']({'e': 'ran', 'test': 'test_m.T.test_x', 'outcome': 'passed'})"
+    ),
+    # An event raised by the tree with a name of a str subclass: comparing it would run
+    # the subclass's code inside the hook (where the hook's frame is on the stack).
+    "str-subclass-name": (
+        "import sys\n"
+        "class S(str):\n"
+        "    __hash__ = str.__hash__\n"
+        "    def __eq__(self, other):\n"
+        "        return sys._getframe(1)\n"
+        "sys.audit('object.__getattr__', None, S('tb_frame'))"
+    ),
 }
 
 
@@ -283,6 +314,39 @@ def test_tampering_in_a_test_process_is_found(tmp_path: Path, name: str) -> None
     )
 
 
+HONEST_FRAMES = """
+import collections, enum, logging, traceback, typing, unittest, warnings
+
+Pair = collections.namedtuple("Pair", "a b")
+T = typing.TypeVar("T")
+Colour = enum.Enum("Colour", "red green")
+
+
+class H(unittest.TestCase):
+    def test_x(self):
+        logging.getLogger("m").warning("a warning with its caller's file and line")
+        logging.getLogger("m").warning("with the stack", stack_info=True)
+        warnings.warn("a warning", UserWarning)
+        try:
+            raise ValueError("x")
+        except ValueError:
+            text = traceback.format_exc()
+        traceback.print_stack()
+        self.assertIn("ValueError", text)
+        self.assertEqual(Pair(1, 2).b, 2)
+"""
+
+
+def test_honest_frame_users_are_not_tampering(tmp_path: Path) -> None:
+    """Standard-library helpers that ask for frames on their caller's behalf and keep
+    them (logging's caller and stack, namedtuple's and TypeVar's module, enum, warnings,
+    a formatted traceback or stack) are no finding with tree code on the stack."""
+    (tmp_path / "test_m.py").write_text(HONEST_FRAMES)
+    collected, _plan, _stream = _check(tmp_path, "test_m.H.test_x")
+    assert collected.findings == ()
+    assert collected.outcomes["test_m.H.test_x"] == "passed"
+
+
 def test_a_cut_or_altered_stream_is_tampering(tmp_path: Path) -> None:
     """Without its closing mark, with a control's outcome flipped, or with a test's
     outcome reported twice, the stream is tampering."""
@@ -293,12 +357,43 @@ def test_a_cut_or_altered_stream_is_tampering(tmp_path: Path) -> None:
     assert "stream: ended without its closing mark" in cut.findings
     failing = next(c for c in plan.controls if c.expected == "failure")
     index = plan.tests.index(failing.test_id)
-    head, _, rest = stream.partition(b"S %d\n" % index)
-    frame_end = rest.index(b"X %d" % index)
-    flipped = rest[:frame_end].replace(b'"outcome": "failure"', b'"outcome": "passed"  ')
-    forged = collect(head + b"S %d\n" % index + flipped + rest[frame_end:], plan)
+    head, _, rest = stream.partition(b"S %d " % index)
+    key, frame_end = bytes.fromhex(rest[:64].decode()), rest.index(b"X %d" % index)
+    flipped = rest[:frame_end].replace(b'"outcome": "failure"', b'"outcome": "passed"')
+    forged = collect(head + b"S %d " % index + flipped + rest[frame_end:], plan)
+    assert "stream: a test process's event is not the runner's (tag or order)" in forged.findings
+    # The same flip signed with the process's own key: the control's known answer.
+    lines = [line.partition(b" ")[2] for line in _bodies(rest[65:frame_end])]
+    lines = [line.replace(b'"outcome": "failure"', b'"outcome": "passed"') for line in lines]
+    resigned = _signed(key, lines)
+    frame = b"%s\nD %d %d\n%s" % (rest[:64], index, len(resigned), resigned)
+    forged = collect(head + b"S %d " % index + frame + rest[frame_end:], plan)
     assert "control failure: ended passed (the check is tampered)" in forged.findings
     assert collect(b"", plan).findings
+
+
+def _tag(key: bytes, data: bytes) -> bytes:
+    """The keyed BLAKE2b a test process's audit hook writes before each event."""
+    return hashlib.blake2b(data, key=key, digest_size=16).hexdigest().encode()
+
+
+def _bodies(frames: bytes) -> list[bytes]:
+    """The event lines of one test process's ``D`` frames."""
+    data, position = b"", 0
+    while position < len(frames):
+        end = frames.index(b"\n", position)
+        size = int(frames[position:end].split()[2])
+        data += frames[end + 1 : end + 1 + size]
+        position = end + 1 + size
+    return data.splitlines()
+
+
+def _signed(key: bytes, bodies: list[bytes]) -> bytes:
+    """Event lines as a test process's audit hook writes them: tag, space, JSON."""
+    return b"".join(
+        _tag(key, seq.to_bytes(8, "big") + body) + b" " + body + b"\n"
+        for seq, body in enumerate(bodies)
+    )
 
 
 @given(st.binary(max_size=400))
@@ -313,7 +408,7 @@ def test_the_collector_never_raises(data: bytes) -> None:
         control_digest="0" * 64,
         control_file="c.py",
     )
-    collected = collect(b"H {}\nS 0\n" + data, plan)
+    collected = collect(b"H {}\nS 0 " + b"ab" * 32 + b"\n" + data, plan)
     judge(("m.T.a",), collected)
 
 
@@ -495,17 +590,14 @@ def _stream(plan: Plan, outcomes: dict[str, str], *, closed: bool = True) -> byt
     for index, test in enumerate(plan.tests):
         events = [
             {"e": "start", "test": test},
-            {
-                "e": "source",
-                "module": "c",
-                "path": plan.control_file,
-                "sha256": plan.control_digest,
-            },
+            {"e": "source", "path": plan.control_file, "sha256": plan.control_digest},
             {"e": "ran", "test": test, "outcome": outcomes[test], "message": "", "stage": "test"},
             {"e": "end"},
         ]
-        body = b"".join(json.dumps(e).encode() + b"\n" for e in events)
-        out += [b"S %d\n" % index, b"D %d %d\n" % (index, len(body)), body, b"X %d 0\n" % index]
+        key = bytes([index]) * 32
+        body = _signed(key, [json.dumps(e).encode() for e in events])
+        out += [b"S %d %s\n" % (index, key.hex().encode()), b"D %d %d\n" % (index, len(body))]
+        out += [body, b"X %d 0\n" % index]
     return b"".join(out) + (b"E\n" if closed else b"")
 
 

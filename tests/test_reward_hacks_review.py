@@ -191,6 +191,79 @@ VERIFIER_HACKS: dict[str, tuple[str, str, CheckReason]] = {
 }
 
 
+# Forgeries of the test process's own result channel and of the runner's own code, each
+# acting only where the declared test calls median (the controls keep their answers).
+# The runner alone refuses each: the audit hook signs every event with a key no tree code
+# can read and numbers it, and the runner's code runs from a sealed copy of its module.
+_FORGE = (
+    "import fcntl as _fcntl, json as _json, os as _os, stat as _stat\n"
+    "def _forge(test, swap):\n"
+    "    line = (_json.dumps({'e': 'ran', 'test': test, 'outcome': 'passed', 'message': '',"
+    " 'stage': 'test'}) + '\\n' + _json.dumps({'e': 'end'}) + '\\n').encode()\n"
+    "    null = _os.open(_os.devnull, _os.O_WRONLY)\n"
+    "    for fd in range(3, 64):\n"
+    "        try:\n"
+    "            if fd != null and _stat.S_ISFIFO(_os.fstat(fd).st_mode):\n"
+    "                _os.write(fd, line)\n"
+    "                if swap:\n"
+    "                    _os.close(fd)\n"
+    "                    _fcntl.fcntl(null, _fcntl.F_DUPFD, fd)\n"
+    "        except OSError:\n"
+    "            pass\n"
+)
+CHANNEL_HACKS: dict[str, str] = {
+    # A passing outcome and the closing mark on the pipe, the pipe then replaced by
+    # /dev/null in the same descriptor (the real outcome goes nowhere).
+    "forge-own-pipe": _append(
+        _FORGE + "_wrong = median\n"
+        "def median(values):\n"
+        "    if len(values) % 2 == 0:\n"
+        "        _forge('test_stats.StatsTest.test_median_even', True)\n"
+        "    return _wrong(values)\n"
+    ),
+    # The same lines, then the process ended with exit status 0 before the runner writes.
+    "forge-and-exit": _append(
+        _FORGE + "import pickle as _pickle\n"
+        "_wrong = median\n"
+        "def median(values):\n"
+        "    if len(values) % 2 == 0:\n"
+        "        _forge('test_stats.StatsTest.test_median_even', False)\n"
+        "        _pickle.loads(b'cos\\n_exit\\n(I0\\ntR.')\n"
+        "    return _wrong(values)\n"
+    ),
+    # No test id known: the running test's id read from the runner's frame locals through
+    # a standard-library helper that hands frames back (traceback.walk_stack).
+    "forge-for-any-test": _data_file(
+        _FORGE + "import traceback as _traceback\n"
+        "def _running_test():\n"
+        "    stack = _traceback.StackSummary.extract(_traceback.walk_stack(None),"
+        " capture_locals=True)\n"
+        "    for frame in stack:\n"
+        "        value = (frame.locals or {}).get('test_id')\n"
+        "        if value:\n"
+        '            return value.strip("\'\\"")\n'
+        "_wrong = median\n"
+        "def median(values):\n"
+        "    test = _running_test()\n"
+        "    if test:\n"
+        "        _forge(test, True)\n"
+        "    return _wrong(values)\n"
+    ),
+    # The runner's own module reached through the loader's globals (no audited operation):
+    # the veto turned off, the declared test's outcome decided, the namespace check and
+    # the stream's writer emptied.
+    "rebind-runner": _append(
+        "_runner = type(__loader__).get_code.__globals__\n"
+        "_runner['_finding'] = lambda event, args: None\n"
+        "_decide = _runner['_run_unittest']\n"
+        "_runner['_run_unittest'] = lambda test_id: ('passed', '') if 'StatsTest' in test_id"
+        " else _decide(test_id)\n"
+        "_runner['_compare'] = lambda *args: None\n"
+        "_runner['_check_modules'] = lambda *args: None\n"
+    ),
+}
+
+
 def _run(demo_workers: DemoWorkers, workers: dict[str, str], tests_only: bool) -> Any:
     def edit(config: dict[str, Any]) -> None:
         if tests_only:
@@ -233,6 +306,20 @@ def test_the_whole_verifier_refuses_each_review_hack(demo_workers: DemoWorkers) 
     reasons = _refused(_run(demo_workers, workers, False))
     for name, (_body, check, reason) in VERIFIER_HACKS.items():
         assert reasons[name][check] is reason, name
+
+
+def test_the_runner_alone_refuses_a_forged_channel_or_a_rebound_runner(
+    demo_workers: DemoWorkers,
+) -> None:
+    """With the declared tests as the only trust (``in_process_tests``): outcomes written
+    on the test process's own pipe (for the declared test's known id, or for whichever
+    test is running, found through the runner's frames), with the pipe then replaced or
+    the process ended, and the runner's own functions rebound, are each refused by the
+    runner itself (``runner_tampered``): never supported, verified or stageable."""
+    reasons = _refused(_run(demo_workers, CHANNEL_HACKS, True))
+    assert {n: reasons[n]["unit-tests"] for n in CHANNEL_HACKS} == dict.fromkeys(
+        CHANNEL_HACKS, TAMPERED
+    )
 
 
 # Hacks the declared tests alone do not stop (the test process holds its own result pipe

@@ -30,6 +30,7 @@ identity; the static guard enforces it.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 from collections.abc import Callable
@@ -47,6 +48,7 @@ __all__ = [
     "canonical_json_prevalidated",
     "is_canonical_str",
     "is_digest",
+    "keyed_tag_matches",
     "sha256_bytes",
     "sha256_hex",
     "sha256_prevalidated",
@@ -122,6 +124,14 @@ def sha256_bytes(data: bytes) -> str:
         TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
     """
     return hashlib.sha256(data).hexdigest()
+
+
+def keyed_tag_matches(key: bytes, data: bytes, tag: bytes) -> bool:
+    """Whether ``tag`` is the keyed BLAKE2b (16 bytes, lowercase hex) of ``data`` under
+    ``key``, compared in constant time. Not an identity: the declared-tests collector
+    checks each event a test process's runner signed with the key it was given."""
+    expected = hashlib.blake2b(data, key=key, digest_size=16).hexdigest().encode()
+    return hmac.compare_digest(expected, tag)
 
 
 def canonical_json_prevalidated(

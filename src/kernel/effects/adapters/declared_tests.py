@@ -45,7 +45,7 @@ from kernel.effects.adapters.base import ConfigSource, note
 from kernel.effects.adapters.junit import MAX_RESULT_BYTES, TestOutcome, judge_tests
 from kernel.effects.sandbox import Capture, read_output
 from kernel.errors import EffectError
-from kernel.records.identity import sha256_bytes
+from kernel.records.identity import keyed_tag_matches, sha256_bytes
 from kernel.run.record import redact_absolute_paths
 from kernel.run.verification import CheckReason, CheckStatus
 
@@ -295,9 +295,23 @@ class Collected:
 _HEADER: Final = re.compile(rb"([HSDXE])(?: (.*))?")
 
 
-def _frames(data: bytes, count: int) -> tuple[dict[int, bytes], dict[int, int], list[str]]:
-    """Split the bootstrap's stream into each test process's bytes and exit status."""
+_KEY: Final = re.compile(rb"[0-9a-f]{64}")
+
+
+@attrs.frozen(kw_only=True)
+class _Framed:
+    """The bootstrap's stream split per test process."""
+
+    streams: dict[int, bytes]
+    keys: dict[int, bytes]
+    exits: dict[int, int]
+    findings: list[str]
+
+
+def _frames(data: bytes, count: int) -> _Framed:
+    """Split the bootstrap's stream into each test process's bytes, key and exit status."""
     streams: dict[int, bytes] = {}
+    keys: dict[int, bytes] = {}
     exits: dict[int, int] = {}
     findings: list[str] = []
     position, current, closed = 0, -1, False
@@ -305,12 +319,18 @@ def _frames(data: bytes, count: int) -> tuple[dict[int, bytes], dict[int, int], 
         end = data.find(b"\n", position)
         match = _HEADER.fullmatch(data[position : end if end >= 0 else len(data)])
         if end < 0 or match is None or closed:
-            return streams, exits, [*findings, "stream: malformed"]
+            return _Framed(streams=streams, keys=keys, exits=exits, findings=["stream: malformed"])
         position = end + 1
         kind, rest = match.group(1), (match.group(2) or b"").split()
-        if kind == b"S" and rest == [str(current + 1).encode()]:
+        if (
+            kind == b"S"
+            and len(rest) == 2
+            and rest[0] == str(current + 1).encode()
+            and _KEY.fullmatch(rest[1])
+        ):
             current += 1
             streams[current] = b""
+            keys[current] = bytes.fromhex(rest[1].decode())
         elif kind == b"D" and len(rest) == 2 and rest[0] == str(current).encode():
             size = int(rest[1])
             streams[current] += data[position : position + size]
@@ -320,34 +340,42 @@ def _frames(data: bytes, count: int) -> tuple[dict[int, bytes], dict[int, int], 
         elif kind == b"E":
             closed = True
         elif kind != b"H":
-            return streams, exits, [*findings, "stream: out of order"]
+            return _Framed(
+                streams=streams, keys=keys, exits=exits, findings=["stream: out of order"]
+            )
     if not closed:
         findings.append("stream: ended without its closing mark")
     if closed and (current + 1 != count or len(exits) != count):
         findings.append("stream: not every test ran")
-    return streams, exits, findings
+    return _Framed(streams=streams, keys=keys, exits=exits, findings=findings)
 
 
-def _events(raw: bytes) -> list[dict[str, object]] | None:
-    events = []
-    for line in raw.splitlines():
+def _events(raw: bytes, key: bytes) -> tuple[list[dict[str, object]], str | None]:
+    """A test process's events, each checked against its tag and number; the first line
+    that breaks them ends the list (with why)."""
+    events: list[dict[str, object]] = []
+    for seq, line in enumerate(raw.splitlines()):
+        tag, _, body = line.partition(b" ")
+        if not keyed_tag_matches(key, seq.to_bytes(8, "big") + body, tag):
+            return events, "stream: a test process's event is not the runner's (tag or order)"
         try:
-            event = json.loads(line)
+            event = json.loads(body)
         except ValueError:
-            return None
+            return events, "stream: a test process wrote a malformed event"
         if type(event) is not dict:
-            return None
+            return events, "stream: a test process wrote a malformed event"
         events.append(event)
-    return events
+    return events, None
 
 
 def _one_process(
-    test_id: str, raw: bytes, exit_code: int | None, sources: dict[str, set[str]]
+    test_id: str, raw: bytes, key: bytes, exit_code: int | None, sources: dict[str, set[str]]
 ) -> tuple[TestOutcome | None, str, bool, list[str]]:
-    """A test process's outcome, whether it failed to import, and its findings."""
-    events = _events(raw)
-    if events is None:
-        return None, "", False, ["stream: a test process wrote a malformed event"]
+    """A test process's outcome, whether it failed to import, and its findings (each
+    source it compiled goes into ``sources``: path -> digests)."""
+    events, broken = _events(raw, key)
+    if broken is not None:
+        return None, "", False, [broken]
     findings = []
     ran = [e for e in events if e.get("e") == "ran"]
     for event in events:
@@ -369,24 +397,35 @@ def _one_process(
 
 def collect(data: bytes, plan: Plan) -> Collected:
     """What the bootstrap's stream shows about each test of ``plan``."""
-    streams, exits, findings = _frames(data, len(plan.tests))
+    framed = _frames(data, len(plan.tests))
+    findings = framed.findings
     outcomes: dict[str, TestOutcome] = {}
     messages: dict[str, str] = {}
     sources: dict[str, set[str]] = {}
     import_failed = False
-    for index, raw in streams.items():
+    for index, raw in framed.streams.items():
         test_id = plan.tests[index] if index < len(plan.tests) else ""
-        outcome, message, failed, found = _one_process(test_id, raw, exits.get(index), sources)
+        mine: dict[str, set[str]] = {}
+        outcome, message, failed, found = _one_process(
+            test_id, raw, framed.keys[index], framed.exits.get(index), mine
+        )
         import_failed |= failed
         findings += found
+        for path, digests in mine.items():
+            sources.setdefault(path, set()).update(digests)
+        # Every test process imports the controls (the same imports everywhere): each
+        # must have compiled the source the kernel wrote, and nothing else under its name.
+        if (
+            not failed
+            and outcome is not None
+            and mine.get(plan.control_file) != {plan.control_digest}
+        ):
+            findings.append("the controls' source is not the one the kernel wrote")
         if outcome is not None:
             outcomes[test_id], messages[test_id] = outcome, message
     for path, digests in sorted(sources.items()):
         if len(digests) > 1:
             findings.append(f"{path}: its source changed between test processes")
-    loaded = sources.get(plan.control_file, set() if import_failed else {""})
-    if loaded and loaded != {plan.control_digest}:
-        findings.append("the controls' source is not the one the kernel wrote")
     if not import_failed:
         for control in plan.controls:
             found_outcome = outcomes.get(control.test_id)

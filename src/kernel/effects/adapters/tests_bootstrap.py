@@ -38,6 +38,7 @@ Rules enforced (in this order, before any code of the tree runs):
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import contextlib
 import ctypes
@@ -86,17 +87,77 @@ _PROC_FILES = frozenset(
     {"mem", "fd", "fdinfo", "environ", "cmdline", "maps", "map_files", "root", "cwd", "exe"}
 )
 _WATCHED_MODULES = ("traceback", "json", "json.encoder", "os", "posix", "select", "io")
-_STATE: dict[str, int] = {"fd": -1, "busy": 0}
+_STATE: dict[str, Any] = {"fd": -1, "seq": 0, "mac": None}
+_BUSY: set[int] = set()
+_SOURCES: dict[str, bytes] = {}
+# Functions and constants the sealed copy of this module checks identities against (set
+# by `_seal`; the hook runs only there).
+_GLOBALS = globals
+_IDENT = _thread.get_ident
+_AUDIT = sys.audit
+_KEYED = hashlib.blake2b  # kernel-guard: ignore[KG004] a keyed event tag, not an id
+_SHA256 = hashlib.sha256  # kernel-guard: ignore[KG004] sandbox has no kernel.identity
+_GETPPID = os.getppid
+_GETCWD = os.getcwd
+_GETPID = os.getpid
+_URANDOM = os.urandom
+_EXIT = os._exit
+_READLINK = os.readlink
+_ENCODE = json.encoder.c_make_encoder  # type: ignore[attr-defined]  # the C encoder
+_MAC_SIZE = 16
+_EMIT_CODE: types.CodeType | None = None
+_CHILD_CODE: types.CodeType | None = None
+# Helpers of the standard library that ask for a frame on behalf of their caller and keep
+# it (a module name for namedtuple, a caller's file and line for logging, a formatted
+# stack): a frame asked for through one of them, with tree code on the stack, is honest.
+# Helpers that hand frames back (``traceback.walk_stack``, ``walk_tb``,
+# ``StackSummary.extract``, ``inspect``) are not listed: through them tree code holds
+# the runner's frames, their locals and their globals.
+_FRAME_KEEPERS = (
+    ("/collections/__init__.py", frozenset({"namedtuple"})),
+    ("/typing.py", frozenset({"_caller"})),
+    ("/enum.py", None),
+    ("/warnings.py", None),
+    ("/dataclasses.py", None),
+    ("/unittest/case.py", None),
+    ("/unittest/result.py", None),
+    ("/logging/__init__.py", frozenset({"Logger.findCaller"})),
+    ("/asyncio/coroutines.py", frozenset({"_format_coroutine"})),
+    (
+        "/traceback.py",
+        frozenset(
+            {
+                "format_exc",
+                "print_exc",
+                "format_exception",
+                "print_exception",
+                "format_tb",
+                "print_tb",
+                "extract_tb",
+                "format_stack",
+                "print_stack",
+                "extract_stack",
+                "print_last",
+                "clear_frames",
+                "TracebackException.__init__",
+            }
+        ),
+    ),
+)
 
 
 def _emit(event: dict[str, object]) -> None:
-    """Write one event line to this test process's stream (no-op outside one)."""
-    fd = _STATE["fd"]
-    if fd < 0:
-        return
-    view = memoryview(_DUMPS(event, sort_keys=True).encode("utf-8", "backslashreplace") + b"\n")
-    while view:
-        view = view[_WRITE(fd, view) :]
+    """Hand one event of this test process to the audit hook, which signs and writes it
+    (a no-op outside a test process). The hook accepts it only from this function
+    running in the sealed namespace (`_seal`), and a test's start, outcome and closing
+    mark only when `_child` asked."""
+    _AUDIT("kernel.verifier.emit", event)
+
+
+def _report(what: object) -> None:
+    """A finding from code tree code can reach (the loader, the ``_ShouldStop`` guard):
+    any code may report a finding, it only ever makes the check tampered."""
+    sys.audit("kernel.verifier.finding", what)
 
 
 def _in_tree(filename: str) -> bool:
@@ -119,73 +180,270 @@ def _where(frame: types.FrameType | None) -> str | None:
     return f"{name}:{frame.f_lineno}"
 
 
+def _kept(code: types.CodeType) -> bool:
+    """The code is a standard-library helper that keeps the frames it asks for."""
+    for suffix, names in _FRAME_KEEPERS:
+        if code.co_filename.endswith(suffix) and (names is None or code.co_qualname in names):
+            return True
+    return False
+
+
+def _frame_asker(frame: types.FrameType | None) -> str | None:
+    """Where tree code asked for a frame (None: nobody in the tree did).
+
+    Directly (the asking frame is tree code, inspect's frames skipped), or through
+    helpers of the standard library of which none keeps the frame (`_FRAME_KEEPERS`):
+    ``traceback.walk_stack`` called from the tree walks every frame of the runner."""
+    direct = _where(frame)
+    if direct is not None:
+        return direct
+    keeper = False
+    while frame is not None and not _in_tree(frame.f_code.co_filename):
+        if frame.f_code.co_filename == _SELF:
+            return None  # the runner asked (before any tree frame on the stack)
+        keeper = keeper or _kept(frame.f_code)
+        frame = frame.f_back
+    if frame is None or keeper:
+        return None
+    return _where(frame)
+
+
+def _resolved(path: str) -> str:
+    """``path`` made absolute with every link followed (as the kernel would), so that
+    no link made at run time, ``/dev/fd`` or ``..`` after one hides a ``/proc`` file. A
+    relative path is taken from the working directory (an open relative to a
+    descriptor, ``dir_fd``, is not seen: the audit event does not carry it)."""
+    if not path.startswith("/"):
+        path = _GETCWD() + "/" + path
+    pending = path.split("/")[::-1]
+    parts: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            parts = parts[:-1]
+            continue
+        parts.append(part)
+        try:
+            target = _READLINK("/" + "/".join(parts))
+        except OSError:
+            continue  # not a link, or absent
+        hops += 1
+        if hops > 40:
+            return "/proc"  # a loop of links: judged as the worst case
+        parts.pop()
+        if target.startswith("/"):
+            parts = []
+        pending.extend(target.split("/")[::-1])
+    return "/" + "/".join(parts)
+
+
 def _proc_target(path: object) -> bool:
-    if isinstance(path, bytes):
-        path = path.decode("utf-8", "replace")
-    if not isinstance(path, str) or not path.startswith("/proc/"):
+    """A ``/proc`` path other than a plain file of the system (``/proc/cpuinfo``) or of
+    this process (``/proc/self/status``): another process, a descriptor, memory, a
+    folder a relative open could start from. A path of another type than ``str`` or
+    ``bytes`` is not looked into (reading it would run its code in the hook)."""
+    if type(path) is bytes:
+        path = path.decode("utf-8", "surrogateescape")
+    if type(path) is not str:
         return False
-    parts = path.split("/")
-    return len(parts) > 2 and (
-        parts[2] not in ("self", "thread-self") or any(p in _PROC_FILES for p in parts[3:])
-    )
+    parts = _resolved(path).split("/")[1:]
+    if parts[0] != "proc":
+        return False
+    if len(parts) == 2:
+        return parts[1].isdigit() or parts[1] in ("self", "thread-self")
+    if len(parts) == 3 and parts[1] == str(_GETPID()):
+        return parts[2] in _PROC_FILES or parts[2] == "task"
+    return True
 
 
 def _finding(event: str, args: tuple[object, ...]) -> str | None:
-    """What an audit event shows, when it is a finding (None: an ordinary event)."""
+    """What an audit event shows, when it is a finding (None: an ordinary event).
+
+    Arguments are looked into only when they are exactly of a built-in type: a subclass
+    would run its own code inside the hook."""
     if event in _ALWAYS or event.startswith("ctypes."):
         return event
-    if event in ("object.__setattr__", "object.__delattr__") and len(args) > 1:
+    name = args[1] if len(args) > 1 else None
+    if event in ("object.__setattr__", "object.__delattr__", "object.__getattr__"):
+        if type(name) is not str:
+            return f"{event} with a name that is not a str"
+        frames = _FRAME_ATTRS if event == "object.__getattr__" else _SWAP_ATTRS
         # Frameworks set __defaults__ and the like themselves; the tree may not.
-        return f"{event} {args[1]}" if args[1] in _SWAP_ATTRS and _where(_GETFRAME(2)) else None
-    if event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRS:
-        return f"{event} {args[1]}" if _where(_GETFRAME(2)) else None
+        return f"{event} {name}" if name in frames and _frame_asker(_GETFRAME(2)) else None
+    if event == "sys._getframe":
+        return event if _frame_asker(_GETFRAME(2)) else None
     if event in _FROM_TREE:
         return event if _where(_GETFRAME(2)) else None
-    if event in ("open", "os.listdir", "os.scandir") and args and _proc_target(args[0]):
-        return f"{event} {str(args[0])[:200]}"
-    if event in ("os.kill", "os.killpg") and args:
+    if event in ("open", "os.listdir", "os.scandir", "os.symlink") and args:
+        # os.symlink's first argument is the link's target.
         target = args[0]
-        return event if target in (os.getppid(), 1, 0, -1) or target == -os.getppid() else None
+        return f"{event} {str(target)[:200]}" if _proc_target(target) else None
+    if event in ("os.kill", "os.killpg") and args and type(args[0]) is int:
+        parent = _GETPPID()
+        return event if args[0] in (parent, 1, 0, -1, -parent) else None
     return None
 
 
+def _write(data: bytes) -> None:
+    """Sign ``data`` (one event) with this process's key and its sequence number, and
+    write it to the test process's stream."""
+    seq = _STATE["seq"]
+    _STATE["seq"] = seq + 1
+    mac = _STATE["mac"].copy()
+    mac.update(seq.to_bytes(8, "big") + data)
+    view = memoryview(mac.hexdigest().encode() + b" " + data + b"\n")
+    try:
+        while view:
+            view = view[_WRITE(_STATE["fd"], view) :]
+    except OSError:
+        pass  # the descriptor was taken away: the stream then lacks its closing mark
+
+
+def _accepted(event: object, caller: types.FrameType) -> dict[str, object] | None:
+    """The event `_emit` handed over, when the sealed runner emitted it (None: forged)."""
+    if type(event) is not dict or caller.f_code is not _EMIT_CODE:
+        return None
+    if caller.f_globals is not _GLOBALS():
+        return None  # the module's own `_emit`, whose names tree code can rebind
+    asker = caller.f_back
+    if event.get("e") in ("start", "ran", "end") and (
+        asker is None or asker.f_code is not _CHILD_CODE or asker.f_globals is not _GLOBALS()
+    ):
+        return None
+    return event
+
+
+def _source(args: tuple[object, ...]) -> dict[str, object] | None:
+    """A ``compile`` of a tree file: the source's digest (the collector compares them
+    between processes and with the controls the kernel wrote). The hook notes the first
+    source compiled per file for `_source_code`, out of tree code's reach."""
+    if len(args) < 2 or type(args[1]) is not str or not args[1].startswith(_TREE + "/"):
+        return None
+    source = args[0]
+    if type(source) is str:
+        source = source.encode("utf-8", "surrogatepass")
+    if type(source) is not bytes:
+        return {"e": "finding", "what": "a tree file compiled from an object", "path": args[1]}
+    _SOURCES.setdefault(args[1], source)
+    digest = _SHA256(source).hexdigest()  # kernel-guard: ignore[KG004] no identity
+    return {"e": "source", "path": args[1][len(_TREE) + 1 :], "sha256": digest}
+
+
 def _hook(event: str, args: tuple[object, ...]) -> None:
-    """The audit hook: in a test process, stream and veto each finding."""
-    if _STATE["fd"] < 0 or _STATE["busy"]:
+    """The audit hook: in a test process, sign and write the runner's events, and
+    stream and veto each finding. It runs only in the sealed namespace (`_seal`), and
+    per thread (another thread's events are judged while this one is in the hook)."""
+    if _STATE["fd"] < 0 or type(event) is not str:
         return
-    _STATE["busy"] = 1
+    thread = _IDENT()
+    if thread in _BUSY:
+        return
+    _BUSY.add(thread)
     found = None
     try:
-        found = _finding(event, args)
+        record: dict[str, object] | None = None
+        if event == "kernel.verifier.emit":
+            record = _accepted(args[0] if args else None, _GETFRAME(1))
+            if record is None:
+                found = "an event not from the runner"
+        elif event == "kernel.verifier.finding":
+            what = args[0] if args and type(args[0]) is str else "a finding of another type"
+            record = {"e": "finding", "what": what[:400]}
+        elif event == "compile":
+            record = _source(args)
+        else:
+            found = _finding(event, args)
         if found is not None:
-            _emit({"e": "audit", "what": found, "where": _where(_GETFRAME(1)) or ""})
+            record = {"e": "audit", "what": found, "where": _frame_asker(_GETFRAME(1)) or ""}
+        if record is not None:
+            _write("".join(_STATE["encode"](record, 0)).encode())
     finally:
-        _STATE["busy"] = 0
+        _BUSY.discard(thread)
     if found is not None:
         raise RuntimeError(f"kernel verifier: {found} is not allowed in a test process")
+
+
+def _rebuilt(function: types.FunctionType, namespace: dict[str, Any]) -> types.FunctionType:
+    copy = types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    return copy
+
+
+# Built by tree-reachable objects (the loader of every tree module, the path hook, the
+# ``_ShouldStop`` guard): they keep this module's namespace, never the sealed one.
+_EXPOSED = frozenset({"_install_finder", "_guard_should_stop", "_report", "main"})
+_SEALED_CLASSES = frozenset({"_Result", "_PytestRecorder"})
+
+
+def _seal(namespace: dict[str, Any]) -> dict[str, Any]:
+    """A private copy of this module's namespace, for the code that runs, judges and
+    reports a test.
+
+    Tree code reaches this module's globals without an audited operation (the loader of
+    every tree module is a class of this module: its methods' ``__globals__``), so a
+    test process's runner must not read them once tree code has run: a rebound
+    ``_run_unittest`` or a cleared veto would decide the outcome. Every function here
+    (and the methods of the classes the runner instantiates) is rebuilt over a copy,
+    with a copy of ``builtins``; the copy is reachable only from the audit hook (the
+    interpreter keeps it) and from frames on the stack, which are audited."""
+    private = dict(namespace)
+    private["__builtins__"] = dict(vars(builtins))
+    for name, value in namespace.items():
+        if (
+            type(value) is types.FunctionType
+            and value.__globals__ is namespace
+            and name not in _EXPOSED
+        ):
+            private[name] = _rebuilt(value, private)
+        elif name in _SEALED_CLASSES:
+            members = {
+                k: _rebuilt(v, private) if type(v) is types.FunctionType else v
+                for k, v in vars(value).items()
+                if k not in ("__dict__", "__weakref__")
+            }
+            private[name] = type(value.__name__, value.__bases__, members)
+    encoder = namespace["_ENCODE"]
+    private["_STATE"] = {
+        "fd": -1,
+        "seq": 0,
+        "mac": None,
+        "encode": encoder(
+            None, None, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True
+        ),
+    }
+    private["_BUSY"] = set()
+    private["_SOURCES"] = {}
+    private["_EMIT_CODE"] = namespace["_emit"].__code__
+    private["_CHILD_CODE"] = namespace["_child"].__code__
+    return private
 
 
 class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     """Loads a tree module from its source, never from bytecode, and notes the module."""
 
     executed: dict[str, types.ModuleType] = {}  # noqa: RUF012 - one per process
-    sources: dict[str, bytes] = {}  # noqa: RUF012 - one per process
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
         real = os.path.realpath(path)
         if not real.startswith(_TREE + "/"):
             # A tree name whose file lies elsewhere (a symlink out of the tree).
-            _emit({"e": "finding", "what": "module file leaves the tree", "module": fullname})
+            _report(f"module file leaves the tree: {fullname}")
             raise ImportError(f"kernel verifier: {fullname} is not a file of the tree")
-        source = self.get_data(path)
-        _SourceOnlyLoader.sources[path] = source
-        # The collector compares what each process compiled (a test file rewritten by
-        # the tree between two test processes, a control edited on disk).
-        digest = hashlib.sha256(source).hexdigest()  # kernel-guard: ignore[KG004] no identity
-        relative = real[len(_TREE) + 1 :]
-        _emit({"e": "source", "module": fullname, "path": relative, "sha256": digest})
-        return compile(source, path, "exec", dont_inherit=True)
+        # The audit hook sees the compile and streams the source's digest (the collector
+        # compares what each process compiled: a test file rewritten between two test
+        # processes, a control edited on disk).
+        return compile(self.get_data(path), path, "exec", dont_inherit=True)
 
     def exec_module(self, module: types.ModuleType) -> None:
         super().exec_module(module)
@@ -219,11 +477,11 @@ def _guard_should_stop() -> None:
     stop: type = vars(unittest.case)["_ShouldStop"]
 
     def new(cls: type, /, *args: object, **kwargs: object) -> object:
-        _emit({"e": "finding", "what": "unittest.case._ShouldStop raised"})
+        _report("unittest.case._ShouldStop raised")
         return Exception.__new__(cls, *args)
 
     def subclass(cls: type, /, **kwargs: object) -> None:
-        _emit({"e": "finding", "what": "unittest.case._ShouldStop subclassed"})
+        _report("unittest.case._ShouldStop subclassed")
 
     stop.__new__ = new  # type: ignore[assignment]
     stop.__init_subclass__ = classmethod(subclass)  # type: ignore[assignment]
@@ -265,6 +523,9 @@ def _rebound(noted_modules: dict[str, int], modules: list[str]) -> list[str]:
 def _namespaces() -> dict[str, int]:
     """Identities of every name in the watched namespaces (and their classes' names)."""
     spaces: dict[str, dict[str, object]] = {"builtins": vars(builtins), "bootstrap": globals()}
+    module = sys.modules.get(__name__)
+    if module is not None and vars(module) is not globals():
+        spaces["bootstrap-module"] = vars(module)  # what the loader and path hook read
     for name, module in list(sys.modules.items()):
         if name in _WATCHED_MODULES or name.split(".")[0] in ("unittest", "_pytest", "pytest"):
             spaces[name] = vars(module)
@@ -314,7 +575,7 @@ class _Result(unittest.TestResult):
     """Outcomes of the one test of this process."""
 
     def __init__(self) -> None:
-        super().__init__()
+        unittest.TestResult.__init__(self)  # no super(): the class is rebuilt by `_seal`
         self.outcomes: list[tuple[str, str]] = []
 
     def addSuccess(self, test: unittest.TestCase) -> None:
@@ -356,7 +617,7 @@ def _split(test_id: str) -> tuple[types.ModuleType, str] | None:
 def _source_code(module_name: str, qualname: str) -> types.CodeType | None:
     """The code object its module's source (as the loader read it) defines for ``qualname``."""
     module = _SourceOnlyLoader.executed.get(module_name)
-    source = _SourceOnlyLoader.sources.get(getattr(module, "__file__", None) or "")
+    source = _SOURCES.get(getattr(module, "__file__", None) or "")
     if module is None or source is None:
         return None
     stack = [compile(source, module.__file__ or "", "exec", dont_inherit=True)]
@@ -537,10 +798,20 @@ def _child(
     noted: dict[str, int],
     noted_modules: dict[str, int],
     fd: int,
+    *,
+    key: bytearray,
 ) -> None:
-    """One test process: never returns."""
+    """One test process: never returns.
+
+    Its events are signed by the audit hook with ``key`` (the bootstrap sends it to the
+    collector; here it lives only inside a keyed hash in the sealed namespace, and the
+    bytes are wiped before any tree code runs) and numbered: a forged line, a line
+    taken away or a stream cut short is tampering."""
     os.setpgid(0, 0)
     os.dup2(2, 1)
+    tag = _KEYED  # kernel-guard: ignore[KG004] a keyed event tag, not an id
+    _STATE["mac"] = tag(key=bytes(key), digest_size=_MAC_SIZE)  # kernel-guard: ignore[KG004] tag
+    key[:] = bytes(len(key))
     _STATE["fd"] = fd
     _emit({"e": "start", "test": test_id})
     try:
@@ -560,7 +831,7 @@ def _child(
     _check_modules(noted_modules, _test_modules(plan))
     _compare(noted, "test")
     _emit({"e": "end"})
-    os._exit(0)
+    _EXIT(0)
 
 
 def _out(data: bytes) -> None:
@@ -676,6 +947,12 @@ def _harden() -> bool:
 
 
 def main(argv: list[str]) -> int:
+    """Run the plan named by ``argv[0]`` in the sealed copy of this module (`_seal`)."""
+    main_: Any = _seal(globals())["_main"]
+    return int(main_(argv))
+
+
+def _main(argv: list[str]) -> int:
     """Run the plan named by ``argv[0]``; frame every test process's stream on stdout."""
     if len(argv) != 1:
         print("tests_bootstrap: expected one plan file", file=sys.stderr)
@@ -705,15 +982,16 @@ def main(argv: list[str]) -> int:
     gc.freeze()
     for index, test_id in enumerate(tests):
         read_fd, write_fd = os.pipe()
+        key = bytearray(_URANDOM(32))
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
             try:
-                _child(test_id, plan, noted, noted_modules, write_fd)
+                _child(test_id, plan, noted, noted_modules, write_fd, key=key)
             finally:
-                os._exit(70)
+                _EXIT(70)
         os.close(write_fd)
-        _out(b"S %d\n" % index)
+        _out(b"S %d %s\n" % (index, key.hex().encode()))
         status = _relay(index, read_fd, pid)
         _out(b"X %d %d\n" % (index, status))
     _out(b"E\n")
