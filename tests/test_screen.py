@@ -24,6 +24,7 @@ from kernel.effects.adapters.screen import (
     POLICY_PATH,
     SCREEN_CHECK,
     candidate_policy,
+    declared_names,
     screen_changes,
     screen_source,
 )
@@ -215,12 +216,15 @@ def baseline() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def test_screen_reads_the_patched_text_of_python_files_only(baseline: Path) -> None:
-    """A hack added to a module is found at its line in the patched text; non-Python
-    files, symlinks and deletions are not screened."""
+def test_screen_reads_the_patched_text_of_python_code_only(baseline: Path) -> None:
+    """A hack added to a module is found at its line in the patched text, and so is one
+    in a data file whose text is Python code (tree code can exec it); data of plain
+    values, symlinks and deletions are not screened."""
     policy = candidate_policy()
     hack = _change("stats.py", "stats.py", (" X = 1", "+import sys", "+sys.settrace(None)"))
     data = _change("notes.txt", "notes.txt", ("-n", "+import sys; sys.settrace(None)"))
+    values = _change("table.json", None, ('+{"exec": [1, 2], "sys": "settrace"}',))
+    prose = _change("README.md", None, ("+Call `sys.settrace` (never).",))
     link = _change("link.py", None, ("+/etc/passwd",), mode="120000")
     gone = FileChange(
         kind=ChangeKind.DELETE,
@@ -230,8 +234,57 @@ def test_screen_reads_the_patched_text_of_python_files_only(baseline: Path) -> N
         new_mode=None,
         binary=False,
     )
-    findings = screen_changes((hack, data, link, gone), baseline, policy)
-    assert findings == (ScreenFinding(rule="interpreter-hooks", path="stats.py", line=3),)
+    findings = screen_changes((hack, data, values, prose, link, gone), baseline, policy)
+    assert findings == (
+        ScreenFinding(rule="interpreter-hooks", path="notes.txt", line=1),
+        ScreenFinding(rule="interpreter-hooks", path="stats.py", line=3),
+    )
+
+
+def test_declared_names_are_the_tests_function_class_and_module() -> None:
+    """unittest and pytest ids give their function, class and module's last name; a
+    package above the module and a parametrization do not count."""
+    assert declared_names(["pkg.tests.test_stats.StatsTest.test_mean"]) == {
+        "test_stats",
+        "StatsTest",
+        "test_mean",
+    }
+    assert declared_names(["tests/test_x.py::T::test_y[1-a]", "test_z.py::test_w"]) == {
+        "test_x",
+        "T",
+        "test_y",
+        "test_z",
+        "test_w",
+    }
+
+
+# Code that tells the declared test from the controls by its names (the demo's ids).
+RECOGNITION = {
+    "an id in a string": "ID = 'test_stats.StatsTest.test_median_even'\n",
+    "the function in a string": "if 'test_median_even' in repr(caller):\n    pass\n",
+    "the class's name": "def hook(cls):\n    return cls.__name__ == 'StatsTest'\n",
+    "the class reached": "import test_stats\nK = test_stats.StatsTest\n",
+    "the module imported": "from test_stats import StatsTest\n",
+    "an attribute": "def f(case):\n    return case.test_median_even\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECOGNITION))
+def test_code_naming_a_declared_test_is_flagged(name: str) -> None:
+    """Each way of naming a declared test in the candidate's code is ``test-recognition``;
+    the same code with no declared tests, ordinary code, and the test module itself are
+    not flagged."""
+    names = declared_names(
+        ["test_stats.StatsTest.test_median_even", "test_stats.StatsTest.test_mean"]
+    )
+    source = RECOGNITION[name].encode()
+    rules = {f.rule for f in screen_source(source, "stats.py", candidate_policy(), names)}
+    assert "test-recognition" in rules
+    assert "test-recognition" not in {
+        f.rule for f in screen_source(source, "stats.py", candidate_policy())
+    }
+    assert screen_source(FIX.encode(), "stats.py", candidate_policy(), names) == ()
+    assert screen_source(source, "test_stats.py", candidate_policy(), names) == ()
 
 
 def test_a_file_whose_text_cannot_be_rebuilt_is_unscreenable(baseline: Path) -> None:

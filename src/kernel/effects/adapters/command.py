@@ -116,7 +116,12 @@ from kernel.effects.adapters.patch import (
     hygiene_findings,
     parse_patch,
 )
-from kernel.effects.adapters.screen import SCREEN_CHECK, candidate_policy, screen_changes
+from kernel.effects.adapters.screen import (
+    SCREEN_CHECK,
+    candidate_policy,
+    declared_names,
+    screen_changes,
+)
 from kernel.effects.environments import check_environment
 from kernel.effects.sandbox import (
     Capture,
@@ -795,7 +800,8 @@ class CommandVerifier:
                 ScreenFinding(rule="unscreenable", path=PATCH_FILE, line=0),
             )
         else:
-            findings = screen_changes(parsed, self.baseline, policy)
+            names = declared_names(t for check in self.checks for t in check.tests)
+            findings = screen_changes(parsed, self.baseline, policy, names)
         reason = CheckReason.SUSPICIOUS_CODE if findings else None
         if reason is not None:
             reasons[SCREEN_CHECK] = reason

@@ -20,8 +20,17 @@ environment sniffing, dynamic code). This module adds what a call policy cannot 
   when reached by string (``orig_argv``, ``environ``, ``getpid``...);
 - ``guard-suppression``: a ``# kernel-guard: ignore`` comment (the guard would honour
   it; a candidate does not get to silence its own screen);
+- ``test-recognition``: an identifier or a string naming a declared test (its function,
+  its class or its module's name; the ids are known when the screen runs): code that
+  recognises the test it is judged by can bend only that test, which known-answer
+  controls never see (the test modules themselves are exempt);
 - ``unscreenable``: a Python file whose text cannot be rebuilt exactly (the patch does
   not apply to the baseline, a binary change, a file too large); fail closed.
+
+A file the patch adds or changes under another name than ``.py`` whose text is Python
+code (it parses, and it imports, defines or calls something: ``median_table.txt`` run
+through ``exec`` or ``pickle``) is screened as Python too: tree code can read and run
+it, and a name is no promise of what a file holds.
 
 A finding makes the check ``inconclusive`` with reason ``suspicious_code``: never a
 pass, whatever the tests say, so the candidate is never ``verified``; a signed human
@@ -36,6 +45,7 @@ import collections
 import functools
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
@@ -48,6 +58,7 @@ __all__ = [
     "POLICY_PATH",
     "SCREEN_CHECK",
     "candidate_policy",
+    "declared_names",
     "screen_changes",
     "screen_source",
 ]
@@ -172,8 +183,65 @@ class _Internals(ast.NodeVisitor):
             self.hits.append(("environment-sniffing", node.lineno))
 
 
-def screen_source(source: bytes, path: str, policy: Policy) -> tuple[ScreenFinding, ...]:
-    """The findings of one file's text: the guard's, then this module's own rules.
+def declared_names(test_ids: Iterable[str]) -> frozenset[str]:
+    """The names that identify the declared tests ``test_ids`` in code: each test's
+    function, its class and its module's last name (``test_stats.StatsTest.test_mean``:
+    ``test_mean``, ``StatsTest``, ``test_stats``; ``tests/test_x.py::T::test_y[1]``:
+    ``test_y``, ``T``, ``test_x``). A package above the module is not one of them (a
+    ``tests`` folder names nothing in particular)."""
+    names: set[str] = set()
+    for test_id in test_ids:
+        if "::" in test_id:
+            path, *parts = test_id.split("::")
+            parts = [path.rsplit("/", 1)[-1].removesuffix(".py"), *parts]
+        else:
+            parts = test_id.split(".")[-3:]
+        names.update(p.split("[", 1)[0] for p in parts if p.split("[", 1)[0].isidentifier())
+    return frozenset(names)
+
+
+class _Recognition(ast.NodeVisitor):
+    """Identifiers and strings that name a declared test (``test-recognition``)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.hits: list[tuple[str, int]] = []
+        self.names = names
+        self.pattern = re.compile(
+            r"(?<![A-Za-z0-9_])(?:" + "|".join(map(re.escape, sorted(names))) + r")(?![A-Za-z0-9_])"
+        )
+
+    def _check(self, name: str, line: int) -> None:
+        if name in self.names:
+            self.hits.append(("test-recognition", line))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._check(node.id, node.lineno)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._check(node.attr, node.lineno)
+        self.generic_visit(node)
+
+    def visit_alias(self, node: ast.alias) -> None:
+        for part in node.name.split("."):
+            self._check(part, node.lineno)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and self.pattern.search(node.value):
+            self.hits.append(("test-recognition", node.lineno))
+
+
+def _code_like(tree: ast.Module) -> bool:
+    """Text that parses as Python and does something (imports, defines or calls): a
+    data file of plain values (JSON, a number list) does not."""
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Call)
+    return any(isinstance(node, kinds) for node in ast.walk(tree))
+
+
+def screen_source(
+    source: bytes, path: str, policy: Policy, names: frozenset[str] = frozenset()
+) -> tuple[ScreenFinding, ...]:
+    """The findings of one file's text: the guard's, then this module's own rules
+    (``names``: the declared tests' names, `declared_names`).
 
     One finding per (rule, line); a file that does not parse is one ``unparseable``
     finding (the guard's).
@@ -204,6 +272,10 @@ def screen_source(source: bytes, path: str, policy: Policy) -> tuple[ScreenFindi
         visitor = _Internals(imported)
         visitor.visit(tree)
         hits.update(visitor.hits)
+        if names and _module_name(path)[0].rsplit(".", 1)[-1] not in names:
+            recognition = _Recognition(names)
+            recognition.visit(tree)
+            hits.update(recognition.hits)
     return tuple(
         ScreenFinding(rule=rule, path=path, line=max(line, 0)) for rule, line in sorted(hits)
     )
@@ -243,16 +315,35 @@ def _new_findings(
     return tuple(kept)
 
 
+def _as_code(change: FileChange, baseline: Path) -> bool:
+    """A file of another name whose new text is Python code (`_code_like`)."""
+    old = None if change.old_path is None else _baseline_bytes(baseline, change.old_path)
+    text = apply_change(change, old) if change.old_path is None or old is not None else None
+    if text is None or len(text) > _MAX_FILE_BYTES:
+        return False
+    try:
+        return _code_like(ast.parse(text))
+    except (SyntaxError, ValueError):
+        return False
+
+
 def screen_changes(
-    changes: tuple[FileChange, ...], baseline: Path, policy: Policy
+    changes: tuple[FileChange, ...],
+    baseline: Path,
+    policy: Policy,
+    names: frozenset[str] = frozenset(),
 ) -> tuple[ScreenFinding, ...]:
     """The findings over every Python file ``changes`` leave in the tree (rebuilt from
-    ``baseline`` and the hunks, never imported) that the baseline file did not already
-    have (`_new_findings`), sorted by path and line, at most `MAX_FINDINGS`."""
+    ``baseline`` and the hunks, never imported; a file of another name whose text is
+    Python code too) that the baseline file did not already have (`_new_findings`),
+    sorted by path and line, at most `MAX_FINDINGS`. ``names``: the declared tests'
+    names (`declared_names`)."""
     found: list[ScreenFinding] = []
     for change in changes:
         path = change.new_path
-        if path is None or not path.endswith(_PYTHON) or change.new_mode == "120000":
+        if path is None or change.new_mode == "120000":
+            continue
+        if not path.endswith(_PYTHON) and not _as_code(change, baseline):
             continue
         old = None
         if change.old_path is not None:
@@ -263,9 +354,10 @@ def screen_changes(
         if text is None or len(text) > _MAX_FILE_BYTES:
             found.append(ScreenFinding(rule="unscreenable", path=path, line=0))
             continue
-        findings = screen_source(text, path, policy)
+        findings = screen_source(text, path, policy, names)
         if old is not None and findings:
-            findings = _new_findings(findings, text, screen_source(old, path, policy), old)
+            before = screen_source(old, path, policy, names)
+            findings = _new_findings(findings, text, before, old)
         found.extend(findings)
     found.sort(key=lambda f: (f.path, f.line, f.rule))
     return tuple(found[:MAX_FINDINGS])
