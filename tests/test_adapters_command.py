@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kernel.effects.adapters import command as command_adapters
+from kernel.effects.adapters import command_worker
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
 from kernel.effects.adapters.screen import SCREEN_CHECK
 from kernel.effects.orchestrate import load_config, run_detailed
@@ -102,7 +102,7 @@ def test_sandbox_failure_is_a_worker_error(scratch: Path, monkeypatch: pytest.Mo
 
     config = _config(scratch, [_attempt("a", "w", "workers/correct_fix.sh")])
     loaded = load_config(config)
-    monkeypatch.setattr(command_adapters, "run_sandboxed", broken)
+    monkeypatch.setattr(command_worker, "run_sandboxed", broken)
     record = run_detailed(loaded).record
     (attempt,) = record.attempts
     assert attempt.error is not None

@@ -19,7 +19,7 @@ from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.corroboration.consensus import CaptureMode
 from kernel.corroboration.run_admission import build_run_admission
 from kernel.effects import orchestrate, pipeline
-from kernel.effects.adapters import command
+from kernel.effects.adapters import command, command_worker
 from kernel.effects.cli import main
 from kernel.effects.documents import load_run_record
 from kernel.effects.orchestrate import load_config, run_detailed
@@ -295,6 +295,7 @@ def test_a_sandbox_that_falls_below_the_minimum_at_run_time_is_no_evidence(
         return attrs.evolve(capture, isolation=Isolation.COPY) if weak else capture
 
     monkeypatch.setattr(command, "run_sandboxed", falls_back)
+    monkeypatch.setattr(command_worker, "run_sandboxed", falls_back)
     loaded = attrs.evolve(loaded, attempts=loaded.attempts[:1])
     (attempt,) = run_detailed(loaded).record.attempts
     assert attempt.error is not None

@@ -138,9 +138,8 @@ def corroborate(
         limits: resource limits of every run (recorded in each capture).
         isolation: require this isolation level (None: the strongest available).
         executor: where runs execute (None: a local thread pool).
-        spill_root: where outputs are spilled (must be visible to the executor's
-            workers; None: a private folder under the sandbox scratch root, hidden
-            from every sandbox). Removed before returning.
+        spill_root: where outputs spill, removed before returning (visible to the
+            executor's workers; None: a private scratch folder no sandbox sees).
         majority_output_path: write the majority output here, atomically.
         max_majority_bytes: keep the majority bytes in memory only up to this size.
         on_capture: called with each capture as it completes (progress).
@@ -152,6 +151,54 @@ def corroborate(
         RefusedError: the consensus refused the observations (a defect of
             this module: its inputs are checked first).
     """
+    base = _checked(command, runs, baseline, env)
+    candidate_digest = None if candidate is None else digest_of(candidate)
+    baseline_output_digest = None if baseline_output is None else digest_of(baseline_output)
+    timeout_ms = None if timeout_s is None else int(timeout_s * 1000)
+    shared = SandboxSpec(
+        command=tuple(command),
+        baseline=None if base is None else str(base.resolve()),
+        capture=capture,
+        timeout_s=timeout_s,
+        network=network,
+        env=None if env is None else tuple(sorted(env.items())),
+        limits=limits,
+        isolation=isolation,
+    )
+    specs = _per_run(shared, runs, variations)
+    with _spill(spill_root) as spill:
+        captures = _launch(specs, Path(spill), executor, on_capture)
+        outcome, majority = _agreement(
+            command,
+            captures,
+            digests=(baseline_output_digest, candidate_digest),
+            majority_output_path=majority_output_path,
+            max_majority_bytes=max_majority_bytes,
+        )
+    report = build_corroboration_report(
+        outcome, command=command, capture_mode=capture, network=network, timeout_ms=timeout_ms
+    )
+    return Corroboration(
+        report=report, outcome=outcome, captures=tuple(captures), majority_output=majority
+    )
+
+
+def _per_run(spec: SandboxSpec, runs: int, variations: Sequence[Variation]) -> list[SandboxSpec]:
+    """``runs`` copies of ``spec``, each with its index and its recorded variation."""
+    return [
+        attrs.evolve(spec, run_index=i, variation=variation_env(i, variations)) for i in range(runs)
+    ]
+
+
+def _checked(
+    command: Sequence[str], runs: object, baseline: Path | str | None, env: Mapping[str, str] | None
+) -> Path | None:
+    """`corroborate`'s inputs checked before anything runs; the baseline folder.
+
+    Raises:
+        ConfigError: N < 1 or an empty command.
+        EffectError: a missing baseline or a command that cannot start.
+    """
     if type(runs) is not int or runs < 1:
         raise ConfigError(f"the number of runs must be an integer >= 1, got {runs!r}")
     if not command:
@@ -160,60 +207,53 @@ def corroborate(
     if base is not None and not base.is_dir():
         raise EffectError(f"{base}: baseline directory not found")
     check_command_starts(command, env={**base_env(), **(env or {})})
-    candidate_digest = None if candidate is None else digest_of(candidate)
-    baseline_output_digest = None if baseline_output is None else digest_of(baseline_output)
-    timeout_ms = None if timeout_s is None else int(timeout_s * 1000)
-    specs = [
-        SandboxSpec(
-            command=tuple(command),
-            baseline=None if base is None else str(base.resolve()),
-            capture=capture,
-            run_index=index,
-            timeout_s=timeout_s,
-            network=network,
-            env=None if env is None else tuple(sorted(env.items())),
-            limits=limits,
-            variation=variation_env(index, variations),
-            isolation=isolation,
-        )
-        for index in range(runs)
-    ]
-    spill_dir = (
-        private_tempdir("spill")
-        if spill_root is None
-        else tempfile.TemporaryDirectory(prefix="kernel-corroborate-", dir=spill_root)
+    return base
+
+
+def _spill(spill_root: Path | str | None) -> contextlib.AbstractContextManager[str | Path]:
+    """Where `corroborate`'s runs spill their outputs (removed on exit)."""
+    if spill_root is None:
+        return private_tempdir("spill")
+    return tempfile.TemporaryDirectory(prefix="kernel-corroborate-", dir=spill_root)
+
+
+def _agreement(
+    command: Sequence[str],
+    captures: Sequence[Capture],
+    *,
+    digests: tuple[str | None, str | None],
+    majority_output_path: Path | str | None,
+    max_majority_bytes: int,
+) -> tuple[Consensus | NoConsensus, bytes | None]:
+    """The consensus of the runs (``digests``: the baseline output's and the
+    candidate's), and the majority output's bytes when kept in memory (copied to
+    ``majority_output_path`` when asked; None without a majority or when too large).
+
+    Raises:
+        EffectError: no run could start.
+        RefusedError: the consensus refused the observations (a defect of `corroborate`:
+            its inputs are checked first), raised with the refusal rather than passed on.
+    """
+    if all(c.start_failed for c in captures):
+        raise EffectError(f"{command[0]}: command could not start ({captures[0].error})")
+    outcome = build_consensus(
+        [observation(c) for c in captures],
+        baseline_output_digest=digests[0],
+        candidate_digest=digests[1],
     )
-    with spill_dir as spill:
-        captures = _launch(specs, Path(spill), executor, on_capture)
-        if all(c.start_failed for c in captures):
-            raise EffectError(f"{command[0]}: command could not start ({captures[0].error})")
-        outcome = build_consensus(
-            [observation(c) for c in captures],
-            baseline_output_digest=baseline_output_digest,
-            candidate_digest=candidate_digest,
-        )
-        if isinstance(outcome, ConsensusRefusal):
-            # The inputs were checked above: a refusal here is a defect of this module,
-            # raised (with the refusal) rather than passed on as a result.
-            codes = ", ".join(outcome.reason_codes)
-            raise RefusedError(outcome, f"consensus refused ({codes}): {outcome.explanation}")
-        majority: bytes | None = None
-        if isinstance(outcome, Consensus):
-            source = next(
-                Path(c.output_path)
-                for c in captures
-                if c.output_digest == outcome.majority_digest and c.output_path is not None
-            )
-            if majority_output_path is not None:
-                _atomic_copy(source, Path(majority_output_path))
-            if outcome.majority_size <= max_majority_bytes:
-                majority = source.read_bytes()
-    report = build_corroboration_report(
-        outcome, command=command, capture_mode=capture, network=network, timeout_ms=timeout_ms
+    if isinstance(outcome, ConsensusRefusal):
+        codes = ", ".join(outcome.reason_codes)
+        raise RefusedError(outcome, f"consensus refused ({codes}): {outcome.explanation}")
+    if not isinstance(outcome, Consensus):
+        return outcome, None
+    source = next(
+        Path(c.output_path)
+        for c in captures
+        if c.output_digest == outcome.majority_digest and c.output_path is not None
     )
-    return Corroboration(
-        report=report, outcome=outcome, captures=tuple(captures), majority_output=majority
-    )
+    if majority_output_path is not None:
+        _atomic_copy(source, Path(majority_output_path))
+    return outcome, source.read_bytes() if outcome.majority_size <= max_majority_bytes else None
 
 
 def _launch(
