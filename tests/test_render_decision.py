@@ -13,7 +13,7 @@ import pytest
 from kernel.corroboration.run_admission import build_run_admission
 from kernel.effects import console
 from kernel.effects.orchestrate import load_config, run_loaded
-from kernel.run.record import IsolationPolicy, SandboxRun
+from kernel.run.record import CommandUid, IsolationPolicy, SandboxRun
 from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.run.verification import Isolation, SandboxLimit
 from kernel.views import (
@@ -171,7 +171,10 @@ def _sandboxed(report: RunEvidenceReport, policy: IsolationPolicy | None) -> Run
         isolation_policy=policy,
         attempts=(
             attrs.evolve(
-                first, worker_sandbox=SandboxRun(isolation=Isolation.OVERLAY, limits=limits)
+                first,
+                worker_sandbox=SandboxRun(
+                    isolation=Isolation.OVERLAY, limits=limits, command_uid=CommandUid.SUBORDINATE
+                ),
             ),
             attrs.evolve(second, worker_sandbox=SandboxRun(isolation=Isolation.COPY, limits=())),
         ),
@@ -193,12 +196,13 @@ def _sandboxed(report: RunEvidenceReport, policy: IsolationPolicy | None) -> Run
     ],
 )
 def test_isolation_and_limits_are_in_both_views(policy: IsolationPolicy | None, said: str) -> None:
-    """Each sandboxed run's isolation and every limit (value, unit, mechanism), the
-    weakest isolation per attempt, and the isolation the run accepted."""
+    """Each sandboxed run's isolation, who its command was on the host (when
+    recorded) and every limit (value, unit, mechanism), the weakest isolation per
+    attempt, and the isolation the run accepted."""
     report = _sandboxed(_report(), policy)
     limits = (
-        "overlay; memory 2 GiB (cgroup_v1), processes 512 (rlimit), cpu 600 s (rlimit),"
-        " output 256 MiB (runner), tmp 3 KiB (tmpfs), writable 1000 B (tmpfs),"
+        "overlay, command uid subordinate; memory 2 GiB (cgroup_v1), processes 512 (rlimit),"
+        " cpu 600 s (rlimit), output 256 MiB (runner), tmp 3 KiB (tmpfs), writable 1000 B (tmpfs),"
         " network none (none)"
     )
     # Markdown escapes ( and ) in cells: compare the text a reader sees.

@@ -26,6 +26,12 @@ import pytest
 
 ROOT = os.geteuid() == 0
 USER = "kernelsbx"
+SUB_USER = "kernelsbxsub"
+"""A second user, granted subordinate ids (its own name: a concurrent run of these
+tests by another checkout keeps its `USER` without them)."""
+SUB_START = 1_700_000_000
+"""The first of its subordinate uids and gids: far from useradd's ranges and from
+the root runner's fallback outer id."""
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin")
 
 pytestmark = pytest.mark.skipif(
@@ -55,6 +61,50 @@ def user() -> Iterator[pwd.struct_passwd]:
         shutil.rmtree(scratch, ignore_errors=True)
         if created:
             subprocess.run(["userdel", USER], check=False, capture_output=True)
+
+
+def _drop_lines(path: str, line: str) -> None:
+    """Remove exactly ``line`` from ``path`` (only what this test added)."""
+    with open(path) as handle:
+        kept = [x for x in handle.read().splitlines(keepends=True) if x.strip() != line]
+    with open(path, "w") as handle:
+        handle.writelines(kept)
+
+
+@pytest.fixture(scope="module")
+def sub_user() -> Iterator[pwd.struct_passwd]:
+    """An unprivileged user with 65536 subordinate uids and gids from `SUB_START`: its
+    lines are added to /etc/subuid and /etc/subgid and removed after (nothing else of
+    those files is touched); the user is created and removed like `user`."""
+    assert shutil.which("newuidmap"), "install uidmap (newuidmap, newgidmap)"
+    assert shutil.which("newgidmap"), "install uidmap (newuidmap, newgidmap)"
+    for start in (SUB_START, SUB_START + 65535):
+        with pytest.raises(KeyError):
+            pwd.getpwuid(start)  # the range names nobody
+    created = False
+    try:
+        entry = pwd.getpwnam(SUB_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SUB_USER],
+            check=True,
+            capture_output=True,
+        )
+        created = True
+        entry = pwd.getpwnam(SUB_USER)
+    line = f"{SUB_USER}:{SUB_START}:65536"
+    try:
+        for path in ("/etc/subuid", "/etc/subgid"):
+            with open(path, "a") as handle:
+                handle.write(line + "\n")
+        yield entry
+    finally:
+        for path in ("/etc/subuid", "/etc/subgid"):
+            _drop_lines(path, line)
+        scratch = Path(tempfile.gettempdir()) / f"kernel-sandboxes-{entry.pw_uid}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        if created:
+            subprocess.run(["userdel", SUB_USER], check=False, capture_output=True)
 
 
 @pytest.fixture
@@ -175,17 +225,24 @@ SIDE_RUNNER = textwrap.dedent("""
     }))
 """)
 
-RUNNERS = ("root", "unprivileged")
+RUNNERS = ("root", "unprivileged", "subordinate")
 
 
 @pytest.fixture(params=RUNNERS)
 def side_runner(
-    request: pytest.FixtureRequest, user: pwd.struct_passwd, site_paths: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    user: pwd.struct_passwd,
+    sub_user: pwd.struct_passwd,
+    site_paths: str,
+    tmp_path: Path,
 ) -> Callable[..., dict[str, Any]]:
-    """Run one sandbox through `SIDE_RUNNER` as root or as the unprivileged user."""
+    """Run one sandbox through `SIDE_RUNNER` as root, as the unprivileged user, or as
+    the unprivileged user with subordinate ids."""
     work = tmp_path / "work"
     work.mkdir()
-    as_user = request.param == "unprivileged"
+    as_user = request.param != "root"
+    if request.param == "subordinate":
+        user = sub_user
     if as_user:
         os.chown(work, user.pw_uid, user.pw_gid)
 
@@ -321,8 +378,12 @@ def test_runner_keys_are_out_of_reach(side_runner: Callable[..., dict[str, Any]]
     readable nor writable from a sandbox: the keyring calls are refused."""
     outcome = side_runner(command=[str(SYSTEM_PYTHON), "-c", KEY_PROBE, "KEYID"])
     assert outcome["status"] == "ok", outcome
-    # No subordinate ids are used: an unprivileged runner's evidence says so.
-    expected = {"root": "outer_unprivileged", "unprivileged": "same_uid_as_runner"}
+    # Without subordinate ids an unprivileged runner's evidence says so.
+    expected = {
+        "root": "outer_unprivileged",
+        "unprivileged": "same_uid_as_runner",
+        "subordinate": "subordinate",
+    }
     assert outcome["command_uid"] == expected[outcome["runner"]]
     assert json.loads(outcome["stdout"]) == {
         "add": "EPERM",
@@ -402,3 +463,100 @@ def test_stdout_flood_and_sparse_file_are_limit_hits(
         capture="patch",
     )
     assert (sparse["status"], sparse["hit"]) == ("limit_exceeded", "writable"), sparse
+
+
+SUB_RUNNER = textwrap.dedent("""
+    import json, sys, tempfile
+    from pathlib import Path
+    from kernel.corroboration.consensus import CaptureMode
+    from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
+    shown = sys.argv[1]
+    base = Path(tempfile.mkdtemp())
+    (base / "tree" / "sub").mkdir(parents=True)
+    (base / "tree" / "f.txt").write_text("v1\\n")
+    (base / "tree" / "sub" / "g.txt").write_text("g1\\n")
+    spill = base / "spill"
+    spill.mkdir()
+    probe = (
+        "import errno, os, sys\\n"
+        "print(' '.join(open('/proc/self/uid_map').read().split()))\\n"
+        "for name in ('public', 'secret'):\\n"
+        "    try:\\n"
+        "        print(name, open(sys.argv[1] + '/' + name).read().strip())\\n"
+        "    except OSError as e:\\n"
+        "        print(name, errno.errorcode[e.errno])\\n"
+        "open('f.txt', 'a').write('v2\\\\n')\\n"
+        "open('sub/g.txt', 'w').write('g2\\\\n')\\n"
+        "open('sub/new.txt', 'w').write('n\\\\n')\\n"
+    )
+    capture = run_sandboxed(
+        SandboxSpec(command=(sys.executable, "-c", probe, shown), ro_binds=(shown,),
+                    baseline=str(base / "tree"), capture=CaptureMode.PATCH, timeout_s=60),
+        spill_dir=spill,
+    )
+    print(json.dumps({
+        "status": str(capture.status), "error": capture.error,
+        "command_uid": capture.command_uid,
+        "stdout": Path(capture.stdout_path).read_text(),
+        "patch": read_output(capture).decode() if capture.output_path else "",
+        "baseline": sorted(str(p.relative_to(base / "tree")) + ":" + p.read_text()
+                           for p in (base / "tree").rglob("*.txt")),
+    }))
+""")
+
+
+def _run_as(entry: pwd.struct_passwd, work: Path, site_paths: str, shown: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [str(SYSTEM_PYTHON), "-c", SUB_RUNNER, str(shown)],
+        cwd=work,
+        user=entry.pw_uid,
+        group=entry.pw_gid,
+        extra_groups=[],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": site_paths, "TMPDIR": "/tmp"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    outcome: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+def test_subordinate_ids_keep_the_runners_own_files_out_of_reach(
+    user: pwd.struct_passwd, sub_user: pwd.struct_passwd, tmp_path: Path, site_paths: str
+) -> None:
+    """A runner with subordinate ids runs its command as the first of them: a 0600 file
+    of the runner in a folder the sandbox shows is unreadable to the command (a 0644
+    one is read), the command still owns its tree (edits in place, in a subfolder, new
+    files), and the run is otherwise what it is for a runner without them, whose
+    command reads that file."""
+    outcomes = {}
+    for name, entry in (("subordinate", sub_user), ("plain", user)):
+        work = tmp_path / name
+        work.mkdir()
+        # The runner's own folder where it can reach it (pytest's folders are root's).
+        shown = Path(tempfile.mkdtemp(prefix="kernel-shown-", dir="/tmp"))
+        try:
+            shown.chmod(0o755)
+            (shown / "public").write_text("open\n")
+            (shown / "secret").write_text("runner key\n")
+            (shown / "secret").chmod(0o600)
+            for path in (work, shown, shown / "public", shown / "secret"):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+            outcomes[name] = _run_as(entry, work, site_paths, shown)
+        finally:
+            shutil.rmtree(shown)
+    sub, plain = outcomes["subordinate"], outcomes["plain"]
+    assert sub["status"] == plain["status"] == "ok", outcomes
+    assert (sub["command_uid"], plain["command_uid"]) == ("subordinate", "same_uid_as_runner")
+    sub_map, *sub_reads = sub["stdout"].splitlines()
+    plain_map, *plain_reads = plain["stdout"].splitlines()
+    assert sub_map == f"0 {sub_user.pw_uid} 1 1000 {SUB_START} 1"
+    assert plain_map == f"1000 {user.pw_uid} 1"
+    assert sub_reads == ["public open", "secret EACCES"]
+    assert plain_reads == ["public open", "secret runner key"]
+    assert sub["patch"] == plain["patch"]
+    for change in ("+v2", "+g2", "+n"):
+        assert change in sub["patch"]
+    assert sub["baseline"] == plain["baseline"] == ["f.txt:v1\n", "sub/g.txt:g1\n"]

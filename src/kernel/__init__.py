@@ -133,6 +133,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CalibrationTest",
         "CheckRun",
         "CheckSummary",
+        "CommandUid",
         "DeclaredReplay",
         "DeclaredTestKind",
         "DeclaredTestOutcome",

@@ -63,6 +63,7 @@ __all__ = [
     "CalibrationTest",
     "CheckRun",
     "CheckSummary",
+    "CommandUid",
     "DeclaredReplay",
     "DeclaredTestKind",
     "DeclaredTestOutcome",
@@ -263,6 +264,23 @@ class AttemptError(Record):
     """Human message; never an absolute path."""
 
 
+class CommandUid(enum.StrEnum):
+    """Who a sandboxed command was on the host (isolation evidence: the sandbox's
+    capture records it, and the run record keeps it with the isolation level)."""
+
+    OUTER_UNPRIVILEGED = "outer_unprivileged"
+    """A root runner's command: an unprivileged uid of its own (root's first
+    subordinate id, else a fixed high id); the runner's files are "others'"."""
+    SAME_UID_AS_RUNNER = "same_uid_as_runner"
+    """An unprivileged runner's command is that runner's uid on the host: its own 0600
+    files shown in the view (a ro_bind, the program's folder) are readable to the
+    command (no subordinate ids, or the ``copy`` and ``namespace_copy`` levels)."""
+    SUBORDINATE = "subordinate"
+    """An unprivileged runner's overlay command runs as the runner's first subordinate
+    uid/gid (``/etc/subuid``, ``/etc/subgid``, mapped by ``newuidmap``/``newgidmap``):
+    the runner's own files are "others'" to it, as to a root runner's command."""
+
+
 @attrs.frozen(kw_only=True)
 class SandboxRun(Record):
     """How one sandboxed run (a worker, a verifier check) was isolated and limited."""
@@ -271,6 +289,8 @@ class SandboxRun(Record):
     """The isolation level the run obtained."""
     limits: tuple[SandboxLimit, ...]
     """Every limit of the run, as the sandbox applied it."""
+    command_uid: CommandUid | None = None
+    """Who the command was on the host (None: not known, a run recorded without it)."""
 
 
 class DeclaredTestOutcome(enum.StrEnum):

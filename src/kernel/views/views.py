@@ -324,7 +324,10 @@ def _sandbox_text(sandbox: SandboxRun) -> str:
         f"{limit.kind} {_limit_value(limit.kind, limit.value)} ({limit.mechanism})"
         for limit in sandbox.limits
     )
-    return f"{sandbox.isolation}; {limits}" if limits else f"{sandbox.isolation}; no limits"
+    how = str(sandbox.isolation)
+    if sandbox.command_uid is not None:  # who the command was on the host
+        how += f", command uid {sandbox.command_uid}"
+    return f"{how}; {limits}" if limits else f"{how}; no limits"
 
 
 def _isolation_rows(report: RunEvidenceReport) -> list[tuple[str, str]]:

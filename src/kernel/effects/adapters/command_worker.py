@@ -268,8 +268,13 @@ def _command(
 
 
 def sandbox_run(capture: Capture) -> SandboxRun:
-    """How a capture's sandbox ran, as a run record keeps it (isolation and limits)."""
-    return SandboxRun(isolation=capture.isolation, limits=recorded_limits(capture))
+    """How a capture's sandbox ran, as a run record keeps it (isolation, limits and
+    who the command was on the host)."""
+    return SandboxRun(
+        isolation=capture.isolation,
+        limits=recorded_limits(capture),
+        command_uid=capture.command_uid,
+    )
 
 
 def _excerpt(capture: Capture) -> str:

@@ -19,7 +19,10 @@ Processes, outermost first:
 ``ns`` (new user, mount, PID, UTS, IPC and, unless asked, network namespaces)
     Maps: runner root -> ``0 0 1`` (the helper's setup keeps root's rights over the
     host files it reads) and ``<uid> <outer> 1`` (the command: an unprivileged outer
-    uid); otherwise ``<uid> <runner> 1`` as an unprivileged user namespace does.
+    uid); an unprivileged runner with subordinate ids (overlay) -> ``0 <runner> 1``
+    and ``<uid> <first subordinate> 1``, written by ``newgidmap``/``newuidmap``
+    (`_subordinate_maps`; the tree is handed to the command: `_hand_over`); otherwise
+    ``<uid> <runner> 1`` as an unprivileged user namespace does.
 ``init`` (PID 1 of the new PID namespace)
     Builds the new root by carrying out the runner's mount plan (option ``plan``:
     `spec.mount_plan`, steps joined by RS, fields by US), mounts the baseline, runs
@@ -37,7 +40,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:  # type-checked as the package's module
     from kernel.effects.sandbox import nslimits
@@ -198,7 +201,12 @@ def _userns_fd(uid_map: str, gid_map: str) -> int:
         return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     finally:
         os.close(done_w)
-        os.waitpid(pid, 0)
+        try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            # In the helper server (SIGCHLD ignored) the kernel reaps it: before this
+            # was caught, the server's cache never kept a namespace and every run made two.
+            pass
         os.close(ready_r)
 
 
@@ -323,7 +331,6 @@ def main() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
-    cgroup = nslimits.memory_cgroup(opts) if privileged and opts["mem"] else ""
     tree = -1
     if privileged and opts["mode"] == "overlay":
         tree = _idmapped_baseline(
@@ -362,7 +369,8 @@ def main() -> None:
         os.waitpid(child, 0)
         _exit(1)
     try:
-        _write_maps(child, opts, privileged)
+        if _write_maps(child, opts, privileged):
+            report("command-uid subordinate")
     except OSError as e:
         report(f"error uid/gid map: {e.strerror}")
         os.write(go_w, b"0")
@@ -370,15 +378,24 @@ def main() -> None:
         _exit(1)
     os.write(go_w, b"1")
     os.close(go_w)
+    # Made while PID 1 builds the view (PID 1 waits for the join before the command).
+    cgroup = nslimits.memory_cgroup(opts) if privileged and opts["mem"] else ""
     nslimits.join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
     os.waitpid(child, 0)
     nslimits.cgroup_done(report, cgroup)
     _exit(0)
 
 
-def _write_maps(child: int, opts: dict[str, str], privileged: bool) -> None:
-    """Write the uid/gid maps of ``child``'s new user namespace, from outside it."""
+def _write_maps(child: int, opts: dict[str, str], privileged: bool) -> bool:
+    """Write the uid/gid maps of ``child``'s new user namespace, from outside it; True
+    when the command is an unprivileged runner's subordinate id (`_subordinate_maps`).
+
+    Raises:
+        OSError: the maps cannot be written.
+    """
     uid, gid = opts["uid"], opts["gid"]
+    if not privileged and opts["sub_uid"] and _subordinate_maps(child, opts):
+        return True
     if privileged:
         # Root maps from the parent namespace: the setup keeps root, the command
         # gets an unprivileged outer uid, and supplementary groups can be dropped.
@@ -392,6 +409,36 @@ def _write_maps(child: int, opts: dict[str, str], privileged: bool) -> None:
         handle.write(uid_map)
     with open(f"/proc/{child}/gid_map", "w") as handle:
         handle.write(gid_map)
+    return False
+
+
+def _subordinate_maps(child: int, opts: dict[str, str]) -> bool:
+    """Map an unprivileged runner to root of ``child``'s namespace (its setup keeps the
+    runner's access to the runner's folders) and the command to the runner's first
+    subordinate uid/gid, through the setuid ``newgidmap``/``newuidmap``: the command is
+    then not the runner on the host, so the runner's own 0600 files are out of its reach.
+    False when ``newgidmap`` refuses (nothing is written: the caller maps the command to
+    the runner, as without subordinate ids).
+
+    Raises:
+        OSError: ``newuidmap`` refused after ``newgidmap`` had mapped the groups.
+    """
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
+    for tool, own, sub, inner in (
+        ("newgidmap", os.getegid(), opts["sub_gid"], opts["gid"]),
+        ("newuidmap", os.geteuid(), opts["sub_uid"], opts["uid"]),
+    ):
+        argv = [tool, str(child), "0", str(own), "1", inner, sub, "1"]
+        try:
+            pid = os.posix_spawn(opts[tool], argv, {}, file_actions=quiet)
+            done = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        except OSError:
+            done = False
+        if not done and tool == "newgidmap":
+            return False
+        if not done:
+            raise OSError(0, "newuidmap refused the subordinate uid")
+    return True
 
 
 def _in_namespaces(
@@ -426,7 +473,10 @@ def _init(
     privileged: bool,
 ) -> None:
     uid, gid = int(opts["uid"]), int(opts["gid"])
-    user = (uid, gid, privileged)
+    # Root inside (a root runner, or an unprivileged one mapped through its subordinate
+    # ids): the command drops to its uid; otherwise the setup is the command's uid already.
+    inside_root = os.getuid() == 0
+    user = (uid, gid, inside_root)
     # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
     # so removing it after the run never waits on mounts being torn down.
     points = opts["scratch"] + "/ns"
@@ -440,25 +490,17 @@ def _init(
     ctypes.set_errno(0)
     _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
     _build_view(report, root, opts["plan"])
-    work = _mount_tree(report, opts, root=root, lower=lower, layer=tree_layer, tree=tree)
-    git_env = {
-        "LC_ALL": "C",
-        "LANG": "C",
-        "TZ": "UTC",
-        "HOME": "/nonexistent",
-        "XDG_CONFIG_HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_CEILING_DIRECTORIES": opts["scratch"],
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
+    work = _mount_tree(
+        report, opts, root=root, lower=lower, layer=tree_layer, tree=tree,
+        hand_over=inside_root and not privileged,
+    )  # fmt: skip
+    git_env = {**_GIT_ENV, "GIT_CEILING_DIRECTORIES": opts["scratch"]}
     _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
     _read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
     os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before the command
     os.close(int(opts["joined_fd"]))
     pid, start_error, peak, inherited = _run_command(opts, command, root, user)
-    held = _processes_of(root + "/proc", uid)
+    held = nslimits.processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
     peak = max(peak, rusage.ru_maxrss)
     if start_error:
@@ -475,7 +517,7 @@ def _init(
             peak = max(peak, os.wait4(-1, 0)[2].ru_maxrss)
         except ChildProcessError:
             break
-    _report_limits(
+    nslimits.report_limits(
         report,
         opts,
         status=status,
@@ -483,41 +525,48 @@ def _init(
         evidence=(peak << 10, inherited << 10, held),
         layers=(tree_layer, root + "/tmp"),  # noqa: S108 - the sandbox's own /tmp
     )
-    if opts["patch"] == "1" and not start_error and not _oversized(report, opts, work, tree_layer):
-        _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
-        os.mkdir(diff + "/a")
-        os.mkdir(diff + "/b")
-        _mount(report, lower, diff + "/a", None, _MS_BIND | _MS_REC, None)
-        _mount(report, work, diff + "/b", None, _MS_BIND | _MS_REC, None)
-        _read_only(report, diff + "/b", True)
-        rc = _spawn(opts["git"].split(" "), diff, stdin=-1, stdout=patch_fd, env=git_env, user=None)
-        report(f"diff {rc}")
+    if (
+        opts["patch"] == "1"
+        and not start_error
+        and not nslimits.oversized(report, opts, work, tree_layer)
+    ):
+        _capture_patch(report, opts, (lower, work, diff), patch_fd, git_env)
     _exit(0)
 
 
-def _oversized(report: _Report, opts: dict[str, str], work: str, layer: str) -> bool:
-    """Report a changed file too large to capture, before the diff reads it: larger
-    than the writable layer (a sparse file: the layer holds its size, not its bytes)
-    or than the output limit. A diff of a 100 GB sparse file would run for hours."""
-    limits = [(int(opts[kind]), kind) for kind in ("writable", "output") if opts[kind]]
-    if opts["mode"] == "overlay":
-        work = layer + "/upper"  # only what the run changed
-    else:
-        limits = [(size, kind) for size, kind in limits if kind == "output"]
-    if not limits:
-        return False
-    folders = [work]
-    while folders:
-        for entry in os.scandir(folders.pop()):
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.path)
-            elif entry.is_file(follow_symlinks=False):
-                size = entry.stat(follow_symlinks=False).st_size
-                for limit, kind in limits:
-                    if size > limit:
-                        report(f"limit {kind}")
-                        return True
-    return False
+_GIT_ENV: Final = {
+    "LC_ALL": "C",
+    "LANG": "C",
+    "TZ": "UTC",
+    "HOME": "/nonexistent",
+    "XDG_CONFIG_HOME": "/nonexistent",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+}
+"""git's environment in the helper (``git apply``, the patch's ``git diff``): nothing
+of the host's or the user's configuration."""
+
+
+def _capture_patch(
+    report: _Report,
+    opts: dict[str, str],
+    folders: tuple[str, str, str],
+    patch_fd: int,
+    git_env: dict[str, str],
+) -> None:
+    """Write the run's patch (``git diff`` of the baseline at ``diff/a`` and the tree,
+    read-only, at ``diff/b``; ``folders``: lower, work, diff) to ``patch_fd``."""
+    lower, work, diff = folders
+    _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+    os.mkdir(diff + "/a")
+    os.mkdir(diff + "/b")
+    _mount(report, lower, diff + "/a", None, _MS_BIND | _MS_REC, None)
+    _mount(report, work, diff + "/b", None, _MS_BIND | _MS_REC, None)
+    _read_only(report, diff + "/b", True)
+    rc = _spawn(opts["git"].split(" "), diff, stdin=-1, stdout=patch_fd, env=git_env, user=None)
+    report(f"diff {rc}")
 
 
 def _build_view(report: _Report, root: str, plan: str) -> None:
@@ -539,14 +588,17 @@ def _build_view(report: _Report, root: str, plan: str) -> None:
             os.symlink(args[0], where)
         elif op in ("file", "copy"):
             os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            # Plain descriptors: a file object costs four more calls per file.
             if op == "copy":
-                with open(args[0], "rb") as original:
-                    data = original.read(1 << 20)  # small /etc files
+                fd = os.open(args[0], os.O_RDONLY | os.O_CLOEXEC)
+                data = os.read(fd, 1 << 20)  # small /etc files
+                os.close(fd)
             else:
                 data = args[0].encode()
-            with open(where, "wb") as handle:
-                handle.write(data)
-            os.chmod(where, 0o644)
+            fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            os.write(fd, data)
+            os.fchmod(fd, 0o644)
+            os.close(fd)
         elif op == "proc":
             os.makedirs(where, 0o555, exist_ok=True)
             _mount(report, "proc", where, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
@@ -571,11 +623,19 @@ def _mount_point(where: str, folder: bool) -> None:
 
 
 def _mount_tree(
-    report: _Report, opts: dict[str, str], *, root: str, lower: str, layer: str, tree: int
+    report: _Report,
+    opts: dict[str, str],
+    *,
+    root: str,
+    lower: str,
+    layer: str,
+    tree: int,
+    hand_over: bool,
 ) -> str:
     """Mount the baseline (the idmapped clone, or a read-only bind) at ``lower`` and the
     run's tree at the work dir (an overlay with a size-limited upper layer, or the
-    private copy); returns the work dir's host path."""
+    private copy); returns the work dir's host path. ``hand_over``: the command is a
+    subordinate id, not the baseline's owner (`_hand_over`)."""
     work = root + opts["workdir"]
     os.makedirs(work)
     if tree >= 0:
@@ -592,7 +652,8 @@ def _mount_tree(
     if opts["mode"] != "overlay":
         _mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
         return work
-    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, opts["layer"])
+    layer_options = "mode=0700" if hand_over else opts["layer"]
+    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, layer_options)
     os.mkdir(layer + "/upper")
     os.mkdir(layer + "/work")
     info = os.stat(lower)
@@ -600,7 +661,41 @@ def _mount_tree(
     os.chown(layer + "/upper", int(opts["uid"]), int(opts["gid"]))
     data = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work,userxattr"
     _mount(report, "overlay", work, "overlay", 0, data)
+    if hand_over:
+        try:
+            _hand_over(report, opts, work, layer)
+        except OSError as e:
+            report(f"error hand the tree to the command: {e}")
+            _exit(1)
     return work
+
+
+def _hand_over(report: _Report, opts: dict[str, str], work: str, layer: str) -> None:
+    """Give the command (a subordinate id) the baseline's files of the runner (root
+    inside), as a root runner's idmapped lower layer gives them to its command: chown
+    through the overlay, which copies each one up into the upper layer (unprivileged,
+    no idmapped mount of the host's filesystem can be made). Then limit the layer to
+    what that took plus the run's writable limit, so the limit means what it means
+    elsewhere. Files of other owners keep them."""
+    uid, gid = int(opts["uid"]), int(opts["gid"])
+    folders = [work]
+    while folders:
+        for entry in os.scandir(folders.pop()):
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == 0 or info.st_gid == 0:
+                os.lchown(
+                    entry.path, uid if info.st_uid == 0 else -1, gid if info.st_gid == 0 else -1
+                )
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+    if not opts["writable"]:
+        return
+    used = os.statvfs(layer)
+    size = (used.f_blocks - used.f_bfree) * used.f_frsize + int(opts["writable"])
+    limits = dict(part.split("=", 1) for part in opts["layer"].split(","))
+    inodes = used.f_files - used.f_ffree + int(limits["nr_inodes"])
+    flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV
+    _mount(report, "none", layer, None, flags, f"size={size},nr_inodes={inodes}")
 
 
 def _prepare_tree(
@@ -694,60 +789,3 @@ def _run_command(
             peak = max(peak, rusage.ru_maxrss)
             continue
         return pid, start_error, peak, inherited
-
-
-def _processes_of(proc: str, uid: int) -> int:
-    """Tasks (threads included, zombies too) of ``uid`` in this PID namespace: what
-    ``RLIMIT_NPROC`` counts for the command."""
-    count = 0
-    for name in os.listdir(proc):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"{proc}/{name}/status", "rb") as handle:
-                fields = dict(line.split(b":", 1) for line in handle if b":" in line)
-            if int(fields[b"Uid"].split()[0]) == uid:
-                count += int(fields[b"Threads"]) if b"Threads" in fields else 1
-        except (OSError, KeyError, ValueError):
-            continue  # gone meanwhile
-    return count
-
-
-def _report_limits(
-    report: _Report,
-    opts: dict[str, str],
-    *,
-    status: int,
-    rusage: object,
-    evidence: tuple[int, int, int],
-    layers: tuple[str, str],
-) -> None:
-    """Report the limit the run hit, when the helper has evidence of it.
-
-    ``evidence``: the largest peak RSS (bytes) of the run's processes, PID 1's own
-    peak when it forked the command, and the run's tasks counted when the command
-    ended (zombie included). ``layers``: the writable
-    layer's and /tmp's upper layers."""
-    peak_bytes, inherited_bytes, held = evidence
-    if opts["cpu"] and os.WIFSIGNALED(status):
-        # SIGXCPU comes from RLIMIT_CPU's soft limit; SIGKILL from its hard limit
-        # (then the CPU time used tells it from another kill).
-        used = rusage.ru_utime + rusage.ru_stime  # type: ignore[attr-defined]
-        signum = os.WTERMSIG(status)
-        if signum == signal.SIGXCPU or (signum == signal.SIGKILL and used >= int(opts["cpu"])):
-            report("limit cpu")
-            return
-    if opts["nproc"] and held >= int(opts["nproc"]):
-        report("limit processes")  # at the limit: every further fork failed with EAGAIN
-        return
-    if nslimits.memory_hit(
-        opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes, inherited_bytes
-    ):
-        report("limit memory")
-        return
-    for kind, folder in zip(("writable", "tmp"), layers, strict=True):
-        if opts[kind] and os.path.ismount(folder):
-            info = os.statvfs(folder)
-            if info.f_bavail == 0 or info.f_favail == 0:  # full, in bytes or in files
-                report(f"limit {kind}")
-                return

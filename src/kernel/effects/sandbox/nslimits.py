@@ -3,14 +3,15 @@
 Stdlib only, like `nshelper` (which imports it by name: the helper runs this folder's
 modules as top-level modules under ``python -I -S``): the command's confinement (a fresh
 session keyring and the seccomp filter, `seccomp_program`), its resource limits, the
-run's cgroup v1 memory group, and the evidence rule of a memory hit (`memory_hit`, also
-used by the runner's ``copy`` level).
+run's cgroup v1 memory group, and the evidence of a limit hit (`report_limits`,
+`oversized`; `memory_hit` is also the runner's rule at the ``copy`` level).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import signal
 from collections.abc import Callable
 from typing import Final
 
@@ -22,6 +23,9 @@ __all__ = [
     "join_cgroup",
     "memory_cgroup",
     "memory_hit",
+    "oversized",
+    "processes_of",
+    "report_limits",
     "seccomp_program",
     "set_limits",
 ]
@@ -241,3 +245,83 @@ def memory_hit(limit: str, code: int, peak_bytes: int, inherited_bytes: int) -> 
     if not limit or code == 0 or peak_bytes <= inherited_bytes:
         return False
     return peak_bytes >= MEMORY_EVIDENCE * int(limit)
+
+
+def report_limits(
+    report: Callable[[str], None],
+    opts: dict[str, str],
+    *,
+    status: int,
+    rusage: object,
+    evidence: tuple[int, int, int],
+    layers: tuple[str, str],
+) -> None:
+    """Report the limit the run hit, when the helper has evidence of it.
+
+    ``evidence``: the largest peak RSS (bytes) of the run's processes, PID 1's own
+    peak when it forked the command, and the run's tasks counted when the command
+    ended (zombie included). ``layers``: the writable
+    layer's and /tmp's upper layers."""
+    peak_bytes, inherited_bytes, held = evidence
+    if opts["cpu"] and os.WIFSIGNALED(status):
+        # SIGXCPU comes from RLIMIT_CPU's soft limit; SIGKILL from its hard limit
+        # (then the CPU time used tells it from another kill).
+        used = rusage.ru_utime + rusage.ru_stime  # type: ignore[attr-defined]
+        signum = os.WTERMSIG(status)
+        if signum == signal.SIGXCPU or (signum == signal.SIGKILL and used >= int(opts["cpu"])):
+            report("limit cpu")
+            return
+    if opts["nproc"] and held >= int(opts["nproc"]):
+        report("limit processes")  # at the limit: every further fork failed with EAGAIN
+        return
+    if memory_hit(opts["mem"], os.waitstatus_to_exitcode(status), peak_bytes, inherited_bytes):
+        report("limit memory")
+        return
+    for kind, folder in zip(("writable", "tmp"), layers, strict=True):
+        if opts[kind] and os.path.ismount(folder):
+            info = os.statvfs(folder)
+            if info.f_bavail == 0 or info.f_favail == 0:  # full, in bytes or in files
+                report(f"limit {kind}")
+                return
+
+
+def processes_of(proc: str, uid: int) -> int:
+    """Tasks (threads included, zombies too) of ``uid`` in this PID namespace: what
+    ``RLIMIT_NPROC`` counts for the command."""
+    count = 0
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/status", "rb") as handle:
+                fields = dict(line.split(b":", 1) for line in handle if b":" in line)
+            if int(fields[b"Uid"].split()[0]) == uid:
+                count += int(fields[b"Threads"]) if b"Threads" in fields else 1
+        except (OSError, KeyError, ValueError):
+            continue  # gone meanwhile
+    return count
+
+
+def oversized(report: Callable[[str], None], opts: dict[str, str], work: str, layer: str) -> bool:
+    """Report a changed file too large to capture, before the diff reads it: larger
+    than the writable layer (a sparse file: the layer holds its size, not its bytes)
+    or than the output limit. A diff of a 100 GB sparse file would run for hours."""
+    limits = [(int(opts[kind]), kind) for kind in ("writable", "output") if opts[kind]]
+    if opts["mode"] == "overlay":
+        work = layer + "/upper"  # only what the run changed
+    else:
+        limits = [(size, kind) for size, kind in limits if kind == "output"]
+    if not limits:
+        return False
+    folders = [work]
+    while folders:
+        for entry in os.scandir(folders.pop()):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                size = entry.stat(follow_symlinks=False).st_size
+                for limit, kind in limits:
+                    if size > limit:
+                        report(f"limit {kind}")
+                        return True
+    return False

@@ -97,17 +97,48 @@ def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | Non
         raise EffectError(f"{program}: not an executable file")
 
 
-def _first_subordinate(path: str) -> int | None:
-    """The first id of root's range in ``/etc/subuid``-style ``path``, or None."""
+def _first_subordinate(path: str, names: tuple[str, ...] = ("root", "0")) -> int | None:
+    """The first id of the range of ``names`` (a user's name and uid) in
+    ``/etc/subuid``-style ``path``, or None."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         parts = line.strip().split(":")
-        if len(parts) == 3 and parts[0] in ("root", "0") and parts[1].isdigit():
+        if (
+            len(parts) == 3
+            and parts[0] in names
+            and parts[1].isdigit()
+            and parts[2].isdigit()
+            and int(parts[2]) > 0
+        ):
             return int(parts[1])
     return None
+
+
+_IDMAP_PATH: Final = "/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def subordinate_ids() -> tuple[int, int, str, str] | None:
+    """An unprivileged runner's first subordinate (uid, gid) and its ``newuidmap`` and
+    ``newgidmap``, when ``/etc/subuid`` and ``/etc/subgid`` grant it ranges and both
+    tools are installed (Debian ``uidmap``); else None. An id that names an existing
+    user is not used (the command would get that user's files). Read at every run: an
+    administrator's grant applies to the next one."""
+    uid = os.geteuid()
+    names: tuple[str, ...] = (str(uid),)
+    with contextlib.suppress(KeyError):
+        names = (pwd.getpwuid(uid).pw_name, str(uid))
+    sub_uid = _first_subordinate("/etc/subuid", names)
+    sub_gid = _first_subordinate("/etc/subgid", names)
+    tools = [shutil.which(tool, path=_IDMAP_PATH) for tool in ("newuidmap", "newgidmap")]
+    if sub_uid is None or sub_gid is None or None in tools:
+        return None
+    with contextlib.suppress(KeyError):
+        pwd.getpwuid(sub_uid)
+        return None
+    return sub_uid, sub_gid, str(tools[0]), str(tools[1])
 
 
 @functools.cache
@@ -219,8 +250,9 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
                 spec, baseline=baseline, scratch=scratch.path, env=env, umask=umask,
                 out=out, err=err, patch=patch, deadline=deadline,
             )  # fmt: skip
+            command_uid = _runner_uid()
         else:
-            result = _run_namespaced(
+            result, command_uid = _run_namespaced(
                 spec, level=level, baseline=baseline, scratch=scratch.path, env=env,
                 umask=umask, out=out, err=err, patch=patch, deadline=deadline,
                 mechanisms=mechanisms,
@@ -232,7 +264,7 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
         scratch.close()
     return _capture(
         spec, result, level=level, sinks=(out, err, patch), mechanisms=mechanisms,
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=int((time.monotonic() - started) * 1000), command_uid=command_uid,
     )  # fmt: skip
 
 
@@ -276,6 +308,7 @@ def _capture(
     sinks: tuple[Sink, Sink, Sink | None],
     mechanisms: dict[LimitKind, LimitMechanism],
     duration_ms: int,
+    command_uid: CommandUid,
 ) -> Capture:
     """The `Capture` of a finished run: its status (an overflowing stream is an output
     limit hit), digests, sizes, spill paths and limits."""
@@ -310,12 +343,14 @@ def _capture(
         error=error,
         limits=applied_limits(spec.limits, mechanisms),
         limit_hit=hit,
-        # No subordinate ids are used for an unprivileged runner (newuidmap is not
-        # called): its command is the runner itself on the host.
-        command_uid=(
-            CommandUid.OUTER_UNPRIVILEGED if os.geteuid() == 0 else CommandUid.SAME_UID_AS_RUNNER
-        ),
+        command_uid=command_uid,
     )
+
+
+def _runner_uid() -> CommandUid:
+    """Who the command is on the host without subordinate ids: a root runner's command
+    an unprivileged outer uid, an unprivileged runner's the runner itself."""
+    return CommandUid.OUTER_UNPRIVILEGED if os.geteuid() == 0 else CommandUid.SAME_UID_AS_RUNNER
 
 
 def _opt(value: int | None) -> str:
@@ -335,7 +370,7 @@ def _run_namespaced(
     patch: Sink | None,
     deadline: float | None,
     mechanisms: dict[LimitKind, LimitMechanism],
-) -> _Result:
+) -> tuple[_Result, CommandUid]:
     (scratch / "ns").mkdir()  # the namespace's own tmpfs of mount points
     if baseline is None:
         baseline = scratch / "empty"
@@ -397,7 +432,11 @@ def _run_namespaced(
     report = b"".join(status_lines).decode("utf-8", "replace")
     if "\nmemory-mechanism cgroup_v1\n" in "\n" + report:
         mechanisms[LimitKind.MEMORY] = LimitMechanism.CGROUP_V1
-    return _interpret(report, in_time, patch)
+    # The helper says so once the subordinate maps are written (else it fell back).
+    uid = _runner_uid()
+    if "\ncommand-uid subordinate\n" in "\n" + report:
+        uid = CommandUid.SUBORDINATE
+    return _interpret(report, in_time, patch), uid
 
 
 def _helper_options(
@@ -405,14 +444,15 @@ def _helper_options(
 ) -> dict[str, str]:
     """The helper's ``key=value`` options of one run (its view's mount plan included)."""
     entries, copies = _view_entries(spec)
-    plan = mount_plan(
-        entries,
-        tmp_bytes=spec.limits.tmp_bytes,
-        hidden=os.path.realpath(scratch_root()),
-        copies=copies,
-    )
+    plan = _plan(tuple(entries), spec.limits.tmp_bytes, os.path.realpath(scratch_root()), copies)
     limits = spec.limits
+    # An unprivileged runner's subordinate ids, for the overlay level (ADR-0005 §1).
+    sub = None if os.geteuid() == 0 or level is not Isolation.OVERLAY else subordinate_ids()
     return {
+        "sub_uid": "" if sub is None else str(sub[0]),
+        "sub_gid": "" if sub is None else str(sub[1]),
+        "newuidmap": "" if sub is None else sub[2],
+        "newgidmap": "" if sub is None else sub[3],
         "mode": "overlay" if level is Isolation.OVERLAY else "bind",
         "scratch": str(scratch),
         "baseline": str(baseline),
@@ -433,11 +473,24 @@ def _helper_options(
         "output": _opt(_output_limit(spec)),
         "tmp": _opt(limits.tmp_bytes),
         "layer": tmpfs_options("0700", limits.writable_bytes),
-        "plan": "\x1e".join("\x1f".join(step) for step in plan),
+        "plan": plan,
     }
 
 
-def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], list[str]]:
+@functools.lru_cache(maxsize=64)
+def _plan(
+    entries: tuple[tuple[str, str], ...],
+    tmp_bytes: int | None,
+    hidden: str,
+    copies: tuple[str, ...],
+) -> str:
+    """`mount_plan` as the helper's option (steps joined by RS, fields by US), kept per
+    view: the same view every run, and its quadratic nesting check took ~3 ms a run."""
+    plan = mount_plan(entries, tmp_bytes=tmp_bytes, hidden=hidden, copies=copies)
+    return "\x1e".join("\x1f".join(step) for step in plan)
+
+
+def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
     """``(path, link)`` of every host path the sandbox shows, and the small files it
     copies (`mount_plan`): the system
     folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
@@ -465,7 +518,7 @@ def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], list[str]]:
             raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
         extra.add(os.path.realpath(path))
     entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
-    return entries, copies
+    return entries, tuple(copies)
 
 
 def _python_prefixes(folder: str) -> list[str]:

@@ -26,7 +26,7 @@ from kernel.errors import ConfigError, EffectError
 from kernel.records.codec import Record
 from kernel.records.identity import MAX_SAFE_INT, Sha256Stream
 from kernel.records.values import Count, Digest, OptionalDigest, Positive
-from kernel.run.record import SandboxLimit
+from kernel.run.record import CommandUid, SandboxLimit
 
 __all__ = [
     "DEFAULT_PATH",
@@ -170,17 +170,6 @@ class LimitKind(enum.StrEnum):
     """Bytes the run may write into its view of the baseline."""
     TMP = "tmp"
     """Bytes the run may write into its private ``/tmp``."""
-
-
-class CommandUid(enum.StrEnum):
-    """Who the command is on the host, recorded in every capture (isolation evidence)."""
-
-    OUTER_UNPRIVILEGED = "outer_unprivileged"
-    """A root runner's command: an unprivileged uid of its own (root's first
-    subordinate id, else `FALLBACK_OUTER_ID`); the runner's files are "others'"."""
-    SAME_UID_AS_RUNNER = "same_uid_as_runner"
-    """An unprivileged runner's command is that runner's uid on the host: its own 0600
-    files shown in the view (a ro_bind, the baseline) are readable to the command."""
 
 
 class LimitMechanism(enum.StrEnum):
