@@ -23,6 +23,7 @@ from kernel.corroboration.consensus import (
 )
 from kernel.effects.rerun import corroborate, digest_of
 from kernel.effects.sandbox import LimitKind, Limits, Variation, scratch_root
+from kernel.effects.sandbox.scratch import MOUNT_POINTS
 from kernel.errors import ConfigError, EffectError, RefusedError
 
 
@@ -56,7 +57,7 @@ def no_scratch_left() -> Any:
     before = {p.name for p in root.iterdir()} if root.exists() else set()
     yield
     after = {p.name for p in root.iterdir()} if root.exists() else set()
-    left = sorted(name for name in after - before if not _owned_elsewhere(name))
+    left = sorted(name for name in after - before - {MOUNT_POINTS} if not _owned_elsewhere(name))
     assert left == []
 
 

@@ -41,6 +41,7 @@ from kernel.effects.sandbox import (
 from kernel.effects.sandbox import capture as sandbox_capture
 from kernel.effects.sandbox import runner as sandbox_runner
 from kernel.effects.sandbox import server as sandbox_server
+from kernel.effects.sandbox.scratch import MOUNT_POINTS
 from kernel.errors import EffectError
 
 NAMESPACED = (Isolation.OVERLAY, Isolation.NAMESPACE_COPY)
@@ -131,6 +132,8 @@ def _scratch_dirs() -> list[Path]:
         return []
     found = []
     for entry in root.iterdir():
+        if entry.name == MOUNT_POINTS:
+            continue  # kept: every run's namespace mounts its tmpfs of mount points there
         # <kind>-<pid>-<random>: sandbox scratch dirs (sbx) and private_tempdir folders.
         owner = entry.name.split("-")[1] if entry.name.count("-") >= 2 else ""
         if owner.isdigit() and _foreign(int(owner)):

@@ -332,7 +332,7 @@ def main() -> None:
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
     tree = -1
-    if privileged and opts["mode"] == "overlay":
+    if privileged and opts["mode"] == "overlay" and opts["baseline"]:
         tree = _idmapped_baseline(
             report, opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"])
         )
@@ -479,7 +479,7 @@ def _init(
     user = (uid, gid, inside_root)
     # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
     # so removing it after the run never waits on mounts being torn down.
-    points = opts["scratch"] + "/ns"
+    points = opts["points"]
     root, lower, tree_layer, diff = (
         points + name for name in ("/root", "/lower", "/upper", "/diff")
     )
@@ -646,9 +646,11 @@ def _mount_tree(
         ):
             report.fail("move the idmapped baseline")
         os.close(tree)
-    else:
+    elif opts["baseline"]:
         _mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
         _read_only(report, lower, True)
+    else:
+        os.chmod(lower, 0o755)  # noqa: S103 - no baseline: the empty tree of a fresh folder
     if opts["mode"] != "overlay":
         _mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
         return work

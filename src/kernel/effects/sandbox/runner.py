@@ -31,7 +31,13 @@ from typing import Final
 from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
 from kernel.effects.sandbox.nslimits import memory_hit
-from kernel.effects.sandbox.scratch import Scratch, copy_tree, private_tempdir, scratch_root
+from kernel.effects.sandbox.scratch import (
+    Scratch,
+    copy_tree,
+    mount_points,
+    private_tempdir,
+    scratch_root,
+)
 from kernel.effects.sandbox.server import (
     COVERAGE_ENV,
     ForkedHelper,
@@ -371,10 +377,6 @@ def _run_namespaced(
     deadline: float | None,
     mechanisms: dict[LimitKind, LimitMechanism],
 ) -> tuple[_Result, CommandUid]:
-    (scratch / "ns").mkdir()  # the namespace's own tmpfs of mount points
-    if baseline is None:
-        baseline = scratch / "empty"
-        baseline.mkdir()
     privileged = os.geteuid() == 0
     outer = outer_ids() if privileged else (os.geteuid(), os.getegid())
     if level is Isolation.NAMESPACE_COPY:
@@ -440,7 +442,12 @@ def _run_namespaced(
 
 
 def _helper_options(
-    spec: SandboxSpec, *, level: Isolation, scratch: Path, baseline: Path, outer: tuple[int, int]
+    spec: SandboxSpec,
+    *,
+    level: Isolation,
+    scratch: Path,
+    baseline: Path | None,
+    outer: tuple[int, int],
 ) -> dict[str, str]:
     """The helper's ``key=value`` options of one run (its view's mount plan included)."""
     entries, copies = _view_entries(spec)
@@ -455,7 +462,8 @@ def _helper_options(
         "newgidmap": "" if sub is None else sub[3],
         "mode": "overlay" if level is Isolation.OVERLAY else "bind",
         "scratch": str(scratch),
-        "baseline": str(baseline),
+        "baseline": "" if baseline is None else str(baseline),
+        "points": mount_points(scratch.parent),
         "workdir": SANDBOX_WORKDIR,
         "net": "1" if spec.network else "0",
         "preload": spec.preload or "",
