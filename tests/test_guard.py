@@ -928,7 +928,7 @@ def test_module_tables_read_every_import_form(
 ) -> None:
     """Reach-through reads an installed module's import bindings without compiling it:
     every statement form Python accepts, relative imports against the package."""
-    from kernel.guard.scan import _module_table
+    from kernel.guard.installed import module_imports as _module_table
 
     pkg = tmp_path / "kg_table_probe"
     pkg.mkdir()

@@ -8,7 +8,10 @@ Rules this package enforces (details in each module):
   `kernel.errors.ConfigError` naming the file and key; no policy -> refused);
 - `kernel.guard.scan`: decoding as Python does, resolution of aliases, relative/dynamic
   imports, ``getattr``, re-binding, scopes, ``builtins``, reach-through of installed
-  modules, ``TYPE_CHECKING``, annotations, reflection and star imports; suppressions;
+  modules, ``TYPE_CHECKING``, annotations, reflection and star imports; suppressions
+  (its passes: imports and import rules in `kernel.guard.names`, shadowing in
+  `kernel.guard.shadows`, syntax helpers in `kernel.guard.syntax`, installed modules
+  read from source in `kernel.guard.installed`);
 - `kernel.guard.engine`: modules by path (`kernel.guard.discover`), coverage (fail
   closed), the content-hash caches (`kernel.guard.cache`), parsing in one process or
   several (`kernel.guard.pool`), transitive reach and layers (`kernel.guard.graph`);

@@ -49,6 +49,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from kernel.guard.installed import module_file, module_imports
 from kernel.records.identity import sha256_bytes
 
 __all__ = [
@@ -85,12 +86,6 @@ _SUMMARIES: dict[str, tuple[tuple[int, int], str, str, Summary]] = {}
 _NEW: set[str] = set()
 
 
-def _module_file(module: str) -> str | None:
-    from kernel.guard.scan import module_file  # one finder of installed sources
-
-    return module_file(module)
-
-
 def summary(module: str) -> Summary | None:
     """The summary of an installed module with Python source, or None.
 
@@ -98,7 +93,7 @@ def summary(module: str) -> Summary | None:
     digest is (a summary loaded from disk whose mtime was within the racy window of
     the writing is checked by digest), else read again.
     """
-    path = _module_file(module)
+    path = module_file(module)
     if path is None:
         return None
     try:
@@ -373,7 +368,7 @@ def _split(q: str) -> tuple[str, list[str]] | None:
     parts = q.split(".")
     for i in range(len(parts), 0, -1):
         module = ".".join(parts[:i])
-        if _module_file(module) is not None:
+        if module_file(module) is not None:
             return module, parts[i:]
     return None
 
@@ -391,8 +386,6 @@ def _expand(q: str) -> tuple[str, ...]:
     head, tail = rest[0], rest[1:]
     if head not in refs and head not in bases:
         # Not defined here: a name bound by import (a re-export) is its target.
-        from kernel.guard.scan import module_imports
-
         return tuple(".".join([t, *tail]) for t in module_imports(module).get(head, ()))
     if not tail:
         return refs.get(head, ())

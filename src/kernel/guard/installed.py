@@ -1,0 +1,207 @@
+"""Installed modules read from their source, never imported: where a module's file is
+and which names it binds by import (`kernel.guard.scan`'s reach-through and the effect
+map, `kernel.guard.effects`, share these).
+
+Rules this module enforces:
+
+- a module's file is found as the path finder finds it, in the folders of `sys.path`
+  (one listing per folder, memoised; a package is a folder with ``__init__.py``); a
+  builtin module has no file;
+- a module's import bindings are read from every import statement of its source, in
+  every branch, without compiling it (import statements have a tiny grammar); a line
+  that does not fit the grammar (a docstring's example) binds nothing;
+- ``json.codecs.open`` is also ``codecs.open`` (`through`), at most eight spellings
+  per step; a documented alias submodule (``os.path``) is not a reach.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from functools import cache, lru_cache
+from typing import Final
+
+__all__ = ["NO_SOURCE", "module_file", "module_imports", "through"]
+
+NO_SOURCE: Final = frozenset(sys.builtin_module_names)
+_ALIAS_SUBMODULES: Final = frozenset({"os.path"})
+"""Attributes that Python also registers as importable submodules (`sys.modules`)."""
+_IMPORT_NOISE: Final = re.compile(r"[()\\\n\r\t ]+")
+_IMPORT_PLAIN: Final = re.compile(r"import ([\w., ]+)")
+_IMPORT_FROM: Final = re.compile(r"from (\.*)([\w.]*) import ([\w., *]+)")
+_IMPORT_ITEM: Final = re.compile(r"([A-Za-z_][\w.]*)(?: as ([A-Za-z_]\w*))?")
+_IMPORT_WORD_RX: Final = re.compile(rb"import\b")
+_IMPORT_HEAD_RX: Final = re.compile(rb"(?:.*[:;])?[ \t]*((?:from[ \t]+\.*[\w.]*[ \t]+)?)")
+"""What may precede the word ``import`` on its line (group 1: the statement's start)."""
+
+
+@cache
+def _listing(directory: str) -> dict[str, str]:
+    """Module names directly in ``directory`` -> file (``.py``) or folder (packages)."""
+    out: dict[str, str] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return out
+    for entry in entries:
+        name = entry.name
+        if name.endswith(".py"):
+            out.setdefault(name[:-3], entry.path)
+        elif "." not in name and entry.is_dir():
+            out.setdefault(name, entry.path)
+    return out
+
+
+@cache
+def module_file(module: str) -> str | None:
+    """The source file of an installed module, found without importing anything.
+
+    Searched like the path finder does, in the directories of `sys.path` (one listing
+    per directory, memoised): a package is a folder with ``__init__.py``.
+    """
+    if module.split(".", 1)[0] in sys.builtin_module_names:
+        return None
+    directories = [d or "." for d in sys.path]
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        found = None
+        for directory in directories:
+            candidate = _listing(directory).get(part)
+            if candidate is not None and (
+                candidate.endswith(".py") or os.path.isfile(os.path.join(candidate, "__init__.py"))
+            ):
+                found = candidate
+                break
+        if found is None:
+            return None
+        if found.endswith(".py"):
+            return found if i == len(parts) - 1 else None
+        if i == len(parts) - 1:
+            return os.path.join(found, "__init__.py")
+        directories = [found]
+    return None
+
+
+def _import_statements(data: bytes) -> list[str]:
+    """The text of every import statement in a module's source, one per item."""
+    snippets: list[str] = []
+    seen_starts: set[int] = set()
+    for hit in _IMPORT_WORD_RX.finditer(data):
+        # Every import statement holds the word `import`: found with a literal search,
+        # then the statement is read from its line (`import x`, `from x import y`, also
+        # after `:` or `;` as in `if x: import y`).
+        pos = hit.start()
+        line_start = data.rfind(b"\n", 0, pos) + 1
+        head = _IMPORT_HEAD_RX.fullmatch(data, line_start, pos)
+        if head is None:
+            continue
+        start = head.start(1)
+        if start in seen_starts:
+            continue
+        seen_starts.add(start)
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        if line.count(b"(") > line.count(b")"):
+            close = data.find(b")", end)
+            end = len(data) if close < 0 else close + 1
+        while data[start:end].rstrip().endswith(b"\\"):
+            nxt = data.find(b"\n", end + 1)
+            end = len(data) if nxt < 0 else nxt
+        text = data[start:end].strip().decode("utf-8", "replace")
+        snippets.extend(part.strip() for part in text.split(";"))
+    return snippets
+
+
+def _import_pairs(snippet: str, package: str) -> list[tuple[str, str]]:
+    """``(bound name, qualified target)`` of one import statement, or nothing.
+
+    Import statements have a tiny grammar: read without `compile` (this runs for every
+    installed module a guarded file reaches). A line that does not fit it is not an
+    import statement (a docstring's example): nothing.
+    """
+    pairs: list[tuple[str, str]] = []
+    text = _IMPORT_NOISE.sub(" ", snippet.split("#", 1)[0] if "(" not in snippet else
+                             re.sub(r"#[^\n]*", "", snippet)).strip()  # fmt: skip
+    plain = _IMPORT_PLAIN.fullmatch(text)
+    if plain is not None:
+        for item in plain.group(1).split(","):
+            got = _IMPORT_ITEM.fullmatch(item.strip())
+            if got is None:
+                return []
+            name, alias = got.group(1), got.group(2)
+            first = name.split(".", 1)[0]
+            pairs.append((alias, name) if alias else (first, first))
+        return pairs
+    frm = _IMPORT_FROM.fullmatch(text)
+    if frm is None:
+        return []
+    dots, base, items = len(frm.group(1)), frm.group(2), frm.group(3)
+    if dots:
+        parts = package.split(".")
+        keep = len(parts) - (dots - 1)
+        if keep <= 0:
+            return []
+        prefix = ".".join(parts[:keep])
+        base = f"{prefix}.{base}" if base else prefix
+    for item in items.split(","):
+        got = _IMPORT_ITEM.fullmatch(item.strip())
+        if got is None or "." in got.group(1):
+            if item.strip() not in ("", "*"):
+                return []
+            continue
+        pairs.append((got.group(2) or got.group(1), f"{base}.{got.group(1)}"))
+    return pairs
+
+
+@cache
+def module_imports(module: str) -> dict[str, tuple[str, ...]]:
+    """Names an installed module binds by import -> what they are bound to.
+
+    Read from its source (import statements anywhere in the file, every branch: a name
+    bound to ``posixpath`` on one platform and ``ntpath`` on another has both). A module
+    without Python source (builtin, extension) binds nothing that can be read.
+    """
+    path = module_file(module)
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    table: dict[str, tuple[str, ...]] = {}
+    for snippet in _import_statements(data):
+        for name, target in _import_pairs(snippet, package):
+            if target not in table.get(name, ()):
+                table[name] = (*table.get(name, ()), target)
+    return table
+
+
+@lru_cache(maxsize=65536)
+def through(q: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Other names of ``q`` through modules' import bindings, and the modules reached.
+
+    ``json.codecs.open`` is also ``codecs.open`` (and reaches module `codecs` as
+    ``json.codecs``). A documented alias submodule (``os.path``) is not a reach.
+    """
+    parts = q.split(".")
+    current = {parts[0]}
+    reached: list[tuple[str, str]] = []
+    for part in parts[1:]:
+        following: set[str] = set()
+        for cur in current:
+            written = f"{cur}.{part}"
+            targets = module_imports(cur).get(part, ()) if written not in _ALIAS_SUBMODULES else ()
+            if not targets:
+                following.add(written)
+                continue
+            for target in targets:
+                following.add(target)
+                if module_file(target) is not None or target in NO_SOURCE:
+                    reached.append((written, target))
+        current = set(sorted(following)[:8])
+    names = tuple(sorted(current - {q}))
+    return names, tuple(reached)

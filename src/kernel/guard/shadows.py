@@ -1,0 +1,301 @@
+"""Shadowing in the guard's per-file scan (`kernel.guard.scan`): whether a name where it
+is read is the builtin or module binding the rules ask about, or a local, a parameter,
+a class-body or module-level definition that shadows it (CPython's `symtable` decides
+inside functions); and which qualified names can matter to a rule.
+
+The rules it enforces are listed in `kernel.guard.scan`'s docstring (Python's scopes,
+module-level shadowing unless a call into the module's own code runs first).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import symtable
+from typing import TYPE_CHECKING
+
+from kernel.guard.installed import NO_SOURCE, module_file, module_imports, through
+from kernel.guard.model import Rule
+from kernel.guard.names import (
+    _ALWAYS,
+    _BOUND_RX,
+    _BUILTIN_NAMES,
+    _FUNCS,
+    _REFLECTIVE_ATTRS,
+    ImportPass,
+    _import_problem,
+    _interesting_builtins,
+)
+from kernel.guard.patterns import twin_of
+from kernel.guard.syntax import (
+    COMPREHENSIONS,
+    WORD,
+    Scope,
+    eager_nodes,
+    lines_of,
+    module_deletes,
+    scope_name,
+    unconditional_names,
+)
+
+__all__ = ["ShadowPass"]
+
+_REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
+
+
+class ShadowPass(ImportPass):
+    """Shadowing and interest: which names resolve to what, where."""
+
+    if TYPE_CHECKING:
+        # The reference pass (`kernel.guard.scan`) defines it.
+        def _installed(self, q: str) -> bool: ...
+
+    # ------------------------------------------------------------- reference pass
+    def module_level_shadows(self) -> None:
+        """Builtin names the module binds unconditionally, with the first such statement.
+
+        Only a statement directly in the module body binds for sure (one under ``if``,
+        ``try``, ``for`` or ``with`` may not run); an annotation without a value binds
+        nothing. A use in a later top-level statement sees the binding. A use inside a
+        function body runs when the function is called, so it sees the module's own
+        binding wherever that is defined (a DSL's ``compile`` below its first use, a
+        recursive ``def eval``), provided no top-level statement before the binding
+        calls one of the module's own functions or classes (which could run the body
+        first: then only later top-level uses are shadowed). A name deleted at module
+        scope (`_deleted`) is never shadowed.
+        """
+        for index, stmt in enumerate(self.tree.body):
+            for name in unconditional_names(stmt):
+                if name in _BUILTIN_NAMES:
+                    self.module_shadows.setdefault(name, index)
+
+    def _first_local_call(self) -> int:
+        """Index of the first top-level statement that calls (or decorates with) a
+        function or class the module defines at top level; past the end when none."""
+        defined = {s.name for s in self.tree.body if isinstance(s, (*_FUNCS, ast.ClassDef))}
+        for index, stmt in enumerate(self.tree.body):
+            if not defined:
+                break
+            for node in eager_nodes(stmt):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in defined
+                ):
+                    return index
+                if isinstance(node, (*_FUNCS, ast.ClassDef)) and any(
+                    isinstance(d, ast.Name) and d.id in defined for d in node.decorator_list
+                ):
+                    return index
+        return 1 << 30
+
+    def _deleted(self, name: str) -> bool:
+        """Is ``name`` deleted at module scope: by a ``del`` outside any function or
+        class body, or in a function that declares it ``global``? A ``del`` of a
+        function's own local of the same name deletes nothing of the module."""
+        if self.deleted is None:
+            self.deleted = (
+                module_deletes(self.tree.body, frozenset(), module=True)
+                if lines_of(self.search, ("del",))
+                else set()
+            )
+        return name in self.deleted
+
+    def _module_shadowed(self, name: str, scope: Scope) -> bool:
+        first = self.module_shadows.get(name)
+        if first is None or self._deleted(name):
+            return False
+        if any(isinstance(node, (*_FUNCS, ast.Lambda)) for node, _i in scope):
+            if self.local_call is None:
+                self.local_call = self._first_local_call()
+            if first < self.local_call:
+                return True  # a function body: it runs after the module binds the name
+        return first < self.top_index
+
+    def interesting_names(self) -> set[str]:
+        names = {n for n, q in self.bindings.items() if self._interesting(q)}
+        names.update(n for n in _interesting_builtins(self.matcher) if n not in self.bindings)
+        names.update(_REFLECTIVE_ATTRS)
+        return names
+
+    def _interesting(self, q: str) -> bool:
+        return (
+            any(self._interesting(sub) for sub in self.loaded.get(q, ()))
+            or q in _ALWAYS
+            or self.matcher.interesting(q)
+            or any(self.matcher.interesting(t) for t in twin_of(q))
+            or self._reaches(q)
+            or self._installed(q)
+        )
+
+    def _reaches(self, q: str) -> bool:
+        """Can something forbidden be reached through the attributes of module ``q``?
+
+        Follows the modules that ``q`` (and what it imports, three levels deep) binds by
+        import, read statically from their source: ``json.codecs`` is the module
+        `codecs`, ``dataclasses.inspect.os`` is `os`. True when one of them breaks an
+        import rule of this file or leads to a ``forbid-calls`` name.
+        """
+        if not self.rules:
+            return False
+        key = (q, self.rules_key)
+        known = _REACHES.get(key)
+        if known is None:
+            known = False
+            # `from json import codecs` binds a module through another one: start from
+            # what the written name is (`codecs`), not only from the name itself.
+            names, reached = through(q) if "." in q else ((), ())
+            for _written, module in reached:
+                if self.matcher.interesting(module) or any(
+                    _import_problem(r, (module,)) for r in self.rules
+                ):
+                    known = True
+            seen = {q, *names}
+            frontier = [q, *names]
+            for _depth in range(3):
+                following: list[str] = []
+                for module in frontier:
+                    for targets in module_imports(module).values():
+                        for target in targets:
+                            if target in seen:
+                                continue
+                            seen.add(target)
+                            if self.matcher.interesting(target):
+                                known = True
+                            elif module_file(target) is not None or target in NO_SOURCE:
+                                if any(_import_problem(r, (target,)) for r in self.rules):
+                                    known = True
+                                following.append(target)
+                        if known:
+                            break
+                    if known:
+                        break
+                if known or not following:
+                    break
+                frontier = following
+            if len(_REACHES) > 65536:
+                _REACHES.clear()
+            _REACHES[key] = known
+        return known
+
+    def _name(self, name: str, scope: Scope) -> str | None:
+        for _fn, info in scope:
+            if name in info.params:
+                return None
+        q = self.bindings.get(name)
+        if q is not None:
+            return q
+        if name == "__builtins__":
+            return "builtins"
+        if name in _BUILTIN_NAMES:
+            if name not in self.builtins_of_interest:
+                # Nothing reached through an uninteresting builtin can break a rule.
+                return None
+            if scope and self._bound_in(name, scope[-1][0]):
+                for node, _info in scope:
+                    if isinstance(node, COMPREHENSIONS):
+                        # Its iteration targets are its own (3.12 inlines comprehensions
+                        # and `symtable` no longer lists them; the scoping is unchanged).
+                        if any(
+                            isinstance(n, ast.Name) and n.id == name
+                            for gen in node.generators
+                            for n in ast.walk(gen.target)
+                        ):
+                            return None
+                        continue
+                    if self._local(name, node):
+                        return None
+                    break  # global in the innermost function: the module decides
+            if (
+                self.class_bound
+                and self.class_bound[-1][0] == len(scope)
+                and name in self.class_bound[-1][1]
+            ):
+                return None  # bound earlier in the class body being executed
+            if self._module_shadowed(name, scope):
+                return None
+            return f"builtins.{name}"
+        return None
+
+    def _local(self, name: str, node: ast.AST) -> bool:
+        """Is ``name`` local to (or a closure variable of) the function scope ``node``?
+
+        Answered by CPython's own symbol table (`symtable`), built only for files where
+        a guarded builtin's name may be bound inside a function: a parameter, an
+        assignment, a ``del`` or an annotation in a function makes the name local for the
+        whole function (never the builtin); a name bound only in a nested function or a
+        comprehension is not local to the outer one. When the table cannot say (no
+        unique match), the name is treated as the builtin (fail closed).
+        """
+        if self.symtables is None:
+            self.symtables = {}
+            try:
+                top = symtable.symtable(self.data.decode("utf-8"), "<guard>", "exec")
+            except (SyntaxError, ValueError, RecursionError):
+                top = None
+            stack = [top] if top is not None else []
+            while stack:
+                table = stack.pop()
+                for child in table.get_children():
+                    key = (child.get_name().strip("<>"), child.get_lineno())
+                    self.symtables.setdefault(key, []).append(child)
+                    stack.append(child)
+        key = (scope_name(node), getattr(node, "lineno", 0))
+        tables = self.symtables.get(key)
+        if not tables:
+            return False
+        for table in tables:
+            try:
+                sym = table.lookup(name)
+            except KeyError:
+                return False
+            if not (sym.is_local() or sym.is_free()):
+                return False
+        return True
+
+    def _bound_lines(self, name: str) -> list[int]:
+        """Lines where ``name`` may be bound (cheap, conservative; sorted).
+
+        Every binding form has the name followed by ``=``, ``:``, ``,``, ``)``, ``]``,
+        ``;``, a comment, an augmented operator, ``in`` or the end of the line
+        (assignment, annotation, parameter, tuple/``for``/``with``/``except``/``import``
+        target, match capture), or preceded by ``def``/``class``. A function whose
+        lines hold no such occurrence does not re-bind the builtin, and its precise
+        walk is skipped.
+        """
+        known = self.maybe_bound.get(name)
+        if known is None:
+            rxs = _BOUND_RX.get(name)
+            if rxs is None:
+                n = re.escape(name.encode("utf-8"))
+                rxs = _BOUND_RX[name] = (
+                    re.compile(n + rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)"),
+                    re.compile(rb"def[ \t]+" + n + rb"\b"),
+                    re.compile(rb"class[ \t]+" + n + rb"\b"),
+                )
+            positions = [
+                m.start()
+                for m in rxs[0].finditer(self.search)
+                if not m.start()
+                or (self.search[m.start() - 1] not in WORD and self.search[m.start() - 1] != 0x2E)
+            ]
+            positions += [m.start() for rx in rxs[1:] for m in rx.finditer(self.search)]
+            positions.sort()
+            known = []
+            line, pos = 1, 0
+            for start in positions:
+                line += self.search.count(b"\n", pos, start)
+                pos = start
+                known.append(line)
+            self.maybe_bound[name] = known
+        return known
+
+    def _bound_in(self, name: str, fn: ast.AST) -> bool:
+        lines = self._bound_lines(name)
+        if not lines:
+            return False
+        start = getattr(fn, "lineno", 1)
+        end = getattr(fn, "end_lineno", None) or start
+        i = bisect.bisect_left(lines, start)
+        return i < len(lines) and lines[i] <= end

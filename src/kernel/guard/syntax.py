@@ -1,0 +1,308 @@
+"""Syntax helpers of the guard's per-file scan (`kernel.guard.scan`): reading a file as
+Python does, finding the lines that can matter, and the shapes of statements, scopes
+and annotations the scan asks about. Pure functions of their arguments.
+
+Rules this module enforces:
+
+- a file is decoded exactly as Python decodes it (`prepare`: a BOM, a coding cookie on
+  line 1, or on line 2 only after a blank or comment-only line 1), and the text the
+  prefilters search is NFKC-folded as the parser folds identifiers;
+- a name is found on a line as a whole word (`lines_of`): a superset of the lines
+  where it is an identifier, never fewer;
+- the strings of an annotation that typing evaluates (`forward_refs`) leave out
+  ``Literal[...]`` arguments and ``Annotated`` metadata, under any import name.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final
+
+__all__ = [
+    "COMPREHENSIONS",
+    "FunctionInfo",
+    "Scope",
+    "WORD",
+    "child_bodies",
+    "eager_nodes",
+    "forward_refs",
+    "is_text",
+    "lines_of",
+    "literal_str",
+    "module_deletes",
+    "name_rx",
+    "prepare",
+    "scope_name",
+    "shallow_walk",
+    "shallow_walk_body",
+    "span",
+    "unconditional_names",
+]
+
+_FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def literal_str(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def is_text(node: ast.expr) -> bool:
+    """A string or f-string literal (text a library may evaluate as code)."""
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
+def span(stmt: ast.stmt) -> tuple[int, int]:
+    start = stmt.lineno
+    decorators = getattr(stmt, "decorator_list", None)
+    if decorators:
+        start = min(start, decorators[0].lineno)
+    return start, stmt.end_lineno or stmt.lineno
+
+
+WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_RX_CACHE: dict[str, re.Pattern[bytes]] = {}
+
+
+def name_rx(name: str) -> re.Pattern[bytes]:
+    # A leading literal lets `re` skip ahead with a fast substring search; the word
+    # boundary before the name is checked by hand (``\bname`` would be 10x slower).
+    rx = _RX_CACHE.get(name)
+    if rx is None:
+        if len(_RX_CACHE) > 4096:
+            _RX_CACHE.clear()
+        rx = _RX_CACHE[name] = re.compile(re.escape(name.encode("utf-8")) + rb"\b")
+    return rx
+
+
+def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
+    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word.
+
+    A superset is fine (a string or comment only costs a visit); a miss is not: any
+    identifier that is one of ``names`` is found.
+    """
+    positions: list[int] = []
+    word = WORD
+    for name in names:
+        # `in` runs CPython's fast substring search; most names are absent from a file.
+        if name.encode("utf-8") not in data:
+            continue
+        for m in name_rx(name).finditer(data):
+            start = m.start()
+            if start == 0 or data[start - 1] not in word:
+                positions.append(start)
+    if not positions:
+        return []
+    positions.sort()
+    out: list[int] = []
+    line, pos = 1, 0
+    for start in positions:
+        line += data.count(b"\n", pos, start)
+        pos = start
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPE_NAMES: Final = {
+    ast.Lambda: "lambda",
+    ast.ListComp: "listcomp",
+    ast.SetComp: "setcomp",
+    ast.DictComp: "dictcomp",
+    ast.GeneratorExp: "genexpr",
+}
+
+
+def scope_name(node: ast.AST) -> str:
+    """The name `symtable` gives the scope ``node`` opens."""
+    if isinstance(node, (*_FUNCS, ast.ClassDef)):
+        return node.name
+    return _SCOPE_NAMES.get(type(node), "")
+
+
+class FunctionInfo:
+    __slots__ = ("params",)
+
+    def __init__(
+        self,
+        fn: ast.FunctionDef
+        | ast.AsyncFunctionDef
+        | ast.Lambda
+        | ast.ListComp
+        | ast.SetComp
+        | ast.DictComp
+        | ast.GeneratorExp,
+    ) -> None:
+        if not isinstance(fn, (*_FUNCS, ast.Lambda)):
+            self.params: frozenset[str] = frozenset()
+            return
+        a = fn.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+        if a.vararg:
+            params.append(a.vararg)
+        if a.kwarg:
+            params.append(a.kwarg)
+        self.params = frozenset(p.arg for p in params)
+
+
+Scope = tuple[tuple[ast.AST, FunctionInfo], ...]
+
+
+def forward_refs(node: ast.expr, bindings: dict[str, str]) -> Iterator[ast.Constant]:
+    """String constants of an annotation that `typing` evaluates as forward references
+    (not the arguments of ``Literal[...]`` nor ``Annotated`` metadata, also when
+    imported under another name: ``from typing import Literal as L``)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, ast.Constant) and isinstance(cur.value, str):
+            yield cur
+        elif isinstance(cur, ast.Subscript):
+            head = cur.value
+            name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
+            if isinstance(head, ast.Name):
+                name = bindings.get(name, name).rsplit(".", 1)[-1]
+            if name == "Literal":
+                continue
+            stack.append(head)
+            items = cur.slice.elts if isinstance(cur.slice, ast.Tuple) else [cur.slice]
+            stack.extend(items[:1] if name == "Annotated" else items)
+        else:
+            stack.extend(c for c in ast.iter_child_nodes(cur) if isinstance(c, ast.expr))
+
+
+def unconditional_names(stmt: ast.stmt) -> list[str]:
+    """Names a statement of a module or class body binds whenever it runs: definitions,
+    assignments (not a bare annotation), imports."""
+    names: list[str] = []
+    if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+        names.append(stmt.name)
+    elif isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        if isinstance(stmt.target, ast.Name):
+            names.append(stmt.target.id)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for alias in stmt.names:
+            if alias.name != "*":
+                names.append(alias.asname or alias.name.split(".", 1)[0])
+    return names
+
+
+def module_deletes(body: Sequence[ast.stmt], globals_: frozenset[str], *, module: bool) -> set[str]:
+    """Names a ``del`` removes from the module namespace in ``body``: at module level
+    (``module``) every deleted name, inside a function only the names it declares
+    ``global`` (``globals_``); class bodies delete from their own namespace."""
+    out: set[str] = set()
+    for stmt in body:
+        for node in shallow_walk(stmt):
+            if isinstance(node, ast.Delete):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and (module or n.id in globals_):
+                            out.add(n.id)
+            elif isinstance(node, _FUNCS):
+                declared = frozenset(
+                    name
+                    for sub in shallow_walk_body(node.body)
+                    if isinstance(sub, ast.Global)
+                    for name in sub.names
+                )
+                if declared:
+                    out |= module_deletes(node.body, declared, module=False)
+            elif isinstance(node, ast.ClassDef):
+                out |= module_deletes(node.body, frozenset(), module=False)
+    return out
+
+
+def shallow_walk(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """``stmt`` and what it holds, not descending into function, lambda or class
+    bodies (a definition itself is yielded)."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*_FUNCS, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def shallow_walk_body(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    for stmt in body:
+        yield from shallow_walk(stmt)
+
+
+def eager_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """What runs when ``stmt`` runs: a definition's decorators, defaults and (for a
+    class) bases and body, never a function's body."""
+    for node in shallow_walk(stmt):
+        yield node
+        if isinstance(node, (*_FUNCS, ast.ClassDef)):
+            eager: list[ast.AST] = [*node.decorator_list]
+            if isinstance(node, ast.ClassDef):
+                eager += [*node.bases, *(k.value for k in node.keywords), *node.body]
+            else:
+                eager += [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+            for sub in eager:
+                if isinstance(sub, ast.stmt):
+                    yield from eager_nodes(sub)
+                else:
+                    yield from ast.walk(sub)  # a lambda here is not called here either
+
+
+def child_bodies(stmt: ast.stmt) -> Iterable[Sequence[ast.stmt]]:
+    for field in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, field, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield value
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+
+
+def prepare(data: bytes) -> tuple[bytes, bytes, str | bytes]:
+    """UTF-8 bytes with ``\\n`` newlines (for columns), the same text NFKC-folded (for
+    the prefilters) and the source to hand to `ast.parse`.
+
+    The file is decoded exactly as Python decodes it: `tokenize.detect_encoding` honours
+    a BOM and a coding cookie on line 1, or on line 2 only when line 1 is blank or a
+    comment; a cookie anywhere else is an ordinary comment. Identifiers are NFKC-folded
+    by the parser (``open`` in fullwidth letters is ``open``), so the text the
+    prefilters search is folded the same way; folding never adds or removes a newline,
+    so line numbers agree.
+
+    Raises:
+        SyntaxError: an unknown or contradictory encoding declaration.
+        ValueError: bytes that do not decode.
+    """
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = data if second < 0 else data[: second + 1]
+    source: str | bytes = data
+    if data.startswith(b"\xef\xbb\xbf") or b"coding" in head:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding == "utf-8-sig":
+            data = data[3:]
+            source = data
+        elif encoding != "utf-8":
+            text = data.decode(encoding)
+            source = text
+            data = text.encode("utf-8")
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if isinstance(source, bytes):
+            source = data
+    search = data
+    if not data.isascii():
+        search = unicodedata.normalize("NFKC", data.decode("utf-8", "replace")).encode("utf-8")
+    return data, search, source
