@@ -70,6 +70,7 @@ PROCESS_TEST_FILES = frozenset(
         "test_packaging",
         "test_patch_hygiene",
         "test_promote",
+        "test_promote_kill",
         "test_public_api",
         "test_pytest_project",
         "test_readme",
@@ -102,6 +103,22 @@ PROCESS_TEST_FILES = frozenset(
         "test_suite_run",
     }
 )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast-lane",
+        action="store_true",
+        help="do not even collect the PROCESS_TEST_FILES (make test-fast: importing them"
+        " costs seconds for tests the lane leaves out anyway)",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``--fast-lane`` the files of `PROCESS_TEST_FILES` are not collected."""
+    if config.getoption("--fast-lane") and collection_path.stem in PROCESS_TEST_FILES:
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

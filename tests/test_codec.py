@@ -313,6 +313,7 @@ def test_seal_refuses_the_id_and_positional_arguments() -> None:
         seal(Unsealed, 1)  # type: ignore[call-arg, arg-type]
 
 
+@pytest.mark.slow
 def test_mypy_catches_a_misspelt_seal_field(tmp_path: Path) -> None:
     """`seal` is typed by the record's constructor: mypy --strict names a misspelt field."""
     from mypy import api

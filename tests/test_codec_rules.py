@@ -217,6 +217,7 @@ def _one_by_one(kwargs: dict[str, object]) -> FieldError | None:
 _RUN = _field_checks("Sample", FIELDS)
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(_kwargs())
 def test_a_record_s_checks_refuse_the_first_bad_field_as_one_by_one_checks_do(

@@ -315,6 +315,7 @@ _GARBAGE = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(data=st.data())
 def test_no_record_constructor_lets_garbage_escape_as_a_foreign_exception(
@@ -449,6 +450,7 @@ def test_a_literal_admits_its_values_of_the_same_exact_type(
 _CROSS_FIELD_RECORDS = frozenset({"Consensus", "CorroborationReport", "NoConsensus", "Refusal"})
 
 
+@pytest.mark.slow
 @settings(max_examples=400, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_record_drawn_from_its_annotations_round_trips_with_its_id(

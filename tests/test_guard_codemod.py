@@ -68,6 +68,7 @@ forbid-calls = ["re.*", "sys.*", "os.*", "open", "getattr"]
 """
 
 
+@pytest.mark.slow
 def test_round_trip_over_standard_library_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

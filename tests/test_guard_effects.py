@@ -125,6 +125,7 @@ def test_allow_reach_is_a_list_of_module_patterns(tmp_path: Path) -> None:
     assert load_policy([md]).rules[0].to_dict()["allow-reach"] == ["hypothesis"]
 
 
+@pytest.mark.processes
 def test_trace_leaves_events_inside_an_allowed_package(tmp_path: Path) -> None:
     """The dynamic guard: an `open` inside the allowed package under a guarded module is
     the package's; the same `open` through another library is the module's."""

@@ -205,6 +205,7 @@ def test_split_by_size_is_a_balanced_partition(sizes: list[int], shares: int) ->
     assert max(totals) - min(totals) <= max(sizes, default=0)
 
 
+@pytest.mark.processes
 def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
     """The console script's replay of an unchanged run imports the replay alone: no
     argparse, no command table, no scanner; the same output and exit code."""

@@ -70,6 +70,7 @@ def test_helpers_are_not_reported(found: dict[str, Counter[tuple[int, str]]]) ->
     assert not set(found) & HELPERS
 
 
+@pytest.mark.processes
 def test_capability_table_is_current() -> None:
     """docs/guard.md's table equals a fresh run of all three tools (ruff, import-linter)."""
     proc = subprocess.run(
