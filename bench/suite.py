@@ -24,6 +24,12 @@ Figures:
    pool of one worker and on a Dask ``LocalCluster`` of two worker processes (after a
    warm-up on the cluster): the speed-up ``local / dask``. Target: >= 1.6x.
 
+4. ``calibration``: what calibration before judgement adds to a plain ``kernel run`` of
+   the demo (`run_pipeline`, no reruns, no replay): the demo config as shipped against
+   the same config with ``"calibration": false``, interleaved ``--repeats`` times, best
+   of each (for information: one more run of the declared tests, before the attempts).
+   ``--calibration-only`` measures this figure alone.
+
 Prints one line per figure and a PASS/MISS line per target; exit status 1 on a miss.
 The machine's load average is printed with the figures.
 """
@@ -41,6 +47,7 @@ import time
 from pathlib import Path
 
 from kernel.effects.executors import open_executor
+from kernel.effects.pipeline import run_pipeline
 from kernel.effects.suite import run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,6 +186,41 @@ def suite_wall(
     return wall
 
 
+def demo_wall(root: Path, calibrated: bool, name: str) -> float:
+    """Wall seconds of `run_pipeline` on a copy of the demo, with or without calibration."""
+    demo = root / f"demo-{name}"
+    shutil.copytree(DEMO, demo)
+    config = demo / "config.json"
+    if not calibrated:
+        document = json.loads(config.read_text())
+        config.write_text(json.dumps({**document, "calibration": False}))
+    started = time.perf_counter()
+    run_pipeline(
+        config, root / "results" / name, results_root=root / "results", reruns=0, replay_mode="none"
+    )
+    wall = time.perf_counter() - started
+    shutil.rmtree(demo)
+    return wall
+
+
+def calibration_cost(root: Path, repeats: int) -> tuple[float, float]:
+    """Best wall seconds of the demo run with and without calibration (interleaved)."""
+    demo_wall(root, True, "demo-warm-up")
+    with_, without = [], []
+    for index in range(repeats):
+        with_.append(demo_wall(root, True, f"calibrated-{index}"))
+        without.append(demo_wall(root, False, f"uncalibrated-{index}"))
+    return min(with_), min(without)
+
+
+def _print_calibration(calibrated: float, uncalibrated: float) -> None:
+    print(
+        f"demo kernel run: calibrated {calibrated:.2f} s, without calibration "
+        f"{uncalibrated:.2f} s: +{calibrated - uncalibrated:.2f} s "
+        f"({calibrated / uncalibrated:.2f}x)"
+    )
+
+
 def main() -> int:
     """Measure and print the figures; 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -186,10 +228,16 @@ def main() -> int:
     parser.add_argument("--instances", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--check-s", type=float, default=0.5)
+    parser.add_argument("--calibration-only", action="store_true", help="figure 4 alone")
     args = parser.parse_args()
     count, repeats = (8, 1) if args.quick else (args.instances, args.repeats)
     root = Path(tempfile.mkdtemp(prefix="kernel-bench-suite-"))
     try:
+        if args.calibration_only:
+            calibrated, uncalibrated = calibration_cost(root, max(repeats, 3))
+            print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            _print_calibration(calibrated, uncalibrated)
+            return 0
         repo, patches = make_instance(root, args.check_s)
         one, one_predictions = write_suite(root, repo, patches, 1, list(patches))
         suite_wall(root, one, one_predictions, "warm-up")
@@ -205,6 +253,7 @@ def main() -> int:
             suite_wall(root, one, one_predictions, "dask-warm-up", executor=executor)
             dask = suite_wall(root, many, many_predictions, "dask-2", executor=executor)
         speedup = local / dask
+        calibrated, uncalibrated = calibration_cost(root, repeats)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"floor (tests by hand, baseline + 5 patches): {best_floor:.2f} s")
         print(
@@ -215,6 +264,7 @@ def main() -> int:
             f"suite {count} instances x 2 models: local 1 worker {local:.2f} s, "
             f"Dask 2 workers {dask:.2f} s: speed-up {speedup:.2f}x"
         )
+        _print_calibration(calibrated, uncalibrated)
         ok_instance = ratio <= INSTANCE_TARGET
         ok_dask = speedup >= DASK_TARGET
         print(f"{'PASS' if ok_instance else 'MISS'} instance <= {INSTANCE_TARGET}x the floor")

@@ -43,6 +43,7 @@ PROCESS_TEST_FILES = frozenset(
         "test_binding_api_boundary",
         "test_binding_fixtures",
         "test_browser",
+        "test_calibration_run",
         "test_cli_conventions",
         "test_cli_inputs",
         "test_decision",

@@ -143,7 +143,8 @@ class UnsafeScratchError(EffectError):
 
 
 class RefusedError(KernelError, ValueError):
-    """Raised by the `unwrap` helpers when a validator returned a refusal.
+    """Raised by the `unwrap` helpers when a validator returned a refusal, and by a run
+    whose calibration refused its instance (`refusal` is then the `Calibration`).
 
     `refusal` is the refusal record itself, so nothing is lost by raising.
     """

@@ -83,6 +83,12 @@ from kernel.effects.adapters.base import (
     load_object,
     note,
 )
+from kernel.effects.calibration import (
+    CalibrationPlan,
+    calibrate_run,
+    calibration_plan,
+    not_valid,
+)
 from kernel.effects.files import load_json
 from kernel.effects.git import content_tree_id
 from kernel.effects.sandbox import Limits, available_isolation, private_tempdir
@@ -93,6 +99,7 @@ from kernel.errors import (
     EffectError,
     FieldError,
     RecordError,
+    RefusedError,
     VerifierFailure,
 )
 from kernel.records.identity import sha256_bytes, sha256_hex
@@ -182,6 +189,9 @@ class LoadedConfig:
     """The isolation the config accepts (runs with sandboxed adapters)."""
     costly: bool = False
     """The config declares its workers costly: they are not re-run for replay unasked."""
+    calibration: CalibrationPlan | None = None
+    """What runs before any attempt is judged (None: the verifier declares no tests, or
+    the config says ``"calibration": false``)."""
 
 
 def _provenance(
@@ -238,6 +248,7 @@ def load_config(
     _check_required_validators(verifier, work_unit, unit_path)
     _check_test_ids(verifier, source)
     attempts = _attempts(document, source, adapters)
+    calibration = calibration_plan(document, source, verifier)
     provenance = _provenance(
         declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
     )
@@ -255,6 +266,7 @@ def load_config(
         provenance=provenance,
         isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
         costly=costly,
+        calibration=calibration,
     )
 
 
@@ -267,7 +279,7 @@ def _header(
         document,
         {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
         "$",
-        optional=frozenset({"replay", "isolation", "limits", "costly"}),
+        optional=frozenset({"replay", "isolation", "limits", "costly", "calibration"}),
     )
     if document["kind"] != CONFIG_KIND:
         raise source.error("$.kind", f"expected {CONFIG_KIND!r}, got {document['kind']!r}")
@@ -527,7 +539,7 @@ def _attempt_in_scratch(
     worker: WorkerAdapter,
     scratch: Path,
     *,
-    keep_artifacts: bool,
+    keep_artifacts: bool = False,
 ) -> AttemptOutcome:
     notes: dict[str, object] = {}
     started = time.monotonic()
@@ -553,6 +565,14 @@ def _attempt_in_scratch(
     shown = evidence_state_of(record.state, record.verification)
     console.progress(f"attempt {attempt_id}: {shown} ({notes['attempt_ms']} ms)")
     return AttemptOutcome(record=record, manifest=manifest, notes=notes, artifacts=kept)
+
+
+def _calibration_attempt(
+    loaded: LoadedConfig, order: int, attempt_id: str, worker: WorkerAdapter, scratch: Path
+) -> AttemptRecord:
+    """A calibration attempt (`kernel.effects.calibration`): an attempt like any other,
+    of which calibration reads the record alone."""
+    return _attempt_in_scratch(loaded, order, attempt_id, worker, scratch).record
 
 
 def _run_attempt(
@@ -679,6 +699,8 @@ def run_detailed(
 
     Raises:
         EffectError: the run's scratch folder cannot be created.
+        RefusedError: the config's calibration (`kernel.effects.calibration`) is not
+            valid: no attempt ran; the error's ``refusal`` is the `Calibration`.
     """
     started = time.monotonic()
     own = executor is None
@@ -690,6 +712,19 @@ def run_detailed(
         if own:
             # Registered after the scratch folder: the pool is shut down before it goes.
             stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+        calibration = None
+        if loaded.calibration is not None:
+            # Before any candidate is judged: an invalid instance is not judged at all.
+            calibrating = attrs.evolve(loaded, verifier=loaded.calibration.verifier)
+            calibration = calibrate_run(
+                loaded.run_id,
+                loaded.calibration,
+                lambda order, attempt_id, worker: pool.submit(
+                    _calibration_attempt, calibrating, order, attempt_id, worker, scratch
+                ),
+            )
+            if not calibration.valid:
+                raise RefusedError(calibration, not_valid(calibration))
         futures = [
             pool.submit(
                 _attempt_in_scratch,
@@ -721,6 +756,7 @@ def run_detailed(
         authority=RunAuthority.none(),
         provenance=loaded.provenance,
         isolation_policy=loaded.isolation_policy,
+        calibration=calibration,
     )
     return RunOutcome(
         record=record,

@@ -36,8 +36,8 @@ from kernel.effects.replay import replay
 from kernel.effects.rerun import corroborate
 from kernel.effects.run_folder_lock import RunFolder
 from kernel.effects.sandbox import Capture
-from kernel.errors import ConfigError
-from kernel.run.record import DeclaredReplay
+from kernel.errors import ConfigError, RefusedError
+from kernel.run.record import Calibration, DeclaredReplay
 from kernel.run.replay import ReplayCheck, ReplayMode, default_mode
 from kernel.run.report import RunEvidenceReport
 from kernel.views import (
@@ -76,6 +76,7 @@ PIPELINE_FILES: Final = (
     "admission.json",
     "corroboration.json",
     "replay.json",
+    "calibration.json",
 )
 """The fixed files of an output folder (patches and check outputs are named by digest)."""
 
@@ -329,6 +330,9 @@ def run_pipeline(
         ConfigError: unusable config, adapter, command, baseline or verifier; reruns not
             an integer in 0..MAX_RERUNS; a replay mode the config does not allow.
         EffectError: a file cannot be read or written, or an output escapes the root.
+        RefusedError: the config's calibration refused its instance (its ``refusal``
+            is the `Calibration`): no attempt was judged, and the output folder holds
+            only ``calibration.json``, the per-test table that says why.
     """
     started = time.monotonic()
     if type(reruns) is not int or not 0 <= reruns <= MAX_RERUNS:
@@ -337,19 +341,28 @@ def run_pipeline(
     mode = chosen_replay(loaded, replay_mode)
     folder = Path(output_dir)
     files, root = _plan(loaded, folder, results_root)
+    # Written only when calibration refuses the instance (the run record holds a valid one).
+    refused_file = files.pop("calibration.json")
     # One run per folder: locked before anything runs, written into a staging folder and
     # published whole at the end (a killed run leaves the old folder or none).
     with RunFolder(folder, owned=(*PIPELINE_FILES, "patches", "checks")) as run_folder:
-        result = _run_into(
-            loaded,
-            config,
-            run_folder,
-            files=files,
-            root=root,
-            reruns=reruns,
-            mode=mode,
-            executor=executor,
-        )
+        try:
+            result = _run_into(
+                loaded,
+                config,
+                run_folder,
+                files=files,
+                root=root,
+                reruns=reruns,
+                mode=mode,
+                executor=executor,
+            )
+        except RefusedError as e:
+            if isinstance(e.refusal, Calibration):
+                # Not judged: the folder holds the calibration table that says why.
+                write_canonical_json(run_folder.staged(refused_file), e.refusal.to_dict())
+                run_folder.publish()
+            raise
         run_folder.publish()
     return attrs.evolve(
         result,

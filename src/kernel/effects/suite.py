@@ -419,6 +419,9 @@ def _configs(
             "run_id": f"{instance.instance_id}/{name}",
             "work_unit": "work-unit.json",
             "replay": "deterministic",
+            # The suite calibrates itself (its calibration config's attempts are the
+            # baseline and the reference): its configs do not calibrate again.
+            "calibration": False,
             "verifier": verifier,
             "attempts": attempts,
         }

@@ -28,6 +28,7 @@ default ``results/``, and checked before anything runs):
 ``admission.json``       evidence classes of the candidate groups (bound to the report)
 ``corroboration.json``   one corroboration report per candidate group (reruns)
 ``replay.json``          the replay check (mode recorded; not written when skipped)
+``calibration.json``     only when calibration refused the instance: the per-test table
 ``patches/<digest>.patch``  each distinct candidate patch, for the human to read
 ``checks/<digest>.txt``     the tail of each check's and each worker's output
 
@@ -37,8 +38,15 @@ or none; files of yours in it (a recorded decision) are kept.
 
 The library call is `kernel.effects.pipeline.run_pipeline`.
 
+Before any attempt is judged, the declared tests run on the baseline (and on the
+config's ``"calibration": {"reference_patch": PATH}``): FAIL_TO_PASS must fail,
+PASS_TO_PASS must pass, the reference must pass them all. The calibration is in
+``run.json`` and the report; an instance it refuses is not judged: the folder holds only
+``calibration.json`` (the per-test table, each test's reason), the table is shown and
+the command exits 1 with one line (`kernel.effects.calibration`).
+
 Exit codes: 0 the pipeline ran and the replay matched (or was skipped); 1 the replay
-did not match;
+did not match, or calibration refused the instance;
 2 unusable input (unknown adapter, missing command, baseline not a directory, a
 verifier with no checks, an output outside the root, another run writing the same
 folder): one line, nothing written.
@@ -64,7 +72,8 @@ from kernel.effects.pipeline import (
     PipelineResult,
     run_pipeline,
 )
-from kernel.errors import ConfigError
+from kernel.errors import ConfigError, RefusedError
+from kernel.run.record import Calibration
 from kernel.run.replay import ReplayMode
 from kernel.run.report import candidate_disagreements
 
@@ -180,17 +189,30 @@ def parse_limits(items: Sequence[str]) -> dict[str, int | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the verb; 0 done and replay matched, 1 replay mismatch."""
-    with open_executor(args.executor) as executor:
-        result = run_pipeline(
-            args.config,
-            args.output_dir,
-            reruns=args.reruns,
-            results_root=args.results_root,
-            replay_mode=args.replay,
-            executor=executor,
-            limit_overrides=parse_limits(args.limit),
-        )
+    """Run the verb; 0 done and replay matched, 1 replay mismatch or an instance its
+    calibration refused."""
+    try:
+        with open_executor(args.executor) as executor:
+            result = run_pipeline(
+                args.config,
+                args.output_dir,
+                reruns=args.reruns,
+                results_root=args.results_root,
+                replay_mode=args.replay,
+                executor=executor,
+                limit_overrides=parse_limits(args.limit),
+            )
+    except RefusedError as e:
+        if not isinstance(e.refusal, Calibration):
+            raise
+        # Not judged: the per-test table says why, one line says what.
+        for test in e.refusal.tests:
+            console.info(
+                f"  {test.test_id} ({test.kind}): baseline {test.baseline}, reference "
+                f"{test.reference or '-'}: {test.reason or 'as expected'}"
+            )
+        print(f"kernel run: refused: {e}", file=sys.stderr)
+        return ExitStatus.REFUSED
     for name, path in result.files.items():
         console.info(f"{name:<20} {path}")
     for warning in result.stale_decisions:
