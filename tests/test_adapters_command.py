@@ -101,6 +101,8 @@ def test_sandbox_failure_is_a_worker_error(scratch: Path, monkeypatch: pytest.Mo
         raise EffectError("no namespaces today")
 
     config = _config(scratch, [_attempt("a", "w", "workers/correct_fix.sh")])
+    # The attempt's own path (calibration would stop the run first: tests/test_calibration_run).
+    config.write_text(json.dumps({**json.loads(config.read_text()), "calibration": False}))
     loaded = load_config(config)
     monkeypatch.setattr(command_worker, "run_sandboxed", broken)
     record = run_detailed(loaded).record

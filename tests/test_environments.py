@@ -14,8 +14,8 @@ import pytest
 
 from kernel.effects.environments import CACHE_ENV, cache_root, prepare_environment
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.errors import ConfigError
-from kernel.run.record import DeclaredTestOutcome
+from kernel.errors import ConfigError, RefusedError
+from kernel.run.record import Calibration, CalibrationReason, DeclaredTestOutcome
 from kernel.run.suite import declared_tests_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,8 @@ def _config(tmp_path: Path, *, environment: bool) -> Path:
 
 def test_a_check_runs_in_its_environment_without_network(tmp_path: Path, cache: Path) -> None:
     """With its environment the test imports its dependency and passes; the environment's
-    digest is in the run's provenance (not its path). Without it, the same test errors."""
+    digest is in the run's provenance (not its path). Without it, the same test errors on
+    the baseline and the run is refused at calibration, no patch judged."""
     with_env = tmp_path / "with"
     with_env.mkdir()
     outcome = run_detailed(load_config(_config(with_env, environment=True)))
@@ -162,10 +163,16 @@ def test_a_check_runs_in_its_environment_without_network(tmp_path: Path, cache: 
     assert check.environment_digest == built.name
     without = tmp_path / "without"
     without.mkdir()
-    bare = run_detailed(load_config(_config(without, environment=False)))
-    tests = declared_tests_of(bare.record.attempts[0])
-    assert tests is not None
-    assert [t.outcome for t in tests] == [DeclaredTestOutcome.ERROR]
+    # Without it the test cannot import its dependency: the run is refused at
+    # calibration (an environment error), before any patch is judged.
+    with pytest.raises(RefusedError) as info:
+        run_detailed(load_config(_config(without, environment=False)))
+    calibration = info.value.refusal
+    assert isinstance(calibration, Calibration)
+    assert calibration.reasons == (CalibrationReason.PASS_TO_PASS_NOT_PASSING,)
+    assert [(t.baseline, t.reason) for t in calibration.tests] == [
+        (DeclaredTestOutcome.ERROR, CalibrationReason.PASS_TO_PASS_NOT_PASSING)
+    ]
     shutil.rmtree(cache)
 
 

@@ -481,9 +481,6 @@ def judge_instance(
         instance = attrs.evolve(instance, unknown_tests=_unknown_tests(instance, work / "repo"))
         calibration_config, judge_config = _configs(instance, work, predictions)
         calibration, calibration_run = _calibrate(instance, calibration_config)
-        write_canonical_json(root.resolve(folder / "calibration.json"), calibration.to_dict())
-        if calibration_run is not None:
-            write_canonical_json(root.resolve(folder / "calibration-run.json"), calibration_run)
         results, run_digest = _judge(
             instance,
             predictions,
@@ -492,6 +489,10 @@ def judge_instance(
             folder=folder,
             results_root=results_root,
         )
+        # After the judging run, which publishes the folder whole (its own files only).
+        write_canonical_json(root.resolve(folder / "calibration.json"), calibration.to_dict())
+        if calibration_run is not None:
+            write_canonical_json(root.resolve(folder / "calibration-run.json"), calibration_run)
         result = InstanceResult(
             instance_id=instance.instance_id,
             input_digest=digest,
