@@ -28,17 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.decide.ledger import (
-    GENESIS_ID,
-    EntryKind,
-    LedgerIntact,
+from kernel.decide.ledger import GENESIS_ID, EntryKind, LedgerIntact, new_entry
+from kernel.decide.merkle import (
     ProofChecked,
     TreeBuilder,
     TreeHead,
     check_consistency,
     check_inclusion,
     leaf_hash,
-    new_entry,
 )
 from kernel.effects.ledger_store import (
     WAL_PAGES,
@@ -150,7 +147,7 @@ def proofs(path: Path, ids: list[str]) -> dict[str, tuple[float, float]]:
 
 def attrs_head(store: SqliteStore, size: int) -> TreeHead:
     """The head of the tree of the first ``size`` entries (from the stored roots)."""
-    from kernel.decide.ledger import frontier_of
+    from kernel.decide.merkle import frontier_of
 
     tree = TreeBuilder(size, [store.perfect(*part) for part in frontier_of(size)])
     return TreeHead(tree_size=size, root_hash=tree.root().hex())

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.decide.ledger import (
+from kernel.decide.merkle import (
     ConsistencyProof,
     InclusionProof,
     ProofChecked,

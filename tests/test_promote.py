@@ -34,7 +34,8 @@ from kernel.corroboration.consensus import (
 from kernel.corroboration.run_admission import RunAdmission
 from kernel.decide.decision import Decision, HumanDecisionRecord
 from kernel.decide.gate import SignatureStatus, derive_run_admission
-from kernel.decide.ledger import EntryKind, LedgerIntact, TreeHead
+from kernel.decide.ledger import EntryKind, LedgerIntact
+from kernel.decide.merkle import TreeHead
 from kernel.effects import git as git_effects
 from kernel.effects.cli import main
 from kernel.effects.git import (
@@ -335,8 +336,8 @@ def test_broken_ledger_is_refused(
 def test_unusable_repository_exit_2(
     problem: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A missing or branchless repository: exit 2, one line, nothing changed or
-    appended."""
+    """A missing or branchless repository: exit 2, one line, nothing changed, the
+    refusal recorded (issue 22: every refusal of promote is in the ledger)."""
     decision = decide(demo, tmp_path, key=demo.alice)
     target, onto = repo, "main"
     if problem == "missing repo":
@@ -351,7 +352,7 @@ def test_unusable_repository_exit_2(
     assert promote(demo, target, decision, ledger, onto=onto) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert not ledger.exists() or kinds(ledger) == []
+    assert kinds(ledger) == ["refusal"]
 
 
 def test_edited_admission_is_refused(
@@ -414,8 +415,9 @@ def test_stage_and_unstage(
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 0
     assert git(repo, "for-each-ref", "refs/kernel") == ""
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 2
+    # The unstage of what is not staged is refused, and recorded like the others.
     assert kinds(ledger) == [
-        "admission", "staging", "admission", "staging", "refusal", "unstaging",
+        "admission", "staging", "admission", "staging", "refusal", "unstaging", "refusal",
     ]  # fmt: skip
 
 
@@ -666,7 +668,9 @@ def test_unusable_run_folder(
     assert stage(run_dir, repo, ledger) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert git(repo, "for-each-ref", "refs/kernel") == ""
-    assert not ledger.exists() or kinds(ledger) == []
+    [entry] = refusals(ledger)
+    assert entry["reason_codes"] == ["unusable_input"]
+    assert entry["inputs"]["run_dir"] == str(run_dir)
 
 
 def test_stage_base_must_name_a_commit(demo: Demo, repo: Path, tmp_path: Path) -> None:
@@ -828,7 +832,7 @@ def test_missing_signer(
     signers: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An allowed_signers file that does not list the decider refuses (1); no file at
-    all is unusable input (2). No ref moves either way."""
+    all is unusable input (2), recorded too. No ref moves either way."""
     decision = decide(demo, tmp_path, key=demo.alice)
     allowed = tmp_path / "allowed_signers"
     if signers == "principal missing":
@@ -851,7 +855,8 @@ def test_missing_signer(
     else:
         assert code == 2
         assert capsys.readouterr().err.count("\n") == 1
-        assert not ledger.exists()
+        [entry] = refusals(ledger)
+        assert entry["reason_codes"] == ["unusable_input"]
     assert git(repo, "rev-parse", "main") == before
 
 
@@ -1310,7 +1315,15 @@ def test_no_argument_makes_a_traceback_or_a_hang(
     assert "refused (no_candidate, no_accept_decision, decision_unsigned)" in (
         capsys.readouterr().out
     )
-    assert kinds(Path(ledger)) == ["refusal", "refusal"]
+    # Every refusal is recorded: the two the gate made, and each unusable input of a
+    # verb given this ledger (ours is not among them: a ledger that cannot be opened
+    # records nothing).
+    entries = refusals(Path(ledger))
+    assert len(entries) == len(kinds(Path(ledger)))
+    assert sum("refusal" in e for e in entries) == 2
+    assert {tuple(e["reason_codes"]) for e in entries if "refusal" not in e} == {
+        ("unusable_input",)
+    }
 
 
 def test_a_promotion_from_python_alone(demo: Demo, repo: Path, tmp_path: Path) -> None:
@@ -1350,3 +1363,108 @@ def test_a_promotion_from_python_alone(demo: Demo, repo: Path, tmp_path: Path) -
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert loaded.strip() == "[]"
+
+
+def refusals(ledger: Path) -> list[dict[str, Any]]:
+    """The payloads of the ledger's refusal entries, in order."""
+    with opened(ledger, create=False) as store:
+        return [json.loads(str(e.payload)) for e in store.entries() if e.kind == "refusal"]
+
+
+UNUSABLE = {
+    # case -> (verb, arguments beyond --repo/--ledger, reason, what the explanation names)
+    "stage untrusted config": ("stage", ["--attempt", "attempt-1"], "untrusted_repo_config",
+                               "filter.probe.clean"),
+    "unstage untrusted config": ("unstage", ["--attempt", "attempt-1"],
+                                 "untrusted_repo_config", "filter.probe.clean"),
+    "promote untrusted config": ("promote", [], "untrusted_repo_config", "filter.probe.clean"),
+    "recover untrusted config": ("promote", ["--recover"], "untrusted_repo_config",
+                                 "filter.probe.clean"),
+    "stage no run folder": ("stage", ["--attempt", "attempt-1", "--run-dir", "missing"],
+                            "unusable_input", "missing"),
+    "promote no run folder": ("promote", ["--run-dir", "missing"], "unusable_input", "missing"),
+    "promote missing flags": ("promote", ["--onto", "main"], "unusable_input", "--run-dir"),
+    "promote no branch": ("promote", ["--onto", "nope"], "unusable_input", "nope"),
+    "promote bad ref name": ("promote", ["--onto", "bad..name"], "unusable_input", "bad..name"),
+    "promote unusable key": ("promote", ["--ledger-key", "missing-key"], "unusable_input",
+                             "missing-key"),
+    "stage no base": ("stage", ["--attempt", "attempt-1", "--base", "nope"], "unusable_input",
+                      "nope"),
+    "unstage not staged": ("unstage", ["--attempt", "attempt-1"], "unusable_input", "not staged"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(UNUSABLE))
+def test_every_unusable_input_of_stage_and_promote_is_in_the_ledger(
+    case: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Exit 2, one line, nothing moved, and a refusal entry naming the reason and the
+    inputs given (issue 22: a repository refused for its configuration included)."""
+    verb, extra, reason, named = UNUSABLE[case]
+    if "untrusted" in case:
+        git(repo, "config", "filter.probe.clean", "cat")
+    ledger = tmp_path / "l.sqlite"
+    argv = [verb, "--repo", str(repo), "--ledger", str(ledger)]
+    if verb == "promote" and "--recover" not in extra:
+        decision = decide(demo, tmp_path, key=demo.alice)
+        given = {"--run-dir": str(demo.run_dir), "--decision": str(decision),
+                 "--allowed-signers": str(demo.allowed), "--onto": "main"}  # fmt: skip
+        if case == "promote missing flags":
+            del given["--run-dir"]
+        argv += [
+            word for flag, value in given.items() if flag not in extra for word in (flag, value)
+        ]
+    elif verb in ("stage", "unstage") and "--run-dir" not in extra:
+        argv += ["--run-dir", str(demo.run_dir)]
+    argv += [str(tmp_path / w) if w.startswith("missing") else w for w in extra]
+    old = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert git(repo, "rev-parse", "main") == old
+    [entry] = refusals(ledger)
+    assert entry["action"] == verb + (" --recover" if "--recover" in extra else "")
+    assert entry["reason_codes"] == [reason]
+    assert named in entry["explanation"]
+    assert entry["inputs"]["repo"] == str(repo)
+    assert kinds(ledger) == ["refusal"]
+
+
+def test_a_ledger_that_cannot_be_opened_records_nothing_and_says_so_once(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The unusable input is the ledger itself: still one line, exit 2, no traceback."""
+    ledger = tmp_path / "folder.sqlite"
+    ledger.mkdir()
+    capsys.readouterr()
+    assert stage(demo.run_dir, repo, ledger, "--attempt", "attempt-1") == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert list(ledger.iterdir()) == []
+
+
+def test_a_blocked_recovery_is_in_the_ledger_and_stays_pending(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    decision = decide(demo, tmp_path, key=demo.alice)
+    ledger = tmp_path / "l.sqlite"
+    argv = [
+        sys.executable, "-m", "kernel", "promote", "--run-dir", str(demo.run_dir),
+        "--decision", str(decision), "--allowed-signers", str(demo.allowed),
+        "--repo", str(repo), "--onto", "main", "--ledger", str(ledger),
+    ]  # fmt: skip
+    env = {**os.environ, CRASH_AT_VARIABLE: "intent"}
+    assert subprocess.run(argv, env=env, capture_output=True, check=False).returncode == 137
+    (repo / "stats.py").write_text("# someone's edit\n")
+    capsys.readouterr()
+    assert main(["promote", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 1
+    assert "blocked" in capsys.readouterr().out
+    [entry] = refusals(ledger)
+    assert entry["action"] == "promote --recover"
+    assert entry["reason_codes"] == ["recovery_blocked"]
+    assert len(pending_of(ledger)) == 1
+    assert (repo / "stats.py").read_text() == "# someone's edit\n"

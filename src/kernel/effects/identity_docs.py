@@ -37,6 +37,7 @@ import kernel.corroboration.run_admission
 import kernel.decide.decision
 import kernel.decide.gate
 import kernel.decide.ledger
+import kernel.decide.merkle
 import kernel.records.values
 import kernel.run.record
 import kernel.run.replay
@@ -64,6 +65,7 @@ __all__ = ["PURE_MODULES", "generate", "main"]
 PURE_MODULES: Final = (
     kernel.records.values,
     kernel.decide.ledger,
+    kernel.decide.merkle,
     kernel.search.records,
     kernel.search.binding,
     kernel.run.verification,

@@ -49,23 +49,25 @@ import orjson
 
 from kernel.decide.ledger import (
     GENESIS_ID,
-    ConsistencyProof,
     EntryKind,
-    InclusionProof,
     LedgerBroken,
     LedgerHead,
     LedgerIntact,
     NewEntry,
     RawEntry,
+    new_entry,
+    verify_chain,
+)
+from kernel.decide.merkle import (
+    ConsistencyProof,
+    InclusionProof,
     TreeBuilder,
     TreeHead,
     consistency_path,
     frontier_of,
     inclusion_path,
     leaf_hash,
-    new_entry,
     node_hash,
-    verify_chain,
 )
 from kernel.effects.files import _refuse_duplicate_keys as refuse_duplicate_keys
 from kernel.effects.files import (

@@ -28,9 +28,10 @@ work tree and ledger agree after it. Every refusal is appended to the ledger.
 
 from __future__ import annotations
 
+import enum
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
@@ -47,17 +48,19 @@ from kernel.decide.gate import (
     decide_promotion,
     decide_staging,
 )
-from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, TreeBuilder, TreeHead
+from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact
+from kernel.decide.merkle import TreeBuilder, TreeHead
 from kernel.effects.git import CommitIdentity, Repo
-from kernel.effects.ledger_store import LedgerStore, tree_head, verify_store
+from kernel.effects.ledger_store import LedgerStore, redact, tree_head, verify_store
 from kernel.effects.run_folder import RunFolder
 from kernel.effects.signing import one_line, sign_tree_head
-from kernel.errors import ConfigError, EffectError, GitRefusal
+from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.records.codec import seal
 from kernel.run.record import RunRecord, TrustLevel
 
 __all__ = [
     "CRASH_AT_VARIABLE",
+    "InputReason",
     "STAGED_PREFIX",
     "PendingPromotion",
     "Promoted",
@@ -69,6 +72,7 @@ __all__ = [
     "check_repository",
     "pending",
     "promote",
+    "record_unusable",
     "recover",
     "stage",
     "unsafe_changes",
@@ -189,6 +193,48 @@ def _record(store: LedgerStore, refusal: GateRefusal, extra: dict[str, object]) 
         # A broken ledger may refuse the append itself; the refusal still stands.
         entry_id = None
     return Refused(refusal=refusal, entry_id=entry_id)
+
+
+class InputReason(enum.StrEnum):
+    """Why a stage, unstage or promotion could not be asked of the gate at all (exit 2);
+    recorded like the gate's refusals."""
+
+    UNTRUSTED_REPO_CONFIG = "untrusted_repo_config"
+    """The repository's configuration can run a command or move the work tree."""
+    UNUSABLE_INPUT = "unusable_input"
+    """Anything else that cannot be used: a run folder, decision, key, repository,
+    branch, base, argument, a patch that does not apply (the explanation says which)."""
+    RECOVERY_BLOCKED = "recovery_blocked"
+    """``promote --recover`` could not finish a pending promotion (it stays pending)."""
+
+
+_INPUT_TEXT_LIMIT: Final = 500
+
+
+def record_unusable(
+    store: LedgerStore, action: str, error: Exception, inputs: dict[str, object]
+) -> str | None:
+    """Append the refusal of a verb that stopped on unusable input (``error``) with the
+    inputs it was given; the entry's id, or None when the ledger refused the append."""
+    reason = (
+        InputReason.UNTRUSTED_REPO_CONFIG
+        if isinstance(error, UntrustedConfig)
+        else InputReason.UNUSABLE_INPUT
+    )
+    payload = {
+        "action": action,
+        "reason_codes": [reason.value],
+        "explanation": redact(" ".join(str(error).split()))[:_INPUT_TEXT_LIMIT],
+        "inputs": {
+            key: redact(str(value))[:_INPUT_TEXT_LIMIT]
+            for key, value in inputs.items()
+            if value is not None
+        },
+    }
+    try:
+        return store.append(EntryKind.REFUSAL, payload).entry_id
+    except EffectError:
+        return None
 
 
 def unsafe_changes(repo: Repo, old: str, new: str) -> list[str]:
@@ -404,17 +450,49 @@ def promote(
     if author is None:  # pragma: no cover - the gate permits nothing without a decision
         raise EffectError("a permit without a decision")
     tree = repo.apply_patch(tip, folder.patch(outcome.candidate_digest))
-    blocked = _blocked(folder, repo, branch, tip, tree, attempt_id=attempt_id)
-    if blocked is not None:
-        return _record(store, blocked, context)
+    for reason, check in _PRE_MOVE_CHECKS:
+        why = check(repo, branch, tip, tree)
+        if why is not None:
+            return _record(store, _refusal("promote", folder, attempt_id, reason, why), context)
+    permit = _Permitted(
+        permit=outcome, decision=decision, signature=signature, context=context, tree=tree
+    )
+    return _commit_and_move(folder, repo, store, permit, author=author, ledger_key=ledger_key)
+
+
+@attrs.frozen(kw_only=True)
+class _Permitted:
+    """A permitted promotion that passed the pre-move checks: what is recorded of it."""
+
+    permit: PromotionPermit
+    decision: HumanDecisionRecord | None
+    signature: SignatureCheck
+    context: dict[str, object]
+    """The branch, its tip and the decision's id."""
+    tree: str
+    """The tip's tree with the candidate applied."""
+
+
+def _commit_and_move(
+    folder: RunFolder,
+    repo: Repo,
+    store: LedgerStore,
+    done: _Permitted,
+    *,
+    author: CommitIdentity,
+    ledger_key: Path | None,
+) -> Promoted | Refused:
+    """Steps 1-6 of the module docstring, each durable before the next."""
+    outcome, context = done.permit, done.context
+    branch, tip = str(context["branch"]), str(context["tip"])
     store.append(EntryKind.ADMISSION, {"action": "promote", **folder.admission.to_dict()})
     permit_entry = store.append(
         EntryKind.DECISION,
         {
             "action": "promote",
             "permit": outcome.to_dict(),
-            "decision": None if decision is None else decision.to_dict(),
-            "signature": signature.to_dict(),
+            "decision": None if done.decision is None else done.decision.to_dict(),
+            "signature": done.signature.to_dict(),
             **context,
         },
         durable=True,
@@ -423,7 +501,7 @@ def promote(
     head = tree_head(store)
     signed = None if ledger_key is None else sign_tree_head(head, ledger_key)
     message = _message(outcome, permit_entry.entry_id, head, signed)
-    commit = repo.commit_tree(tree, tip, message, author)
+    commit = repo.commit_tree(done.tree, tip, message, author)
     intent = store.append(
         EntryKind.PROMOTION,
         {
@@ -449,46 +527,37 @@ def promote(
     except GitRefusal:
         _close(store, pending, "abandoned", "the branch moved before its update")
         moved = _refusal(
-            "promote", folder, attempt_id, GateReason.BRANCH_MOVED,
+            "promote", folder, outcome.attempt_id, GateReason.BRANCH_MOVED,
             "the branch moved between the gate's answer and the update",
         )  # fmt: skip
         return _record(store, moved, {**context, "commit": commit})
-    done = _finish(repo, store, pending)
+    closed = _finish(repo, store, pending)
     return Promoted(
         permit=outcome,
         branch=branch,
         tip=tip,
         commit=commit,
         permit_entry=permit_entry.entry_id,
-        done_entry=done,
+        done_entry=closed,
         tree_head=head,
     )
 
 
-def _blocked(
-    folder: RunFolder, repo: Repo, branch: str, tip: str, tree: str, *, attempt_id: str
-) -> GateRefusal | None:
-    """The refusal of a permitted promotion the repository cannot take (unsafe
-    candidate, blocked work tree), decided before anything is written."""
-    unsafe = unsafe_changes(repo, tip, tree)
-    if unsafe:
-        return _refusal(
-            "promote",
-            folder,
-            attempt_id,
-            GateReason.CANDIDATE_UNSAFE,
-            "; ".join(unsafe),
-        )
-    why = _work_tree_blocker(repo, branch, tip, tree)
-    if why is not None:
-        return _refusal(
-            "promote",
-            folder,
-            attempt_id,
-            GateReason.WORK_TREE_BLOCKED,
-            why,
-        )
-    return None
+def _unsafe(repo: Repo, branch: str, tip: str, tree: str) -> str | None:
+    """Why the candidate is never promoted (`unsafe_changes`), or None."""
+    del branch
+    return "; ".join(unsafe_changes(repo, tip, tree)) or None
+
+
+_PreMoveCheck = Callable[[Repo, str, str, str], "str | None"]
+"""``check(repo, branch, tip, tree)``: why the repository cannot take the promotion."""
+
+_PRE_MOVE_CHECKS: Final[tuple[tuple[GateReason, _PreMoveCheck], ...]] = (
+    (GateReason.CANDIDATE_UNSAFE, _unsafe),
+    (GateReason.WORK_TREE_BLOCKED, _work_tree_blocker),
+)
+"""What a permitted promotion is refused for before anything is written, in order (as
+the gate's rules are): the first that answers is the refusal recorded."""
 
 
 def _finish(repo: Repo, store: LedgerStore, pending: PendingPromotion) -> str:
@@ -577,6 +646,22 @@ def recover(repo: Repo, store: LedgerStore) -> list[Recovered]:
 
 
 def _recover_one(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
+    outcome = _try_recover(repo, store, item)
+    if outcome.outcome != "blocked":
+        return outcome
+    payload = {
+        "action": "promote --recover",
+        "reason_codes": [InputReason.RECOVERY_BLOCKED.value],
+        "explanation": outcome.detail[:_INPUT_TEXT_LIMIT],
+        "intent_entry": item.intent_entry,
+        "branch": item.branch,
+        "commit": item.commit,
+    }
+    entry = store.append(EntryKind.REFUSAL, payload).entry_id
+    return attrs.evolve(outcome, entry_id=entry)
+
+
+def _try_recover(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
     at = repo.resolve(item.branch)
     if at == item.tip and repo.resolve(item.commit) == item.commit:
         try:

@@ -29,7 +29,7 @@ from kernel.decide.gate import (
     SignatureStatus,
     decision_message,
 )
-from kernel.decide.ledger import TreeHead
+from kernel.decide.merkle import TreeHead
 from kernel.effects.sandbox.scratch import private_tempdir
 from kernel.errors import EffectError
 from kernel.records.identity import canonical_json, sha256_bytes

@@ -35,16 +35,14 @@ from pathlib import Path
 import orjson
 
 from kernel.decide.gate import SignatureStatus
-from kernel.decide.ledger import (
+from kernel.decide.ledger import LedgerBroken, LedgerReason, verify_chain
+from kernel.decide.merkle import (
     ConsistencyProof,
     InclusionProof,
-    LedgerBroken,
-    LedgerReason,
     ProofRefusal,
     TreeHead,
     check_consistency,
     check_inclusion,
-    verify_chain,
 )
 from kernel.effects.commands.options import add_results_root
 from kernel.effects.documents import plan_outputs

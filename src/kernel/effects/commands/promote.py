@@ -27,12 +27,16 @@ Every outcome is appended to the ledger (``--ledger``, default
 ``results/ledger.sqlite``, or a ``postgresql://`` URL), a refusal too. Exit codes: 0
 done; 1 refused (the reason codes on one line; ``--recover``: a promotion it could
 not finish); 2 unusable input (missing or invalid run folder, key file or repository,
-a repository configuration that runs commands, a missing branch): one line.
+a repository configuration that runs commands, a missing branch): one line, and a
+``refusal`` entry naming it (``untrusted_repo_config`` or ``unusable_input``) and
+the inputs given, when the ledger itself can be opened.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from kernel.decide.decision import HumanDecisionRecord
@@ -41,10 +45,17 @@ from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import read_input
 from kernel.effects.git import Repo
 from kernel.effects.ledger_store import DEFAULT_LEDGER, opened
-from kernel.effects.promotion import Refused, promote, recover, stage, unstage
+from kernel.effects.promotion import (
+    Refused,
+    promote,
+    record_unusable,
+    recover,
+    stage,
+    unstage,
+)
 from kernel.effects.run_folder import load_run_folder, parse_document
 from kernel.effects.signing import check_decision_signature, signature_path
-from kernel.errors import ConfigError
+from kernel.errors import ConfigError, KernelError
 from kernel.records.identity import sha256_bytes
 from kernel.run.record import TrustLevel
 
@@ -60,6 +71,29 @@ def _refused(verb: str, refused: Refused) -> int:
     codes = ", ".join(refused.refusal.reason_codes)
     print(f"kernel {verb}: refused ({codes}){recorded}")
     return ExitStatus.REFUSED
+
+
+def _recorded(
+    action: str, handler: Callable[[argparse.Namespace], int]
+) -> Callable[[argparse.Namespace], int]:
+    """``handler``, whose unusable input (exit 2) is recorded in the ledger too, like
+    the gate's refusals (when the ledger itself can be opened)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (KernelError, OSError) as e:
+            inputs = {
+                name: getattr(args, name, None)
+                for name in ("repo", "run_dir", "attempt", "onto", "decision", "base")
+            }
+            verb = f"{action} --recover" if getattr(args, "recover", False) else action
+            # A ledger that cannot be opened (the error may be about it) records nothing.
+            with contextlib.suppress(KernelError, OSError), opened(args.ledger) as store:
+                record_unusable(store, verb, e, inputs)
+            raise
+
+    return run
 
 
 def run_stage(args: argparse.Namespace) -> int:
@@ -175,12 +209,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     stage_parser.add_argument("--attempt", required=True, help="the attempt id to stage")
     stage_parser.add_argument("--base", default="HEAD", help="the baseline commit (default HEAD)")
-    stage_parser.set_defaults(handler=run_stage)
+    stage_parser.set_defaults(handler=_recorded("stage", run_stage))
     unstage_parser = subparsers.add_parser(
         "unstage", parents=[common, run_dir], help="remove a staged ref"
     )
     unstage_parser.add_argument("--attempt", required=True, help="the attempt id to unstage")
-    unstage_parser.set_defaults(handler=run_unstage)
+    unstage_parser.set_defaults(handler=_recorded("unstage", run_unstage))
     parser = subparsers.add_parser(
         "promote",
         parents=[common],
@@ -202,4 +236,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--recover", action="store_true", help="finish or close promotions a crash left half done"
     )
-    parser.set_defaults(handler=run_promote)
+    parser.set_defaults(handler=_recorded("promote", run_promote))
