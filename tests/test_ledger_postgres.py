@@ -21,12 +21,32 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import attrs
 import psycopg
 import pytest
 
 from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason
+from kernel.decide.merkle import (
+    ProofChecked,
+    ProofRefusal,
+    TreeBuilder,
+    TreeHead,
+    check_consistency,
+    check_inclusion,
+    frontier_of,
+)
 from kernel.effects.cli import main
-from kernel.effects.ledger_store import PostgresStore, export_jsonl, opened, verify_store
+from kernel.effects.ledger_store import (
+    LedgerStore,
+    PostgresStore,
+    export_jsonl,
+    opened,
+    prove_consistency,
+    prove_inclusion,
+    tree_head,
+    verify_store,
+)
+from kernel.errors import EffectError
 
 WRITER = """
 import sys
@@ -202,3 +222,86 @@ def test_unreachable_server_is_unusable(capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "secret" not in err
+
+
+def _same_entries(url: str, path: Path, count: int) -> None:
+    """The same payloads appended to a PostgreSQL and a SQLite ledger."""
+    with opened(url) as pg, opened(path) as lite:
+        for i in range(count):
+            for store in (pg, lite):
+                store.append(EntryKind.DECISION, {"i": i, "text": "é" * (i % 3)})
+
+
+def test_proofs_from_postgres_are_the_sqlite_store_s_and_check(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    """Issue 22 item 4: the PostgreSQL store keeps the subtree roots as SQLite does; its
+    tree heads and its inclusion and consistency proofs are exactly SQLite's for the
+    same entries, and each checks with the RFC 9162 algorithms."""
+    path = tmp_path / "l.sqlite"
+    _same_entries(ledger_url, path, 37)
+    with opened(ledger_url, create=False) as pg, opened(path, create=False) as lite:
+        head = tree_head(pg)
+        assert head == tree_head(lite)
+        intact = verify_store(pg, anchors={})
+        assert isinstance(intact, LedgerIntact)
+        assert intact.root_hash == head.root_hash
+        for seq in (1, 2, 16, 17, 32, 37):
+            inclusion = prove_inclusion(pg, seq)
+            assert inclusion == prove_inclusion(lite, seq)
+            assert isinstance(check_inclusion(inclusion, head), ProofChecked)
+        for old in (0, 1, 5, 16, 31, 36, 37):
+            consistency = prove_consistency(pg, old)
+            assert consistency == prove_consistency(lite, old)
+            old_head = tree_head_at(lite, old)
+            assert isinstance(check_consistency(consistency, old_head, head), ProofChecked)
+        # A proof made for one entry does not check for another.
+        wrong = attrs.evolve(prove_inclusion(pg, 5), entry_id=str(pg.entry_at(6)))
+        assert isinstance(check_inclusion(wrong, head), ProofRefusal)
+
+
+def tree_head_at(store: LedgerStore, size: int) -> TreeHead:
+    """The head of the tree of the first ``size`` entries (from the stored roots)."""
+    tree = TreeBuilder(size, [store.perfect(*part) for part in frontier_of(size)])
+    return TreeHead(tree_size=size, root_hash=tree.root().hex())
+
+
+def test_a_postgres_ledger_written_before_the_roots_still_proves(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    """Rows without kept roots (a ledger from before the column) are computed from the
+    leaves, with the same results; appends after it keep roots again."""
+    path = tmp_path / "l.sqlite"
+    _same_entries(ledger_url, path, 11)
+    tamper(ledger_url, "UPDATE kernel_ledger SET nodes = NULL")
+    _same_entries(ledger_url, path, 6)
+    with opened(ledger_url, create=False) as pg, opened(path, create=False) as lite:
+        assert tree_head(pg) == tree_head(lite)
+        assert prove_inclusion(pg, 3) == prove_inclusion(lite, 3)
+        assert prove_consistency(pg, 7) == prove_consistency(lite, 7)
+
+
+def test_a_tampered_postgres_row_is_an_error_not_a_proof(ledger_url: str) -> None:
+    """A proof needs the rows it reads to be there and well formed."""
+    with opened(ledger_url) as store:
+        for i in range(4):
+            store.append(EntryKind.STAGING, {"i": i})
+    tamper(ledger_url, "UPDATE kernel_ledger SET entry_id = 'x', nodes = NULL WHERE seq = 2")
+    with opened(ledger_url, create=False) as store, pytest.raises(EffectError, match="entry 2"):
+        prove_inclusion(store, 3)
+
+
+def test_the_ledger_cli_proves_from_postgres(
+    ledger_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel ledger head|prove|check-proof` with a postgresql:// ledger."""
+    with opened(ledger_url) as store:
+        for i in range(9):
+            store.append(EntryKind.ADMISSION, {"i": i})
+    capsys.readouterr()
+    assert main(["ledger", "head", "--ledger", ledger_url]) == 0
+    (tmp_path / "head.json").write_text(capsys.readouterr().out)
+    assert main(["ledger", "prove", "--ledger", ledger_url, "--inclusion", "4"]) == 0
+    (tmp_path / "proof.json").write_text(capsys.readouterr().out)
+    assert main(["ledger", "check-proof", "--proof", str(tmp_path / "proof.json"),
+                 "--head", str(tmp_path / "head.json")]) == 0  # fmt: skip

@@ -22,8 +22,8 @@ separately recorded head, and appends under a lock that serialises writers:
   and write nothing: ``immutable`` when no write-ahead log exists (so no ``-wal`` or
   ``-shm`` file is made), else read-only beside the writer's log.
 - PostgreSQL (a ``postgresql://`` URL; optional extra ``postgres``, psycopg): the
-  same tables; an append locks the head row (``SELECT ... FOR UPDATE``) so writers
-  on several machines serialise.
+  same tables, subtree roots included; an append locks the head row (``SELECT ...
+  FOR UPDATE``) so writers on several machines serialise.
 - JSON Lines (`export_jsonl` / `read_jsonl`): one canonical entry per line, payload
   as a JSON object, then one head line; it verifies without the database.
 
@@ -41,7 +41,7 @@ import os
 import re
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -133,6 +133,9 @@ _PG_SCHEMA: Final = (
     " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS kernel_ledger_head ("
     " one INTEGER PRIMARY KEY CHECK (one = 1), seq BIGINT NOT NULL, entry_id TEXT NOT NULL)",
+    # The Merkle subtree roots an entry completes, as in SQLite (NULL in a ledger written
+    # before: its roots are computed from the leaves).
+    "ALTER TABLE kernel_ledger ADD COLUMN IF NOT EXISTS nodes BYTEA",
 )
 _SELECT_ENTRIES: Final = (
     "SELECT seq, entry_id, prev_id, kind, payload_digest, payload FROM kernel_ledger ORDER BY seq"
@@ -447,16 +450,8 @@ class SqliteStore:
             EffectError: the row is missing or its id is not a digest (a tampered
                 store: run ``kernel ledger verify``).
         """
-        seq = (index + 1) << level
-        row = self._db.execute(_SELECT_NODE, (seq,)).fetchone()
-        if row is None or not is_digest(row[0]):
-            raise EffectError(f"{self.locator}: entry {seq} missing or malformed (verify it)")
-        nodes = row[1]
-        if level == 0:
-            return leaf_hash(row[0])
-        if type(nodes) is bytes and len(nodes) >= level * 32:
-            return nodes[(level - 1) * 32 : level * 32]
-        return node_hash(self.perfect(level - 1, 2 * index), self.perfect(level - 1, 2 * index + 1))
+        return _perfect_of(lambda seq: self._db.execute(_SELECT_NODE, (seq,)).fetchone(),
+                           self.locator, level, index)  # fmt: skip
 
     def entries(self) -> Iterator[RawEntry]:
         try:
@@ -497,6 +492,29 @@ class SqliteStore:
         self._db.close()
 
 
+def _perfect_of(row_at: Callable[[int], Any], where: str, level: int, index: int) -> bytes:
+    """A perfect subtree's root from the store's rows (``row_at(seq)``: the row's
+    ``(entry_id, nodes)`` or None): kept in the row of its last leaf, or computed from
+    its halves where that row keeps none (a ledger written before the column).
+
+    Raises:
+        EffectError: the row is missing or its id is not a digest (a tampered store).
+    """
+    seq = (index + 1) << level
+    row = row_at(seq)
+    if row is None or not is_digest(row[0]):
+        raise EffectError(f"{where}: entry {seq} missing or malformed (verify it)")
+    if level == 0:
+        return leaf_hash(row[0])
+    nodes = bytes(row[1]) if isinstance(row[1], bytes | memoryview) else None
+    if nodes is not None and len(nodes) >= level * 32:
+        return nodes[(level - 1) * 32 : level * 32]
+    return node_hash(
+        _perfect_of(row_at, where, level - 1, 2 * index),
+        _perfect_of(row_at, where, level - 1, 2 * index + 1),
+    )
+
+
 def _row(entry: NewEntry) -> tuple[object, ...]:
     return (
         entry.seq,
@@ -526,6 +544,7 @@ class PostgresStore:
             ) from e
         self._psycopg = psycopg
         self._url = url
+        self._known: tuple[tuple[int, str], TreeBuilder] | None = None
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
             if not create:
@@ -563,16 +582,12 @@ class PostgresStore:
                     self.locator,
                 )
                 entry = new_entry(head, kind, dict(payload))
+                tree = self._frontier(head)
+                nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
                 self._db.execute(
-                    "INSERT INTO kernel_ledger VALUES (%s, %s, %s, %s, %s, %s)",
-                    (
-                        entry.seq,
-                        entry.entry_id,
-                        entry.prev_id,
-                        entry.kind.value,
-                        entry.payload_digest,
-                        entry.payload,
-                    ),
+                    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest,"
+                    " payload, nodes) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (*_row(entry), nodes),
                 )
                 self._db.execute(
                     "INSERT INTO kernel_ledger_head VALUES (1, %s, %s) ON CONFLICT (one) "
@@ -580,8 +595,17 @@ class PostgresStore:
                     (entry.seq, entry.entry_id),
                 )
         except psycopg.Error as e:
+            self._known = None
             raise EffectError(f"{self.locator}: ledger append failed ({_first_line(e)})") from e
+        self._known = ((entry.seq, entry.entry_id), tree)
         return entry
+
+    def _frontier(self, head: tuple[int, str]) -> TreeBuilder:
+        """The tree up to ``head`` (read under the append's lock): this connection's own
+        when it appended that head last, else its O(log n) stored roots."""
+        if self._known is not None and self._known[0] == head:
+            return self._known[1]
+        return TreeBuilder(head[0], [self.perfect(*part) for part in frontier_of(head[0])])
 
     def entries(self) -> Iterator[RawEntry]:
         psycopg = self._psycopg
@@ -619,22 +643,17 @@ class PostgresStore:
         return row[0] if row is not None and type(row[0]) is str else None
 
     def perfect(self, level: int, index: int) -> bytes:
-        """Computed from the leaves (this store keeps no subtree roots)."""
         psycopg = self._psycopg
-        start = index << level
+
+        def row_at(seq: int) -> Any:
+            return self._db.execute(
+                "SELECT entry_id, nodes FROM kernel_ledger WHERE seq = %s", (seq,)
+            ).fetchone()
+
         try:
-            rows = self._db.execute(
-                "SELECT entry_id FROM kernel_ledger WHERE seq > %s AND seq <= %s ORDER BY seq",
-                (start, start + (1 << level)),
-            ).fetchall()
+            return _perfect_of(row_at, self.locator, level, index)
         except psycopg.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({_first_line(e)})") from e
-        tree = TreeBuilder()
-        for (entry_id,) in rows:
-            tree.append(leaf_hash(entry_id))
-        if tree.size != 1 << level:
-            raise EffectError(f"{self.locator}: entries missing below {start + (1 << level)}")
-        return tree.root()
 
     def close(self) -> None:
         self._db.close()
