@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["discover_modules", "module_name"]
@@ -145,7 +145,7 @@ def discover_modules(
                 if visited is not None:
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
-    for folder, dirs, files in os.walk(top):
+    for folder, prefix, dirs, files in _walk(top, []):
         # A `.gitignore` added later changes the folder's mtime: only one that exists
         # is read, and stat-checked by a warm replay.
         here_ignore = ".gitignore" in files
@@ -155,8 +155,6 @@ def discover_modules(
                 visited.append(os.path.join(folder, ".gitignore"))
         if gitignore_from is not None and here_ignore:
             ignore.read(folder)
-        rel = os.path.relpath(folder, top)
-        prefix = [] if rel == "." else rel.split(os.sep)
         keep = []
         for d in sorted(dirs):
             path = os.path.join(folder, d)
@@ -183,3 +181,33 @@ def discover_modules(
                 if module:
                     out.append((path, module, is_package))
     return out
+
+
+def _walk(folder: str, prefix: list[str]) -> Iterator[tuple[str, list[str], list[str], list[str]]]:
+    """`os.walk` from the top down, without following links, with each folder's path
+    relative to the top as a list of names: ``(folder, prefix, dirs, files)``; the
+    caller prunes ``dirs`` in place. One ``scandir`` per folder and no other system
+    call (`os.walk` also runs ``lstat`` on every folder); an unreadable folder is
+    skipped, as `os.walk` does."""
+    dirs: list[str] = []
+    files: list[str] = []
+    links: set[str] = set()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    dirs.append(entry.name)
+                    if entry.is_symlink():
+                        links.add(entry.name)
+                else:
+                    files.append(entry.name)
+    except OSError:
+        return
+    yield folder, prefix, dirs, files
+    for name in dirs:
+        if name not in links:
+            yield from _walk(os.path.join(folder, name), [*prefix, name])
