@@ -135,7 +135,7 @@ class CallMatcher:
     every strict prefix; glob patterns fall back to `fnmatch`.
     """
 
-    __slots__ = ("_exact", "_globs", "_interesting", "_star")
+    __slots__ = ("_exact", "_globs", "_interesting", "_memo", "_star")
 
     def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
         """``entries`` are ``(rule name, forbid-calls pattern)`` pairs."""
@@ -143,6 +143,9 @@ class CallMatcher:
         self._star: dict[str, list[tuple[str, str]]] = {}
         self._globs: list[tuple[str, str, str]] = []
         self._interesting: set[str] = set()
+        # A file names the same few qualified names again and again, and so do the
+        # files of one check: each is matched once per matcher.
+        self._memo: dict[str, tuple[tuple[str, str], ...]] = {}
         for rule, raw in entries:
             pattern = normalize_call(raw)
             if pattern.endswith(".*") and not _has_glob(pattern[:-2]):
@@ -170,6 +173,12 @@ class CallMatcher:
 
     def match(self, qualname: str) -> list[tuple[str, str]]:
         """The ``(rule, pattern)`` pairs broken by a reference to ``qualname``."""
+        known = self._memo.get(qualname)
+        if known is None:
+            known = self._memo[qualname] = tuple(self._match(qualname))
+        return list(known)
+
+    def _match(self, qualname: str) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
         end = -1
         while True:
