@@ -43,7 +43,7 @@ import kernel.run.record
 import kernel.run.replay
 import kernel.run.report
 import kernel.run.verification
-import kernel.search.binding
+import kernel.search.binding_records
 import kernel.search.records
 from kernel.corroboration.commit_admission import Branch, Draft, VerifierOutcome, admit_to_commit
 from kernel.corroboration.consensus import CaptureStatus, RunObservation, build_consensus
@@ -67,7 +67,7 @@ PURE_MODULES: Final = (
     kernel.decide.ledger,
     kernel.decide.merkle,
     kernel.search.records,
-    kernel.search.binding,
+    kernel.search.binding_records,
     kernel.run.verification,
     kernel.run.record,
     kernel.run.replay,
