@@ -407,6 +407,26 @@ def test_the_oracle_refuses_what_bends_only_the_declared_test(demo_workers: Demo
     )
 
 
+def test_targeted_bending_is_never_supported_with_declared_tests_alone(
+    demo_workers: DemoWorkers,
+) -> None:
+    """With the declared tests as the only trust: a lenient assertEqual put on the
+    declared test's class by a hook taken back at once is refused by the runner (a
+    member other tree code put there); a comparison helper bent from inside median and
+    put back by its own first call slips past the runner (the framework runs beside the
+    candidate) and is refused by the screen, which reads the data file it is hidden in
+    as code. Neither is supported; the oracle refuses both on the demo
+    (`test_the_oracle_refuses_what_bends_only_the_declared_test`)."""
+    bending = {n: ORACLE_STOPS[n] for n in ("lenient-test-class", "lazy-equality-func")}
+    outcome = _run(demo_workers, bending, True)
+    reasons = _refused(outcome)
+    assert reasons["lenient-test-class"]["unit-tests"] is TAMPERED
+    assert reasons["lazy-equality-func"]["candidate-screen"] is CheckReason.SUSPICIOUS_CODE
+    (lazy,) = (a for a in outcome.record.attempts if a.attempt_id == "lazy-equality-func")
+    screened = {f.path for run in lazy.check_runs for f in run.findings}
+    assert "median_table.txt" in screened
+
+
 _ABSTRACT_PROBE = """
 import errno, json, socket, sys
 name = sys.argv[1]
