@@ -469,12 +469,14 @@ SUB_RUNNER = textwrap.dedent("""
     import json, sys, tempfile
     from pathlib import Path
     from kernel.corroboration.consensus import CaptureMode
-    from kernel.effects.sandbox import SandboxSpec, read_output, run_sandboxed
+    from kernel.effects.sandbox import Limits, SandboxSpec, read_output, run_sandboxed
     shown = sys.argv[1]
     base = Path(tempfile.mkdtemp())
     (base / "tree" / "sub").mkdir(parents=True)
     (base / "tree" / "f.txt").write_text("v1\\n")
     (base / "tree" / "sub" / "g.txt").write_text("g1\\n")
+    # Larger than the writable limit, untouched: a subordinate id's copy of it is no hit.
+    (base / "tree" / "big.bin").write_bytes(bytes(2 << 20))
     spill = base / "spill"
     spill.mkdir()
     probe = (
@@ -491,7 +493,8 @@ SUB_RUNNER = textwrap.dedent("""
     )
     capture = run_sandboxed(
         SandboxSpec(command=(sys.executable, "-c", probe, shown), ro_binds=(shown,),
-                    baseline=str(base / "tree"), capture=CaptureMode.PATCH, timeout_s=60),
+                    baseline=str(base / "tree"), capture=CaptureMode.PATCH, timeout_s=60,
+                    limits=Limits(writable_bytes=1 << 20)),
         spill_dir=spill,
     )
     print(json.dumps({
@@ -530,7 +533,8 @@ def test_subordinate_ids_keep_the_runners_own_files_out_of_reach(
     of the runner in a folder the sandbox shows is unreadable to the command (a 0644
     one is read), the command still owns its tree (edits in place, in a subfolder, new
     files), and the run is otherwise what it is for a runner without them, whose
-    command reads that file."""
+    command reads that file (a baseline file larger than the writable limit, copied
+    into the writable layer for the command, is no limit hit)."""
     outcomes = {}
     for name, entry in (("subordinate", sub_user), ("plain", user)):
         work = tmp_path / name

@@ -528,7 +528,7 @@ def _init(
     if (
         opts["patch"] == "1"
         and not start_error
-        and not nslimits.oversized(report, opts, work, tree_layer)
+        and not nslimits.oversized(report, opts, work, (tree_layer, lower))
     ):
         _capture_patch(report, opts, (lower, work, diff), patch_fd, git_env)
     _exit(0)

@@ -302,10 +302,17 @@ def processes_of(proc: str, uid: int) -> int:
     return count
 
 
-def oversized(report: Callable[[str], None], opts: dict[str, str], work: str, layer: str) -> bool:
+def oversized(
+    report: Callable[[str], None], opts: dict[str, str], work: str, layers: tuple[str, str]
+) -> bool:
     """Report a changed file too large to capture, before the diff reads it: larger
     than the writable layer (a sparse file: the layer holds its size, not its bytes)
-    or than the output limit. A diff of a 100 GB sparse file would run for hours."""
+    or than the output limit. A diff of a 100 GB sparse file would run for hours.
+    ``layers``: the overlay's upper tmpfs and its lower (the baseline). A file no larger
+    than the baseline's own file at its path is not counted: its diff reads no more
+    than the baseline does (a subordinate id's tree holds every baseline file of the
+    runner, copied up by the hand-over, not written by the run)."""
+    layer, lower = layers
     limits = [(int(opts[kind]), kind) for kind in ("writable", "output") if opts[kind]]
     if opts["mode"] == "overlay":
         work = layer + "/upper"  # only what the run changed
@@ -320,8 +327,17 @@ def oversized(report: Callable[[str], None], opts: dict[str, str], work: str, la
                 folders.append(entry.path)
             elif entry.is_file(follow_symlinks=False):
                 size = entry.stat(follow_symlinks=False).st_size
-                for limit, kind in limits:
-                    if size > limit:
-                        report(f"limit {kind}")
-                        return True
+                over = [kind for limit, kind in limits if size > limit]
+                if over and not _in_baseline(lower + entry.path[len(work) :], size):
+                    report(f"limit {over[0]}")
+                    return True
     return False
+
+
+def _in_baseline(path: str, size: int) -> bool:
+    """True when the baseline holds a regular file at ``path`` of at least ``size``."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return info.st_size >= size and (info.st_mode & 0o170000) == 0o100000
