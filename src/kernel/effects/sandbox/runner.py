@@ -74,6 +74,7 @@ __all__ = [
     "helper_servers",
     "outer_ids",
     "run_sandboxed",
+    "subordinate_ids",
 ]
 
 FALLBACK_OUTER_ID: Final = 2147418112
