@@ -15,17 +15,18 @@ from hypothesis import strategies as st
 
 from kernel.decide.decision import DecisionReason
 from kernel.errors import RecordError
-from kernel.importers.idkmesh import (
+from kernel.importers.idkmesh import parse_prefixed_digest, run_record_from_idkmesh
+from kernel.importers.idkmesh_config import (
     IdkmeshConfig,
     idkmesh_digest,
     idkmesh_provenance_differences,
-    parse_prefixed_digest,
     read_idkmesh_config,
-    read_idkmesh_decision,
-    read_idkmesh_report,
     read_idkmesh_verifier_policy,
     read_idkmesh_work_unit,
-    run_record_from_idkmesh,
+)
+from kernel.importers.idkmesh_reports import (
+    read_idkmesh_decision,
+    read_idkmesh_report,
     verify_idkmesh_decision,
 )
 from kernel.run.report import RunEvidenceReport, build_evidence_report

@@ -17,17 +17,17 @@ import pytest
 
 from kernel.decide.decision import DecisionReason
 from kernel.errors import RecordError
-from kernel.importers.idkmesh import (
+from kernel.importers.idkmesh import is_idkmesh_document, is_idkmesh_run, run_record_from_idkmesh
+from kernel.importers.idkmesh_config import (
     idkmesh_provenance_differences,
     is_idkmesh_config,
-    is_idkmesh_document,
-    is_idkmesh_run,
     read_idkmesh_config,
-    read_idkmesh_decision,
-    read_idkmesh_report,
     read_idkmesh_verifier_policy,
     read_idkmesh_work_unit,
-    run_record_from_idkmesh,
+)
+from kernel.importers.idkmesh_reports import (
+    read_idkmesh_decision,
+    read_idkmesh_report,
     verify_idkmesh_decision,
 )
 

@@ -43,8 +43,8 @@ from kernel.effects.ledger_store import opened
 from kernel.effects.run_folder_lock import holding_run_folder
 from kernel.effects.signing import check_decision_signature, sign_decision, signature_path
 from kernel.errors import ConfigError, RecordError
-from kernel.importers.idkmesh import (
-    is_idkmesh_document,
+from kernel.importers.idkmesh import is_idkmesh_document
+from kernel.importers.idkmesh_reports import (
     read_idkmesh_decision,
     read_idkmesh_report,
     verify_idkmesh_decision,

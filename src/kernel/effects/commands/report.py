@@ -45,10 +45,10 @@ from kernel.effects.files import (
 from kernel.effects.orchestrate import LoadedConfig, load_config, run_loaded
 from kernel.effects.replay import replay
 from kernel.errors import ConfigError, KernelError, RecordError
-from kernel.importers.idkmesh import (
+from kernel.importers.idkmesh import is_idkmesh_run
+from kernel.importers.idkmesh_config import (
     idkmesh_provenance_differences,
     is_idkmesh_config,
-    is_idkmesh_run,
     read_idkmesh_config,
     read_idkmesh_verifier_policy,
     read_idkmesh_work_unit,
@@ -199,7 +199,7 @@ def _idkmesh_root(config: Path, relative: str, given: str | None) -> Path:
 
 def _replay_idkmesh(args: argparse.Namespace, document: object) -> int:
     """Provenance replay of a saved IDKMesh v0.1 run against its IDKMesh config
-    (`kernel.importers.idkmesh.idkmesh_provenance_differences` says what is compared)."""
+    (`kernel.importers.idkmesh_config.idkmesh_provenance_differences` says what is compared)."""
     try:
         config = read_idkmesh_config(document)
     except RecordError as e:
