@@ -9,6 +9,7 @@ is never removed or overwritten."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -107,15 +108,15 @@ def killed_child(body: Callable[[], None]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def git_killed_at(n: int, path: Path, old: str, new: str) -> Callable[[], None]:
-    """The update, with ``git read-tree`` killed by strace at its ``n``-th file
+def git_killed_at(n: int, command: str, call: Callable[[], object]) -> Callable[[], None]:
+    """``call``, with each ``git command`` it runs killed by strace at its ``n``-th file
     syscall (of each kind); the process then dies as a group kill would."""
 
     def body() -> None:  # pragma: no cover - runs in the child
         real = subprocess.run
 
         def run(args: Any, **kwargs: Any) -> Any:
-            if "read-tree" in args:
+            if command in args:
                 inject = f"inject={SYSCALLS}:signal=SIGKILL:when={n}"
                 args = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", inject, *args]
                 done = real(args, **kwargs)
@@ -125,7 +126,7 @@ def git_killed_at(n: int, path: Path, old: str, new: str) -> Callable[[], None]:
             return real(args, **kwargs)
 
         with mock.patch.object(subprocess, "run", run):
-            Repo(path).fast_forward_work_tree(old, new, owner=OWNER)
+            call()
 
     return body
 
@@ -139,7 +140,8 @@ def test_killed_at_every_syscall_of_read_tree(
     for n in range(1, 400):
         path = tmp_path / f"r{n}"
         shutil.copytree(source, path, symlinks=True)
-        status = killed_child(git_killed_at(n, path, old, new))
+        update = functools.partial(Repo(path).fast_forward_work_tree, old, new, owner=OWNER)
+        status = killed_child(git_killed_at(n, "read-tree", update))
         assert status in (0, 137)
         finish(path, old, new)
         agree(path, new)
@@ -249,3 +251,35 @@ def test_a_killed_ref_update_lock_is_removed_only_when_it_holds_the_commit(
     lock.write_text(f"{new}\n")
     assert repo.sweep_ref_lock("refs/heads/main", new) is True
     assert not lock.exists()
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)")
+@pytest.mark.parametrize("command", ["write-tree", "read-tree", "status"])
+def test_a_git_command_that_only_reads_the_index_leaves_no_lock_when_killed(
+    command: str, template: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """What promote and recovery ask before they write (the index's tree, whether the
+    work tree can move, whether it is dirty) runs on a private copy of the index or
+    takes no optional lock: git killed at any of its file syscalls leaves no
+    ``index.lock`` for the next git command to trip on, and the index as it was."""
+    source, old, new = template
+    path = tmp_path / "r"
+    shutil.copytree(source, path, symlinks=True)
+    # Before the branch moves: where these questions are asked.
+    git(path, "update-ref", "refs/heads/main", old, new)
+    repo = Repo(path)
+    index = (path / ".git" / "index").read_bytes()
+    calls = {
+        "write-tree": repo.index_tree,
+        "read-tree": lambda: repo.work_tree_blocker(old, new),
+        "status": repo.is_dirty,
+    }
+    kills = 0
+    for n in range(1, 200):
+        status = killed_child(git_killed_at(n, command, calls[command]))
+        assert not (path / ".git" / "index.lock").exists()
+        assert (path / ".git" / "index").read_bytes() == index
+        if status == 0:
+            break
+        kills += 1
+    assert kills >= 1

@@ -30,10 +30,11 @@ Every failure is an `EffectError` (or `GitRefusal` for a compare-and-swap that l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -121,6 +122,8 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_TERMINAL_PROMPT": "0",
+        # A reading command (status) takes no lock it could leave behind when killed.
+        "GIT_OPTIONAL_LOCKS": "0",
         "HOME": "/nonexistent",
     }
     env.update(extra or {})
@@ -335,16 +338,36 @@ class Repo:
                 found[line.removeprefix("branch ")] = where
         return found
 
+    @contextlib.contextmanager
+    def _index_copy(self) -> Iterator[dict[str, str]]:
+        """The environment of a git command run on a private copy of the index: what
+        only reads it (``write-tree``, ``read-tree -n``) still takes ``index.lock``
+        while it runs, which a kill would leave behind, someone else's to the next git
+        command."""
+        with private_tempdir("index") as scratch:
+            copy = Path(scratch) / "index"
+            index = self.git_dir() / "index"
+            try:
+                if index.exists():
+                    shutil.copyfile(index, copy)
+            except OSError as e:
+                raise EffectError(f"{index}: unreadable ({e.strerror})") from e
+            yield {"GIT_INDEX_FILE": str(copy)}
+
     def index_tree(self) -> str:
         """The tree the repository's index holds now (written as objects only)."""
-        return self.git("write-tree")
+        with self._index_copy() as env:
+            return self.git("write-tree", env=env)
 
     def work_tree_blocker(self, old: str, new: str) -> str | None:
         """Why the checked-out work tree cannot move from ``old`` to ``new`` (tracked
         changes, or untracked files the update would overwrite), or None."""
         if self.is_dirty():
             return "the work tree has uncommitted changes"
-        done = _run(["read-tree", "-m", "-u", "-n", old, new], cwd=self.path)
+        with self._index_copy() as env:
+            # Fresh stat data first (files copied or touched are not changes).
+            _run(["update-index", "-q", "--refresh"], cwd=self.path, env=env)
+            done = _run(["read-tree", "-m", "-u", "-n", old, new], cwd=self.path, env=env)
         if done.returncode != 0:
             return f"the work tree cannot be updated ({_why(done)})"
         return None
