@@ -19,7 +19,7 @@ from kernel.corroboration.commit_admission import (
     admit_to_commit,
 )
 from kernel.errors import FieldError, ParameterTypeError
-from kernel.records.values import Refusal, boundary
+from kernel.records.values import Refusal, boundary, short_digest
 
 
 class Code(enum.StrEnum):
@@ -78,3 +78,13 @@ def test_an_admission_whose_flags_contradict_its_class_is_refused() -> None:
         attrs.evolve(admission, commit_permitted=False)
     with pytest.raises(FieldError, match="only a verified branch may be committed"):
         attrs.evolve(admission, staging_only=True)
+
+
+def test_short_digest_shortens_only_what_is_longer_than_asked() -> None:
+    """A digest is cut to its first ``size`` characters and an ellipsis; a value no
+    longer than that is shown whole (no ellipsis promising more than there is)."""
+    digest = "ab" * 32
+    assert short_digest(digest) == "ababababababa"[:12] + "\u2026"
+    assert short_digest(digest, 4) == "abab\u2026"
+    assert short_digest("abc") == "abc"
+    assert short_digest("a" * 12) == "a" * 12
