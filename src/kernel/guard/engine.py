@@ -380,11 +380,7 @@ def check_tree(
         raise ConfigError(f"--src {src}: no Python files found")
     if visited is not None:
         visited += [path for path, _m, _k in files]
-    base = os.path.abspath(root if root is not None else os.curdir)
-    display = {
-        path: PurePath(os.path.relpath(os.path.abspath(path), base)).as_posix()
-        for path, _m, _k in files
-    }
+    display = _displayed(os.fspath(src), [path for path, _m, _k in files], root)
     report = check_paths(
         files, policy, cache_dir=cache_dir, jobs=jobs, display=display, excluded=excluded
     )
@@ -404,6 +400,24 @@ def check_tree(
     return GuardReport(
         violations=kept, files_checked=len(selected), files_cached=report.files_cached
     )
+
+
+def _displayed(top: str, paths: list[str], root: Path | str | None) -> dict[str, str]:
+    """Each of ``paths`` (found under ``top``) relative to ``root`` (default the
+    working directory), POSIX separators: ``top``'s relative path is computed once
+    and each file's path below it is joined on (the same as `os.path.relpath` of every
+    file, which is purely lexical, at a fraction of the cost)."""
+    base = os.path.abspath(root if root is not None else os.curdir)
+    head = os.path.relpath(os.path.abspath(top), base)
+    strip = len(os.path.join(top, ""))
+    out: dict[str, str] = {}
+    for path in paths:
+        if path.startswith(os.path.join(top, "")):
+            shown = os.path.normpath(os.path.join(head, path[strip:]))
+        else:  # not found by walking ``top``: the long way
+            shown = os.path.relpath(os.path.abspath(path), base)
+        out[path] = PurePath(shown).as_posix()
+    return out
 
 
 def check_source(
