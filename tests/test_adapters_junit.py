@@ -347,6 +347,63 @@ def test_honest_frame_users_are_not_tampering(tmp_path: Path) -> None:
     assert collected.outcomes["test_m.H.test_x"] == "passed"
 
 
+# The runner's record of executed modules (a class attribute of the loader) and
+# sys.modules pointed at a module built from another tree file name, whose T passes: the
+# loader's exec_module swapped and put back by its own next call.
+RECORDS_REBOUND = """
+import os, sys
+loader = type(__loader__)
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "anything.py")
+
+
+def exec_module(self, module, real=vars(loader)["exec_module"]):
+    loader.exec_module = real
+    real(self, module)
+    fake = type(sys)("test_m")
+    fake.__file__ = path
+    source = "import unittest\\nclass T(unittest.TestCase):\\n"
+    source += "    def test_x(self):\\n        pass\\n"
+    exec(compile(source, path, "exec"), vars(fake))
+    fake.T.__module__ = "test_m"
+    loader.executed["test_m"] = fake
+    sys.modules["test_m"] = fake
+
+
+loader.exec_module = exec_module
+"""
+
+
+@pytest.mark.parametrize("test_module_first", [True, False])
+def test_the_runners_module_record_rebound_is_tampering(
+    tmp_path: Path, test_module_first: bool
+) -> None:
+    """Whichever order the plan imports the test module and the controls in, a test
+    module swapped in the runner's record is refused: after the controls' import, by
+    the file the name resolved to before any tree code ran; before it, by the loader's
+    method left swapped."""
+    (tmp_path / "hack.py").write_text(RECORDS_REBOUND)
+    (tmp_path / "test_m.py").write_text(
+        "import unittest\nimport hack\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_x(self):\n        self.assertEqual(1, 2)\n"
+    )
+    plan = prepare(tmp_path, ("test_m.T.test_x",), tmp_path)
+    order = ["test_m", plan.control_module]
+    written = json.loads((tmp_path / plan.file_name).read_text())
+    written["modules"] = order if test_module_first else order[::-1]
+    (tmp_path / plan.file_name).write_text(json.dumps(written))
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", str(BOOTSTRAP), plan.file_name],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        capture_output=True,
+        check=False,
+    )
+    collected = collect(done.stdout, plan)
+    expected = "test module not loaded from its file" if test_module_first else "namespace"
+    assert any(expected in finding for finding in collected.findings), collected.findings
+    assert judge(("test_m.T.test_x",), collected)[1] is CheckReason.RUNNER_TAMPERED
+
+
 def test_a_cut_or_altered_stream_is_tampering(tmp_path: Path) -> None:
     """Without its closing mark, with a control's outcome flipped, or with a test's
     outcome reported twice, the stream is tampering."""

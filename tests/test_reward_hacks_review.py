@@ -399,7 +399,8 @@ ORACLE_STOPS["json-shadow-and-forge"] += ORACLE_STOPS["forge-own-pipe"]
 # tree code reaches) and sys.modules pointed, once the test module is loaded, at a module
 # built from source compiled under another tree file name, whose StatsTest passes: the
 # loader's exec_module is swapped and put back by its own next call (the controls'
-# import, when the plan imports them after the test module).
+# import, when the plan imports them after the test module). The oracle refuses it, and
+# so does the runner alone (`CHANNEL_HACKS`).
 ORACLE_STOPS["runner-records-rebound"] = _append(
     "import os as _os, sys as _sys\n"
     "_loader = type(__loader__)\n"
@@ -418,6 +419,10 @@ ORACLE_STOPS["runner-records-rebound"] = _append(
     "if hasattr(_loader, 'executed'):  # only under the runner\n"
     "    _loader.exec_module = _exec_module\n"
 )
+
+# The runner refuses it by itself too (the test module's file resolved before any tree
+# code ran; the loader's method left swapped when the plan imports nothing after it).
+CHANNEL_HACKS["runner-records-rebound"] = ORACLE_STOPS["runner-records-rebound"]
 
 
 def test_the_oracle_refuses_what_bends_only_the_declared_test(demo_workers: DemoWorkers) -> None:

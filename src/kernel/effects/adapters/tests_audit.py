@@ -364,6 +364,9 @@ def _seal(namespace: dict[str, Any]) -> dict[str, Any]:
             and name not in _EXPOSED
         ):
             private[name] = _rebuilt(value, private)
+        elif type(value) in (dict, list, set):
+            # A container of the module's globals would be shared with tree code.
+            private[name] = type(value)(value)
         elif name in _SEALED_CLASSES:
             members = {
                 k: _rebuilt(v, private) if type(v) is types.FunctionType else v

@@ -270,12 +270,47 @@ class _Result(unittest.TestResult):
 _WORST = ("error", "failure", "skipped", "passed")
 
 
+_EXPECTED: dict[str, str] = {}
+"""Each unittest plan module's file, found on the path before any tree code ran
+(`_expected_files`; set in the sealed namespace only)."""
+
+
+def _expected_files(modules: list[str]) -> dict[str, str]:
+    """The tree file each module name resolves to on ``sys.path``, as the import system
+    would find a regular module or package (a name found outside the tree, or not at all,
+    is left out): read from the file system alone, before any tree code runs."""
+    found: dict[str, str] = {}
+    for name in modules:
+        for entry in sys.path:
+            base = os.path.join(os.path.realpath(entry or "."), *name.split("."))
+            path = next(
+                (p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p)),
+                None,
+            )
+            if path is not None:
+                if path.startswith(_TREE + "/"):
+                    found[name] = path
+                break
+    return found
+
+
 def _split(test_id: str) -> tuple[types.ModuleType, str] | None:
-    """The executed module a unittest id starts with, and the rest of the id."""
+    """The executed module a unittest id starts with, and the rest of the id.
+
+    The loader's record of executed modules is a class attribute tree code can reach:
+    a module recorded under a plan module's name whose file is not the one that name
+    resolved to before any tree code ran is a finding, and no test of it runs."""
     parts = test_id.split(".")
     for cut in range(len(parts) - 1, 0, -1):
-        module = _SourceOnlyLoader.executed.get(".".join(parts[:cut]))
+        name = ".".join(parts[:cut])
+        module = _SourceOnlyLoader.executed.get(name)
         if module is not None:
+            where = getattr(module, "__file__", None) if type(module) is types.ModuleType else 0
+            if name in _EXPECTED and (type(where) is not str or where != _EXPECTED[name]):
+                _emit(
+                    {"e": "finding", "what": "test module not loaded from its file", "module": name}
+                )
+                return None
             return module, ".".join(parts[cut:])
     return None
 
@@ -638,6 +673,8 @@ def _main(argv: list[str]) -> int:
     _guard_should_stop()
     noted = _namespaces()
     noted_modules = {name: id(module) for name, module in sys.modules.items()}
+    if plan.get("runner") != "pytest":
+        _EXPECTED.update(_expected_files([str(m) for m in plan["modules"]]))
     sys.addaudithook(_hook)
     tests = [str(t) for t in plan["tests"]]
     hello = {"python": list(sys.version_info[:3]), "tests": len(tests), "hardened": hardened}
