@@ -1468,3 +1468,31 @@ def test_a_blocked_recovery_is_in_the_ledger_and_stays_pending(
     assert entry["reason_codes"] == ["recovery_blocked"]
     assert len(pending_of(ledger)) == 1
     assert (repo / "stats.py").read_text() == "# someone's edit\n"
+
+
+def test_a_stage_killed_inside_its_ref_update_is_finished_by_the_next(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A killed `update-ref` leaves the staged ref's lock holding the commit; the same
+    inputs make the same commit, so the next stage of that attempt removes exactly that
+    lock and stages. A lock holding anything else is someone else's: exit 2, recorded,
+    untouched."""
+    ledger = tmp_path / "l.sqlite"
+    assert stage(demo.run_dir, repo, ledger) == 0
+    ref = "refs/kernel/staged/demo/median-fix/attempt-1"
+    commit = git(repo, "rev-parse", ref)
+    git(repo, "update-ref", "-d", ref)
+    lock = repo / ".git" / f"{ref}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(f"{commit}\n")
+    assert stage(demo.run_dir, repo, ledger) == 0
+    assert git(repo, "rev-parse", ref) == commit
+    assert not lock.exists()
+    git(repo, "update-ref", "-d", ref)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    capsys.readouterr()
+    assert stage(demo.run_dir, repo, ledger) == 2
+    assert "does not hold" in capsys.readouterr().err
+    assert lock.read_text() == ""
+    assert refusals(ledger)[-1]["reason_codes"] == ["unusable_input"]

@@ -310,6 +310,9 @@ def stage(
     commit = repo.commit_tree(tree, base_commit, message, _STAGER)
     existing = repo.resolve(ref)
     if existing != commit:
+        # The same inputs make the same commit: a lock a killed stage of this attempt
+        # left holds exactly it, and is ours to remove (any other is refused).
+        repo.sweep_ref_lock(ref, commit)
         try:
             repo.update_ref(ref, commit, existing, "kernel stage")
         except GitRefusal as e:
