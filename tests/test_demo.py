@@ -186,7 +186,7 @@ def test_no_sandbox_left_behind(demo: tuple[Path, PipelineResult]) -> None:
     del demo
     root = scratch_root()
     if root.exists():
-        assert not [p for p in root.iterdir() if p.name.split("-")[1] == str(os.getpid())]
+        assert not [p for p in root.iterdir() if p.name.split("-")[1:2] == [str(os.getpid())]]
 
 
 def test_kernel_run_cli_prints_files_and_summary(
