@@ -68,7 +68,7 @@ def test_a_worker_killed_mid_suite_changes_no_byte(tmp_path: Path) -> None:
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: None still asks for 8787
             silence_logs=50,
         ) as cluster,
         distributed.Client(cluster) as client,

@@ -75,7 +75,7 @@ def open_executor(spec: str | None) -> Iterator[concurrent.futures.Executor | No
                     n_workers=int(local.group(1)),
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",  # any free port: None still asks for 8787
                     silence_logs=50,
                 )
             )
