@@ -283,3 +283,30 @@ def test_a_git_command_that_only_reads_the_index_leaves_no_lock_when_killed(
             break
         kills += 1
     assert kills >= 1
+
+
+def test_a_folder_that_becomes_a_file_and_a_file_that_becomes_a_folder(tmp_path: Path) -> None:
+    """The update removes before it writes: ``d/f.txt`` -> a file ``d``, a file ``e`` ->
+    ``e/g.txt``."""
+    path = tmp_path / "r"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "d").mkdir()
+    (path / "d" / "f.txt").write_text("f\n")
+    (path / "e").write_text("e\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "old")
+    old = git(path, "rev-parse", "HEAD")
+    git(path, "rm", "-q", "-r", "d", "e")
+    (path / "d").write_text("d is a file\n")
+    (path / "e").mkdir()
+    (path / "e" / "g.txt").write_text("g\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "new")
+    new = git(path, "rev-parse", "HEAD")
+    git(path, "reset", "-q", "--hard", old)
+    git(path, "update-ref", "refs/heads/main", new, old)
+    Repo(path).fast_forward_work_tree(old, new, owner=OWNER)
+    assert git(path, "status", "--porcelain", "--ignored") == ""
+    assert (path / "d").read_text() == "d is a file\n"
+    assert (path / "e" / "g.txt").read_text() == "g\n"

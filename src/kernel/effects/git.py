@@ -446,7 +446,9 @@ class Repo:
             self._check_work_tree(changes, new, env)
             # -i: the index alone (the check above is what guards the work tree).
             self.git("read-tree", "-m", "-i", old, new, env=env)
-            for change in changes:
+            # Removals first: a folder the update turns into a file is gone (and its
+            # empty parents with it) before the file is written.
+            for change in sorted(changes, key=lambda c: c.new_mode != _DELETED):
                 self._write(top, change, owner)
             # Stat data only (exit 1 is "needs update": the check above ruled it out).
             _run(["update-index", "-q", "--refresh"], cwd=self.path, env=env)
@@ -587,7 +589,9 @@ def _exists(path: Path) -> bool:
 
 def _remove(*paths: Path) -> None:
     for path in paths:
-        path.unlink(missing_ok=True)
+        # Missing, or under a path that is a file now: nothing to remove either way.
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            path.unlink()
 
 
 def _alive(pid: int) -> bool:
