@@ -97,9 +97,14 @@ def _ruff_config(folder: Path) -> Path:
     return path
 
 
+# Fresh processes run as a user's do: with bytecode caches (an environment that sets
+# PYTHONDONTWRITEBYTECODE would make every run compile the guard's own modules again).
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, env=env)
+    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, env=env or _ENV)
     return time.perf_counter() - t
 
 
@@ -122,9 +127,9 @@ def _kernel_cli(
     argv += [f"--exclude={e}" for e in exclude]
     argv += ["--cache-dir", str(tmp / f"kg-cache-{src.name}")]
     for _ in range(2):  # cold, then a run that records itself outside the racy window
-        out = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False)
+        out = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False, env=_ENV)
         time.sleep(2.1)
-    out = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False)
+    out = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False, env=_ENV)
     summary = out.stdout.strip().splitlines()[-1]
     files = int(summary.split(" in ", 1)[1].split()[0])
     return min(_run(argv, tmp) for _ in range(repeat)), files
@@ -312,7 +317,7 @@ def _django(tmp: Path, repeat: int, sdist: Path | None) -> list[tuple[str, str]]
     policy.write_text("\n".join(rule), encoding="utf-8")
     base = [str(BIN / "kernel"), "guard", "--config", str(policy), "--src", str(root)]
     check = subprocess.run(
-        [*base, "--no-cache"], cwd=tmp, capture_output=True, text=True, check=False
+        [*base, "--no-cache"], cwd=tmp, capture_output=True, text=True, check=False, env=_ENV
     )
     if check.returncode not in (0, 1):  # a figure of a run that refused is no figure
         return [("django: not measured", check.stderr.strip() or check.stdout.strip())]

@@ -273,3 +273,24 @@ def test_replay_holds_when_folders_gain_files_not_when_the_root_moves(
     assert main(args) == 2
     assert calls == [1]
     capsys.readouterr()
+
+
+def test_old_effect_maps_are_pruned_other_files_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each tool version writes its own effect map: the two most recent are kept; the
+    recorded runs and the per-file caches are not touched by that pruning."""
+    lib = _installed(tmp_path, monkeypatch, "kg_effects_pruned")
+    src = _tree(tmp_path / "p", {"pkg/__init__.py": "", "pkg/a.py": USER.format(lib=lib.stem)})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i, name in enumerate(["effects-old1", "effects-old2", "effects-old3", "last-runs"]):
+        (cache / f"{name}.marshal").write_bytes(b"x")
+        os.utime(cache / f"{name}.marshal", (1_000_000_000 + i, 1_000_000_000 + i))
+    _forget_summaries(monkeypatch)
+    check_tree(src, _policy(forbid_calls=("time.*",), effects=True), cache_dir=cache)
+    names = sorted(p.name for p in cache.glob("*.marshal"))
+    assert [n for n in names if n.startswith("effects-old")] == ["effects-old3.marshal"]
+    assert len([n for n in names if n.startswith("effects-")]) == 2
+    assert "last-runs.marshal" in names
+    assert len(names) == 4  # and the per-file cache of this policy

@@ -5,6 +5,7 @@ Rules this module enforces:
 - per-file results (imports and findings) live in one marshal file per (policy hash,
   tool version, environment), keyed by the project-relative path, with the file's
   size, mtime, inode and content SHA-256; the most recent `KEEP_CACHE_FILES` are kept;
+  of the effect maps (one per tool version), the most recent `KEEP_EFFECT_MAPS`;
 - the effect map of installed code (`kernel.guard.effects`) lives in one marshal file
   per tool version, shared by every policy: a summary is reused when its file's stat
   is unchanged and older than the racy window, else when its content digest is;
@@ -28,11 +29,19 @@ from kernel.guard import effects
 from kernel.guard.graph import Derived
 from kernel.guard.scan import ImportFact, RawFinding
 
-__all__ = ["KEEP_CACHE_FILES", "RACY_NS", "EffectCache", "FileCache", "gc_paused"]
+__all__ = [
+    "KEEP_CACHE_FILES",
+    "KEEP_EFFECT_MAPS",
+    "RACY_NS",
+    "EffectCache",
+    "FileCache",
+    "gc_paused",
+]
 
 RACY_NS = 2_000_000_000
 """A file whose mtime is this close to the cache's writing may have changed unseen."""
 KEEP_CACHE_FILES = 8
+KEEP_EFFECT_MAPS = 2
 _CACHE_MAGIC = "kernel-guard-cache/2"
 _EFFECTS_MAGIC = "kernel-guard-effects/1"
 _RUNS_FILE = "last-runs.marshal"  # `kernel.guard.fastpath`'s, never pruned here
@@ -106,18 +115,7 @@ class FileCache:
             return
         entries = {k: v for k, v in self.entries.items() if k in keep}
         _store(self.file, (_CACHE_MAGIC, time.time_ns(), entries, self.derived))
-        with contextlib.suppress(OSError):
-            # One file per policy and tool version: keep the most recent few.
-            older = sorted(
-                (
-                    p
-                    for p in self.file.parent.glob("*.marshal")
-                    if p.name != _RUNS_FILE and not p.name.startswith("effects-")
-                ),
-                key=lambda p: p.stat().st_mtime_ns,
-            )
-            for stale in older[:-KEEP_CACHE_FILES]:
-                stale.unlink(missing_ok=True)
+        _prune(self.file.parent, False, KEEP_CACHE_FILES)
 
 
 class EffectCache:
@@ -137,3 +135,20 @@ class EffectCache:
         the workers that parsed)."""
         if self.file is not None and effects.take_new():
             _store(self.file, (_EFFECTS_MAGIC, time.time_ns(), effects.export_summaries()))
+            _prune(self.file.parent, True, KEEP_EFFECT_MAPS)
+
+
+def _prune(folder: Path, effect_maps: bool, keep: int) -> None:
+    """Remove all but the ``keep`` most recent effect maps, or per-file caches (each
+    tool version writes its own: an edited guard leaves the old ones behind)."""
+    with contextlib.suppress(OSError):
+        files = sorted(
+            (
+                p
+                for p in folder.glob("*.marshal")
+                if p.name != _RUNS_FILE and p.name.startswith("effects-") == effect_maps
+            ),
+            key=lambda p: p.stat().st_mtime_ns,
+        )
+        for stale in files[:-keep]:
+            stale.unlink(missing_ok=True)
