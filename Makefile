@@ -23,7 +23,7 @@ types: install
 # The pure core (everything but the effect shell, the guard's file reading and the
 # `python -m kernel` entry) is held at 100% branch coverage; the effect shell at the
 # pyproject floor (its sandbox helper and self-test runner run in child processes).
-PURE_CORE := */kernel/*.py,*/kernel/records/*,*/kernel/search/*,*/kernel/run/*,*/kernel/corroboration/*,*/kernel/decide/*,*/kernel/importers/*,*/kernel/strategies/*
+PURE_CORE := */kernel/*.py,*/kernel/records/*,*/kernel/search/*,*/kernel/run/*,*/kernel/corroboration/*,*/kernel/decide/*,*/kernel/views/*,*/kernel/importers/*,*/kernel/strategies/*
 
 test: install
 	$(BIN)/pytest -q --cov=kernel --cov-report=term:skip-covered
