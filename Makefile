@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint types guard schemas docs test test-fast test-all bench demo clean
+.PHONY: install check lint types guard trace schemas docs test test-fast test-all bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,29 @@ test: install
 guard: install
 	$(BIN)/kernel guard
 
+# The pure core's own tests under the dynamic guard (`kernel.guard.trace`, ADR-0001):
+# a forbidden run-time event (an open, a process, a socket, a forbidden import) with a
+# pure module on the stack fails the build, though every test passes. Properties run
+# with fewer examples: `make test` already ran them in full; this run looks for events.
+# A test file for a new pure module joins this list.
+PURE_TESTS := tests/test_altered_records.py tests/test_binding.py \
+	tests/test_binding_api_boundary.py tests/test_binding_branches.py \
+	tests/test_binding_fixtures.py tests/test_codec.py tests/test_codec_branches.py \
+	tests/test_codec_digests.py tests/test_codec_paths.py tests/test_codec_rules.py \
+	tests/test_commit_admission.py tests/test_consensus.py tests/test_consensus_branches.py \
+	tests/test_decision.py tests/test_evidence_report.py tests/test_exceptions.py \
+	tests/test_field_kinds.py tests/test_gate.py tests/test_identity.py tests/test_idkmesh.py \
+	tests/test_idkmesh_branches.py tests/test_ledger.py tests/test_ledger_merkle.py \
+	tests/test_refusal_explanations.py tests/test_render.py tests/test_render_branches.py \
+	tests/test_render_decision.py tests/test_run_admission_branches.py \
+	tests/test_run_replay.py tests/test_runrecord.py tests/test_runrecord_branches.py \
+	tests/test_search.py tests/test_search_branches.py tests/test_strategies_paths.py \
+	tests/test_strategies_seeded.py tests/test_values.py tests/test_values_branches.py \
+	tests/test_verification.py
+
+trace: install
+	$(BIN)/pytest -q -p no:cacheprovider --hypothesis-profile kernel-fast --kernel-guard-trace $(PURE_TESTS)
+
 schemas: install
 	$(PY) -m kernel.effects.schemas --check
 	$(PY) -m kernel.effects.identity_docs --check
@@ -43,7 +66,7 @@ schemas: install
 docs: install
 	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
 
-check: lint types guard schemas docs test
+check: lint types guard schemas docs test trace
 
 # The fast lane (under a minute on an idle machine): no test that starts a process or a
 # sandbox, properties with fewer examples. `make check` runs everything.

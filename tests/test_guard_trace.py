@@ -194,3 +194,24 @@ def test_tracer_attribution_in_process() -> None:
     tracer.active = False
     emit(tracer.hook, "open", ("late",))
     assert len(tracer.findings) == 5
+
+
+def test_tracer_accepts_the_packages_above_an_allowed_import() -> None:
+    """`from kernel.decide.decision import X` loads `kernel.decide` first (an `import`
+    event of its own): under allow-imports naming the submodule it is not forbidden;
+    a sibling package is."""
+    from kernel.guard.model import Policy, Rule
+    from kernel.guard.trace import Tracer
+
+    rule = Rule(name="only", modules=("pkg.mod",), allow_imports=("lib.sub.leaf",))
+    code = "def emit(hook, m):\n    hook('import', (m, None))\n"
+    guarded: dict[str, object] = {"__name__": "pkg.mod"}
+    exec(compile(code, "/p/mod.py", "exec"), guarded)  # a module of the test
+    emit = guarded["emit"]
+    assert callable(emit)
+    forbidden = []
+    for module in ("lib", "lib.sub", "lib.sub.leaf", "lib.other", "lib.subx"):
+        tracer = Tracer(Policy(rules=(rule,)))  # one per import: one finding per line
+        emit(tracer.hook, module)
+        forbidden += [f[5] for f in tracer.findings]
+    assert forbidden == ["lib.other", "lib.subx"]

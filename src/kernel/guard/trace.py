@@ -23,7 +23,8 @@ Rules this module enforces:
   is attrs' doing), while files, processes and sockets count through any library;
 - an event raised inside a package the rule's ``allow-reach`` names (hypothesis reading
   its caches under `kernel.strategies`) is that package's, not the guarded module's;
-- an ``import`` event outside ``allow-imports`` (when the rule has one) is forbidden;
+- an ``import`` event outside ``allow-imports`` (when the rule has one) is forbidden,
+  but for a package above an allowed module, which Python loads first;
 - what no event exists for (reading the clock, the environment, ``sys.stderr``
   writes; ``importlib.import_module``, which raises no ``import`` event; an import of
   a module already loaded) is not seen: the static guard is the only check there;
@@ -118,7 +119,9 @@ class Tracer:
                     return name
             if rule.allow_imports is not None and imported != "__future__":
                 allowed = module_set(rule.allow_imports)
-                if all(allowed.match(n) is None for n in (imported, *twin_of(imported))):
+                if all(
+                    allowed.match(n) is None for n in (imported, *twin_of(imported))
+                ) and not _parent_of(imported, rule.allow_imports):
                     return imported
             return None
         matcher = self.matchers[rule.name]
@@ -198,6 +201,12 @@ class Tracer:
             self.active = False
 
         return stop
+
+
+def _parent_of(module: str, patterns: Sequence[str]) -> bool:
+    """Is ``module`` a package above an allowed one? Python loads ``kernel.decide``
+    (an ``import`` event of its own) before ``kernel.decide.decision``."""
+    return any(p.startswith(module + ".") for p in patterns)
 
 
 def violations(findings: Sequence[EventFinding], root: str) -> list[Violation]:
