@@ -10,8 +10,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-install: $(PY)
+# Installed once per change of the dependencies or the version (pyproject.toml, kernel/__init__),
+# not before every target: the stamp saves each `make test-fast` the seconds pip takes to
+# find nothing to do.
+$(VENV)/.installed: pyproject.toml src/kernel/__init__.py | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,testing]'
+	touch $@
+
+install: $(VENV)/.installed
 
 lint: install
 	$(BIN)/ruff check src tests bench docs/examples noxfile.py
