@@ -49,15 +49,16 @@ PURE_TESTS := tests/test_altered_records.py tests/test_binding.py \
 	tests/test_binding_fixtures.py tests/test_codec.py tests/test_codec_branches.py \
 	tests/test_codec_digests.py tests/test_codec_paths.py tests/test_codec_rules.py \
 	tests/test_commit_admission.py tests/test_consensus.py tests/test_consensus_branches.py \
-	tests/test_decision.py tests/test_evidence_report.py tests/test_exceptions.py \
-	tests/test_field_kinds.py tests/test_gate.py tests/test_identity.py tests/test_idkmesh.py \
-	tests/test_idkmesh_branches.py tests/test_ledger.py tests/test_ledger_merkle.py \
+	tests/test_contract.py tests/test_decision.py tests/test_evidence_report.py \
+	tests/test_exceptions.py tests/test_field_kinds.py tests/test_gate.py \
+	tests/test_identity.py tests/test_idkmesh.py tests/test_idkmesh_branches.py \
+	tests/test_ledger.py tests/test_ledger_merkle.py tests/test_raises_documented.py \
 	tests/test_refusal_explanations.py tests/test_render.py tests/test_render_branches.py \
 	tests/test_render_decision.py tests/test_run_admission_branches.py \
 	tests/test_run_replay.py tests/test_runrecord.py tests/test_runrecord_branches.py \
 	tests/test_search.py tests/test_search_branches.py tests/test_strategies_paths.py \
-	tests/test_strategies_seeded.py tests/test_values.py tests/test_values_branches.py \
-	tests/test_verification.py
+	tests/test_strategies_seeded.py tests/test_suite.py tests/test_values.py \
+	tests/test_values_branches.py tests/test_verification.py
 
 trace: install
 	$(BIN)/pytest -q -p no:cacheprovider --hypothesis-profile kernel-fast --kernel-guard-trace $(PURE_TESTS)
