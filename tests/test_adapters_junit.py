@@ -202,15 +202,65 @@ def test_controls_look_like_the_declared_tests(tmp_path: Path) -> None:
 
 
 def test_a_tree_that_cannot_import_its_tests_fails_the_check(tmp_path: Path) -> None:
-    """An import error of a declared module makes every test an error (the controls
-    could not run): the check fails, it is not called tampered."""
+    """An import error of a declared module makes its tests errors at the import stage,
+    naming the missing module: the check fails, it is not called tampered."""
     (tmp_path / "test_m.py").write_text("import missing_module_xyz\n" + TESTS)
     collected, _plan, _stream = _check(tmp_path, "test_m.T.test_ok")
     assert collected.import_failed
+    assert collected.imports == {"test_m.T.test_ok": "missing_module_xyz"}
     assert judge(("test_m.T.test_ok",), collected)[:2] == (
         CheckStatus.FAILED,
         CheckReason.EXPECTED_TEST_FAILED,
     )
+
+
+def test_only_the_tests_of_a_module_that_cannot_import_are_import_errors(
+    tmp_path: Path,
+) -> None:
+    """Issue 19 item 3: one module lacks a dependency, one id names a module that does
+    not exist, one module raises its own ImportError: each of their tests is an error
+    at import naming the missing module (none for an ImportError that is not a missing
+    module), and the tests of the module that imports run as usual. The record's rows
+    carry it."""
+    (tmp_path / "test_m.py").write_text(TESTS)
+    (tmp_path / "test_dep.py").write_text("import missing_module_xyz\n" + TESTS)
+    (tmp_path / "test_own.py").write_text("from test_m import no_such_name\n" + TESTS)
+    declared = (
+        "test_m.T.test_ok",
+        "test_dep.T.test_ok",
+        "test_nowhere.T.test_ok",
+        "test_own.T.test_ok",
+        "test_m.T.test_bad",
+    )
+    collected, _plan, _stream = _check(tmp_path, *declared)
+    assert collected.findings == ()
+    assert collected.imports == {
+        "test_dep.T.test_ok": "missing_module_xyz",
+        "test_nowhere.T.test_ok": "test_nowhere",
+        "test_own.T.test_ok": None,
+    }
+    assert [collected.outcomes[t] for t in declared] == [
+        "passed",
+        "error",
+        "error",
+        "error",
+        "failure",
+    ]
+    assert "No module named 'missing_module_xyz'" in collected.messages["test_dep.T.test_ok"]
+    status, _reason, tests = judge(declared, collected)
+    assert status is CheckStatus.FAILED
+    imports = collected.imports
+    rows = declared_test_results(declared, declared[:1], tests, imports)
+    assert [(r.import_failed, r.missing_module) for r in rows] == [
+        (False, None),
+        (True, "missing_module_xyz"),
+        (True, "test_nowhere"),
+        (True, None),
+        (False, None),
+    ]
+    # An untrusted result keeps nothing of what the runner said.
+    tampered = declared_test_results(declared, (), CheckReason.RUNNER_TAMPERED, imports)
+    assert {(r.import_failed, r.missing_module) for r in tampered} == {(False, None)}
 
 
 def test_bytecode_in_the_tree_is_never_loaded(tmp_path: Path) -> None:
@@ -550,6 +600,31 @@ def _pytest_tree(tree: Path) -> None:
     )
     (tree / "tests" / "test_p.py").write_text(PYTEST_TESTS)
     (tree / "pytest.ini").write_text("[pytest]\naddopts = -k nothing_matches\n")
+
+
+def test_a_pytest_file_that_cannot_import_errors_only_its_own_tests(tmp_path: Path) -> None:
+    """Issue 19 item 3 under pytest: a test file lacking a dependency and one that does
+    not compile fail to collect; only their tests are errors at import (the missing
+    module named when there is one), and the other file's tests run as usual."""
+    _pytest_tree(tmp_path)
+    (tmp_path / "tests" / "test_dep.py").write_text(
+        "import missing_module_xyz\n\n\ndef test_x():\n    assert missing_module_xyz\n"
+    )
+    (tmp_path / "tests" / "test_syntax.py").write_text("def test_y(:\n    pass\n")
+    declared = (
+        "tests/test_p.py::test_plain",
+        "tests/test_dep.py::test_x",
+        "tests/test_syntax.py::test_y",
+        "tests/test_p.py::test_param[2-5]",
+    )
+    collected, _plan, _stream = _check(tmp_path, *declared, runner="pytest")
+    assert collected.findings == ()
+    assert collected.imports == {
+        "tests/test_dep.py::test_x": "missing_module_xyz",
+        "tests/test_syntax.py::test_y": None,
+    }
+    assert [collected.outcomes[t] for t in declared] == ["passed", "error", "error", "failure"]
+    assert "missing_module_xyz" in collected.messages["tests/test_dep.py::test_x"]
 
 
 def test_pytest_node_ids_run_each_in_its_own_process(tmp_path: Path) -> None:

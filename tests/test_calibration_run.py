@@ -115,30 +115,94 @@ def test_a_wrong_test_id_left_to_calibration_stops_the_run(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "refused: calibration: demo/median-fix is not valid:" in err
-    assert "test_statz.StatsTest.test_mean (pass_to_pass_not_passing_on_baseline)" in err
+    # Only the test whose module is missing is blamed, as an environment error naming
+    # that module; the other tests ran as the baseline has them.
+    blamed = (
+        "test_statz.StatsTest.test_mean (environment_error_test_module_not_importable:"
+        " no module named 'test_statz')"
+    )
+    assert f"environment_error_test_module_not_importable; {blamed}; no attempt" in err
     assert sorted(p.name for p in out.iterdir()) == ["calibration.json"]
     saved = Calibration.from_dict(json.loads((out / "calibration.json").read_text()))
     assert not saved.valid
+    assert saved.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(str(t.baseline), t.reason, t.missing_module) for t in saved.tests] == [
+        ("failed", None, None),
+        ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "test_statz"),
+        ("passed", None, None),
+        ("passed", None, None),
+    ]
     assert saved.tests[1].test_id == "test_statz.StatsTest.test_mean"
-    assert saved.tests[1].reason is CalibrationReason.PASS_TO_PASS_NOT_PASSING
 
 
 def test_a_missing_dependency_is_refused_at_calibration_not_blamed_on_a_patch(
     tmp_path: Path,
 ) -> None:
-    """The declared tests import a module the sandbox lacks: every test errors on the
-    baseline, so the PASS_TO_PASS tests do not pass and the instance is refused before
-    any patch is judged (an environment error, never a rejected patch)."""
+    """The declared tests' module imports a module the sandbox lacks: every test errors
+    at its import on the baseline, the FAIL_TO_PASS test included (it did not fail
+    inside the test), so each is blamed as an environment error naming the missing
+    module and the instance is refused before any patch is judged (never a rejected
+    patch)."""
     config = _demo(tmp_path)
     tests = tmp_path / "demo/repo/test_stats.py"
     tests.write_text("import numpy_absent_here\n" + tests.read_text())
     calibration = _refused(config)
-    assert calibration.reasons == (CalibrationReason.PASS_TO_PASS_NOT_PASSING,)
-    assert {str(t.baseline) for t in calibration.tests} == {"error"}
-    assert [t.reason for t in calibration.tests] == [
-        None,
-        *[CalibrationReason.PASS_TO_PASS_NOT_PASSING] * 3,
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(str(t.baseline), t.reason, t.missing_module) for t in calibration.tests] == [
+        ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "numpy_absent_here")
+    ] * 4
+
+
+def test_a_missing_dependency_blames_only_the_tests_of_the_module_that_needs_it(
+    tmp_path: Path,
+) -> None:
+    """One declared module imports a module the sandbox lacks, the other does not: only
+    the test of the module that cannot import is blamed (naming the missing module);
+    the demo's own tests run and are as calibration expects."""
+
+    def edit(c: dict[str, Any]) -> None:
+        c["verifier"]["checks"][0]["tests"]["pass_to_pass"].append("test_extra.ExtraTest.test_x")
+
+    config = _demo(tmp_path, edit)
+    (tmp_path / "demo/repo/test_extra.py").write_text(
+        "import unittest\n\nimport numpy_absent_here\n\n\n"
+        "class ExtraTest(unittest.TestCase):\n    def test_x(self):\n"
+        "        self.assertTrue(numpy_absent_here)\n"
+    )
+    calibration = _refused(config)
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    rows = [(str(t.baseline), t.reason, t.missing_module) for t in calibration.tests]
+    assert rows == [
+        ("failed", None, None),
+        *[("passed", None, None)] * 3,
+        ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "numpy_absent_here"),
     ]
+
+
+def test_a_fail_to_pass_test_that_cannot_import_is_not_a_failing_test(tmp_path: Path) -> None:
+    """No PASS_TO_PASS test and no reference patch: the FAIL_TO_PASS test's module cannot
+    import (its own import error, not a missing module) and so never fails inside the
+    test: the instance is refused, not calibrated as "fails as expected"."""
+
+    def edit(c: dict[str, Any]) -> None:
+        c["verifier"]["checks"][0]["tests"] = {
+            "fail_to_pass": ["test_stats.StatsTest.test_median_even"]
+        }
+
+    config = _demo(tmp_path, edit)
+    tests = tmp_path / "demo/repo/test_stats.py"
+    tests.write_text("from stats import no_such_name\n" + tests.read_text())
+    calibration = _refused(config)
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    ((kind, baseline, reason, missing),) = [
+        (str(t.kind), str(t.baseline), t.reason, t.missing_module) for t in calibration.tests
+    ]
+    assert (kind, baseline, reason, missing) == (
+        "fail_to_pass",
+        "error",
+        CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,
+        None,
+    )
 
 
 def test_a_reference_patch_must_pass_every_declared_test(tmp_path: Path) -> None:

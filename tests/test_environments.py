@@ -169,9 +169,9 @@ def test_a_check_runs_in_its_environment_without_network(tmp_path: Path, cache: 
         run_detailed(load_config(_config(without, environment=False)))
     calibration = info.value.refusal
     assert isinstance(calibration, Calibration)
-    assert calibration.reasons == (CalibrationReason.PASS_TO_PASS_NOT_PASSING,)
-    assert [(t.baseline, t.reason) for t in calibration.tests] == [
-        (DeclaredTestOutcome.ERROR, CalibrationReason.PASS_TO_PASS_NOT_PASSING)
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(t.baseline, t.reason, t.missing_module) for t in calibration.tests] == [
+        (DeclaredTestOutcome.ERROR, CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "tinydep")
     ]
     shutil.rmtree(cache)
 
@@ -229,4 +229,10 @@ def test_a_suite_instance_declares_its_environment(tmp_path: Path, cache: Path) 
     run = json.loads((tmp_path / "results/s/instances/with-env/run.json").read_text())
     assert {"name": "environment:tests", "digest": built} in run["provenance"]["inputs"]
     assert not no_env.calibration.valid
+    # Only the test whose module needs the dependency is blamed, naming it.
+    assert no_env.calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(t.test_id, t.reason, t.missing_module) for t in no_env.calibration.tests] == [
+        ("test_fix.FixTest.test_fixed", None, None),
+        ("test_dep.DepTest.test_value", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "tinydep"),
+    ]
     assert [p.status.value for p in no_env.predictions] == ["error"]

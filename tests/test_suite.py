@@ -198,6 +198,45 @@ def test_an_invalid_instance_says_why(
     assert calibration.reasons == reasons
 
 
+def test_a_test_whose_module_cannot_import_blames_the_environment_not_the_instance() -> None:
+    """Gaps of issue 19 item 3: a test whose module failed to import on the baseline is
+    an environment error naming the missing module, whichever list it is in (a
+    FAIL_TO_PASS test that "fails" by not importing is no failing test), and only that:
+    the reference failing it too is not the reference's fault; the other tests are
+    judged as they ran. A reference whose own run cannot import a test that the
+    baseline imported is a reference that does not pass."""
+
+    def unimportable(test: DeclaredTestResult, missing: str | None) -> DeclaredTestResult:
+        return attrs.evolve(test, outcome=OUT.ERROR, import_failed=True, missing_module=missing)
+
+    baseline = (unimportable(BASELINE[0], "numpy"), BASELINE[1], unimportable(BASELINE[2], None))
+    reference = (unimportable(FIXED[0], "numpy"), *FIXED[1:])
+    table = calibrate("i", baseline, reference, has_reference=True)
+    assert not table.valid
+    assert table.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(t.test_id, t.reason, t.missing_module) for t in table.tests] == [
+        ("m.T.f", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "numpy"),
+        ("m.T.e", None, None),
+        ("m.T.p", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, None),
+    ]
+    # Every view shows the row's reason with the missing module when one is why.
+    assert [t.blame for t in table.tests] == [
+        "environment_error_test_module_not_importable: no module named 'numpy'",
+        None,
+        "environment_error_test_module_not_importable",
+    ]
+    alone = calibrate("i", baseline[:1], None, has_reference=False)
+    assert alone.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    # A missing module is only kept on a row whose import failed.
+    stray = (attrs.evolve(BASELINE[0], missing_module="numpy"), *BASELINE[1:])
+    assert calibrate("i", stray, None, has_reference=False).tests[0].missing_module is None
+    broken = calibrate(
+        "i", BASELINE, (unimportable(FIXED[0], "numpy"), *FIXED[1:]), has_reference=True
+    )
+    assert broken.reasons == (CalibrationReason.REFERENCE_NOT_PASSING,)
+    assert broken.tests[0].reason is CalibrationReason.REFERENCE_NOT_PASSING
+
+
 def test_only_the_wrong_test_carries_the_reason() -> None:
     """Issue 19 item 3: in the per-test table, each row names the reason its own test
     gives; a test that is as calibration expects carries none, and an instance refused

@@ -137,7 +137,7 @@ def calibrate_run(
 def not_valid(calibration: Calibration) -> str:
     """The one line that says why a run was not judged: the instance's reasons, then
     each test that gives one."""
-    blamed = [f"{t.test_id} ({t.reason})" for t in calibration.tests if t.reason is not None]
+    blamed = [f"{t.test_id} ({t.blame})" for t in calibration.tests if t.blame is not None]
     return (
         f"calibration: {calibration.instance_id} is not valid: "
         + ", ".join(calibration.reasons)

@@ -329,6 +329,12 @@ class DeclaredTestResult(Record):
     """FAIL_TO_PASS or PASS_TO_PASS."""
     outcome: DeclaredTestOutcome
     """What the runner's result says of it."""
+    import_failed: bool = False
+    """Its test module could not be imported, so it never ran (its outcome is
+    ``error``): on a baseline, an environment error, not the test's verdict."""
+    missing_module: NonBlank | None = None
+    """The module whose absence failed that import (``ModuleNotFoundError.name``: a
+    missing dependency, or the test module itself for an id naming no module)."""
 
 
 class CalibrationReason(enum.StrEnum):
@@ -339,7 +345,8 @@ class CalibrationReason(enum.StrEnum):
     FAIL_TO_PASS_PASSES = "fail_to_pass_passes_on_baseline"  # noqa: S105 - not a secret
     """A FAIL_TO_PASS test already passes on the baseline: it tests nothing."""
     PASS_TO_PASS_NOT_PASSING = "pass_to_pass_not_passing_on_baseline"  # noqa: S105
-    """A PASS_TO_PASS test fails or errors on the baseline (a missing dependency too)."""
+    """A PASS_TO_PASS test fails or errors on the baseline (its module imported: one
+    that cannot is ``environment_error_test_module_not_importable``)."""
     TEST_NOT_RUN = "test_not_run"
     """A declared test was not reported, was skipped, or came from a tampered result."""
     REFERENCE_NOT_PASSING = "reference_not_passing"
@@ -349,6 +356,11 @@ class CalibrationReason(enum.StrEnum):
     INFRASTRUCTURE_FAULT = "infrastructure_fault"
     """The instance's task did not complete (a worker lost past the scheduler's retries):
     a control error of the suite, recorded by its runner, never a verdict."""
+    TEST_MODULE_NOT_IMPORTABLE = "environment_error_test_module_not_importable"
+    """A declared test's module cannot be imported on the baseline (a missing dependency,
+    an id naming a module that does not exist): an environment or control error of the
+    instance, never a rejection of a patch. A FAIL_TO_PASS test must fail inside the
+    test, not by its module failing to import."""
     UNKNOWN_TEST_ID = "unknown_test_id"
     """A declared test id names nothing the baseline defines (found statically: the
     instance is not run)."""
@@ -372,6 +384,17 @@ class CalibrationTest(Record):
     reason: CalibrationReason | None = None
     """Why this test makes the instance invalid, or was not run (None: it is as
     calibration expects)."""
+    missing_module: NonBlank | None = None
+    """The module whose absence kept this test's module from importing on the baseline
+    (``ModuleNotFoundError.name``), when that is why."""
+
+    @property
+    def blame(self) -> str | None:
+        """The row's reason as every view shows it (with the missing module, when one
+        is why), or None when the test is as calibration expects."""
+        if self.reason is None or self.missing_module is None:
+            return None if self.reason is None else str(self.reason)
+        return f"{self.reason}: no module named {self.missing_module!r}"
 
 
 @attrs.frozen(kw_only=True)

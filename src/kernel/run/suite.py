@@ -4,11 +4,15 @@ and the suite summary (SWE-bench's resolved table), as records.
 Pure: records in, records out (the runner is `kernel.effects.suite`). Rules enforced:
 
 - **calibration** (`calibrate`): before any candidate is judged, the declared tests run
-  on the baseline (and on the optional reference patch). Every FAIL_TO_PASS test must
-  fail or error on the baseline (``fail_to_pass_passes_on_baseline``), every
-  PASS_TO_PASS test must pass (``pass_to_pass_not_passing_on_baseline``), a test the
-  baseline run did not report, skipped or reported from a tampered result is
-  ``test_not_run`` (a wrong test id, a test that cannot be collected), the reference
+  on the baseline (and on the optional reference patch). A test whose module cannot be
+  imported on the baseline never ran: ``environment_error_test_module_not_importable``
+  (a missing dependency, an id naming no module; the row names the missing module),
+  whichever list it is in, and only that (not the reference's failing it too). Every
+  other FAIL_TO_PASS test must fail or error on the baseline
+  (``fail_to_pass_passes_on_baseline``), every PASS_TO_PASS test must pass
+  (``pass_to_pass_not_passing_on_baseline``), a test the baseline run did not report,
+  skipped or reported from a tampered result is ``test_not_run`` (a wrong test id, a
+  test that cannot be collected), the reference
   must pass every test (``reference_not_passing``), and a calibration run that reached
   no per-test result at all is ``calibration_error`` (a control error: a sandbox, an
   environment). An instance with any reason is invalid: it is not judged. Each row of
@@ -208,9 +212,11 @@ def calibrate(
         reason = _test_reason(test, after, unknown)
         if reason is not None and reason is not CalibrationReason.REFUSED_FOR_ANOTHER_TEST:
             reasons.add(reason)
-        if after is not None and after is not _PASSED:
+        if after is not None and after is not _PASSED and not test.import_failed:
             # The reference fails this test whatever the baseline did: the instance's
-            # reason too, even when the row names the baseline's.
+            # reason too, even when the row names the baseline's. A test whose module
+            # cannot import on the baseline cannot pass with the reference either: the
+            # environment is to blame, not the reference.
             reasons.add(CalibrationReason.REFERENCE_NOT_PASSING)
         rows.append(
             CalibrationTest(
@@ -219,6 +225,7 @@ def calibrate(
                 baseline=test.outcome,
                 reference=after,
                 reason=reason,
+                missing_module=test.missing_module if test.import_failed else None,
             )
         )
     ordered = tuple(r for r in CalibrationReason if r in reasons)
@@ -237,6 +244,11 @@ def _test_reason(
         if test.test_id in unknown:
             return CalibrationReason.UNKNOWN_TEST_ID
         return CalibrationReason.REFUSED_FOR_ANOTHER_TEST
+    if test.import_failed:
+        # Its module did not import: the test never ran, so it says nothing of the
+        # instance's bug (a FAIL_TO_PASS test "failing" so included); the environment,
+        # or the id, is to blame.
+        return CalibrationReason.TEST_MODULE_NOT_IMPORTABLE
     if outcome is _PASSED and test.kind is DeclaredTestKind.FAIL_TO_PASS:
         return CalibrationReason.FAIL_TO_PASS_PASSES
     if outcome in _FAILING and test.kind is DeclaredTestKind.PASS_TO_PASS:

@@ -62,7 +62,7 @@ def _tables(
             str(t.kind),
             str(t.baseline),
             str(t.reference or "-"),
-            str(t.reason or "-"),
+            t.blame or "-",
         )
         for r in summary.instances
         for t in r.calibration.tests

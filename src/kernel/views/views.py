@@ -424,7 +424,7 @@ def calibration_section(report: RunEvidenceReport) -> TableSection | None:
         ),
         headers=("Test", "List", "Baseline", "Reference", "Reason"),
         rows=tuple(
-            (t.test_id, str(t.kind), str(t.baseline), str(t.reference or "-"), str(t.reason or "-"))
+            (t.test_id, str(t.kind), str(t.baseline), str(t.reference or "-"), t.blame or "-")
             for t in calibration.tests
         ),
     )

@@ -302,7 +302,7 @@ class CommandVerifier:
                 note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
                 note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
                 note(f"check:{check.id}:isolation", str(capture.isolation))
-                result, reason, tests, summary = self._result(
+                result, reason, tests, summary, imports = self._result(
                     check, capture, patch_digest, required_ids, plan
                 )
                 note(
@@ -318,7 +318,9 @@ class CommandVerifier:
                         check_id=check.id,
                         sandbox=sandbox_run(capture),
                         reason=reason,
-                        tests=declared_test_results(check.tests, check.fail_to_pass, tests),
+                        tests=declared_test_results(
+                            check.tests, check.fail_to_pass, tests, imports
+                        ),
                         trust=check.trust,
                         environment_digest=check.command.environment_digest,
                     )
@@ -405,13 +407,17 @@ class CommandVerifier:
         patch_digest: str,
         required_ids: set[str],
         plan: declared_tests.Plan | None,
-    ) -> tuple[CheckResult, CheckReason | None, Mapping[str, str] | CheckReason, str]:
+    ) -> tuple[
+        CheckResult, CheckReason | None, Mapping[str, str] | CheckReason, str, dict[str, str | None]
+    ]:
         """The check's result and reason, its declared tests' outcomes (or why there are
-        none) and the collector's summary for a reader."""
+        none), the collector's summary for a reader, and the tests whose module failed to
+        import (with the missing module)."""
         if capture.status is CaptureStatus.SANDBOX_ERROR:
             why = redact_absolute_paths(capture.error or "unknown")
             raise VerifierFailure(f"check {check.id}: sandbox error: {why}")
         tests: dict[str, str] = {}
+        imports: dict[str, str | None] = {}
         found: Mapping[str, str] | CheckReason = CheckReason.RESULT_MISSING
         summary = ""
         status: CheckStatus
@@ -423,7 +429,7 @@ class CommandVerifier:
         elif capture.start_failed:
             status, reason = CheckStatus.ERROR, CheckReason.START_FAILED
         elif check.tests and plan is not None:
-            status, reason, tests, summary = declared_tests.verdict(
+            status, reason, tests, summary, imports = declared_tests.verdict(
                 check.id, check.tests, capture, plan
             )
             found = CheckReason.RUNNER_TAMPERED if reason is CheckReason.RUNNER_TAMPERED else tests
@@ -467,6 +473,7 @@ class CommandVerifier:
             reason,
             found,
             summary,
+            imports,
         )
 
     def _verification(

@@ -23,8 +23,10 @@ process, which never imports the candidate tree:
   kernel wrote; a control with another outcome than its known answer. Each finding is
   described (what, where; control names replaced by their role) in the volatile note
   ``check:<id>:tamper``;
-- a plan module that cannot be imported makes every declared test an error
-  (``expected_test_failed``): the controls could not run, the candidate is rejected;
+- a test whose module cannot be imported is an error reported at the import stage, with
+  the missing module's name (`Collected.imports`: calibration blames exactly those tests,
+  an environment error); another module's failure does not stop a test. A check with
+  any such test is ``expected_test_failed`` and its controls are not judged;
 - otherwise the declared tests' outcomes are judged as `kernel.effects.adapters.junit`
   `judge_tests` says.
 """
@@ -288,8 +290,21 @@ class Collected:
     """Each test's reported message (failure or error text; untrusted, for a reader)."""
     findings: tuple[str, ...]
     """Tampering found (what and where); empty when none."""
-    import_failed: bool
-    """A plan module could not be imported (the tests could not run)."""
+    imports: dict[str, str | None]
+    """Each test whose module could not be imported (it did not run), with the module
+    whose absence caused it (``ModuleNotFoundError.name``), if that was the cause."""
+
+    @property
+    def import_failed(self) -> bool:
+        """A test's module could not be imported (that test could not run)."""
+        return bool(self.imports)
+
+
+@attrs.frozen(kw_only=True)
+class _Import:
+    """A test process's report that its test's module failed to import."""
+
+    missing: str | None
 
 
 _HEADER: Final = re.compile(rb"([HSDXE])(?: (.*))?")
@@ -370,12 +385,13 @@ def _events(raw: bytes, key: bytes) -> tuple[list[dict[str, object]], str | None
 
 def _one_process(
     test_id: str, raw: bytes, key: bytes, exit_code: int | None, sources: dict[str, set[str]]
-) -> tuple[TestOutcome | None, str, bool, list[str]]:
-    """A test process's outcome, whether it failed to import, and its findings (each
-    source it compiled goes into ``sources``: path -> digests)."""
+) -> tuple[TestOutcome | None, str, _Import | None, list[str]]:
+    """A test process's outcome, whether its test's module failed to import (and which
+    module was missing), and its findings (each source it compiled goes into
+    ``sources``: path -> digests)."""
     events, broken = _events(raw, key)
     if broken is not None:
-        return None, "", False, [broken]
+        return None, "", None, [broken]
     findings = []
     ran = [e for e in events if e.get("e") == "ran"]
     for event in events:
@@ -388,11 +404,17 @@ def _one_process(
         findings.append(f"a test process ended without its closing mark (exit {exit_code})")
     if len(ran) != 1 or ran[0].get("test") != test_id:
         findings.append(f"a test process reported {len(ran)} outcomes, not its test's one")
-        return None, "", False, findings
+        return None, "", None, findings
     outcome, message = ran[0].get("outcome"), ran[0].get("message")
     if outcome not in ("passed", "failure", "error", "skipped"):
-        return None, "", False, [*findings, "a test process reported an unknown outcome"]
-    return str(outcome), str(message)[:2000], ran[0].get("stage") == "import", findings
+        return None, "", None, [*findings, "a test process reported an unknown outcome"]
+    missing = ran[0].get("missing")
+    failed = (
+        _Import(missing=missing[:200] if type(missing) is str and missing.strip() else None)
+        if ran[0].get("stage") == "import"
+        else None
+    )
+    return str(outcome), str(message)[:2000], failed, findings
 
 
 def collect(data: bytes, plan: Plan) -> Collected:
@@ -402,21 +424,22 @@ def collect(data: bytes, plan: Plan) -> Collected:
     outcomes: dict[str, TestOutcome] = {}
     messages: dict[str, str] = {}
     sources: dict[str, set[str]] = {}
-    import_failed = False
+    imports: dict[str, str | None] = {}
     for index, raw in framed.streams.items():
         test_id = plan.tests[index] if index < len(plan.tests) else ""
         mine: dict[str, set[str]] = {}
         outcome, message, failed, found = _one_process(
             test_id, raw, framed.keys[index], framed.exits.get(index), mine
         )
-        import_failed |= failed
+        if failed is not None:
+            imports[test_id] = failed.missing
         findings += found
         for path, digests in mine.items():
             sources.setdefault(path, set()).update(digests)
         # Every test process imports the controls (the same imports everywhere): each
         # must have compiled the source the kernel wrote, and nothing else under its name.
         if (
-            not failed
+            failed is None
             and outcome is not None
             and mine.get(plan.control_file) != {plan.control_digest}
         ):
@@ -426,7 +449,7 @@ def collect(data: bytes, plan: Plan) -> Collected:
     for path, digests in sorted(sources.items()):
         if len(digests) > 1:
             findings.append(f"{path}: its source changed between test processes")
-    if not import_failed:
+    if not imports:
         for control in plan.controls:
             found_outcome = outcomes.get(control.test_id)
             if found_outcome is not None and found_outcome != control.expected:
@@ -439,7 +462,7 @@ def collect(data: bytes, plan: Plan) -> Collected:
         outcomes=outcomes,
         messages=messages,
         findings=tuple(anonymous[:_MAX_FINDINGS]),
-        import_failed=import_failed,
+        imports=imports,
     )
 
 
@@ -537,17 +560,18 @@ def declared(
 
 def verdict(
     check_id: str, declared_ids: Sequence[str], capture: Capture, plan: Plan
-) -> tuple[CheckStatus, CheckReason | None, dict[str, TestOutcome], str]:
+) -> tuple[CheckStatus, CheckReason | None, dict[str, TestOutcome], str, dict[str, str | None]]:
     """The collector's verdict on the bootstrap's stream (the check's stdout, captured in
-    the verifier's folder): status, reason, each declared test's outcome, and the
-    summary for a reader. The findings go to the volatile note ``check:<id>:tamper``."""
+    the verifier's folder): status, reason, each declared test's outcome, the summary
+    for a reader, and the tests whose module failed to import (`Collected.imports`).
+    The findings go to the volatile note ``check:<id>:tamper``."""
     if (capture.output_size or 0) > MAX_RESULT_BYTES or capture.output_path is None:
-        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, ""
+        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, "", {}
     try:
         data = read_output(capture, max_bytes=MAX_RESULT_BYTES) if capture.output_size else b""
     except EffectError:
-        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, ""
+        return CheckStatus.INCONCLUSIVE, CheckReason.RESULT_UNREADABLE, {}, "", {}
     collected = collect(data, plan)
     note(f"check:{check_id}:tamper", list(collected.findings) or None)
     status, reason, tests = judge(declared_ids, collected)
-    return status, reason, tests, summary(declared_ids, collected)
+    return status, reason, tests, summary(declared_ids, collected), collected.imports

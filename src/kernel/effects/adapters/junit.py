@@ -72,12 +72,14 @@ def declared_test_results(
     declared: Sequence[str],
     fail_to_pass: Sequence[str],
     result: Mapping[str, TestOutcome] | CheckReason,
+    imports: Mapping[str, str | None] | None = None,
 ) -> tuple[DeclaredTestResult, ...]:
     """Each declared test's outcome, as the run record keeps it (declaration order).
 
     A test the result does not name is ``missing``; every test of a forged or tampered
     result is ``tampered``; of any other unusable result (none, unreadable, a timeout),
-    ``missing``.
+    ``missing``. A test in ``imports`` (its module failed to import) carries that, and
+    the module whose absence caused it, unless the result is untrusted.
     """
     failing = frozenset(fail_to_pass)
     outcomes: list[DeclaredTestResult] = []
@@ -91,5 +93,14 @@ def declared_test_results(
         else:
             outcome = _RECORDED.get(result.get(test, ""), DeclaredTestOutcome.MISSING)
         kind = DeclaredTestKind.FAIL_TO_PASS if test in failing else DeclaredTestKind.PASS_TO_PASS
-        outcomes.append(DeclaredTestResult(test_id=test, kind=kind, outcome=outcome))
+        failed = imports is not None and test in imports and not isinstance(result, CheckReason)
+        outcomes.append(
+            DeclaredTestResult(
+                test_id=test,
+                kind=kind,
+                outcome=outcome,
+                import_failed=failed,
+                missing_module=imports.get(test) if failed and imports is not None else None,
+            )
+        )
     return tuple(outcomes)

@@ -25,7 +25,9 @@ Rules enforced (in this order, before any code of the tree runs):
   ``ctypes``, code objects built at run time, new audit hooks, signals to this process,
   ``/proc`` memory, descriptor and environment files;
 - each named test runs in a fresh process forked from that state: it imports every
-  module of the plan (the same imports for every test, controls included), checks that
+  module of the plan (the same imports for every test, controls included; a module that
+  fails to import makes only its own tests an error at the ``import`` stage, naming the
+  missing module, ``ModuleNotFoundError.name``), checks that
   the modules in ``sys.modules`` are the ones the source loader executed and that the
   test's method was compiled from a tree source file, runs the test, compares the noted
   namespaces, and ends its stream with a closing mark; whatever it leaves behind is
@@ -413,11 +415,13 @@ _PYTEST_ARGS = (
     "no:stepwise",
     "--assert=plain",
     "--import-mode=append",
+    "--continue-on-collection-errors",
     "-o",
     "addopts=",
 )
 """Assertion rewriting off (it reads cached bytecode of the tree); the tree after the
-standard library; no cache written; the project's ``addopts`` cannot select tests."""
+standard library; no cache written; the project's ``addopts`` cannot select tests; a
+file that fails to collect leaves the other files' tests to run."""
 
 
 class _PytestRecorder:
@@ -427,11 +431,16 @@ class _PytestRecorder:
         self.nodeid = nodeid
         self.items: list[Any] = []
         self.reports: list[tuple[str, str, str]] = []
-        self.broken: list[str] = []
+        self.broken: list[tuple[str, str]] = []
+        self.missing: dict[str, str | None] = {}
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            self.broken.append(str(report.longrepr)[-_MESSAGE_LIMIT:])
+            self.broken.append((report.nodeid, str(report.longrepr)[-_MESSAGE_LIMIT:]))
+
+    def pytest_exception_interact(self, node: Any, call: Any, report: Any) -> None:
+        if call.when == "collect":
+            self.missing[node.nodeid] = _missing_name(call.excinfo.value)
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         items[:] = [i for i in items if i.nodeid == self.nodeid]
@@ -444,17 +453,25 @@ class _PytestRecorder:
             self.reports.append((report.when, "skipped" if skipped else report.outcome, text))
 
 
-def _run_pytest(test_id: str, files: list[str]) -> tuple[str, str, str]:
-    """The named node's outcome, message and stage, from a pytest session over every
-    test file of the plan (the same imports in every test process)."""
+def _run_pytest(test_id: str, files: list[str]) -> tuple[str, str, str, str | None]:
+    """The named node's outcome, message, stage and missing module, from a pytest
+    session over every test file of the plan (the same imports in every test process).
+
+    A file or package of the node that failed to collect (its module did not import) is
+    an error at ``import`` stage naming the missing module; another file's failure does
+    not stop this test; a failure of the node's own class or parameters is an error of
+    the test."""
     import pytest
 
     recorder = _PytestRecorder(test_id)
     pytest.main([*_PYTEST_ARGS, "--rootdir", _TREE, *files], plugins=[recorder])
-    if recorder.broken:
-        return "error", recorder.broken[0], "import"
+    for nodeid, text in recorder.broken:
+        if test_id.startswith(nodeid + "/") or test_id.startswith(nodeid + "::"):
+            imported = "::" not in nodeid and nodeid != ""
+            stage = "import" if imported else "test"
+            return "error", text, stage, recorder.missing.get(nodeid) if imported else None
     if len(recorder.items) != 1:
-        return "error", "does not name exactly one test", "test"
+        return "error", "does not name exactly one test", "test", None
     item = recorder.items[0]
     function = getattr(item, "obj", None)
     if isinstance(function, types.MethodType):
@@ -467,12 +484,12 @@ def _run_pytest(test_id: str, files: list[str]) -> tuple[str, str, str]:
     for when, failed in (("setup", "error"), ("call", "failure"), ("teardown", "error")):
         outcome, text = stages.get(when, ("passed", ""))
         if outcome == "failed":
-            return failed, text, "test"
+            return failed, text, "test", None
         if outcome == "skipped":
-            return "skipped", text, "test"
+            return "skipped", text, "test", None
     if "call" not in stages:
-        return "error", "the test reported no outcome", "test"
-    return "passed", "", "test"
+        return "error", "the test reported no outcome", "test", None
+    return "passed", "", "test", None
 
 
 def _test_modules(plan: dict[str, object]) -> list[str]:
@@ -515,24 +532,61 @@ def _child(
     key[:] = bytes(len(key))
     _STATE["fd"] = fd
     _emit({"e": "start", "test": test_id})
+    missing: str | None = None
     try:
         if plan.get("runner") == "pytest":
             files = [str(f) for f in plan["files"]]  # type: ignore[attr-defined]
-            outcome, message, stage = _run_pytest(test_id, files)
+            outcome, message, stage, missing = _run_pytest(test_id, files)
         else:
-            for name in _test_modules(plan):
-                importlib.import_module(name)  # kernel-guard: ignore[KG005] the plan's modules
-            _check_modules(noted_modules, _test_modules(plan))
-            _compare(noted, "import")
-            outcome, message = _run_unittest(test_id)
-            stage = "test"
+            outcome, message, stage, missing = _import_and_run(test_id, plan, noted, noted_modules)
     except BaseException as e:
         outcome, message, stage = "error", _text((type(e), e, None)), "import"
-    _emit({"e": "ran", "test": test_id, "outcome": outcome, "message": message, "stage": stage})
+    ran: dict[str, object] = {
+        "e": "ran",
+        "test": test_id,
+        "outcome": outcome,
+        "message": message,
+        "stage": stage,
+    }
+    _emit({**ran, "missing": missing} if missing is not None else ran)
     _check_modules(noted_modules, _test_modules(plan))
     _compare(noted, "test")
     _emit({"e": "end"})
     _EXIT(0)
+
+
+def _missing_name(error: BaseException | None) -> str | None:
+    """The module whose absence caused ``error`` (``ModuleNotFoundError.name``, through
+    the chain of causes a framework wraps it in), or None."""
+    seen = 0
+    while error is not None and seen < 16:
+        if isinstance(error, ModuleNotFoundError) and isinstance(error.name, str):
+            return error.name
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _import_and_run(
+    test_id: str, plan: dict[str, object], noted: dict[str, int], noted_modules: dict[str, int]
+) -> tuple[str, str, str, str | None]:
+    """Import every module of the plan (the same imports in every test process), then
+    run the unittest id: an error at ``import`` stage, naming the missing module, when
+    the module of the id is one that failed to import (another module's failure does not
+    stop this test)."""
+    failed: dict[str, Exception] = {}
+    for name in _test_modules(plan):
+        try:
+            importlib.import_module(name)  # kernel-guard: ignore[KG005] the plan's modules
+        except Exception as e:  # reported for the tests of that module alone
+            failed[name] = e
+    _check_modules(noted_modules, _test_modules(plan))
+    _compare(noted, "import")
+    own = max((n for n in _test_modules(plan) if test_id.startswith(n + ".")), key=len, default="")
+    if own in failed:
+        error = failed[own]
+        return "error", _text((type(error), error, None)), "import", _missing_name(error)
+    outcome, message = _run_unittest(test_id)
+    return outcome, message, "test", None
 
 
 def _out(data: bytes) -> None:

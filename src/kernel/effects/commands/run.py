@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         for test in e.refusal.tests:
             console.info(
                 f"  {test.test_id} ({test.kind}): baseline {test.baseline}, reference "
-                f"{test.reference or '-'}: {test.reason or 'as expected'}"
+                f"{test.reference or '-'}: {test.blame or 'as expected'}"
             )
         print(f"kernel run: refused: {e}", file=sys.stderr)
         return ExitStatus.REFUSED
