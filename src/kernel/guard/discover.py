@@ -189,25 +189,33 @@ def _walk(folder: str, prefix: list[str]) -> Iterator[tuple[str, list[str], list
     caller prunes ``dirs`` in place. One ``scandir`` per folder and no other system
     call (`os.walk` also runs ``lstat`` on every folder); an unreadable folder is
     skipped, as `os.walk` does."""
-    dirs: list[str] = []
-    files: list[str] = []
-    links: set[str] = set()
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                try:
-                    is_dir = entry.is_dir()
-                except OSError:
-                    is_dir = False
-                if is_dir:
-                    dirs.append(entry.name)
-                    if entry.is_symlink():
-                        links.add(entry.name)
-                else:
-                    files.append(entry.name)
-    except OSError:
-        return
-    yield folder, prefix, dirs, files
-    for name in dirs:
-        if name not in links:
-            yield from _walk(os.path.join(folder, name), [*prefix, name])
+    # An explicit stack, not recursion: a `yield from` chain passes every folder up
+    # through each level above it (Django's locale tree is eight deep).
+    stack = [(folder, prefix)]
+    while stack:
+        here, names = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        links: set[str] = set()
+        try:
+            with os.scandir(here) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.append(entry.name)
+                        if entry.is_symlink():
+                            links.add(entry.name)
+                    else:
+                        files.append(entry.name)
+        except OSError:
+            continue
+        yield here, names, dirs, files
+        # Pushed last first: the first folder's whole tree is walked before the second.
+        stack.extend(
+            (os.path.join(here, name), [*names, name])
+            for name in reversed(dirs)
+            if name not in links
+        )

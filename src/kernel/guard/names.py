@@ -28,7 +28,6 @@ from kernel.guard.syntax import (
     child_bodies,
     lines_of,
     literal_str,
-    span,
 )
 
 __all__ = ["FileScan", "ImportFact", "ImportPass", "RawFinding"]
@@ -104,7 +103,6 @@ _MAX_ROUNDS: Final = 8
 _NAMED_RX: Final = re.compile(r"((?:typing-only |dynamic )?import of )'([^']*)'( .*)")
 
 
-_BOUND_RX: dict[str, tuple[re.Pattern[bytes], ...]] = {}
 _BUILTINS_CACHE: dict[int, tuple[CallMatcher, frozenset[str]]] = {}
 
 
@@ -177,6 +175,7 @@ class ImportPass:
         self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
         self.in_annotation = False
         self.rules_key = tuple(rules)
+        self.reaches_memo: dict[str, bool] | None = None
         self.deleted: set[str] | None = None
         self.top_index = 1 << 30
         self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
@@ -194,9 +193,14 @@ class ImportPass:
             self._imports(self.tree.body, [])
 
     def _hit(self, stmt: ast.stmt) -> bool:
-        start, end = span(stmt)
-        i = bisect.bisect_left(self.lines, start)
-        return i < len(self.lines) and self.lines[i] <= end
+        # `span`, inlined: this runs for every statement of every body visited.
+        start = stmt.lineno
+        decorators = getattr(stmt, "decorator_list", None)
+        if decorators:
+            start = min(start, decorators[0].lineno)
+        lines = self.lines
+        i = bisect.bisect_left(lines, start)
+        return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
 
     def _tc_test(self, test: ast.expr) -> tuple[ast.expr, bool] | None:
         negated = False

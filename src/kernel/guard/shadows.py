@@ -13,13 +13,12 @@ import ast
 import bisect
 import re
 import symtable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kernel.guard.installed import NO_SOURCE, module_file, module_imports, through
 from kernel.guard.model import Rule
 from kernel.guard.names import (
     _ALWAYS,
-    _BOUND_RX,
     _BUILTIN_NAMES,
     _FUNCS,
     _REFLECTIVE_ATTRS,
@@ -41,7 +40,39 @@ from kernel.guard.syntax import (
 
 __all__ = ["ShadowPass"]
 
-_REACHES: dict[tuple[str, tuple[Rule, ...]], bool] = {}
+_REACHES: dict[tuple[Rule, ...], dict[str, bool]] = {}
+"""Per rules: can a module name reach something forbidden (`ShadowPass._reaches`)."""
+_BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
+"""What follows a name where it may be bound (`ShadowPass._bound_lines`)."""
+_BOUNDARY: Final = re.compile(rb"\b")
+
+
+def _binding_positions(search: bytes, name: bytes) -> list[int]:
+    """Sorted offsets where ``name`` may be bound: followed by `_BOUND_AFTER` (not
+    after a word character or a dot), or preceded by ``def``/``class`` and blanks.
+
+    A substring search with two patterns fixed once: a pattern per name would cost a
+    `re.compile` for every builtin name asked about in a cold process.
+    """
+    positions: list[int] = []
+    size = len(name)
+    at = search.find(name)
+    while at >= 0:  # as `finditer` of name + `_BOUND_AFTER`: resumes after a match
+        got = _BOUND_AFTER.match(search, at + size)
+        if got is not None and (not at or (search[at - 1] not in WORD and search[at - 1] != 0x2E)):
+            positions.append(at)
+        at = search.find(name, got.end() if got is not None else at + 1)
+    at = search.find(name)
+    while at >= 0:
+        if _BOUNDARY.match(search, at + size):
+            head = at
+            while head and search[head - 1] in b" \t":
+                head -= 1
+            if head < at and search.endswith((b"def", b"class"), 0, head):
+                positions.append(head)  # on the name's line: no line break between
+        at = search.find(name, at + 1)
+    positions.sort()
+    return positions
 
 
 class ShadowPass(ImportPass):
@@ -139,8 +170,14 @@ class ShadowPass(ImportPass):
         """
         if not self.rules:
             return False
-        key = (q, self.rules_key)
-        known = _REACHES.get(key)
+        memo = self.reaches_memo
+        if memo is None:
+            # Looked up once per file: hashing the rules (attrs records) per name costs
+            # more than the lookup.
+            if len(_REACHES) > 64:
+                _REACHES.clear()
+            memo = self.reaches_memo = _REACHES.setdefault(self.rules_key, {})
+        known = memo.get(q)
         if known is None:
             known = False
             # `from json import codecs` binds a module through another one: start from
@@ -174,9 +211,9 @@ class ShadowPass(ImportPass):
                 if known or not following:
                     break
                 frontier = following
-            if len(_REACHES) > 65536:
-                _REACHES.clear()
-            _REACHES[key] = known
+            if len(memo) > 65536:
+                memo.clear()
+            memo[q] = known
         return known
 
     def _name(self, name: str, scope: Scope) -> str | None:
@@ -266,22 +303,7 @@ class ShadowPass(ImportPass):
         """
         known = self.maybe_bound.get(name)
         if known is None:
-            rxs = _BOUND_RX.get(name)
-            if rxs is None:
-                n = re.escape(name.encode("utf-8"))
-                rxs = _BOUND_RX[name] = (
-                    re.compile(n + rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)"),
-                    re.compile(rb"def[ \t]+" + n + rb"\b"),
-                    re.compile(rb"class[ \t]+" + n + rb"\b"),
-                )
-            positions = [
-                m.start()
-                for m in rxs[0].finditer(self.search)
-                if not m.start()
-                or (self.search[m.start() - 1] not in WORD and self.search[m.start() - 1] != 0x2E)
-            ]
-            positions += [m.start() for rx in rxs[1:] for m in rx.finditer(self.search)]
-            positions.sort()
+            positions = _binding_positions(self.search, name.encode("utf-8"))
             known = []
             line, pos = 1, 0
             for start in positions:

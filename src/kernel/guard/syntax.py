@@ -40,7 +40,6 @@ __all__ = [
     "scope_name",
     "shallow_walk",
     "shallow_walk_body",
-    "span",
     "unconditional_names",
 ]
 
@@ -58,14 +57,6 @@ def is_text(node: ast.expr) -> bool:
     return isinstance(node, ast.JoinedStr) or (
         isinstance(node, ast.Constant) and isinstance(node.value, str)
     )
-
-
-def span(stmt: ast.stmt) -> tuple[int, int]:
-    start = stmt.lineno
-    decorators = getattr(stmt, "decorator_list", None)
-    if decorators:
-        start = min(start, decorators[0].lineno)
-    return start, stmt.end_lineno or stmt.lineno
 
 
 WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -180,15 +171,21 @@ def forward_refs(node: ast.expr, bindings: dict[str, str]) -> Iterator[ast.Const
             stack.extend(c for c in ast.iter_child_nodes(cur) if isinstance(c, ast.expr))
 
 
+_DEFINITIONS: Final = (*_FUNCS, ast.ClassDef)
+
+
 def unconditional_names(stmt: ast.stmt) -> list[str]:
     """Names a statement of a module or class body binds whenever it runs: definitions,
     assignments (not a bare annotation), imports."""
     names: list[str] = []
-    if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+    if isinstance(stmt, _DEFINITIONS):
         names.append(stmt.name)
     elif isinstance(stmt, ast.Assign):
         for t in stmt.targets:
-            names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            if isinstance(t, ast.Name):  # the common case, without a walk
+                names.append(t.id)
+            else:
+                names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
         if isinstance(stmt.target, ast.Name):
             names.append(stmt.target.id)
