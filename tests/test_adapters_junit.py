@@ -24,6 +24,7 @@ from kernel.effects.adapters.declared_tests import (
     Plan,
     collect,
     judge,
+    module_of,
     prepare,
 )
 from kernel.effects.adapters.junit import declared_test_results, judge_tests
@@ -600,6 +601,24 @@ def _pytest_tree(tree: Path) -> None:
     )
     (tree / "tests" / "test_p.py").write_text(PYTEST_TESTS)
     (tree / "pytest.ini").write_text("[pytest]\naddopts = -k nothing_matches\n")
+
+
+def test_an_id_naming_a_missing_module_of_a_package_is_an_import_error(tmp_path: Path) -> None:
+    """A unittest id whose package exists but whose module does not: the id's module is
+    imported (and fails, naming it), not the package, whose missing attribute would read
+    as a test that ran and errored."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "test_m.py").write_text(TESTS)
+    declared = ("pkg.test_m.T.test_ok", "pkg.test_gone.T.test_ok")
+    assert [module_of(tmp_path, t) for t in declared] == ["pkg.test_m", "pkg.test_gone"]
+    assert module_of(tmp_path, "pkg.T.test_ok") == "pkg"
+    assert module_of(tmp_path, "nowhere.T.test_ok") == "nowhere"
+    collected, _plan, _stream = _check(tmp_path, *declared)
+    assert collected.findings == ()
+    assert collected.imports == {"pkg.test_gone.T.test_ok": "pkg.test_gone"}
+    assert collected.outcomes["pkg.test_m.T.test_ok"] == "passed"
 
 
 def test_a_pytest_file_that_cannot_import_errors_only_its_own_tests(tmp_path: Path) -> None:

@@ -144,13 +144,19 @@ class Plan:
 
 def module_of(baseline: Path, test_id: str) -> str:
     """The module a unittest id names in ``baseline`` (longest dotted prefix that is a
-    ``.py`` file or a package there); ``module.Class.test`` shape when none is."""
+    ``.py`` file or a package there); ``module.Class.test`` shape when none is, or when
+    the longest is a package that leaves more than ``Class.test`` of the id (the id names
+    a module of it that does not exist: importing that one fails, naming it, where the
+    package's missing attribute would read as a failing test)."""
     parts = test_id.split(".")
+    shape = len(parts) - 2 if len(parts) > 2 else 1
     for cut in range(len(parts) - 1, 0, -1):
         path = baseline.joinpath(*parts[:cut])
-        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        if path.with_suffix(".py").is_file():
             return ".".join(parts[:cut])
-    return ".".join(parts[:-2]) if len(parts) > 2 else parts[0]
+        if (path / "__init__.py").is_file():
+            return ".".join(parts[: max(cut, shape)])
+    return ".".join(parts[:shape])
 
 
 def _word(length: int) -> str:
