@@ -4,7 +4,8 @@ pytest is no dependency of kernel: the check's environment brings it. The test b
 that environment's one wheel from the pytest this suite runs under (its files, read
 only), pins it by hash, and lets the kernel build the environment as it would for any
 instance (`kernel.effects.environments`). Then the demo's story on a pytest repository:
-the correct fix verified, the wrong fix rejected, a hack of pytest's runner tampered.
+the correct fix verified, the wrong fix rejected, a hack of pytest's runner tampered;
+and a test file lacking a dependency refused at calibration, blaming only its test.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from kernel import Calibration, CalibrationReason
 from kernel.effects.adapters.command import CommandVerifier
 from kernel.effects.environments import CACHE_ENV
 from kernel.effects.orchestrate import load_config, run_detailed
+from kernel.errors import RefusedError
 from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
 from kernel.run.verification import CheckReason
 
@@ -185,3 +188,29 @@ def test_a_pytest_project_is_judged_with_every_defence(project: Path) -> None:
         "wrong": CheckReason.EXPECTED_TEST_FAILED,
         "hack": CheckReason.RUNNER_TAMPERED,
     }
+
+
+def test_a_pytest_file_missing_a_dependency_is_refused_at_calibration(project: Path) -> None:
+    """Issue 19 item 3 on the pytest project: a declared test file imports a module the
+    environment lacks. The run is refused at calibration before any attempt, blaming
+    exactly that file's test as an environment error naming the missing module; the
+    other file's tests ran and are as calibration expects."""
+    (project / "repo" / "tests" / "test_dep.py").write_text(
+        "import absent_dependency_xyz\n\n\ndef test_uses_it():\n    assert absent_dependency_xyz\n"
+    )
+    config = json.loads((project / "config.json").read_text())
+    config["verifier"]["checks"][0]["tests"]["pass_to_pass"].append(
+        "tests/test_dep.py::test_uses_it"
+    )
+    (project / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RefusedError) as info:
+        run_detailed(load_config(project / "config.json"))
+    calibration = info.value.refusal
+    assert isinstance(calibration, Calibration)
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert [(str(t.baseline), t.reason, t.missing_module) for t in calibration.tests] == [
+        ("failed", None, None),
+        *[("passed", None, None)] * 4,
+        ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "absent_dependency_xyz"),
+    ]
+    assert "no module named 'absent_dependency_xyz'" in str(info.value)
