@@ -14,7 +14,6 @@ from kernel.records.codec import (
     UNSEALED,
     Identity,
     Record,
-    _rule,
     compute_id,
     document_digest,
     field_check,
@@ -24,6 +23,7 @@ from kernel.records.codec import (
     nested_id,
     seal,
 )
+from kernel.records.rules import _rule
 from kernel.records.values import Digest, non_negative, positive
 
 

@@ -1,5 +1,6 @@
-"""Construction checks: the fast answer (``_Rule.accepts``, the record-wide fast path)
-agrees with the field-by-field check that names the bad field, for every value."""
+"""Construction checks (`kernel.records.rules`): the fast answer (``_Rule.accepts``, the
+record-wide fast path) agrees with the field-by-field check that names the bad field, for
+every value."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.errors import FieldError
-from kernel.records.codec import Record, _field_checks, _rule, field_check
+from kernel.records.codec import Record, field_check
 from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.rules import _rule, field_checks
 from kernel.records.values import (
     Count,
     Digest,
@@ -214,7 +216,7 @@ def _one_by_one(kwargs: dict[str, object]) -> FieldError | None:
     return None
 
 
-_RUN = _field_checks("Sample", FIELDS)
+_RUN = field_checks("Sample", FIELDS)
 
 
 @pytest.mark.slow

@@ -1,0 +1,235 @@
+"""Parsers and encoders: how ``from_dict`` reads, and ``to_dict`` writes, each field.
+
+`compile_field` compiles an annotation once into a parser (JSON value -> field value,
+raising `RecordError` at a document path) and an encoder (None when the value is
+already JSON). A nested record is parsed by the codec's spec of its class, which the
+codec passes in as ``nested`` (a record class -> its parser): this module never
+imports the codec, which compiles its specs from here.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from kernel.errors import RecordError
+from kernel.records.identity import MAX_SAFE_INT, is_canonical_str
+from kernel.records.rules import is_record_class, short_repr
+
+__all__ = ["tag_of"]
+
+Parser = Callable[[object, str, bool], object]
+"""Reads one JSON value at a document path (``verify_ids`` last) into a field value."""
+Encoder = Callable[[Any], object]
+"""Writes one field value as JSON types."""
+Nested = Callable[[type], Parser]
+"""The codec's parser of a record class (looked up when a value is parsed)."""
+
+
+def join_path(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def json_type(value: object) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "boolean"
+        case int():
+            return "integer"
+        case float():
+            return "number"
+        case str():
+            return "string"
+        case list():
+            return "array"
+        case dict():
+            return "object"
+    return type(value).__name__
+
+
+def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:
+    """Parser and encoder (None when the value is already JSON) for one type."""
+    origin = typing.get_origin(hint)
+    if hint is str or hint is int or hint is bool:
+        return _exact(hint), None
+    if hint is type(None):
+        return _exact(type(None)), None
+    if origin in (types.UnionType, typing.Union):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        inner_parse: Parser
+        inner_encode: Encoder | None
+        if len(members) > 1:
+            inner_parse, inner_encode = _compile_tagged(tuple(members), where, nested)
+        else:
+            inner_parse, inner_encode = compile_field(members[0], where, nested)
+        if len(members) == len(typing.get_args(hint)):
+            return inner_parse, inner_encode
+
+        def parse_optional(value: object, path: str, verify: bool) -> object:
+            return None if value is None else inner_parse(value, path, verify)
+
+        if inner_encode is None:
+            return parse_optional, None
+        encode_inner = inner_encode
+        return parse_optional, lambda v: None if v is None else encode_inner(v)
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+
+        def parse_literal(value: object, path: str, _verify: bool) -> object:
+            # Same exact type as well as equal: `Literal[False]` never admits 0, and
+            # `Literal["1"]` never admits 1.
+            if not any(type(value) is type(a) and value == a for a in allowed):
+                raise RecordError(path, f"expected one of {list(allowed)}, got {short_repr(value)}")
+            return value
+
+        return parse_literal, None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_parser(hint), operator.attrgetter("value")
+    if is_record_class(hint):
+        record_cls: type = hint
+
+        def parse_record(value: object, path: str, verify: bool) -> object:
+            return nested(record_cls)(value, path, verify)
+
+        return parse_record, operator.methodcaller("to_dict")
+    if origin is tuple:
+        return _compile_tuple(typing.get_args(hint), where, nested)
+    raise TypeError(f"{where}: unsupported field type {hint!r}")
+
+
+def tag_of(members: tuple[type, ...], where: str = "union") -> tuple[str, dict[str, Any]]:
+    """The discriminating field of a union of records, and its value per member.
+
+    A union of records is *tagged*: every member has a field of the same name
+    annotated with a one-value ``Literal`` (``kind: Literal["kernel-run-record"]``),
+    and no two members share the value. The JSON form is the member's own object; the
+    tag picks the member when parsing.
+
+    Raises:
+        TypeError: the members are not records, or no field tags them apart.
+    """
+    if not all(is_record_class(m) for m in members):
+        raise TypeError(f"{where}: a union of several types must be a union of records")
+    hints = [typing.get_type_hints(m) for m in members]
+    for name in hints[0]:
+        values = []
+        for member_hints in hints:
+            hint = member_hints.get(name)
+            if typing.get_origin(hint) is not typing.Literal or len(typing.get_args(hint)) != 1:
+                break
+            values.append(typing.get_args(hint)[0])
+        else:
+            if len(set(values)) == len(values):
+                return name, dict(zip(values, members, strict=True))
+    raise TypeError(
+        f"{where}: the records of a union need a one-value Literal field to tell them apart"
+    )
+
+
+def _compile_tagged(members: tuple[Any, ...], where: str, nested: Nested) -> tuple[Parser, Encoder]:
+    tag, by_value = tag_of(members, where)
+    allowed = sorted(by_value)
+
+    def parse_tagged(value: object, path: str, verify: bool) -> object:
+        if type(value) is not dict:
+            raise RecordError(path, f"expected an object, got {json_type(value)}")
+        found = value.get(tag)
+        member = by_value.get(found) if type(found) is str else None
+        if member is None:
+            raise RecordError(
+                join_path(path, tag), f"expected one of {allowed}, got {short_repr(found)}"
+            )
+        return nested(member)(value, path, verify)
+
+    return parse_tagged, operator.methodcaller("to_dict")
+
+
+def _compile_tuple(
+    args: tuple[Any, ...], where: str, nested: Nested
+) -> tuple[Parser, Encoder | None]:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item_parse, item_encode = compile_field(args[0], where, nested)
+
+        def parse_var(value: object, path: str, verify: bool) -> object:
+            if type(value) is not list and type(value) is not tuple:
+                raise RecordError(path, f"expected an array, got {json_type(value)}")
+            return tuple(item_parse(item, f"{path}[{i}]", verify) for i, item in enumerate(value))
+
+        if item_encode is None:
+            return parse_var, list
+        encode_item = item_encode
+        return parse_var, lambda v: [encode_item(x) for x in v]
+    compiled = [compile_field(a, where, nested) for a in args]
+    size = len(compiled)
+
+    def parse_fixed(value: object, path: str, verify: bool) -> object:
+        if type(value) is not list and type(value) is not tuple:
+            raise RecordError(path, f"expected an array, got {json_type(value)}")
+        if len(value) != size:
+            raise RecordError(path, f"expected {size} items, got {len(value)}")
+        return tuple(
+            p(item, f"{path}[{i}]", verify)
+            for i, (item, (p, _)) in enumerate(zip(value, compiled, strict=True))
+        )
+
+    encoders = [e for _, e in compiled]
+    if all(e is None for e in encoders):
+        return parse_fixed, list
+    return parse_fixed, lambda v: [
+        x if e is None else e(x) for x, e in zip(v, encoders, strict=True)
+    ]
+
+
+def _exact(kind: type) -> Parser:
+    name = {str: "string", int: "integer", bool: "boolean", type(None): "null"}[kind]
+    if kind is int:
+        return _parse_int
+    if kind is str:
+        return _parse_str
+
+    def parse_exact(value: object, path: str, _verify: bool) -> object:
+        # `type(...) is` so that bool is not int and no str/int subclass slips in.
+        if type(value) is not kind:
+            raise RecordError(path, f"expected {name}, got {json_type(value)}")
+        return value
+
+    return parse_exact
+
+
+def _parse_str(value: object, path: str, _verify: bool) -> object:
+    # `type(...) is str` so that no str subclass slips in; valid Unicode so that every
+    # record stays canonical JSON (an id can always be computed from it).
+    if type(value) is not str:
+        raise RecordError(path, f"expected string, got {json_type(value)}")
+    if not is_canonical_str(value):
+        raise RecordError(path, "string holds a lone surrogate (not valid Unicode)")
+    return value
+
+
+def _parse_int(value: object, path: str, _verify: bool) -> object:
+    # `type(...) is int` so that bool is not int; the range keeps every record
+    # encodable as canonical JSON, so an id can always be computed from it.
+    if type(value) is not int:
+        raise RecordError(path, f"expected integer, got {json_type(value)}")
+    if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        raise RecordError(path, "integer outside +/-(2**53 - 1)")
+    return value
+
+
+def _enum_parser(kind: type[enum.Enum]) -> Parser:
+    values = {member.value: member for member in kind}
+    allowed = sorted(str(v) for v in values)
+
+    def parse_enum(value: object, path: str, _verify: bool) -> object:
+        member = values.get(value) if type(value) in (str, int) else None
+        if member is None:
+            raise RecordError(path, f"expected one of {allowed}, got {short_repr(value)}")
+        return member
+
+    return parse_enum
