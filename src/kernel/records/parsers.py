@@ -93,9 +93,14 @@ def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encode
         return _enum_parser(hint), operator.attrgetter("value")
     if is_record_class(hint):
         record_cls: type = hint
+        # Looked up at the first value, not here (a record class may hold itself), then
+        # kept: the codec's parser of a class never changes.
+        resolved: list[Parser] = []
 
         def parse_record(value: object, path: str, verify: bool) -> object:
-            return nested(record_cls)(value, path, verify)
+            if not resolved:
+                resolved.append(nested(record_cls))
+            return resolved[0](value, path, verify)
 
         return parse_record, operator.methodcaller("to_dict")
     if origin is tuple:
