@@ -54,7 +54,12 @@ def json_type(value: object) -> str:
 
 
 def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:
-    """Parser and encoder (None when the value is already JSON) for one type."""
+    """Parser and encoder (None when the value is already JSON) for one type.
+
+    Raises:
+        TypeError: ``hint`` is a type no record field may have (named with ``where``),
+            or a union of records no field tags apart (`tag_of`).
+    """
     origin = typing.get_origin(hint)
     if hint is str or hint is int or hint is bool:
         return _exact(hint), None
