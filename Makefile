@@ -78,7 +78,7 @@ check: lint types guard schemas docs test trace
 # The fast lane (under a minute on an idle machine): no test that starts a process or a
 # sandbox, properties with fewer examples. `make check` runs everything.
 test-fast: install
-	$(BIN)/pytest -q --fast-lane -m "not processes and not slow" --hypothesis-profile kernel-fast
+	$(BIN)/pytest -q -n auto --fast-lane -m "not processes and not slow" --hypothesis-profile kernel-fast
 
 test-all: install
 	$(BIN)/nox
