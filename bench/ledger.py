@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel.decide.ledger import GENESIS_ID, EntryKind, LedgerIntact, new_entry
+from kernel.decide.ledger import GENESIS_ID, EntryKind, LedgerVerified, new_entry
 from kernel.decide.merkle import (
     ProofChecked,
     TreeBuilder,
@@ -187,7 +187,7 @@ def main() -> int:
         store.close()
         ids = bulk_ledger(base / "proofs.sqlite", options.proof_entries)
         worst = proofs(base / "proofs.sqlite", ids)
-    if not isinstance(outcome, LedgerIntact) or outcome.count != n:
+    if not isinstance(outcome, LedgerVerified) or outcome.count != n:
         print(f"FAIL: the chain did not verify: {outcome}")
         return 1
     ratio = floor_s / append_s

@@ -19,8 +19,8 @@ from kernel.corroboration.commit_admission import (
     AdmissionVerified,
     Branch,
     CommitBoundaryError,
+    CommitReason,
     CommitRefusal,
-    CommitRefusalReason,
     Draft,
     EvidenceClass,
     VerifierOutcome,
@@ -67,7 +67,7 @@ CORRELATED = (draft(OUT_A, CTX_1), draft(OUT_A, CTX_1), draft(OUT_A, CTX_1))
 DECORRELATED = (draft(OUT_A, CTX_1), draft(OUT_A, CTX_2), draft(OUT_A, CTX_3))
 DIVERGENT_CORRELATED = (draft(OUT_A, CTX_1), draft(OUT_B, CTX_1))
 
-V, E, R = VerifierOutcome, EvidenceClass, CommitRefusalReason
+V, E, R = VerifierOutcome, EvidenceClass, CommitReason
 
 ADMIT_TABLE = [
     ("verified-correlated", V.PASSED, CORRELATED, E.VERIFIED),
@@ -110,7 +110,7 @@ REFUSE_TABLE = [
 
 @pytest.mark.parametrize(("name", "verifier", "items", "reason"), REFUSE_TABLE)
 def test_refusals(
-    name: str, verifier: VerifierOutcome, items: tuple[Draft, ...], reason: CommitRefusalReason
+    name: str, verifier: VerifierOutcome, items: tuple[Draft, ...], reason: CommitReason
 ) -> None:
     """Vacuous, rejected and correlated-unanimous branches are refused (A1, A3, A4)."""
     outcome = admit_to_commit(branch(verifier, *items))
@@ -194,7 +194,7 @@ def test_unanimity_among_clones_is_refused_without_verifier(one: Draft, n: int) 
         Branch(branch_id="x", drafts=(one,) * n, verifier=VerifierOutcome.NONE)
     )
     assert isinstance(outcome, CommitRefusal)
-    assert outcome.reason_codes == (CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,)
+    assert outcome.reason_codes == (CommitReason.UNANIMOUS_CORRELATED_DRAFTS,)
 
 
 def _report(*digests: str) -> Any:
@@ -225,7 +225,7 @@ def test_corroboration_report_is_correlated_by_construction() -> None:
     assert not drafts_are_decorrelated(unverified)
     refused = admit_to_commit(unverified)
     assert isinstance(refused, CommitRefusal)
-    assert refused.reason_codes == (CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,)
+    assert refused.reason_codes == (CommitReason.UNANIMOUS_CORRELATED_DRAFTS,)
     verified = admit_to_commit(
         branch_from_corroboration(report, branch_id="r", verifier=VerifierOutcome.PASSED)
     )
@@ -289,7 +289,7 @@ def test_an_outcome_altered_but_keeping_its_id_does_not_verify(how: str, which: 
             object.__setattr__(forged, name, value)
     refused = verify_admission(forged, item)
     assert isinstance(refused, CommitRefusal)
-    assert refused.reason_codes == (CommitRefusalReason.OUTCOME_MISMATCH,)
+    assert refused.reason_codes == (CommitReason.OUTCOME_MISMATCH,)
     assert "altered after it was sealed" in refused.explanation
 
 
@@ -304,7 +304,7 @@ def test_a_resealed_verified_admission_does_not_verify() -> None:
     assert Admission.from_dict(forged.to_dict()) == forged
     refused = verify_admission(forged, item)
     assert isinstance(refused, CommitRefusal)
-    assert refused.reason_codes == (CommitRefusalReason.OUTCOME_MISMATCH,)
+    assert refused.reason_codes == (CommitReason.OUTCOME_MISMATCH,)
     assert honest.admission_id in refused.explanation
     assert forged.admission_id in refused.explanation
     assert refused.refusal_id == stdlib_id(identity_payload(refused))

@@ -17,8 +17,8 @@ from kernel.corroboration.consensus import (
     CaptureMode,
     CaptureStatus,
     Consensus,
+    ConsensusReason,
     ConsensusRefusal,
-    ConsensusRefusalReason,
     CorroborationReport,
     Isolation,
     NoConsensus,
@@ -199,26 +199,26 @@ def test_empty_output_is_no_change() -> None:
 # -- C1: refusals ----------------------------------------------------------------------
 
 REFUSAL_TABLE = [
-    ("zero-runs", (), {}, (ConsensusRefusalReason.NO_RUNS_LAUNCHED,)),
+    ("zero-runs", (), {}, (ConsensusReason.NO_RUNS_LAUNCHED,)),
     (
         "gap-in-indexes",
         (ok(0, A), ok(2, A)),
         {},
-        (ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,),
+        (ConsensusReason.RUN_INDEXES_NOT_SEQUENTIAL,),
     ),
     (
         "out-of-order",
         (ok(1, A), ok(0, A)),
         {},
-        (ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,),
+        (ConsensusReason.RUN_INDEXES_NOT_SEQUENTIAL,),
     ),
     (
         "bad-digests",
         (ok(0, A),),
         {"baseline_output_digest": "ABC", "candidate_digest": "sha256:" + A},
         (
-            ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST,
-            ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST,
+            ConsensusReason.INVALID_BASELINE_OUTPUT_DIGEST,
+            ConsensusReason.INVALID_CANDIDATE_DIGEST,
         ),
     ),
 ]
@@ -229,7 +229,7 @@ def test_refusals(
     name: str,
     observations: tuple[RunObservation, ...],
     kwargs: dict[str, str],
-    codes: tuple[ConsensusRefusalReason, ...],
+    codes: tuple[ConsensusReason, ...],
 ) -> None:
     """Unjudgeable input is refused with codes in check order, never raised."""
     outcome = build_consensus(observations, **kwargs)
@@ -387,7 +387,7 @@ def test_one_digest_with_two_sizes_is_refused() -> None:
     other_size = attrs.evolve(ok(1, A), output_size=99)
     outcome = build_consensus((ok(0, A), other_size, ok(2, A)))
     assert isinstance(outcome, ConsensusRefusal)
-    assert outcome.reason_codes == (ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,)
+    assert outcome.reason_codes == (ConsensusReason.DIGEST_SIZE_CONFLICT,)
 
 
 # -- forged outcomes: a self-sealed id is not a signature ------------------------------

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from kernel.corroboration.commit_admission import (
-    CommitRefusalReason,
+    CommitReason,
     EvidenceClass,
     VerifierOutcome,
 )
@@ -71,7 +71,7 @@ def test_wrong_fix_is_rejected(demo: tuple[Path, PipelineResult]) -> None:
     assert _state(result, "attempt-2") is EvidenceState.REJECTED
     group = next(g for g in result.admission.groups if "attempt-2" in g.attempt_ids)
     assert group.evidence_class is None
-    assert group.refusal_reasons == (CommitRefusalReason.VERIFIER_REJECTED,)
+    assert group.refusal_reasons == (CommitReason.VERIFIER_REJECTED,)
     # Reruns agree byte for byte, and that changes nothing: agreement is not verification.
     assert group.rerun_consensus
 
@@ -97,7 +97,7 @@ def test_noop_never_carries_consensus(demo: tuple[Path, PipelineResult]) -> None
     assert group.candidate_digest == EMPTY_SHA256
     assert not group.rerun_consensus
     assert group.evidence_class is None
-    assert group.refusal_reasons == (CommitRefusalReason.NO_DRAFTS,)
+    assert group.refusal_reasons == (CommitReason.NO_DRAFTS,)
     assert not result.corroborations[EMPTY_SHA256].consensus
 
 

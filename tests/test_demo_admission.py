@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from kernel.corroboration.commit_admission import (
-    CommitRefusalReason,
+    CommitReason,
     EvidenceClass,
     VerifierOutcome,
 )
@@ -76,7 +76,7 @@ def test_supported_group_is_verified_rejected_group_refused() -> None:
     assert first.evidence_class is EvidenceClass.VERIFIED
     assert first.verifier is VerifierOutcome.PASSED
     assert second.evidence_class is None
-    assert second.refusal_reasons == (CommitRefusalReason.VERIFIER_REJECTED,)
+    assert second.refusal_reasons == (CommitReason.VERIFIER_REJECTED,)
     assert admission.report_digest == report.digest
     assert RunAdmission.from_dict(admission.to_dict()) == admission
 
@@ -108,7 +108,7 @@ def test_reruns_alone_are_corroborated_only_or_refused() -> None:
     )
     (group,) = correlated.groups
     assert group.verifier is VerifierOutcome.NONE
-    assert group.refusal_reasons == (CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,)
+    assert group.refusal_reasons == (CommitReason.UNANIMOUS_CORRELATED_DRAFTS,)
     assert group.rerun_consensus
     assert group.reruns_reproduced == 3
     mixed = build_run_admission(
@@ -133,7 +133,7 @@ def test_no_change_candidate_is_never_admitted() -> None:
     )
     (group,) = admission.groups
     assert group.no_change
-    assert group.refusal_reasons == (CommitRefusalReason.NO_DRAFTS,)
+    assert group.refusal_reasons == (CommitReason.NO_DRAFTS,)
 
 
 def test_unknown_attempt_is_misuse() -> None:

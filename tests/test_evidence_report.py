@@ -15,9 +15,9 @@ from kernel.run.record import AttemptState, CheckSummary, ManifestSummary, RunRe
 from kernel.run.report import (
     CandidateDisagreement,
     EvidenceState,
-    ReportCheck,
     ReportReason,
     ReportRefusal,
+    ReportVerified,
     ReportWarning,
     RunEvidenceReport,
     build_evidence_report,
@@ -185,7 +185,7 @@ def test_acceptance_contradicting_a_required_check_is_inconclusive() -> None:
     assert isinstance(report, RunEvidenceReport)
     assert report.attempts[0].evidence_state is EvidenceState.INCONCLUSIVE
     assert ReportWarning.RECOMMENDATION_CONTRADICTS_CHECKS in report.warnings
-    assert isinstance(check_evidence_report(report), ReportCheck)
+    assert isinstance(check_evidence_report(report), ReportVerified)
 
 
 # --- check_evidence_report ------------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_fully_fabricated_attempt_is_refused_against_the_run() -> None:
         ),
         warnings=(ReportWarning.DECISION_SUPPORT_ONLY,),
     )
-    assert isinstance(check_evidence_report(fabricated), ReportCheck)
+    assert isinstance(check_evidence_report(fabricated), ReportVerified)
     outcome = check_evidence_report(fabricated, run=_run("two-attempt-good-vs-bad"))
     assert isinstance(outcome, ReportRefusal)
     assert outcome.reason_codes == (ReportReason.SOURCE,)
@@ -300,7 +300,7 @@ def test_built_reports_check_and_round_trip() -> None:
         run = _run(name)
         report = build_evidence_report(run)
         assert isinstance(report, RunEvidenceReport)
-        assert check_evidence_report(report, run=run) == ReportCheck(
+        assert check_evidence_report(report, run=run) == ReportVerified(
             report_digest=report.digest, source_run_digest=run.digest
         )
         assert RunEvidenceReport.from_dict(report.to_dict()) == report
@@ -326,7 +326,7 @@ def test_property_every_attempt_one_state_disagreement_iff_several(run: RunRecor
     }
     assert s.verification_disagreement is (len(recommendations) > 1)
     assert report.source_run_digest == run.digest
-    assert isinstance(check_evidence_report(report, run=run), ReportCheck)
+    assert isinstance(check_evidence_report(report, run=run), ReportVerified)
     assert report.human_decision.selected_attempt_id is None
 
 

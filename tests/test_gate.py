@@ -41,10 +41,10 @@ from kernel.decide.gate import (
 )
 from kernel.decide.ledger import (
     GENESIS_ID,
-    LedgerBroken,
     LedgerHead,
-    LedgerIntact,
     LedgerReason,
+    LedgerRefusal,
+    LedgerVerified,
     verify_chain,
 )
 from kernel.errors import FieldError, ParameterTypeError
@@ -65,7 +65,7 @@ from kernel.run.verification import CheckReason, CheckStatus, Recommendation, Wo
 from kernel.strategies import digests, run_records
 
 TREE = "a" * 40
-INTACT = LedgerIntact(count=0, head=LedgerHead.empty())
+INTACT = LedgerVerified(count=0, head=LedgerHead.empty())
 # Each example builds a run, its report and admission and asks the gate several times.
 
 
@@ -403,7 +403,7 @@ def test_p7_branch_tip_is_not_the_baseline(world: World, tree: str | None) -> No
 def test_p8_ledger_broken(world: World) -> None:
     """P8: a broken ledger refuses staging and promotion."""
     broken = seal(
-        LedgerBroken,
+        LedgerRefusal,
         position=1,
         entry_id="",
         reason_codes=(LedgerReason.LINK_BROKEN,),

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from kernel.decide.ledger import (
     GENESIS_ID,
     EntryKind,
-    LedgerBroken,
     LedgerEntry,
     LedgerHead,
-    LedgerIntact,
     LedgerReason,
+    LedgerRefusal,
+    LedgerVerified,
     RawEntry,
     entry_id_of,
     new_entry,
@@ -92,7 +92,7 @@ def test_payload_must_be_an_object() -> None:
 def test_empty_chain_is_intact() -> None:
     """A fresh ledger verifies with count 0 at the genesis head."""
     outcome = verify_chain([], recorded_head=(0, GENESIS_ID))
-    assert outcome == LedgerIntact(count=0, head=LedgerHead.empty())
+    assert outcome == LedgerVerified(count=0, head=LedgerHead.empty())
 
 
 @given(st.lists(st.dictionaries(texts(), json_values(8), max_size=4), max_size=12))
@@ -100,7 +100,7 @@ def test_valid_chains_verify(payloads: list[dict[str, object]]) -> None:
     """For all payload sequences, the chain built by next_entry verifies."""
     entries = raw(chain(payloads))
     outcome = verify_chain(entries, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerIntact)
+    assert isinstance(outcome, LedgerVerified)
     assert outcome.count == len(payloads)
 
 
@@ -129,7 +129,7 @@ def test_every_single_field_edit_is_caught(index: int) -> None:
     for name, edited in _edits(entries[index]):
         tampered = [*entries[:index], edited, *entries[index + 1 :]]
         outcome = verify_chain(tampered, recorded_head=head_of(entries))
-        assert isinstance(outcome, LedgerBroken), name
+        assert isinstance(outcome, LedgerRefusal), name
         assert outcome.position == index + 1, name
 
 
@@ -139,7 +139,7 @@ def test_every_deletion_is_caught(index: int) -> None:
     entries = raw(chain(PAYLOADS))
     tampered = entries[:index] + entries[index + 1 :]
     outcome = verify_chain(tampered, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     if index == len(entries) - 1:
         assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
     else:
@@ -154,7 +154,7 @@ def test_every_swap_is_caught(index: int) -> None:
     tampered = list(entries)
     tampered[index], tampered[index + 1] = tampered[index + 1], tampered[index]
     outcome = verify_chain(tampered, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.position == index + 1
 
 
@@ -168,7 +168,7 @@ def test_every_insertion_is_caught(index: int) -> None:
     )
     tampered = [*entries[:index], *raw([forged]), *entries[index:]]
     outcome = verify_chain(tampered, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     # The forged entry itself links correctly; the entry after it (or the head) cannot.
     assert outcome.position == index + 2
 
@@ -179,9 +179,9 @@ def test_resealed_rewrite_of_the_tail_caught_by_anchor() -> None:
     entries = chain(PAYLOADS)
     anchor = LedgerHead(seq=entries[-1].seq, entry_id=entries[-1].entry_id)
     rewritten = raw(chain([*PAYLOADS[:-1], {"n": "forged"}]))
-    assert isinstance(verify_chain(rewritten, recorded_head=head_of(rewritten)), LedgerIntact)
+    assert isinstance(verify_chain(rewritten, recorded_head=head_of(rewritten)), LedgerVerified)
     outcome = verify_chain(rewritten, recorded_head=head_of(rewritten), expected_head=anchor)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
 
 
@@ -190,16 +190,16 @@ def test_recorded_head_garbage_is_a_mismatch() -> None:
     entries = raw(chain(PAYLOADS))
     for bad in [(str(len(entries)), entries[-1].entry_id), (None, None), (True, GENESIS_ID)]:
         outcome = verify_chain(entries, recorded_head=bad)
-        assert isinstance(outcome, LedgerBroken)
+        assert isinstance(outcome, LedgerRefusal)
         assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
 
 
 def test_broken_refusal_id_recomputed() -> None:
-    """A LedgerBroken's id self-seals over position, entry id and codes."""
+    """A LedgerRefusal's id self-seals over position, entry id and codes."""
     entries = raw(chain(PAYLOADS))
     tampered = [entries[0]._replace(payload="{}"), *entries[1:]]
     outcome = verify_chain(tampered, recorded_head=None)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.reason_codes == (LedgerReason.PAYLOAD_EDITED,)
     assert outcome.refusal_id == stdlib_sha(
         {
@@ -226,10 +226,10 @@ def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> 
     changed = [i for i in range(len(entries)) if tampered[i] != entries[i]]
     outcome = verify_chain(tampered, recorded_head=head_of(entries))
     if changed:
-        assert isinstance(outcome, LedgerBroken)
+        assert isinstance(outcome, LedgerRefusal)
         assert outcome.position == changed[0] + 1
     else:
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
 
 
 @given(
@@ -278,11 +278,11 @@ def test_new_entry_refuses_misuse() -> None:
 def test_a_chain_whose_payloads_are_stored_as_bytes_verifies() -> None:
     entries = [e._replace(payload=str(e.payload).encode()) for e in raw(chain(PAYLOADS[:3]))]
     assert all(type(e.payload) is bytes for e in entries)
-    assert isinstance(verify_chain(entries, recorded_head=head_of(entries)), LedgerIntact)
+    assert isinstance(verify_chain(entries, recorded_head=head_of(entries)), LedgerVerified)
     stored = [str(e.payload) for e in raw(chain(PAYLOADS[:3]))]
     edited = [entries[0], entries[1]._replace(payload=stored[1].encode() + b" "), entries[2]]
     outcome = verify_chain(edited, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.position == 2
     assert LedgerReason.PAYLOAD_EDITED in outcome.reason_codes
 
@@ -293,7 +293,7 @@ def test_an_entry_field_with_no_canonical_form_is_an_id_mismatch_not_a_crash(fie
     bad = "\ud800" if field == "kind" else 2**60
     tampered = [entries[0]._replace(**{field: bad}), entries[1]]
     outcome = verify_chain(tampered, recorded_head=head_of(entries))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.position == 1
     assert LedgerReason.ENTRY_ID_MISMATCH in outcome.reason_codes
 
@@ -301,12 +301,12 @@ def test_an_entry_field_with_no_canonical_form_is_an_id_mismatch_not_a_crash(fie
 def test_entries_built_by_new_entry_and_next_entry_verify() -> None:
     """Issue 22: an `EntryKind` is its own value, not an unknown kind."""
     records = chain(PAYLOADS)
-    assert verify_chain(records, recorded_head=None) == LedgerIntact(
+    assert verify_chain(records, recorded_head=None) == LedgerVerified(
         count=len(records), head=LedgerHead(seq=records[-1].seq, entry_id=records[-1].entry_id)
     )
     made = [new_entry((0, GENESIS_ID), EntryKind.DECISION, {"n": 1})]
     made.append(new_entry((1, made[0].entry_id), EntryKind.PROMOTION, {"n": 2}))
-    assert isinstance(verify_chain(made, recorded_head=(2, made[1].entry_id)), LedgerIntact)
+    assert isinstance(verify_chain(made, recorded_head=(2, made[1].entry_id)), LedgerVerified)
     assert entry_id_of(1, GENESIS_ID, EntryKind.DECISION, made[0].payload_digest) == (
         made[0].entry_id
     )
@@ -326,16 +326,16 @@ def test_a_broken_entry_says_what_was_expected_and_found() -> None:
     entries = raw(chain(PAYLOADS))
     tampered = [entries[0], entries[1]._replace(seq=7, kind="other"), *entries[2:]]
     outcome = verify_chain(tampered, recorded_head=None)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert "seq expected 2, found 7" in outcome.explanation
     assert "kind expected one of" in outcome.explanation
     tampered = [entries[0], entries[1]._replace(prev_id=GENESIS_ID, payload=5)]
     outcome = verify_chain(tampered, recorded_head=None)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert f"prev_id expected {str(entries[0].entry_id)[:12]}" in outcome.explanation
     assert "found no text" in outcome.explanation
     outcome = verify_chain(entries, recorded_head=(1, entries[0].entry_id))
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert "expected the recorded head, seq 1" in outcome.explanation
 
 
@@ -344,18 +344,18 @@ def test_resealed_rewrite_of_the_tail_caught_by_a_merkle_anchor() -> None:
     recomputed ids and head no longer has that root (L7)."""
     entries = chain(PAYLOADS)
     intact = verify_chain(entries[:3], recorded_head=None, anchors={})
-    assert isinstance(intact, LedgerIntact)
+    assert isinstance(intact, LedgerVerified)
     assert intact.root_hash is not None
     anchors = {3: intact.root_hash}
-    assert isinstance(verify_chain(entries, recorded_head=None, anchors=anchors), LedgerIntact)
+    assert isinstance(verify_chain(entries, recorded_head=None, anchors=anchors), LedgerVerified)
     rewritten = raw(chain([*PAYLOADS[:2], {"n": "forged"}, *PAYLOADS[3:]]))
     outcome = verify_chain(rewritten, recorded_head=head_of(rewritten), anchors=anchors)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.reason_codes == (LedgerReason.ANCHOR_MISMATCH,)
     assert outcome.position == 3
     truncated = raw(chain(PAYLOADS[:2]))
     outcome = verify_chain(truncated, recorded_head=head_of(truncated), anchors=anchors)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.reason_codes == (LedgerReason.ANCHOR_MISMATCH,)
     assert outcome.position == 3
     assert verify_chain([], recorded_head=None).root_hash is None  # type: ignore[union-attr]

@@ -25,7 +25,7 @@ import attrs
 import psycopg
 import pytest
 
-from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason
+from kernel.decide.ledger import EntryKind, LedgerReason, LedgerRefusal, LedgerVerified
 from kernel.decide.merkle import (
     ProofChecked,
     ProofRefusal,
@@ -154,12 +154,12 @@ def test_append_verify_and_tamper(ledger_url: str) -> None:
         for i in range(5):
             store.append(EntryKind.DECISION, {"i": i})
         outcome = verify_store(store)
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
         assert outcome.count == 5
     tamper(ledger_url, "UPDATE kernel_ledger SET payload = '{}' WHERE seq = 3")
     with opened(ledger_url, create=False) as store:
         broken = verify_store(store)
-    assert isinstance(broken, LedgerBroken)
+    assert isinstance(broken, LedgerRefusal)
     assert broken.position == 3
     assert broken.reason_codes == (LedgerReason.PAYLOAD_EDITED,)
 
@@ -172,7 +172,7 @@ def test_deleting_the_last_entry_is_caught_and_blocks_appends(ledger_url: str) -
     tamper(ledger_url, "DELETE FROM kernel_ledger WHERE seq = 3")
     with opened(ledger_url) as store:
         outcome = verify_store(store)
-        assert isinstance(outcome, LedgerBroken)
+        assert isinstance(outcome, LedgerRefusal)
         assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
         with pytest.raises(Exception, match="head does not match"):
             store.append(EntryKind.REFUSAL, {"x": 1})
@@ -189,7 +189,7 @@ def test_concurrent_processes_serialise(ledger_url: str) -> None:
     assert [w.wait(timeout=600) for w in writers] == [0] * 4
     with opened(ledger_url, create=False) as store:
         outcome = verify_store(store)
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
         assert outcome.count == 1000
         assert len({e.payload for e in store.entries()}) == 1000
 
@@ -244,7 +244,7 @@ def test_proofs_from_postgres_are_the_sqlite_store_s_and_check(
         head = tree_head(pg)
         assert head == tree_head(lite)
         intact = verify_store(pg, anchors={})
-        assert isinstance(intact, LedgerIntact)
+        assert isinstance(intact, LedgerVerified)
         assert intact.root_hash == head.root_hash
         for seq in (1, 2, 16, 17, 32, 37):
             inclusion = prove_inclusion(pg, seq)

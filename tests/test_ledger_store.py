@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact, LedgerReason, verify_chain
+from kernel.decide.ledger import (
+    EntryKind,
+    LedgerReason,
+    LedgerRefusal,
+    LedgerVerified,
+    verify_chain,
+)
 from kernel.effects.cli import main
 from kernel.effects.ledger_store import (
     export_jsonl,
@@ -58,7 +64,7 @@ def test_appends_chain_and_verify(tmp_path: Path) -> None:
     path = filled(tmp_path / "l.sqlite")
     with opened(path, create=False) as store:
         outcome = verify_store(store)
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
         assert outcome.count == 5
         assert store.recorded_head() == (5, outcome.head.entry_id)
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
@@ -75,7 +81,7 @@ def test_eight_processes_append_without_loss(tmp_path: Path) -> None:
     assert [w.wait(timeout=600) for w in writers] == [0] * 8
     with opened(path, create=False) as store:
         outcome = verify_store(store)
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
         assert outcome.count == 8000
         seen = {(e.payload) for e in store.entries()}
     assert len(seen) == 8000
@@ -163,7 +169,7 @@ def test_export_round_trip_of_read(tmp_path: Path) -> None:
         entries, head = read_jsonl(tmp_path / "e.jsonl")
         assert entries == list(store.entries())
         assert head == store.recorded_head()
-    assert isinstance(verify_chain(entries, recorded_head=head), LedgerIntact)
+    assert isinstance(verify_chain(entries, recorded_head=head), LedgerVerified)
 
 
 def test_expect_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -207,7 +213,7 @@ def test_broken_store_refusal_codes(tmp_path: Path) -> None:
     sql(path, "DELETE FROM kernel_ledger WHERE seq = 2")
     with opened(path, create=False) as store:
         outcome = verify_store(store)
-    assert isinstance(outcome, LedgerBroken)
+    assert isinstance(outcome, LedgerRefusal)
     assert outcome.position == 2
     assert LedgerReason.SEQUENCE_BROKEN in outcome.reason_codes
 
@@ -247,7 +253,7 @@ def test_a_reader_beside_a_live_writer_sees_its_appends(tmp_path: Path) -> None:
         writer.append(EntryKind.DECISION, {"i": 1})
         with opened(path, create=False) as reader:
             outcome = verify_store(reader)
-            assert isinstance(outcome, LedgerIntact)
+            assert isinstance(outcome, LedgerVerified)
             assert outcome.count == 1
 
 
@@ -369,7 +375,7 @@ def test_a_ledger_made_before_the_tree_gets_its_subtree_roots_computed(tmp_path:
     with opened(path) as store:
         store.append(EntryKind.DECISION, {"i": 5})
         verified = verify_store(store, anchors={})
-        assert isinstance(verified, LedgerIntact)
+        assert isinstance(verified, LedgerVerified)
         assert tree_head(store).root_hash == verified.root_hash
 
 
@@ -380,7 +386,7 @@ def test_a_writer_starting_during_an_immutable_read_is_read_through(tmp_path: Pa
     with opened(path, create=False) as reader, opened(path) as writer:
         writer.append(EntryKind.DECISION, {"i": 2})
         outcome = verify_store(reader)
-        assert isinstance(outcome, LedgerIntact)
+        assert isinstance(outcome, LedgerVerified)
         assert outcome.count == 3
 
 
@@ -417,7 +423,7 @@ def test_an_insert_not_after_the_recorded_head_is_refused_by_the_database(
     db.close()
     with opened(path) as store:
         assert store.recorded_head() == head
-        assert isinstance(verify_store(store), LedgerIntact)
+        assert isinstance(verify_store(store), LedgerVerified)
 
 
 def test_a_stale_connection_appends_after_the_real_head(tmp_path: Path) -> None:
@@ -429,7 +435,7 @@ def test_a_stale_connection_appends_after_the_real_head(tmp_path: Path) -> None:
         for i in range(6):
             (first if i % 3 else second).append(EntryKind.DECISION, {"i": i})
         outcome = verify_store(first)
-    assert isinstance(outcome, LedgerIntact)
+    assert isinstance(outcome, LedgerVerified)
     assert outcome.count == 6
 
 

@@ -34,7 +34,7 @@ from kernel.corroboration.consensus import (
 from kernel.corroboration.run_admission import RunAdmission
 from kernel.decide.decision import Decision, HumanDecisionRecord
 from kernel.decide.gate import SignatureStatus, derive_run_admission
-from kernel.decide.ledger import EntryKind, LedgerIntact
+from kernel.decide.ledger import EntryKind, LedgerVerified
 from kernel.decide.merkle import TreeHead
 from kernel.effects import git as git_effects
 from kernel.effects.cli import main
@@ -164,7 +164,7 @@ def promote(
 def kinds(ledger: Path) -> list[str]:
     """The kinds of the ledger's entries, in order."""
     with opened(ledger, create=False) as store:
-        assert isinstance(verify_store(store), LedgerIntact)
+        assert isinstance(verify_store(store), LedgerVerified)
         return [str(e.kind) for e in store.entries()]
 
 
@@ -1353,7 +1353,7 @@ def test_a_promotion_from_python_alone(demo: Demo, repo: Path, tmp_path: Path) -
         assert git(repo, "rev-parse", "main") == outcome.commit
         assert recover(Repo(repo), store) == []
         checked = check_repository(Repo(repo), store)
-        assert isinstance(checked.outcome, LedgerIntact)
+        assert isinstance(checked.outcome, LedgerVerified)
         assert (checked.anchors, checked.incomplete) == (1, ())
     probe = (
         "import sys, kernel.effects.promotion, kernel.effects.attestation;"

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from kernel.corroboration.consensus import (
     CaptureStatus,
+    ConsensusReason,
     ConsensusRefusal,
-    ConsensusRefusalReason,
     Isolation,
     RunObservation,
     build_consensus,
@@ -228,13 +228,13 @@ def _observation(index: int, digest: str | None = "a" * 64, size: int = 3) -> Ru
 def test_consensus_refusals_name_field_and_value() -> None:
     refusal = build_consensus(())
     assert isinstance(refusal, ConsensusRefusal)
-    assert refusal.reason_codes == (ConsensusRefusalReason.NO_RUNS_LAUNCHED,)
+    assert refusal.reason_codes == (ConsensusReason.NO_RUNS_LAUNCHED,)
     says(refusal, "observations", "at least one launched run", "got 0")
     not_just_codes(refusal, "cannot judge these runs")
 
     refusal = build_consensus((_observation(0), _observation(2)))
     assert isinstance(refusal, ConsensusRefusal)
-    assert refusal.reason_codes == (ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,)
+    assert refusal.reason_codes == (ConsensusReason.RUN_INDEXES_NOT_SEQUENTIAL,)
     says(refusal, "observations[1].index", "expected 1", "got 2")
 
     refusal = build_consensus(
@@ -242,15 +242,15 @@ def test_consensus_refusals_name_field_and_value() -> None:
     )
     assert isinstance(refusal, ConsensusRefusal)
     assert refusal.reason_codes == (
-        ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST,
-        ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST,
+        ConsensusReason.INVALID_BASELINE_OUTPUT_DIGEST,
+        ConsensusReason.INVALID_CANDIDATE_DIGEST,
     )
     says(refusal, "baseline_output_digest", "'AAAA", "candidate_digest", "500 characters")
     assert len(refusal.explanation) < 500  # the long value is cut short
 
     refusal = build_consensus((_observation(0, size=3), _observation(1, size=4)))
     assert isinstance(refusal, ConsensusRefusal)
-    assert refusal.reason_codes == (ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,)
+    assert refusal.reason_codes == (ConsensusReason.DIGEST_SIZE_CONFLICT,)
     says(refusal, "output_size", "expected 3", "got 4", "run 1")
 
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.corroboration.commit_admission import (
-    CommitRefusalReason,
+    CommitReason,
     EvidenceClass,
     VerifierOutcome,
 )
@@ -122,7 +122,7 @@ def test_a_check_that_ended_without_a_pass_is_never_verified_nor_stageable(
     if any(r not in (None, CheckReason.EXIT_STATUS_ONLY) for r in reasons):
         assert group.verifier is VerifierOutcome.FAILED
         assert group.evidence_class is None
-        assert group.refusal_reasons == (CommitRefusalReason.VERIFIER_REJECTED,)
+        assert group.refusal_reasons == (CommitReason.VERIFIER_REJECTED,)
     elif state is EvidenceState.SUPPORTED:
         assert group.evidence_class is EvidenceClass.VERIFIED
     else:

@@ -68,7 +68,7 @@ __all__ = [
     "Branch",
     "CommitBoundaryError",
     "CommitRefusal",
-    "CommitRefusalReason",
+    "CommitReason",
     "Draft",
     "EvidenceClass",
     "VerifierOutcome",
@@ -97,7 +97,7 @@ class VerifierOutcome(enum.StrEnum):
     """No independent verifier ran."""
 
 
-class CommitRefusalReason(enum.StrEnum):
+class CommitReason(enum.StrEnum):
     """Closed reason codes of `CommitRefusal` (one per rule)."""
 
     NO_DRAFTS = "no_drafts"
@@ -183,7 +183,7 @@ class CommitRefusal(Refusal):
     """The branch refused."""
     branch_digest: Digest
     """SHA-256 of the branch's canonical JSON."""
-    reason_codes: tuple[CommitRefusalReason, ...]
+    reason_codes: tuple[CommitReason, ...]
     """The rule that refused it."""
 
 
@@ -231,7 +231,7 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
     unanimous = len(branch.drafts) > 1 and len({d.output_digest for d in branch.drafts}) == 1
     decorrelated = drafts_are_decorrelated(branch)
 
-    def refuse(reason: CommitRefusalReason, why: str) -> CommitRefusal:
+    def refuse(reason: CommitReason, why: str) -> CommitRefusal:
         return seal(
             CommitRefusal,
             branch_id=branch.branch_id,
@@ -242,20 +242,20 @@ def admit_to_commit(branch: Branch) -> Admission | CommitRefusal:
 
     # A1: vacuous input is refused.
     if not branch.drafts:
-        return refuse(CommitRefusalReason.NO_DRAFTS, "no drafts to admit")
+        return refuse(CommitReason.NO_DRAFTS, "no drafts to admit")
     # A2: the only way to `verified` is an independent verifier's pass.
     if branch.verifier is VerifierOutcome.PASSED:
         evidence = EvidenceClass.VERIFIED
     # A3: a verifier rejection wins over any agreement.
     elif branch.verifier is VerifierOutcome.FAILED:
         return refuse(
-            CommitRefusalReason.VERIFIER_REJECTED,
+            CommitReason.VERIFIER_REJECTED,
             "independent verifier rejected the branch; rollback required",
         )
     # A4: unanimity among correlated drafters is the highest-risk signal.
     elif unanimous and not decorrelated:
         return refuse(
-            CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,
+            CommitReason.UNANIMOUS_CORRELATED_DRAFTS,
             "unanimous agreement among correlated drafters is not verification",
         )
     # A5: agreement without a verifier stages only.
@@ -320,7 +320,7 @@ def verify_admission(
         CommitRefusal,
         branch_id=branch.branch_id,
         branch_digest=derived.branch_digest,
-        reason_codes=(CommitRefusalReason.OUTCOME_MISMATCH,),
+        reason_codes=(CommitReason.OUTCOME_MISMATCH,),
         explanation=f"branch {branch.branch_id}: {found}",
     )
 

@@ -63,7 +63,7 @@ __all__ = [
     "Consensus",
     "ConsensusOutcome",
     "ConsensusRefusal",
-    "ConsensusRefusalReason",
+    "ConsensusReason",
     "CorroborationReport",
     "Isolation",
     "NoConsensus",
@@ -128,7 +128,7 @@ class NoConsensusReason(enum.StrEnum):
     """Outputs exist but no byte-identical group has more than N/2 runs (C5)."""
 
 
-class ConsensusRefusalReason(enum.StrEnum):
+class ConsensusReason(enum.StrEnum):
     """Closed reason codes of `ConsensusRefusal`, in check order."""
 
     NO_RUNS_LAUNCHED = "no_runs_launched"
@@ -425,7 +425,7 @@ class ConsensusRefusal(Refusal):
     """Self-sealed SHA-256 of the identity payload."""
     runs_launched: Count
     """Number of observations given."""
-    reason_codes: tuple[ConsensusRefusalReason, ...]
+    reason_codes: tuple[ConsensusReason, ...]
     """Failed checks, in check order."""
 
 
@@ -437,15 +437,15 @@ def _input_problems(
     runs: tuple[RunObservation, ...],
     baseline_output_digest: str | None,
     candidate_digest: str | None,
-) -> list[tuple[ConsensusRefusalReason, str]]:
+) -> list[tuple[ConsensusReason, str]]:
     """Why these runs cannot be judged at all (C1, the digests, C4), in order."""
     n = len(runs)
-    problems: list[tuple[ConsensusRefusalReason, str]] = []
+    problems: list[tuple[ConsensusReason, str]] = []
     # C1: N >= 1, and the observations are exactly the launched runs 0..N-1.
     if n == 0:
         problems.append(
             (
-                ConsensusRefusalReason.NO_RUNS_LAUNCHED,
+                ConsensusReason.NO_RUNS_LAUNCHED,
                 "observations: expected at least one launched run, got 0",
             )
         )
@@ -453,7 +453,7 @@ def _input_problems(
         position = next(i for i, run in enumerate(runs) if run.index != i)
         problems.append(
             (
-                ConsensusRefusalReason.RUN_INDEXES_NOT_SEQUENTIAL,
+                ConsensusReason.RUN_INDEXES_NOT_SEQUENTIAL,
                 f"observations[{position}].index: expected {position} (runs 0..{n - 1}"
                 f" in order), got {short_repr(runs[position].index)}",
             )
@@ -461,14 +461,14 @@ def _input_problems(
     if baseline_output_digest is not None and not is_digest(baseline_output_digest):
         problems.append(
             (
-                ConsensusRefusalReason.INVALID_BASELINE_OUTPUT_DIGEST,
+                ConsensusReason.INVALID_BASELINE_OUTPUT_DIGEST,
                 _not_a_digest("baseline_output_digest", baseline_output_digest),
             )
         )
     if candidate_digest is not None and not is_digest(candidate_digest):
         problems.append(
             (
-                ConsensusRefusalReason.INVALID_CANDIDATE_DIGEST,
+                ConsensusReason.INVALID_CANDIDATE_DIGEST,
                 _not_a_digest("candidate_digest", candidate_digest),
             )
         )
@@ -483,7 +483,7 @@ def _input_problems(
         if first_size != observed.output_size:
             problems.append(
                 (
-                    ConsensusRefusalReason.DIGEST_SIZE_CONFLICT,
+                    ConsensusReason.DIGEST_SIZE_CONFLICT,
                     f"run {short_repr(observed.index)} output_size: expected"
                     f" {short_repr(first_size)} (run {short_repr(first_index)} captured"
                     f" output digest {short_repr(observed.output_digest)} with that size),"

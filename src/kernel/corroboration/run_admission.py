@@ -60,7 +60,7 @@ import attrs
 from kernel.corroboration.commit_admission import (
     Admission,
     Branch,
-    CommitRefusalReason,
+    CommitReason,
     Draft,
     EvidenceClass,
     VerifierOutcome,
@@ -112,7 +112,7 @@ class CandidateGroup(Record):
     """The corroboration report of the reruns, when they ran."""
     evidence_class: EvidenceClass | None
     """``verified`` or ``corroborated_only``; None when admission refused the group."""
-    refusal_reasons: tuple[CommitRefusalReason, ...]
+    refusal_reasons: tuple[CommitReason, ...]
     """Why admission refused the group (empty when it has a class)."""
     admission_digest: Digest
     """``admission_id`` or ``refusal_id`` of the admission outcome."""
@@ -239,7 +239,7 @@ def _group(
     outcome = admit_to_commit(branch)
     if isinstance(outcome, Admission):
         evidence_class: EvidenceClass | None = outcome.evidence_class
-        reasons: tuple[CommitRefusalReason, ...] = ()
+        reasons: tuple[CommitReason, ...] = ()
         outcome_digest = outcome.admission_id
     else:
         evidence_class, reasons, outcome_digest = None, outcome.reason_codes, outcome.refusal_id

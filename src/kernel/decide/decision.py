@@ -49,7 +49,7 @@ from kernel.records.values import (
 from kernel.run.record import AttemptState
 from kernel.run.report import (
     REPORT_KIND,
-    ReportCheck,
+    ReportVerified,
     RunEvidenceReport,
     check_evidence_report,
 )
@@ -304,7 +304,7 @@ def _selection_problems(
 
 def _report_problem(report: RunEvidenceReport) -> tuple[DecisionReason, str] | None:
     checked = check_evidence_report(report)
-    if isinstance(checked, ReportCheck):
+    if isinstance(checked, ReportVerified):
         return None
     return (
         DecisionReason.REPORT_INCONSISTENT,

@@ -55,7 +55,7 @@ from kernel.corroboration.commit_admission import EvidenceClass
 from kernel.corroboration.consensus import CorroborationReport
 from kernel.corroboration.run_admission import CandidateGroup, RunAdmission, build_run_admission
 from kernel.decide.decision import Decision, DecisionRefusal, HumanDecisionRecord, verify_decision
-from kernel.decide.ledger import LedgerBroken, LedgerIntact
+from kernel.decide.ledger import LedgerRefusal, LedgerVerified
 from kernel.records.codec import UNSEALED, Identity, Record, compute_id, field_error, seal
 from kernel.records.identity import canonical_json, sha256_bytes
 from kernel.records.values import Digest, NonBlank, OptionalDigest, Refusal, boundary
@@ -63,7 +63,7 @@ from kernel.run.record import SCREEN_CHECK_ID, RunRecord, TrustLevel
 from kernel.run.report import (
     EvidenceState,
     ReportAttempt,
-    ReportCheck,
+    ReportVerified,
     RunEvidenceReport,
     check_evidence_report,
 )
@@ -302,7 +302,7 @@ def _evidence(
 ) -> tuple[RunAdmission | None, CandidateGroup | None]:
     # P1: the report must be exactly the run's report.
     checked = check_evidence_report(report, run=run)
-    if not isinstance(checked, ReportCheck):
+    if not isinstance(checked, ReportVerified):
         reasons[GateReason.REPORT_RUN_MISMATCH] = f"found: {checked.explanation}"
     # P2: the stored admission is re-derived, never trusted.
     derived = derive_run_admission(run, report, corroborations)
@@ -423,7 +423,7 @@ def decide_staging(
     corroborations: Mapping[str, CorroborationReport],
     attempt_id: str,
     base_tree: str | None,
-    ledger: LedgerIntact | LedgerBroken,
+    ledger: LedgerVerified | LedgerRefusal,
 ) -> StagingPermit | GateRefusal:
     """May ``attempt_id``'s candidate be committed to the staging area on ``base_tree``?
 
@@ -448,7 +448,7 @@ def decide_staging(
         )
     baseline = _base(reasons, run, base_tree)
     # P8
-    if isinstance(ledger, LedgerBroken):
+    if isinstance(ledger, LedgerRefusal):
         reasons[GateReason.LEDGER_BROKEN] = f"expected an intact ledger, found {ledger.explanation}"
     if (
         reasons
@@ -529,7 +529,7 @@ def decide_promotion(
     decision: HumanDecisionRecord | None,
     signature: SignatureCheck,
     branch_tree: str | None,
-    ledger: LedgerIntact | LedgerBroken,
+    ledger: LedgerVerified | LedgerRefusal,
     require_trust: TrustLevel | None = None,
 ) -> PromotionPermit | GateRefusal:
     """May ``attempt_id``'s candidate be promoted onto a branch whose tip holds
@@ -573,7 +573,7 @@ def decide_promotion(
     _decision(reasons, report, attempt_id, decision, signature)
     baseline = _base(reasons, run, branch_tree)
     # P8
-    if isinstance(ledger, LedgerBroken):
+    if isinstance(ledger, LedgerRefusal):
         reasons[GateReason.LEDGER_BROKEN] = f"expected an intact ledger, found {ledger.explanation}"
     if (
         reasons
@@ -581,7 +581,7 @@ def decide_promotion(
         or group is None
         or decision is None
         or baseline is None
-        or not isinstance(ledger, LedgerIntact)
+        or not isinstance(ledger, LedgerVerified)
     ):
         return _refuse("promote", run, report, attempt_id, reasons)
     return seal(

@@ -61,10 +61,10 @@ from kernel.records.values import Count, Digest, OptionalDigest, Refusal, bounda
 __all__ = [
     "GENESIS_ID",
     "EntryKind",
-    "LedgerBroken",
+    "LedgerRefusal",
     "LedgerEntry",
     "LedgerHead",
-    "LedgerIntact",
+    "LedgerVerified",
     "LedgerReason",
     "NewEntry",
     "RawEntry",
@@ -100,7 +100,7 @@ _KINDS: Final = frozenset(k.value for k in EntryKind)
 
 
 class LedgerReason(enum.StrEnum):
-    """Closed reason codes of `LedgerBroken` (rules L1-L6 of the module docstring)."""
+    """Closed reason codes of `LedgerRefusal` (rules L1-L6 of the module docstring)."""
 
     SEQUENCE_BROKEN = "sequence_broken"
     """L1: an entry's sequence number is not its position."""
@@ -156,7 +156,7 @@ class LedgerHead(Record):
 
 
 @attrs.frozen(kw_only=True)
-class LedgerIntact(Record):
+class LedgerVerified(Record):
     """A chain that verifies: how many entries and where it ends."""
 
     count: Count
@@ -168,7 +168,7 @@ class LedgerIntact(Record):
 
 
 @attrs.frozen(kw_only=True)
-class LedgerBroken(Refusal):
+class LedgerRefusal(Refusal):
     """A chain that does not verify, naming the first broken entry. Self-sealed
     ``refusal_id`` over every field but ``explanation``."""
 
@@ -352,12 +352,12 @@ def _found(raw: RawEntry, position: int, previous_id: str, reason: LedgerReason)
 
 def _broken(
     position: int, entry_id: object, reasons: list[LedgerReason], details: list[str]
-) -> LedgerBroken:
+) -> LedgerRefusal:
     shown = entry_id if type(entry_id) is str and is_digest(entry_id) else ""
     codes = ", ".join(reasons)
     where = f"entry {position}" if shown == "" else f"entry {position} ({shown[:12]})"
     return seal(
-        LedgerBroken,
+        LedgerRefusal,
         position=position,
         entry_id=shown,
         reason_codes=tuple(reasons),
@@ -404,7 +404,7 @@ def verify_chain(
     recorded_head: tuple[object, object] | None,
     expected_head: LedgerHead | None = None,
     anchors: Mapping[int, str] | None = None,
-) -> LedgerIntact | LedgerBroken:
+) -> LedgerVerified | LedgerRefusal:
     """Check a chain (rules L1-L7 of the module docstring); stop at the first broken entry.
 
     Args:
@@ -416,7 +416,7 @@ def verify_chain(
         expected_head: an anchor held elsewhere; the chain must end exactly there.
         anchors: tree size -> Merkle root (hex) held elsewhere (a promotion commit's
             ``Kernel-Ledger-Head`` trailer); when given, the Merkle tree is computed
-            and `LedgerIntact.root_hash` set.
+            and `LedgerVerified.root_hash` set.
 
     Raises:
         ParameterTypeError: ``entries`` is not an iterable of entries, or an argument is
@@ -470,7 +470,7 @@ def verify_chain(
         found = f"the chain has {position} entries, an anchor names a tree of {beyond}"
         return _broken(position + 1, "", [LedgerReason.ANCHOR_MISMATCH], [found])
     root = None if tree is None else tree.root().hex()
-    return LedgerIntact(count=position, head=head, root_hash=root)
+    return LedgerVerified(count=position, head=head, root_hash=root)
 
 
 def _anchor_problem(tree: TreeBuilder, anchors: Mapping[int, str] | None) -> str | None:

@@ -14,7 +14,7 @@ from kernel.decide.decision import DecisionRefusal, HumanDecisionRecord, verify_
 from kernel.decide.gate import GateReason, derive_run_admission
 from kernel.effects.run_folder import RunFolder
 from kernel.records.codec import compute_id
-from kernel.run.report import ReportCheck, check_evidence_report
+from kernel.run.report import ReportVerified, check_evidence_report
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "statement"]
 
@@ -27,7 +27,7 @@ def statement(
 ) -> dict[str, Any] | list[GateReason]:
     """The statement for ``attempt_id``, or the reasons it cannot be made."""
     reasons: list[GateReason] = []
-    if not isinstance(check_evidence_report(folder.report, run=folder.run), ReportCheck):
+    if not isinstance(check_evidence_report(folder.report, run=folder.run), ReportVerified):
         reasons.append(GateReason.REPORT_RUN_MISMATCH)
     derived = derive_run_admission(folder.run, folder.report, folder.corroborations)
     if (

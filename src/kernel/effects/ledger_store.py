@@ -50,9 +50,9 @@ import orjson
 from kernel.decide.ledger import (
     GENESIS_ID,
     EntryKind,
-    LedgerBroken,
     LedgerHead,
-    LedgerIntact,
+    LedgerRefusal,
+    LedgerVerified,
     NewEntry,
     RawEntry,
     new_entry,
@@ -211,7 +211,7 @@ def verify_store(
     store: LedgerStore,
     expected_head: LedgerHead | None = None,
     anchors: Mapping[int, str] | None = None,
-) -> LedgerIntact | LedgerBroken:
+) -> LedgerVerified | LedgerRefusal:
     """Recompute ``store``'s chain (`kernel.decide.ledger.verify_chain`; ``anchors``: tree size
     -> Merkle root recorded elsewhere, and the tree is computed)."""
     rows = store.verify_rows() if isinstance(store, SqliteStore) else store.entries()

@@ -48,7 +48,7 @@ from kernel.decide.gate import (
     decide_promotion,
     decide_staging,
 )
-from kernel.decide.ledger import EntryKind, LedgerBroken, LedgerIntact
+from kernel.decide.ledger import EntryKind, LedgerRefusal, LedgerVerified
 from kernel.decide.merkle import TreeBuilder, TreeHead
 from kernel.effects.git import CommitIdentity, Repo
 from kernel.effects.ledger_store import LedgerStore, redact, tree_head, verify_store
@@ -156,7 +156,7 @@ class RepositoryCheck:
     """The ledger verified against the trees a repository's promotion commits anchor,
     and the promotions the two disagree on."""
 
-    outcome: LedgerIntact | LedgerBroken
+    outcome: LedgerVerified | LedgerRefusal
     anchors: int
     incomplete: tuple[str, ...]
     """One line per promotion left half done (run ``kernel promote --recover``)."""

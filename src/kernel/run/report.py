@@ -71,7 +71,7 @@ __all__ = [
     "EvidenceState",
     "PendingDecision",
     "ReportAttempt",
-    "ReportCheck",
+    "ReportVerified",
     "ReportReason",
     "ReportRefusal",
     "ReportSummary",
@@ -287,7 +287,7 @@ class ReportRefusal(Refusal):
 
 
 @attrs.frozen(kw_only=True)
-class ReportCheck(Record):
+class ReportVerified(Record):
     """A report that checks: its digest and the run it reports on."""
 
     report_digest: Digest
@@ -664,7 +664,7 @@ def _source_problems(report: RunEvidenceReport, run: RunRecord, problems: _Probl
 @boundary
 def check_evidence_report(
     report: RunEvidenceReport, *, run: RunRecord | None = None
-) -> ReportCheck | ReportRefusal:
+) -> ReportVerified | ReportRefusal:
     """Re-derive everything a report claims from its own attempt data.
 
     Checks, in `ReportReason` order: digest drift per attempt; attempt orders 1..N;
@@ -673,7 +673,7 @@ def check_evidence_report(
     given, that the report is exactly ``build_evidence_report(run)``.
 
     Returns:
-        `ReportCheck` when the report is self-consistent, else `ReportRefusal`.
+        `ReportVerified` when the report is self-consistent, else `ReportRefusal`.
 
     Raises:
         ParameterTypeError: an argument is not of its annotated type.
@@ -689,7 +689,7 @@ def check_evidence_report(
     refusal = problems.refusal(report.run_id, report.source_run_digest)
     if refusal is not None:
         return refusal
-    return ReportCheck(report_digest=report.digest, source_run_digest=report.source_run_digest)
+    return ReportVerified(report_digest=report.digest, source_run_digest=report.source_run_digest)
 
 
 @attrs.frozen(kw_only=True)

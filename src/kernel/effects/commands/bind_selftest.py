@@ -16,8 +16,8 @@ from typing import Any
 from kernel.corroboration.commit_admission import (
     Admission,
     Branch,
+    CommitReason,
     CommitRefusal,
-    CommitRefusalReason,
     Draft,
     EvidenceClass,
     VerifierOutcome,
@@ -113,7 +113,7 @@ def _correlated_unanimity_is_refused() -> None:
     branch = Branch(branch_id="b", drafts=(clone, clone, clone), verifier=VerifierOutcome.NONE)
     outcome = admit_to_commit(branch)
     if not isinstance(outcome, CommitRefusal) or outcome.reason_codes != (
-        CommitRefusalReason.UNANIMOUS_CORRELATED_DRAFTS,
+        CommitReason.UNANIMOUS_CORRELATED_DRAFTS,
     ):
         raise SelfTestFailure("unanimous correlated drafters were admitted without a verifier")
     verified = admit_to_commit(

@@ -35,7 +35,7 @@ from pathlib import Path
 import orjson
 
 from kernel.decide.gate import SignatureStatus
-from kernel.decide.ledger import LedgerBroken, LedgerReason, verify_chain
+from kernel.decide.ledger import LedgerReason, LedgerRefusal, verify_chain
 from kernel.decide.merkle import (
     ConsistencyProof,
     InclusionProof,
@@ -100,7 +100,7 @@ def run_verify(args: argparse.Namespace) -> int:
             else:
                 outcome = verify_store(store)
             where = store.locator
-    if isinstance(outcome, LedgerBroken):
+    if isinstance(outcome, LedgerRefusal):
         print(f"kernel ledger verify: {outcome.explanation}")
         return ExitStatus.REFUSED
     if expected is not None and outcome.head.entry_id != expected:
@@ -153,16 +153,16 @@ def run_export(args: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
-def _verified_head(store: LedgerStore) -> TreeHead | LedgerBroken:
+def _verified_head(store: LedgerStore) -> TreeHead | LedgerRefusal:
     outcome = verify_store(store, anchors={})
-    if isinstance(outcome, LedgerBroken):
+    if isinstance(outcome, LedgerRefusal):
         return outcome
     head = TreeHead(tree_size=outcome.count, root_hash=str(outcome.root_hash))
     if tree_head(store) != head:
         # The chain verifies but the stored subtree roots (what proofs are made of) do
         # not: proofs from this store would not hold against its head.
         return seal(
-            LedgerBroken,
+            LedgerRefusal,
             position=outcome.count,
             entry_id=outcome.head.entry_id,
             reason_codes=(LedgerReason.ANCHOR_MISMATCH,),
@@ -178,7 +178,7 @@ def run_head(args: argparse.Namespace) -> int:
     """Print the verified ledger's tree head as JSON (signed with ``--signing-key``)."""
     with opened(args.ledger, create=False) as store:
         head = _verified_head(store)
-    if isinstance(head, LedgerBroken):
+    if isinstance(head, LedgerRefusal):
         print(f"kernel ledger head: {head.explanation}")
         return ExitStatus.REFUSED
     signature = None
