@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import kernel
 from kernel.effects.cli import build_parser, main
 from kernel.effects.files import atomic_write_bytes
 
@@ -190,3 +191,19 @@ def test_version_and_help_import_no_command_module(argv: list[str]) -> None:
         "kernel.effects.commands.options"
     ]
     assert "kernel.effects.pipeline" not in loaded
+
+
+def test_the_console_scripts_version_loads_no_parser() -> None:
+    """The installed ``kernel --version`` answers before argparse or the CLI is loaded,
+    with the same line argparse's version action prints."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['kernel', '--version']\n"
+        "from kernel.effects.entry import main\n"
+        "status = main()\n"
+        "print(status, 'argparse' in sys.modules, 'kernel.effects.cli' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [f"kernel {kernel.__version__}", "0 False False"]
