@@ -40,14 +40,15 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NoReturn
 
 if TYPE_CHECKING:  # type-checked as the package's module
-    from kernel.effects.sandbox import nslimits
+    from kernel.effects.sandbox import nslimits, nsview
 elif __package__:  # listed in the runner's process (module walks): no helper code runs there
-    nslimits = None
+    nslimits = nsview = None
 else:  # the helper runs this folder's modules as top-level modules (`python -I -S`)
     import nslimits
+    import nsview
 
 __all__ = ["main", "serve"]
 
@@ -56,11 +57,10 @@ EXIT_HOOKS: list[Callable[[], None]] = []
 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 32, 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
-_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
-_AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT = 428, 429
+_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_IDMAP = 0x1, 0x00100000
 _OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, 0o2000000
 _MOVE_MOUNT_F_EMPTY_PATH = 4
@@ -68,7 +68,7 @@ _MOVE_MOUNT_F_EMPTY_PATH = 4
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _exit(code: int) -> None:
+def _exit(code: int) -> NoReturn:
     for hook in EXIT_HOOKS:
         hook()
     os._exit(code)
@@ -81,52 +81,10 @@ class _Report:
     def __call__(self, line: str) -> None:
         os.write(self.fd, (line + "\n").encode())
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         err = ctypes.get_errno()
         self(f"error {what}: {os.strerror(err) if err else 'failed'}")
         _exit(1)
-
-
-def _mount(  # noqa: PLR0917 - mount(2)'s own argument order
-    report: _Report, src: str, target: str, fstype: str | None, flags: int, data: str | None
-) -> None:
-    ctypes.set_errno(0)
-    rc = _libc.mount(
-        src.encode(),
-        target.encode(),
-        None if fstype is None else fstype.encode(),
-        ctypes.c_ulong(flags),
-        None if data is None else data.encode(),
-    )
-    if rc != 0:
-        report.fail(f"mount {fstype or 'bind'} on {target}")
-
-
-def _mount_attr(fd: int, path: str, flags: int, attr_set: int, userns_fd: int = 0) -> int:
-    # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}
-    attr = (ctypes.c_uint64 * 4)(attr_set, 0, 0, userns_fd)
-    ctypes.set_errno(0)
-    return int(_libc.syscall(_SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), 32))
-
-
-def _read_only(report: _Report, target: str, recursive: bool) -> None:
-    if _mount_attr(_AT_FDCWD, target, _AT_RECURSIVE if recursive else 0, _MOUNT_ATTR_RDONLY) == 0:
-        return
-    # No mount_setattr (Linux < 5.12): remount each mount below target read-only,
-    # keeping its locked flags (a user namespace may not clear them).
-    atime = {"noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
-    with open("/proc/self/mountinfo") as handle:
-        lines = [line.split() for line in handle]
-    for parts in lines:
-        name = parts[4].encode().decode("unicode_escape")
-        if name == target or (recursive and name.startswith(target + "/")):
-            flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
-            for opt in parts[5].split(","):
-                flags |= {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}.get(
-                    opt, 0
-                )
-                flags |= atime.get(opt, 0)
-            _mount(report, "none", name, None, flags, None)
 
 
 def _drop(uid: int, gid: int, groups: bool) -> None:
@@ -249,7 +207,8 @@ def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid
     )
     if tree < 0:
         report.fail("open_tree of the baseline")
-    if _mount_attr(tree, "", _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY, userns) != 0:
+    idmap = _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY
+    if nsview.mount_attr(tree, "", _AT_EMPTY_PATH, idmap, userns) != 0:
         report.fail("idmapped mount of the baseline")
     os.set_inheritable(tree, True)
     return tree
@@ -483,20 +442,20 @@ def _init(
     root, lower, tree_layer, diff = (
         points + name for name in ("/root", "/lower", "/upper", "/diff")
     )
-    _mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
-    _mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
+    nsview.mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    nsview.mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
     for folder in (root, lower, tree_layer, diff):
         os.mkdir(folder, 0o700)
     ctypes.set_errno(0)
     _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
-    _build_view(report, root, opts["plan"])
+    nsview.build_view(report, root, opts["plan"])
     work = _mount_tree(
         report, opts, root=root, lower=lower, layer=tree_layer, tree=tree,
         hand_over=inside_root and not privileged,
     )  # fmt: skip
     git_env = {**_GIT_ENV, "GIT_CEILING_DIRECTORIES": opts["scratch"]}
     _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
-    _read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
+    nsview.read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
     os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before the command
     os.close(int(opts["joined_fd"]))
     pid, start_error, peak, inherited = _run_command(opts, command, root, user)
@@ -559,67 +518,14 @@ def _capture_patch(
     """Write the run's patch (``git diff`` of the baseline at ``diff/a`` and the tree,
     read-only, at ``diff/b``; ``folders``: lower, work, diff) to ``patch_fd``."""
     lower, work, diff = folders
-    _mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+    nsview.mount(report, "tmpfs", diff, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
     os.mkdir(diff + "/a")
     os.mkdir(diff + "/b")
-    _mount(report, lower, diff + "/a", None, _MS_BIND | _MS_REC, None)
-    _mount(report, work, diff + "/b", None, _MS_BIND | _MS_REC, None)
-    _read_only(report, diff + "/b", True)
+    nsview.mount(report, lower, diff + "/a", None, _MS_BIND | _MS_REC, None)
+    nsview.mount(report, work, diff + "/b", None, _MS_BIND | _MS_REC, None)
+    nsview.read_only(report, diff + "/b", True)
     rc = _spawn(opts["git"].split(" "), diff, stdin=-1, stdout=patch_fd, env=git_env, user=None)
     report(f"diff {rc}")
-
-
-def _build_view(report: _Report, root: str, plan: str) -> None:
-    """Carry out the runner's mount plan (`spec.mount_plan`) below ``root``."""
-    for line in plan.split("\x1e"):
-        op, target, *args = line.split("\x1f")
-        where = root + target.rstrip("/")
-        if op == "tmpfs":
-            os.makedirs(where, 0o755, exist_ok=True)
-            _mount(report, "tmpfs", where, "tmpfs", _MS_NOSUID | _MS_NODEV, args[0])
-        elif op in ("bind", "dev"):
-            source = args[0] if args else target
-            _mount_point(where, os.path.isdir(source))
-            _mount(report, source, where, None, _MS_BIND | (_MS_REC if op == "bind" else 0), None)
-            if op == "bind":
-                _read_only(report, where, True)
-        elif op == "symlink":
-            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
-            os.symlink(args[0], where)
-        elif op in ("file", "copy"):
-            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
-            # Plain descriptors: a file object costs four more calls per file.
-            if op == "copy":
-                fd = os.open(args[0], os.O_RDONLY | os.O_CLOEXEC)
-                data = os.read(fd, 1 << 20)  # small /etc files
-                os.close(fd)
-            else:
-                data = args[0].encode()
-            fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            os.write(fd, data)
-            os.fchmod(fd, 0o644)
-            os.close(fd)
-        elif op == "proc":
-            os.makedirs(where, 0o555, exist_ok=True)
-            _mount(report, "proc", where, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
-        elif os.path.islink(where) or not os.path.exists(where):
-            continue  # mask, readonly, hide: nothing there to hide
-        elif op == "readonly":
-            _mount(report, where, where, None, _MS_BIND | _MS_REC, None)
-            _read_only(report, where, True)
-        elif os.path.isdir(where):  # mask, hide: an empty read-only tmpfs over a folder
-            flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-            _mount(report, "tmpfs", where, "tmpfs", flags, "mode=0555,size=4k,nr_inodes=4")
-        else:  # mask a file
-            _mount(report, root + "/dev/null", where, None, _MS_BIND, None)
-
-
-def _mount_point(where: str, folder: bool) -> None:
-    if folder:
-        os.makedirs(where, 0o755, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
-        os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
 def _mount_tree(
@@ -647,22 +553,22 @@ def _mount_tree(
             report.fail("move the idmapped baseline")
         os.close(tree)
     elif opts["baseline"]:
-        _mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
-        _read_only(report, lower, True)
+        nsview.mount(report, opts["baseline"], lower, None, _MS_BIND | _MS_REC, None)
+        nsview.read_only(report, lower, True)
     else:
         os.chmod(lower, 0o755)  # noqa: S103 - no baseline: the empty tree of a fresh folder
     if opts["mode"] != "overlay":
-        _mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
+        nsview.mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
         return work
     layer_options = "mode=0700" if hand_over else opts["layer"]
-    _mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, layer_options)
+    nsview.mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, layer_options)
     os.mkdir(layer + "/upper")
     os.mkdir(layer + "/work")
     info = os.stat(lower)
     os.chmod(layer + "/upper", info.st_mode & 0o7777)
     os.chown(layer + "/upper", int(opts["uid"]), int(opts["gid"]))
     data = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work,userxattr"
-    _mount(report, "overlay", work, "overlay", 0, data)
+    nsview.mount(report, "overlay", work, "overlay", 0, data)
     if hand_over:
         try:
             _hand_over(report, opts, work, layer)
@@ -697,7 +603,7 @@ def _hand_over(report: _Report, opts: dict[str, str], work: str, layer: str) -> 
     limits = dict(part.split("=", 1) for part in opts["layer"].split(","))
     inodes = used.f_files - used.f_ffree + int(limits["nr_inodes"])
     flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV
-    _mount(report, "none", layer, None, flags, f"size={size},nr_inodes={inodes}")
+    nsview.mount(report, "none", layer, None, flags, f"size={size},nr_inodes={inodes}")
 
 
 def _prepare_tree(

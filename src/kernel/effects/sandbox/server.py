@@ -35,8 +35,9 @@ import os, sys
 sys.path.append(sys.argv.pop(1))
 data_file, helper_dir = sys.argv.pop(1), sys.argv.pop(1)
 import coverage
-cov = coverage.Coverage(data_file=None, branch=True, config_file=False,
-                        include=[helper_dir + "/nshelper.py", helper_dir + "/nslimits.py"])
+cov = coverage.Coverage(
+    data_file=None, branch=True, config_file=False,
+    include=[f"{helper_dir}/{name}.py" for name in ("nshelper", "nslimits", "nsview")])
 cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured"])
 cov.start()
 def save():

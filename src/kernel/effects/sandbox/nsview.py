@@ -1,0 +1,121 @@
+"""The sandbox's view of the host: mounts and the runner's mount plan, for the helper.
+
+Stdlib only, like `nshelper` (which imports it by name: the helper runs this folder's
+modules as top-level modules under ``python -I -S``). `build_view` carries out
+`spec.mount_plan` below a root; `mount`, `mount_attr` and `read_only` are the calls it
+and the helper make.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import NoReturn, Protocol
+
+__all__ = ["Reporter", "build_view", "mount", "mount_attr", "read_only"]
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Reporter(Protocol):
+    """The helper's status line writer (`nshelper._Report`)."""
+
+    def fail(self, what: str) -> NoReturn:
+        """Report ``what`` failed (with errno's text) and end this process."""
+
+
+def mount(  # noqa: PLR0917 - mount(2)'s own argument order
+    report: Reporter, src: str, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    ctypes.set_errno(0)
+    rc = _libc.mount(
+        src.encode(),
+        target.encode(),
+        None if fstype is None else fstype.encode(),
+        ctypes.c_ulong(flags),
+        None if data is None else data.encode(),
+    )
+    if rc != 0:
+        report.fail(f"mount {fstype or 'bind'} on {target}")
+
+
+def mount_attr(fd: int, path: str, flags: int, attr_set: int, userns_fd: int = 0) -> int:
+    # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}
+    attr = (ctypes.c_uint64 * 4)(attr_set, 0, 0, userns_fd)
+    ctypes.set_errno(0)
+    return int(_libc.syscall(_SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), 32))
+
+
+def read_only(report: Reporter, target: str, recursive: bool) -> None:
+    if mount_attr(_AT_FDCWD, target, _AT_RECURSIVE if recursive else 0, _MOUNT_ATTR_RDONLY) == 0:
+        return
+    # No mount_setattr (Linux < 5.12): remount each mount below target read-only,
+    # keeping its locked flags (a user namespace may not clear them).
+    atime = {"noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    with open("/proc/self/mountinfo") as handle:
+        lines = [line.split() for line in handle]
+    for parts in lines:
+        name = parts[4].encode().decode("unicode_escape")
+        if name == target or (recursive and name.startswith(target + "/")):
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+            for opt in parts[5].split(","):
+                flags |= {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}.get(opt, 0)
+                flags |= atime.get(opt, 0)
+            mount(report, "none", name, None, flags, None)
+
+
+def build_view(report: Reporter, root: str, plan: str) -> None:
+    """Carry out the runner's mount plan (`spec.mount_plan`) below ``root``."""
+    for line in plan.split("\x1e"):
+        op, target, *args = line.split("\x1f")
+        where = root + target.rstrip("/")
+        if op == "tmpfs":
+            os.makedirs(where, 0o755, exist_ok=True)
+            mount(report, "tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, args[0])
+        elif op in ("bind", "dev"):
+            source = args[0] if args else target
+            _mount_point(where, os.path.isdir(source))
+            mount(report, source, where, None, MS_BIND | (MS_REC if op == "bind" else 0), None)
+            if op == "bind":
+                read_only(report, where, True)
+        elif op == "symlink":
+            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            os.symlink(args[0], where)
+        elif op in ("file", "copy"):
+            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            # Plain descriptors: a file object costs four more calls per file.
+            if op == "copy":
+                fd = os.open(args[0], os.O_RDONLY | os.O_CLOEXEC)
+                data = os.read(fd, 1 << 20)  # small /etc files
+                os.close(fd)
+            else:
+                data = args[0].encode()
+            fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            os.write(fd, data)
+            os.fchmod(fd, 0o644)
+            os.close(fd)
+        elif op == "proc":
+            os.makedirs(where, 0o555, exist_ok=True)
+            mount(report, "proc", where, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        elif os.path.islink(where) or not os.path.exists(where):
+            continue  # mask, readonly, hide: nothing there to hide
+        elif op == "readonly":
+            mount(report, where, where, None, MS_BIND | MS_REC, None)
+            read_only(report, where, True)
+        elif os.path.isdir(where):  # mask, hide: an empty read-only tmpfs over a folder
+            flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+            mount(report, "tmpfs", where, "tmpfs", flags, "mode=0555,size=4k,nr_inodes=4")
+        else:  # mask a file
+            mount(report, root + "/dev/null", where, None, MS_BIND, None)
+
+
+def _mount_point(where: str, folder: bool) -> None:
+    if folder:
+        os.makedirs(where, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+        os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
