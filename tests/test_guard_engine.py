@@ -243,6 +243,119 @@ def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.processes
+def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
+    """The console script's replay prints the recorded output, flushed, and exits with
+    its code without the interpreter's shutdown (an exit handler does not run); a run
+    that is not replayed shuts down as usual."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    _age(tmp_path)
+    cache = tmp_path.parent / f"{tmp_path.name}-exit-cache"  # outside the aged tree
+    probe = (
+        "import atexit, sys\n"
+        f"sys.argv = ['kernel', 'guard', '--config', 'adr.md', '--cache-dir', {str(cache)!r}]\n"
+        "atexit.register(lambda: print('shut down'))\n"
+        "from kernel.effects.entry import script\nsys.exit(script())\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        for _ in range(2)
+    ]
+    full, replayed = runs
+    assert full.returncode == replayed.returncode == 1
+    assert full.stdout.splitlines()[-1] == "shut down"
+    assert replayed.stdout + "shut down\n" == full.stdout
+    assert replayed.stdout.splitlines()[-1].startswith("1 finding")
+
+
+@pytest.mark.processes
+def test_replay_split_over_a_child_sees_a_change_in_either_half(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long record is checked half here, half in a forked child: a file changed in
+    either half (same mtime, another size) or one created stops the replay."""
+    from kernel.guard import fastpath
+
+    tree = tmp_path / "tree"
+    files = [tree / f"m{i}.py" for i in range(fastpath._SPLIT_MIN + 8)]
+    _tree(tree, {f.name: "x = 1\n" for f in files})
+    missing = tree / "later.py"
+    cache = str(tmp_path / "cache")
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", counted_fork)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(fastpath, "threads_running", lambda: False)
+    paths = [str(f) for f in files] + [str(missing)]
+    for victim in (files[1], files[-2], missing):
+        _age(tree)
+        fastpath.record(cache, ("k",), paths, "out\n", 1)
+        assert fastpath.replay(cache, ("k",)) == ("out\n", 1)
+        victim.write_text("x = 22\n", encoding="utf-8")
+        _age(tree)  # the old mtime again: only the size (or existence) tells
+        assert fastpath.replay(cache, ("k",)) is None
+        if victim != missing:
+            victim.write_text("x = 1\n", encoding="utf-8")
+    assert len(forks) == 6
+
+
+@pytest.mark.processes
+def test_replay_of_a_long_record_stays_in_process_with_a_thread_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With another thread alive (forking could deadlock the child) or one core, the
+    whole record is checked here."""
+    from kernel.guard import fastpath
+
+    tree = tmp_path / "tree"
+    _tree(tree, {f"m{i}.py": "" for i in range(fastpath._SPLIT_MIN)})
+    _age(tree)
+    cache = str(tmp_path / "cache")
+    fastpath.record(cache, ("k",), [str(p) for p in sorted(tree.iterdir())], "", 0)
+
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        assert fastpath.replay(cache, ("k",)) == ("", 0)
+    finally:
+        stop.set()
+        waiter.join()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
+    assert fastpath.replay(cache, ("k",)) == ("", 0)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [b"not marshal", 5, None, (1, [], "", 0)],
+    ids=["garbage", "int", "none", "undecoded-tuple"],
+)
+def test_a_damaged_recorded_run_means_a_full_run(tmp_path: Path, entry: object) -> None:
+    """A record whose entry is not one marshalled run is not replayed (and not an
+    error)."""
+    import marshal
+
+    from kernel.guard import fastpath
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    blob = marshal.dumps((fastpath._MAGIC, {("k",): entry}))
+    (cache / fastpath.RECORD_NAME).write_bytes(blob)
+    assert fastpath.replay(str(cache), ("k",)) is None
+
+
 def test_replay_holds_when_folders_gain_files_not_when_the_root_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

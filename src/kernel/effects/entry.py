@@ -2,36 +2,62 @@
 
 Rules this module enforces:
 
-- before deciding, only `sys` is imported: ``kernel guard ...`` whose recorded run
-  `kernel.guard.fastpath` can replay prints that output and exits with its code
+- before deciding, only `sys` and `os` are imported: ``kernel guard ...`` whose recorded
+  run `kernel.guard.fastpath` can replay prints that output and exits with its code
   without loading argparse, the command table or the rest of the guard;
 - ``kernel --version`` prints the version from `kernel` alone (argparse and its
   imports are most of a bare run's start-up);
+- the console script (`script`) leaves a run answered that way at once, once its
+  output is flushed: the interpreter's own shutdown (a few milliseconds) would tidy
+  up nothing such a run made;
 - everything else (another verb, a guard run that cannot be replayed) is
   `kernel.effects.cli.main`, unchanged.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "script"]
 
 
-def main() -> int:
-    """Run the ``kernel`` command (see `kernel.effects.cli.main`)."""
-    words = sys.argv[1:]
+def _answered(words: list[str]) -> int | None:
+    """The exit code of a run answered before the command table loads, or None."""
     if words == ["--version"]:
         from kernel import __version__
 
         sys.stdout.write(f"kernel {__version__}\n")
         return 0
-    if words[:1] == ["guard"]:
-        from kernel.guard.fastpath import replay_cli
+    if words[:1] != ["guard"]:
+        return None
+    from kernel.guard.fastpath import replay_cli
 
-        replayed = replay_cli(words[1:])
-        if replayed is not None:
-            return replayed
+    return replay_cli(words[1:])
+
+
+def main() -> int:
+    """Run the ``kernel`` command (see `kernel.effects.cli.main`)."""
+    words = sys.argv[1:]
+    answered = _answered(words)
+    if answered is not None:
+        return answered
     from kernel.effects.cli import main as run
 
     return run(words)
+
+
+def script() -> int:
+    """`main` as the ``kernel`` console script runs it: an early answer exits here."""
+    words = sys.argv[1:]
+    answered = _answered(words)
+    if answered is None:
+        from kernel.effects.cli import main as run
+
+        return run(words)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a closed pipe: the interpreter's shutdown reports it as it does
+        return answered
+    os._exit(answered)

@@ -21,11 +21,11 @@ import contextlib
 import gc
 import marshal
 import os
-import sys
 from collections.abc import Callable, Sequence
 
 from kernel.guard import effects
 from kernel.guard.cache import gc_paused
+from kernel.guard.fastpath import threads_running
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
@@ -75,15 +75,10 @@ def split_by_size(sizes: Sequence[int], shares: int) -> list[list[int]]:
     return [sorted(group) for group in groups]
 
 
-def _threads_running() -> bool:
-    threading = sys.modules.get("threading")
-    return threading is not None and threading.active_count() > 1
-
-
 def scan_all(todo: Sequence[Job], matcher_for: MatcherFor, jobs: int | None) -> list[Done]:
     """The result of every job of ``todo``, in order (see the module's rules)."""
     workers = jobs if jobs is not None else len(os.sched_getaffinity(0))
-    if workers <= 1 or len(todo) < PARALLEL_MIN_FILES or _threads_running():
+    if workers <= 1 or len(todo) < PARALLEL_MIN_FILES or threads_running():
         with gc_paused():
             return [_scan_one(job, matcher_for(job[3])) for job in todo]
     shares = split_by_size([job[5] for job in todo], workers)
