@@ -39,6 +39,7 @@ from kernel.effects.sandbox import (
     variation_env,
 )
 from kernel.effects.sandbox import capture as sandbox_capture
+from kernel.effects.sandbox import nslimits as sandbox_nslimits
 from kernel.effects.sandbox import runner as sandbox_runner
 from kernel.effects.sandbox import server as sandbox_server
 from kernel.effects.sandbox.scratch import MOUNT_POINTS
@@ -105,13 +106,20 @@ def _foreign(pid: int) -> bool:
     return not _ours(runner)
 
 
+def _prepared(pid: int) -> bool:
+    """True when ``pid`` is a prepared sandbox of this runner's helper server, or its ns
+    or PID 1 (waiting for the next run by design, not a leftover)."""
+    prepared = sandbox_runner.prepared_sandboxes()
+    return any(p in prepared for p in (pid, _parent(pid), _parent(_parent(pid))))
+
+
 def _helpers_alive() -> list[str]:
     """Command lines of live sandbox helpers or marked test processes of this suite."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        if int(entry.name) in sandbox_runner.helper_servers():
+        if int(entry.name) in sandbox_runner.helper_servers() or _prepared(int(entry.name)):
             continue  # this runner's pre-forked helper server lives as long as the runner
         cmdline = _cmdline(int(entry.name))
         if (
@@ -491,6 +499,11 @@ def test_leftover_daemon_is_killed_when_the_command_exits(spill: Path) -> None:
     capture = sh(spill, "setsid sleep 4242.5 >/dev/null 2>&1 & echo started")
     assert capture.status is CaptureStatus.OK
     assert read_output(capture) == b"started\n"
+    # Killed before the reply; the helper, ns and PID 1 may still be tearing down.
+    assert not any("4242.5" in cmdline for cmdline in _helpers_alive())
+    deadline = time.monotonic() + 5
+    while _helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _helpers_alive() == []
 
 
@@ -793,3 +806,174 @@ def test_helper_server_socket_is_closed_at_exit(tmp_path: Path) -> None:
     assert done.stderr.decode() == ""
     assert done.returncode == 0
     assert done.stdout.decode().split() == ["ok", "1"]
+
+
+# ---------------------------------------------------------------------------
+# The warm sandbox: the server prepares the next run's sandbox (ADR-0005 §7)
+
+
+@pytest.fixture
+def helper_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pid of each run's helper, in order (the runner's side of the reply)."""
+    pids: list[int] = []
+    original = sandbox_server.ForkedHelper.__init__
+
+    def record(self: sandbox_server.ForkedHelper, pid: int, pidfd: int, *server: object) -> None:
+        pids.append(pid)
+        original(self, pid, pidfd, *server)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sandbox_server.ForkedHelper, "__init__", record)
+    return pids
+
+
+WARM_PROBE = (
+    'echo "pid $$"; ls -A /tmp /dev/shm; touch /tmp/left /dev/shm/left; '
+    "cat /proc/self/mountinfo | wc -l"
+)
+
+
+def test_a_prepared_sandbox_serves_exactly_one_run(spill: Path, helper_pids: list[int]) -> None:
+    """The run after another of the same spec takes the sandbox prepared meanwhile: a
+    fresh one (its command is PID 2, nothing the last run left in /tmp or /dev/shm),
+    and the one after takes another."""
+    first = sh(spill, WARM_PROBE)
+    seen = [read_output(first)]
+    for index in (1, 2):
+        prepared = sandbox_runner.prepared_sandboxes()
+        capture = sh(spill, WARM_PROBE, run_index=index)
+        assert capture.status is CaptureStatus.OK
+        assert helper_pids[-1] in prepared  # taken, not made for the request
+        seen.append(read_output(capture))
+    assert len(set(helper_pids[-3:])) == 3
+    assert len(set(seen)) == 1  # the same fresh sandbox every time: same mounts, no files
+    lines = seen[0].decode().splitlines()
+    assert lines[0] == "pid 2"
+    assert "left" not in lines
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"limits": Limits(memory_bytes=3 << 30)},
+        {"limits": Limits(tmp_bytes=32 << 20)},
+        {"limits": Limits(processes=100)},
+        {"network": True},
+        {"ro_binds": ("/var/tmp",)},
+        {"isolation": Isolation.NAMESPACE_COPY},
+    ],
+    ids=["memory", "tmp", "processes", "network", "binds", "level"],
+)
+def test_a_different_spec_never_gets_a_sandbox_prepared_for_another(
+    spill: Path, helper_pids: list[int], change: dict[str, object]
+) -> None:
+    """A request whose limits, binds, network or level differ from the prepared
+    sandbox's gets a fresh one built for it (seen from inside: its /tmp size, its
+    network, its binds), and the next run of the first spec no sandbox of the other."""
+    script = "stat -f -c %b /tmp; wc -l </proc/net/dev; test -d /var/tmp && echo bound; true"
+    base = sh(spill, script)
+    prepared = sandbox_runner.prepared_sandboxes()
+    other = sh(spill, script, run_index=1, **change)
+    assert other.status is CaptureStatus.OK
+    assert helper_pids[-1] not in prepared
+    fresh = sandbox_runner.prepared_sandboxes()
+    again = sh(spill, script, run_index=2)
+    assert helper_pids[-1] not in fresh
+    assert read_output(again) == read_output(base)
+    expected = read_output(base)
+    if (
+        "network" in change
+        or "ro_binds" in change
+        or change.get("limits") == Limits(tmp_bytes=32 << 20)
+    ):
+        assert read_output(other) != expected
+    else:
+        assert read_output(other) == expected
+
+
+def test_the_warm_key_covers_every_option_that_shapes_a_sandbox(spill: Path) -> None:
+    """Two specs that differ in a limit, a bind, the network or the level have
+    different keys; the run's own part (command, environment, index) does not count."""
+    from kernel.effects.sandbox import nshelper
+
+    def key(**kwargs: object) -> tuple[str, ...]:
+        spec = SandboxSpec(**{"command": ("true",), **kwargs})  # type: ignore[arg-type]
+        level = spec.isolation or Isolation.OVERLAY
+        scratch = spill / f"scratch-{len(kwargs)}"
+        options = sandbox_runner._helper_options(
+            spec, level=level, scratch=scratch, baseline=None, outer=(2, 2)
+        )
+        return nshelper.warm_key(options)
+
+    base = key()
+    assert key(command=("false",), env=(("A", "1"),), run_index=4) == base
+    for change in (
+        {"limits": Limits(memory_bytes=1 << 30)},
+        {"limits": Limits(processes=7)},
+        {"limits": Limits(cpu_seconds=7)},
+        {"limits": Limits(writable_bytes=1 << 20)},
+        {"limits": Limits(tmp_bytes=1 << 20)},
+        {"limits": Limits(output_bytes=1 << 20)},
+        {"network": True},
+        {"ro_binds": ("/var/tmp",)},
+        {"isolation": Isolation.NAMESPACE_COPY},
+    ):
+        assert key(**change) != base, change
+
+
+def _running(pid: int) -> bool:
+    """True when ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_runner_killed_with_a_prepared_sandbox_leaves_nothing(tmp_path: Path, spill: Path) -> None:
+    """SIGKILL of a runner whose server holds a prepared sandbox kills it too (the
+    PDEATHSIG chain); its memory group is removed by the next run, as a killed run's is.
+    A runner that exits normally leaves no prepared sandbox or memory group at all."""
+    runner = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from kernel.effects.sandbox import SandboxSpec, run_sandboxed, runner
+        run_sandboxed(SandboxSpec(command=("true",)), spill_dir=Path({str(tmp_path)!r}))
+        print(*runner.prepared_sandboxes(), flush=True)
+        if sys.argv[1] == "wait":
+            time.sleep(600)
+    """)
+    groups = Path(sandbox_nslimits.CGROUP_MEMORY)
+    for how in ("wait", "exit"):
+        proc = subprocess.Popen([sys.executable, "-c", runner, how], stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        prepared = int(proc.stdout.readline())
+        if how == "wait":
+            assert _running(prepared)
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        deadline = time.monotonic() + 5
+        while _helpers_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _helpers_alive() == []
+        assert not _running(prepared)
+        if how == "wait":
+            # Swept by the next sandbox made (the one this run prepares, if it took one).
+            assert sh(spill, "true").status is CaptureStatus.OK
+            deadline = time.monotonic() + 5
+            while any(groups.glob(f"sbx-{proc.pid}-*")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert not any(groups.glob(f"sbx-{proc.pid}-*"))
+
+
+def test_a_teardown_still_running_is_invisible_to_the_next_run(spill: Path) -> None:
+    """The reply comes before the teardown: the next run starts while the last one's
+    processes may still be dying, and sees none of them, nor its mounts or files."""
+    sh(spill, "touch /tmp/mine; for i in 1 2 3 4 5 6 7 8; do setsid sleep 4243.5 & done; true")
+    probe = "ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/cmdline | tr '\\0' ' '; ls -A /tmp"
+    capture = sh(spill, probe, run_index=1)
+    assert capture.status is CaptureStatus.OK
+    text = read_output(capture).decode()
+    assert "4243.5" not in text
+    assert "mine" not in text
+    assert int(text.splitlines()[0]) <= 5  # PID 1, the shell, its pipeline

@@ -26,7 +26,7 @@ from typing import Final, Protocol
 
 from kernel.records.identity import Sha256Stream
 
-__all__ = ["Killable", "Sink", "kill", "pipe", "pump"]
+__all__ = ["Killable", "Report", "Sink", "kill", "pipe", "pump"]
 
 _CHUNK: Final = 256 << 10
 """Read size: a chunk stays in a core's L2 from the pipe read through hash and write.
@@ -127,8 +127,18 @@ class Sink:
         self._worker.start()
 
 
+class Report(list[bytes]):
+    """A helper's status stream: read to its line ``done`` (the helper's reply: what
+    the run's result depends on is complete; its teardown goes on after it) or EOF."""
+
+    def done(self) -> bool:
+        """Whether the line ``done`` has come."""
+        return (b"\n" + b"".join(self)).endswith(b"\ndone\n")
+
+
 def pump(streams: dict[int, Sink | list[bytes]], deadline: float | None, proc: Killable) -> bool:
-    """Read every fd to EOF into its sink; returns False when the deadline passed.
+    """Read every fd to EOF (a `Report` to its ``done``) into its sink; returns False
+    when the deadline passed.
 
     A sink past its limit stops being read and the run is killed.
     """
@@ -154,7 +164,7 @@ def pump(streams: dict[int, Sink | list[bytes]], deadline: float | None, proc: K
                     if isinstance(sink, list):
                         chunk = os.read(fd, _CHUNK)
                         sink.append(chunk)
-                        more = bool(chunk)
+                        more = bool(chunk) and not (isinstance(sink, Report) and sink.done())
                     else:
                         more = sink.read_from(fd)
                 except BlockingIOError:

@@ -50,7 +50,7 @@ else:  # the helper runs this folder's modules as top-level modules (`python -I 
     import nslimits
     import nsview
 
-__all__ = ["main", "serve"]
+__all__ = ["WARM_KEY", "exit_now", "helper", "main", "parse", "quiet", "warm_key"]
 
 EXIT_HOOKS: list[Callable[[], None]] = []
 """Run before each helper process ends (the test suite saves coverage data here)."""
@@ -59,27 +59,43 @@ _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 32, 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
-_SYS_OPEN_TREE, _SYS_MOVE_MOUNT = 428, 429
+_SYS_MOVE_MOUNT = 429
 _AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
-_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_IDMAP = 0x1, 0x00100000
-_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, 0o2000000
 _MOVE_MOUNT_F_EMPTY_PATH = 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _exit(code: int) -> NoReturn:
+def exit_now(code: int) -> NoReturn:
+    """End this helper process (after `EXIT_HOOKS`), never unwinding into its caller."""
     for hook in EXIT_HOOKS:
         hook()
     os._exit(code)
 
 
+_exit = exit_now
+
+
 class _Report:
+    """Status lines to ``fd``; kept until `attach` while there is none (a prepared
+    sandbox's helper has no run, and no status fd, yet)."""
+
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.lines: list[str] = []
 
     def __call__(self, line: str) -> None:
-        os.write(self.fd, (line + "\n").encode())
+        if self.fd < 0:
+            self.lines.append(line)
+        else:
+            os.write(self.fd, (line + "\n").encode())
+
+    def attach(self, fd: int) -> None:
+        """Write to ``fd`` from now on, the lines kept so far first."""
+        self.fd = fd
+        for line in self.lines:
+            self(line)
+        self.lines.clear()
 
     def fail(self, what: str) -> NoReturn:
         err = ctypes.get_errno()
@@ -126,175 +142,70 @@ def _spawn(
             return os.waitstatus_to_exitcode(status)
 
 
-_USERNS: dict[tuple[int, int, int, int], int] = {}
-"""User namespaces for idmapped baselines, by (baseline owner uid, gid, outer uid,
-gid): made once by the helper server and inherited by every helper it forks (one
-process and two map writes less per run)."""
-
-
-def _userns_fd(uid_map: str, gid_map: str) -> int:
-    """A user namespace with the given maps, held by an fd (its process is gone).
-
-    Raises:
-        OSError: it cannot be made.
-    """
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(ready_r)
-        os.close(done_w)
-        ok = _libc.unshare(_CLONE_NEWUSER) == 0
-        os.write(ready_w, b"1" if ok else b"0")
-        os.read(done_r, 1)
-        os._exit(0)
-    os.close(ready_w)
-    os.close(done_r)
-    try:
-        if os.read(ready_r, 1) != b"1":
-            raise OSError(0, "cannot create a user namespace")
-        for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
-            with open(f"/proc/{pid}/{name}", "w") as handle:
-                handle.write(text)
-        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        os.close(done_w)
-        try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            # In the helper server (SIGCHLD ignored) the kernel reaps it: before this
-            # was caught, the server's cache never kept a namespace and every run made two.
-            pass
-        os.close(ready_r)
-
-
-def _idmap_key(baseline: str, outer_uid: int, outer_gid: int) -> tuple[int, int, int, int]:
-    info = os.stat(baseline)
-    return info.st_uid, info.st_gid, outer_uid, outer_gid
-
-
-def _cache_userns(argv: list[str]) -> None:
-    """In the helper server, before forking a root runner's overlay helper: make the
-    user namespace its idmapped baseline needs, unless one is cached already."""
-    try:
-        opts = dict(arg.split("=", 1) for arg in argv[: argv.index("--")])
-        if os.geteuid() != 0 or opts.get("mode") != "overlay":
-            return
-        key = _idmap_key(opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"]))
-        if key not in _USERNS:
-            _USERNS[key] = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
-    except (OSError, ValueError, KeyError):
-        return  # the helper makes its own, and reports why it cannot
-
-
-def _idmapped_baseline(report: _Report, baseline: str, outer_uid: int, outer_gid: int) -> int:
-    """A detached, read-only clone of the baseline's mount where its owner is the
-    command's outer uid/gid (so the command owns the tree it works on while being
-    nobody on the host)."""
-    key = _idmap_key(baseline, outer_uid, outer_gid)
-    userns = _USERNS.get(key, -1)
-    if userns < 0:
-        try:
-            userns = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
-        except OSError as e:
-            report(f"error idmap: {e.strerror}")
-            _exit(1)
-    ctypes.set_errno(0)
-    tree = int(
-        _libc.syscall(
-            _SYS_OPEN_TREE, _AT_FDCWD, baseline.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
-        )
-    )
-    if tree < 0:
-        report.fail("open_tree of the baseline")
-    idmap = _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY
-    if nsview.mount_attr(tree, "", _AT_EMPTY_PATH, idmap, userns) != 0:
-        report.fail("idmapped mount of the baseline")
-    os.set_inheritable(tree, True)
-    return tree
-
-
-def serve(sock_fd: int, runner: int) -> None:
-    """The pre-forked helper server: fork one helper per request. Never returns.
-
-    A request is one ``SOCK_SEQPACKET`` message: argv and environment entries joined
-    by NUL (an empty entry between them), with the run's stdout, stderr, status and
-    patch fds attached. The reply is the helper's pid with a pidfd attached (the
-    runner signals through it, so a reused pid is never hit). The server dies with
-    the runner; its helpers die with it (``PR_SET_PDEATHSIG``).
-    """
-    import socket
-
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != runner:
-        _exit(1)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped by the kernel
-    server = socket.socket(fileno=sock_fd)
-    while True:
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
-        except OSError:
-            _exit(0)
-        if not message or len(fds) != 4:
-            _exit(0)  # the runner is gone (or broke the protocol)
-        _cache_userns(message.decode("utf-8", "surrogateescape").split("\0"))
-        pid = os.fork()
-        if pid == 0:
-            server.close()
-            _child(message, fds)
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = -1  # it ended already: the runner sees EOF on its pipes
-        for fd in fds:
-            os.close(fd)
-        if pidfd < 0:
-            server.send(str(pid).encode())
-        else:
-            socket.send_fds(server, [str(pid).encode()], [pidfd])
-        if pidfd >= 0:
-            os.close(pidfd)
-
-
-def _child(message: bytes, fds: list[int]) -> None:
-    """In a forked helper of the server: take the request's fds, argv and env; run."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.setsid()
-    out, err, status, patch = fds
-    devnull = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    for fd in (devnull, out, err):
-        os.close(fd)
+def parse(message: bytes) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """A request's options, command and environment: argv (``key=value`` options,
+    ``--``, the command) and environment entries joined by NUL, an empty entry between."""
     parts = message.decode("utf-8", "surrogateescape").split("\0")
     split = parts.index("")
-    os.environ.clear()
-    os.environ.update(part.split("=", 1) for part in parts[split + 1 :])  # type: ignore[misc]
-    os.environ["KERNEL_SANDBOX_STATUS_FD"] = str(status)
-    os.environ["KERNEL_SANDBOX_PATCH_FD"] = str(patch)
-    sys.argv = ["nshelper", *parts[:split]]
-    main()
+    argv = parts[:split]
+    cut = argv.index("--")
+    opts = dict(arg.split("=", 1) for arg in argv[:cut])
+    env = dict(part.split("=", 1) for part in parts[split + 1 :])
+    return opts, argv[cut + 1 :], env
+
+
+WARM_KEY: Final = (
+    "ppid", "runner", "mode", "net", "points", "plan", "uid", "gid", "outer_uid",
+    "outer_gid", "sub_uid", "sub_gid", "newuidmap", "newgidmap", "mem", "nproc", "cpu",
+    "writable", "tmp", "output",
+)  # fmt: skip
+"""The options that shape a prepared sandbox (its namespaces, maps, view, memory group)
+or its limits: a request takes a prepared sandbox only when all of them are equal."""
+
+
+def warm_key(opts: dict[str, str]) -> tuple[str, ...]:
+    """What a prepared sandbox and a request must agree on (`WARM_KEY`)."""
+    return tuple(opts.get(name, "") for name in WARM_KEY)
+
+
+Request = tuple[bytes, list[int]]
+"""A request (`parse`) and its stdout, stderr, status and patch fds."""
 
 
 def main() -> None:
-    """Run the helper (argv as documented above). Never returns."""
-    split = sys.argv.index("--")
-    opts = dict(arg.split("=", 1) for arg in sys.argv[1:split])
-    command = sys.argv[split + 1 :]
-    report = _Report(int(os.environ.pop("KERNEL_SANDBOX_STATUS_FD")))
-    patch_fd = int(os.environ.pop("KERNEL_SANDBOX_PATCH_FD"))
-    privileged = os.geteuid() == 0
+    """Run the helper without a server (argv as documented above). Never returns."""
+    status = int(os.environ.pop("KERNEL_SANDBOX_STATUS_FD"))
+    patch = int(os.environ.pop("KERNEL_SANDBOX_PATCH_FD"))
+    entries = [*sys.argv[1:], "", *(f"{k}={v}" for k, v in os.environ.items())]
+    message = "\0".join(entries).encode("utf-8", "surrogateescape")
+    fds = [os.dup(1), os.dup(2), status, patch]
+    quiet()
+    helper(message, (message, fds))
 
+
+def quiet() -> None:
+    """Point fds 0-2 at /dev/null: a run's pipes reach EOF once PID 1 lets go of them."""
+    devnull = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
+    """Prepare a sandbox for ``message``'s options and run one request in it. Never
+    returns.
+
+    ``request``: the run itself (a fresh sandbox), or None for a prepared one: it tells
+    ``sock`` (the server) "ready" and waits there for the request, whose options must
+    agree with ``message``'s on `WARM_KEY` (the server's check).
+    """
+    opts = parse(message)[0]
+    report = _Report(-1 if request is None else request[1][2])
+    privileged = os.geteuid() == 0
     # Die with the runner (and refuse to start if it is already gone).
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
-    tree = -1
-    if privileged and opts["mode"] == "overlay" and opts["baseline"]:
-        tree = _idmapped_baseline(
-            report, opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"])
-        )
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
     flags |= 0 if opts["net"] == "1" else _CLONE_NEWNET
     ready_r, ready_w = os.pipe()
@@ -303,45 +214,119 @@ def main() -> None:
     # migration (an RCU grace period) runs while PID 1 builds the view.
     init_r, init_w = os.pipe()
     joined_r, joined_w = os.pipe()
+    # PID 1 (and ns) -> helper: report lines until "ready"; helper -> PID 1: the
+    # request; PID 1 -> helper: "finished" once its last report is written.
+    chan, theirs = _socketpair()
     opts["init_fd"], opts["joined_fd"] = str(init_w), str(joined_r)
-    helper = os.getpid()
+    parent = os.getpid()
     child = os.fork()
     if child == 0:
-        for fd in (ready_r, go_w, init_r, joined_w):
-            os.close(fd)
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != helper:
-            _exit(1)
-        ctypes.set_errno(0)
-        if _libc.unshare(flags) != 0:
-            report.fail("unshare")
-        os.write(ready_w, b"1")
-        if os.read(go_r, 1) != b"1":
-            _exit(1)  # the helper could not write the maps (it reported why)
-        os.close(go_r)
-        _in_namespaces(
-            opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged
-        )
-    for fd in (ready_w, go_r, init_w, joined_r):
+        held = request[1] if request is not None else []
+        for fd in (ready_r, go_w, init_r, joined_w, chan, sock, *held):
+            if fd >= 0:
+                os.close(fd)
+        _ns(opts, flags, parent, (ready_w, go_r, theirs), privileged=privileged)
+    for fd in (ready_w, go_r, init_w, joined_r, theirs):
         os.close(fd)
     if os.read(ready_r, 1) != b"1":
-        os.waitpid(child, 0)
-        _exit(1)
+        _relay(chan, report)
+        _give_up(child, "", chan)
     try:
         if _write_maps(child, opts, privileged):
             report("command-uid subordinate")
     except OSError as e:
         report(f"error uid/gid map: {e.strerror}")
         os.write(go_w, b"0")
-        os.waitpid(child, 0)
-        _exit(1)
+        _give_up(child, "", chan)
     os.write(go_w, b"1")
     os.close(go_w)
-    # Made while PID 1 builds the view (PID 1 waits for the join before the command).
-    cgroup = nslimits.memory_cgroup(opts) if privileged and opts["mem"] else ""
+    # Made while PID 1 builds the view (PID 1 waits for the join before it is ready).
+    group = f"sbx-{opts['runner']}-h{parent}"
+    cgroup = nslimits.memory_cgroup(group, opts["mem"]) if privileged and opts["mem"] else ""
     nslimits.join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
+    if not _relay(chan, report):
+        _give_up(child, cgroup, chan)  # PID 1 could not prepare (it reported why)
+    if request is None:
+        request = _await(sock)
+        if request is None:
+            _give_up(child, cgroup, chan)  # discarded by the server
+        report.attach(request[1][2])
+    _hand_to_init(report, chan, request, privileged)
+    _end(report, chan, child, cgroup)
+
+
+def _socketpair() -> tuple[int, int]:
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    return ours.detach(), theirs.detach()
+
+
+def _relay(chan: int, report: _Report) -> bool:
+    """Pass ns's and PID 1's report lines on until PID 1 is ready (True) or gone."""
+    while True:
+        line = os.read(chan, 1 << 16)
+        if line == b"ready\n":
+            return True
+        if not line:
+            return False
+        report(line.decode("utf-8", "replace").rstrip("\n"))
+
+
+def _give_up(child: int, cgroup: str, chan: int) -> NoReturn:
+    """End a sandbox that will run nothing: close PID 1's channel (it ends when it reads
+    EOF there, and ns with it), wait for ns, remove the memory group, exit. Killing ns
+    instead would leave PID 1 dying in the group as it is removed."""
+    os.close(chan)
     os.waitpid(child, 0)
+    nslimits.remove_cgroup(cgroup)
+    _exit(1)
+
+
+def _await(sock: int) -> Request | None:
+    """Tell the server this sandbox is ready; its request, or None when discarded."""
+    import socket
+
+    server = socket.socket(fileno=sock)
+    try:
+        server.send(b"ready")
+        message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
+    except OSError:
+        return None
+    finally:
+        server.close()
+    return (message, fds) if message and len(fds) == 4 else None
+
+
+def _hand_to_init(report: _Report, chan: int, request: Request, privileged: bool) -> None:
+    """Give PID 1 the request (with the idmapped baseline a root runner's overlay
+    needs); keep only the status fd."""
+    import socket
+
+    message, fds = request
+    opts = parse(message)[0]
+    tree = -1
+    if privileged and opts["mode"] == "overlay" and opts["baseline"]:
+        tree = nsview.idmapped_baseline(
+            report, opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"])
+        )
+    sock = socket.socket(fileno=os.dup(chan))
+    socket.send_fds(sock, [message], [*fds, tree] if tree >= 0 else fds)
+    sock.close()
+    for fd in (fds[0], fds[1], fds[3], tree):
+        if fd >= 0:
+            os.close(fd)
+
+
+def _end(report: _Report, chan: int, child: int, cgroup: str) -> NoReturn:
+    """Once PID 1 is finished (or gone): the OOM evidence, then "done" (the runner's
+    reply), then the teardown: ns and PID 1 exit, the memory group is removed."""
+    os.read(chan, 64)  # "finished", or EOF: PID 1 is gone (an OOM kill may take it)
     nslimits.cgroup_done(report, cgroup)
+    report("done")
+    os.close(report.fd)
+    os.waitpid(child, 0)
+    nslimits.remove_cgroup(cgroup)
     _exit(0)
 
 
@@ -400,18 +385,28 @@ def _subordinate_maps(child: int, opts: dict[str, str]) -> bool:
     return True
 
 
-def _in_namespaces(
-    opts: dict[str, str],
-    command: list[str],
-    *,
-    report: _Report,
-    patch_fd: int,
-    tree: int,
-    privileged: bool,
-) -> None:
+def _ns(
+    opts: dict[str, str], flags: int, parent: int, fds: tuple[int, int, int], *, privileged: bool
+) -> NoReturn:
+    """ns: unshare the namespaces, wait for the maps, fork PID 1, wait for it."""
+    ready_w, go_r, chan = fds
+    report = _Report(chan)  # lines reach the runner through the helper (`_relay`)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        _exit(1)
+    ctypes.set_errno(0)
+    if _libc.unshare(flags) != 0:
+        report.fail("unshare")
+    os.write(ready_w, b"1")
+    if os.read(go_r, 1) != b"1":
+        _exit(1)  # the helper could not write the maps (it reported why)
+    for fd in (ready_w, go_r):
+        os.close(fd)
     # Still outside the new PID namespace: its first child is PID 1.
     child = os.fork()
     if child:
+        for fd in (chan, int(opts["joined_fd"])):
+            os.close(fd)
         os.write(int(opts["init_fd"]), str(child).encode())  # its pid on the host
         os.close(int(opts["init_fd"]))
         os.waitpid(child, 0)
@@ -419,36 +414,68 @@ def _in_namespaces(
     os.close(int(opts["init_fd"]))
     # PID 1 sees no parent (getppid() is 0): die with the one outside.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    _init(opts, command, report=report, patch_fd=patch_fd, tree=tree, privileged=privileged)
+    _init(opts, report, chan, privileged=privileged)
 
 
-def _init(
+def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool) -> NoReturn:
+    """PID 1: build the view and join the memory group (the prepared part), tell the
+    helper it is ready, then run the request it sends (`_run`)."""
+    # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
+    # so removing it after the run never waits on mounts being torn down.
+    points = opts["points"]
+    nsview.mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    nsview.mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
+    for name in ("/root", "/lower", "/upper", "/diff"):
+        os.mkdir(points + name, 0o700)
+    ctypes.set_errno(0)
+    _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
+    nsview.build_view(report, points + "/root", opts["plan"])
+    os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before any of the run
+    os.close(int(opts["joined_fd"]))
+    os.write(chan, b"ready\n")
+    import socket
+
+    sock = socket.socket(fileno=os.dup(chan))
+    try:
+        message, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 5)
+    except OSError:
+        _exit(1)
+    finally:
+        sock.close()
+    if not message or len(fds) < 4:
+        _exit(1)  # the helper is gone
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    os.close(fds[0])
+    os.close(fds[1])
+    report.fd = fds[2]
+    run_opts, command, env = parse(message)
+    run_opts["points"] = points
+    tree = fds[4] if len(fds) > 4 else -1
+    _run(run_opts, command, env, report=report, fds=(fds[3], tree, chan), privileged=privileged)
+
+
+def _run(
     opts: dict[str, str],
     command: list[str],
+    env: dict[str, str],
     *,
     report: _Report,
-    patch_fd: int,
-    tree: int,
+    fds: tuple[int, int, int],
     privileged: bool,
-) -> None:
+) -> NoReturn:
+    """PID 1 with a request: the tree, the command, its reports, the patch; then
+    "finished" to the helper (``fds``: the patch fd, the idmapped baseline or -1, and
+    the helper's channel)."""
+    patch_fd, tree, chan = fds
     uid, gid = int(opts["uid"]), int(opts["gid"])
     # Root inside (a root runner, or an unprivileged one mapped through its subordinate
     # ids): the command drops to its uid; otherwise the setup is the command's uid already.
     inside_root = os.getuid() == 0
     user = (uid, gid, inside_root)
-    # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
-    # so removing it after the run never waits on mounts being torn down.
-    points = opts["points"]
     root, lower, tree_layer, diff = (
-        points + name for name in ("/root", "/lower", "/upper", "/diff")
+        opts["points"] + name for name in ("/root", "/lower", "/upper", "/diff")
     )
-    nsview.mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
-    nsview.mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
-    for folder in (root, lower, tree_layer, diff):
-        os.mkdir(folder, 0o700)
-    ctypes.set_errno(0)
-    _libc.sethostname(b"kernel-sandbox", 14)  # own UTS namespace: the host's is untouched
-    nsview.build_view(report, root, opts["plan"])
     work = _mount_tree(
         report, opts, root=root, lower=lower, layer=tree_layer, tree=tree,
         hand_over=inside_root and not privileged,
@@ -456,9 +483,7 @@ def _init(
     git_env = {**_GIT_ENV, "GIT_CEILING_DIRECTORIES": opts["scratch"]}
     _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
     nsview.read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
-    os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before the command
-    os.close(int(opts["joined_fd"]))
-    pid, start_error, peak, inherited = _run_command(opts, command, root, user)
+    pid, start_error, peak, inherited = _run_command(opts, command, env, root, user)
     held = nslimits.processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
     peak = max(peak, rusage.ru_maxrss)
@@ -476,6 +501,7 @@ def _init(
             peak = max(peak, os.wait4(-1, 0)[2].ru_maxrss)
         except ChildProcessError:
             break
+    quiet()  # the run's stdout and stderr are final: the runner sees their EOF now
     nslimits.report_limits(
         report,
         opts,
@@ -490,6 +516,8 @@ def _init(
         and not nslimits.oversized(report, opts, work, (tree_layer, lower))
     ):
         _capture_patch(report, opts, (lower, work, diff), patch_fd, git_env)
+    os.close(patch_fd)
+    os.write(chan, b"finished")
     _exit(0)
 
 
@@ -648,7 +676,11 @@ def _prepare_tree(
 
 
 def _run_command(
-    opts: dict[str, str], command: list[str], root: str, user: tuple[int, int, bool]
+    opts: dict[str, str],
+    command: list[str],
+    env: dict[str, str],
+    root: str,
+    user: tuple[int, int, bool],
 ) -> tuple[int, bytes, int, int]:
     """Fork, confine and exec the command; as PID 1 reap every orphan until it ends.
 
@@ -679,7 +711,7 @@ def _run_command(
             nslimits.confine()
             os.closerange(3, error_w)
             os.closerange(error_w + 1, 1 << 16)
-            os.execvpe(command[0], command, dict(os.environ))  # noqa: S606 - argv, no shell
+            os.execvpe(command[0], command, env)  # noqa: S606 - argv, no shell
         except OSError as e:
             os.write(error_w, (e.strerror or str(e)).encode())
         finally:

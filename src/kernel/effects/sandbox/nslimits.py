@@ -25,6 +25,7 @@ __all__ = [
     "memory_hit",
     "oversized",
     "processes_of",
+    "remove_cgroup",
     "report_limits",
     "seccomp_program",
     "set_limits",
@@ -166,24 +167,24 @@ def join_cgroup(
 
 
 CGROUP_MEMORY: Final = "/sys/fs/cgroup/memory/kernel-sandbox"
-"""Parent of the runs' cgroup v1 memory groups (one per run, named as its scratch)."""
+"""Parent of the runs' cgroup v1 memory groups (one per sandbox, ``sbx-<runner>-h<helper>``)."""
 
 
-def memory_cgroup(opts: dict[str, str]) -> str:
-    """A new cgroup v1 memory group limited to the run's memory limit (PID 1 joins it:
-    `join_cgroup`), so shared memory, memfd and tmpfs pages count too; "" where the
-    controller is unusable (the rlimit then holds private memory only).
+def memory_cgroup(name: str, limit: str) -> str:
+    """A new cgroup v1 memory group ``name`` limited to ``limit`` bytes (PID 1 joins
+    it: `join_cgroup`), so shared memory, memfd and tmpfs pages count too; "" where
+    the controller is unusable (the rlimit then holds private memory only).
 
-    Each run's helper removes its group when the run is over; groups of killed
-    runners (their runner pid is gone) are removed here. A live runner's group is
-    never touched: it may be made and not yet joined."""
-    path = f"{CGROUP_MEMORY}/{os.path.basename(opts['scratch'])}"
+    Each helper removes its group when its run is over; groups of killed runners
+    (their runner pid, the name's second field, is gone) are removed here. A live
+    runner's group is never touched: it may be made and not yet joined."""
+    path = f"{CGROUP_MEMORY}/{name}"
     try:
         os.makedirs(CGROUP_MEMORY, exist_ok=True)
         for other in os.listdir(CGROUP_MEMORY):
             if _runner_gone(other):
                 _rmdir(f"{CGROUP_MEMORY}/{other}")
-        _make_group(path, opts["mem"])
+        _make_group(path, limit)
     except OSError:
         _rmdir(path)
         return ""
@@ -220,9 +221,8 @@ def _rmdir(path: str) -> None:
 
 
 def cgroup_done(report: Callable[[str], None], cgroup: str) -> None:
-    """Report an OOM kill in the run's memory group as a memory hit, then remove the
-    group: its processes are gone with the PID namespace, and this helper never
-    joined it (PID 1 did), so no second migration is needed."""
+    """Report an OOM kill in the run's memory group as a memory hit (read outside, so
+    also when the kill took PID 1)."""
     if not cgroup:
         return
     try:
@@ -232,7 +232,13 @@ def cgroup_done(report: Callable[[str], None], cgroup: str) -> None:
             report("limit memory")
     except OSError:
         pass  # no evidence either way
-    _rmdir(cgroup)
+
+
+def remove_cgroup(cgroup: str) -> None:
+    """Remove the run's memory group once its processes are gone (the PID namespace
+    ended; this helper never joined it, PID 1 did, so no second migration is needed)."""
+    if cgroup:
+        _rmdir(cgroup)
 
 
 def memory_hit(limit: str, code: int, peak_bytes: int, inherited_bytes: int) -> bool:

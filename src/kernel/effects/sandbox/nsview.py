@@ -3,7 +3,8 @@
 Stdlib only, like `nshelper` (which imports it by name: the helper runs this folder's
 modules as top-level modules under ``python -I -S``). `build_view` carries out
 `spec.mount_plan` below a root; `mount`, `mount_attr` and `read_only` are the calls it
-and the helper make.
+and the helper make; `idmapped_baseline` the baseline's read-only clone whose owner is
+the command (a root runner's overlay), through user namespaces `cache_userns` keeps.
 """
 
 from __future__ import annotations
@@ -12,11 +13,22 @@ import ctypes
 import os
 from typing import NoReturn, Protocol
 
-__all__ = ["Reporter", "build_view", "mount", "mount_attr", "read_only"]
+__all__ = [
+    "Reporter",
+    "build_view",
+    "cache_userns",
+    "idmapped_baseline",
+    "mount",
+    "mount_attr",
+    "read_only",
+]
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
+_SYS_OPEN_TREE, _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP = 428, 0x1000, 0x00100000
+_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, 0o2000000
+_CLONE_NEWUSER = 0x10000000
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -119,3 +131,90 @@ def _mount_point(where: str, folder: bool) -> None:
     else:
         os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
         os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+
+
+_USERNS: dict[tuple[int, int, int, int], int] = {}
+"""User namespaces for idmapped baselines, by (baseline owner uid, gid, outer uid,
+gid): made once by the helper server and inherited by every helper it forks (one
+process and two map writes less per run)."""
+
+
+def _userns_fd(uid_map: str, gid_map: str) -> int:
+    """A user namespace with the given maps, held by an fd (its process is gone).
+
+    Raises:
+        OSError: it cannot be made.
+    """
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(done_w)
+        ok = _libc.unshare(_CLONE_NEWUSER) == 0
+        os.write(ready_w, b"1" if ok else b"0")
+        os.read(done_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise OSError(0, "cannot create a user namespace")
+        for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
+            with open(f"/proc/{pid}/{name}", "w") as handle:
+                handle.write(text)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(done_w)
+        try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            # In the helper server (SIGCHLD ignored) the kernel reaps it: before this
+            # was caught, the server's cache never kept a namespace and every run made two.
+            pass
+        os.close(ready_r)
+
+
+def _idmap_key(baseline: str, outer_uid: int, outer_gid: int) -> tuple[int, int, int, int]:
+    info = os.stat(baseline)
+    return info.st_uid, info.st_gid, outer_uid, outer_gid
+
+
+def cache_userns(opts: dict[str, str]) -> None:
+    """In the helper server, before forking a root runner's overlay helper: make the
+    user namespace its idmapped baseline needs, unless one is cached already."""
+    try:
+        if os.geteuid() != 0 or opts.get("mode") != "overlay":
+            return
+        key = _idmap_key(opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"]))
+        if key not in _USERNS:
+            _USERNS[key] = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
+    except (OSError, ValueError, KeyError):
+        return  # the helper makes its own, and reports why it cannot
+
+
+def idmapped_baseline(report: Reporter, baseline: str, outer_uid: int, outer_gid: int) -> int:
+    """A detached, read-only clone of the baseline's mount where its owner is the
+    command's outer uid/gid (so the command owns the tree it works on while being
+    nobody on the host)."""
+    key = _idmap_key(baseline, outer_uid, outer_gid)
+    userns = _USERNS.get(key, -1)
+    if userns < 0:
+        try:
+            userns = _userns_fd(f"{key[0]} {key[2]} 1", f"{key[1]} {key[3]} 1")
+        except OSError as e:
+            ctypes.set_errno(e.errno or 0)
+            report.fail("idmap")
+    ctypes.set_errno(0)
+    tree = int(
+        _libc.syscall(
+            _SYS_OPEN_TREE, _AT_FDCWD, baseline.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
+        )
+    )
+    if tree < 0:
+        report.fail("open_tree of the baseline")
+    idmap = _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY
+    if mount_attr(tree, "", _AT_EMPTY_PATH, idmap, userns) != 0:
+        report.fail("idmapped mount of the baseline")
+    os.set_inheritable(tree, True)
+    return tree

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Final
 
 from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation
-from kernel.effects.sandbox.capture import Sink, kill, pipe, pump
+from kernel.effects.sandbox.capture import Report, Sink, kill, pipe, pump
 from kernel.effects.sandbox.nslimits import memory_hit
 from kernel.effects.sandbox.scratch import (
     Scratch,
@@ -43,6 +43,7 @@ from kernel.effects.sandbox.server import (
     ForkedHelper,
     helper_argv,
     helper_servers,
+    prepared_sandboxes,
     running_server,
 )
 from kernel.effects.sandbox.spec import (
@@ -73,6 +74,7 @@ __all__ = [
     "check_command_starts",
     "helper_servers",
     "outer_ids",
+    "prepared_sandboxes",
     "run_sandboxed",
     "subordinate_ids",
 ]
@@ -396,7 +398,7 @@ def _run_namespaced(
     patch_r, patch_w = pipe()
     out_r, out_w = pipe()
     err_r, err_w = pipe()
-    status_lines: list[bytes] = []
+    status_lines = Report()
     helper_env = {
         **env,
         "KERNEL_SANDBOX_STATUS_FD": str(status_w),
@@ -426,10 +428,8 @@ def _run_namespaced(
     streams: dict[int, Sink | list[bytes]] = {out_r: out, err_r: err, status_r: status_lines}
     streams[patch_r] = patch if patch is not None else []
     try:
-        in_time = pump(streams, deadline, proc)
+        in_time = _collect(streams, deadline, proc, status_lines)
     finally:
-        kill(proc)
-        proc.wait()
         for fd in (status_r, patch_r, out_r, err_r):
             os.close(fd)
     report = b"".join(status_lines).decode("utf-8", "replace")
@@ -440,6 +440,28 @@ def _run_namespaced(
     if "\ncommand-uid subordinate\n" in "\n" + report:
         uid = CommandUid.SUBORDINATE
     return _interpret(report, in_time, patch), uid
+
+
+def _collect(
+    streams: dict[int, Sink | list[bytes]],
+    deadline: float | None,
+    proc: subprocess.Popen[bytes] | ForkedHelper,
+    report: Report,
+) -> bool:
+    """Read the run's streams (`pump`) until its helper's ``done``; False when the
+    deadline passed. After ``done`` the helper tears the sandbox down: the server's
+    next request (or its close) waits for that, not this run's reply."""
+    in_time = False
+    try:
+        in_time = pump(streams, deadline, proc)
+    finally:
+        if not (in_time and report.done()):
+            kill(proc)
+        if isinstance(proc, ForkedHelper):
+            proc.release()
+        else:
+            proc.wait()
+    return in_time
 
 
 def _helper_options(
@@ -470,6 +492,7 @@ def _helper_options(
         "preload": spec.preload or "",
         "apply": os.path.abspath(spec.apply_patch) if spec.apply_patch else "",
         "ppid": str(os.getpid()),
+        "runner": str(os.getpid()),
         "uid": str(SANDBOX_UID),
         "gid": str(SANDBOX_GID),
         "outer_uid": str(outer[0]),

@@ -7,6 +7,7 @@ per run. Where it cannot run, the runner starts a helper itself with `helper_arg
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import queue
@@ -21,12 +22,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["COVERAGE_ENV", "ForkedHelper", "helper_argv", "helper_servers", "running_server"]
+__all__ = [
+    "COVERAGE_ENV",
+    "ForkedHelper",
+    "helper_argv",
+    "helper_servers",
+    "prepared_sandboxes",
+    "running_server",
+]
 
 _HELPER_DIR: Final = str(Path(__file__).resolve().parent)
 _BOOTSTRAP: Final = (
     "import sys\nsys.path.append(sys.argv.pop(1))\nimport nshelper\n"
-    "if sys.argv[1:2] == ['serve']:\n    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))\n"
+    "if sys.argv[1:2] == ['serve']:\n    import nsserve\n"
+    "    nsserve.serve(int(sys.argv[2]), int(sys.argv[3]))\n"
     "nshelper.main()\n"
 )
 """The helper's ``-c`` program: import `nshelper` (byte code cached) and run it."""
@@ -37,7 +46,7 @@ data_file, helper_dir = sys.argv.pop(1), sys.argv.pop(1)
 import coverage
 cov = coverage.Coverage(
     data_file=None, branch=True, config_file=False,
-    include=[f"{helper_dir}/{name}.py" for name in ("nshelper", "nslimits", "nsview")])
+    include=[f"{helper_dir}/{name}.py" for name in ("nshelper", "nslimits", "nsserve", "nsview")])
 cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured"])
 cov.start()
 def save():
@@ -52,7 +61,8 @@ sys.path.append(helper_dir)
 import nshelper
 nshelper.EXIT_HOOKS.append(save)
 if sys.argv[1:2] == ["serve"]:
-    nshelper.serve(int(sys.argv[2]), int(sys.argv[3]))
+    import nsserve
+    nsserve.serve(int(sys.argv[2]), int(sys.argv[3]))
 nshelper.main()
 """
 """The helper measured by coverage: data is kept in memory (a fork copies it) and
@@ -67,9 +77,18 @@ class ForkedHelper:
     """A helper forked by the helper server: signalled and awaited through a pidfd, so
     a pid the kernel reused is never hit."""
 
-    def __init__(self, pid: int, pidfd: int) -> None:
+    def __init__(self, pid: int, pidfd: int, server: _HelperServer | None = None) -> None:
         self.pid = pid
         self._pidfd = pidfd
+        self._server = server
+
+    def release(self) -> None:
+        """Done with its run: its server waits for its teardown before the next
+        request (`_HelperServer.retire`); without one, wait now."""
+        if self._server is not None:
+            self._server.retire(self)
+        else:
+            self.wait()
 
     def kill(self) -> None:
         """SIGKILL the helper (its namespaces die with it); gone already is fine."""
@@ -93,6 +112,9 @@ class _HelperServer:
     def __init__(self) -> None:
         self.owner = os.getpid()
         self.alive = True  # before the thread starts: it clears this when the server ends
+        self.ended = threading.Event()
+        self.prepared = 0  # the pid of the sandbox it holds prepared for the next run
+        self._pending: list[ForkedHelper] = []  # helpers still tearing their run down
         self._lock = threading.Lock()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Closed with this object, or at interpreter exit (the server then exits too):
@@ -116,6 +138,7 @@ class _HelperServer:
             started.put(process)
             process.wait()  # this thread (the server's parent) lives as long as it does
             self.alive = False
+            self.ended.set()
 
         threading.Thread(target=hold, name="sandbox-helper-server", daemon=True).start()
         result = started.get()
@@ -126,9 +149,24 @@ class _HelperServer:
         self.pid = result.pid
 
     def close(self) -> None:
-        """Stop using this server (it exits when its socket closes)."""
+        """Stop using this server once the teardowns still running are over (it exits
+        when its socket closes, after its prepared sandbox has torn itself down)."""
+        with self._lock:
+            self._settle()
         self.alive = False
+        self.prepared = 0
         self._close()
+
+    def retire(self, helper: ForkedHelper) -> None:
+        """Keep a helper that replied and still tears its sandbox down: the next
+        request, or `close`, waits for it (nothing of a run outlives the next one)."""
+        with self._lock:
+            self._pending.append(helper)
+
+    def _settle(self) -> None:
+        for helper in self._pending:
+            helper.wait()
+        self._pending.clear()
 
     def start(
         self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
@@ -138,6 +176,7 @@ class _HelperServer:
         payload = "\0".join([*argv, "", *(f"{k}={v}" for k, v in env.items())])
         try:
             with self._lock:
+                self._settle()
                 socket.send_fds(self._sock, [payload.encode("utf-8", "surrogateescape")], fds)
                 reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 64, 1)
         except OSError:
@@ -145,7 +184,9 @@ class _HelperServer:
         if not reply:
             self.alive = False
             return None
-        return ForkedHelper(int(reply), pidfds[0] if pidfds else -1)
+        pid, prepared = (int(part) for part in reply.split())
+        self.prepared = prepared
+        return ForkedHelper(pid, pidfds[0] if pidfds else -1, self)
 
 
 _SERVERS: dict[bool, _HelperServer] = {}
@@ -171,6 +212,26 @@ def helper_servers() -> frozenset[int]:
     """Pids of this process's live helper servers (long-lived by design, not leftovers)."""
     with _SERVERS_LOCK:
         return frozenset(s.pid for s in _SERVERS.values() if s.alive and s.owner == os.getpid())
+
+
+def prepared_sandboxes() -> frozenset[int]:
+    """Pids of the helpers of this process's prepared sandboxes (each waits for the
+    next run, by design; its ns and PID 1 are its children)."""
+    with _SERVERS_LOCK:
+        return frozenset(
+            s.prepared for s in _SERVERS.values() if s.alive and s.owner == os.getpid()
+        ) - {0}
+
+
+@atexit.register
+def _close_servers() -> None:
+    """At exit, close this process's servers and give each a moment (its prepared
+    sandbox removes its memory group) before the runner's death kills it."""
+    with _SERVERS_LOCK:
+        servers = [s for s in _SERVERS.values() if s.owner == os.getpid()]
+    for server in servers:
+        server.close()
+        server.ended.wait(5.0)
 
 
 def _measured() -> bool:

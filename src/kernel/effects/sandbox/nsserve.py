@@ -1,0 +1,144 @@
+"""The helper server's loop: one helper per run, and the next run's sandbox prepared.
+
+Stdlib only, like `nshelper` (run by the helper's bootstrap as a top-level module
+under ``python -I -S``). The server forks one helper per request (`nshelper.helper`).
+After each request it also forks a *prepared* sandbox for the same `nshelper.WARM_KEY`:
+it builds the namespaces, maps, memory group and view, and waits. A request whose key
+matches takes it, and its helper does only the run's own part; any other request
+discards it (closing its socket: it tears down and exits) and gets a fresh helper.
+Each prepared sandbox serves one run at most.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import socket
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:  # type-checked as the package's module
+    from kernel.effects.sandbox import nshelper, nsview
+elif __package__:  # listed in the runner's process (module walks): no helper code runs there
+    nshelper = nsview = None
+else:  # the helper runs this folder's modules as top-level modules (`python -I -S`)
+    import nshelper
+    import nsview
+
+__all__ = ["serve"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+class _Prepared:
+    """A prepared sandbox's helper, as the server holds it: pid, pidfd, key, socket."""
+
+    def __init__(self, pid: int, key: tuple[str, ...], sock: socket.socket) -> None:
+        self.pid = pid
+        self.key = key
+        self.sock = sock
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except OSError:
+            self.pidfd = -1  # gone already: never ready
+
+    def take(self, key: tuple[str, ...], message: bytes, fds: list[int]) -> bool:
+        """Hand it the request when the keys agree and it is ready (waiting for that
+        if it is still preparing); False when it cannot take it."""
+        if key != self.key or self.pidfd < 0:
+            return False
+        ready, _w, _x = select.select([self.sock.fileno(), self.pidfd], [], [])
+        if self.pidfd in ready:
+            return False  # it ended while preparing: the fresh helper reports why
+        try:
+            if self.sock.recv(16) != b"ready":
+                return False
+            socket.send_fds(self.sock, [message], fds)
+        except OSError:
+            return False
+        self.close()
+        return True
+
+    def close(self) -> None:
+        """Let go of it (a prepared sandbox still waiting then ends itself)."""
+        self.sock.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+    def wait(self) -> None:
+        """Let go of it and wait (at most 5 s) until it has torn itself down."""
+        pidfd = os.dup(self.pidfd) if self.pidfd >= 0 else -1
+        self.close()
+        if pidfd >= 0:
+            select.select([pidfd], [], [], 5.0)
+            os.close(pidfd)
+
+
+def serve(sock_fd: int, runner: int) -> NoReturn:
+    """The pre-forked helper server: one helper per request. Never returns.
+
+    A request is one ``SOCK_SEQPACKET`` message (`nshelper.parse`) with the run's
+    stdout, stderr, status and patch fds attached. The reply is the helper's pid and
+    the prepared sandbox's (0 for none), with the helper's pidfd attached (the runner
+    signals through it, so a reused pid is never hit). The server dies with the
+    runner; its helpers die with it (``PR_SET_PDEATHSIG``).
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != runner:
+        nshelper.exit_now(1)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped by the kernel
+    server = socket.socket(fileno=sock_fd)
+    prepared: _Prepared | None = None
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
+        except OSError:
+            message, fds = b"", []
+        if not message or len(fds) != 4:
+            if prepared is not None:
+                prepared.wait()  # it removes its memory group before it exits
+            nshelper.exit_now(0)  # the runner is gone (or broke the protocol)
+        opts = nshelper.parse(message)[0]
+        nsview.cache_userns(opts)
+        key = nshelper.warm_key(opts)
+        pid = prepared.pid if prepared is not None and prepared.take(key, message, fds) else 0
+        if prepared is not None and not pid:
+            prepared.close()
+        if not pid:
+            pid = os.fork()
+            if pid == 0:
+                server.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                nshelper.quiet()
+                nshelper.helper(message, (message, fds))
+        for fd in fds:
+            os.close(fd)
+        prepared = _prepare(message, key, server)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = -1  # it ended already: the runner sees EOF on its pipes
+        reply = f"{pid} {prepared.pid}".encode()
+        socket.send_fds(server, [reply], [pidfd] if pidfd >= 0 else [])
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _prepare(message: bytes, key: tuple[str, ...], server: socket.socket) -> _Prepared:
+    """Fork the next run's sandbox, prepared as ``message`` asks. It starts at once,
+    beside the run just handed over (whose critical path is one process at a time):
+    started after that run, it was not ready for the next request (measured)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        server.close()
+        ours.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        nshelper.quiet()
+        nshelper.helper(message, None, theirs.detach())
+    theirs.close()
+    return _Prepared(pid, key, ours)
