@@ -231,7 +231,7 @@ def test_a_reference_patch_must_pass_every_declared_test(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("entry", "error", "message"),
     [
-        (3, ConfigError, r'\$\.calibration: expected false or \{"reference_patch": PATH\}'),
+        (3, ConfigError, r"\$\.calibration: expected an object or one of \[False\], got 3"),
         ({"reference": "x"}, ConfigError, r"\$\.calibration.*reference"),
         ({"reference_patch": "absent.patch"}, EffectError, "absent.patch"),
     ],

@@ -185,7 +185,11 @@ def test_record_classes_the_codec_cannot_compile_are_named() -> None:
         value: int
 
     cases: list[tuple[type[Record], str]] = [
-        (Either, "Either.value: a union of several types must be a union of records"),
+        (
+            Either,
+            "Either.value: a union of several types must be a union of records, or of "
+            "literals and at most one record",
+        ),
         (Floating, "Floating.value: no construction check for field type <class 'float'>"),
         (UnknownInclude, "UnknownInclude.__identity__ names unknown field nope"),
         (UnknownIdField, "UnknownIdField.__identity__.field nope_id unknown"),

@@ -30,8 +30,8 @@ Rules enforced:
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Mapping
-from typing import Final
+from collections.abc import Callable
+from typing import Final, Literal
 
 import attrs
 
@@ -40,6 +40,7 @@ from kernel.effects.adapters.base import ConfigSource, VerifierAdapter, WorkerAd
 from kernel.effects.adapters.command import CommandVerifier
 from kernel.effects.adapters.prediction import PatchWorker
 from kernel.effects.files import read_input
+from kernel.effects.run_config import CalibrationEntry
 from kernel.run.record import AttemptRecord, Calibration
 from kernel.run.suite import calibrate, declared_tests_of
 
@@ -71,32 +72,33 @@ class CalibrationPlan:
 
 
 def calibration_plan(
-    document: Mapping[str, object], source: ConfigSource, verifier: VerifierAdapter
+    entry: CalibrationEntry | Literal[False] | None,
+    source: ConfigSource,
+    verifier: VerifierAdapter,
 ) -> CalibrationPlan | None:
     """The config's calibration (module rules), or None when it has none.
 
+    Args:
+        entry: the config's ``calibration`` entry (None: left out).
+        source: the config, for its folder and its errors.
+        verifier: the config's verifier.
+
     Raises:
-        ConfigError: the entry is not ``false`` or ``{"reference_patch": PATH}``, or the
-            verifier declares no tests.
+        ConfigError: an entry is given but the verifier declares no tests.
         EffectError: the reference patch cannot be read.
     """
-    where = "$.calibration"
-    entry = document.get("calibration", {})
     if entry is False:
         return None
-    if type(entry) is not dict:
-        raise source.error(where, 'expected false or {"reference_patch": PATH}')
-    source.only_keys(entry, set(), where, optional=frozenset({"reference_patch"}))
     command = verifier if isinstance(verifier, CommandVerifier) else None
     declared = tuple(c for c in command.checks if c.tests) if command is not None else ()
     if command is None or not declared:
-        if "calibration" in document:
-            raise source.error(where, "the verifier declares no tests to calibrate")
+        if entry is not None:
+            raise source.error("$.calibration", "the verifier declares no tests to calibrate")
         return None
     baseline = PatchWorker(attempt_id=CALIBRATION_BASELINE, worker_id="baseline", patch=b"")
     attempts: list[tuple[str, WorkerAdapter]] = [(CALIBRATION_BASELINE, baseline)]
-    if "reference_patch" in entry:
-        locator = source.relative_path(entry, "reference_patch", where)
+    if entry is not None and entry.reference_patch is not None:
+        locator = entry.reference_patch
         data = read_input(source.reads(source.base_dir / locator), what="reference patch")
         reference = PatchWorker(attempt_id=CALIBRATION_REFERENCE, worker_id="reference", patch=data)
         attempts.append((CALIBRATION_REFERENCE, reference))

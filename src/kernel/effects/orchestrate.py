@@ -21,7 +21,8 @@ inside the run's `kernel.effects.sandbox.private_tempdir`, which no sandbox can 
 Adapters may `note` volatile facts (durations, isolation, output sizes); they go to
 `RunOutcome.volatile`, never into the record.
 
-Config document (JSON; relative paths are resolved against the config's folder)::
+Config document (JSON; relative paths are resolved against the config's folder; the
+records and the schema ``config``: `kernel.effects.run_config`)::
 
     {"kind": "kernel-orchestration-config", "schema_version": "1",
      "run_id": "...", "work_unit": "<path to a WorkUnit document>",
@@ -61,6 +62,7 @@ import os
 import shutil
 import tempfile
 import time
+import typing
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -91,6 +93,7 @@ from kernel.effects.calibration import (
 )
 from kernel.effects.files import load_json
 from kernel.effects.git import content_tree_id
+from kernel.effects.run_config import CONFIG_KIND, IsolationEntry, RunConfig, filled
 from kernel.effects.sandbox import Limits, available_isolation, private_tempdir
 from kernel.effects.testids import unknown_test_ids
 from kernel.errors import (
@@ -122,7 +125,6 @@ from kernel.run.record import (
 from kernel.run.report import evidence_state_of
 from kernel.run.verification import (
     EvidenceChainRefusal,
-    Isolation,
     ResultManifest,
     VerificationResult,
     WorkUnit,
@@ -154,7 +156,6 @@ __all__ = [
     "run_loaded",
 ]
 
-CONFIG_KIND: Final = "kernel-orchestration-config"
 ORCHESTRATOR: Final = "kernel.effects.orchestrate/1"
 
 
@@ -236,109 +237,87 @@ def load_config(
     adapters = builtin_registry() if registry is None else registry
     source = ConfigSource(path=Path(path))
     document = load_object(source.path, "orchestration config")
-    config_digest, declared, costly = _header(document, source)
-    run_id = source.string(document, "run_id", "$")
-    source = attrs.evolve(source, limits=_limits(document, source, limit_overrides or {}))
-    unit_path = source.base_dir / source.relative_path(document, "work_unit", "$")
+    config = _parsed(document, source)
+    source = attrs.evolve(source, limits=_limits(config.limits, limit_overrides or {}))
+    unit_path = source.base_dir / config.work_unit
     try:
         work_unit = WorkUnit.from_dict(load_json(unit_path, what="work unit"))
     except RecordError as e:
         raise ConfigError(f"{unit_path}: {e}") from e
-    verifier, policy_digest = _verifier(document, source, adapters)
+    verifier, policy_digest = _verifier(document, config, source, adapters)
     _check_required_validators(verifier, work_unit, unit_path)
     _check_test_ids(verifier, source)
-    attempts = _attempts(document, source, adapters)
-    calibration = calibration_plan(document, source, verifier)
+    attempts = _attempts(document, config, source, adapters)
+    calibration = calibration_plan(config.calibration, source, verifier)
     provenance = _provenance(
-        declared, "replay" in document, [verifier, *(a for _, a in attempts)], source
+        config.replay, "replay" in document, [verifier, *(a for _, a in attempts)], source
     )
     sandboxed = any(isinstance(a, ProvenanceSource) for a in (verifier, *(a for _, a in attempts)))
     return LoadedConfig(
         source=source,
-        run_id=run_id,
-        config_digest=config_digest,
+        run_id=config.run_id,
+        config_digest=sha256_hex(document),
         work_unit=work_unit,
         verifier=verifier,
         verifier_policy_digest=policy_digest,
         attempts=tuple(attempts),
         inputs=(source.path, unit_path, *source.read),
-        declared_replay=declared,
+        declared_replay=config.replay,
         provenance=provenance,
-        isolation_policy=_isolation_policy(document, source, sandboxed=sandboxed),
-        costly=costly,
+        isolation_policy=_isolation_policy(config.isolation, source, sandboxed=sandboxed),
+        costly=config.costly,
         calibration=calibration,
     )
 
 
-def _header(
-    document: Mapping[str, object], source: ConfigSource
-) -> tuple[str, DeclaredReplay, bool]:
-    """The config's keys, kind and version checked; its digest, declared replay and
-    ``costly`` flag."""
-    source.only_keys(
-        document,
-        {"kind", "schema_version", "run_id", "work_unit", "verifier", "attempts"},
-        "$",
-        optional=frozenset({"replay", "isolation", "limits", "costly", "calibration"}),
-    )
-    if document["kind"] != CONFIG_KIND:
-        raise source.error("$.kind", f"expected {CONFIG_KIND!r}, got {document['kind']!r}")
-    if document["schema_version"] != "1":
-        raise source.error("$.schema_version", f"expected '1', got {document['schema_version']!r}")
+def _parsed(document: Mapping[str, object], source: ConfigSource) -> RunConfig:
+    """The document as a `RunConfig` (its left-out keys at their defaults).
+
+    Raises:
+        ConfigError: naming the file and the document path (``$.attempts[1].adapter``).
+    """
     try:
-        config_digest = sha256_hex(document)
+        # Canonical JSON first: the config's digest must exist (no float, no NaN).
+        sha256_hex(document)
+        return RunConfig.from_dict(filled(RunConfig, document))
     except CanonicalizationError as e:
         raise source.error(e.path, e.reason) from e
-    declared = DeclaredReplay.DETERMINISTIC
-    if "replay" in document:
-        try:
-            declared = DeclaredReplay(source.string(document, "replay", "$"))
-        except ValueError as e:
-            allowed = ", ".join(d.value for d in DeclaredReplay)
-            raise source.error("$.replay", f"expected one of {allowed}") from e
-    costly = document.get("costly", False)
-    if type(costly) is not bool:
-        raise source.error("$.costly", "expected true or false")
-    return config_digest, declared, costly
+    except RecordError as e:
+        raise source.error(f"$.{e.path}" if e.path else "$", e.reason) from e
 
 
 def _verifier(
-    document: Mapping[str, object], source: ConfigSource, adapters: AdapterRegistry
+    document: Mapping[str, object],
+    config: RunConfig,
+    source: ConfigSource,
+    adapters: AdapterRegistry,
 ) -> tuple[VerifierAdapter, str]:
-    """The config's verifier adapter and its policy digest."""
-    verifier_entry = document["verifier"]
-    if type(verifier_entry) is not dict:
-        raise source.error("$.verifier", "expected an object")
-    kind = source.string(verifier_entry, "adapter", "$.verifier")
+    """The config's verifier adapter (built from its whole entry) and its policy digest."""
+    kind = config.verifier.adapter
     verifier_factory = adapters.verifier(kind)
     if verifier_factory is None:
         raise source.error("$.verifier.adapter", f"unknown verifier adapter {kind!r}")
-    return verifier_factory(verifier_entry, source)
+    entry = document["verifier"]
+    return verifier_factory(typing.cast("Mapping[str, object]", entry), source)
 
 
 def _attempts(
-    document: Mapping[str, object], source: ConfigSource, adapters: AdapterRegistry
+    document: Mapping[str, object],
+    config: RunConfig,
+    source: ConfigSource,
+    adapters: AdapterRegistry,
 ) -> list[tuple[str, WorkerAdapter]]:
-    """The config's attempts, in launch order, each built by its worker adapter."""
-    entries = document["attempts"]
-    # Vacuous input is refused: a run has at least one attempt.
-    if type(entries) is not list or not entries:
-        raise source.error("$.attempts", "expected a non-empty array")
+    """The config's attempts, in launch order, each built by its worker adapter from its
+    whole entry."""
+    entries = typing.cast("list[Mapping[str, object]]", document["attempts"])
     attempts: list[tuple[str, WorkerAdapter]] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        where = f"$.attempts[{index}]"
-        if type(entry) is not dict:
-            raise source.error(where, "expected an object")
-        attempt_id = source.string(entry, "attempt_id", where)
-        if attempt_id in seen:
-            raise source.error(f"{where}.attempt_id", f"duplicate attempt id {attempt_id!r}")
-        seen.add(attempt_id)
-        adapter_kind = source.string(entry, "adapter", where)
-        factory = adapters.worker(adapter_kind)
+    for index, (attempt, entry) in enumerate(zip(config.attempts, entries, strict=True)):
+        factory = adapters.worker(attempt.adapter)
         if factory is None:
-            raise source.error(f"{where}.adapter", f"unknown worker adapter {adapter_kind!r}")
-        attempts.append((attempt_id, factory(entry, source)))
+            raise source.error(
+                f"$.attempts[{index}].adapter", f"unknown worker adapter {attempt.adapter!r}"
+            )
+        attempts.append((attempt.attempt_id, factory(entry, source)))
     return attempts
 
 
@@ -385,20 +364,9 @@ LIMIT_KEYS: Final = tuple(f.name for f in attrs.fields(Limits))
 """The keys of a config's ``limits`` entry (each a positive integer or null)."""
 
 
-def _limits(
-    document: Mapping[str, object], source: ConfigSource, overrides: Mapping[str, int | None]
-) -> Limits:
-    """The config's ``limits`` entry over the defaults (`kernel.effects.sandbox.Limits`),
+def _limits(limits: Limits, overrides: Mapping[str, int | None]) -> Limits:
+    """The config's ``limits`` entry (over the defaults, `kernel.effects.sandbox.Limits`),
     then ``overrides`` over both."""
-    entry = document.get("limits", {})
-    where = "$.limits"
-    if type(entry) is not dict:
-        raise source.error(where, "expected an object")
-    source.only_keys(entry, set(), where, optional=frozenset(LIMIT_KEYS))
-    try:
-        limits = attrs.evolve(Limits(), **entry)
-    except FieldError as e:
-        raise source.error(where, str(e)) from e
     unknown = sorted(set(overrides) - set(LIMIT_KEYS))
     if unknown:
         raise ConfigError(f"--limit: unknown limit {unknown[0]!r} (one of {', '.join(LIMIT_KEYS)})")
@@ -409,44 +377,27 @@ def _limits(
 
 
 def _isolation_policy(
-    document: Mapping[str, object], source: ConfigSource, *, sandboxed: bool
+    entry: IsolationEntry | None, source: ConfigSource, *, sandboxed: bool
 ) -> IsolationPolicy | None:
     """The config's ``isolation`` entry, checked against what this machine offers.
 
-    ``{"minimum": "overlay" | "namespace_copy" | "copy", "accept_below_overlay": bool}``,
-    both optional: the minimum defaults to the strongest level this machine offers, and
-    evidence below ``overlay`` is never grounds for ``verified`` unless accepted here.
+    Its ``minimum`` defaults to the strongest level this machine offers, and evidence
+    below ``overlay`` is never grounds for ``verified`` unless accepted here.
     """
-    entry = document.get("isolation")
     if entry is None and not sandboxed:
         return None
     if entry is None:
-        entry = {}
-    where = "$.isolation"
-    if type(entry) is not dict:
-        raise source.error(where, "expected an object")
-    source.only_keys(entry, set(), where, optional=frozenset({"minimum", "accept_below_overlay"}))
+        entry = IsolationEntry()
     offered = available_isolation()
-    minimum = offered
-    if "minimum" in entry:
-        try:
-            minimum = Isolation(source.string(entry, "minimum", where))
-        except ValueError as e:
-            allowed = ", ".join(i.value for i in Isolation)
-            raise source.error(f"{where}.minimum", f"expected one of {allowed}") from e
-    accept = entry.get("accept_below_overlay", False)
-    if type(accept) is not bool:
-        raise source.error(
-            f"{where}.accept_below_overlay", f"expected true or false, got {accept!r}"
-        )
+    minimum = offered if entry.minimum is None else entry.minimum
     # Below the minimum the run refuses to start: no attempt runs weaker than accepted.
     if weakest_isolation((offered, minimum)) is not minimum:
         raise source.error(
-            f"{where}.minimum",
+            "$.isolation.minimum",
             f"this machine offers {offered} isolation, below the minimum {minimum}; "
             "the run does not start",
         )
-    return IsolationPolicy(minimum=minimum, accept_below_overlay=accept)
+    return IsolationPolicy(minimum=minimum, accept_below_overlay=entry.accept_below_overlay)
 
 
 def _error(

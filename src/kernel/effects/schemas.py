@@ -42,6 +42,7 @@ import orjson
 from kernel.corroboration.run_admission import RunAdmission
 from kernel.decide.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
+from kernel.effects.run_config import RunConfig
 from kernel.errors import ConfigError
 from kernel.records.codec import Record, kind_validators, tag_of
 from kernel.records.identity import canonical_json
@@ -55,6 +56,7 @@ __all__ = [
     "DOCUMENTS",
     "PACKAGE_FOLDER",
     "SCHEMA_SUFFIX",
+    "WRITTEN_BY_PEOPLE",
     "generate",
     "load_schema",
     "main",
@@ -71,8 +73,14 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
     "verification-result": VerificationResult,
     "run-admission": RunAdmission,
     "replay-check": ReplayCheck,
+    "config": RunConfig,
 }
-"""Schema file stem -> record class. The CLI writes the first three and the last two."""
+"""Schema file stem -> record class. The CLI writes the first three and the last two;
+people write the run config (`kernel.effects.run_config`)."""
+
+WRITTEN_BY_PEOPLE: Final = frozenset({"config"})
+"""Documents people write: a field with a default may be left out (it is optional in
+the schema, and the reader fills it in)."""
 
 # Constraints of a record's own validators (the field kinds of `kernel.records.values` carry
 # their keywords themselves: `kind_of`), keyed by validator function name.
@@ -127,9 +135,16 @@ def _apply(kind: Kind, schema: dict[str, Any]) -> None:
         target.update(dict(kind.schema))
 
 
+def _is_record(hint: object) -> bool:
+    return isinstance(hint, type) and issubclass(hint, Record)
+
+
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, *, defaults_optional: bool = False) -> None:
         self.defs: dict[str, Any] = {}
+        # A document a person writes (the run config) may leave out a field that has a
+        # default; a document kernel writes has every field written out.
+        self.defaults_optional = defaults_optional
 
     def hint(self, hint: Any) -> dict[str, Any]:
         origin = typing.get_origin(hint)
@@ -150,6 +165,9 @@ class _Builder:
             return {"type": "null"}
         if origin in (types.UnionType, typing.Union):
             members = [a for a in typing.get_args(hint) if a is not type(None)]
+            if len(members) > 1 and not all(_is_record(m) for m in members):
+                # Literals beside at most one record (`kernel.records.parsers`).
+                return {"anyOf": [self.hint(a) for a in typing.get_args(hint)]}
             if len(members) > 1:  # a tagged union of records (`kernel.records.codec.tag_of`)
                 tag, _ = tag_of(tuple(members))
                 inner = {"oneOf": [self.hint(m) for m in members], "discriminator": tag}
@@ -186,7 +204,9 @@ class _Builder:
         properties: dict[str, Any] = {}
         optional: set[str] = set()
         for field in attrs.fields(cls):  # type: ignore[arg-type]
-            if (name, field.name) in _OPTIONAL:
+            if (name, field.name) in _OPTIONAL or (
+                self.defaults_optional and field.default is not attrs.NOTHING
+            ):
                 optional.add(field.name)
             schema = self.hint(extras[field.name])
             target = schema
@@ -207,7 +227,7 @@ class _Builder:
         definition = {
             "type": "object",
             "description": " ".join(doc.split()),
-            "additionalProperties": False,
+            "additionalProperties": cls.__open__,
             "required": sorted(set(properties) - optional),
             "properties": properties,
         }
@@ -217,7 +237,7 @@ class _Builder:
 
 def schema_for(stem: str, cls: type[Record]) -> dict[str, Any]:
     """The JSON Schema (2020-12) document for records of ``cls``."""
-    builder = _Builder()
+    builder = _Builder(defaults_optional=stem in WRITTEN_BY_PEOPLE)
     root = builder.record(cls)
     defs = {k: v for k, v in builder.defs.items() if k != cls.__name__}
     schema: dict[str, Any] = {

@@ -9,7 +9,10 @@ Rules enforced by ``from_dict`` (each failure is a `RecordError` naming the path
 e.g. ``attempts[3].budget_charge.steps``):
 
 - the document is an exact ``dict`` (a JSON object); its input is never mutated;
-- unknown keys and missing keys are refused (every field is written out);
+- unknown keys and missing keys are refused (every field is written out), but an
+  *open* record (``__open__ = True``: an entry whose other keys belong to a reader
+  outside the record, as a run config's adapter entries) ignores keys it does not
+  declare;
 - ``str`` fields take exact ``str`` holding valid Unicode (a lone surrogate has no
   canonical JSON form); ``int`` fields take ``int`` but never ``bool``,
   and only within +/-(2**53 - 1) so every record stays canonical JSON;
@@ -37,6 +40,7 @@ import operator
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
 
 import attrs
@@ -114,6 +118,9 @@ class Record:
     # and nested records (spans, charges) are shared by many parents.
     __slots__ = ("_kernel_nested",)
     __identity__: ClassVar[Identity] = Identity()
+    __open__: ClassVar[bool] = False
+    """True: ``from_dict`` ignores keys the record does not declare (they belong to
+    another reader, e.g. a run config's adapter entry to its adapter)."""
     _kernel_nested: dict[str, object]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -436,6 +443,7 @@ class _Spec:
         )
         self.fields = tuple(f.name for f in declared)
         self.field_set = frozenset(self.fields)
+        self.open = cls.__open__
         self.parsers: dict[str, Parser] = {}
         self.encoders: list[tuple[str, Encoder | None]] = []
         for name in self.fields:
@@ -518,7 +526,7 @@ class _Spec:
     def parse(self, data: object, path: str, verify_ids: bool) -> Record:
         if type(data) is not dict:
             raise RecordError(path, f"expected an object, got {json_type(data)}")
-        keys = data.keys()
+        keys: AbstractSet[object] = data.keys() & self.field_set if self.open else data.keys()
         if keys != self.field_set:
             # str keys first, in order; other keys (a JSON object has none) by repr, so
             # that keys of mixed types never make the sort itself raise.
@@ -601,7 +609,8 @@ def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None
 
         return convert
     if origin in (types.UnionType, typing.Union):
-        inner = [_record_converter(a, cached) for a in typing.get_args(hint)]
+        args = typing.get_args(hint)
+        inner = [_record_converter(a, cached) for a in args]
         found = [c for c in inner if c is not None]
         if not found:
             return None
@@ -610,6 +619,9 @@ def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None
                 return lambda value: None if value is None else _spec(type(value)).raw_nested(value)
             return lambda value: None if value is None else _spec(type(value)).fresh_nested(value)
         convert_member = found[0]
+        if any(c is None and a is not type(None) for a, c in zip(args, inner, strict=True)):
+            # A record mixed with literals (`CalibrationEntry | Literal[False]`).
+            return lambda value: convert_member(value) if isinstance(value, Record) else value
         return lambda value: None if value is None else convert_member(value)
     if origin is tuple:
         args = typing.get_args(hint)

@@ -69,7 +69,9 @@ def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encode
         members = [a for a in typing.get_args(hint) if a is not type(None)]
         inner_parse: Parser
         inner_encode: Encoder | None
-        if len(members) > 1:
+        if len(members) > 1 and not all(is_record_class(m) for m in members):
+            inner_parse, inner_encode = _compile_mixed(tuple(members), where, nested)
+        elif len(members) > 1:
             inner_parse, inner_encode = _compile_tagged(tuple(members), where, nested)
         else:
             inner_parse, inner_encode = compile_field(members[0], where, nested)
@@ -158,6 +160,38 @@ def _compile_tagged(members: tuple[Any, ...], where: str, nested: Nested) -> tup
         return nested(member)(value, path, verify)
 
     return parse_tagged, operator.methodcaller("to_dict")
+
+
+def _compile_mixed(members: tuple[Any, ...], where: str, nested: Nested) -> tuple[Parser, Encoder]:
+    """A union of literals and at most one record (``CalibrationEntry | Literal[False]``):
+    an object is read by the record, any other value must be one of the literals."""
+    records = [m for m in members if is_record_class(m)]
+    literal_members = [m for m in members if typing.get_origin(m) is typing.Literal]
+    literals = tuple(a for m in literal_members for a in typing.get_args(m))
+    if len(records) > 1 or len(records) + len(literal_members) < len(members):
+        raise TypeError(
+            f"{where}: a union of several types must be a union of records, or of literals "
+            "and at most one record"
+        )
+    parse_literal = compile_field(typing.Literal[literals], where, nested)[0]
+    parse_record = compile_field(records[0], where, nested)[0] if records else parse_literal
+
+    def parse_mixed(value: object, path: str, verify: bool) -> object:
+        if type(value) is dict:
+            return parse_record(value, path, verify)
+        try:
+            return parse_literal(value, path, verify)
+        except RecordError:
+            if not records:
+                raise
+        raise RecordError(
+            path, f"expected an object or one of {list(literals)}, got {short_repr(value)}"
+        )
+
+    def encode_mixed(value: Any) -> object:
+        return value.to_dict() if is_record_class(type(value)) else value
+
+    return parse_mixed, encode_mixed
 
 
 def _compile_tuple(

@@ -1,0 +1,170 @@
+"""The run config document as records: what ``kernel run`` reads, and its JSON Schema.
+
+`RunConfig.from_dict` parses the document strictly (the codec, ADR-0007) after
+`filled` puts in the defaults of the keys a person left out; `kernel schemas show
+config` is generated from these classes. The ``verifier`` entry and each attempt are
+*open* records: the kernel reads the keys it owns (``adapter``, ``attempt_id``), and the
+adapter the entry names reads and checks the rest (`kernel.effects.adapters`).
+"""
+
+from __future__ import annotations
+
+import enum
+import typing
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any, ClassVar, Final, Literal
+
+import attrs
+
+from kernel.effects.sandbox import Limits
+from kernel.records.codec import Record, field_error, short_repr
+from kernel.records.values import NonBlank
+from kernel.run.record import DeclaredReplay
+from kernel.run.verification import Isolation
+
+__all__ = [
+    "CONFIG_KIND",
+    "DEFAULT_LIMITS",
+    "AttemptEntry",
+    "CalibrationEntry",
+    "IsolationEntry",
+    "RunConfig",
+    "VerifierEntry",
+    "filled",
+    "relative_path_problem",
+]
+
+CONFIG_KIND: Final = "kernel-orchestration-config"
+DEFAULT_LIMITS: Final = Limits()
+"""The limits of a config that names none (`kernel.effects.sandbox.Limits`' defaults)."""
+
+
+def relative_path_problem(value: str) -> str | None:
+    """Why ``value`` is no relative POSIX path without ``..`` (portable, confined), or
+    None when it is one."""
+    pure = PurePosixPath(value)
+    if pure.is_absolute() or ".." in pure.parts or "\\" in value:
+        return f"must be a relative path without '..': {short_repr(value)}"
+    return None
+
+
+def _relative(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    problem = None if value is None else relative_path_problem(value)
+    if problem is not None:
+        raise field_error(attribute.name, problem)
+
+
+@attrs.frozen(kw_only=True)
+class VerifierEntry(Record):
+    """The config's verifier: the adapter it names (its other keys are the adapter's)."""
+
+    __open__: ClassVar[bool] = True
+
+    adapter: NonBlank
+    """The verifier adapter's kind (a key of the `AdapterRegistry`)."""
+
+
+@attrs.frozen(kw_only=True)
+class AttemptEntry(Record):
+    """One attempt of the config (its other keys are its worker adapter's)."""
+
+    __open__: ClassVar[bool] = True
+
+    attempt_id: NonBlank
+    """The attempt's id (unique in the config)."""
+    adapter: NonBlank
+    """The worker adapter's kind (a key of the `AdapterRegistry`)."""
+
+
+@attrs.frozen(kw_only=True)
+class IsolationEntry(Record):
+    """The isolation the config accepts (checked against what the machine offers)."""
+
+    minimum: Isolation | None = None
+    """The weakest isolation a run may use (None: the strongest this machine offers)."""
+    accept_below_overlay: bool = False
+    """Evidence below ``overlay`` may ground ``verified``."""
+
+
+@attrs.frozen(kw_only=True)
+class CalibrationEntry(Record):
+    """The calibration of a verifier's declared tests before any attempt is judged."""
+
+    reference_patch: str | None = attrs.field(default=None, validator=_relative)
+    """A patch that must turn every fail-to-pass test green (relative to the config)."""
+
+
+def _attempts(
+    _instance: object, attribute: attrs.Attribute[Any], value: tuple[AttemptEntry, ...]
+) -> None:
+    # Vacuous input is refused: a run has at least one attempt.
+    if not value:
+        raise field_error(attribute.name, "expected a non-empty array")
+    seen: set[str] = set()
+    for index, entry in enumerate(value):
+        if entry.attempt_id in seen:
+            raise field_error(
+                f"{attribute.name}[{index}].attempt_id",
+                f"duplicate attempt id {short_repr(entry.attempt_id)}",
+            )
+        seen.add(entry.attempt_id)
+
+
+@attrs.frozen(kw_only=True)
+class RunConfig(Record):
+    """An orchestration config: a work unit, a verifier and the attempts to run."""
+
+    kind: Literal["kernel-orchestration-config"]
+    """The document kind."""
+    schema_version: Literal["1"]
+    """The document version."""
+    run_id: NonBlank
+    """The run's id."""
+    work_unit: NonBlank = attrs.field(validator=_relative)
+    """The work unit document (relative to the config's folder)."""
+    verifier: VerifierEntry
+    """The verifier adapter and its entry."""
+    attempts: tuple[AttemptEntry, ...] = attrs.field(validator=_attempts)
+    """The attempts, in launch order."""
+    replay: DeclaredReplay = DeclaredReplay.DETERMINISTIC
+    """What the config declares about replay."""
+    costly: bool = False
+    """A worker run costs money: ``kernel run`` skips the replay unless asked."""
+    isolation: IsolationEntry | None = None
+    """The isolation the config accepts (None: the defaults, for sandboxed adapters)."""
+    limits: Limits = DEFAULT_LIMITS
+    """Resource limits of every sandboxed run (over the defaults)."""
+    calibration: CalibrationEntry | Literal[False] | None = None
+    """``false`` turns calibration off; None (left out): on when the verifier declares
+    tests."""
+
+
+def filled(cls: type[Record], document: Mapping[str, object]) -> dict[str, object]:
+    """``document`` with the defaults of ``cls``'s fields it leaves out, in JSON form,
+    recursively into nested entries; never mutated. Anything else is left for
+    ``from_dict`` to refuse."""
+    hints = typing.get_type_hints(cls)
+    out = dict(document)
+    for field in attrs.fields(cls):  # type: ignore[arg-type]
+        value = out.get(field.name, attrs.NOTHING)
+        if value is attrs.NOTHING and field.default is not attrs.NOTHING:
+            out[field.name] = _json(field.default)
+        elif type(value) is dict:
+            hint = hints[field.name]
+            records = [a for a in (hint, *typing.get_args(hint)) if _is_record(a)]
+            if records:
+                out[field.name] = filled(records[0], value)
+    return out
+
+
+def _is_record(hint: object) -> bool:
+    return isinstance(hint, type) and issubclass(hint, Record)
+
+
+def _json(default: object) -> object:
+    if isinstance(default, Record):
+        return default.to_dict()
+    if isinstance(default, enum.Enum):
+        return default.value
+    return default

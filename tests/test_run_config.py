@@ -1,0 +1,199 @@
+"""The run config as records: the configs that ship parse, the schema agrees with the
+parser, open entries and literal-or-record fields read and write as documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import jsonschema
+import pytest
+
+from kernel.effects.cli import main
+from kernel.effects.run_config import (
+    CONFIG_KIND,
+    AttemptEntry,
+    CalibrationEntry,
+    IsolationEntry,
+    RunConfig,
+    VerifierEntry,
+    filled,
+)
+from kernel.effects.sandbox import Limits
+from kernel.effects.schemas import load_schema
+from kernel.errors import RecordError
+from kernel.records.codec import Record, nested_form
+from kernel.run.record import DeclaredReplay
+from kernel.run.verification import Isolation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shipped_configs() -> list[Path]:
+    found = []
+    for path in sorted((ROOT / "fixtures").rglob("*.json")):
+        try:
+            document = json.loads(path.read_text("utf-8"))
+        except ValueError:  # fixtures of broken documents
+            continue
+        if type(document) is dict and document.get("kind") == CONFIG_KIND:
+            found.append(path)
+    return found
+
+
+def _minimal() -> dict[str, Any]:
+    return {
+        "kind": CONFIG_KIND,
+        "schema_version": "1",
+        "run_id": "r",
+        "work_unit": "unit.json",
+        "verifier": {"adapter": "fixture-policy", "policy": "p.json"},
+        "attempts": [{"attempt_id": "a", "adapter": "fixture-failure", "failure": "no"}],
+    }
+
+
+def _read(document: dict[str, Any]) -> RunConfig:
+    return RunConfig.from_dict(filled(RunConfig, document))
+
+
+@pytest.mark.parametrize("path", _shipped_configs(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_shipped_config_parses_and_fits_the_schema(path: Path) -> None:
+    """The fixtures' and the demo's configs load as records and the `config` schema
+    admits them as written (left-out keys included)."""
+    document = json.loads(path.read_text("utf-8"))
+    config = _read(document)
+    assert config.attempts
+    jsonschema.Draft202012Validator(load_schema("config")).validate(document)
+
+
+def test_the_shipped_configs_include_the_demo() -> None:
+    """The parametrized test above reaches the demo's config, not only the fixtures'."""
+    assert ROOT / "fixtures" / "demo" / "config.json" in _shipped_configs()
+
+
+def test_left_out_keys_take_their_defaults_and_the_input_is_not_mutated() -> None:
+    """`filled` writes in every default (recursively) and leaves its input alone."""
+    document = {**_minimal(), "limits": {"processes": 7}, "isolation": {}}
+    before = json.dumps(document, sort_keys=True)
+    config = _read(document)
+    assert json.dumps(document, sort_keys=True) == before
+    assert config.replay is DeclaredReplay.DETERMINISTIC
+    assert config.costly is False
+    assert config.calibration is None
+    assert config.limits == attrs.evolve(Limits(), processes=7)
+    assert config.isolation == IsolationEntry()
+    assert config.verifier == VerifierEntry(adapter="fixture-policy")
+    assert config.attempts == (AttemptEntry(attempt_id="a", adapter="fixture-failure"),)
+
+
+@pytest.mark.parametrize(
+    ("edit", "path", "reason"),
+    [
+        (lambda c: c.update(attempts=[]), "attempts", "expected a non-empty array"),
+        (
+            lambda c: c["attempts"].append({"attempt_id": "a", "adapter": "x"}),
+            "attempts[1].attempt_id",
+            "duplicate attempt id 'a'",
+        ),
+        (lambda c: c.update(work_unit="../u.json"), "work_unit", "relative path without '..'"),
+        (lambda c: c.update(work_unit="/u.json"), "work_unit", "relative path without '..'"),
+        (lambda c: c.update(work_unit="a\\u.json"), "work_unit", "relative path without '..'"),
+        (
+            lambda c: c.update(calibration={"reference_patch": "../p"}),
+            "calibration.reference_patch",
+            "relative path without '..'",
+        ),
+        (lambda c: c.update(calibration=True), "calibration", "expected an object or one of"),
+        (lambda c: c["attempts"][0].pop("attempt_id"), "attempts[0].attempt_id", "missing"),
+        (lambda c: c["verifier"].update(adapter=" "), "verifier.adapter", "non-blank"),
+        (lambda c: c.update(isolation={"minimum": "chroot"}), "isolation.minimum", "one of"),
+        (lambda c: c.update(limits={"cpu_seconds": 0}), "limits.cpu_seconds", ">= 1"),
+        (lambda c: c.update(limits=None), "limits", "expected an object"),
+        (lambda c: c.update(replay="maybe"), "replay", "one of"),
+    ],
+)
+def test_bad_entries_are_refused_at_their_path(edit: Any, path: str, reason: str) -> None:
+    """Each bad entry is a RecordError at its document path saying what was expected;
+    the schema refuses the same document."""
+    document = _minimal()
+    edit(document)
+    with pytest.raises(RecordError) as info:
+        _read(document)
+    assert info.value.path == path
+    assert reason in info.value.reason
+    schema_refuses = not jsonschema.Draft202012Validator(load_schema("config")).is_valid(document)
+    # The schema states types and shapes; a rule between values (unique attempt ids,
+    # a path's confinement) is the record's alone.
+    assert schema_refuses or "relative path" in reason or "duplicate" in reason
+
+
+def test_open_entries_ignore_the_adapters_keys_but_not_their_own() -> None:
+    """An adapter entry carries keys the kernel does not read (they are the adapter's);
+    the keys the kernel reads are still required and checked."""
+    entry = AttemptEntry.from_dict({"attempt_id": "a", "adapter": "x", "command": ["true"]})
+    assert entry == AttemptEntry(attempt_id="a", adapter="x")
+    assert AttemptEntry.from_dict(entry.to_dict()) == entry
+    with pytest.raises(RecordError, match="adapter: missing field"):
+        AttemptEntry.from_dict({"attempt_id": "a", "command": ["true"]})
+    schema = load_schema("config")["$defs"]
+    assert schema["AttemptEntry"]["additionalProperties"] is True
+    assert schema["IsolationEntry"]["additionalProperties"] is False
+
+
+def test_a_literal_or_record_field_reads_writes_and_nests_both_forms() -> None:
+    """``calibration`` is ``false``, an object or null: each reads back as itself, and
+    the record's nested form (identity payloads) holds the JSON form."""
+    for value in (False, CalibrationEntry(reference_patch="fix.patch"), None):
+        config = attrs.evolve(_read(_minimal()), calibration=value)
+        assert RunConfig.from_dict(config.to_dict()) == config
+        expected = value.to_dict() if isinstance(value, Record) else value
+        assert config.to_dict()["calibration"] == expected
+        assert nested_form(config)["calibration"] == expected
+
+
+@attrs.frozen(kw_only=True)
+class _Literals(Record):
+    """Two literal members and no record: a value is one of them, or refused."""
+
+    mode: Literal["a"] | Literal[1]
+
+
+@attrs.frozen(kw_only=True)
+class _TwoRecordsAndLiteral(Record):
+    """A literal beside two records: no tag can tell an object's record, refused."""
+
+    value: IsolationEntry | CalibrationEntry | Literal[False]
+
+
+def test_unions_of_literals_read_only_their_values() -> None:
+    """A union of literals alone admits its values of the same type, nothing else."""
+    assert _Literals.from_dict({"mode": 1}).mode == 1
+    assert _Literals.from_dict({"mode": "a"}).mode == "a"
+    for wrong in ({"a": 1}, 2, "1", True):
+        with pytest.raises(RecordError, match="mode: expected one of"):
+            _Literals.from_dict({"mode": wrong})
+
+
+def test_a_union_of_literals_and_several_records_is_a_declaration_error() -> None:
+    """Literals beside more than one record cannot be read: refused when first used."""
+    with pytest.raises(TypeError, match="literals and at most one record"):
+        _TwoRecordsAndLiteral.from_dict({"value": False})
+
+
+def test_kernel_schemas_show_config(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kernel schemas show config` prints the run config's schema."""
+    assert main(["schemas", "show", "config"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$id"] == "urn:evidence-kernel:schema:config"
+    assert set(schema["required"]) == {
+        "kind",
+        "schema_version",
+        "run_id",
+        "work_unit",
+        "verifier",
+        "attempts",
+    }
+    assert schema["properties"]["isolation"]["anyOf"][0] == {"$ref": "#/$defs/IsolationEntry"}
+    assert Isolation.OVERLAY.value in json.dumps(schema)
