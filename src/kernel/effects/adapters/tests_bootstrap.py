@@ -55,6 +55,7 @@ import sys
 import traceback
 import types
 import unittest
+from operator import is_ as _IS
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["main"]
@@ -172,24 +173,37 @@ def _genuine(value: object) -> bool:
     return outside and not tree_code and getattr(module, qualname, None) is value
 
 
-def _rebound(noted_modules: dict[str, int], modules: list[str]) -> list[str]:
+def _rebound(noted_modules: dict[str, object], modules: list[str]) -> list[str]:
     """Names that no longer mean what they meant before any tree code ran: a module of
     that time replaced in ``sys.modules``, or a test module's global that names one
-    bound to something else (the test module's ``unittest`` rebound)."""
-    found = [n for n, i in noted_modules.items() if id(sys.modules.get(n)) != i]
+    bound to something else (the test module's ``unittest`` rebound). Compared by
+    identity with the objects themselves (`_watched`)."""
+    found = [n for n, m in noted_modules.items() if sys.modules.get(n) is not m]
     for name in modules:
         module = _SourceOnlyLoader.executed.get(name)
         for key, value in list(vars(module).items()) if module is not None else ():
             named = isinstance(value, types.ModuleType) or (
                 getattr(value, "__name__", None) == key and not _genuine(value)
             )
-            if key in noted_modules and named and id(value) != noted_modules[key]:
+            if key in noted_modules and named and value is not noted_modules[key]:
                 found.append(f"{name}.{key}")
     return found
 
 
-def _namespaces() -> dict[str, int]:
-    """Identities of every name in the watched namespaces (and their classes' names)."""
+# Markers in the member slot of `_watched`, where no name of a namespace can be (a
+# class's member names are strings): a namespace's start, an import hook.
+_SPACE = object()
+_HOOKS = object()
+
+
+def _watched() -> list[object]:
+    """Every name of the watched namespaces (and their classes' names) with the object it
+    binds, flat and in walk order: ``space, key, member, object`` four at a time.
+
+    Kept as the objects themselves, not their ``id()``: ``id`` raises an audit event
+    (``builtins.id``), one per name, which cost a test process most of its checking
+    time; identity is then compared in C (`_same`), and holding the objects rules out a
+    reused address."""
     spaces: dict[str, dict[str, object]] = {"builtins": vars(builtins), "bootstrap": globals()}
     module = sys.modules.get(__name__)
     if module is not None and vars(module) is not globals():
@@ -197,27 +211,55 @@ def _namespaces() -> dict[str, int]:
     for name, module in list(sys.modules.items()):
         if name in _WATCHED_MODULES or name.split(".")[0] in ("unittest", "_pytest", "pytest"):
             spaces[name] = vars(module)
-    noted: dict[str, int] = {}
+    flat: list[object] = []
     for space, namespace in spaces.items():
-        noted["@" + space] = 0
+        flat += (space, None, _SPACE, None)
         for key, value in list(namespace.items()):
             if isinstance(value, types.ModuleType):
                 continue  # a submodule imported later is bound here; sys.modules is checked
-            noted[f"{space}.{key}"] = id(value)
+            flat += (space, key, None, value)
             if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
                 for attr, member in list(vars(value).items()):
-                    noted[f"{space}.{key}.{attr}"] = id(member)
-    noted["sys.meta_path"] = hash(tuple(id(f) for f in sys.meta_path))
-    noted["sys.path_hooks"] = hash(tuple(id(h) for h in sys.path_hooks))
+                    flat += (space, key, attr, member)
+    for key, hooks in (("meta_path", sys.meta_path), ("path_hooks", sys.path_hooks)):
+        for hook in list(hooks):
+            flat += ("sys", key, _HOOKS, hook)
+    return flat
+
+
+def _same(before: list[object], after: list[object]) -> bool:
+    """Every entry the same object, in the same order (no code of the tree runs)."""
+    return len(before) == len(after) and all(map(_IS, before, after))
+
+
+def _namespaces(flat: list[object]) -> dict[str, int]:
+    """`_watched` by name: ``space.key[.member]`` -> identity (``@space`` marks a noted
+    namespace; the import hooks are one entry each)."""
+    noted: dict[str, int] = {}
+    hooks: dict[str, list[int]] = {"meta_path": [], "path_hooks": []}
+    for index in range(0, len(flat), 4):
+        space, key, attr, value = flat[index : index + 4]
+        if attr is _SPACE:
+            noted[f"@{space}"] = 0
+        elif attr is _HOOKS:
+            hooks[str(key)].append(id(value))
+        else:
+            noted[f"{space}.{key}" if attr is None else f"{space}.{key}.{attr}"] = id(value)
+    noted["sys.meta_path"] = hash(tuple(hooks["meta_path"]))
+    noted["sys.path_hooks"] = hash(tuple(hooks["path_hooks"]))
     return noted
 
 
-def _compare(before: dict[str, int], stage: str) -> None:
-    after = _namespaces()
+def _compare(noted: list[object], stage: str) -> None:
+    watched = _watched()
+    if _same(noted, watched):
+        return
+    # Something differs: name it (the slow walk, by name and identity).
+    before, after = _namespaces(noted), _namespaces(watched)
     # A namespace first imported in this process (a plugin the framework loads lazily)
     # has nothing to compare with; every namespace noted before is compared whole.
-    noted = {k for k in before if k.startswith("@")}
-    spaces = sorted({k[1:] for k in noted | after.keys() if k.startswith("@")}, key=len)
+    spaces = sorted({k[1:] for k in before.keys() | after.keys() if k.startswith("@")}, key=len)
+    noted_spaces = {k for k in before if k.startswith("@")}
 
     def space_of(key: str) -> str:
         return next((s for s in reversed(spaces) if key.startswith(s + ".")), "")
@@ -225,7 +267,7 @@ def _compare(before: dict[str, int], stage: str) -> None:
     changed = sorted(
         k
         for k in before.keys() | after.keys()
-        if before.get(k) != after.get(k) and (k in before or "@" + space_of(k) in noted)
+        if before.get(k) != after.get(k) and (k in before or "@" + space_of(k) in noted_spaces)
     )
     if changed:
         _emit({"e": "finding", "what": "namespace changed", "stage": stage, "names": changed[:20]})
@@ -500,7 +542,7 @@ def _test_modules(plan: dict[str, object]) -> list[str]:
     return [n for n, m in _SourceOnlyLoader.executed.items() if m.__file__ in files]
 
 
-def _check_modules(noted_modules: dict[str, int], modules: list[str]) -> None:
+def _check_modules(noted_modules: dict[str, object], modules: list[str]) -> None:
     """Stream a test module replaced in ``sys.modules`` and names rebound (`_rebound`)."""
     for name in modules:
         if sys.modules.get(name) is not _SourceOnlyLoader.executed.get(name):
@@ -513,8 +555,8 @@ def _check_modules(noted_modules: dict[str, int], modules: list[str]) -> None:
 def _child(
     test_id: str,
     plan: dict[str, object],
-    noted: dict[str, int],
-    noted_modules: dict[str, int],
+    noted: list[object],
+    noted_modules: dict[str, object],
     fd: int,
     *,
     key: bytearray,
@@ -567,7 +609,7 @@ def _missing_name(error: BaseException | None) -> str | None:
 
 
 def _import_and_run(
-    test_id: str, plan: dict[str, object], noted: dict[str, int], noted_modules: dict[str, int]
+    test_id: str, plan: dict[str, object], noted: list[object], noted_modules: dict[str, object]
 ) -> tuple[str, str, str, str | None]:
     """Import every module of the plan (the same imports in every test process), then
     run the unittest id: an error at ``import`` stage, naming the missing module, when
@@ -725,8 +767,8 @@ def _main(argv: list[str]) -> int:
     hardened = _harden()
     sys.stdout.flush()
     _guard_should_stop()
-    noted = _namespaces()
-    noted_modules = {name: id(module) for name, module in sys.modules.items()}
+    noted = _watched()
+    noted_modules: dict[str, object] = dict(sys.modules)
     if plan.get("runner") != "pytest":
         _EXPECTED.update(_expected_files([str(m) for m in plan["modules"]]))
     sys.addaudithook(_hook)
