@@ -646,6 +646,25 @@ def test_a_pytest_file_that_cannot_import_errors_only_its_own_tests(tmp_path: Pa
     assert "missing_module_xyz" in collected.messages["tests/test_dep.py::test_x"]
 
 
+def test_a_root_conftest_that_cannot_import_is_an_import_error_of_every_test(
+    tmp_path: Path,
+) -> None:
+    """Issue 19 item 3: a root ``conftest.py`` lacking a dependency stops pytest before
+    any collection. Every test (controls too) is an error at import naming the missing
+    module, as a test module that cannot import is: the check fails as
+    ``expected_test_failed`` (calibration blames the environment), never tampered."""
+    _pytest_tree(tmp_path)
+    (tmp_path / "conftest.py").write_text("import missing_dependency_xyz\n")
+    declared = ("tests/test_p.py::test_plain", "tests/test_p.py::test_fixture")
+    collected, plan, _stream = _check(tmp_path, *declared, runner="pytest")
+    assert collected.findings == ()
+    every = (*declared, *(c.test_id for c in plan.controls))
+    assert collected.imports == dict.fromkeys(every, "missing_dependency_xyz")
+    assert {collected.outcomes[t] for t in every} == {"error"}
+    assert "conftest.py" in collected.messages[declared[0]]
+    assert judge(declared, collected)[:2] == (CheckStatus.FAILED, CheckReason.EXPECTED_TEST_FAILED)
+
+
 def test_pytest_node_ids_run_each_in_its_own_process(tmp_path: Path) -> None:
     """pytest node ids (functions, fixtures from a conftest, parametrized ids, classes)
     each run in their own process with the same controls and defences; the project's

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kernel import Calibration, CalibrationReason, RunRecord
+from kernel.effects.calibration import not_valid
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import run_pipeline
@@ -81,6 +82,76 @@ def test_the_demo_is_calibrated_and_its_story_is_unchanged(tmp_path: Path) -> No
     assert not (tmp_path / "results/demo/calibration.json").exists()
     # The calibration attempts are not attempts of the run.
     assert [a.attempt_id for a in saved.attempts] == [f"attempt-{i}" for i in range(1, 6)]
+
+
+def _second_check(fail_to_pass: str) -> Callable[[dict[str, Any]], None]:
+    """An edit adding the declared-tests check ``more-tests`` (``fail_to_pass`` must
+    fail, ``test_median_odd`` pass) and keeping the correct fix's attempt alone."""
+
+    def edit(c: dict[str, Any]) -> None:
+        c["verifier"]["checks"].append(
+            {
+                "id": "more-tests",
+                "timeout_s": 60,
+                "tests": {
+                    "fail_to_pass": [f"test_stats.StatsTest.{fail_to_pass}"],
+                    "pass_to_pass": ["test_stats.StatsTest.test_median_odd"],
+                },
+            }
+        )
+        c["attempts"] = c["attempts"][:1]
+
+    return edit
+
+
+def test_every_declared_tests_check_is_calibrated(tmp_path: Path) -> None:
+    """Not only the first: each declared-tests check's baseline outcome per test, under
+    its check, in run.json, evidence.json and every view."""
+    config = _demo(tmp_path, _second_check("test_median_even"))
+    result = run_pipeline(
+        config,
+        tmp_path / "results/two",
+        results_root=tmp_path / "results",
+        reruns=0,
+        replay_mode="none",
+    )
+    calibration = result.outcome.record.calibration
+    assert calibration is not None
+    assert calibration.valid
+    rows = [(t.check_id, t.test_id.rpartition(".")[2], str(t.baseline)) for t in calibration.tests]
+    assert rows == [
+        ("unit-tests", "test_median_even", "failed"),
+        ("unit-tests", "test_mean", "passed"),
+        ("unit-tests", "test_median_odd", "passed"),
+        ("unit-tests", "test_median_unsorted_input_untouched", "passed"),
+        ("more-tests", "test_median_even", "failed"),
+        ("more-tests", "test_median_odd", "passed"),
+    ]
+    saved = RunRecord.from_dict(json.loads(result.files["run.json"].read_text()))
+    assert saved.calibration == calibration
+    report = RunEvidenceReport.from_dict(json.loads(result.files["evidence.json"].read_text()))
+    assert report.calibration == calibration
+    for name in ("evidence.md", "evidence.html"):
+        page = result.files[name].read_text()
+        calibration_part = page[page.index("Calibration") :]
+        assert "more-tests" in calibration_part
+        assert "unit-tests" in calibration_part
+
+
+def test_an_invalid_second_check_stops_the_run(tmp_path: Path) -> None:
+    """A second declared-tests check whose FAIL_TO_PASS test already passes on the
+    baseline: the instance is invalid, that row (under its check) says why, and no
+    attempt is judged."""
+    calibration = _refused(_demo(tmp_path, _second_check("test_mean")))
+    assert calibration.reasons == (CalibrationReason.FAIL_TO_PASS_PASSES,)
+    blamed = [(t.check_id, t.test_id, t.reason) for t in calibration.tests if t.reason]
+    assert blamed == [
+        ("more-tests", "test_stats.StatsTest.test_mean", CalibrationReason.FAIL_TO_PASS_PASSES)
+    ]
+    assert {t.check_id for t in calibration.tests} == {"unit-tests", "more-tests"}
+    # The one line names the check of each blamed test (a test may be in two checks).
+    line = "more-tests: test_stats.StatsTest.test_mean (fail_to_pass_passes_on_baseline)"
+    assert line in not_valid(calibration)
 
 
 def test_a_wrong_test_id_left_to_calibration_stops_the_run(

@@ -214,3 +214,21 @@ def test_a_pytest_file_missing_a_dependency_is_refused_at_calibration(project: P
         ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "absent_dependency_xyz"),
     ]
     assert "no module named 'absent_dependency_xyz'" in str(info.value)
+
+
+def test_a_root_conftest_missing_a_dependency_is_refused_at_calibration(project: Path) -> None:
+    """Issue 19 item 3: a root ``conftest.py`` that imports a module the environment
+    lacks. The run is refused at calibration, every declared test blamed as the
+    environment error naming the missing module; no attempt is judged (never a rejected
+    patch)."""
+    (project / "repo" / "conftest.py").write_text("import absent_plugin_xyz\n")
+    with pytest.raises(RefusedError) as info:
+        run_detailed(load_config(project / "config.json"))
+    calibration = info.value.refusal
+    assert isinstance(calibration, Calibration)
+    assert calibration.reasons == (CalibrationReason.TEST_MODULE_NOT_IMPORTABLE,)
+    assert {(str(t.baseline), t.reason, t.missing_module) for t in calibration.tests} == {
+        ("error", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "absent_plugin_xyz")
+    }
+    assert len(calibration.tests) == 5
+    assert "no module named 'absent_plugin_xyz'" in str(info.value)

@@ -36,6 +36,7 @@ from kernel.run.suite import (
     Resolution,
     SuiteSummary,
     calibrate,
+    calibrate_checks,
     declared_tests_of,
     judge_prediction,
     summarize_suite,
@@ -414,6 +415,81 @@ def test_tests_of_reads_the_first_check_that_declares_tests() -> None:
     assert declared_tests_of(_attempt(FIXED)) == FIXED
 
 
+def _two_checks(
+    first: tuple[DeclaredTestResult, ...], second: tuple[DeclaredTestResult, ...]
+) -> AttemptRecord:
+    """An attempt whose checks ``tests`` and ``more`` ran ``first`` and ``second``."""
+    more = CheckRun(check_id="more", sandbox=None, reason=None, tests=second)
+    attempt = _attempt(first)
+    return attrs.evolve(attempt, check_runs=(*attempt.check_runs, more))
+
+
+def test_tests_of_a_named_check_are_that_checks_own() -> None:
+    """With a check id, the outcomes of that check alone (None when it ran no tests)."""
+    attempt = _two_checks(BASELINE, FIXED)
+    assert declared_tests_of(attempt, "tests") == BASELINE
+    assert declared_tests_of(attempt, "more") == FIXED
+    assert declared_tests_of(attempt, "protected-paths") is None
+    assert declared_tests_of(attempt, "absent") is None
+
+
+def test_every_declared_tests_check_is_calibrated_with_its_own_rows() -> None:
+    """Each check's rows, in the order given and named by check; one invalid check (here
+    the second, whose FAIL_TO_PASS test passes on the baseline) makes the instance
+    invalid, and only its row is blamed."""
+    second = _tests(("m.T.p", F2P, OUT.PASSED), ("m.T.f", P2P, OUT.FAILED))
+    valid = calibrate_checks(
+        "i", ("tests",), _two_checks(BASELINE, second), None, has_reference=False
+    )
+    assert valid.valid
+    assert [(t.check_id, t.test_id) for t in valid.tests] == [
+        ("tests", "m.T.f"),
+        ("tests", "m.T.e"),
+        ("tests", "m.T.p"),
+    ]
+    both = calibrate_checks(
+        "i", ("tests", "more"), _two_checks(BASELINE, second), None, has_reference=False
+    )
+    assert not both.valid
+    assert both.reasons == (
+        CalibrationReason.FAIL_TO_PASS_PASSES,
+        CalibrationReason.PASS_TO_PASS_NOT_PASSING,
+    )
+    assert [(t.check_id, t.test_id, t.reason) for t in both.tests] == [
+        ("tests", "m.T.f", None),
+        ("tests", "m.T.e", None),
+        ("tests", "m.T.p", None),
+        ("more", "m.T.p", CalibrationReason.FAIL_TO_PASS_PASSES),
+        ("more", "m.T.f", CalibrationReason.PASS_TO_PASS_NOT_PASSING),
+    ]
+
+
+def test_a_check_without_its_tests_or_its_reference_is_a_calibration_error() -> None:
+    """A declared-tests check that gave no per-test result on the baseline (or, with a
+    reference patch, on the reference) is ``calibration_error``, whatever the others
+    gave."""
+    attempt = _two_checks(BASELINE, FIXED)
+    lost = calibrate_checks("i", ("tests", "absent"), attempt, None, has_reference=False)
+    assert lost.reasons == (CalibrationReason.CALIBRATION_ERROR,)
+    no_reference = calibrate_checks(
+        "i", ("tests", "more"), attempt, _attempt(FIXED), has_reference=True
+    )
+    assert CalibrationReason.CALIBRATION_ERROR in no_reference.reasons
+    fixed = _two_checks(FIXED, FIXED)
+    with_reference = calibrate_checks(
+        "i", ("tests",), _attempt(BASELINE), fixed, has_reference=True
+    )
+    assert with_reference.valid
+    assert [t.reference for t in with_reference.tests] == [OUT.PASSED] * 3
+
+
+@pytest.mark.parametrize("check_ids", [(), ("tests", "tests")])
+def test_calibrating_no_check_or_one_twice_is_misuse(check_ids: tuple[str, ...]) -> None:
+    """Vacuous input is refused: a calibration of no check would be valid for nothing."""
+    with pytest.raises(ParameterValueError, match="check_ids"):
+        calibrate_checks("i", check_ids, _attempt(BASELINE), None, has_reference=False)
+
+
 # --- the summary ------------------------------------------------------------------------
 
 
@@ -639,12 +715,28 @@ def test_every_report_view_shows_the_calibration_table() -> None:
     assert section is not None
     assert "This instance: invalid: pass_to_pass_not_passing_on_baseline." in section.notes[0]
     assert section.rows[2] == (
+        "-",
         "m.T.p",
         "pass_to_pass",
         "error",
         "-",
         "pass_to_pass_not_passing_on_baseline",
     )
+    # Rows of several checks, each under its check (every declared-tests check is
+    # calibrated).
+    second = _tests(("m.T.p", F2P, OUT.PASSED))
+    both = calibrate_checks(
+        "run", ("tests", "more"), _two_checks(BASELINE, second), None, has_reference=False
+    )
+    two = calibration_section(attrs.evolve(calibrated, calibration=both))
+    assert two is not None
+    assert two.headers[0] == "Check"
+    assert [(row[0], row[1], row[-1]) for row in two.rows] == [
+        ("tests", "m.T.f", "-"),
+        ("tests", "m.T.e", "-"),
+        ("tests", "m.T.p", "-"),
+        ("more", "m.T.p", "fail_to_pass_passes_on_baseline"),
+    ]
     valid = calibration_section(attrs.evolve(calibrated, calibration=VALID))
     assert valid is not None
     assert "This instance: valid." in valid.notes[0]

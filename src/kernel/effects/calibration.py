@@ -18,7 +18,8 @@ Config (optional key of the orchestration config)::
 Rules enforced:
 
 - calibration is on by default for a ``command`` verifier with declared-tests checks;
-  the first such check's tests are the instance's (`kernel.run.suite.declared_tests_of`);
+  every such check is calibrated, each with its own rows (`kernel.run.suite.calibrate_checks`):
+  one invalid check stops the run;
 - a ``calibration`` entry on a verifier that declares no tests is a `ConfigError`;
 - an attempt that did not complete gives no per-test result: ``calibration_error``, a
   control error, never a verdict;
@@ -42,7 +43,7 @@ from kernel.effects.adapters.prediction import PatchWorker
 from kernel.effects.files import read_input
 from kernel.effects.run_config import CalibrationEntry
 from kernel.run.record import AttemptRecord, Calibration
-from kernel.run.suite import calibrate, declared_tests_of
+from kernel.run.suite import calibrate_checks
 
 __all__ = [
     "CALIBRATION_BASELINE",
@@ -67,6 +68,8 @@ class CalibrationPlan:
 
     verifier: VerifierAdapter
     """The config's verifier with only its declared-tests checks."""
+    checks: tuple[str, ...]
+    """The ids of those checks, in the verifier's order (each is calibrated)."""
     attempts: tuple[tuple[str, WorkerAdapter], ...]
     """``calibration-baseline``, then ``calibration-reference`` when there is one."""
 
@@ -103,7 +106,9 @@ def calibration_plan(
         reference = PatchWorker(attempt_id=CALIBRATION_REFERENCE, worker_id="reference", patch=data)
         attempts.append((CALIBRATION_REFERENCE, reference))
     return CalibrationPlan(
-        verifier=attrs.evolve(command, checks=declared), attempts=tuple(attempts)
+        verifier=attrs.evolve(command, checks=declared),
+        checks=tuple(c.id for c in declared),
+        attempts=tuple(attempts),
     )
 
 
@@ -127,19 +132,25 @@ def calibrate_run(
             # A task that did not complete gives no per-test result: calibration_error,
             # a control error, never a verdict.
             console.progress(f"calibration {attempt_id}: did not complete: {type(e).__name__}")
-    has_reference = len(plan.attempts) > 1
-    return calibrate(
+    return calibrate_checks(
         run_id,
-        declared_tests_of(records.get(CALIBRATION_BASELINE)),
-        declared_tests_of(records.get(CALIBRATION_REFERENCE)) if has_reference else None,
-        has_reference=has_reference,
+        plan.checks,
+        records.get(CALIBRATION_BASELINE),
+        records.get(CALIBRATION_REFERENCE),
+        has_reference=len(plan.attempts) > 1,
     )
 
 
 def not_valid(calibration: Calibration) -> str:
     """The one line that says why a run was not judged: the instance's reasons, then
     each test that gives one."""
-    blamed = [f"{t.test_id} ({t.blame})" for t in calibration.tests if t.blame is not None]
+    # Rows of several checks name their check (a test id may be declared by two).
+    several = len({t.check_id for t in calibration.tests}) > 1
+    blamed = [
+        f"{t.check_id}: {t.test_id} ({t.blame})" if several else f"{t.test_id} ({t.blame})"
+        for t in calibration.tests
+        if t.blame is not None
+    ]
     return (
         f"calibration: {calibration.instance_id} is not valid: "
         + ", ".join(calibration.reasons)

@@ -91,7 +91,7 @@ from kernel.run.suite import (
     PredictionResult,
     SuiteSummary,
     calibrate,
-    declared_tests_of,
+    calibrate_checks,
     judge_prediction,
     summarize_suite,
 )
@@ -536,16 +536,18 @@ def _calibrate(
             None,
             has_reference=False,
             unknown_tests=instance.unknown_tests,
+            check_id=_TESTS_CHECK,
         )
         return calibration, None
     with _one_at_a_time() as pool:
         outcome = run_detailed(load_config(config), executor=pool)
     attempts = {a.attempt_id: a for a in outcome.record.attempts}
     has_reference = instance.reference_patch is not None
-    calibration = calibrate(
+    calibration = calibrate_checks(
         instance.instance_id,
-        declared_tests_of(attempts.get("baseline")),
-        declared_tests_of(attempts.get("reference")) if has_reference else None,
+        (_TESTS_CHECK,),
+        attempts.get("baseline"),
+        attempts.get("reference"),
         has_reference=has_reference,
     )
     return calibration, outcome.record.to_dict()

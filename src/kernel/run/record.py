@@ -387,6 +387,9 @@ class CalibrationTest(Record):
     missing_module: NonBlank | None = None
     """The module whose absence kept this test's module from importing on the baseline
     (``ModuleNotFoundError.name``), when that is why."""
+    check_id: NonBlank | None = None
+    """The declared-tests check this row calibrates (every such check of a verifier is
+    calibrated); None in records written before rows named their check."""
 
     @property
     def blame(self) -> str | None:
@@ -408,7 +411,8 @@ class Calibration(Record):
     reasons: tuple[CalibrationReason, ...]
     """Every reason that holds, in the enum's order (empty when valid)."""
     tests: tuple[CalibrationTest, ...]
-    """Each declared test, FAIL_TO_PASS first, in declaration order."""
+    """Each declared test, check by check in the verifier's order; within a check,
+    FAIL_TO_PASS first, in declaration order."""
 
 
 SCREEN_CHECK_ID: Final = "candidate-screen"

@@ -69,6 +69,7 @@ __all__ = [
     "Resolution",
     "SuiteSummary",
     "calibrate",
+    "calibrate_checks",
     "judge_prediction",
     "summarize_suite",
     "declared_tests_of",
@@ -173,12 +174,66 @@ class SuiteSummary(Record):
         return document_digest(self)
 
 
-def declared_tests_of(attempt: AttemptRecord | None) -> tuple[DeclaredTestResult, ...] | None:
-    """The declared-test outcomes of an attempt's first check that declares tests, or
-    None when there is none (no check ran its tests: a control error)."""
+def declared_tests_of(
+    attempt: AttemptRecord | None, check_id: str | None = None
+) -> tuple[DeclaredTestResult, ...] | None:
+    """The declared-test outcomes of an attempt's check ``check_id`` (None: its first
+    check that declares tests), or None when there is none (the check did not run its
+    tests: a control error)."""
     if attempt is None:
         return None
-    return next((run.tests for run in attempt.check_runs if run.tests), None)
+    return next(
+        (run.tests for run in attempt.check_runs if run.tests and check_id in (None, run.check_id)),
+        None,
+    )
+
+
+def calibrate_checks(
+    instance_id: str,
+    check_ids: Sequence[str],
+    baseline: AttemptRecord | None,
+    reference: AttemptRecord | None,
+    *,
+    has_reference: bool,
+) -> Calibration:
+    """The calibration of every declared-tests check of a verifier (`calibrate` per
+    check, module rules): each check's rows, in the order given, and the reasons of all
+    of them; one invalid check makes the instance invalid.
+
+    Args:
+        instance_id: the instance.
+        check_ids: the verifier's declared-tests checks (at least one).
+        baseline: the baseline's calibration attempt (None: it did not complete).
+        reference: the reference patch's calibration attempt (None: none, or it did not
+            complete).
+        has_reference: whether the instance has a reference patch.
+
+    Raises:
+        ParameterValueError: no check id, or one given twice.
+    """
+    # Vacuous input is refused: a calibration of no check would be valid for nothing.
+    if not check_ids or len(set(check_ids)) != len(check_ids):
+        raise ParameterValueError(
+            "calibrate_checks", "check_ids", "at least one, each once", repr(tuple(check_ids))
+        )
+    parts = [
+        calibrate(
+            instance_id,
+            declared_tests_of(baseline, check_id),
+            declared_tests_of(reference, check_id) if has_reference else None,
+            has_reference=has_reference,
+            check_id=check_id,
+        )
+        for check_id in check_ids
+    ]
+    reasons = {reason for part in parts for reason in part.reasons}
+    ordered = tuple(r for r in CalibrationReason if r in reasons)
+    return Calibration(
+        instance_id=instance_id,
+        valid=not ordered,
+        reasons=ordered,
+        tests=tuple(test for part in parts for test in part.tests),
+    )
 
 
 def calibrate(
@@ -188,6 +243,7 @@ def calibrate(
     *,
     has_reference: bool,
     unknown_tests: Sequence[str] = (),
+    check_id: str | None = None,
 ) -> Calibration:
     """The calibration of an instance from its baseline and reference runs (module rules).
 
@@ -200,6 +256,7 @@ def calibrate(
         unknown_tests: declared test ids the baseline does not define: the instance was
             refused before anything ran; only these tests carry ``unknown_test_id``, the
             others ``not_run_refused_for_another_test``.
+        check_id: the declared-tests check the rows calibrate (`calibrate_checks`).
     """
     unknown = frozenset(unknown_tests)
     reasons: set[CalibrationReason] = {CalibrationReason.UNKNOWN_TEST_ID} if unknown else set()
@@ -226,6 +283,7 @@ def calibrate(
                 reference=after,
                 reason=reason,
                 missing_module=test.missing_module if test.import_failed else None,
+                check_id=check_id,
             )
         )
     ordered = tuple(r for r in CalibrationReason if r in reasons)

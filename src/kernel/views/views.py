@@ -420,11 +420,19 @@ def calibration_section(report: RunEvidenceReport) -> TableSection | None:
         notes=(
             "Before any attempt was judged, the declared tests ran on the baseline:"
             " FAIL_TO_PASS must fail, PASS_TO_PASS must pass, and a reference patch, when"
-            f" given, must pass them all. This instance: {status}.",
+            " given, must pass them all, in every check that declares tests."
+            f" This instance: {status}.",
         ),
-        headers=("Test", "List", "Baseline", "Reference", "Reason"),
+        headers=("Check", "Test", "List", "Baseline", "Reference", "Reason"),
         rows=tuple(
-            (t.test_id, str(t.kind), str(t.baseline), str(t.reference or "-"), t.blame or "-")
+            (
+                t.check_id or "-",
+                t.test_id,
+                str(t.kind),
+                str(t.baseline),
+                str(t.reference or "-"),
+                t.blame or "-",
+            )
             for t in calibration.tests
         ),
     )

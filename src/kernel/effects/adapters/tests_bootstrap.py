@@ -475,6 +475,9 @@ class _PytestRecorder:
         self.reports: list[tuple[str, str, str]] = []
         self.broken: list[tuple[str, str]] = []
         self.missing: dict[str, str | None] = {}
+        self.conftest: tuple[str, str | None] | None = None
+        """A conftest pytest loads before collecting (the root's, a test folder's) that
+        failed to import: its error and the missing module, if one is why."""
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -499,14 +502,30 @@ def _run_pytest(test_id: str, files: list[str]) -> tuple[str, str, str, str | No
     """The named node's outcome, message, stage and missing module, from a pytest
     session over every test file of the plan (the same imports in every test process).
 
-    A file or package of the node that failed to collect (its module did not import) is
-    an error at ``import`` stage naming the missing module; another file's failure does
-    not stop this test; a failure of the node's own class or parameters is an error of
+    A conftest loaded before collection (the root's) that failed to import, or a file or
+    package of the node that failed to collect (its module did not import), is an error
+    at ``import`` stage naming the missing module; another file's failure does not stop
+    this test; a failure of the node's own class or parameters is an error of
     the test."""
     import pytest
 
     recorder = _PytestRecorder(test_id)
-    pytest.main([*_PYTEST_ARGS, "--rootdir", _TREE, *files], plugins=[recorder])
+
+    def pytest_load_initial_conftests(early_config: Any) -> Any:
+        # pytest reports a conftest that fails to import before any collection (it
+        # prints and returns): kept here, so that it is one import error of every test
+        # naming the missing module, as a test module that cannot import is.
+        outcome = yield
+        error = outcome.excinfo[1] if outcome.excinfo is not None else None
+        if error is not None:
+            recorder.conftest = (_text((type(error), error, None)), _missing_name(error))
+
+    marked = pytest.hookimpl(hookwrapper=True)(pytest_load_initial_conftests)
+    watch = types.SimpleNamespace(pytest_load_initial_conftests=marked)
+    pytest.main([*_PYTEST_ARGS, "--rootdir", _TREE, *files], plugins=[recorder, watch])
+    if recorder.conftest is not None:
+        text, missing = recorder.conftest
+        return "error", text, "import", missing
     for nodeid, text in recorder.broken:
         if test_id.startswith(nodeid + "/") or test_id.startswith(nodeid + "::"):
             imported = "::" not in nodeid and nodeid != ""
