@@ -190,20 +190,16 @@ def _rebound(noted_modules: dict[str, object], modules: list[str]) -> list[str]:
     return found
 
 
-# Markers in the member slot of `_watched`, where no name of a namespace can be (a
-# class's member names are strings): a namespace's start, an import hook.
-_SPACE = object()
-_HOOKS = object()
+_SPACE = object()  # a namespace's start, in `_watched`'s member slot (members are strings)
 
 
 def _watched() -> list[object]:
-    """Every name of the watched namespaces (and their classes' names) with the object it
-    binds, flat and in walk order: ``space, key, member, object`` four at a time.
+    """Every name of the watched namespaces (and their classes' names), and the import
+    hooks, with the object each binds, flat in walk order: ``space, key, member, object``.
 
-    Kept as the objects themselves, not their ``id()``: ``id`` raises an audit event
-    (``builtins.id``), one per name, which cost a test process most of its checking
-    time; identity is then compared in C (`_same`), and holding the objects rules out a
-    reused address."""
+    The objects themselves, not their ``id()``: ``id`` raises an audit event per name
+    (``builtins.id``), which cost a test process most of its checking time; identity is
+    compared in C (`_compare`), and holding the objects rules out a reused address."""
     spaces: dict[str, dict[str, object]] = {"builtins": vars(builtins), "bootstrap": globals()}
     module = sys.modules.get(__name__)
     if module is not None and vars(module) is not globals():
@@ -222,52 +218,33 @@ def _watched() -> list[object]:
                 for attr, member in list(vars(value).items()):
                     flat += (space, key, attr, member)
     for key, hooks in (("meta_path", sys.meta_path), ("path_hooks", sys.path_hooks)):
-        for hook in list(hooks):
-            flat += ("sys", key, _HOOKS, hook)
+        flat += [part for at, hook in enumerate(hooks) for part in ("sys", key, at, hook)]
     return flat
 
 
-def _same(before: list[object], after: list[object]) -> bool:
-    """Every entry the same object, in the same order (no code of the tree runs)."""
-    return len(before) == len(after) and all(map(_IS, before, after))
+def _by_name(flat: list[object]) -> dict[tuple[object, ...], object]:
+    return {tuple(flat[i : i + 3]): flat[i + 3] for i in range(0, len(flat), 4)}
 
 
-def _namespaces(flat: list[object]) -> dict[str, int]:
-    """`_watched` by name: ``space.key[.member]`` -> identity (``@space`` marks a noted
-    namespace; the import hooks are one entry each)."""
-    noted: dict[str, int] = {}
-    hooks: dict[str, list[int]] = {"meta_path": [], "path_hooks": []}
-    for index in range(0, len(flat), 4):
-        space, key, attr, value = flat[index : index + 4]
-        if attr is _SPACE:
-            noted[f"@{space}"] = 0
-        elif attr is _HOOKS:
-            hooks[str(key)].append(id(value))
-        else:
-            noted[f"{space}.{key}" if attr is None else f"{space}.{key}.{attr}"] = id(value)
-    noted["sys.meta_path"] = hash(tuple(hooks["meta_path"]))
-    noted["sys.path_hooks"] = hash(tuple(hooks["path_hooks"]))
-    return noted
+def _label(key: tuple[object, ...]) -> str:
+    """``space.key[.member]``, ``sys.meta_path.<index>``, or ``@space`` (a namespace)."""
+    if key[2] is _SPACE:
+        return f"@{key[0]}"
+    return ".".join(str(part) for part in key if part is not None)
 
 
 def _compare(noted: list[object], stage: str) -> None:
     watched = _watched()
-    if _same(noted, watched):
-        return
-    # Something differs: name it (the slow walk, by name and identity).
-    before, after = _namespaces(noted), _namespaces(watched)
+    if len(noted) == len(watched) and all(map(_IS, noted, watched)):
+        return  # the same objects in the same order: nothing changed
+    before, after = _by_name(noted), _by_name(watched)
     # A namespace first imported in this process (a plugin the framework loads lazily)
     # has nothing to compare with; every namespace noted before is compared whole.
-    spaces = sorted({k[1:] for k in before.keys() | after.keys() if k.startswith("@")}, key=len)
-    noted_spaces = {k for k in before if k.startswith("@")}
-
-    def space_of(key: str) -> str:
-        return next((s for s in reversed(spaces) if key.startswith(s + ".")), "")
-
+    spaces = {k[0] for k in before if k[2] is _SPACE}
     changed = sorted(
-        k
+        _label(k)
         for k in before.keys() | after.keys()
-        if before.get(k) != after.get(k) and (k in before or "@" + space_of(k) in noted_spaces)
+        if before.get(k, _SPACE) is not after.get(k, _SPACE) and (k in before or k[0] in spaces)
     )
     if changed:
         _emit({"e": "finding", "what": "namespace changed", "stage": stage, "names": changed[:20]})
