@@ -1,7 +1,8 @@
 """Evidence ledger speed (SQLite store), as ratios against a floor run in this process.
 
-(a) appends/s: `SqliteStore.append` (one BEGIN IMMEDIATE transaction per entry: head
-    read and checked, entry id computed, entry and head written) against the floor:
+(a) appends/s: `SqliteStore.append` (entry id and Merkle roots computed, one
+    autocommitted INSERT after the head the connection knows; its trigger checks the
+    marked last row and moves the mark) against the floor:
     bare SQLite inserts of the same canonical payloads, one autocommitted INSERT per
     payload, same file settings (WAL, synchronous=NORMAL, the store's checkpoint
     interval), one process. Wall time is the target; CPU time is printed beside it
@@ -113,7 +114,7 @@ def bulk_ledger(path: Path, n: int) -> list[str]:
     db.execute("BEGIN")
     db.executemany(
         "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload,"
-        " nodes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " nodes, tail) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
         rows,
     )
     db.execute("COMMIT")

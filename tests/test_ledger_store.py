@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernel.decide.ledger import (
+    GENESIS_ID,
     EntryKind,
     LedgerReason,
     LedgerRefusal,
@@ -106,7 +107,7 @@ TAMPERS = {
     "insert": [
         # The store's trigger refuses an insert not after the head: a user with write
         # access drops it first.
-        "DROP TRIGGER kernel_ledger_after_head",
+        "DROP TRIGGER kernel_ledger_follows_tail",
         "UPDATE kernel_ledger SET seq = seq + 100",
         "UPDATE kernel_ledger SET seq = seq - 99 WHERE seq > 102",
         "UPDATE kernel_ledger SET seq = seq - 100 WHERE seq > 100",
@@ -114,9 +115,13 @@ TAMPERS = {
         " SELECT 3, entry_id, prev_id, kind, payload_digest, payload"
         " FROM kernel_ledger WHERE seq = 2",
     ],
-    "head moved": ["UPDATE kernel_ledger_head SET seq = 4"],
-    "head deleted": ["DELETE FROM kernel_ledger_head"],
-    "head id edited": ["UPDATE kernel_ledger_head SET entry_id = 'x'"],
+    # L6: the last row carries the tail mark (the store's recorded head).
+    "tail unmarked": ["UPDATE kernel_ledger SET tail = NULL WHERE seq = 5"],
+    "tail moved back": [
+        "UPDATE kernel_ledger SET tail = NULL WHERE seq = 5",
+        "UPDATE kernel_ledger SET tail = 1 WHERE seq = 4",
+    ],
+    "tail mark garbage": ["UPDATE kernel_ledger SET tail = 'x' WHERE seq = 5"],
 }
 
 
@@ -134,7 +139,7 @@ def test_cli_verify_catches_every_tamper(
     out = capsys.readouterr().out
     assert out.startswith("kernel ledger verify: ledger broken at entry ")
     assert out.count("\n") == 1
-    if name in ("delete last", "head moved", "head deleted", "head id edited"):
+    if name in ("delete last", "tail unmarked", "tail moved back", "tail mark garbage"):
         with opened(path) as store, pytest.raises(EffectError, match="head does not match"):
             store.append(EntryKind.REFUSAL, {"x": 1})
 
@@ -408,17 +413,25 @@ def test_an_inclusion_proof_by_sequence_number(
 def test_an_insert_not_after_the_recorded_head_is_refused_by_the_database(
     tmp_path: Path,
 ) -> None:
-    """The store's trigger refuses a row that does not follow the recorded head (a
-    writer with a stale head, a hand-made row), and a refused insert moves nothing."""
+    """The store's trigger refuses a row that does not follow the marked last row (a
+    writer with a stale head, a hand-made row) or does not carry the mark itself, and
+    a refused insert moves nothing."""
     path = filled(tmp_path / "l.sqlite", 3)
     with opened(path, create=False) as store:
         head = store.recorded_head()
     db = sqlite3.connect(path)
-    row = "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload)"
-    for seq, prev in ((4, "f" * 64), (5, head[1]), (3, head[1])):
+    row = "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, tail)"
+    for seq, prev, tail in (
+        (4, "f" * 64, 1),
+        (5, head[1], 1),
+        (3, head[1], 1),
+        (4, head[1], None),
+        (1, GENESIS_ID, 1),
+    ):
         with pytest.raises(sqlite3.IntegrityError):
             db.execute(
-                f"{row} VALUES (?, ?, ?, 'decision', ?, '{{}}')", (seq, "a" * 64, prev, "b" * 64)
+                f"{row} VALUES (?, ?, ?, 'decision', ?, '{{}}', ?)",
+                (seq, "a" * 64, prev, "b" * 64, tail),
             )
     db.close()
     with opened(path) as store:
@@ -459,3 +472,72 @@ def test_a_durable_append_syncs_the_log_and_the_next_does_not(tmp_path: Path) ->
     store.append(EntryKind.PROMOTION, {"phase": "done"})
     assert not any("synchronous" in s for s in seen)
     store.close()
+
+
+def _as_written_before_the_mark(path: Path, head: tuple[int, str]) -> None:
+    """Turn ``path`` into a ledger as this store wrote it before the tail mark: the
+    head in a row of its own (``head``), kept by a trigger."""
+    sql(
+        path,
+        "DROP TRIGGER kernel_ledger_follows_tail",
+        "ALTER TABLE kernel_ledger DROP COLUMN tail",
+        "CREATE TABLE kernel_ledger_head (one INTEGER PRIMARY KEY CHECK (one = 1),"
+        " seq INTEGER NOT NULL, entry_id TEXT NOT NULL)",
+        f"INSERT INTO kernel_ledger_head VALUES (1, {head[0]}, '{head[1]}')",
+        "CREATE TRIGGER kernel_ledger_after_head BEFORE INSERT ON kernel_ledger"
+        " BEGIN SELECT RAISE(ABORT, 'not after the recorded head'); END",
+    )
+
+
+def test_a_ledger_written_before_the_tail_mark_reads_and_moves_to_it(tmp_path: Path) -> None:
+    """Readers of a ledger with a separate head row read that row (a removed last
+    entry is still caught); the first writer moves the head to the last row's mark
+    in one transaction, and appends go on."""
+    path = filled(tmp_path / "l.sqlite", 4)
+    with opened(path, create=False) as store:
+        head = store.recorded_head()
+    _as_written_before_the_mark(path, (int(str(head[0])), str(head[1])))
+    with opened(path, create=False) as store:
+        assert store.recorded_head() == head
+        assert isinstance(verify_store(store), LedgerVerified)
+    with opened(path) as store:
+        store.append(EntryKind.DECISION, {"i": 4})
+        outcome = verify_store(store)
+        assert isinstance(outcome, LedgerVerified)
+        assert outcome.count == 5
+    tables = {row[0] for row in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}
+    assert "kernel_ledger_head" not in tables
+    assert "kernel_ledger_after_head" not in tables
+
+
+def test_a_removed_tail_stays_caught_when_the_ledger_moves_to_the_mark(tmp_path: Path) -> None:
+    """A ledger written before the mark whose head row is past its last entry (the last
+    entry removed) is broken before and after the move: the last row gets no mark."""
+    path = filled(tmp_path / "l.sqlite", 4)
+    with opened(path, create=False) as store:
+        head = store.recorded_head()
+    _as_written_before_the_mark(path, (int(str(head[0])), str(head[1])))
+    sql(path, "DELETE FROM kernel_ledger WHERE seq = 4")
+    with opened(path, create=False) as store:
+        before = verify_store(store)
+    with opened(path) as store:
+        after = verify_store(store)
+        with pytest.raises(EffectError, match="head does not match"):
+            store.append(EntryKind.REFUSAL, {"x": 1})
+    for outcome in (before, after):
+        assert isinstance(outcome, LedgerRefusal)
+        assert outcome.reason_codes == (LedgerReason.HEAD_MISMATCH,)
+
+
+def test_a_stale_head_after_the_tail_was_cut_is_refused(tmp_path: Path) -> None:
+    """A connection whose known head was removed behind its back (the last rows
+    deleted by hand) appends nothing: its one-statement insert finds no marked row to
+    follow, and the locked path refuses the unmarked last row."""
+    path = tmp_path / "l.sqlite"
+    with opened(path) as store:
+        for i in range(4):
+            store.append(EntryKind.DECISION, {"i": i})
+        sql(path, "DELETE FROM kernel_ledger WHERE seq >= 3")
+        with pytest.raises(EffectError, match="head does not match"):
+            store.append(EntryKind.REFUSAL, {"x": 1})
+        assert [e.seq for e in store.entries()] == [1, 2]

@@ -1,15 +1,19 @@
 """Stores of the evidence ledger: SQLite (default), PostgreSQL, JSON Lines export.
 
 The chain rules live in the pure `kernel.decide.ledger`; a store only keeps entries and a
-separately recorded head, and appends under a lock that serialises writers:
+recorded head, and appends under a lock that serialises writers:
 
 - SQLite (a file path, default ``results/ledger.sqlite``): WAL journal, a busy
   timeout, so writers in several processes queue instead of failing and none is
-  lost. The first append of a connection is one ``BEGIN IMMEDIATE`` transaction (the
-  write lock, taken before the head is read); later ones are one plain ``INSERT``
-  (its own transaction) after the head this connection appended after. A trigger
-  refuses any insert that does not follow the recorded head and moves the head with
-  it, so a connection whose head is stale goes back to the locked path. Durability:
+  lost. The recorded head is the last row, which carries the tail mark (``tail =
+  1``); removing the last entries leaves the new last row unmarked. The first append
+  of a connection is one ``BEGIN IMMEDIATE`` transaction (the write lock, taken before
+  the head is read); later ones are one plain ``INSERT`` (its own transaction) after
+  the head this connection appended after. A trigger refuses any insert that does not
+  follow the marked row (its seq and id) and moves the mark, inside the insert's own
+  statement, so a connection whose head is stale goes back to the locked path. A
+  ledger written before the mark (its head in a row of its own) is read as it is and
+  moved to the mark by its first writer. Durability:
   ``synchronous=NORMAL`` (no fsync per append): in WAL mode a crash of the process
   never loses a committed append; a power loss may drop the appends made since the
   last sync, never break the chain. An append that an act outside the ledger names
@@ -22,13 +26,14 @@ separately recorded head, and appends under a lock that serialises writers:
   and write nothing: ``immutable`` when no write-ahead log exists (so no ``-wal`` or
   ``-shm`` file is made), else read-only beside the writer's log.
 - PostgreSQL (a ``postgresql://`` URL; optional extra ``postgres``, psycopg): the
-  same tables, subtree roots included; an append locks the head row (``SELECT ...
-  FOR UPDATE``) so writers on several machines serialise.
+  entries with their subtree roots and the head in a row of its own; an append locks
+  the head row (``SELECT ... FOR UPDATE``) so writers on several machines serialise.
 - JSON Lines (`export_jsonl` / `read_jsonl`): one canonical entry per line, payload
   as a JSON object, then one head line; it verifies without the database.
 
 Before appending, a store checks that its recorded head is its last entry (a
-mismatch means the ledger was edited behind its back) and refuses to append
+mismatch, or an unmarked last row, means the ledger was edited behind its back) and
+refuses to append
 (`EffectError`); full verification is `LedgerStore.verify`.
 
 Every failure (unreadable file, not a database, server down) is an `EffectError`.
@@ -98,34 +103,40 @@ _BUSY_TIMEOUT_S: Final = 120.0
 _HEAD_LINE: Final = "ledger_head"
 WAL_PAGES: Final = 10_000
 """Pages the write-ahead log holds before a writer copies them into the file (SQLite's
-default is 1,000). Every append rewrites the head row's page; a checkpoint copies each
+default is 1,000). Every append rewrites the last leaf page; a checkpoint copies each
 page once, so a longer log makes that page nearly free (about 40 MB of log at most)."""
 
 _SQLITE_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
     " seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, prev_id TEXT NOT NULL,"
-    " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS kernel_ledger_head ("
-    " one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, entry_id TEXT NOT NULL)",
+    " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL,"
+    " nodes BLOB, tail INTEGER)",
     # An index on entry ids (briefly made by this store) costs every append a page.
     "DROP INDEX IF EXISTS kernel_ledger_by_id",
-    # A fresh ledger's head row: (0, GENESIS_ID), so each append updates it in place.
-    "INSERT INTO kernel_ledger_head SELECT 1, 0, printf('%064d', 0)"
-    " WHERE NOT EXISTS (SELECT 1 FROM kernel_ledger_head)"
-    " AND NOT EXISTS (SELECT 1 FROM kernel_ledger)",
-    # Every insert must follow the recorded head (its seq and id), and moves it, inside
-    # the insert's own statement: an append is one plain INSERT (SQLite's fast path for
-    # a rowid past the last; an INSERT ... SELECT reading the same table copies through
-    # a temporary table), and no writer can append after a head that moved. The head is
-    # updated in place, not replaced. Ledgers made before keep working: the old
-    # triggers are replaced.
+    # The head is the last row, marked ``tail = 1`` (L6): every insert must follow the
+    # marked row (its seq and id) and moves the mark, inside the insert's own
+    # statement. The previous row is nearly always on the new row's page, so an append
+    # writes one page (a separate head row cost a second page and a trigger update in
+    # every commit). Removing the last entries leaves the new last row unmarked. An
+    # append is one plain INSERT (SQLite's fast path for a rowid past the last).
+    # Ledgers made before keep working: their head row's triggers are replaced.
     "DROP TRIGGER IF EXISTS kernel_ledger_head_follows",
     "DROP TRIGGER IF EXISTS kernel_ledger_head_moves",
-    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_after_head BEFORE INSERT ON kernel_ledger"
-    " BEGIN SELECT RAISE(ABORT, 'not after the recorded head') WHERE NOT EXISTS"
-    " (SELECT 1 FROM kernel_ledger_head WHERE one = 1 AND seq = NEW.seq - 1"
-    " AND entry_id = NEW.prev_id);"
-    " UPDATE kernel_ledger_head SET seq = NEW.seq, entry_id = NEW.entry_id WHERE one = 1; END",
+    "DROP TRIGGER IF EXISTS kernel_ledger_after_head",
+    "CREATE TRIGGER IF NOT EXISTS kernel_ledger_follows_tail AFTER INSERT ON kernel_ledger"
+    " BEGIN UPDATE kernel_ledger SET tail = NULL"
+    " WHERE seq = NEW.seq - 1 AND entry_id = NEW.prev_id AND tail = 1;"
+    " SELECT RAISE(ABORT, 'not after the last entry') WHERE NEW.tail IS NOT 1"
+    " OR (changes() = 0 AND NOT (NEW.seq = 1 AND NEW.prev_id = printf('%064d', 0))); END",
+)
+# A ledger written before the tail mark: its head row marks the last entry when it
+# matches it (a head row that does not leaves the last row unmarked: L6 still fails).
+_ADD_TAIL: Final = (
+    "ALTER TABLE kernel_ledger ADD COLUMN tail INTEGER",
+    "UPDATE kernel_ledger SET tail = 1 WHERE seq = (SELECT MAX(seq) FROM kernel_ledger)"
+    " AND EXISTS (SELECT 1 FROM kernel_ledger_head AS h"
+    " WHERE h.seq = kernel_ledger.seq AND h.entry_id = kernel_ledger.entry_id)",
+    "DROP TABLE kernel_ledger_head",
 )
 _PG_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
@@ -150,18 +161,18 @@ _SELECT_ENTRIES_RAW: Final = (
 # ledger written before the tree (its roots are then computed from the leaves).
 _ADD_NODES: Final = "ALTER TABLE kernel_ledger ADD COLUMN nodes BLOB"
 _INSERT: Final = (
-    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes,"
+    " tail) VALUES (?, ?, ?, ?, ?, ?, ?, 1)"
 )
 _SELECT_SEQ: Final = "SELECT seq FROM kernel_ledger WHERE entry_id = ?"
 _SELECT_NODE: Final = "SELECT entry_id, nodes FROM kernel_ledger WHERE seq = ?"
 _SELECT_LAST: Final = "SELECT seq, entry_id FROM kernel_ledger ORDER BY seq DESC LIMIT 1"
 _SELECT_HEAD: Final = "SELECT seq, entry_id FROM kernel_ledger_head WHERE one = 1"
-_SELECT_BOTH: Final = (
-    "SELECT (SELECT seq FROM kernel_ledger_head WHERE one = 1),"
-    " (SELECT entry_id FROM kernel_ledger_head WHERE one = 1),"
-    " (SELECT seq FROM kernel_ledger ORDER BY seq DESC LIMIT 1),"
-    " (SELECT entry_id FROM kernel_ledger ORDER BY seq DESC LIMIT 1)"
+# SQLite's head: the last row when it is marked; else the last marked row (a removed
+# tail), or none.
+_SELECT_TAIL: Final = "SELECT seq, entry_id, tail FROM kernel_ledger ORDER BY seq DESC LIMIT 1"
+_SELECT_MARKED: Final = (
+    "SELECT seq, entry_id FROM kernel_ledger WHERE tail = 1 ORDER BY seq DESC LIMIT 1"
 )
 
 
@@ -186,8 +197,9 @@ class LedgerStore(Protocol):
         ...
 
     def recorded_head(self) -> tuple[object, object]:
-        """The ``(seq, entry_id)`` the store keeps apart from the entries, unchecked
-        (``(0, GENESIS_ID)`` when it has none yet)."""
+        """The ``(seq, entry_id)`` the store records as its head, unchecked (SQLite:
+        the row carrying the tail mark; PostgreSQL: its head row; ``(0, GENESIS_ID)``
+        when it has none yet)."""
         ...
 
     def seq_of(self, entry_id: str) -> int | None:
@@ -320,11 +332,19 @@ def _check_head(recorded: Any, last: Any, where: object) -> tuple[int, str]:
     recorded_head, last_head = _raw_head(recorded), _raw_head(last)
     seq, entry_id = recorded_head
     if recorded_head != last_head or type(seq) is not int or not is_digest(entry_id):
-        raise EffectError(
-            f"{where}: ledger head does not match its last entry (edited?); "
-            "run `kernel ledger verify` - nothing appended"
-        )
+        raise _edited(where)
     return seq, str(entry_id)
+
+
+def _edited(where: object) -> EffectError:
+    return EffectError(
+        f"{where}: ledger head does not match its last entry (edited?); "
+        "run `kernel ledger verify` - nothing appended"
+    )
+
+
+_UNMARKED: Final = "no entry marked last"
+"""SQLite's recorded head when no row carries the tail mark (L6 names it)."""
 
 
 class SqliteStore:
@@ -334,6 +354,9 @@ class SqliteStore:
         self._path = path
         self._known: tuple[tuple[int, str], TreeBuilder] | None = None
         self._snapshot: tuple[int, int] | None = None
+        # A ledger written before the tail mark keeps its head in a row of its own
+        # (read-only openers cannot move it to the mark).
+        self._head_row = False
         try:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -342,16 +365,32 @@ class SqliteStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-                for statement in _SQLITE_SCHEMA:
-                    self._db.execute(statement)
-                columns = {row[1] for row in self._db.execute("PRAGMA table_info(kernel_ledger)")}
-                if "nodes" not in columns:
-                    self._db.execute(_ADD_NODES)
+                self._create()
+                self._cursor = self._db.cursor()
             else:
                 check_input(path, what="ledger")
                 self._open_read_only(immutable=not os.path.lexists(f"{path}-wal"))
         except (sqlite3.Error, OSError) as e:
             raise EffectError(f"{path}: not a usable ledger ({e})") from e
+
+    def _create(self) -> None:
+        """The tables and trigger, one transaction (concurrent openers serialise); a
+        ledger written before gets the ``nodes`` column and the tail mark."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute(_SQLITE_SCHEMA[0])
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(kernel_ledger)")}
+            if "nodes" not in columns:
+                self._db.execute(_ADD_NODES)
+            if "tail" not in columns:
+                for statement in _ADD_TAIL:
+                    self._db.execute(statement)
+            for statement in _SQLITE_SCHEMA[1:]:
+                self._db.execute(statement)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def _open_read_only(self, *, immutable: bool) -> None:
         target = urllib.parse.quote(str(self._path.absolute()))
@@ -359,8 +398,13 @@ class SqliteStore:
         # ``-wal`` and ``-shm`` files; beside a writer's log, read-only through it.
         uri = f"file:{target}?mode=ro" + ("&immutable=1" if immutable else "")
         self._db = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        self._db.execute(_SELECT_HEAD).fetchone()
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(kernel_ledger)")}
+        if "tail" not in columns:
+            # Not a ledger at all, or one written before the mark: its head row.
+            self._db.execute(_SELECT_HEAD).fetchone()
+            self._head_row = True
         self._snapshot = _stat(self._path) if immutable else None
+        self._cursor = self._db.cursor()
 
     def changed_while_read(self) -> bool:
         """True (and the file reopened read-only through the log) when a writer began
@@ -411,26 +455,28 @@ class SqliteStore:
         entry = new_entry(head, kind, payload if type(payload) is dict else dict(payload))
         # The tree grows in place: when the insert does not land it is dropped.
         nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
+        seq, entry_id, prev_id, entry_kind, payload_digest, text = entry
         try:
             # One plain INSERT, its own transaction: the trigger refuses it unless the
-            # recorded head is still ``head``; the key refuses a seq another writer took.
-            self._db.execute(_INSERT, (*_row(entry), nodes))
+            # last row is still ``head``, marked; the key refuses a seq another writer
+            # took. One cursor for every append (no cursor object per call).
+            self._cursor.execute(
+                _INSERT, (seq, entry_id, prev_id, entry_kind, payload_digest, text, nodes)
+            )
         except sqlite3.IntegrityError:
             self._known = None
             return None
-        self._known = ((entry.seq, entry.entry_id), tree)
+        self._known = ((seq, entry_id), tree)
         return entry
 
     def _append_locked(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            # One round trip: the recorded head and the last entry.
-            both = self._db.execute(_SELECT_BOTH).fetchone()
-            head = _check_head(
-                None if both[0] is None else both[:2],
-                None if both[2] is None else both[2:],
-                self._path,
-            )
+            # The last entry, which must carry the tail mark.
+            last = self._db.execute(_SELECT_TAIL).fetchone()
+            if last is not None and last[2] != 1:
+                raise _edited(self._path)
+            head = _check_head(last, last, self._path)
             entry = new_entry(head, kind, dict(payload))
             tree = TreeBuilder(head[0], [self.perfect(*part) for part in frontier_of(head[0])])
             nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
@@ -469,8 +515,16 @@ class SqliteStore:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 
     def recorded_head(self) -> tuple[object, object]:
+        """The last entry when it carries the tail mark; else the last entry that
+        does (a removed tail), or ``(None, "no entry marked last")``."""
         try:
-            return _raw_head(self._db.execute(_SELECT_HEAD).fetchone())
+            if self._head_row:
+                return _raw_head(self._db.execute(_SELECT_HEAD).fetchone())
+            last = self._db.execute(_SELECT_TAIL).fetchone()
+            if last is None or last[2] == 1:
+                return _raw_head(last)
+            marked = self._db.execute(_SELECT_MARKED).fetchone()
+            return (None, _UNMARKED) if marked is None else _raw_head(marked)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 
