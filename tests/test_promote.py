@@ -49,6 +49,7 @@ from kernel.effects.pipeline import run_pipeline
 from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
 from kernel.effects.signing import armored, check_tree_head_signature
+from kernel.effects.staging import pending_stages
 from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.records.codec import seal
 from kernel.records.identity import canonical_json
@@ -416,8 +417,10 @@ def test_stage_and_unstage(
     assert git(repo, "for-each-ref", "refs/kernel") == ""
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 2
     # The unstage of what is not staged is refused, and recorded like the others.
+    # Each stage is an intent and its close (the ref moves between the two).
     assert kinds(ledger) == [
-        "admission", "staging", "admission", "staging", "refusal", "unstaging", "refusal",
+        "admission", "staging", "staging", "admission", "staging", "staging", "refusal",
+        "unstaging", "refusal",
     ]  # fmt: skip
 
 
@@ -1391,6 +1394,9 @@ UNUSABLE = {
     "stage no base": ("stage", ["--attempt", "attempt-1", "--base", "nope"], "unusable_input",
                       "nope"),
     "unstage not staged": ("unstage", ["--attempt", "attempt-1"], "unusable_input", "not staged"),
+    "stage missing flags": ("stage", ["--run-dir", "missing"], "unusable_input", "--attempt"),
+    "stage recover untrusted config": ("stage", ["--recover"], "untrusted_repo_config",
+                                       "filter.probe.clean"),
 }  # fmt: skip
 
 
@@ -1496,3 +1502,232 @@ def test_a_stage_killed_inside_its_ref_update_is_finished_by_the_next(
     assert "does not hold" in capsys.readouterr().err
     assert lock.read_text() == ""
     assert refusals(ledger)[-1]["reason_codes"] == ["unusable_input"]
+
+
+# -- A stage is all or nothing too (issue 22): an intent before its ref moves, finished
+# by `kernel stage --recover`, the next stage or the unstage of that attempt.
+
+STAGE_STEPS = ["stage-intent", "stage-ref"]
+STAGED = "refs/kernel/staged/demo/median-fix/attempt-1"
+
+
+def staged_at(repo: Path) -> str | None:
+    """The commit the staged ref of attempt-1 names, or None."""
+    return git(repo, "for-each-ref", STAGED, "--format=%(objectname)") or None
+
+
+def stages_pending(ledger: Path) -> list[str]:
+    with opened(ledger, create=False) as store:
+        return [p.commit for p in pending_stages(store)]
+
+
+def stage_argv(run_dir: Path, repo: Path, ledger: Path) -> list[str]:
+    return [sys.executable, "-m", "kernel", "stage", "--run-dir", str(run_dir), "--repo",
+            str(repo), "--ledger", str(ledger), "--attempt", "attempt-1"]  # fmt: skip
+
+
+def killed_stage(demo: Demo, repo: Path, ledger: Path, step: str) -> str:
+    """`kernel stage` of attempt-1 killed after ``step``; the commit its intent names."""
+    env = {**os.environ, CRASH_AT_VARIABLE: step}
+    done = subprocess.run(
+        stage_argv(demo.run_dir, repo, ledger), env=env, capture_output=True, check=False
+    )
+    assert done.returncode == 137, done.stderr
+    [commit] = stages_pending(ledger)
+    return commit
+
+
+def last_stage_close(ledger: Path) -> dict[str, Any]:
+    with opened(ledger, create=False) as store:
+        payloads = [json.loads(str(e.payload)) for e in store.entries() if e.kind == "staging"]
+    last: dict[str, Any] = payloads[-1]
+    return last
+
+
+def stage_agrees(repo: Path, ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No stage pending, `ledger verify --repo` intact, the ref as the last close says,
+    no lock left."""
+    assert stages_pending(ledger) == []
+    assert verify_repo(repo, ledger, capsys)[0] == 0
+    said: list[str | None] = []
+    with opened(ledger, create=False) as store:
+        for entry in store.entries():
+            payload = json.loads(str(entry.payload))
+            if entry.kind == "unstaging":
+                said.append(None)
+            elif entry.kind == "staging" and payload["phase"] == "done":
+                said.append(payload["commit"])
+    if said:
+        assert staged_at(repo) == said[-1]
+    assert not list((repo / ".git").rglob("*.lock"))
+
+
+@pytest.mark.parametrize("finisher", ["recover", "next stage", "unstage"])
+@pytest.mark.parametrize("step", STAGE_STEPS)
+def test_a_stage_killed_after_any_step_is_finished(
+    step: str,
+    finisher: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Killed after its intent (the ref not moved) or after the ref moved: `ledger
+    verify --repo` names the stage; `stage --recover`, the next stage or the unstage
+    of the attempt finishes it, and ref and ledger agree."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_stage(demo, repo, ledger, step)
+    assert staged_at(repo) == (commit if step == "stage-ref" else None)
+    code, out = verify_repo(repo, ledger, capsys)
+    assert code == 1
+    assert f"stage of {STAGED} ({commit[:12]}) was not finished" in out
+    assert "run `kernel stage --recover`" in out
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    capsys.readouterr()
+    if finisher == "recover":
+        assert main(["stage", "--recover", *common]) == 0
+        assert f"finished: stage of {STAGED}" in capsys.readouterr().out
+    elif finisher == "next stage":
+        assert stage(demo.run_dir, repo, ledger) == 0
+    else:
+        assert main(["unstage", "--run-dir", str(demo.run_dir), "--attempt", "attempt-1",
+                     *common]) == 0  # fmt: skip
+    assert staged_at(repo) == (None if finisher == "unstage" else commit)
+    stage_agrees(repo, ledger, capsys)
+    # The killed stage's intent is closed `done`, with the ref at its commit.
+    with opened(ledger, create=False) as store:
+        closes = [json.loads(str(e.payload)) for e in store.entries() if e.kind == "staging"]
+    assert [c["phase"] for c in closes][:2] == ["intent", "done"]
+    assert closes[1]["commit"] == commit
+    assert main(["stage", "--recover", *common]) == 0
+    assert "no stage left half done" in capsys.readouterr().out
+
+
+def test_a_stage_killed_at_any_moment_is_recovered(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL of the whole process group (stage and the git it runs) at moments
+    spread over a stage's run: after `stage --recover` the ref is absent with no
+    finished stage in the ledger, or at the commit the ledger's close names; nothing
+    pending, no lock left."""
+
+    def start(copy: Path, ledger: Path) -> subprocess.Popen[bytes]:
+        argv = stage_argv(demo.run_dir, copy, ledger)
+        return subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL)
+
+    probe = tmp_path / "probe"
+    shutil.copytree(repo, probe, symlinks=True)
+    started = time.monotonic()
+    assert start(probe, tmp_path / "probe.sqlite").wait() == 0
+    duration = time.monotonic() - started
+    outcomes = set()
+    for k in range(KILL_POINTS + 1):
+        copy, ledger = tmp_path / f"r{k}", tmp_path / f"l{k}.sqlite"
+        shutil.copytree(repo, copy, symlinks=True)
+        child = start(copy, ledger)
+        try:
+            # The last one is not killed: the spread has a finished stage too.
+            child.wait(timeout=None if k == KILL_POINTS else duration * k / KILL_POINTS)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        if ledger.exists():
+            capsys.readouterr()
+            recovered = main(["stage", "--recover", "--repo", str(copy), "--ledger", str(ledger)])
+            assert recovered == 0, capsys.readouterr().out
+            with opened(ledger, create=False) as store:
+                closed = [e for e in store.entries() if e.kind == "staging"]
+            if closed:
+                stage_agrees(copy, ledger, capsys)
+            else:
+                assert staged_at(copy) is None
+        else:
+            assert staged_at(copy) is None
+        assert not list((copy / ".git").rglob("*.lock"))
+        outcomes.add(staged_at(copy) is not None)
+    # The spread reached both sides: killed before the ref moved and after.
+    assert outcomes == {False, True}
+
+
+def test_a_killed_stage_whose_ref_moved_elsewhere_is_abandoned(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Someone else moved the ref after the intent: recovery closes the intent
+    `abandoned` and leaves the ref alone."""
+    ledger = tmp_path / "l.sqlite"
+    killed_stage(demo, repo, ledger, "stage-intent")
+    other = git(repo, "rev-parse", "main")
+    git(repo, "update-ref", STAGED, other)
+    capsys.readouterr()
+    assert main(["stage", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert f"abandoned: stage of {STAGED}" in capsys.readouterr().out
+    assert staged_at(repo) == other
+    assert last_stage_close(ledger)["phase"] == "abandoned"
+    stage_agrees(repo, ledger, capsys)
+
+
+def test_a_stage_recovery_takes_only_its_own_lock(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kill inside `update-ref` leaves the ref's lock holding the commit: recovery
+    removes exactly that lock and finishes. A lock holding anything else is not
+    provably ours: recovery is blocked (exit 1, recorded, the stage stays pending,
+    the lock untouched), and so is the next stage of that attempt (exit 2)."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_stage(demo, repo, ledger, "stage-intent")
+    lock = repo / ".git" / f"{STAGED}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    capsys.readouterr()
+    assert main(["stage", "--recover", *common]) == 1
+    assert "blocked" in capsys.readouterr().out
+    assert refusals(ledger)[-1]["action"] == "stage --recover"
+    assert refusals(ledger)[-1]["reason_codes"] == ["recovery_blocked"]
+    assert stage(demo.run_dir, repo, ledger) == 2
+    assert "cannot be finished" in capsys.readouterr().err
+    assert stages_pending(ledger) == [commit]
+    assert lock.read_text() == ""
+    lock.write_text(f"{commit}\n")
+    assert main(["stage", "--recover", *common]) == 0
+    assert not lock.exists()
+    assert staged_at(repo) == commit
+    stage_agrees(repo, ledger, capsys)
+
+
+@pytest.mark.parametrize("during", ["stage", "recovery"])
+def test_a_staged_ref_moving_during_its_update_is_left_alone(
+    during: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another writer moves the staged ref between the intent and the compare-and-swap
+    (of the stage, or of its recovery): the swap loses, the intent is closed
+    `abandoned`, the other writer's value stays."""
+    ledger = tmp_path / "l.sqlite"
+    if during == "recovery":
+        killed_stage(demo, repo, ledger, "stage-intent")
+    original = Repo.update_ref
+    other = git(repo, "rev-parse", "main")
+
+    def racing(self: Repo, ref: str, new: str, old: str | None, reason: str) -> None:
+        git(repo, "update-ref", ref, other)
+        original(self, ref, new, old, reason)
+
+    monkeypatch.setattr(Repo, "update_ref", racing)
+    capsys.readouterr()
+    if during == "stage":
+        assert stage(demo.run_dir, repo, ledger) == 2
+        assert f"{STAGED} moved" in capsys.readouterr().err
+    else:
+        assert main(["stage", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+        assert "abandoned" in capsys.readouterr().out
+    assert staged_at(repo) == other
+    assert last_stage_close(ledger)["phase"] == "abandoned"
+    stage_agrees(repo, ledger, capsys)

@@ -1,5 +1,7 @@
-"""Staging, promotion and their recovery on a real git repository, as library calls
-(ADR-0006 §5). The CLI verbs (`kernel stage|unstage|promote`) parse, call and print.
+"""Promotion and its recovery on a real git repository, as library calls (ADR-0006
+§5), and what staging (`kernel.effects.staging`) shares with it: refusals recorded,
+intents found open, the candidate checks. The CLI verbs (`kernel stage|unstage|promote`)
+parse, call and print.
 
 A promotion is all or nothing. Everything the update needs is checked before
 anything moves: the gate's permit, a candidate that adds or changes no
@@ -44,9 +46,7 @@ from kernel.decide.gate import (
     GateRefusal,
     PromotionPermit,
     SignatureCheck,
-    StagingPermit,
     decide_promotion,
-    decide_staging,
 )
 from kernel.decide.ledger import EntryKind, LedgerRefusal, LedgerVerified
 from kernel.decide.merkle import TreeBuilder, TreeHead
@@ -56,37 +56,32 @@ from kernel.effects.run_folder import RunFolder
 from kernel.effects.signing import one_line, sign_tree_head
 from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.records.codec import seal
-from kernel.run.record import RunRecord, TrustLevel
+from kernel.run.record import TrustLevel
 
 __all__ = [
     "CRASH_AT_VARIABLE",
     "InputReason",
-    "STAGED_PREFIX",
     "PendingPromotion",
     "Promoted",
     "Recovered",
     "Refused",
     "RepositoryCheck",
-    "Staged",
-    "Unstaged",
     "check_repository",
     "pending",
     "promote",
+    "open_intents",
     "record_unusable",
     "recover",
-    "stage",
     "unsafe_changes",
-    "unstage",
 ]
 
-STAGED_PREFIX: Final = "refs/kernel/staged/"
 _EMPTY_ROOT: Final = TreeBuilder().root().hex()
 """The root of an empty tree."""
-_STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
 CRASH_AT_VARIABLE: Final = "KERNEL_TEST_PROMOTE_CRASH_AT"
 """Test hook: a promotion (or recovery) whose environment names a step here (``permit``,
-``intent``, ``ref``, ``work-tree``) ends the process at once after that step, as a
-kill would. An operator's environment only: nothing a config or candidate sets."""
+``intent``, ``ref``, ``work-tree``; a stage's: ``stage-intent``, ``stage-ref``) ends
+the process at once after that step, as a kill would. An operator's environment
+only: nothing a config or candidate sets."""
 
 
 @attrs.frozen(kw_only=True)
@@ -96,25 +91,6 @@ class Refused:
 
     refusal: GateRefusal
     entry_id: str | None
-
-
-@attrs.frozen(kw_only=True)
-class Staged:
-    """A candidate committed under ``refs/kernel/staged/<run>/<attempt>``."""
-
-    permit: StagingPermit
-    ref: str
-    commit: str
-    entry_id: str
-
-
-@attrs.frozen(kw_only=True)
-class Unstaged:
-    """A staged ref removed."""
-
-    ref: str
-    commit: str
-    entry_id: str
 
 
 @attrs.frozen(kw_only=True)
@@ -160,14 +136,17 @@ class RepositoryCheck:
     anchors: int
     incomplete: tuple[str, ...]
     """One line per promotion left half done (run ``kernel promote --recover``)."""
+    stages: tuple[str, ...] = ()
+    """One line per stage left half done (run ``kernel stage --recover``)."""
 
 
-def _crash_point(step: str) -> None:
+def crash_point(step: str) -> None:
+    """End the process here, as a kill would, when `CRASH_AT_VARIABLE` names ``step``."""
     if os.environ.get(CRASH_AT_VARIABLE) == step:
         os._exit(137)
 
 
-def _refusal(
+def gate_refusal(
     action: Literal["stage", "promote"],
     folder: RunFolder,
     attempt_id: str,
@@ -185,7 +164,9 @@ def _refusal(
     )
 
 
-def _record(store: LedgerStore, refusal: GateRefusal, extra: dict[str, object]) -> Refused:
+def record_refusal(store: LedgerStore, refusal: GateRefusal, extra: dict[str, object]) -> Refused:
+    """Append ``refusal`` with ``extra`` context to the ledger (its entry, or None when
+    a broken ledger refuses the append: the refusal still stands)."""
     payload = {"action": refusal.action, "refusal": refusal.to_dict(), **extra}
     try:
         entry_id: str | None = store.append(EntryKind.REFUSAL, payload).entry_id
@@ -254,103 +235,6 @@ def unsafe_changes(repo: Repo, old: str, new: str) -> list[str]:
             if target.startswith("/") or joined == ".." or joined.startswith(("../", ".git")):
                 problems.append(f"{change.path} is a symlink to {target!r}, outside the tree")
     return problems
-
-
-def _staged_ref(repo: Repo, run: RunRecord, attempt: str) -> str:
-    ref = f"{STAGED_PREFIX}{run.run_id}/{attempt}"
-    repo.check_ref_name(ref)
-    return ref
-
-
-def stage(
-    folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: str, base: str = "HEAD"
-) -> Staged | Refused:
-    """Commit ``attempt_id``'s candidate onto ``base`` under a staged ref (reversible).
-
-    Raises:
-        EffectError: ``base`` names no commit, the patch does not apply, the ref moved.
-    """
-    base_commit = repo.resolve(base)
-    if base_commit is None:
-        raise EffectError(f"{repo.path}: {base!r} names no commit")
-    ref = _staged_ref(repo, folder.run, attempt_id)
-    outcome = decide_staging(
-        run=folder.run,
-        report=folder.report,
-        admission=folder.admission,
-        corroborations=folder.corroborations,
-        attempt_id=attempt_id,
-        base_tree=repo.tree_of(base_commit),
-        ledger=verify_store(store),
-    )
-    context: dict[str, object] = {"repo_base": base_commit, "ref": ref}
-    if isinstance(outcome, GateRefusal):
-        return _record(store, outcome, context)
-    tree = repo.apply_patch(base_commit, folder.patch(outcome.candidate_digest))
-    unsafe = unsafe_changes(repo, base_commit, tree)
-    if unsafe:
-        refusal = _refusal(
-            "stage",
-            folder,
-            attempt_id,
-            GateReason.CANDIDATE_UNSAFE,
-            "; ".join(unsafe),
-        )
-        return _record(store, refusal, context)
-    store.append(EntryKind.ADMISSION, {"action": "stage", **folder.admission.to_dict()})
-    message = (
-        f"kernel: stage {attempt_id} of run {folder.run.run_id} ({outcome.evidence_class})\n\n"
-        f"Staged only: reversible, not promoted.\n\n"
-        f"Kernel-Run: {folder.run.run_id}\nKernel-Attempt: {attempt_id}\n"
-        f"Kernel-Candidate: sha256:{outcome.candidate_digest}\n"
-        f"Kernel-Evidence-Class: {outcome.evidence_class}\n"
-        f"Kernel-Report-Digest: {outcome.report_digest}\n"
-        f"Kernel-Admission-Id: {outcome.admission_id}\n"
-    )
-    commit = repo.commit_tree(tree, base_commit, message, _STAGER)
-    existing = repo.resolve(ref)
-    if existing != commit:
-        # The same inputs make the same commit: a lock a killed stage of this attempt
-        # left holds exactly it, and is ours to remove (any other is refused).
-        repo.sweep_ref_lock(ref, commit)
-        try:
-            repo.update_ref(ref, commit, existing, "kernel stage")
-        except GitRefusal as e:
-            raise EffectError(str(e)) from e
-    entry = store.append(
-        EntryKind.STAGING,
-        {"action": "stage", "permit": outcome.to_dict(), "ref": ref, "commit": commit},
-        durable=True,
-    )
-    return Staged(permit=outcome, ref=ref, commit=commit, entry_id=entry.entry_id)
-
-
-def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: str) -> Unstaged:
-    """Remove a staged candidate's ref (compare-and-swap).
-
-    Raises:
-        EffectError: not staged, or the ref moved.
-    """
-    ref = _staged_ref(repo, folder.run, attempt_id)
-    old = repo.resolve(ref)
-    if old is None:
-        raise EffectError(f"{ref}: not staged in {repo.path}")
-    try:
-        repo.delete_ref(ref, old)
-    except GitRefusal as e:
-        raise EffectError(str(e)) from e
-    entry = store.append(
-        EntryKind.UNSTAGING,
-        {
-            "action": "unstage",
-            "run_id": folder.run.run_id,
-            "attempt_id": attempt_id,
-            "ref": ref,
-            "commit": old,
-        },
-        durable=True,
-    )
-    return Unstaged(ref=ref, commit=old, entry_id=entry.entry_id)
 
 
 def _author(record: HumanDecisionRecord) -> CommitIdentity:
@@ -449,14 +333,16 @@ def promote(
     if decision is not None:
         context["decision_record_id"] = decision.record_id
     if isinstance(outcome, GateRefusal):
-        return _record(store, outcome, context)
+        return record_refusal(store, outcome, context)
     if author is None:  # pragma: no cover - the gate permits nothing without a decision
         raise EffectError("a permit without a decision")
     tree = repo.apply_patch(tip, folder.patch(outcome.candidate_digest))
     for reason, check in _PRE_MOVE_CHECKS:
         why = check(repo, branch, tip, tree)
         if why is not None:
-            return _record(store, _refusal("promote", folder, attempt_id, reason, why), context)
+            return record_refusal(
+                store, gate_refusal("promote", folder, attempt_id, reason, why), context
+            )
     permit = _Permitted(
         permit=outcome, decision=decision, signature=signature, context=context, tree=tree
     )
@@ -500,7 +386,7 @@ def _commit_and_move(
         },
         durable=True,
     )
-    _crash_point("permit")
+    crash_point("permit")
     head = tree_head(store)
     signed = None if ledger_key is None else sign_tree_head(head, ledger_key)
     message = _message(outcome, permit_entry.entry_id, head, signed)
@@ -524,16 +410,16 @@ def _commit_and_move(
         tip=tip,
         commit=commit,
     )
-    _crash_point("intent")
+    crash_point("intent")
     try:
         repo.update_ref(branch, commit, tip, f"kernel promote {outcome.permit_id}")
     except GitRefusal:
         _close(store, pending, "abandoned", "the branch moved before its update")
-        moved = _refusal(
+        moved = gate_refusal(
             "promote", folder, outcome.attempt_id, GateReason.BRANCH_MOVED,
             "the branch moved between the gate's answer and the update",
         )  # fmt: skip
-        return _record(store, moved, {**context, "commit": commit})
+        return record_refusal(store, moved, {**context, "commit": commit})
     closed = _finish(repo, store, pending)
     return Promoted(
         permit=outcome,
@@ -570,7 +456,7 @@ def _finish(repo: Repo, store: LedgerStore, pending: PendingPromotion) -> str:
     Raises:
         EffectError: the work tree cannot follow (the intent stays open).
     """
-    _crash_point("ref")
+    crash_point("ref")
     here, elsewhere = _checkout(repo, pending.branch)
     if elsewhere is not None:
         raise EffectError(f"{pending.branch} moved to {pending.commit}, but {elsewhere}")
@@ -594,7 +480,7 @@ def _finish(repo: Repo, store: LedgerStore, pending: PendingPromotion) -> str:
                 f"{pending.branch} moved to {pending.commit}, but its index holds neither "
                 "the old tip nor the commit; run `kernel promote --recover` once it does"
             )
-    _crash_point("work-tree")
+    crash_point("work-tree")
     return _close(store, pending, "done", "")
 
 
@@ -611,9 +497,11 @@ def _close(
     return store.append(EntryKind.PROMOTION, payload).entry_id
 
 
-def _promotions(store: LedgerStore) -> Iterator[tuple[str, dict[str, object]]]:
+def _promotions(
+    store: LedgerStore, kind: EntryKind = EntryKind.PROMOTION
+) -> Iterator[tuple[str, dict[str, object]]]:
     for raw in store.entries():
-        if raw.kind != EntryKind.PROMOTION.value or type(raw.payload) is not str:
+        if raw.kind != kind.value or type(raw.payload) is not str:
             continue
         try:
             payload = orjson.loads(raw.payload)
@@ -623,21 +511,30 @@ def _promotions(store: LedgerStore) -> Iterator[tuple[str, dict[str, object]]]:
             yield str(raw.entry_id), payload
 
 
-def pending(store: LedgerStore) -> list[PendingPromotion]:
-    """Every promotion intent the ledger holds without its close (oldest first)."""
-    intents: dict[str, PendingPromotion] = {}
-    for entry_id, payload in _promotions(store):
+def open_intents(store: LedgerStore, kind: EntryKind) -> list[tuple[str, dict[str, object]]]:
+    """Every ``kind`` entry with ``phase: intent`` that no later ``done`` or ``abandoned``
+    entry of that kind closes (its ``intent_entry``), oldest first: ``(id, payload)``."""
+    intents: dict[str, dict[str, object]] = {}
+    for entry_id, payload in _promotions(store, kind):
         if payload.get("phase") == "intent":
-            intents[entry_id] = PendingPromotion(
-                intent_entry=entry_id,
-                permit_id=str(payload.get("permit_id")),
-                branch=str(payload.get("branch")),
-                tip=str(payload.get("tip")),
-                commit=str(payload.get("commit")),
-            )
+            intents[entry_id] = payload
         elif payload.get("phase") in ("done", "abandoned"):
             intents.pop(str(payload.get("intent_entry")), None)
-    return list(intents.values())
+    return list(intents.items())
+
+
+def pending(store: LedgerStore) -> list[PendingPromotion]:
+    """Every promotion intent the ledger holds without its close (oldest first)."""
+    return [
+        PendingPromotion(
+            intent_entry=entry_id,
+            permit_id=str(payload.get("permit_id")),
+            branch=str(payload.get("branch")),
+            tip=str(payload.get("tip")),
+            commit=str(payload.get("commit")),
+        )
+        for entry_id, payload in open_intents(store, EntryKind.PROMOTION)
+    ]
 
 
 def recover(repo: Repo, store: LedgerStore) -> list[Recovered]:
@@ -693,8 +590,9 @@ def _try_recover(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Reco
 
 def check_repository(repo: Repo, store: LedgerStore) -> RepositoryCheck:
     """Verify the ledger against every tree head ``repo``'s promotion commits anchor
-    (``Kernel-Ledger-Head``), and name each promotion half done: an intent without its
-    close, or a promoted commit whose permit the ledger never closed.
+    (``Kernel-Ledger-Head``), and name each promotion half done (an intent without its
+    close, or a promoted commit whose permit the ledger never closed) and each stage
+    half done (an intent without its close).
 
     Raises:
         EffectError: the store cannot be read.
@@ -712,18 +610,25 @@ def check_repository(repo: Repo, store: LedgerStore) -> RepositoryCheck:
     closed = {
         str(p.get("permit_id")) for _, p in _promotions(store) if p.get("phase", "done") == "done"
     }
-    open_intents = pending(store)
+    promotions = pending(store)
     incomplete = [
         f"promotion {p.permit_id[:12]} of {p.branch} ({p.commit[:12]}) was not finished"
-        for p in open_intents
+        for p in promotions
     ]
-    intended = {p.commit for p in open_intents}
+    intended = {p.commit for p in promotions}
     incomplete += [
         f"commit {f['commit'][:12]} promotes permit {f['Kernel-Permit-Id'][:12]}, "
         "which the ledger never closed"
         for f in commits
         if f["Kernel-Permit-Id"] not in closed and f["commit"] not in intended
     ]
+    stages = tuple(
+        f"stage of {p.get('ref')} ({str(p.get('commit'))[:12]}) was not finished"
+        for _, p in open_intents(store, EntryKind.STAGING)
+    )
     return RepositoryCheck(
-        outcome=outcome, anchors=len(anchors), incomplete=(*conflicting, *incomplete)
+        outcome=outcome,
+        anchors=len(anchors),
+        incomplete=(*conflicting, *incomplete),
+        stages=stages,
     )

@@ -15,7 +15,8 @@ a mistyped path is unusable input, never a fresh empty ledger.
 - ``verify`` recomputes the chain; with ``--repo`` it also recomputes the Merkle tree
   at every head the repository's promotion commits anchor (``Kernel-Ledger-Head``),
   so a tail rewritten with recomputed hashes is caught with no flag, and names every
-  promotion a crash left half done (``kernel promote --recover`` finishes it).
+  promotion and stage a crash left half done (``kernel promote --recover`` and
+  ``kernel stage --recover`` finish them).
 - ``head`` verifies the chain and prints its RFC 9162 tree head as JSON, signed with
   ``--signing-key`` (namespace ``kernel-ledger-head``).
 - ``prove`` prints an inclusion proof for an entry (id or sequence number) or a
@@ -83,6 +84,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if expected is not None and not is_digest(expected):
         raise ConfigError(f"--expect-head: not a 64-char lowercase hex entry id: {expected!r}")
     incomplete: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ()
     anchors = 0
     if args.jsonl is not None:
         if args.repo is not None:
@@ -96,7 +98,8 @@ def run_verify(args: argparse.Namespace) -> int:
                 checked = check_repository(
                     Repo(args.repo, trust_config=args.trust_repo_config), store
                 )
-                outcome, anchors, incomplete = checked.outcome, checked.anchors, checked.incomplete
+                outcome, anchors = checked.outcome, checked.anchors
+                incomplete, stages = checked.incomplete, checked.stages
             else:
                 outcome = verify_store(store)
             where = store.locator
@@ -109,8 +112,13 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{outcome.head.entry_id}, not the expected {expected}"
         )
         return ExitStatus.REFUSED
-    if incomplete:
-        print(f"kernel ledger verify: {'; '.join(incomplete)}: run `kernel promote --recover`")
+    if incomplete or stages:
+        hints = [
+            f"{'; '.join(lines)}: run `kernel {verb} --recover`"
+            for lines, verb in ((incomplete, "promote"), (stages, "stage"))
+            if lines
+        ]
+        print(f"kernel ledger verify: {'; '.join(hints)}")
         return ExitStatus.REFUSED
     anchored = f", {anchors} anchored tree heads" if args.repo is not None else ""
     print(f"intact: {outcome.count} entries, head {outcome.head.entry_id}{anchored} ({where})")

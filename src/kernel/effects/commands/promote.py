@@ -1,6 +1,7 @@
 """`kernel stage|unstage|promote`: the commit gate on a real git repository (ADR-0006).
 
     kernel stage   --run-dir DIR --attempt ID --repo GIT [--base REV] [--ledger L]
+    kernel stage   --recover --repo GIT [--ledger L]
     kernel unstage --run-dir DIR --attempt ID --repo GIT [--ledger L]
     kernel promote --run-dir DIR --attempt ID --decision FILE --allowed-signers FILE
                    --repo GIT --onto BRANCH [--ledger L] [--ledger-key KEY]
@@ -12,7 +13,10 @@ docstring says how a promotion is made all or nothing and how ``--recover`` fini
 (or closes) one a crash left half done.
 
 - ``stage`` commits the candidate patch onto the baseline commit (``--base``, default
-  ``HEAD``) as a commit reachable only from ``refs/kernel/staged/<run>/<attempt>``.
+  ``HEAD``) as a commit reachable only from ``refs/kernel/staged/<run>/<attempt>``,
+  all or nothing (`kernel.effects.staging`: an intent entry before the ref moves);
+  ``--recover`` finishes (or closes) every stage a crash left half done, as the next
+  stage or unstage of that attempt does for its own ref.
 - ``unstage`` deletes that ref (compare-and-swap).
 - ``promote`` asks the gate with the signed decision (``<decision>.sig``), the branch
   tip and the ledger's verification; on a permit it records the permit, makes a
@@ -25,8 +29,8 @@ A repository whose own configuration can run commands (filter drivers, ``include
 
 Every outcome is appended to the ledger (``--ledger``, default
 ``results/ledger.sqlite``, or a ``postgresql://`` URL), a refusal too. Exit codes: 0
-done; 1 refused (the reason codes on one line; ``--recover``: a promotion it could
-not finish); 2 unusable input (missing or invalid run folder, key file or repository,
+done; 1 refused (the reason codes on one line; ``--recover``: a promotion or stage it
+could not finish); 2 unusable input (missing or invalid run folder, key file or repository,
 a repository configuration that runs commands, a missing branch): one line, and a
 ``refusal`` entry naming it (``untrusted_repo_config`` or ``unusable_input``) and
 the inputs given, when the ledger itself can be opened.
@@ -45,16 +49,10 @@ from kernel.effects.exit_status import ExitStatus
 from kernel.effects.files import read_input
 from kernel.effects.git import Repo
 from kernel.effects.ledger_store import DEFAULT_LEDGER, opened
-from kernel.effects.promotion import (
-    Refused,
-    promote,
-    record_unusable,
-    recover,
-    stage,
-    unstage,
-)
+from kernel.effects.promotion import Refused, promote, record_unusable, recover
 from kernel.effects.run_folder import load_run_folder, parse_document
 from kernel.effects.signing import check_decision_signature, signature_path
+from kernel.effects.staging import recover_stages, stage, unstage
 from kernel.errors import ConfigError, KernelError
 from kernel.records.identity import sha256_bytes
 from kernel.run.record import TrustLevel
@@ -98,8 +96,16 @@ def _recorded(
 
 def run_stage(args: argparse.Namespace) -> int:
     """Stage a candidate under refs/kernel/staged/<run>/<attempt>."""
-    folder = load_run_folder(args.run_dir)
     repo = Repo(args.repo, trust_config=args.trust_repo_config)
+    if args.recover:
+        return _run_recover_stages(repo, args.ledger)
+    missing = [
+        flag for flag, value in (("--run-dir", args.run_dir), ("--attempt", args.attempt))
+        if value is None
+    ]  # fmt: skip
+    if missing:
+        raise ConfigError(f"stage needs {', '.join(missing)} (or --recover)")
+    folder = load_run_folder(args.run_dir)
     with opened(args.ledger) as store:
         outcome = stage(folder, repo, store, attempt_id=args.attempt, base=args.base)
     if isinstance(outcome, Refused):
@@ -192,6 +198,18 @@ def _run_recover(repo: Repo, ledger: str) -> int:
     return ExitStatus.REFUSED if any(item.outcome == "blocked" for item in done) else ExitStatus.OK
 
 
+def _run_recover_stages(repo: Repo, ledger: str) -> int:
+    with opened(ledger) as store:
+        done = recover_stages(repo, store)
+    if not done:
+        print("kernel stage --recover: no stage left half done")
+        return ExitStatus.OK
+    for item in done:
+        detail = f" ({item.detail})" if item.detail else ""
+        print(f"{item.outcome}: stage of {item.pending.ref} -> {item.pending.commit[:12]}{detail}")
+    return ExitStatus.REFUSED if any(item.outcome == "blocked" for item in done) else ExitStatus.OK
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``stage``, ``unstage`` and ``promote`` verbs."""
     common = argparse.ArgumentParser(add_help=False)
@@ -205,10 +223,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run_dir = argparse.ArgumentParser(add_help=False)
     run_dir.add_argument("--run-dir", required=True, help="a `kernel run` output folder")
     stage_parser = subparsers.add_parser(
-        "stage", parents=[common, run_dir], help="commit a candidate under refs/kernel/staged/"
+        "stage", parents=[common], help="commit a candidate under refs/kernel/staged/"
     )
-    stage_parser.add_argument("--attempt", required=True, help="the attempt id to stage")
+    stage_parser.add_argument("--run-dir", help="a `kernel run` output folder")
+    stage_parser.add_argument("--attempt", help="the attempt id to stage")
     stage_parser.add_argument("--base", default="HEAD", help="the baseline commit (default HEAD)")
+    stage_parser.add_argument(
+        "--recover", action="store_true", help="finish or close stages a crash left half done"
+    )
     stage_parser.set_defaults(handler=_recorded("stage", run_stage))
     unstage_parser = subparsers.add_parser(
         "unstage", parents=[common, run_dir], help="remove a staged ref"
