@@ -205,6 +205,46 @@ def test_split_by_size_is_a_balanced_partition(sizes: list[int], shares: int) ->
     assert max(totals) - min(totals) <= max(sizes, default=0)
 
 
+_FULLWIDTH_OPEN = "\uff4f\uff50\uff45\uff4e"  # NFKC-folds to `open`
+_PIECES = ["open", "éopen", "opené", _FULLWIDTH_OPEN, "os", "pos", "x·open", "_open", "open2"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_PIECES),
+            st.sampled_from([" = ", "(", ".", " + ", "["]),
+            st.sampled_from(_PIECES),
+            st.sampled_from(["", "  # open", " ;x=1", "  # é"]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["open", "os"]),
+)
+def test_the_line_prefilter_finds_every_line_naming_the_identifier(
+    lines: list[tuple[str, str, str, str]], name: str
+) -> None:
+    """For all lines of identifiers (ASCII and not, NFKC-equal ones, names that
+    contain the name), the prefilter finds every line where Python's tokenizer sees
+    the identifier itself (as the parser folds it)."""
+    import io
+    import tokenize
+    import unicodedata
+
+    from kernel.guard.syntax import lines_of, prepare
+
+    closers = {"(": ")", "[": "]"}
+    text = "".join(f"{a}{op}{b}{closers.get(op, '')}{tail}\n" for a, op, b, tail in lines)
+    _data, search, _source = prepare(text.encode("utf-8"))
+    expected = {
+        tok.start[0]
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+        if tok.type == tokenize.NAME and unicodedata.normalize("NFKC", tok.string) == name
+    }
+    assert expected <= set(lines_of(search, [name]))
+
+
 @pytest.mark.processes
 def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
     """The console script's replay of an unchanged run imports the replay alone: no

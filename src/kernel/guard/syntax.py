@@ -74,6 +74,23 @@ def name_rx(name: str) -> re.Pattern[bytes]:
     return rx
 
 
+_TOKENS: Final = bytes(c if c >= 0x80 or c in WORD else 0x20 for c in range(256))
+"""Every byte that cannot be part of an identifier, as a space: outside strings and
+comments a non-ASCII character can only be part of one (else the file does not
+parse), so each identifier of the file is one token of the translated text."""
+_WORDS: list[tuple[bytes, frozenset[bytes]]] = []
+
+
+def _words(data: bytes) -> frozenset[bytes]:
+    """The file's tokens (identifiers and keywords among them), once per text: the
+    passes of one file's scan ask about the same text."""
+    if _WORDS and _WORDS[0][0] is data:
+        return _WORDS[0][1]
+    words = frozenset(data.translate(_TOKENS).split())
+    _WORDS[:] = [(data, words)]
+    return words
+
+
 def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
     """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word.
 
@@ -82,9 +99,11 @@ def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
     """
     positions: list[int] = []
     word = WORD
+    words = _words(data)
     for name in names:
-        # `in` runs CPython's fast substring search; most names are absent from a file.
-        if name.encode("utf-8") not in data:
+        # One set lookup per name (most are absent from a file; a substring search
+        # per name read the whole file each time, and found `os` inside `pos`).
+        if name.encode("utf-8") not in words:
             continue
         for m in name_rx(name).finditer(data):
             start = m.start()
