@@ -68,6 +68,7 @@ __all__ = [
     "LedgerReason",
     "NewEntry",
     "RawEntry",
+    "entry_after",
     "entry_id_of",
     "new_entry",
     "next_entry",
@@ -254,20 +255,34 @@ def new_entry(head: tuple[int, str], kind: EntryKind, payload: Mapping[str, obje
         ParameterValueError: ``head`` is not a sequence number and an entry id (a
             ``ValueError``).
     """
+    head_seq, head_id = head
+    if type(head_seq) is not int or not 0 <= head_seq < MAX_SAFE_INT or not is_digest(head_id):
+        raise ParameterValueError("new_entry", "head", "a ledger head (seq, entry id)", repr(head))
+    return entry_after(head_seq, head_id, kind, payload)
+
+
+def entry_after(
+    head_seq: int, head_id: str, kind: EntryKind, payload: Mapping[str, object]
+) -> NewEntry:
+    """`new_entry` after a head the caller made with it (a store's last append): the
+    head is not checked again, every other argument is.
+
+    Raises:
+        CanonicalizationError: ``payload`` is not portable canonical JSON.
+        ParameterTypeError: ``payload`` is not a dict, or ``kind`` not an `EntryKind`.
+    """
     if type(payload) is not dict:
         raise ParameterTypeError("new_entry", "payload", "a dict", type(payload).__name__)
     if type(kind) is not EntryKind:
         raise ParameterTypeError("new_entry", "kind", "an EntryKind", repr(kind))
-    head_seq, head_id = head
-    if type(head_seq) is not int or not 0 <= head_seq < MAX_SAFE_INT or not is_digest(head_id):
-        raise ParameterValueError("new_entry", "head", "a ledger head (seq, entry id)", repr(head))
     data = canonical_json(payload)
     payload_digest = sha256_bytes(data)
     seq = head_seq + 1
-    # Positional: every store append builds one (keywords cost a third of it).
+    # Positional, the id inline: every store append builds one (a keyword or a call
+    # more is measurable there).
     return NewEntry(
         seq,
-        _fast_id(seq, head_id, kind.value, payload_digest),
+        sha256_bytes((_ID_TEMPLATE % (kind._value_, payload_digest, head_id, seq)).encode()),
         head_id,
         kind,
         payload_digest,

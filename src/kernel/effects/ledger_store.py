@@ -58,6 +58,7 @@ from kernel.decide.ledger import (
     LedgerVerified,
     NewEntry,
     RawEntry,
+    entry_after,
     new_entry,
     verify_chain,
 )
@@ -445,16 +446,18 @@ class SqliteStore:
     ) -> NewEntry | None:
         """The one-statement append after a head this connection knows; None when the
         ledger moved on (another writer) and the locked path must decide."""
-        entry = new_entry(head, kind, payload if type(payload) is dict else dict(payload))
+        # The head is this connection's own last append (made by `new_entry`).
+        entry = entry_after(*head, kind, payload if type(payload) is dict else dict(payload))
         # The tree grows in place: when the insert does not land it is dropped.
         nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
         seq, entry_id, prev_id, entry_kind, payload_digest, text = entry
         try:
             # One plain INSERT, its own transaction: the trigger refuses it unless the
             # last row is still ``head``, marked; the key refuses a seq another writer
-            # took. One cursor for every append (no cursor object per call).
+            # took. One cursor for every append (no cursor object per call); the kind
+            # as its plain text (binding an enum member takes sqlite3's adapter lookup).
             self._cursor.execute(
-                _INSERT, (seq, entry_id, prev_id, entry_kind, payload_digest, text, nodes)
+                _INSERT, (seq, entry_id, prev_id, entry_kind._value_, payload_digest, text, nodes)
             )
         except sqlite3.IntegrityError:
             self._known = None
