@@ -107,10 +107,14 @@ def _foreign(pid: int) -> bool:
 
 
 def _prepared(pid: int) -> bool:
-    """True when ``pid`` is a prepared sandbox of this runner's helper server, or its ns
-    or PID 1 (waiting for the next run by design, not a leftover)."""
+    """True when ``pid`` is a prepared sandbox of this runner's helper server, or its ns,
+    PID 1 or command process (waiting for the next run by design, not a leftover)."""
     prepared = sandbox_runner.prepared_sandboxes()
-    return any(p in prepared for p in (pid, _parent(pid), _parent(_parent(pid))))
+    for _level in range(4):
+        if pid in prepared:
+            return True
+        pid = _parent(pid)
+    return False
 
 
 def _helpers_alive() -> list[str]:
@@ -946,9 +950,10 @@ def test_runner_killed_with_a_prepared_sandbox_leaves_nothing(tmp_path: Path, sp
     for how in ("wait", "exit"):
         proc = subprocess.Popen([sys.executable, "-c", runner, how], stdout=subprocess.PIPE)
         assert proc.stdout is not None
-        prepared = int(proc.stdout.readline())
+        prepared = [int(pid) for pid in proc.stdout.readline().split()]
         if how == "wait":
-            assert _running(prepared)
+            assert prepared
+            assert all(_running(pid) for pid in prepared)
             proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
@@ -956,7 +961,7 @@ def test_runner_killed_with_a_prepared_sandbox_leaves_nothing(tmp_path: Path, sp
         while _helpers_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _helpers_alive() == []
-        assert not _running(prepared)
+        assert not any(_running(pid) for pid in prepared)
         if how == "wait":
             # Swept by the next sandbox made (the one this run prepares, if it took one).
             assert sh(spill, "true").status is CaptureStatus.OK

@@ -136,10 +136,8 @@ def _spawn(
             os.execvpe(argv[0], argv, env)  # noqa: S606 - argv, no shell
         finally:
             os._exit(127)
-    while True:
-        done, status = os.waitpid(-1, 0)
-        if done == pid:
-            return os.waitstatus_to_exitcode(status)
+    # Only this child: the command's process, forked already, is reaped by its loop.
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def parse(message: bytes) -> tuple[dict[str, str], list[str], dict[str, str]]:
@@ -432,6 +430,8 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     nsview.build_view(report, points + "/root", opts["plan"])
     os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before any of the run
     os.close(int(opts["joined_fd"]))
+    user = (int(opts["uid"]), int(opts["gid"]), os.getuid() == 0)
+    process = _fork_command(opts, points + "/root", user)
     os.write(chan, b"ready\n")
     import socket
 
@@ -452,7 +452,10 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     run_opts, command, env = parse(message)
     run_opts["points"] = points
     tree = fds[4] if len(fds) > 4 else -1
-    _run(run_opts, command, env, report=report, fds=(fds[3], tree, chan), privileged=privileged)
+    _run(
+        run_opts, command, env, report=report, fds=(fds[3], tree, chan), privileged=privileged,
+        process=process,
+    )  # fmt: skip
 
 
 def _run(
@@ -463,10 +466,11 @@ def _run(
     report: _Report,
     fds: tuple[int, int, int],
     privileged: bool,
+    process: Command,
 ) -> NoReturn:
-    """PID 1 with a request: the tree, the command, its reports, the patch; then
-    "finished" to the helper (``fds``: the patch fd, the idmapped baseline or -1, and
-    the helper's channel)."""
+    """PID 1 with a request: the tree, the command (its ``process`` waits, confined),
+    its reports, the patch; then "finished" to the helper (``fds``: the patch fd, the
+    idmapped baseline or -1, and the helper's channel)."""
     patch_fd, tree, chan = fds
     uid, gid = int(opts["uid"]), int(opts["gid"])
     # Root inside (a root runner, or an unprivileged one mapped through its subordinate
@@ -483,7 +487,7 @@ def _run(
     git_env = {**_GIT_ENV, "GIT_CEILING_DIRECTORIES": opts["scratch"]}
     _prepare_tree(report, opts, root=root, work=work, user=user, git_env=git_env)
     nsview.read_only(report, root, False)  # the view's own tmpfs: nothing new appears in it
-    pid, start_error, peak, inherited = _run_command(opts, command, env, root, user)
+    pid, start_error, peak, inherited = _run_command(process, opts, command, env)
     held = nslimits.processes_of(root + "/proc", uid)
     _done, status, rusage = os.wait4(pid, 0)
     peak = max(peak, rusage.ru_maxrss)
@@ -675,26 +679,26 @@ def _prepare_tree(
             _exit(1)
 
 
-def _run_command(
-    opts: dict[str, str],
-    command: list[str],
-    env: dict[str, str],
-    root: str,
-    user: tuple[int, int, bool],
-) -> tuple[int, bytes, int, int]:
-    """Fork, confine and exec the command; as PID 1 reap every orphan until it ends.
+Command = tuple[int, int, int, int]
+"""The command's process, forked and confined before the request (`_fork_command`): its
+pid, the socket that sends it the run, its error pipe, PID 1's peak RSS (KiB) at the
+fork (a child's peak may be inherited up to it)."""
 
-    Returns its pid (a zombie, not yet reaped), why it could not start (empty if it
-    did), the largest peak RSS (KiB) of the orphans reaped meanwhile, and this
-    process's own peak RSS at the fork (a child's peak may be inherited up to it)."""
+
+def _fork_command(opts: dict[str, str], root: str, user: tuple[int, int, bool]) -> Command:
+    """Fork the command's process and confine it (chroot, limits, ids, no_new_privs,
+    keyring, seccomp filter: all fixed by the options a prepared sandbox is keyed on);
+    it waits for its run (`_run_command`)."""
     import resource
 
     inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     error_r, error_w = os.pipe2(os.O_CLOEXEC)
+    ours, theirs = _socketpair()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(error_r)
+            os.close(ours)
             with open("/proc/self/oom_score_adj", "w") as handle:
                 # A memory cgroup's OOM kill takes the command, not PID 1: a memfd
                 # is nobody's resident memory, and the helper's interpreter would
@@ -702,23 +706,58 @@ def _run_command(
                 # kill is still reported as a memory hit, by the helper outside).
                 handle.write("1000")
             os.chroot(root)
-            os.chdir(opts["workdir"])
-            os.umask(int(opts["umask"]))
             nslimits.set_limits(opts)
             if user[2]:
                 _drop(*user)
             _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             nslimits.confine()
-            os.closerange(3, error_w)
-            os.closerange(error_w + 1, 1 << 16)
-            os.execvpe(command[0], command, env)  # noqa: S606 - argv, no shell
+            _exec_command(theirs, error_w)
         except OSError as e:
             os.write(error_w, (e.strerror or str(e)).encode())
         finally:
             os._exit(127)
     os.close(error_w)
-    start_error = os.read(error_r, 4096)
-    os.close(error_r)
+    os.close(theirs)
+    return pid, ours, error_r, inherited
+
+
+def _exec_command(sock_fd: int, error_w: int) -> None:
+    """In the command's process: take the run (work dir, umask, argv, environment,
+    with stdout and stderr attached), then ``execve``; nothing when PID 1 sends none."""
+    import socket
+
+    sock = socket.socket(fileno=sock_fd)
+    message, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 2)
+    sock.close()
+    if not message or len(fds) != 2:
+        os._exit(127)  # the run never came (a discarded sandbox)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    workdir, umask, *argv = message.decode("utf-8", "surrogateescape").split("\0")
+    split = argv.index("")
+    env = dict(part.split("=", 1) for part in argv[split + 1 :])
+    os.chdir(workdir)
+    os.umask(int(umask))
+    os.closerange(3, error_w)
+    os.closerange(error_w + 1, 1 << 16)
+    os.execvpe(argv[0], argv[:split], env)  # noqa: S606 - argv, no shell
+
+
+def _run_command(
+    process: Command, opts: dict[str, str], command: list[str], env: dict[str, str]
+) -> tuple[int, bytes, int, int]:
+    """Send the command's process its run; as PID 1 reap every orphan until it ends.
+
+    Returns its pid (a zombie, not yet reaped), why it could not start (empty if it
+    did), the largest peak RSS (KiB) of the orphans reaped meanwhile, and this
+    process's own peak RSS at the fork."""
+    import socket
+
+    pid, sock_fd, error_r, inherited = process
+    entries = [opts["workdir"], opts["umask"], *command, "", *(f"{k}={v}" for k, v in env.items())]
+    sock = socket.socket(fileno=sock_fd)
+    socket.send_fds(sock, ["\0".join(entries).encode("utf-8", "surrogateescape")], [1, 2])
+    sock.close()
     peak = 0
     while True:
         # The command stays a zombie (still counted against RLIMIT_NPROC) until
@@ -728,4 +767,7 @@ def _run_command(
             _done, _status, rusage = os.wait4(-1 if info is None else info.si_pid, 0)
             peak = max(peak, rusage.ru_maxrss)
             continue
+        # Read once it has ended (one wakeup less): closed at its execve, or its error.
+        start_error = os.read(error_r, 4096)
+        os.close(error_r)
         return pid, start_error, peak, inherited

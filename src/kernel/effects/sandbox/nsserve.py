@@ -2,11 +2,12 @@
 
 Stdlib only, like `nshelper` (run by the helper's bootstrap as a top-level module
 under ``python -I -S``). The server forks one helper per request (`nshelper.helper`).
-After each request it also forks a *prepared* sandbox for the same `nshelper.WARM_KEY`:
-it builds the namespaces, maps, memory group and view, and waits. A request whose key
-matches takes it, and its helper does only the run's own part; any other request
-discards it (closing its socket: it tears down and exits) and gets a fresh helper.
-Each prepared sandbox serves one run at most.
+After each request it also keeps `DEPTH` *prepared* sandboxes for the same
+`nshelper.WARM_KEY`: each builds the namespaces, maps, memory group, view and the
+command's confined process, and waits. A request whose key matches takes the oldest,
+and its helper does only the run's own part; any other request discards them (closing
+their sockets: each tears down and exits) and gets a fresh helper. Each prepared
+sandbox serves one run at most.
 """
 
 from __future__ import annotations
@@ -76,69 +77,93 @@ class _Prepared:
             os.close(pidfd)
 
 
+DEPTH = 2
+"""Prepared sandboxes kept per server: each is made while the next two runs go (one
+run's time beside it was not enough on a loaded machine: the request waited for it)."""
+
+
 def serve(sock_fd: int, runner: int) -> NoReturn:
     """The pre-forked helper server: one helper per request. Never returns.
 
     A request is one ``SOCK_SEQPACKET`` message (`nshelper.parse`) with the run's
-    stdout, stderr, status and patch fds attached. The reply is the helper's pid and
-    the prepared sandbox's (0 for none), with the helper's pidfd attached (the runner
-    signals through it, so a reused pid is never hit). The server dies with the
-    runner; its helpers die with it (``PR_SET_PDEATHSIG``).
+    stdout, stderr, status and patch fds attached. The reply is the helper's pid, with
+    its pidfd attached (the runner signals through it, so a reused pid is never hit);
+    a second message, once the next sandboxes are forked, names their pids. The
+    server dies with the runner; its helpers die with it (``PR_SET_PDEATHSIG``).
     """
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != runner:
         nshelper.exit_now(1)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped by the kernel
     server = socket.socket(fileno=sock_fd)
-    prepared: _Prepared | None = None
+    prepared: list[_Prepared] = []
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
         except OSError:
             message, fds = b"", []
         if not message or len(fds) != 4:
-            if prepared is not None:
-                prepared.wait()  # it removes its memory group before it exits
+            for sandbox in prepared:
+                sandbox.wait()  # it removes its memory group before it exits
             nshelper.exit_now(0)  # the runner is gone (or broke the protocol)
         opts = nshelper.parse(message)[0]
         nsview.cache_userns(opts)
         key = nshelper.warm_key(opts)
-        pid = prepared.pid if prepared is not None and prepared.take(key, message, fds) else 0
-        if prepared is not None and not pid:
-            prepared.close()
+        pid = _take(prepared, key, message, fds)
         if not pid:
             pid = os.fork()
             if pid == 0:
                 server.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.setsid()
-                nshelper.quiet()
+                _forked(prepared)
                 nshelper.helper(message, (message, fds))
         for fd in fds:
             os.close(fd)
-        prepared = _prepare(message, key, server)
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
             pidfd = -1  # it ended already: the runner sees EOF on its pipes
-        reply = f"{pid} {prepared.pid}".encode()
-        socket.send_fds(server, [reply], [pidfd] if pidfd >= 0 else [])
+        socket.send_fds(server, [str(pid).encode()], [pidfd] if pidfd >= 0 else [])
         if pidfd >= 0:
             os.close(pidfd)
+        while len(prepared) < DEPTH:
+            prepared.append(_prepare(message, key, server, prepared))
+        server.send(" ".join(str(sandbox.pid) for sandbox in prepared).encode())
 
 
-def _prepare(message: bytes, key: tuple[str, ...], server: socket.socket) -> _Prepared:
-    """Fork the next run's sandbox, prepared as ``message`` asks. It starts at once,
-    beside the run just handed over (whose critical path is one process at a time):
-    started after that run, it was not ready for the next request (measured)."""
+def _take(prepared: list[_Prepared], key: tuple[str, ...], message: bytes, fds: list[int]) -> int:
+    """Hand the request to the oldest prepared sandbox of its key (0 for none); discard
+    the ones of other keys, and any that cannot take it."""
+    while prepared:
+        sandbox = prepared.pop(0)
+        if sandbox.take(key, message, fds):
+            return sandbox.pid
+        sandbox.close()
+    return 0
+
+
+def _forked(prepared: list[_Prepared]) -> None:
+    """In a child of the server: let go of what is the server's own (the prepared
+    sandboxes' sockets: a copy held here would keep a discarded one waiting)."""
+    for sandbox in prepared:
+        sandbox.sock.close()
+        if sandbox.pidfd >= 0:
+            os.close(sandbox.pidfd)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    nshelper.quiet()
+
+
+def _prepare(
+    message: bytes, key: tuple[str, ...], server: socket.socket, prepared: list[_Prepared]
+) -> _Prepared:
+    """Fork a sandbox for a later run, prepared as ``message`` asks. It starts at once,
+    beside the run just handed over (whose critical path is one process at a time)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         server.close()
         ours.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.setsid()
-        nshelper.quiet()
+        _forked(prepared)
         nshelper.helper(message, None, theirs.detach())
     theirs.close()
     return _Prepared(pid, key, ours)

@@ -113,7 +113,8 @@ class _HelperServer:
         self.owner = os.getpid()
         self.alive = True  # before the thread starts: it clears this when the server ends
         self.ended = threading.Event()
-        self.prepared = 0  # the pid of the sandbox it holds prepared for the next run
+        self._prepared: frozenset[int] = frozenset()  # pids of its prepared sandboxes
+        self._unread = False  # a reply's second message (those pids) is still to read
         self._pending: list[ForkedHelper] = []  # helpers still tearing their run down
         self._lock = threading.Lock()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -154,7 +155,7 @@ class _HelperServer:
         with self._lock:
             self._settle()
         self.alive = False
-        self.prepared = 0
+        self._prepared = frozenset()
         self._close()
 
     def retire(self, helper: ForkedHelper) -> None:
@@ -177,16 +178,30 @@ class _HelperServer:
         try:
             with self._lock:
                 self._settle()
+                self._read_prepared()
                 socket.send_fds(self._sock, [payload.encode("utf-8", "surrogateescape")], fds)
                 reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 64, 1)
+                self._unread = bool(reply)
         except OSError:
             reply, pidfds = b"", []
         if not reply:
             self.alive = False
             return None
-        pid, prepared = (int(part) for part in reply.split())
-        self.prepared = prepared
-        return ForkedHelper(pid, pidfds[0] if pidfds else -1, self)
+        return ForkedHelper(int(reply), pidfds[0] if pidfds else -1, self)
+
+    def prepared(self) -> frozenset[int]:
+        """Pids of the sandboxes it holds prepared for the next runs."""
+        with self._lock:
+            with contextlib.suppress(OSError):
+                self._read_prepared()
+            return self._prepared
+
+    def _read_prepared(self) -> None:
+        """Read the message that follows a reply (sent once the server has forked the
+        next sandboxes: after the reply, off the run's critical path)."""
+        if self._unread:
+            self._unread = False
+            self._prepared = frozenset(int(pid) for pid in self._sock.recv(4096).split())
 
 
 _SERVERS: dict[bool, _HelperServer] = {}
@@ -218,9 +233,8 @@ def prepared_sandboxes() -> frozenset[int]:
     """Pids of the helpers of this process's prepared sandboxes (each waits for the
     next run, by design; its ns and PID 1 are its children)."""
     with _SERVERS_LOCK:
-        return frozenset(
-            s.prepared for s in _SERVERS.values() if s.alive and s.owner == os.getpid()
-        ) - {0}
+        servers = [s for s in _SERVERS.values() if s.alive and s.owner == os.getpid()]
+    return frozenset().union(*(server.prepared() for server in servers))
 
 
 @atexit.register
