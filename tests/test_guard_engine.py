@@ -311,6 +311,28 @@ def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
     assert replayed.stdout.splitlines()[-1].startswith("1 finding")
 
 
+def test_replay_stops_when_a_skipped_virtual_environment_stops_being_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder holding `pyvenv.cfg` is not scanned; once the file is gone its modules
+    are, so a recorded run is not replayed (the folder's mtime is recorded)."""
+    files = {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"}
+    files["pkg/env/pyvenv.cfg"] = "home = /usr\n"
+    files["pkg/env/b.py"] = "import os\nos.system('x')\n"
+    src = _tree(tmp_path, files)
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["guard", "--config", "adr.md", "--cache-dir", str(tmp_path.parent / "venv-cache")]
+    _age(tmp_path)
+    assert main(args) == 0
+    assert main(args) == 0  # replayed
+    (src / "pkg" / "env" / "pyvenv.cfg").unlink()
+    _age(tmp_path)  # the old mtimes again: only the folder's listing changed
+    os.utime(src / "pkg" / "env", (1_000_000_100, 1_000_000_100))
+    assert main(args) == 1
+    assert "pkg/env/b.py" in capsys.readouterr().out
+
+
 @pytest.mark.processes
 def test_replay_split_over_a_child_sees_a_change_in_either_half(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

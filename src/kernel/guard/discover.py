@@ -123,10 +123,10 @@ def discover_modules(
     virtual environment, whether ignored or not), paths matching ``exclude`` (globs on
     the path relative to ``root`` or on one name), and what the ``.gitignore`` files say
     from ``gitignore_from`` (a folder at or above ``root``, usually the repository) down.
-    ``visited`` receives every folder walked, every ``.gitignore`` in them and every
-    one looked for above ``root`` (what a warm replay must find unchanged,
-    `kernel.guard.fastpath`); ``excluded`` the
-    dotted names of the folders and modules left out by ``exclude`` or ``.gitignore``.
+    ``visited`` receives every folder walked, every virtual environment's folder left
+    out, every ``.gitignore`` in them and every one looked for above ``root`` (what a
+    warm replay must find unchanged, `kernel.guard.fastpath`); ``excluded`` the dotted
+    names of the folders and modules left out by ``exclude`` or ``.gitignore``.
     """
     top = os.fspath(root)
     ignore = _Ignore(exclude)
@@ -158,11 +158,13 @@ def discover_modules(
         keep = []
         for d in sorted(dirs):
             path = os.path.join(folder, d)
-            if (
-                d == "__pycache__"
-                or d.startswith(".")
-                or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-            ):
+            if d == "__pycache__" or d.startswith("."):
+                continue
+            if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+                if visited is not None:
+                    # Not walked, but a warm replay must see `pyvenv.cfg` go: then the
+                    # folder's modules count (its mtime changes; its parent's does not).
+                    visited.append(path)
                 continue
             if ignore.ignored(path, "/".join([*prefix, d]), is_dir=True):
                 if excluded is not None:
