@@ -244,12 +244,20 @@ def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
     nslimits.join_cgroup(report, cgroup, opts["mem"], (init_r, joined_w))
     if not _relay(chan, report):
         _give_up(child, cgroup, chan)  # PID 1 could not prepare (it reported why)
+    # PID 1 writes the lines kept so far once it has the run, and its memory group's
+    # OOM count before its "done" (the runner's reply).
+    setup = "\0".join(["setup", cgroup, *report.lines])
+    report.lines.clear()
+    os.write(chan, setup.encode())
     if request is None:
-        request = _await(sock)
-        if request is None:
+        # The server hands the run to PID 1 itself (one process less on its way), and
+        # this helper the status fd (for a "done" PID 1 cannot write).
+        status = _await(sock, chan)
+        if status < 0:
             _give_up(child, cgroup, chan)  # discarded by the server
-        report.attach(request[1][2])
-    _hand_to_init(report, chan, request, privileged)
+        report.attach(status)
+    else:
+        _hand_to_init(report, chan, request, privileged)
     _end(report, chan, child, cgroup)
 
 
@@ -281,19 +289,20 @@ def _give_up(child: int, cgroup: str, chan: int) -> NoReturn:
     _exit(1)
 
 
-def _await(sock: int) -> Request | None:
-    """Tell the server this sandbox is ready; its request, or None when discarded."""
+def _await(sock: int, chan: int) -> int:
+    """Tell the server this sandbox is ready, with PID 1's channel (the server sends it
+    the run); the run's status fd, or -1 when discarded."""
     import socket
 
     server = socket.socket(fileno=sock)
     try:
-        server.send(b"ready")
-        message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
+        socket.send_fds(server, [b"ready"], [chan])
+        message, fds, _flags, _addr = socket.recv_fds(server, 64, 1)
     except OSError:
-        return None
+        return -1
     finally:
         server.close()
-    return (message, fds) if message and len(fds) == 4 else None
+    return fds[0] if message == b"status" and len(fds) == 1 else -1
 
 
 def _hand_to_init(report: _Report, chan: int, request: Request, privileged: bool) -> None:
@@ -317,11 +326,12 @@ def _hand_to_init(report: _Report, chan: int, request: Request, privileged: bool
 
 
 def _end(report: _Report, chan: int, child: int, cgroup: str) -> NoReturn:
-    """Once PID 1 is finished (or gone): the OOM evidence, then "done" (the runner's
-    reply), then the teardown: ns and PID 1 exit, the memory group is removed."""
-    os.read(chan, 64)  # "finished", or EOF: PID 1 is gone (an OOM kill may take it)
-    nslimits.cgroup_done(report, cgroup)
-    report("done")
+    """Once PID 1 is finished (it wrote "done"), or gone before that (an OOM kill may
+    take it: then the OOM evidence and "done" here), the teardown: ns and PID 1 exit,
+    the memory group is removed."""
+    if os.read(chan, 64) != b"finished":
+        nslimits.cgroup_done(report, cgroup)
+        report("done")
     os.close(report.fd)
     os.waitpid(child, 0)
     nslimits.remove_cgroup(cgroup)
@@ -437,19 +447,23 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
 
     sock = socket.socket(fileno=os.dup(chan))
     try:
+        setup = sock.recv(1 << 16).decode("utf-8", "surrogateescape").split("\0")
         message, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 5)
     except OSError:
         _exit(1)
     finally:
         sock.close()
-    if not message or len(fds) < 4:
+    if setup[0] != "setup" or not message or len(fds) < 4:
         _exit(1)  # the helper is gone
     os.dup2(fds[0], 1)
     os.dup2(fds[1], 2)
     os.close(fds[0])
     os.close(fds[1])
     report.fd = fds[2]
+    for line in setup[2:]:
+        report(line)
     run_opts, command, env = parse(message)
+    run_opts["cgroup"] = setup[1]
     run_opts["points"] = points
     tree = fds[4] if len(fds) > 4 else -1
     _run(
@@ -469,7 +483,7 @@ def _run(
     process: Command,
 ) -> NoReturn:
     """PID 1 with a request: the tree, the command (its ``process`` waits, confined),
-    its reports, the patch; then "finished" to the helper (``fds``: the patch fd, the
+    its reports, the patch, "done"; then "finished" to the helper (``fds``: the patch fd, the
     idmapped baseline or -1, and the helper's channel)."""
     patch_fd, tree, chan = fds
     uid, gid = int(opts["uid"]), int(opts["gid"])
@@ -521,6 +535,8 @@ def _run(
     ):
         _capture_patch(report, opts, (lower, work, diff), patch_fd, git_env)
     os.close(patch_fd)
+    nslimits.cgroup_done(report, opts["cgroup"])  # read outside too, if PID 1 is killed
+    report("done")
     os.write(chan, b"finished")
     _exit(0)
 

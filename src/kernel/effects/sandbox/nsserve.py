@@ -49,15 +49,23 @@ class _Prepared:
         if it is still preparing); False when it cannot take it."""
         if key != self.key or self.pidfd < 0:
             return False
-        ready, _w, _x = select.select([self.sock.fileno(), self.pidfd], [], [])
-        if self.pidfd in ready:
+        readable, _w, _x = select.select([self.sock.fileno(), self.pidfd], [], [])
+        if self.pidfd in readable:
             return False  # it ended while preparing: the fresh helper reports why
+        chan = -1
         try:
-            if self.sock.recv(16) != b"ready":
+            ready, chans, _flags, _addr = socket.recv_fds(self.sock, 16, 1)
+            chan = chans[0] if chans else -1
+            if ready != b"ready" or chan < 0:
                 return False
-            socket.send_fds(self.sock, [message], fds)
-        except OSError:
-            return False
+            _hand_over(chan, message, fds)
+            # The helper keeps the status fd, for a "done" PID 1 cannot write.
+            socket.send_fds(self.sock, [b"status"], [fds[2]])
+        except (OSError, _Refused):
+            return False  # the fresh helper this request gets reports why
+        finally:
+            if chan >= 0:
+                os.close(chan)
         self.close()
         return True
 
@@ -80,6 +88,40 @@ class _Prepared:
 DEPTH = 2
 """Prepared sandboxes kept per server: each is made while the next two runs go (one
 run's time beside it was not enough on a loaded machine: the request waited for it)."""
+
+
+class _Refused(Exception):
+    """The idmapped baseline cannot be made here."""
+
+
+class _Raise:
+    """`nsview.Reporter` for the server: a failure raises (the request then gets a
+    fresh helper, which reports it)."""
+
+    def fail(self, what: str) -> NoReturn:
+        raise _Refused(what)
+
+
+def _hand_over(chan: int, message: bytes, fds: list[int]) -> None:
+    """Send PID 1 of a prepared sandbox its run, with the idmapped baseline a root
+    runner's overlay needs (the helper would make it: this is a process less).
+
+    Raises:
+        OSError: PID 1 is gone.
+        _Refused: the idmapped baseline cannot be made.
+    """
+    opts = nshelper.parse(message)[0]
+    tree = -1
+    if os.geteuid() == 0 and opts["mode"] == "overlay" and opts["baseline"]:
+        outer = int(opts["outer_uid"]), int(opts["outer_gid"])
+        tree = nsview.idmapped_baseline(_Raise(), opts["baseline"], *outer)
+    sock = socket.socket(fileno=os.dup(chan))
+    try:
+        socket.send_fds(sock, [message], [*fds, tree] if tree >= 0 else fds)
+    finally:
+        sock.close()
+        if tree >= 0:
+            os.close(tree)
 
 
 def serve(sock_fd: int, runner: int) -> NoReturn:
