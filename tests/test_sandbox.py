@@ -511,13 +511,19 @@ def test_leftover_daemon_is_killed_when_the_command_exits(spill: Path) -> None:
     assert _helpers_alive() == []
 
 
-def test_runner_killed_leaves_no_sandbox_behind(tmp_path: Path, spill: Path) -> None:
-    """SIGKILL of the runner kills the sandboxed tree; the next sandbox sweeps its scratch."""
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_runner_killed_leaves_no_sandbox_behind(
+    tmp_path: Path, spill: Path, level: Isolation
+) -> None:
+    """SIGKILL of the runner kills the sandboxed tree; an overlay run leaves no scratch
+    on the host at all, a namespace_copy run's is swept by the next sandbox."""
     runner = textwrap.dedent(f"""
         from pathlib import Path
+        from kernel.corroboration.consensus import Isolation
         from kernel.effects.sandbox import SandboxSpec, run_sandboxed
         marker = "4244" + ".5"
-        run_sandboxed(SandboxSpec(command=("sleep", marker)), spill_dir=Path({str(tmp_path)!r}))
+        spec = SandboxSpec(command=("sleep", marker), isolation=Isolation({level.value!r}))
+        run_sandboxed(spec, spill_dir=Path({str(tmp_path)!r}))
     """)
     before = set(_scratch_dirs())
     proc = subprocess.Popen([sys.executable, "-c", runner])
@@ -534,6 +540,9 @@ def test_runner_killed_leaves_no_sandbox_behind(tmp_path: Path, spill: Path) -> 
         time.sleep(0.05)
     assert _helpers_alive() == []
     left = set(_scratch_dirs()) - before
+    if level is Isolation.OVERLAY:
+        assert left == set()  # everything of an overlay run lived in its namespaces
+        return
     assert len(left) == 1  # the dead runner's scratch dir
     # Its owner is dead: the next sandbox sweeps it at once, however new it is.
     assert sh(spill, "true").status is CaptureStatus.OK

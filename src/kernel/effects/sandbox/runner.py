@@ -246,7 +246,8 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
     out, err, patch = _sinks(spec, spill_dir)
     env, umask = _command_env(spec)
     try:
-        scratch = Scratch()
+        # An overlay run keeps nothing on the host: its scratch is a name only.
+        scratch = Scratch(folder=level is not Isolation.OVERLAY)
     except BaseException:
         for sink in (out, err, patch):
             if sink is not None:
