@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import shutil
 import tempfile
@@ -11,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from kernel.effects.adapters import command_worker
+from kernel.effects.adapters import command, command_worker
 from kernel.effects.adapters.command import PROTECTED_CHECK, tree_digest
 from kernel.effects.adapters.screen import SCREEN_CHECK
 from kernel.effects.orchestrate import load_config, run_detailed
 from kernel.effects.pipeline import run_pipeline
+from kernel.effects.sandbox import run_sandboxed
 from kernel.errors import EffectError
 from kernel.run.record import AttemptErrorCode
 from kernel.run.report import EvidenceState, RunEvidenceReport, build_evidence_report
@@ -246,3 +248,54 @@ def test_tree_digest_sees_content_mode_and_links(tmp_path: Path) -> None:
     third = tree_digest(tmp_path)
     assert len({first, second, third}) == 3
     assert tree_digest(tmp_path) == third
+
+
+def test_the_checks_of_identical_patches_run_once_per_verifier(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two attempts whose patches are the same bytes (two predictions with the same
+    ``model_patch``): the sandboxed checks run once, the second attempt's record carries
+    the same check runs and results (evidence is a function of the patch digest), and
+    its volatile notes name the attempt whose checks ran. Another patch runs its own."""
+    calls: list[str] = []
+    real = run_sandboxed
+
+    def counted(spec: Any, **kwargs: Any) -> Any:
+        calls.append(str(spec.apply_patch))
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(command, "run_sandboxed", counted)  # what verify calls
+    config = _config(
+        scratch,
+        [
+            _attempt("fix", "w-fix", "workers/correct_fix.sh"),
+            _attempt("fix-again", "w-fix-again", "workers/correct_fix.sh"),
+            _attempt("wrong", "w-wrong", "workers/wrong_fix.sh"),
+        ],
+    )
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        outcome = run_detailed(load_config(config), executor=pool)
+    checks = len(json.loads(config.read_text())["verifier"]["checks"])
+    # Calibration ran the declared tests on the baseline (no patch); then two patches.
+    assert calls.count("None") == 1
+    assert len(calls) - 1 == 2 * checks
+    records = {a.attempt_id: a for a in outcome.record.attempts}
+    assert records["fix-again"].check_runs == records["fix"].check_runs
+    assert records["fix-again"].verification is not None
+    assert records["fix"].verification is not None
+    assert records["fix-again"].verification.checks == records["fix"].verification.checks
+    assert records["wrong"].check_runs != records["fix"].check_runs
+    notes = {a.record.attempt_id: a.notes for a in outcome.attempts}
+    assert "checks_shared_from" not in notes["fix"]
+    assert "checks_shared_from" not in notes["wrong"]
+    shared = notes["fix-again"]["checks_shared_from"]
+    assert isinstance(shared, str)
+    assert shared
+    report = build_evidence_report(outcome.record)
+    assert isinstance(report, RunEvidenceReport)
+    states = {a.attempt_id: a.evidence_state for a in report.attempts}
+    assert states == {
+        "fix": EvidenceState.SUPPORTED,
+        "fix-again": EvidenceState.SUPPORTED,
+        "wrong": EvidenceState.REJECTED,
+    }

@@ -204,6 +204,18 @@ class CheckSpec:
         return TrustLevel.IN_PROCESS_TESTS if self.tests else TrustLevel.EXIT_STATUS
 
 
+@attrs.define
+class _Checked:
+    """The sandboxed checks of one patch, as `CommandVerifier.verify` shares them."""
+
+    ran_for: str
+    """The manifest (attempt) whose verification ran them."""
+    results: list[CheckResult] = attrs.Factory(list)
+    runs: list[CheckRun] = attrs.Factory(list)
+    reasons: dict[str, CheckReason] = attrs.Factory(dict)
+    notes: list[tuple[str, object]] = attrs.Factory(list)
+
+
 @attrs.frozen(kw_only=True)
 class CommandVerifier:
     """Verifier ``command``: each check in a fresh sandbox with the candidate patch."""
@@ -217,6 +229,8 @@ class CommandVerifier:
     policy_digest: str
     kind: str = ADAPTER_KIND
     version: str = ADAPTER_VERSION
+    _shared: dict[str, _Checked] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    """Patch digest -> its sandboxed checks, run once per verifier (`verify`)."""
 
     def check_ids(self) -> frozenset[str]:
         """The ids of the checks this verifier reports (the built-in ``protected-paths``
@@ -258,15 +272,47 @@ class CommandVerifier:
     def verify(
         self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
     ) -> VerificationResult:
-        """Run every check on a fresh sandbox of the baseline with the patch applied."""
+        """Run every check on a fresh sandbox of the baseline with the patch applied.
+
+        The sandboxed checks of a patch run once per verifier: another attempt with the
+        same patch bytes (two predictions with the same ``model_patch``) is given the
+        same check results and runs (`_Checked`), and its volatile notes name the
+        attempt whose checks ran (``checks_shared_from``). A check's evidence is a
+        function of the patch digest, never of the attempt (ADR-0004 §2), so its record
+        is the one a second run gives; the admission groups attempts by that digest."""
         data = self._patch(manifest, produced)
         patch_digest = sha256_bytes(data)
-        required_ids = set(work_unit.required_validators)
         results: list[CheckResult] = []
         reasons: dict[str, CheckReason] = {}
         parsed = parse_patch(data)
         results.append(self._patch_rules(parsed, reasons))
         results.append(self._screen(parsed, reasons))
+        checked = self._shared.get(patch_digest)
+        if checked is None:
+            required_ids = set(work_unit.required_validators)
+            checked = self._sandboxed_checks(data, manifest.id, required_ids)
+            # Only a complete run is shared: a verifier failure raised above.
+            self._shared[patch_digest] = checked
+        else:
+            for run in checked.runs:
+                record_check_run(run)
+            for key, value in checked.notes:
+                note(key, value)
+            note("checks_shared_from", checked.ran_for)
+        results += checked.results
+        reasons.update(checked.reasons)
+        return self._verification(work_unit, manifest, tuple(results), reasons)
+
+    def _sandboxed_checks(self, data: bytes, manifest_id: str, required_ids: set[str]) -> _Checked:
+        """Every check of the verifier, each in its own fresh sandbox of the baseline
+        with the patch applied (the check runs and notes recorded as they come)."""
+        patch_digest = sha256_bytes(data)
+        checked = _Checked(ran_for=manifest_id)
+
+        def keep(key: str, value: object) -> None:
+            note(key, value)
+            checked.notes.append((key, value))
+
         # The verifier's own folder: only the patch bytes cross from the worker.
         total_ms = 0
         with private_tempdir("verify") as private:
@@ -298,40 +344,38 @@ class CommandVerifier:
                 except EffectError as e:
                     raise VerifierFailure(f"check {check.id}: sandbox could not run: {e}") from e
                 total_ms += capture.duration_ms
-                note(f"check:{check.id}:ms", capture.duration_ms)
-                note(f"check:{check.id}:stdout_digest", capture.stdout_digest)
-                note(f"check:{check.id}:stderr_digest", capture.stderr_digest)
-                note(f"check:{check.id}:isolation", str(capture.isolation))
+                keep(f"check:{check.id}:ms", capture.duration_ms)
+                keep(f"check:{check.id}:stdout_digest", capture.stdout_digest)
+                keep(f"check:{check.id}:stderr_digest", capture.stderr_digest)
+                keep(f"check:{check.id}:isolation", str(capture.isolation))
                 result, reason, tests, summary, imports = self._result(
                     check, capture, patch_digest, required_ids, plan
                 )
-                note(
+                keep(
                     f"check:{check.id}:{OUTPUT_TAIL}",
                     _output_tail(capture, stdout=not check.tests) + summary,
                 )
-                results.append(result)
+                checked.results.append(result)
                 console.progress(
-                    f"  {manifest.id}: check {check.id} {result.status} ({capture.duration_ms} ms)"
+                    f"  {manifest_id}: check {check.id} {result.status} ({capture.duration_ms} ms)"
                 )
-                record_check_run(
-                    CheckRun(
-                        check_id=check.id,
-                        sandbox=sandbox_run(capture),
-                        reason=reason,
-                        tests=declared_test_results(
-                            check.tests, check.fail_to_pass, tests, imports
-                        ),
-                        trust=check.trust,
-                        environment_digest=check.command.environment_digest,
-                    )
+                run = CheckRun(
+                    check_id=check.id,
+                    sandbox=sandbox_run(capture),
+                    reason=reason,
+                    tests=declared_test_results(check.tests, check.fail_to_pass, tests, imports),
+                    trust=check.trust,
+                    environment_digest=check.command.environment_digest,
                 )
+                record_check_run(run)
+                checked.runs.append(run)
                 weak = below_minimum(capture.isolation)
                 if weak is not None:
                     raise VerifierFailure(f"check {check.id}: {weak}")
                 if reason is not None:
-                    reasons[check.id] = reason
-        note("verifier_ms", total_ms)
-        return self._verification(work_unit, manifest, tuple(results), reasons)
+                    checked.reasons[check.id] = reason
+        keep("verifier_ms", total_ms)
+        return checked
 
     def _patch_rules(
         self, parsed: tuple[FileChange, ...] | PatchRefusal, reasons: dict[str, CheckReason]
