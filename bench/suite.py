@@ -166,12 +166,13 @@ class CpuMeter:
             return
         with contextlib.suppress(OSError):
             (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-        for _try in range(50):
+        for _try in range(300):  # what it started (Dask workers, sandboxes) may be ending
             try:
                 self.group.rmdir()
                 return
             except OSError:
                 time.sleep(0.1)
+        print(f"left {self.group}: a process it started is still running")
 
 
 def _used(meter: CpuMeter, run: Callable[[], float]) -> tuple[float, float | None]:
