@@ -166,13 +166,22 @@ class CpuMeter:
             return
         with contextlib.suppress(OSError):
             (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-        for _try in range(300):  # what it started (Dask workers, sandboxes) may be ending
-            try:
-                self.group.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
-        print(f"left {self.group}: a process it started is still running")
+        try:
+            self.group.rmdir()
+        except OSError:
+            # Processes it started that end with this one (not yet reaped) keep the
+            # group busy: a detached shell, outside the group, removes it after.
+            subprocess.Popen(
+                [
+                    "/bin/sh",
+                    "-c",
+                    'for _ in $(seq 120); do rmdir "$0" 2>/dev/null && exit; sleep 1; done',
+                    str(self.group),
+                ],
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
 
 def _used(meter: CpuMeter, run: Callable[[], float]) -> tuple[float, float | None]:
