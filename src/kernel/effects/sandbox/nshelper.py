@@ -204,6 +204,10 @@ def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(opts["ppid"]):
         _exit(1)
+    tree = -1  # a fresh sandbox's idmapped baseline: made before anything needs undoing
+    if request is not None and privileged and opts["mode"] == "overlay" and opts["baseline"]:
+        outer = int(opts["outer_uid"]), int(opts["outer_gid"])
+        tree = nsview.idmapped_baseline(report, opts["baseline"], *outer)
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
     flags |= 0 if opts["net"] == "1" else _CLONE_NEWNET
     ready_r, ready_w = os.pipe()
@@ -220,7 +224,7 @@ def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
     child = os.fork()
     if child == 0:
         held = request[1] if request is not None else []
-        for fd in (ready_r, go_w, init_r, joined_w, chan, sock, *held):
+        for fd in (ready_r, go_w, init_r, joined_w, chan, sock, tree, *held):
             if fd >= 0:
                 os.close(fd)
         _ns(opts, flags, parent, (ready_w, go_r, theirs), privileged=privileged)
@@ -257,7 +261,7 @@ def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
             _give_up(child, cgroup, chan)  # discarded by the server
         report.attach(status)
     else:
-        _hand_to_init(report, chan, request, privileged)
+        _hand_to_init(chan, request, tree)
     _end(report, chan, child, cgroup)
 
 
@@ -305,18 +309,12 @@ def _await(sock: int, chan: int) -> int:
     return fds[0] if message == b"status" and len(fds) == 1 else -1
 
 
-def _hand_to_init(report: _Report, chan: int, request: Request, privileged: bool) -> None:
-    """Give PID 1 the request (with the idmapped baseline a root runner's overlay
-    needs); keep only the status fd."""
+def _hand_to_init(chan: int, request: Request, tree: int) -> None:
+    """Give PID 1 the request (with the idmapped baseline, or -1); keep only the status
+    fd."""
     import socket
 
     message, fds = request
-    opts = parse(message)[0]
-    tree = -1
-    if privileged and opts["mode"] == "overlay" and opts["baseline"]:
-        tree = nsview.idmapped_baseline(
-            report, opts["baseline"], int(opts["outer_uid"]), int(opts["outer_gid"])
-        )
     sock = socket.socket(fileno=os.dup(chan))
     socket.send_fds(sock, [message], [*fds, tree] if tree >= 0 else fds)
     sock.close()

@@ -59,13 +59,17 @@ class _Prepared:
             if ready != b"ready" or chan < 0:
                 return False
             _hand_over(chan, message, fds)
-            # The helper keeps the status fd, for a "done" PID 1 cannot write.
-            socket.send_fds(self.sock, [b"status"], [fds[2]])
         except (OSError, _Refused):
             return False  # the fresh helper this request gets reports why
         finally:
             if chan >= 0:
                 os.close(chan)
+        # PID 1 has the run (it must never get a second sandbox): the helper keeps the
+        # status fd, for a "done" PID 1 cannot write; gone, it cannot write one either.
+        try:  # noqa: SIM105 - contextlib is not imported in the helper (start-up time)
+            socket.send_fds(self.sock, [b"status"], [fds[2]])
+        except OSError:
+            pass
         self.close()
         return True
 

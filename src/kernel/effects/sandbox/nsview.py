@@ -215,6 +215,7 @@ def idmapped_baseline(report: Reporter, baseline: str, outer_uid: int, outer_gid
         report.fail("open_tree of the baseline")
     idmap = _MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY
     if mount_attr(tree, "", _AT_EMPTY_PATH, idmap, userns) != 0:
+        os.close(tree)  # (ctypes keeps the call's errno for the report)
         report.fail("idmapped mount of the baseline")
     os.set_inheritable(tree, True)
     return tree
