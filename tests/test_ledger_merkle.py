@@ -292,3 +292,20 @@ def test_check_consistency_of_two_heads() -> None:
     assert refused.reason_codes == (ProofReason.OUT_OF_RANGE,)
     with pytest.raises(ParameterTypeError, match="proof"):
         check_consistency("proof", old, new)  # type: ignore[arg-type]
+
+
+@given(st.lists(st.binary(min_size=32, max_size=32), max_size=70))
+def test_appending_an_entry_id_is_appending_its_leaf(raw_ids: list[bytes]) -> None:
+    """For all id sequences, `TreeBuilder.append_entry` (a store's append) grows the
+    same tree as `append` of the id's `leaf_hash`, and returns the same completed roots
+    joined (None where none): the nodes a store row keeps."""
+    fast, reference = TreeBuilder(), TreeBuilder()
+    for raw in raw_ids:
+        entry_id = raw.hex()
+        completed = reference.append(leaf_hash(entry_id))
+        assert fast.append_entry(entry_id) == (b"".join(completed) or None)
+        assert (fast.size, fast.frontier) == (reference.size, reference.frontier)
+        assert fast.root() == reference.root()
+    assert leaf_hash(ENTRY_IDS[0]) == rfc_leaf(bytes.fromhex(ENTRY_IDS[0]))
+    left, right = leaf_hash(ENTRY_IDS[0]), leaf_hash(ENTRY_IDS[1])
+    assert node_hash(left, right) == hashlib.sha256(b"\x01" + left + right).digest()

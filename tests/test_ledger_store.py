@@ -7,18 +7,24 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernel.decide.ledger import (
     GENESIS_ID,
     EntryKind,
+    LedgerHead,
     LedgerReason,
     LedgerRefusal,
     LedgerVerified,
+    next_entry,
     verify_chain,
 )
+from kernel.decide.merkle import TreeBuilder, leaf_hash
 from kernel.effects.cli import main
 from kernel.effects.ledger_store import (
     export_jsonl,
@@ -31,6 +37,7 @@ from kernel.effects.ledger_store import (
     verify_store,
 )
 from kernel.errors import CanonicalizationError, EffectError
+from kernel.strategies import json_values, texts
 
 WRITER = """
 import sys
@@ -541,3 +548,87 @@ def test_a_stale_head_after_the_tail_was_cut_is_refused(tmp_path: Path) -> None:
         with pytest.raises(EffectError, match="head does not match"):
             store.append(EntryKind.REFUSAL, {"x": 1})
         assert [e.seq for e in store.entries()] == [1, 2]
+
+
+def record_rows(
+    steps: list[tuple[EntryKind, dict[str, object]]],
+) -> list[tuple[object, ...]]:
+    """The rows the record path makes: `next_entry` records (every validator) and the
+    tree's completed roots from `TreeBuilder.append` of each `leaf_hash`."""
+    head, tree = LedgerHead.empty(), TreeBuilder()
+    rows: list[tuple[object, ...]] = []
+    for kind, payload in steps:
+        entry = next_entry(head, kind, payload)
+        nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
+        rows.append(
+            (entry.seq, entry.entry_id, entry.prev_id, entry.kind.value, entry.payload_digest,
+             entry.payload, nodes)
+        )  # fmt: skip
+        head = LedgerHead(seq=entry.seq, entry_id=entry.entry_id)
+    return rows
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(EntryKind),
+            st.dictionaries(texts(), json_values(4), max_size=4),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=10,
+    )
+)
+def test_appends_store_exactly_the_record_paths_rows(
+    steps: list[tuple[EntryKind, dict[str, object], bool, bool]],
+) -> None:
+    """For all kind/payload sequences, appended by two connections in turn (one
+    statement after a head a connection knows, the locked path after another's) and
+    durable or not, the stored rows and the returned entries are the record path's:
+    same seq, ids, kind, digest, payload text and Merkle subtree roots."""
+    with tempfile.TemporaryDirectory(prefix="kernel-test-ledger-") as scratch:
+        path = Path(scratch) / "l.sqlite"
+        with opened(path) as first, opened(path) as second:
+            made = [
+                tuple((second if other else first).append(kind, payload, durable=durable))
+                for kind, payload, durable, other in steps
+            ]
+        db = sqlite3.connect(path)
+        stored = db.execute(
+            "SELECT seq, entry_id, prev_id, kind, payload_digest, payload, nodes"
+            " FROM kernel_ledger ORDER BY seq"
+        ).fetchall()
+        db.close()
+    expected = record_rows([(kind, payload) for kind, payload, _, _ in steps])
+    assert stored == expected
+    assert made == [row[:6] for row in expected]
+
+
+def test_a_failed_insert_leaves_the_connections_tree_as_the_ledger(tmp_path: Path) -> None:
+    """An append the database refuses for another reason than another writer (here the
+    write lock held elsewhere, no busy wait) is an error, and the connection's next
+    appends keep every row's Merkle roots right: its tree does not keep the leaf that
+    failed."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    with opened(path) as store:
+        store.append(EntryKind.DECISION, {"i": 3})
+        store._db.execute("PRAGMA busy_timeout=0")  # type: ignore[attr-defined]
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(EffectError, match="ledger append failed"):
+            store.append(EntryKind.DECISION, {"i": "lost"})
+        holder.execute("ROLLBACK")
+        holder.close()
+        for i in range(4, 9):
+            store.append(EntryKind.DECISION, {"i": i})
+        outcome = verify_store(store, anchors={})
+        assert isinstance(outcome, LedgerVerified)
+        assert tree_head(store).root_hash == outcome.root_hash
+    db = sqlite3.connect(path)
+    stored = db.execute(
+        "SELECT seq, entry_id, prev_id, kind, payload_digest, payload, nodes"
+        " FROM kernel_ledger ORDER BY seq"
+    ).fetchall()
+    db.close()
+    assert stored == record_rows([(EntryKind.DECISION, {"i": i}) for i in range(9)])

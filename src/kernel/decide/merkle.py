@@ -20,9 +20,7 @@ import attrs
 
 from kernel.errors import ParameterValueError
 from kernel.records.codec import UNSEALED, Identity, Record, seal
-from kernel.records.identity import (
-    sha256_bytes,
-)
+from kernel.records.identity import sha256_bytes, sha256_digest
 from kernel.records.values import Count, Digest, Digests, Refusal, boundary
 
 __all__ = [
@@ -129,12 +127,12 @@ _EMPTY_ROOT: Final = bytes.fromhex(sha256_bytes(b""))
 
 def leaf_hash(entry_id: str) -> bytes:
     """The RFC 9162 leaf hash of an entry: SHA-256(0x00 || the entry id's 32 bytes)."""
-    return bytes.fromhex(sha256_bytes(b"\x00" + bytes.fromhex(entry_id)))
+    return sha256_digest(b"\x00" + bytes.fromhex(entry_id))
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """The RFC 9162 interior node hash: SHA-256(0x01 || left || right)."""
-    return bytes.fromhex(sha256_bytes(b"\x01" + left + right))
+    return sha256_digest(b"\x01" + left + right)
 
 
 class TreeBuilder:
@@ -159,6 +157,25 @@ class TreeBuilder:
             completed.append(node)
             rest >>= 1
         self.frontier.append(node)
+        return completed
+
+    def append_entry(self, entry_id: str) -> bytes | None:
+        """Add the leaf of an entry id a caller made (a store's append: 64 lowercase hex,
+        not checked again); returns the perfect subtree roots it completes, level 1 up,
+        joined (None when it completes none): a row's ``nodes``. `append` and
+        `leaf_hash` inline, without a list: every append makes one."""
+        node = sha256_digest(b"\x00" + bytes.fromhex(entry_id))
+        frontier = self.frontier
+        self.size = rest = self.size + 1
+        if rest & 1:
+            frontier.append(node)
+            return None
+        completed = b""
+        while not rest & 1:
+            node = sha256_digest(b"\x01" + frontier.pop() + node)
+            completed += node
+            rest >>= 1
+        frontier.append(node)
         return completed
 
     def root(self) -> bytes:

@@ -346,7 +346,8 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, create: bool) -> None:
         self._path = path
-        self._known: tuple[tuple[int, str], TreeBuilder] | None = None
+        # This connection's last append: its seq, id and the tree up to it.
+        self._known: tuple[int, str, TreeBuilder] | None = None
         self._snapshot: tuple[int, int] | None = None
         # A ledger written before the tail mark keeps its head in a row of its own
         # (read-only openers cannot move it to the mark).
@@ -419,50 +420,56 @@ class SqliteStore:
         self, kind: EntryKind, payload: Mapping[str, object], *, durable: bool = False
     ) -> NewEntry:
         try:
-            if not durable:
-                return self._append(kind, payload)
-            # FULL syncs the log at this commit: this entry and every one before it.
-            self._db.execute("PRAGMA synchronous=FULL")
-            try:
-                return self._append(kind, payload)
-            finally:
-                self._db.execute("PRAGMA synchronous=NORMAL")
+            if durable:
+                return self._append_durable(kind, payload)
+            known = self._known
+            if known is not None:
+                entry = self._append_after(kind, payload, *known)
+                if entry is not None:
+                    return entry
+            return self._append_locked(kind, payload)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: ledger append failed ({e})") from e
 
-    def _append(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
-        if self._known is not None:
-            entry = self._append_after(kind, payload, *self._known)
-            if entry is not None:
-                return entry
-        return self._append_locked(kind, payload)
+    def _append_durable(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
+        # FULL syncs the log at this commit: this entry and every one before it.
+        self._db.execute("PRAGMA synchronous=FULL")
+        try:
+            known = self._known
+            entry = None if known is None else self._append_after(kind, payload, *known)
+            return self._append_locked(kind, payload) if entry is None else entry
+        finally:
+            self._db.execute("PRAGMA synchronous=NORMAL")
 
     def _append_after(
-        self,
-        kind: EntryKind,
-        payload: Mapping[str, object],
-        head: tuple[int, str],
+        self, kind: EntryKind, payload: Mapping[str, object], seq: int, head_id: str,
         tree: TreeBuilder,
-    ) -> NewEntry | None:
-        """The one-statement append after a head this connection knows; None when the
-        ledger moved on (another writer) and the locked path must decide."""
-        # The head is this connection's own last append (made by `new_entry`).
-        entry = entry_after(*head, kind, payload if type(payload) is dict else dict(payload))
-        # The tree grows in place: when the insert does not land it is dropped.
-        nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
-        seq, entry_id, prev_id, entry_kind, payload_digest, text = entry
+    ) -> NewEntry | None:  # fmt: skip
+        """The one-statement append after a head this connection appended (so made by
+        `new_entry`, not checked again); None when the ledger moved on (another
+        writer) and the locked path must decide. The payload and kind are checked
+        (`entry_after`); nothing this connection made is."""
+        entry = entry_after(seq, head_id, kind, payload if type(payload) is dict else dict(payload))
+        entry_id = entry[1]
         try:
             # One plain INSERT, its own transaction: the trigger refuses it unless the
             # last row is still ``head``, marked; the key refuses a seq another writer
             # took. One cursor for every append (no cursor object per call); the kind
             # as its plain text (binding an enum member takes sqlite3's adapter lookup).
+            # The tree grows in place, its new roots the row's ``nodes``.
             self._cursor.execute(
-                _INSERT, (seq, entry_id, prev_id, entry_kind._value_, payload_digest, text, nodes)
-            )
-        except sqlite3.IntegrityError:
+                _INSERT,
+                (seq + 1, entry_id, head_id, kind._value_, entry[4], entry[5],
+                 tree.append_entry(entry_id)),
+            )  # fmt: skip
+        except sqlite3.Error as e:
+            # The tree holds a leaf the ledger does not: the locked path rebuilds it
+            # from the stored roots (a busy or full disk as much as another writer).
             self._known = None
-            return None
-        self._known = ((seq, entry_id), tree)
+            if isinstance(e, sqlite3.IntegrityError):
+                return None
+            raise
+        self._known = (seq + 1, entry_id, tree)
         return entry
 
     def _append_locked(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
@@ -475,13 +482,12 @@ class SqliteStore:
             head = _check_head(last, last, self._path)
             entry = new_entry(head, kind, dict(payload))
             tree = TreeBuilder(head[0], [self.perfect(*part) for part in frontier_of(head[0])])
-            nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
-            self._db.execute(_INSERT, (*_row(entry), nodes))
+            self._db.execute(_INSERT, (*_row(entry), tree.append_entry(entry.entry_id)))
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._known = ((entry.seq, entry.entry_id), tree)
+        self._known = (entry.seq, entry.entry_id, tree)
         return entry
 
     def perfect(self, level: int, index: int) -> bytes:
@@ -633,7 +639,7 @@ class PostgresStore:
                 )
                 entry = new_entry(head, kind, dict(payload))
                 tree = self._frontier(head)
-                nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
+                nodes = tree.append_entry(entry.entry_id)
                 self._db.execute(
                     "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest,"
                     " payload, nodes) VALUES (%s, %s, %s, %s, %s, %s, %s)",

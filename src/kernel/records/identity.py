@@ -50,6 +50,7 @@ __all__ = [
     "is_digest",
     "keyed_tag_matches",
     "sha256_bytes",
+    "sha256_digest",
     "sha256_hex",
     "sha256_prevalidated",
     "sha256_python_json",
@@ -124,6 +125,17 @@ def sha256_bytes(data: bytes) -> str:
         TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
     """
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_digest(data: bytes) -> bytes:
+    """SHA-256 of raw bytes as its 32 bytes: what a Merkle tree hashes (RFC 9162 leaf and
+    node hashes take and give raw digests; a hex round trip per hash is measurable in a
+    ledger append).
+
+    Raises:
+        TypeError: ``data`` is not bytes-like.
+    """
+    return hashlib.sha256(data).digest()
 
 
 def keyed_tag_matches(key: bytes, data: bytes, tag: bytes) -> bool:
