@@ -115,6 +115,76 @@ def test_allow_reach_accepts_one_package_effects_only() -> None:
     assert [v.line for v in without] == [2, 3, 4, 5]
 
 
+INSTANCES = """\
+import time
+def _read_config():
+    with open("cfg") as fh:
+        return fh.read()
+class Formatter:
+    def __init__(self):
+        self.text = open("fmt").read()
+class Thing:
+    def __init__(self, clock=None, formatter_class=Formatter):
+        self.clock = clock or time.time
+        self.cfg = _read_config()
+        self.formatter_class = formatter_class
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return None
+    def stamp(self):
+        return self.clock()
+    def config(self):
+        return self.cfg
+    def plain(self):
+        with self:
+            return len(self.cfg)
+    def formatted(self):
+        return self.formatter_class()
+    def anything(self):
+        return self.unknown()
+"""
+
+
+def test_an_instance_attribute_is_what_was_stored_not_the_constructor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A method using ``self`` does not build the instance again: reading an attribute
+    a call filled (``self.cfg = _read_config()``) opens nothing, ``with self`` runs
+    only ``__enter__``/``__exit__``; a stored reference is followed
+    (``self.clock = clock or time.time``, then ``self.clock()``), so is a parameter's
+    default stored as it is (``formatter_class=Formatter``); an attribute no method
+    stores still stands for the constructor."""
+    from kernel.guard import effects
+
+    (tmp_path / "kg_instances_lib.py").write_text(INSTANCES, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def forbidden(name: str) -> bool:
+        return name in ("builtins.open", "time.time")
+
+    def chain(member: str) -> tuple[str, ...] | None:
+        return effects.effect_chain(f"kg_instances_lib.Thing.{member}", forbidden, {})
+
+    assert chain("config") is None
+    assert chain("plain") is None
+    assert chain("stamp") == (
+        "kg_instances_lib.Thing.stamp",
+        "kg_instances_lib.Thing.clock",
+        "time.time",
+    )
+    formatted = chain("formatted")
+    assert formatted is not None
+    assert formatted[-3:] == (
+        "kg_instances_lib.Formatter",
+        "kg_instances_lib.Formatter.__init__",
+        "builtins.open",
+    )
+    anything = chain("anything")
+    assert anything is not None
+    assert "kg_instances_lib.Thing.__init__" in anything  # through the constructor
+
+
 def test_allow_reach_is_a_list_of_module_patterns(tmp_path: Path) -> None:
     md = tmp_path / "p.md"
     head = '```guard\n[[rules]]\nname="r"\nmodules=["m"]\nforbid-calls=["open"]\n'

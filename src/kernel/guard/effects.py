@@ -16,6 +16,13 @@ Rules this module enforces:
   instances of its classes (``root = RootLogger(WARNING)``; a local ``tree =
   ElementTree()`` in a function), ``self``/``cls`` in methods and inherited methods
   (a method a class does not define is looked up in its bases, in order);
+- a method's use of ``self`` builds nothing: ``self.x`` is what the class's methods
+  store in ``x`` (the names the stored value is made of; a call in it ran when it was
+  stored; a parameter stored as it is brings its default: ``formatter_class=
+  HelpFormatter``), ``with self:`` is ``__enter__`` and ``__exit__``, and only an
+  attribute that neither the class nor its bases define or store stands for the
+  constructor's references; of a dotted name only the whole is a reference
+  (``self.x.y`` is not also ``Class`` and ``Class.x``);
 - a name used only as an operand of ``is``/``is not`` is compared, not run
   (``if self is random._inst``): it is not a reference;
 - a branch taken only when the caller sets a bit flag (``if flags & SRE_FLAG_DEBUG:``
@@ -181,6 +188,7 @@ class _Reader:
         self.refs: dict[str, tuple[str, ...]] = {}
         self.bases: dict[str, tuple[str, ...]] = {}
         self.instances: dict[str, str] = {}
+        self.attributes: dict[str, dict[str, None]] = {}  # ``Class.attr`` -> refs
 
     def read(self) -> Summary:
         for node in ast.walk(self.tree):
@@ -223,11 +231,17 @@ class _Reader:
         self.bases[stmt.name] = tuple(b for b in bases if b is not None)
         own = f"{self.module}.{stmt.name}"
         self.refs[stmt.name] = (f"{own}.__init__", f"{own}.__new__")
+        self.attributes.clear()
         for sub in stmt.body:
             if isinstance(sub, _FUNCS):
                 self.refs[f"{stmt.name}.{sub.name}"] = self._body_refs(sub, stmt.name)
             elif isinstance(sub, ast.Assign):
                 self._assign(sub.targets, sub.value, f"{stmt.name}.")
+        # An attribute a method stores on ``self`` is what was stored (``self.clock =
+        # clock or datetime.now``), not the constructor: an attribute no method stores
+        # still stands for the constructor's references (`_expand`).
+        for member, refs in self.attributes.items():
+            self.refs.setdefault(member, tuple(refs))
 
     def _assign(self, targets: list[ast.expr], value: ast.expr, prefix: str) -> None:
         for target in targets:
@@ -282,7 +296,53 @@ class _Reader:
         for part in (*fn.decorator_list, *fn.args.defaults, *fn.body):
             for ref in self._refs_in(part, cls, local_types, skipped):
                 out[ref] = None
+        if cls is not None:
+            self._stored(fn, cls, local_types, skipped)
         return tuple(out)
+
+    def _stored(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        cls: str,
+        local_types: dict[str, str],
+        skipped: set[int],
+    ) -> None:
+        """What the method stores on ``self`` (``self.x = value``), by attribute: the
+        names the stored value is made of (``clock or datetime.now``), and for a
+        parameter stored as it is, its default (``formatter_class=HelpFormatter``)."""
+        defaults = _param_defaults(fn.args)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    found = self.attributes.setdefault(f"{cls}.{target.attr}", {})
+                    # A call in the value ran when it was stored; reading the attribute
+                    # later runs none of it (``self.jupyter = _is_jupyter()``).
+                    ran = {
+                        id(n)
+                        for c in ast.walk(value)
+                        if isinstance(c, ast.Call)
+                        for n in ast.walk(c)
+                    }
+                    for ref in self._refs_in(value, cls, local_types, skipped | ran):
+                        found[ref] = None
+                    for name in ast.walk(value):
+                        if (
+                            isinstance(name, ast.Name)
+                            and name.id in defaults
+                            and id(name) not in ran
+                        ):
+                            for ref in self._refs_in(defaults[name.id], None, {}):
+                                found[ref] = None
 
     def _refs_in(
         self,
@@ -292,6 +352,7 @@ class _Reader:
         skipped: set[int] | None = None,
     ) -> Iterator[str]:
         skip = set(skipped or ())
+        inner: set[int] = set()
         for sub in ast.walk(node):
             if isinstance(sub, ast.Compare) and all(
                 isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops
@@ -299,7 +360,24 @@ class _Reader:
                 skip.update(id(n) for side in (sub.left, *sub.comparators) for n in _chain(side))
             if id(sub) in skip:
                 continue
-            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load):
+            if isinstance(sub, ast.Attribute):
+                # ``self.x.y`` references ``Class.x.y``, not ``Class`` (its constructor)
+                # nor ``Class.x`` on their own: the walk meets the inner names next.
+                inner.update(id(n) for n in _chain(sub.value))
+            elif isinstance(sub, (ast.With, ast.AsyncWith)):
+                # ``with self:`` runs the instance's __enter__ and __exit__.
+                for item in sub.items:
+                    q = self._resolve(item.context_expr, cls, local_types)
+                    if q is not None and isinstance(item.context_expr, (ast.Name, ast.Attribute)):
+                        yield f"{q}.__enter__"
+                        yield f"{q}.__exit__"
+            if (
+                isinstance(sub, (ast.Name, ast.Attribute))
+                and isinstance(sub.ctx, ast.Load)
+                and id(sub) not in inner
+                # The instance itself (``with self``, ``f(self)``) builds nothing.
+                and not (isinstance(sub, ast.Name) and sub.id == "self" and cls is not None)
+            ):
                 q = self._resolve(sub, cls, local_types)
                 if q is not None:
                     yield q
@@ -329,6 +407,17 @@ class _Reader:
         ):
             return f"{self.module}.{cls}.__super__"
         return None
+
+
+def _param_defaults(args: ast.arguments) -> dict[str, ast.expr]:
+    """Each parameter with a default -> the default's expression."""
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    out = {a.arg: d for a, d in zip(with_default, args.defaults, strict=True)}
+    out.update(
+        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    return out
 
 
 def _flag_test(test: ast.expr, params: set[str]) -> bool:
@@ -396,8 +485,10 @@ def _expand(q: str) -> tuple[str, ...]:
         return tuple(".".join([b, *tail[1:]]) for b in bases.get(head, ()))
     if member in refs:
         return refs[member]
-    if head in bases:
+    if bases.get(head):
         return tuple(".".join([b, *tail]) for b in bases[head])
+    # An attribute neither the class nor its bases define or store (set by `setattr`,
+    # by a caller): whatever the constructor references may be behind it.
     return refs.get(head, ())
 
 
