@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import enum
 import inspect
 import json
 import sys
-import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,8 +47,20 @@ from kernel.corroboration.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.corroboration.consensus import CaptureStatus, RunObservation, build_consensus
 from kernel.effects.commands.bind_selftest import reference_chain
 from kernel.effects.files import atomic_write_bytes
-from kernel.records.codec import Record, compute_id, identity_payload, kind_validators, nested_form
+from kernel.records.codec import Record, compute_id, identity_payload, nested_form
 from kernel.records.identity import canonical_json, sha256_bytes
+from kernel.records.shapes import (
+    EnumShape,
+    FixedTuple,
+    Kinded,
+    LiteralShape,
+    RecordShape,
+    Scalar,
+    Shape,
+    UnionShape,
+    VarTuple,
+    shape_of,
+)
 from kernel.records.values import Kind, kind_of
 from kernel.search.binding import (
     CandidateAttemptRunBinding,
@@ -146,38 +156,47 @@ def _records(module: ModuleType) -> list[type[Record]]:
 
 def _json_type(hint: Any) -> str:
     """How a field's value is written in JSON, naming nested records and enums."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint is str:
-        return "string"
-    if hint is int:
-        return "integer"
-    if hint is bool:
-        return "boolean"
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return f"string ({hint.__name__})"
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return f"`{hint.__name__}`"
-    if origin is typing.Literal:
-        # As JSON writes them: "1" for a string, false for a bool.
-        return " or ".join(json.dumps(a) for a in args)
-    if origin in (types.UnionType, typing.Union):
-        members = [_json_type(a) for a in args if a is not type(None)]
-        return " or ".join(members) + (" or null" if type(None) in args else "")
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return f"array of {_json_type(args[0])}"
-    if origin is tuple:
-        return "[" + ", ".join(_json_type(a) for a in args) + "]"
-    if isinstance(hint, type) and hint.__name__ == "StrEnum":  # a refusal's base field
-        return "string (reason code)"
+    return _shape_json_type(shape_of(hint))
+
+
+def _shape_json_type(shape: Shape) -> str:
+    match shape:
+        case Scalar(hint=hint) if hint is not type(None):
+            return {str: "string", int: "integer", bool: "boolean"}[hint]
+        case EnumShape(hint=hint):
+            return f"string ({hint.__name__})"
+        case RecordShape(hint=hint):
+            return f"`{hint.__name__}`"
+        case LiteralShape(values=values):
+            # As JSON writes them: "1" for a string, false for a bool.
+            return " or ".join(json.dumps(a) for a in values)
+        case UnionShape(members=members, optional=optional):
+            return " or ".join(_shape_json_type(m) for m in members) + (
+                " or null" if optional else ""
+            )
+        case VarTuple(item=item):
+            return f"array of {_shape_json_type(item)}"
+        case FixedTuple(items=items):
+            return "[" + ", ".join(_shape_json_type(item) for item in items) + "]"
     return "JSON value"
 
 
 def _kinds(hint: Any) -> list[Kind | None]:
     """The field kinds an annotation names, wherever they sit (``tuple[Count, ...]``)."""
-    found = [kind_of(v) for v in kind_validators(hint)]
-    inner = typing.get_args(hint)[:1] if found else typing.get_args(hint)
-    return found + [k for arg in inner for k in _kinds(arg)]
+    return _shape_kinds(shape_of(hint))
+
+
+def _shape_kinds(shape: Shape) -> list[Kind | None]:
+    match shape:
+        case Kinded(inner=inner, validators=validators):
+            return [kind_of(v) for v in validators] + _shape_kinds(inner)
+        case UnionShape(members=members):
+            return [k for member in members for k in _shape_kinds(member)]
+        case VarTuple(item=item):
+            return _shape_kinds(item)
+        case FixedTuple(items=items):
+            return [k for item in items for k in _shape_kinds(item)]
+    return []
 
 
 def _typed(hint: Any, extra: Any, validator: object) -> str:

@@ -27,10 +27,8 @@ it existed stay valid, and the CLI readers take its absence as the default (``nu
 from __future__ import annotations
 
 import argparse
-import enum
 import importlib.resources
 import sys
-import types
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,8 +42,20 @@ from kernel.decide.decision import HumanDecisionRecord
 from kernel.effects.files import atomic_write_bytes
 from kernel.effects.run_config import RunConfig
 from kernel.errors import ConfigError
-from kernel.records.codec import Record, kind_validators, tag_of
+from kernel.records.codec import Record, tag_of
 from kernel.records.identity import canonical_json
+from kernel.records.shapes import (
+    EnumShape,
+    FixedTuple,
+    Kinded,
+    LiteralShape,
+    RecordShape,
+    Scalar,
+    Shape,
+    UnionShape,
+    VarTuple,
+    shape_of,
+)
 from kernel.records.values import Kind, kind_of
 from kernel.run.record import RunRecord
 from kernel.run.replay import ReplayCheck
@@ -135,8 +145,7 @@ def _apply(kind: Kind, schema: dict[str, Any]) -> None:
         target.update(dict(kind.schema))
 
 
-def _is_record(hint: object) -> bool:
-    return isinstance(hint, type) and issubclass(hint, Record)
+_JSON_TYPES: Final = {str: "string", int: "integer", bool: "boolean", type(None): "null"}
 
 
 class _Builder:
@@ -147,53 +156,49 @@ class _Builder:
         self.defaults_optional = defaults_optional
 
     def hint(self, hint: Any) -> dict[str, Any]:
-        origin = typing.get_origin(hint)
-        if origin is typing.Annotated:
-            schema = self.hint(typing.get_args(hint)[0])
-            for validator in kind_validators(hint):
-                kind = kind_of(validator)
-                if kind is not None:
-                    _apply(kind, schema)
-            return schema
-        if hint is str:
-            return {"type": "string"}
-        if hint is int:
-            return {"type": "integer"}
-        if hint is bool:
-            return {"type": "boolean"}
-        if hint is type(None) or hint is None:
-            return {"type": "null"}
-        if origin in (types.UnionType, typing.Union):
-            members = [a for a in typing.get_args(hint) if a is not type(None)]
-            if len(members) > 1 and not all(_is_record(m) for m in members):
-                # Literals beside at most one record (`kernel.records.parsers`).
-                return {"anyOf": [self.hint(a) for a in typing.get_args(hint)]}
-            if len(members) > 1:  # a tagged union of records (`kernel.records.codec.tag_of`)
-                tag, _ = tag_of(tuple(members))
-                inner = {"oneOf": [self.hint(m) for m in members], "discriminator": tag}
-                if len(members) == len(typing.get_args(hint)):
-                    return inner
-                return {"anyOf": [inner, {"type": "null"}]}
-            return {"anyOf": [self.hint(members[0]), {"type": "null"}]}
-        if origin is typing.Literal:
-            values = typing.get_args(hint)
-            return {"const": values[0]} if len(values) == 1 else {"enum": list(values)}
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            return {"enum": [m.value for m in hint]}
-        if isinstance(hint, type) and issubclass(hint, Record):
-            self.record(hint)
-            return {"$ref": f"#/$defs/{hint.__name__}"}
-        if origin is tuple:
-            args = typing.get_args(hint)
-            if len(args) == 2 and args[1] is Ellipsis:
-                return {"type": "array", "items": self.hint(args[0])}
-            return {
-                "type": "array",
-                "prefixItems": [self.hint(a) for a in args],
-                "minItems": len(args),
-                "maxItems": len(args),
-            }
-        raise TypeError(f"no schema for {hint!r}")
+        return self.shape(shape_of(hint))
+
+    def shape(self, shape: Shape) -> dict[str, Any]:
+        match shape:
+            case Kinded(inner=inner, validators=validators):
+                schema = self.shape(inner)
+                for validator in validators:
+                    kind = kind_of(validator)
+                    if kind is not None:
+                        _apply(kind, schema)
+                return schema
+            case Scalar(hint=hint):
+                return {"type": _JSON_TYPES[hint]}
+            case UnionShape(members=members, optional=optional):
+                return self.union(members, optional=optional)
+            case LiteralShape(values=values):
+                return {"const": values[0]} if len(values) == 1 else {"enum": list(values)}
+            case EnumShape(hint=hint):
+                return {"enum": [m.value for m in hint]}
+            case RecordShape(hint=hint):
+                self.record(hint)
+                return {"$ref": f"#/$defs/{hint.__name__}"}
+            case VarTuple(item=item):
+                return {"type": "array", "items": self.shape(item)}
+            case FixedTuple(items=items):
+                return {
+                    "type": "array",
+                    "prefixItems": [self.shape(item) for item in items],
+                    "minItems": len(items),
+                    "maxItems": len(items),
+                }
+        raise TypeError(f"no schema for {shape.hint!r}")
+
+    def union(self, members: tuple[Shape, ...], *, optional: bool) -> dict[str, Any]:
+        null = [{"type": "null"}] if optional else []
+        if len(members) > 1 and not all(isinstance(m, RecordShape) for m in members):
+            # Literals beside at most one record (`kernel.records.parsers`).
+            return {"anyOf": [self.shape(m) for m in members] + null}
+        if len(members) > 1:  # a tagged union of records (`kernel.records.codec.tag_of`)
+            tag, _ = tag_of(tuple(m.hint for m in members))
+            inner = {"oneOf": [self.shape(m) for m in members], "discriminator": tag}
+            return {"anyOf": [inner, *null]} if optional else inner
+        return {"anyOf": [self.shape(members[0]), *null]}
 
     def record(self, cls: type[Record]) -> dict[str, Any]:
         name = cls.__name__

@@ -53,9 +53,9 @@ from kernel.records.rules import (
     field_check,
     field_checks,
     item_getter,
-    kind_validators,
     short_repr,
 )
+from kernel.records.shapes import kind_validators
 
 # The rules' and parsers' public names are re-exported: a module above the records
 # imports the codec alone (the guard's allow-lists name it, ADR-0002 and ADR-0232).

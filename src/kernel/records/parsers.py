@@ -1,6 +1,6 @@
 """Parsers and encoders: how ``from_dict`` reads, and ``to_dict`` writes, each field.
 
-`compile_field` compiles an annotation once into a parser (JSON value -> field value,
+`compile_field` compiles an annotation's shape (`kernel.records.shapes`) into a parser (JSON value -> field value,
 raising `RecordError` at a document path) and an encoder (None when the value is
 already JSON). A nested record is parsed by the codec's spec of its class, which the
 codec passes in as ``nested`` (a record class -> its parser): this module never
@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import enum
 import operator
-import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
 from kernel.errors import RecordError
 from kernel.records.identity import MAX_SAFE_INT, is_canonical_str
-from kernel.records.rules import is_record_class, short_repr
+from kernel.records.rules import short_repr
+from kernel.records.shapes import (
+    EnumShape,
+    FixedTuple,
+    LiteralShape,
+    RecordShape,
+    Scalar,
+    Shape,
+    UnionShape,
+    VarTuple,
+    is_record_class,
+    shape_of,
+)
 
 __all__ = ["tag_of"]
 
@@ -60,59 +71,73 @@ def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encode
         TypeError: ``hint`` is a type no record field may have (named with ``where``),
             or a union of records no field tags apart (`tag_of`).
     """
-    origin = typing.get_origin(hint)
-    if hint is str or hint is int or hint is bool:
-        return _exact(hint), None
-    if hint is type(None):
-        return _exact(type(None)), None
-    if origin in (types.UnionType, typing.Union):
-        members = [a for a in typing.get_args(hint) if a is not type(None)]
-        inner_parse: Parser
-        inner_encode: Encoder | None
-        if len(members) > 1 and not all(is_record_class(m) for m in members):
-            inner_parse, inner_encode = _compile_mixed(tuple(members), where, nested)
-        elif len(members) > 1:
-            inner_parse, inner_encode = _compile_tagged(tuple(members), where, nested)
-        else:
-            inner_parse, inner_encode = compile_field(members[0], where, nested)
-        if len(members) == len(typing.get_args(hint)):
-            return inner_parse, inner_encode
+    return _compile(shape_of(hint), where, nested)
 
-        def parse_optional(value: object, path: str, verify: bool) -> object:
-            return None if value is None else inner_parse(value, path, verify)
 
-        if inner_encode is None:
-            return parse_optional, None
-        encode_inner = inner_encode
-        return parse_optional, lambda v: None if v is None else encode_inner(v)
-    if origin is typing.Literal:
-        allowed = typing.get_args(hint)
+def _compile(shape: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:
+    match shape:
+        case Scalar(hint=hint):
+            return _exact(hint), None
+        case UnionShape(members=members, optional=optional):
+            return _compile_union(members, optional, where, nested)
+        case LiteralShape(values=allowed):
+            return _literal_parser(allowed), None
+        case EnumShape(hint=hint):
+            return _enum_parser(hint), operator.attrgetter("value")
+        case RecordShape(hint=hint):
+            return _record_parser(hint, nested), operator.methodcaller("to_dict")
+        case VarTuple(item=item):
+            return _compile_var_tuple(item, where, nested)
+        case FixedTuple(items=items):
+            return _compile_fixed_tuple(items, where, nested)
+    raise TypeError(f"{where}: unsupported field type {shape.hint!r}")
 
-        def parse_literal(value: object, path: str, _verify: bool) -> object:
-            # Same exact type as well as equal: `Literal[False]` never admits 0, and
-            # `Literal["1"]` never admits 1.
-            if not any(type(value) is type(a) and value == a for a in allowed):
-                raise RecordError(path, f"expected one of {list(allowed)}, got {short_repr(value)}")
-            return value
 
-        return parse_literal, None
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return _enum_parser(hint), operator.attrgetter("value")
-    if is_record_class(hint):
-        record_cls: type = hint
-        # Looked up at the first value, not here (a record class may hold itself), then
-        # kept: the codec's parser of a class never changes.
-        resolved: list[Parser] = []
+def _compile_union(
+    members: tuple[Shape, ...], optional: bool, where: str, nested: Nested
+) -> tuple[Parser, Encoder | None]:
+    inner_parse: Parser
+    inner_encode: Encoder | None
+    if len(members) > 1 and not all(isinstance(m, RecordShape) for m in members):
+        inner_parse, inner_encode = _compile_mixed(members, where, nested)
+    elif len(members) > 1:
+        inner_parse, inner_encode = _compile_tagged(members, where, nested)
+    else:
+        inner_parse, inner_encode = _compile(members[0], where, nested)
+    if not optional:
+        return inner_parse, inner_encode
 
-        def parse_record(value: object, path: str, verify: bool) -> object:
-            if not resolved:
-                resolved.append(nested(record_cls))
-            return resolved[0](value, path, verify)
+    def parse_optional(value: object, path: str, verify: bool) -> object:
+        return None if value is None else inner_parse(value, path, verify)
 
-        return parse_record, operator.methodcaller("to_dict")
-    if origin is tuple:
-        return _compile_tuple(typing.get_args(hint), where, nested)
-    raise TypeError(f"{where}: unsupported field type {hint!r}")
+    if inner_encode is None:
+        return parse_optional, None
+    encode_inner = inner_encode
+    return parse_optional, lambda v: None if v is None else encode_inner(v)
+
+
+def _literal_parser(allowed: tuple[Any, ...]) -> Parser:
+    def parse_literal(value: object, path: str, _verify: bool) -> object:
+        # Same exact type as well as equal: `Literal[False]` never admits 0, and
+        # `Literal["1"]` never admits 1.
+        if not any(type(value) is type(a) and value == a for a in allowed):
+            raise RecordError(path, f"expected one of {list(allowed)}, got {short_repr(value)}")
+        return value
+
+    return parse_literal
+
+
+def _record_parser(record_cls: type, nested: Nested) -> Parser:
+    # Looked up at the first value, not here (a record class may hold itself), then
+    # kept: the codec's parser of a class never changes.
+    resolved: list[Parser] = []
+
+    def parse_record(value: object, path: str, verify: bool) -> object:
+        if not resolved:
+            resolved.append(nested(record_cls))
+        return resolved[0](value, path, verify)
+
+    return parse_record
 
 
 def tag_of(members: tuple[type, ...], where: str = "union") -> tuple[str, dict[str, Any]]:
@@ -144,8 +169,10 @@ def tag_of(members: tuple[type, ...], where: str = "union") -> tuple[str, dict[s
     )
 
 
-def _compile_tagged(members: tuple[Any, ...], where: str, nested: Nested) -> tuple[Parser, Encoder]:
-    tag, by_value = tag_of(members, where)
+def _compile_tagged(
+    members: tuple[Shape, ...], where: str, nested: Nested
+) -> tuple[Parser, Encoder]:
+    tag, by_value = tag_of(tuple(m.hint for m in members), where)
     allowed = sorted(by_value)
 
     def parse_tagged(value: object, path: str, verify: bool) -> object:
@@ -162,19 +189,21 @@ def _compile_tagged(members: tuple[Any, ...], where: str, nested: Nested) -> tup
     return parse_tagged, operator.methodcaller("to_dict")
 
 
-def _compile_mixed(members: tuple[Any, ...], where: str, nested: Nested) -> tuple[Parser, Encoder]:
+def _compile_mixed(
+    members: tuple[Shape, ...], where: str, nested: Nested
+) -> tuple[Parser, Encoder]:
     """A union of literals and at most one record (``CalibrationEntry | Literal[False]``):
     an object is read by the record, any other value must be one of the literals."""
-    records = [m for m in members if is_record_class(m)]
-    literal_members = [m for m in members if typing.get_origin(m) is typing.Literal]
-    literals = tuple(a for m in literal_members for a in typing.get_args(m))
+    records = [m for m in members if isinstance(m, RecordShape)]
+    literal_members = [m for m in members if isinstance(m, LiteralShape)]
+    literals = tuple(a for m in literal_members for a in m.values)
     if len(records) > 1 or len(records) + len(literal_members) < len(members):
         raise TypeError(
             f"{where}: a union of several types must be a union of records, or of literals "
             "and at most one record"
         )
-    parse_literal = compile_field(typing.Literal[literals], where, nested)[0]
-    parse_record = compile_field(records[0], where, nested)[0] if records else parse_literal
+    parse_literal = _literal_parser(literals)
+    parse_record = _record_parser(records[0].hint, nested) if records else parse_literal
 
     def parse_mixed(value: object, path: str, verify: bool) -> object:
         if type(value) is dict:
@@ -194,22 +223,24 @@ def _compile_mixed(members: tuple[Any, ...], where: str, nested: Nested) -> tupl
     return parse_mixed, encode_mixed
 
 
-def _compile_tuple(
-    args: tuple[Any, ...], where: str, nested: Nested
+def _compile_var_tuple(item: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:
+    item_parse, item_encode = _compile(item, where, nested)
+
+    def parse_var(value: object, path: str, verify: bool) -> object:
+        if type(value) is not list and type(value) is not tuple:
+            raise RecordError(path, f"expected an array, got {json_type(value)}")
+        return tuple(item_parse(item, f"{path}[{i}]", verify) for i, item in enumerate(value))
+
+    if item_encode is None:
+        return parse_var, list
+    encode_item = item_encode
+    return parse_var, lambda v: [encode_item(x) for x in v]
+
+
+def _compile_fixed_tuple(
+    items: tuple[Shape, ...], where: str, nested: Nested
 ) -> tuple[Parser, Encoder | None]:
-    if len(args) == 2 and args[1] is Ellipsis:
-        item_parse, item_encode = compile_field(args[0], where, nested)
-
-        def parse_var(value: object, path: str, verify: bool) -> object:
-            if type(value) is not list and type(value) is not tuple:
-                raise RecordError(path, f"expected an array, got {json_type(value)}")
-            return tuple(item_parse(item, f"{path}[{i}]", verify) for i, item in enumerate(value))
-
-        if item_encode is None:
-            return parse_var, list
-        encode_item = item_encode
-        return parse_var, lambda v: [encode_item(x) for x in v]
-    compiled = [compile_field(a, where, nested) for a in args]
+    compiled = [_compile(item, where, nested) for item in items]
     size = len(compiled)
 
     def parse_fixed(value: object, path: str, verify: bool) -> object:

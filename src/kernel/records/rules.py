@@ -1,10 +1,9 @@
 """Construction rules: what each field annotation admits when a record is built.
 
-`field_check` compiles an annotation once into a rule that checks a value at a path
-(raising `FieldError`) and a fast ``accepts`` answer; `kernel.records.codec` runs a
-record class's rules on every construction (ADR-0007). This module never imports the
-codec: it tells a record class by its ``__identity__`` (`is_record_class`), so the
-codec can compile its specs from here without a cycle.
+`field_check` compiles an annotation's shape (`kernel.records.shapes`) once into a rule
+that checks a value at a path (raising `FieldError`) and a fast ``accepts`` answer;
+`kernel.records.codec` runs a record class's rules on every construction (ADR-0007).
+This module never imports the codec, so the codec can compile its specs from here.
 """
 
 from __future__ import annotations
@@ -12,38 +11,31 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-import types
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from kernel.errors import FieldError
 from kernel.records.identity import MAX_SAFE_INT, is_canonical_str
+from kernel.records.shapes import (
+    Anything,
+    EnumShape,
+    FixedTuple,
+    Kinded,
+    LiteralShape,
+    RecordShape,
+    Scalar,
+    Shape,
+    UnionShape,
+    VarTuple,
+    is_record_class,
+    shape_of,
+)
 
 __all__ = [
     "describe_found",
     "field_check",
-    "is_record_class",
-    "kind_validators",
     "short_repr",
 ]
-
-
-def is_record_class(hint: object) -> bool:
-    """True when ``hint`` is a record class (`kernel.records.codec.Record` or a
-    subclass): every one carries the codec's ``__identity__``."""
-    return isinstance(hint, type) and hasattr(hint, "__identity__")
-
-
-def kind_validators(hint: Any) -> tuple[Callable[[Any, Any, Any], None], ...]:
-    """The validators an ``Annotated`` hint carries (callables marked with a kind)."""
-    if typing.get_origin(hint) is not typing.Annotated:
-        return ()
-    return tuple(
-        item
-        for item in typing.get_args(hint)[1:]
-        if callable(item) and getattr(item, "kernel_kind", None) is not None
-    )
 
 
 _Check = Callable[[object, str], None]
@@ -113,34 +105,38 @@ def field_check(hint: Any, where: str) -> _Check | None:
 
 
 def _rule(hint: Any, where: str) -> _Rule | None:
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        validators = kind_validators(hint)
-        if not validators:
-            return _rule(typing.get_args(hint)[0], where)
-        return _kind_rule(validators)
-    if hint is str:
-        return _Rule(_check_str, _accepts_str, frozenset({str}))
-    if hint is int:
-        return _Rule(_check_int, _accepts_int, frozenset({int}))
-    if hint is bool or hint is type(None):
-        return _typed_rule(_exact_check(hint), frozenset({hint}))
-    if isinstance(hint, type) and (issubclass(hint, enum.Enum) or is_record_class(hint)):
-        # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
-        # refusal base class) admits the members of any subclass, which subclasses narrow.
-        if issubclass(hint, enum.Enum) and not list(hint):
+    return _shape_rule(shape_of(hint), where)
+
+
+def _shape_rule(shape: Shape, where: str) -> _Rule | None:
+    match shape:
+        case Kinded(validators=validators):
+            return _kind_rule(validators)
+        case Scalar(hint=hint) if hint is str:
+            return _Rule(_check_str, _accepts_str, frozenset({str}))
+        case Scalar(hint=hint) if hint is int:
+            return _Rule(_check_int, _accepts_int, frozenset({int}))
+        case Scalar(hint=hint):
+            return _typed_rule(_exact_check(hint), frozenset({hint}))
+        case EnumShape(hint=hint, abstract=True):
+            # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
+            # refusal base class) admits the members of any subclass, which subclasses narrow.
             abstract: type = hint
             return _Rule(_class_check(hint), lambda value: isinstance(value, abstract), None)
-        return _typed_rule(_class_check(hint), frozenset({hint}))
-    if origin is typing.Literal:
-        return _literal_rule(typing.get_args(hint))
-    if origin in (types.UnionType, typing.Union):
-        return _union_rule(typing.get_args(hint), where)
-    if origin is tuple:
-        return _tuple_rule(typing.get_args(hint), where)
-    if hint is object or hint is Any:
-        return None
-    raise TypeError(f"{where}: no construction check for field type {hint!r}")
+        case EnumShape(hint=hint) | RecordShape(hint=hint):
+            return _typed_rule(_class_check(hint), frozenset({hint}))
+        case LiteralShape(values=values):
+            return _literal_rule(values)
+        case UnionShape(members=members, optional=optional):
+            none = (shape_of(type(None)),) if optional else ()
+            return _union_rule((*members, *none), where)
+        case VarTuple(item=item):
+            return _tuple_rule((item,), where, variadic=True)
+        case FixedTuple(items=items):
+            return _tuple_rule(items, where, variadic=False)
+        case Anything(hint=hint) if hint is object or hint is Any:
+            return None
+    raise TypeError(f"{where}: no construction check for field type {shape.hint!r}")
 
 
 def _kind_rule(validators: tuple[Callable[[Any, Any, Any], None], ...]) -> _Rule:
@@ -298,14 +294,14 @@ def describe_found(value: object) -> str:
     return kind
 
 
-def _union_rule(members: tuple[Any, ...], where: str) -> _Rule | None:
-    rules = [_rule(member, where) for member in members]
+def _union_rule(members: tuple[Shape, ...], where: str) -> _Rule | None:
+    rules = [_shape_rule(member, where) for member in members]
     known = [r for r in rules if r is not None]
     if len(known) < len(rules):
         return None
-    names = " | ".join(_type_name(member) for member in members)
+    names = " | ".join(_type_name(member.hint) for member in members)
     # ``X | None``: a wrong value is explained by X's own check (which item, which rule).
-    proper = [r.check for m, r in zip(members, known, strict=True) if m is not type(None)]
+    proper = [r.check for m, r in zip(members, known, strict=True) if m.hint is not type(None)]
     explain = proper[0] if len(proper) == 1 else None
     optional = len(proper) < len(members)
 
@@ -332,7 +328,9 @@ def _union_rule(members: tuple[Any, ...], where: str) -> _Rule | None:
 
     if all(r.types is not None for r in known):
         return _typed_rule(check_union, frozenset().union(*(r.types or () for r in known)))
-    inner = tuple(r.accepts for r, m in zip(known, members, strict=True) if m is not type(None))
+    inner = tuple(
+        r.accepts for r, m in zip(known, members, strict=True) if m.hint is not type(None)
+    )
     if optional and len(inner) == 1:
         (only,) = inner
         return _Rule(check_union, lambda value: value is None or only(value), None)
@@ -349,9 +347,8 @@ def _type_name(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
-def _tuple_rule(args: tuple[Any, ...], where: str) -> _Rule:
-    variadic = len(args) == 2 and args[1] is Ellipsis
-    items = [_rule(a, where) for a in (args[:1] if variadic else args)]
+def _tuple_rule(shapes: tuple[Shape, ...], where: str, *, variadic: bool) -> _Rule:
+    items = [_shape_rule(shape, where) for shape in shapes]
     checks = [None if item is None else item.check for item in items]
 
     def check_tuple(value: object, path: str) -> None:

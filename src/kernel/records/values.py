@@ -47,9 +47,8 @@ import enum
 import functools
 import itertools
 import re
-import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Final, ParamSpec, TypeVar
 
 import attrs
@@ -65,6 +64,22 @@ from kernel.records.codec import (
     short_repr,
 )
 from kernel.records.identity import MAX_SAFE_INT, is_canonical_str, is_digest
+from kernel.records.shapes import (
+    ClassShape,
+    EnumShape,
+    FixedTuple,
+    LiteralShape,
+    MappingShape,
+    OtherGeneric,
+    RecordShape,
+    Scalar,
+    SequenceShape,
+    Shape,
+    TypeShape,
+    UnionShape,
+    VarTuple,
+    shape_of,
+)
 
 __all__ = [
     "BudgetCharge",
@@ -621,58 +636,78 @@ def _describe(hint: object) -> str:
 
 def _mismatch(value: object, hint: Any, path: str) -> tuple[str, str, str] | None:
     """``(path, expected, found)`` for the first part of ``value`` not of type ``hint``."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
+    return _shape_mismatch(value, shape_of(hint), path)
+
+
+def _shape_mismatch(value: object, shape: Shape, path: str) -> tuple[str, str, str] | None:
     ok: bool
-    if origin is None:
-        if hint is None or hint is type(None):
-            ok = value is None
-        elif hint is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif hint is bool:
-            ok = type(value) is bool
-        elif isinstance(hint, type) and hint is not object:
+    match shape:
+        case Scalar(hint=hint):
+            # bool is no int; a str or int subclass is one (a parameter, not a field).
+            ok = type(value) is bool if hint is bool else isinstance(value, hint)
+            ok = ok and not (hint is int and isinstance(value, bool))
+        case EnumShape(hint=hint) | RecordShape(hint=hint) | ClassShape(hint=hint):
             ok = isinstance(value, hint)
-        else:
-            return None  # object, Any, type variables: anything goes
-    elif origin in (types.UnionType, typing.Union):
-        ok = any(_mismatch(value, member, path) is None for member in args)
-    elif origin is typing.Literal:
-        ok = any(type(value) is type(choice) and value == choice for choice in args)
-    elif origin is tuple or origin in (collections.abc.Sequence, list):
-        ok = type(value) is tuple if origin is tuple else isinstance(value, list | tuple)
-        if ok:
-            return _items_mismatch(typing.cast("tuple[object, ...]", value), args, path)
-    elif origin in (collections.abc.Mapping, dict):
-        ok = isinstance(value, collections.abc.Mapping)
-        if isinstance(value, collections.abc.Mapping) and len(args) == 2:
-            for key, item in value.items():
-                problem = _mismatch(key, args[0], f"{path} key {short_repr(key)}")
-                problem = problem or _mismatch(item, args[1], f"{path}[{short_repr(key)}]")
-                if problem is not None:
-                    return problem
-    elif origin is type:
-        ok = isinstance(value, type) and (
-            not isinstance(args[0], type) or issubclass(value, args[0])
-        )
-    elif origin in (collections.abc.Iterable, collections.abc.Iterator):
-        ok = isinstance(value, origin)  # its items are the function's to check (one pass)
-    else:
-        return None  # Callable, ...: checked by the function itself
-    return None if ok else (path, _describe(hint), describe_found(value))
+        case UnionShape(members=members, optional=optional):
+            ok = (optional and value is None) or any(
+                _shape_mismatch(value, member, path) is None for member in members
+            )
+        case LiteralShape(values=values):
+            ok = any(type(value) is type(choice) and value == choice for choice in values)
+        case VarTuple(item=item) | SequenceShape(item=item):
+            ok = (
+                type(value) is tuple
+                if isinstance(shape, VarTuple)
+                else isinstance(value, list | tuple)
+            )
+            if ok:
+                return _items_mismatch(typing.cast("tuple[object, ...]", value), None, item, path)
+        case FixedTuple(items=items):
+            ok = type(value) is tuple
+            if ok:
+                return _items_mismatch(typing.cast("tuple[object, ...]", value), items, None, path)
+        case MappingShape(key=key, value=item):
+            ok = isinstance(value, collections.abc.Mapping)
+            if ok:
+                return _entries_mismatch(
+                    typing.cast("Mapping[object, object]", value), key, item, path
+                )
+        case TypeShape(bound=bound):
+            ok = isinstance(value, type) and (
+                not isinstance(bound, type) or issubclass(value, bound)
+            )
+        case OtherGeneric(origin=origin) if origin in (
+            collections.abc.Iterable,
+            collections.abc.Iterator,
+        ):
+            # Its items are the function's to check (one pass).
+            ok = isinstance(value, typing.cast("type", origin))
+        case _:
+            # object, Any, type variables, Callable (and kinds, which the parameter hints
+            # of `boundary` never carry): checked by the function itself.
+            return None
+    return None if ok else (path, _describe(shape.hint), describe_found(value))
+
+
+def _entries_mismatch(
+    value: Mapping[object, object], key: Shape, item: Shape, path: str
+) -> tuple[str, str, str] | None:
+    for name, entry in value.items():
+        problem = _shape_mismatch(name, key, f"{path} key {short_repr(name)}")
+        problem = problem or _shape_mismatch(entry, item, f"{path}[{short_repr(name)}]")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _items_mismatch(
-    value: tuple[object, ...], args: tuple[Any, ...], path: str
+    value: tuple[object, ...], fixed: tuple[Shape, ...] | None, each: Shape | None, path: str
 ) -> tuple[str, str, str] | None:
-    if (len(args) == 2 and args[1] is Ellipsis) or len(args) == 1:
-        kinds = [args[0]] * len(value)
-    elif len(args) != len(value):
-        return (path, f"{len(args)} items", f"{len(value)} items")
-    else:
-        kinds = list(args)
-    for index, (item, kind) in enumerate(zip(value, kinds, strict=True)):
-        problem = _mismatch(item, kind, f"{path}[{index}]")
+    if fixed is not None and len(fixed) != len(value):
+        return (path, f"{len(fixed)} items", f"{len(value)} items")
+    shapes = fixed if fixed is not None else (typing.cast("Shape", each),) * len(value)
+    for index, (item, shape) in enumerate(zip(value, shapes, strict=True)):
+        problem = _shape_mismatch(item, shape, f"{path}[{index}]")
         if problem is not None:
             return problem
     return None

@@ -8,21 +8,32 @@ the fast way to draw whole, consistent runs; these reach every record class.
 
 from __future__ import annotations
 
-import enum
-import types
 import typing
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import attrs
 from hypothesis import strategies as st
 
 from kernel.errors import FieldError
-from kernel.records.codec import Record, kind_validators
+from kernel.records.codec import Record
 from kernel.records.identity import MAX_SAFE_INT
+from kernel.records.shapes import (
+    EnumShape,
+    FixedTuple,
+    Kinded,
+    LiteralShape,
+    RecordShape,
+    Scalar,
+    Shape,
+    UnionShape,
+    VarTuple,
+    shape_of,
+)
 from kernel.records.values import kind_of
 from kernel.strategies.values import of_kind, texts
 
-__all__ = ["from_annotation", "records_of"]
+__all__ = ["from_annotation", "from_shape", "records_of"]
 
 R = TypeVar("R", bound=Record)
 
@@ -33,36 +44,47 @@ def from_annotation(hint: Any) -> st.SearchStrategy[Any]:
     Raises:
         TypeError: ``hint`` is not part of the vocabulary.
     """
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        kinds = [kind_of(validator) for validator in kind_validators(hint)]
-        # The kind states the whole rule; metadata that is no kind adds nothing.
-        return of_kind(kinds[0]) if kinds and kinds[0] else from_annotation(hint.__origin__)
-    if hint is str:
-        return texts()
-    if hint is int:
-        return st.integers(min_value=-MAX_SAFE_INT, max_value=MAX_SAFE_INT)
-    if hint is bool:
-        return st.booleans()
-    if hint is type(None):
-        return st.none()
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        members = list(hint)
-        return st.sampled_from(members) if members else st.nothing()
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return st.deferred(lambda: records_of(hint))
-    if origin is typing.Literal:
-        return st.sampled_from(typing.get_args(hint))
-    if origin in (types.UnionType, typing.Union):
-        return st.one_of([from_annotation(member) for member in typing.get_args(hint)])
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            items = from_annotation(args[0])
+    return from_shape(shape_of(hint))
+
+
+def from_shape(shape: Shape) -> st.SearchStrategy[Any]:
+    """Values a field of ``shape`` admits (`from_annotation` of its annotation).
+
+    Raises:
+        TypeError: the shape is not part of the field vocabulary.
+    """
+    match shape:
+        case Kinded(inner=inner, validators=validators):
+            # The first kind states the whole rule (metadata that is no kind adds nothing).
+            kind = kind_of(validators[0])
+            return of_kind(kind) if kind is not None else from_shape(inner)
+        case Scalar(hint=hint):
+            return _SCALARS[hint]()
+        case EnumShape(hint=hint, abstract=abstract):
+            return st.nothing() if abstract else st.sampled_from(list(hint))
+        case RecordShape(hint=hint):
+            record_cls = hint
+            return st.deferred(lambda: records_of(record_cls))
+        case LiteralShape(values=values):
+            return st.sampled_from(values)
+        case UnionShape(members=members, optional=optional):
+            drawn = [from_shape(member) for member in members]
+            return st.one_of([*drawn, st.none()] if optional else drawn)
+        case VarTuple(item=item):
+            items = from_shape(item)
             # An abstract enum (`Refusal.reason_codes`) has no members to draw.
             return st.just(()) if items.is_empty else st.lists(items, max_size=3).map(tuple)
-        return st.tuples(*(from_annotation(arg) for arg in args))
-    raise TypeError(f"no strategy for field type {hint!r}")
+        case FixedTuple(items=items):
+            return st.tuples(*(from_shape(item) for item in items))
+    raise TypeError(f"no strategy for field type {shape.hint!r}")
+
+
+_SCALARS: Final[dict[object, Callable[[], st.SearchStrategy[Any]]]] = {
+    str: texts,
+    int: lambda: st.integers(min_value=-MAX_SAFE_INT, max_value=MAX_SAFE_INT),
+    bool: st.booleans,
+    type(None): st.none,
+}
 
 
 def records_of(cls: type[R]) -> st.SearchStrategy[R]:
