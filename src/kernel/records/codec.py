@@ -37,7 +37,6 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -55,7 +54,14 @@ from kernel.records.rules import (
     item_getter,
     short_repr,
 )
-from kernel.records.shapes import kind_validators
+from kernel.records.shapes import (
+    RecordShape,
+    Shape,
+    UnionShape,
+    VarTuple,
+    kind_validators,
+    shape_of,
+)
 
 # The rules' and parsers' public names are re-exported: a module above the records
 # imports the codec alone (the guard's allow-lists name it, ADR-0002 and ADR-0232).
@@ -591,46 +597,49 @@ def _record_converters(
 
 
 def _record_converter(hint: Any, cached: bool) -> Callable[[Any], object] | None:
-    origin = typing.get_origin(hint)
-    if isinstance(hint, type) and issubclass(hint, Record):
-        record_cls: type[Record] = hint
-        # A class not compiled yet is looked up at the first call, not here: a record
-        # class may hold itself (or one not yet fully defined) in a field.
-        known = _SPECS.get(record_cls)
-        if known is not None:
-            return known.raw_nested if cached else known.fresh_nested
-        resolved: list[Callable[[Any], object]] = []
+    return _shape_converter(shape_of(hint), cached)
 
-        def convert(value: Any) -> object:
-            if not resolved:
-                spec = _spec(record_cls)
-                resolved.append(spec.raw_nested if cached else spec.fresh_nested)
-            return resolved[0](value)
 
-        return convert
-    if origin in (types.UnionType, typing.Union):
-        args = typing.get_args(hint)
-        inner = [_record_converter(a, cached) for a in args]
-        found = [c for c in inner if c is not None]
-        if not found:
-            return None
-        if len(found) > 1:  # a tagged union: each value is converted by its own class
-            if cached:
-                return lambda value: None if value is None else _spec(type(value)).raw_nested(value)
-            return lambda value: None if value is None else _spec(type(value)).fresh_nested(value)
-        convert_member = found[0]
-        if any(c is None and a is not type(None) for a, c in zip(args, inner, strict=True)):
-            # A record mixed with literals (`CalibrationEntry | Literal[False]`).
-            return lambda value: convert_member(value) if isinstance(value, Record) else value
-        return lambda value: None if value is None else convert_member(value)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            convert_item = _record_converter(args[0], cached)
+def _shape_converter(shape: Shape, cached: bool) -> Callable[[Any], object] | None:
+    match shape:
+        case RecordShape(hint=record_cls):
+            # A class not compiled yet is looked up at the first call, not here: a record
+            # class may hold itself (or one not yet fully defined) in a field.
+            known = _SPECS.get(record_cls)
+            if known is not None:
+                return known.raw_nested if cached else known.fresh_nested
+            resolved: list[Callable[[Any], object]] = []
+
+            def convert(value: Any) -> object:
+                if not resolved:
+                    spec = _spec(record_cls)
+                    resolved.append(spec.raw_nested if cached else spec.fresh_nested)
+                return resolved[0](value)
+
+            return convert
+        case UnionShape(members=members):
+            return _union_converter(members, cached)
+        case VarTuple(item=item):
+            convert_item = _shape_converter(item, cached)
             if convert_item is not None:
                 item_fn = convert_item
                 return lambda value: list(map(item_fn, value))
     return None
+
+
+def _union_converter(members: tuple[Shape, ...], cached: bool) -> Callable[[Any], object] | None:
+    found = [c for c in (_shape_converter(m, cached) for m in members) if c is not None]
+    if not found:
+        return None
+    if len(found) > 1:  # a tagged union: each value is converted by its own class
+        if cached:
+            return lambda value: None if value is None else _spec(type(value)).raw_nested(value)
+        return lambda value: None if value is None else _spec(type(value)).fresh_nested(value)
+    convert_member = found[0]
+    if len(found) < len(members):
+        # A record mixed with literals (`CalibrationEntry | Literal[False]`).
+        return lambda value: convert_member(value) if isinstance(value, Record) else value
+    return lambda value: None if value is None else convert_member(value)
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:

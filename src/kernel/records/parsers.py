@@ -1,10 +1,10 @@
 """Parsers and encoders: how ``from_dict`` reads, and ``to_dict`` writes, each field.
 
-`compile_field` compiles an annotation's shape (`kernel.records.shapes`) into a parser (JSON value -> field value,
-raising `RecordError` at a document path) and an encoder (None when the value is
-already JSON). A nested record is parsed by the codec's spec of its class, which the
-codec passes in as ``nested`` (a record class -> its parser): this module never
-imports the codec, which compiles its specs from here.
+`compile_field` compiles an annotation's shape (`kernel.records.shapes`) into a parser
+(JSON value -> field value, raising `RecordError` at a document path) and an encoder
+(None when the value is already JSON). A nested record is parsed by the codec's spec
+of its class, which the codec passes in as ``nested`` (a record class -> its parser):
+this module never imports the codec, which compiles its specs from here.
 """
 
 from __future__ import annotations
