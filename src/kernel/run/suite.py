@@ -3,8 +3,10 @@ and the suite summary (SWE-bench's resolved table), as records.
 
 Pure: records in, records out (the runner is `kernel.effects.suite`). Rules enforced:
 
-- **calibration** (`calibrate`): before any candidate is judged, the declared tests run
-  on the baseline (and on the optional reference patch). A test whose module cannot be
+- **calibration** (`calibrate`; `calibrate_checks` for every declared-tests check of a
+  verifier: each check's rows under its id, the reasons of all): before any candidate
+  is judged, the declared tests run on the baseline (and on the optional reference
+  patch). A test whose module cannot be
   imported on the baseline never ran: ``environment_error_test_module_not_importable``
   (a missing dependency, an id naming no module; the row names the missing module),
   whichever list it is in, and only that (not the reference's failing it too). Every
