@@ -229,8 +229,10 @@ class CommandVerifier:
     policy_digest: str
     kind: str = ADAPTER_KIND
     version: str = ADAPTER_VERSION
-    _shared: dict[str, _Checked] = attrs.field(factory=dict, init=False, eq=False, repr=False)
-    """Patch digest -> its sandboxed checks, run once per verifier (`verify`)."""
+    _shared: dict[tuple[str, frozenset[str]], _Checked] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+    """(patch digest, required checks) -> its sandboxed checks, run once (`verify`)."""
 
     def check_ids(self) -> frozenset[str]:
         """The ids of the checks this verifier reports (the built-in ``protected-paths``
@@ -287,12 +289,12 @@ class CommandVerifier:
         parsed = parse_patch(data)
         results.append(self._patch_rules(parsed, reasons))
         results.append(self._screen(parsed, reasons))
-        checked = self._shared.get(patch_digest)
+        required_ids = frozenset(work_unit.required_validators)
+        checked = self._shared.get((patch_digest, required_ids))
         if checked is None:
-            required_ids = set(work_unit.required_validators)
-            checked = self._sandboxed_checks(data, manifest.id, required_ids)
+            checked = self._sandboxed_checks(data, manifest.id, set(required_ids))
             # Only a complete run is shared: a verifier failure raised above.
-            self._shared[patch_digest] = checked
+            self._shared[patch_digest, required_ids] = checked
         else:
             for run in checked.runs:
                 record_check_run(run)
