@@ -991,3 +991,28 @@ def test_a_teardown_still_running_is_invisible_to_the_next_run(spill: Path) -> N
     assert "4243.5" not in text
     assert "mine" not in text
     assert int(text.splitlines()[0]) <= 5  # PID 1, the shell, its pipeline
+
+
+def test_the_host_view_is_kept_until_its_folders_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system and /etc pieces a sandbox shows are looked up again whenever the
+    folder holding them changes (an entry made, removed or replaced)."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "a").write_text("x\n")
+    names = (str(etc / "a"), str(etc / "b"))
+    monkeypatch.setattr(sandbox_runner, "SYSTEM_BINDS", ())
+    monkeypatch.setattr(sandbox_runner, "ETC_BINDS", names)
+    monkeypatch.setattr(sandbox_runner, "_HOST", [])
+    later = time.time_ns() + 60 * 10**9
+    monkeypatch.setattr(time, "time_ns", lambda: later)  # every stamp counts as settled
+    assert sandbox_runner._host_entries() == ([], (names[0],))
+    assert sandbox_runner._host_entries() == ([], (names[0],))
+    (etc / "b").mkdir()
+    os.utime(etc, ns=(later, later))  # file times are coarse: make the change distinct
+    assert sandbox_runner._host_entries() == ([(names[1], "")], (names[0],))
+    (etc / "a").unlink()
+    (etc / "a").symlink_to("b")
+    os.utime(etc, ns=(later + 1, later + 1))
+    assert sandbox_runner._host_entries() == ([(names[0], "b"), (names[1], "")], ())

@@ -533,14 +533,7 @@ def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, 
     Raises:
         EffectError: a path of `SandboxSpec.ro_binds` does not exist.
     """
-    entries, copies = [], []
-    for path in (*SYSTEM_BINDS, *ETC_BINDS):
-        if os.path.islink(path):
-            entries.append((path, os.readlink(path)))  # shown as the same link
-        elif os.path.isfile(path) and path in ETC_BINDS:
-            copies.append(path)
-        elif os.path.exists(path):
-            entries.append((path, ""))
+    entries, copies = _host_entries()
     extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
     program = spec.command[0] if spec.command else ""
     if program.startswith("/"):
@@ -552,6 +545,37 @@ def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, 
         extra.add(os.path.realpath(path))
     entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
     return entries, tuple(copies)
+
+
+_HOST: list[tuple[tuple[int, ...], list[tuple[str, str]], tuple[str, ...]]] = []
+"""`_host_entries`' last answer and the stamp of the folders holding its paths."""
+
+
+def _host_entries() -> tuple[list[tuple[str, str]], tuple[str, ...]]:
+    """`SYSTEM_BINDS` and `ETC_BINDS` as the host has them (links, small files to copy,
+    folders), kept while the folders holding them (``/``, ``/etc``) are unchanged: an
+    entry made, removed or replaced there changes its folder's mtime. A stamp younger
+    than a second is not trusted (file times are coarser than a run), as git treats a
+    racy index entry. ~90 stat calls a run less (~1 ms on the critical path)."""
+    paths = (*SYSTEM_BINDS, *ETC_BINDS)
+    try:
+        infos = [os.stat(folder) for folder in sorted({os.path.dirname(p) for p in paths})]
+    except OSError:
+        infos = []
+    stamp = tuple(x for i in infos for x in (i.st_dev, i.st_ino, i.st_mtime_ns, i.st_ctime_ns))
+    if _HOST and _HOST[0][0] == stamp and stamp:
+        return list(_HOST[0][1]), _HOST[0][2]
+    entries, copies = [], []
+    for path in paths:
+        if os.path.islink(path):
+            entries.append((path, os.readlink(path)))  # shown as the same link
+        elif os.path.isfile(path) and path in ETC_BINDS:
+            copies.append(path)
+        elif os.path.exists(path):
+            entries.append((path, ""))
+    settled = time.time_ns() - max((i.st_ctime_ns for i in infos), default=0) > 10**9
+    _HOST[:] = [(stamp if infos and settled else (), entries, tuple(copies))]
+    return list(entries), tuple(copies)
 
 
 def _python_prefixes(folder: str) -> list[str]:
