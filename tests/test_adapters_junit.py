@@ -398,6 +398,53 @@ def test_honest_frame_users_are_not_tampering(tmp_path: Path) -> None:
     assert collected.outcomes["test_m.H.test_x"] == "passed"
 
 
+ASYNC_AND_MOCK = """
+import asyncio, types, unittest, unittest.mock
+
+
+@types.coroutine
+def tick():
+    yield
+
+
+class H(unittest.TestCase):
+    def test_x(self):
+        self.assertEqual(unittest.mock.Mock(return_value=3)(), 3)
+        self.assertEqual(asyncio.run(asyncio.sleep(0, result=4)), 4)
+"""
+
+SWAP_THROUGH_COROUTINE = """
+import types, unittest
+
+
+def gen():
+    yield
+
+
+def swap():
+    gen.__code__ = (lambda: (yield)).__code__
+
+
+class H(unittest.TestCase):
+    def test_x(self):
+        types.coroutine(gen)  # allowed: only a flag of gen's own code
+        swap()  # a swap from tree code is still a finding
+"""
+
+
+def test_importing_asyncio_or_mock_is_not_tampering(tmp_path: Path) -> None:
+    """`types.coroutine` replaces a generator function's code with a copy flagged as a
+    coroutine (asyncio does at import, and unittest.mock imports asyncio): no finding.
+    A real code swap beside it still is."""
+    (tmp_path / "test_m.py").write_text(ASYNC_AND_MOCK)
+    collected, _plan, _stream = _check(tmp_path, "test_m.H.test_x")
+    assert collected.findings == ()
+    assert collected.outcomes["test_m.H.test_x"] == "passed"
+    (tmp_path / "test_m.py").write_text(SWAP_THROUGH_COROUTINE)
+    collected, _plan, _stream = _check(tmp_path, "test_m.H.test_x")
+    assert any("__code__" in f for f in collected.findings), collected.findings
+
+
 # The runner's record of executed modules (a class attribute of the loader) and
 # sys.modules pointed at a module built from another tree file name, whose T passes: the
 # loader's exec_module swapped and put back by its own next call.

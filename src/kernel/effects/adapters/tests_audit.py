@@ -46,6 +46,11 @@ _ALWAYS = frozenset(
     }
 )
 _FROM_TREE = frozenset({"sys._getframe", "marshal.loads", "marshal.load"})
+# `types.coroutine` marks a generator function as a coroutine by giving it its own code
+# with one more flag (asyncio does so at import, so does whatever imports asyncio, such
+# as unittest.mock): the code is the function's own, only a flag differs. Compared by
+# identity, taken before any tree code runs.
+_COROUTINE_CODE = types.coroutine.__code__
 _PROC_FILES = frozenset(
     {"mem", "fd", "fdinfo", "environ", "cmdline", "maps", "map_files", "root", "cwd", "exe"}
 )
@@ -222,9 +227,12 @@ def _finding(event: str, args: tuple[object, ...]) -> str | None:
 
     Arguments are looked into only when they are exactly of a built-in type: a subclass
     would run its own code inside the hook."""
+    name = args[1] if len(args) > 1 else None
+    swap = event == "code.__new__" or (event == "object.__setattr__" and name == "__code__")
+    if swap and _GETFRAME(2).f_code is _COROUTINE_CODE:
+        return None
     if event in _ALWAYS or event.startswith("ctypes."):
         return event
-    name = args[1] if len(args) > 1 else None
     if event in ("object.__setattr__", "object.__delattr__", "object.__getattr__"):
         if type(name) is not str:
             return f"{event} with a name that is not a str"
