@@ -69,8 +69,8 @@ def test_patches_are_judged_directly(tmp_path: Path) -> None:
     [
         ({"patch": "absent.patch"}, r"patch: 'absent.patch'"),
         ({"patch": "/etc/passwd"}, "relative path"),
-        ({"patch": "correct.patch", "command": ["x"]}, "command: unknown key"),
-        ({}, "patch: missing key"),
+        ({"patch": "correct.patch", "command": ["x"]}, "command: unknown field"),
+        ({}, "patch: missing field"),
     ],
 )
 def test_a_bad_patch_entry_is_a_config_error(

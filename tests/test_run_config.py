@@ -4,6 +4,7 @@ parser, open entries and literal-or-record fields read and write as documented."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,6 +13,7 @@ import jsonschema
 import pytest
 
 from kernel.effects.cli import main
+from kernel.effects.orchestrate import load_config
 from kernel.effects.run_config import (
     CONFIG_KIND,
     AttemptEntry,
@@ -23,7 +25,7 @@ from kernel.effects.run_config import (
 )
 from kernel.effects.sandbox import Limits
 from kernel.effects.schemas import load_schema
-from kernel.errors import RecordError
+from kernel.errors import ConfigError, RecordError
 from kernel.records.codec import Record, nested_form
 from kernel.run.record import DeclaredReplay
 from kernel.run.verification import Isolation
@@ -197,3 +199,42 @@ def test_kernel_schemas_show_config(capsys: pytest.CaptureFixture[str]) -> None:
     }
     assert schema["properties"]["isolation"]["anyOf"][0] == {"$ref": "#/$defs/IsolationEntry"}
     assert Isolation.OVERLAY.value in json.dumps(schema)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda c: c["attempts"][0].update(extra=1),
+            "attempts['attempt-001'].extra: unknown field",
+        ),
+        (
+            lambda c: c["attempts"][0].update(result_manifest="../m.json"),
+            "attempts['attempt-001'].result_manifest: must be a relative path without '..'",
+        ),
+        (
+            lambda c: c["verifier"].update(policy=""),
+            "verifier.policy: expected a non-blank string",
+        ),
+        (
+            lambda c: c["attempts"].__setitem__(
+                1, {"attempt_id": "attempt-002", "adapter": "fixture-failure"}
+            ),
+            "attempts['attempt-002'].failure: missing field",
+        ),
+    ],
+)
+def test_the_fixture_adapters_read_their_entries_as_records(
+    tmp_path: Path, edit: Any, message: str
+) -> None:
+    """An adapter's own keys are read by its entry record: the error names the file and
+    the key, and says what was expected."""
+    folder = tmp_path / "f"
+    shutil.copytree(ROOT / "fixtures" / "orchestration", folder)
+    path = folder / "two-attempt-good-vs-bad.json"
+    document = json.loads(path.read_text("utf-8"))
+    edit(document)
+    path.write_text(json.dumps(document), "utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: {message}")

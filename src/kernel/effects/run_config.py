@@ -32,6 +32,7 @@ __all__ = [
     "RunConfig",
     "VerifierEntry",
     "filled",
+    "relative",
     "relative_path_problem",
 ]
 
@@ -49,7 +50,12 @@ def relative_path_problem(value: str) -> str | None:
     return None
 
 
-def _relative(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+def relative(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator of a config's path (None passes): relative, without ``..``.
+
+    Raises:
+        FieldError: naming the field and the path.
+    """
     problem = None if value is None else relative_path_problem(value)
     if problem is not None:
         raise field_error(attribute.name, problem)
@@ -91,7 +97,7 @@ class IsolationEntry(Record):
 class CalibrationEntry(Record):
     """The calibration of a verifier's declared tests before any attempt is judged."""
 
-    reference_patch: str | None = attrs.field(default=None, validator=_relative)
+    reference_patch: str | None = attrs.field(default=None, validator=relative)
     """A patch that must turn every fail-to-pass test green (relative to the config)."""
 
 
@@ -121,7 +127,7 @@ class RunConfig(Record):
     """The document version."""
     run_id: NonBlank
     """The run's id."""
-    work_unit: NonBlank = attrs.field(validator=_relative)
+    work_unit: NonBlank = attrs.field(validator=relative)
     """The work unit document (relative to the config's folder)."""
     verifier: VerifierEntry
     """The verifier adapter and its entry."""

@@ -12,7 +12,9 @@ Rules enforced:
   returns a `VerificationResult` or raises `VerifierFailure`;
 - `note` facts are volatile: they never enter a record;
 - a registry refuses a second factory for the same kind (`DuplicateAdapterError`);
-- `ConfigSource` getters name the file and key of every config error.
+- `ConfigSource` names the file and key of every config error; an adapter reads its
+  entry as a record (`ConfigSource.parse`) or, for entries not yet records, by its
+  getters.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path, PurePosixPath
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Protocol, TypeVar, runtime_checkable
 
 import attrs
 
 from kernel.effects.files import load_json
+from kernel.effects.run_config import filled, relative_path_problem
 from kernel.effects.sandbox import Limits
-from kernel.errors import ConfigError, DuplicateAdapterError
+from kernel.errors import ConfigError, DuplicateAdapterError, RecordError
+from kernel.records.codec import Record
 from kernel.run.record import AttemptErrorCode, CheckRun, SandboxRun
 from kernel.run.verification import (
     Actor,
@@ -41,6 +45,8 @@ from kernel.run.verification import (
     verdict_from_checks,
     weakest_isolation,
 )
+
+R = TypeVar("R", bound=Record)
 
 __all__ = [
     "AdapterRegistry",
@@ -306,6 +312,18 @@ class ConfigSource:
         """A ConfigError naming the file and the key."""
         return ConfigError(f"{self.path}: {key}: {message}")
 
+    def parse(self, cls: type[R], entry: Mapping[str, object], where: str) -> R:
+        """``entry`` read as a record of ``cls`` (its left-out keys at their defaults,
+        `kernel.effects.run_config.filled`).
+
+        Raises:
+            ConfigError: naming the file and the path (``attempts['a'].patch``).
+        """
+        try:
+            return cls.from_dict(filled(cls, entry))
+        except RecordError as e:
+            raise self.error(f"{where}.{e.path}" if e.path else where, e.reason) from e
+
     def string(self, entry: Mapping[str, object], key: str, where: str) -> str:
         """A required non-blank string."""
         value = entry.get(key)
@@ -316,9 +334,9 @@ class ConfigSource:
     def relative_path(self, entry: Mapping[str, object], key: str, where: str) -> str:
         """A required relative POSIX path without ``..`` (portable, confined)."""
         value = self.string(entry, key, where)
-        pure = PurePosixPath(value)
-        if pure.is_absolute() or ".." in pure.parts or "\\" in value:
-            raise self.error(f"{where}.{key}", f"must be a relative path without '..': {value!r}")
+        problem = relative_path_problem(value)
+        if problem is not None:
+            raise self.error(f"{where}.{key}", problem)
         return value
 
     def only_keys(

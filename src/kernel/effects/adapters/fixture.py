@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Final, Literal
 
 import attrs
 
@@ -30,8 +30,11 @@ from kernel.effects.adapters.base import (
     load_object,
 )
 from kernel.effects.files import load_json
+from kernel.effects.run_config import relative
 from kernel.errors import CanonicalizationError, KernelError, VerifierFailure
+from kernel.records.codec import Record
 from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.records.values import NonBlank
 from kernel.run.record import redact_absolute_paths
 from kernel.run.verification import (
     CheckResult,
@@ -42,6 +45,9 @@ from kernel.run.verification import (
 )
 
 __all__ = [
+    "FixtureFailureEntry",
+    "FixturePolicyEntry",
+    "FixtureResultEntry",
     "POLICY_KIND",
     "FixtureFailureWorker",
     "FixturePolicyVerifier",
@@ -72,14 +78,26 @@ class FixtureResultWorker:
         )
 
 
+@attrs.frozen(kw_only=True)
+class FixtureResultEntry(Record):
+    """A ``fixture-result`` attempt of a run config: canned outputs."""
+
+    attempt_id: NonBlank
+    """The attempt's id."""
+    adapter: Literal["fixture-result"]
+    """The worker adapter."""
+    result_manifest: NonBlank = attrs.field(validator=relative)
+    """The canned result manifest (relative to the config)."""
+    candidate_root: NonBlank = attrs.field(validator=relative)
+    """The canned candidate folder (relative to the config)."""
+
+
 def _fixture_result(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
     where = f"attempts[{entry.get('attempt_id')!r}]"
-    source.only_keys(entry, {"attempt_id", "adapter", "result_manifest", "candidate_root"}, where)
-    manifest = source.relative_path(entry, "result_manifest", where)
-    candidate_root = source.relative_path(entry, "candidate_root", where)
-    source.reads(source.base_dir / manifest)
-    source.reads(source.base_dir / candidate_root)
-    return FixtureResultWorker(manifest=manifest, candidate_root=candidate_root)
+    read = source.parse(FixtureResultEntry, entry, where)
+    source.reads(source.base_dir / read.result_manifest)
+    source.reads(source.base_dir / read.candidate_root)
+    return FixtureResultWorker(manifest=read.result_manifest, candidate_root=read.candidate_root)
 
 
 @attrs.frozen(kw_only=True)
@@ -96,10 +114,22 @@ class FixtureFailureWorker:
         return WorkerFailed(message=redact_absolute_paths(self.failure))
 
 
+@attrs.frozen(kw_only=True)
+class FixtureFailureEntry(Record):
+    """A ``fixture-failure`` attempt of a run config: a canned failure."""
+
+    attempt_id: NonBlank
+    """The attempt's id."""
+    adapter: Literal["fixture-failure"]
+    """The worker adapter."""
+    failure: NonBlank
+    """The failure's message."""
+
+
 def _fixture_failure(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
     where = f"attempts[{entry.get('attempt_id')!r}]"
-    source.only_keys(entry, {"attempt_id", "adapter", "failure"}, where)
-    return FixtureFailureWorker(failure=source.string(entry, "failure", where))
+    read = source.parse(FixtureFailureEntry, entry, where)
+    return FixtureFailureWorker(failure=read.failure)
 
 
 # --- fixture verifier ------------------------------------------------------------------
@@ -195,12 +225,21 @@ class FixturePolicyVerifier:
         return status, (sha256_bytes(observed),)
 
 
+@attrs.frozen(kw_only=True)
+class FixturePolicyEntry(Record):
+    """The ``fixture-policy`` verifier of a run config."""
+
+    adapter: Literal["fixture-policy"]
+    """The verifier adapter."""
+    policy: NonBlank = attrs.field(validator=relative)
+    """The verifier policy document (relative to the config)."""
+
+
 def _fixture_policy(
     entry: Mapping[str, object], source: ConfigSource
 ) -> tuple[VerifierAdapter, str]:
-    source.only_keys(entry, {"adapter", "policy"}, "verifier")
-    locator = source.relative_path(entry, "policy", "verifier")
-    path = source.reads(source.base_dir / locator)
+    read = source.parse(FixturePolicyEntry, entry, "verifier")
+    path = source.reads(source.base_dir / read.policy)
     document = load_object(path, "verifier policy")
     policy = ConfigSource(path=path)
     policy.only_keys(

@@ -22,7 +22,7 @@ Rules enforced:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal
 
 import attrs
 
@@ -35,16 +35,18 @@ from kernel.effects.adapters.base import (
     WorkerProduced,
     note,
 )
+from kernel.effects.run_config import relative
+from kernel.records.codec import Record
 from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
+from kernel.records.values import NonBlank
 from kernel.run.verification import Actor, ActorType, Artifact, ResultManifest, WorkerStatus
 
-__all__ = ["ADAPTER_KIND", "ADAPTER_VERSION", "PatchWorker", "register"]
+__all__ = ["ADAPTER_KIND", "ADAPTER_VERSION", "PatchEntry", "PatchWorker", "register"]
 
 ADAPTER_KIND: Final = "patch"
 ADAPTER_VERSION: Final = "1"
 PATCH_FILE: Final = "candidate.patch"
 _MAX_PATCH_BYTES: Final = 256 << 20
-_KEYS: Final = {"attempt_id", "adapter", "worker_id", "patch"}
 
 
 @attrs.frozen(kw_only=True)
@@ -105,10 +107,24 @@ class PatchWorker:
         )
 
 
+@attrs.frozen(kw_only=True)
+class PatchEntry(Record):
+    """A ``patch`` attempt of a run config: a given patch as the candidate."""
+
+    attempt_id: NonBlank
+    """The attempt's id."""
+    adapter: Literal["patch"]
+    """The worker adapter."""
+    worker_id: NonBlank
+    """The worker's id in the run record."""
+    patch: NonBlank = attrs.field(validator=relative)
+    """The patch file (relative to the config)."""
+
+
 def _patch_worker(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
     where = f"attempts[{entry.get('attempt_id')!r}]"
-    source.only_keys(entry, _KEYS, where)
-    locator = source.relative_path(entry, "patch", where)
+    read = source.parse(PatchEntry, entry, where)
+    locator = read.patch
     path = source.reads(source.base_dir / locator)
     try:
         with path.open("rb") as handle:
@@ -117,11 +133,7 @@ def _patch_worker(entry: Mapping[str, object], source: ConfigSource) -> WorkerAd
         raise source.error(f"{where}.patch", f"{locator!r}: {e.strerror}") from e
     if len(data) > _MAX_PATCH_BYTES:
         raise source.error(f"{where}.patch", f"{locator!r} is larger than 256 MiB")
-    return PatchWorker(
-        attempt_id=source.string(entry, "attempt_id", where),
-        worker_id=source.string(entry, "worker_id", where),
-        patch=data,
-    )
+    return PatchWorker(attempt_id=read.attempt_id, worker_id=read.worker_id, patch=data)
 
 
 def register(registry: AdapterRegistry) -> None:
