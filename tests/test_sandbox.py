@@ -516,17 +516,22 @@ def test_runner_killed_leaves_no_sandbox_behind(
     tmp_path: Path, spill: Path, level: Isolation
 ) -> None:
     """SIGKILL of the runner kills the sandboxed tree; an overlay run leaves no scratch
-    on the host at all, a namespace_copy run's is swept by the next sandbox."""
+    on the host at all, a namespace_copy run's is swept by the next sandbox. (A scratch
+    root of the test's own: in the shared one, another session's runner sweeps the dead
+    runner's folder first.)"""
     runner = textwrap.dedent(f"""
+        import sys
         from pathlib import Path
         from kernel.corroboration.consensus import Isolation
         from kernel.effects.sandbox import SandboxSpec, run_sandboxed
-        marker = "4244" + ".5"
-        spec = SandboxSpec(command=("sleep", marker), isolation=Isolation({level.value!r}))
-        run_sandboxed(spec, spill_dir=Path({str(tmp_path)!r}))
+        command = ("sleep", "4244" + ".5") if sys.argv[1] == "sleep" else ("true",)
+        spec = SandboxSpec(command=command, isolation=Isolation({level.value!r}))
+        run_sandboxed(spec, spill_dir=Path({str(spill)!r}))
     """)
-    before = set(_scratch_dirs())
-    proc = subprocess.Popen([sys.executable, "-c", runner])
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = {**os.environ, "TMPDIR": str(private)}
+    proc = subprocess.Popen([sys.executable, "-c", runner, "sleep"], env=env)
     try:
         deadline = time.monotonic() + 20
         while "sleep 4244.5 " not in _helpers_alive() and time.monotonic() < deadline:
@@ -539,14 +544,15 @@ def test_runner_killed_leaves_no_sandbox_behind(
     while _helpers_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _helpers_alive() == []
-    left = set(_scratch_dirs()) - before
+    root = private / f"kernel-sandboxes-{os.geteuid()}"
+    left = [entry for entry in root.iterdir() if entry.name != MOUNT_POINTS]
     if level is Isolation.OVERLAY:
-        assert left == set()  # everything of an overlay run lived in its namespaces
+        assert left == []  # everything of an overlay run lived in its namespaces
         return
     assert len(left) == 1  # the dead runner's scratch dir
     # Its owner is dead: the next sandbox sweeps it at once, however new it is.
-    assert sh(spill, "true").status is CaptureStatus.OK
-    assert not left.pop().exists()
+    subprocess.run([sys.executable, "-c", runner, "true"], env=env, check=True)
+    assert not left[0].exists()
 
 
 @pytest.mark.slow
