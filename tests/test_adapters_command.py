@@ -299,3 +299,35 @@ def test_the_checks_of_identical_patches_run_once_per_verifier(
         "fix-again": EvidenceState.SUPPORTED,
         "wrong": EvidenceState.REJECTED,
     }
+
+
+def test_a_second_run_of_the_same_loaded_config_runs_its_checks_again(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What one run shared never reaches another: the pipeline's replay runs the same
+    loaded config again, and must judge afresh (fresh controls, fresh sandboxes)."""
+    calls: list[str] = []
+    real = run_sandboxed
+
+    def counted(spec: Any, **kwargs: Any) -> Any:
+        calls.append(str(spec.apply_patch))
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(command, "run_sandboxed", counted)
+    config = _config(
+        scratch,
+        [
+            _attempt("fix", "w-fix", "workers/correct_fix.sh"),
+            _attempt("fix-again", "w-fix-again", "workers/correct_fix.sh"),
+        ],
+    )
+    loaded = load_config(config)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        run_detailed(loaded, executor=pool)
+        first = len(calls)
+        second = run_detailed(loaded, executor=pool)
+    assert first > 1
+    assert len(calls) == 2 * first  # calibration and the patch's checks, run again
+    notes = {a.record.attempt_id: a.notes for a in second.attempts}
+    assert "checks_shared_from" not in notes["fix"]
+    assert "checks_shared_from" in notes["fix-again"]

@@ -445,6 +445,43 @@ def test_importing_asyncio_or_mock_is_not_tampering(tmp_path: Path) -> None:
     assert any("__code__" in f for f in collected.findings), collected.findings
 
 
+# An object posing as a function (``__class__`` a property) whose ``__setattr__`` is a C
+# callable bound to another function: through types.coroutine's frame it would swap that
+# function's code with no Python frame of its own.
+POSING_AS_A_FUNCTION = """
+import functools, types, unittest
+
+
+def lenient(*a, **k):
+    yield
+
+
+class Posing:
+    __class__ = property(lambda s: types.FunctionType)
+    __code__ = lenient.__code__
+    __setattr__ = functools.partial(setattr, unittest.TestCase.assertEqual)
+
+    def __call__(self):
+        pass
+
+
+class H(unittest.TestCase):
+    def test_x(self):
+        types.coroutine(Posing())
+        self.assertEqual(1, 2)
+"""
+
+
+def test_an_object_posing_as_a_function_through_types_coroutine_is_tampering(
+    tmp_path: Path,
+) -> None:
+    """The coroutine exemption holds only for a real function and its own code."""
+    (tmp_path / "test_m.py").write_text(POSING_AS_A_FUNCTION)
+    collected, _plan, _stream = _check(tmp_path, "test_m.H.test_x")
+    assert collected.findings, collected
+    assert collected.outcomes.get("test_m.H.test_x") != "passed"
+
+
 # The runner's record of executed modules (a class attribute of the loader) and
 # sys.modules pointed at a module built from another tree file name, whose T passes: the
 # loader's exec_module swapped and put back by its own next call.

@@ -238,3 +238,16 @@ def test_the_fixture_adapters_read_their_entries_as_records(
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value).startswith(f"{path}: {message}")
+
+
+def test_a_null_reference_patch_is_refused_not_dropped(tmp_path: Path) -> None:
+    """``"reference_patch": null`` would silently calibrate without the reference run its
+    author asked for: the config is refused at load, naming the key."""
+    demo = tmp_path / "demo"
+    shutil.copytree(ROOT / "fixtures" / "demo", demo)
+    config = demo / "config.json"
+    document = json.loads(config.read_text("utf-8"))
+    document["calibration"] = {"reference_patch": None}
+    config.write_text(json.dumps(document), "utf-8")
+    with pytest.raises(ConfigError, match=r"calibration\.reference_patch: expected a path"):
+        load_config(config)

@@ -279,6 +279,10 @@ def _parsed(document: Mapping[str, object], source: ConfigSource) -> RunConfig:
     try:
         # Canonical JSON first: the config's digest must exist (no float, no NaN).
         sha256_hex(document)
+        calibration = document.get("calibration")
+        if type(calibration) is dict and calibration.get("reference_patch", "") is None:
+            # null here would silently drop the reference run the author asked for.
+            raise source.error("$.calibration.reference_patch", "expected a path, got null")
         return RunConfig.from_dict(filled(RunConfig, document))
     except CanonicalizationError as e:
         raise source.error(e.path, e.reason) from e
@@ -655,6 +659,7 @@ def run_detailed(
     """
     started = time.monotonic()
     own = executor is None
+    loaded = _scoped_to_this_run(loaded)
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(private_tempdir("run"))
         pool = executor or concurrent.futures.ThreadPoolExecutor(
@@ -666,7 +671,9 @@ def run_detailed(
         calibration = None
         if loaded.calibration is not None:
             # Before any candidate is judged: an invalid instance is not judged at all.
-            calibrating = attrs.evolve(loaded, verifier=loaded.calibration.verifier)
+            calibrating = _scoped_to_this_run(
+                attrs.evolve(loaded, verifier=loaded.calibration.verifier)
+            )
             calibration = calibrate_run(
                 loaded.run_id,
                 loaded.calibration,
@@ -714,6 +721,17 @@ def run_detailed(
         attempts=tuple(outcomes),
         wall_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _scoped_to_this_run(loaded: LoadedConfig) -> LoadedConfig:
+    """``loaded`` with a verifier whose state lives for one run only.
+
+    A verifier may keep what it learnt between the attempts of one run (the command
+    verifier runs a patch's checks once for byte-identical patches); a replay or a
+    second run of the same config must judge afresh, never reuse the first run's
+    results, so such a verifier gives a fresh copy of itself here (``for_run``)."""
+    for_run = getattr(loaded.verifier, "for_run", None)
+    return loaded if for_run is None else attrs.evolve(loaded, verifier=for_run())
 
 
 def run_loaded(

@@ -234,6 +234,11 @@ class CommandVerifier:
     )
     """(patch digest, required checks) -> its sandboxed checks, run once (`verify`)."""
 
+    def for_run(self) -> CommandVerifier:
+        """This verifier with nothing shared yet: a run's shared checks never reach
+        another run (a replay judges afresh)."""
+        return attrs.evolve(self)
+
     def check_ids(self) -> frozenset[str]:
         """The ids of the checks this verifier reports (the built-in ``protected-paths``
         and ``candidate-screen`` always run)."""

@@ -222,6 +222,29 @@ def _proc_target(path: object) -> bool:
     return True
 
 
+def _flags_a_coroutine(event: str, args: tuple[object, ...], frame: types.FrameType) -> bool:
+    """`types.coroutine` giving a real function (its true type, not what ``__class__``
+    says) a copy of its own code with the coroutine flag, and setting it on that very
+    function: anything else through that frame (an object posing as a function, whose
+    ``__setattr__`` is another object's) stays a finding."""
+    if frame.f_code is not _COROUTINE_CODE:
+        return False
+    func = frame.f_locals.get("func")
+    if type(func) is not types.FunctionType:
+        return False
+    if event == "object.__setattr__":
+        return args[0] is func and type(args[2]) is types.CodeType
+    code = func.__code__
+    # code.__new__'s arguments: bytecode, filename, name, ..., flags (the ninth).
+    return (
+        len(args) == 9
+        and args[1] == code.co_filename
+        and args[2] == code.co_name
+        and args[8] == code.co_flags | 0x100
+        and args[0] == code.co_code
+    )
+
+
 def _finding(event: str, args: tuple[object, ...]) -> str | None:
     """What an audit event shows, when it is a finding (None: an ordinary event).
 
@@ -229,7 +252,7 @@ def _finding(event: str, args: tuple[object, ...]) -> str | None:
     would run its own code inside the hook."""
     name = args[1] if len(args) > 1 else None
     swap = event == "code.__new__" or (event == "object.__setattr__" and name == "__code__")
-    if swap and _GETFRAME(2).f_code is _COROUTINE_CODE:
+    if swap and _flags_a_coroutine(event, args, _GETFRAME(2)):
         return None
     if event in _ALWAYS or event.startswith("ctypes."):
         return event
