@@ -12,6 +12,7 @@ import os
 import resource
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -591,3 +592,49 @@ def test_limits_refuse_non_positive_or_mistyped_values(bad: object) -> None:
 def test_errno_names_used_here_exist() -> None:
     """The refusal names the tests compare against are real errno names."""
     assert {errno.errorcode[e] for e in (errno.EACCES, errno.EROFS, errno.EPERM)} == REFUSED
+
+
+def test_the_helper_server_and_its_sandboxes_hold_none_of_the_runners_environment(
+    tmp_path: Path,
+) -> None:
+    """The helper server and what it forks (prepared sandboxes, their PID 1) start with
+    no variable of the runner's but PATH: a command with the runner's uid that reads
+    ``/proc/1/environ`` finds none of the runner's secrets there."""
+    code = textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+        from kernel.effects.sandbox.server import helper_servers
+        run_sandboxed(SandboxSpec(command=("true",)), spill_dir=Path({str(tmp_path)!r}))
+        parents = {{}}
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                status = Path("/proc", entry, "status").read_text()
+            except OSError:
+                continue
+            ppid = next(l.split()[1] for l in status.splitlines() if l.startswith("PPid:"))
+            parents[int(entry)] = int(ppid)
+        servers = helper_servers()
+        def under(pid):
+            while pid > 1:
+                if pid in servers:
+                    return True
+                pid = parents.get(pid, 0)
+            return False
+        tree = [pid for pid in parents if under(pid)]
+        leaked = []
+        for pid in tree:
+            try:
+                if b"KERNEL_RUNNER_CANARY" in Path("/proc", str(pid), "environ").read_bytes():
+                    leaked.append(pid)
+            except OSError:
+                pass
+        print(len(tree), leaked)
+    """)
+    env = {**os.environ, "KERNEL_RUNNER_CANARY": "secret"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    count, leaked = done.stdout.split(maxsplit=1)
+    assert int(count) >= 2  # the server and at least one prepared sandbox's processes
+    assert leaked.strip() == "[]"

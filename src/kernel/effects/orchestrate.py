@@ -111,6 +111,7 @@ from kernel.run.record import (
     AttemptErrorCode,
     AttemptRecord,
     AttemptState,
+    Calibration,
     DeclaredReplay,
     IsolationPolicy,
     ManifestSummary,
@@ -668,21 +669,7 @@ def run_detailed(
         if own:
             # Registered after the scratch folder: the pool is shut down before it goes.
             stack.callback(pool.shutdown, wait=True, cancel_futures=True)
-        calibration = None
-        if loaded.calibration is not None:
-            # Before any candidate is judged: an invalid instance is not judged at all.
-            calibrating = _scoped_to_this_run(
-                attrs.evolve(loaded, verifier=loaded.calibration.verifier)
-            )
-            calibration = calibrate_run(
-                loaded.run_id,
-                loaded.calibration,
-                lambda order, attempt_id, worker: pool.submit(
-                    _calibration_attempt, calibrating, order, attempt_id, worker, scratch
-                ),
-            )
-            if not calibration.valid:
-                raise RefusedError(calibration, not_valid(calibration))
+        calibration = _calibrated(loaded, pool, scratch)
         futures = [
             pool.submit(
                 _attempt_in_scratch,
@@ -721,6 +708,29 @@ def run_detailed(
         attempts=tuple(outcomes),
         wall_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _calibrated(
+    loaded: LoadedConfig, pool: concurrent.futures.Executor, scratch: Path
+) -> Calibration | None:
+    """The config's calibration, run before any candidate is judged (None: none asked).
+
+    Raises:
+        RefusedError: the calibration is not valid: an invalid instance is not judged.
+    """
+    if loaded.calibration is None:
+        return None
+    calibrating = _scoped_to_this_run(attrs.evolve(loaded, verifier=loaded.calibration.verifier))
+    calibration = calibrate_run(
+        loaded.run_id,
+        loaded.calibration,
+        lambda order, attempt_id, worker: pool.submit(
+            _calibration_attempt, calibrating, order, attempt_id, worker, scratch
+        ),
+    )
+    if not calibration.valid:
+        raise RefusedError(calibration, not_valid(calibration))
+    return calibration
 
 
 def _scoped_to_this_run(loaded: LoadedConfig) -> LoadedConfig:

@@ -132,6 +132,9 @@ class _HelperServer:
                     stdout=subprocess.DEVNULL,
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
+                    # Its prepared sandboxes' PID 1 are its forks: a command running as
+                    # the runner's own uid could read their /proc/1/environ.
+                    env={"PATH": os.environ.get("PATH") or os.defpath},
                 )
             except OSError as e:
                 started.put(e)
