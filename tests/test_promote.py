@@ -1496,11 +1496,12 @@ def test_a_stage_killed_inside_its_ref_update_is_finished_by_the_next(
     assert not lock.exists()
     git(repo, "update-ref", "-d", ref)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("")
+    other = f"{git(repo, 'rev-parse', 'main')}\n"
+    lock.write_text(other)
     capsys.readouterr()
     assert stage(demo.run_dir, repo, ledger) == 2
-    assert "does not hold" in capsys.readouterr().err
-    assert lock.read_text() == ""
+    assert "holds neither" in capsys.readouterr().err
+    assert lock.read_text() == other
     assert refusals(ledger)[-1]["reason_codes"] == ["unusable_input"]
 
 
@@ -1673,14 +1674,16 @@ def test_a_stage_recovery_takes_only_its_own_lock(
     demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A kill inside `update-ref` leaves the ref's lock holding the commit: recovery
-    removes exactly that lock and finishes. A lock holding anything else is not
+    removes exactly that lock and finishes. A lock holding another value is not
     provably ours: recovery is blocked (exit 1, recorded, the stage stays pending,
     the lock untouched), and so is the next stage of that attempt (exit 2)."""
     ledger = tmp_path / "l.sqlite"
     commit = killed_stage(demo, repo, ledger, "stage-intent")
     lock = repo / ".git" / f"{STAGED}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("")
+    other = git(repo, "rev-parse", "main")
+    assert other != commit
+    lock.write_text(f"{other}\n")
     common = ["--repo", str(repo), "--ledger", str(ledger)]
     capsys.readouterr()
     assert main(["stage", "--recover", *common]) == 1
@@ -1690,12 +1693,78 @@ def test_a_stage_recovery_takes_only_its_own_lock(
     assert stage(demo.run_dir, repo, ledger) == 2
     assert "cannot be finished" in capsys.readouterr().err
     assert stages_pending(ledger) == [commit]
-    assert lock.read_text() == ""
+    assert lock.read_text() == f"{other}\n"
     lock.write_text(f"{commit}\n")
     assert main(["stage", "--recover", *common]) == 0
     assert not lock.exists()
     assert staged_at(repo) == commit
     stage_agrees(repo, ledger, capsys)
+
+
+@pytest.mark.parametrize("written", ["nothing", "part", "no newline"])
+def test_a_lock_killed_before_git_wrote_it_is_recovered(
+    written: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git creates the ref's lock empty and writes the value after: a kill in between
+    leaves an empty or partly written lock. With no kernel ref update running (the
+    lease is free), recovery owns it and finishes the stage."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_stage(demo, repo, ledger, "stage-intent")
+    lock = repo / ".git" / f"{STAGED}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text({"nothing": "", "part": commit[:9], "no newline": commit}[written])
+    capsys.readouterr()
+    assert main(["stage", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert not lock.exists()
+    assert staged_at(repo) == commit
+    assert stages_pending(ledger) == []
+    stage_agrees(repo, ledger, capsys)
+
+
+def test_an_empty_lock_is_not_swept_while_a_kernel_update_runs(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An empty lock is a killed update's only when no kernel ref update (nor the git
+    it started) still runs: while another process holds the ref-update lease (an
+    flock on the git folder), recovery is blocked and the lock untouched; once the
+    holder is gone, recovery finishes."""
+    monkeypatch.setattr("kernel.effects.git._LEASE_WAIT_S", 0.0)
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_stage(demo, repo, ledger, "stage-intent")
+    lock = repo / ".git" / f"{STAGED}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    hold = (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(repo / '.git')!r}, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert holder.stdout is not None
+    assert holder.stdin is not None
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        capsys.readouterr()
+        assert main(["stage", "--recover", *common]) == 1
+        assert "still running" in capsys.readouterr().out
+        assert lock.exists()
+        assert stages_pending(ledger) == [commit]
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+    assert main(["stage", "--recover", *common]) == 0
+    assert not lock.exists()
+    assert staged_at(repo) == commit
 
 
 @pytest.mark.parametrize("during", ["stage", "recovery"])

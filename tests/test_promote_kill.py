@@ -19,6 +19,8 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kernel.effects import git as git_effects
 from kernel.effects.git import Repo
@@ -237,20 +239,52 @@ def test_a_lock_or_an_edit_not_ours_is_left_alone(
 def test_a_killed_ref_update_lock_is_removed_only_when_it_holds_the_commit(
     template: tuple[Path, str, str], tmp_path: Path
 ) -> None:
+    """git creates the lock empty, then writes the value and its newline: the lock of a
+    killed update holds a prefix of that line, and only such a lock is swept."""
     source, old, new = template
     path = tmp_path / "r"
     shutil.copytree(source, path, symlinks=True)
     repo = Repo(path)
     lock = path / ".git" / "refs" / "heads" / "main.lock"
     assert repo.sweep_ref_lock("refs/heads/main", new) is False
-    for held in ("", f"{old}\n"):
+    for held in (f"{old}\n", f"{new[:7]}x", f"{new}\n\n", f" {new}"):
         lock.write_text(held)
-        with pytest.raises(EffectError, match="does not hold"):
+        with pytest.raises(EffectError, match="holds neither"):
             repo.sweep_ref_lock("refs/heads/main", new)
         assert lock.read_text() == held
-    lock.write_text(f"{new}\n")
-    assert repo.sweep_ref_lock("refs/heads/main", new) is True
-    assert not lock.exists()
+    for held in ("", new[:1], new, f"{new}\n"):
+        lock.write_text(held)
+        assert repo.sweep_ref_lock("refs/heads/main", new) is True
+        assert not lock.exists()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(held=st.binary(max_size=50), prefix=st.none() | st.integers(0, 41))
+def test_a_ref_lock_is_swept_exactly_when_it_holds_a_prefix_of_the_value(
+    held: bytes, prefix: int | None, template: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """For all lock contents (random bytes, or the value's line cut anywhere): swept
+    iff they are a prefix of the value's line; otherwise refused and left as they were."""
+    source, _old, new = template
+    line = f"{new}\n".encode()
+    if prefix is not None:
+        held = line[:prefix]
+    path = tmp_path / "prop"
+    if not path.exists():
+        shutil.copytree(source, path, symlinks=True)
+    repo = Repo(path)
+    lock = path / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(held)
+    if line.startswith(held):
+        assert repo.sweep_ref_lock("refs/heads/main", new) is True
+        assert not lock.exists()
+    else:
+        with pytest.raises(EffectError, match="holds neither"):
+            repo.sweep_ref_lock("refs/heads/main", new)
+        assert lock.read_bytes() == held
+        lock.unlink()
 
 
 @pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)")

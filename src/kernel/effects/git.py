@@ -31,9 +31,11 @@ Every failure is an `EffectError` (or `GitRefusal` for a compare-and-swap that l
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -136,6 +138,7 @@ def _run(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     data: bytes | None = None,
+    keep_fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     program = shutil.which("git")
     if program is None:
@@ -149,6 +152,7 @@ def _run(
             capture_output=True,
             timeout=_TIMEOUT_S,
             check=False,
+            pass_fds=tuple(keep_fds),
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise EffectError(f"git could not run: {e}") from e
@@ -396,7 +400,9 @@ class Repo:
         Raises:
             GitRefusal: ``ref`` is not ``old`` any more.
         """
-        done = _run(["update-ref", "-m", reason, "--no-deref", ref, new, old or ""], cwd=self.path)
+        args = ["update-ref", "-m", reason, "--no-deref", ref, new, old or ""]
+        with self._ref_update_lease() as lease:
+            done = _run(args, cwd=self.path, keep_fds=(lease,))
         if done.returncode != 0:
             raise GitRefusal(f"{ref} moved (expected {old or 'no ref'}): {_why(done)}")
 
@@ -405,9 +411,49 @@ class Repo:
         if not old.strip("0"):
             # git reads an all-zero old value as "no check": never delete unchecked.
             raise EffectError(f"{ref}: refusing to delete without the value it must hold")
-        done = _run(["update-ref", "-d", "--no-deref", ref, old], cwd=self.path)
+        with self._ref_update_lease() as lease:
+            done = _run(
+                ["update-ref", "-d", "--no-deref", ref, old], cwd=self.path, keep_fds=(lease,)
+            )
         if done.returncode != 0:
             raise GitRefusal(f"{ref} moved (expected {old}): {_why(done)}")
+
+    @contextlib.contextmanager
+    def _ref_update_lease(self) -> Iterator[int]:
+        """Hold the repository's kernel ref-update lease: an ``flock`` on the common git
+        folder itself (no file of ours in it), taken before git runs and inherited by
+        it, so it is held while the kernel process *or* the git it started lives (a
+        kill of the kernel process alone leaves git holding it). Free means no kernel
+        ref update is running. Waits up to ``_LEASE_WAIT_S`` for a running update
+        (they take milliseconds).
+
+        Raises:
+            EffectError: the folder cannot be opened, or the lease stayed held.
+        """
+        path = self._common_dir()
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            raise EffectError(f"{path}: cannot open for the ref-update lease ({e.strerror})") from e
+        try:
+            deadline = time.monotonic() + _LEASE_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError as e:
+                    if time.monotonic() >= deadline:
+                        raise EffectError(
+                            f"{path}: a kernel ref update is still running (it or its git "
+                            "holds the lease); retry once it is done"
+                        ) from e
+                    time.sleep(0.01)
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _common_dir(self) -> Path:
+        return Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir"))
 
     def git_dir(self) -> Path:
         """The repository's git folder (absolute)."""
@@ -549,31 +595,40 @@ class Repo:
         return [*removed, str(lock)]
 
     def sweep_ref_lock(self, ref: str, value: str) -> bool:
-        """Remove ``ref``'s lock file when a killed ``update-ref`` to ``value`` left it
-        (git writes the new value into the lock, then renames it); True when removed.
+        """Remove ``ref``'s lock file when a killed kernel ``update-ref`` to ``value``
+        left it; True when removed. git creates the lock empty, then writes the value
+        and renames the lock over the ref, so a killed update leaves the lock empty,
+        holding a prefix of ``value``'s line, or holding it whole. Such a lock is provably
+        a killed kernel update's only while no kernel ref update runs: the sweep holds
+        the ref-update lease (which every kernel ``update-ref`` and its git hold) while
+        it reads and removes the lock. A foreign git updating this very ref at the same
+        instant, before writing its lock, would see its own update fail (its lock is
+        gone); nothing it wrote is lost.
 
         Raises:
-            EffectError: the lock exists and does not hold ``value`` (another git
-                command's, or one killed before it wrote: not provably ours).
+            EffectError: a kernel ref update is running, or the lock holds anything but
+                a prefix of ``value``'s line (another git command's: not provably ours).
         """
-        common = Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir"))
-        lock = common / f"{ref}.lock"
-        try:
-            held = lock.read_bytes()[:200]
-        except FileNotFoundError:
-            return False
-        except OSError as e:
-            raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
-        if held.strip() != value.encode("ascii"):
-            raise EffectError(
-                f"{lock} exists and does not hold {value[:12]}: another git command holds "
-                "the branch (or was killed); remove it once none runs"
-            )
-        _remove(lock)
+        lock = self._common_dir() / f"{ref}.lock"
+        with self._ref_update_lease():
+            try:
+                held = lock.read_bytes()[:200]
+            except FileNotFoundError:
+                return False
+            except OSError as e:
+                raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
+            if not f"{value}\n".encode("ascii").startswith(held):
+                raise EffectError(
+                    f"{lock} exists and holds neither {value[:12]} nor part of it: another "
+                    "git command holds the branch (or was killed); remove it once none runs"
+                )
+            _remove(lock)
         return True
 
 
 _DELETED: Final = "000000"
+# How long a ref update waits for another kernel update of the repository to end.
+_LEASE_WAIT_S: Final = 30.0
 _PRIVATE_INDEX: Final = "kernel-promote-index-"
 _LOCK_MARK: Final = "kernel promote"
 

@@ -565,7 +565,7 @@ def _try_recover(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Reco
     at = repo.resolve(item.branch)
     if at == item.tip and repo.resolve(item.commit) == item.commit:
         try:
-            # A kill inside ``update-ref`` leaves the branch's lock holding the commit.
+            # A kill inside ``update-ref`` leaves the branch's lock holding part of the commit.
             repo.sweep_ref_lock(item.branch, item.commit)
         except EffectError as e:
             return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)

@@ -17,8 +17,8 @@ on the ref that is not provably ours); then, in this order:
 A process killed between two steps leaves nothing (before 3: an admission entry and
 unreachable objects) or an intent without its close, which `recover` (``kernel stage
 --recover``), the next stage of that attempt or its unstage provably owns: the ref
-still at ``old`` (a killed ``update-ref`` may have left its lock holding exactly the
-commit: removed) is moved and the intent closed ``done``; the ref at the commit, the
+still at ``old`` (a killed ``update-ref`` may have left its lock holding part or all
+of the commit: removed) is moved and the intent closed ``done``; the ref at the commit, the
 intent closed ``done``; the ref anywhere else (moved or deleted by someone else), the
 intent closed ``abandoned`` and the ref left alone. Ledger and ref agree after it, and
 `kernel.effects.promotion.check_repository` (``kernel ledger verify --repo``) names an
@@ -155,7 +155,7 @@ def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> StageRec
     at = repo.resolve(item.ref)
     if at == item.old and repo.resolve(item.commit) == item.commit:
         try:
-            # A kill inside ``update-ref`` leaves the ref's lock holding the commit.
+            # A kill inside ``update-ref`` leaves the ref's lock holding part of the commit.
             repo.sweep_ref_lock(item.ref, item.commit)
             repo.update_ref(item.ref, item.commit, item.old, "kernel stage --recover")
             at = item.commit
