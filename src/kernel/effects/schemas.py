@@ -47,8 +47,10 @@ from kernel.records.identity import canonical_json
 from kernel.records.shapes import (
     EnumShape,
     FixedTuple,
+    JsonShape,
     Kinded,
     LiteralShape,
+    ObjectShape,
     RecordShape,
     Scalar,
     Shape,
@@ -180,6 +182,10 @@ class _Builder:
                 return {"$ref": f"#/$defs/{hint.__name__}"}
             case VarTuple(item=item):
                 return {"type": "array", "items": self.shape(item)}
+            case ObjectShape(value=value):
+                return {"type": "object", "additionalProperties": self.shape(value)}
+            case JsonShape():
+                return self.json_value()
             case FixedTuple(items=items):
                 return {
                     "type": "array",
@@ -188,6 +194,21 @@ class _Builder:
                     "maxItems": len(items),
                 }
         raise TypeError(f"no schema for {shape.hint!r}")
+
+    def json_value(self) -> dict[str, Any]:
+        """`kernel.records.values.JsonValue`: any JSON value but a number with a fraction
+        or an exponent (``integer`` is JSON Schema's name for a number without one)."""
+        ref = {"$ref": "#/$defs/JsonValue"}
+        self.defs.setdefault(
+            "JsonValue",
+            {
+                "description": "Any JSON value without floats.",
+                "type": ["array", "boolean", "integer", "null", "object", "string"],
+                "items": ref,
+                "additionalProperties": ref,
+            },
+        )
+        return dict(ref)
 
     def union(self, members: tuple[Shape, ...], *, optional: bool) -> dict[str, Any]:
         null = [{"type": "null"}] if optional else []

@@ -55,6 +55,7 @@ from kernel.records.rules import (
     short_repr,
 )
 from kernel.records.shapes import (
+    FrozenMap,
     RecordShape,
     Shape,
     UnionShape,
@@ -207,7 +208,7 @@ def _jsonify(value: object) -> Any:
     if isinstance(value, Record):
         nested = _spec(type(value)).raw_nested(value)
         return {name: _jsonify(item) for name, item in nested.items()}
-    if isinstance(value, dict):
+    if isinstance(value, dict | FrozenMap):
         return {name: _jsonify(item) for name, item in value.items()}
     if isinstance(value, enum.Enum):
         return value.value
@@ -414,20 +415,28 @@ def _nested_default(value: object) -> object:
     """orjson ``default`` hook: a nested record enters a payload in nested form."""
     if isinstance(value, Record):
         return _spec(type(value)).raw_nested(value)
-    raise TypeError(f"{type(value).__name__} is not a record")
+    return _plain_map(value)
 
 
 def _document_default(value: object) -> object:
     """orjson ``default`` hook of `document_digest`: a nested record as its document."""
     if isinstance(value, Record):
         return _spec(type(value)).raw_document(value)
-    raise TypeError(f"{type(value).__name__} is not a record")
+    return _plain_map(value)
 
 
 def _fresh_default(value: object) -> object:
     """`_nested_default` for ``cached=False``: the nested form built afresh."""
     if isinstance(value, Record):
         return _spec(type(value)).fresh_nested(value)
+    return _plain_map(value)
+
+
+def _plain_map(value: object) -> object:
+    """The orjson ``default`` hooks' answer for what is not a record: a `FrozenMap` is
+    written as its ``dict`` (orjson comes back for the records and maps inside)."""
+    if type(value) is FrozenMap:
+        return dict(value)
     raise TypeError(f"{type(value).__name__} is not a record")
 
 
@@ -453,7 +462,8 @@ class _Spec:
         self.parsers: dict[str, Parser] = {}
         self.encoders: list[tuple[str, Encoder | None]] = []
         for name in self.fields:
-            parser, encoder = compile_field(hints[name], f"{cls.__name__}.{name}", _parser_of)
+            # With its ``Annotated`` metadata: `kernel.records.values.JsonValue` is read by it.
+            parser, encoder = compile_field(extras[name], f"{cls.__name__}.{name}", _parser_of)
             self.parsers[name] = parser
             self.encoders.append((name, encoder))
         self._encoding = tuple((n, e) for n, e in self.encoders if e is not None)

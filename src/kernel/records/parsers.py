@@ -16,12 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from kernel.errors import RecordError
-from kernel.records.identity import MAX_SAFE_INT, is_canonical_str
+from kernel.records.identity import MAX_DEPTH, MAX_SAFE_INT, is_canonical_str
 from kernel.records.rules import short_repr
 from kernel.records.shapes import (
     EnumShape,
     FixedTuple,
+    FrozenMap,
+    JsonShape,
+    Kinded,
     LiteralShape,
+    ObjectShape,
     RecordShape,
     Scalar,
     Shape,
@@ -31,7 +35,7 @@ from kernel.records.shapes import (
     shape_of,
 )
 
-__all__ = ["tag_of"]
+__all__ = ["plain_json", "tag_of"]
 
 Parser = Callable[[object, str, bool], object]
 """Reads one JSON value at a document path (``verify_ids`` last) into a field value."""
@@ -76,8 +80,15 @@ def compile_field(hint: Any, where: str, nested: Nested) -> tuple[Parser, Encode
 
 def _compile(shape: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:
     match shape:
+        case Kinded(inner=inner):
+            # A kind's rule is the construction check's; the JSON is read as its type's.
+            return _compile(inner, where, nested)
         case Scalar(hint=hint):
             return _exact(hint), None
+        case ObjectShape(value=value):
+            return _compile_object(value, where, nested)
+        case JsonShape():
+            return _parse_json, plain_json
         case UnionShape(members=members, optional=optional):
             return _compile_union(members, optional, where, nested)
         case LiteralShape(values=allowed):
@@ -221,6 +232,71 @@ def _compile_mixed(
         return value.to_dict() if is_record_class(type(value)) else value
 
     return parse_mixed, encode_mixed
+
+
+def _compile_object(value_shape: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder]:
+    parse_value, encode_value = _compile(value_shape, where, nested)
+
+    def parse_object(value: object, path: str, verify: bool) -> object:
+        if type(value) is not dict:
+            raise RecordError(path, f"expected an object, got {json_type(value)}")
+        for key in value:
+            _parse_key(key, path)
+        return FrozenMap(
+            {k: parse_value(v, f"{path}[{short_repr(k)}]", verify) for k, v in value.items()}
+        )
+
+    if encode_value is None:
+        return parse_object, dict
+    encode = encode_value
+    return parse_object, lambda m: {k: encode(v) for k, v in m.items()}
+
+
+def _parse_key(key: object, path: str) -> None:
+    # A decoded JSON object has only str keys; a dict handed to from_dict may not.
+    if type(key) is not str or not is_canonical_str(key):
+        raise RecordError(path, f"expected text keys, got key {short_repr(key)}")
+
+
+def _parse_json(value: object, path: str, verify: bool, depth: int = 1) -> object:
+    """Any JSON value as a record holds it (arrays as tuples, objects as `FrozenMap`):
+    no float (a record stays canonical JSON), nested at most `MAX_DEPTH` deep."""
+    kind = type(value)
+    if value is None or kind is bool:
+        return value
+    if kind is str:
+        return _parse_str(value, path, verify)
+    if kind is int:
+        return _parse_int(value, path, verify)
+    if kind is not list and kind is not tuple and kind is not dict:
+        raise RecordError(path, f"expected a JSON value without floats, got {json_type(value)}")
+    # Checked before going down, so a hostile depth never reaches the recursion limit.
+    if depth > MAX_DEPTH:
+        raise RecordError(path, f"JSON nested deeper than {MAX_DEPTH}")
+    if kind is dict:
+        items = typing.cast("dict[object, object]", value)
+        for key in items:
+            _parse_key(key, path)
+        return FrozenMap(
+            {
+                typing.cast("str", k): _parse_json(v, f"{path}[{short_repr(k)}]", verify, depth + 1)
+                for k, v in items.items()
+            }
+        )
+    return tuple(
+        _parse_json(item, f"{path}[{i}]", verify, depth + 1)
+        for i, item in enumerate(typing.cast("list[object]", value))
+    )
+
+
+def plain_json(value: Any) -> object:
+    """A `kernel.records.values.JsonValue` as plain JSON types (`FrozenMap` -> ``dict``,
+    tuple -> ``list``): what ``to_dict`` writes, and what ``json.dumps`` takes."""
+    if type(value) is FrozenMap:
+        return {key: plain_json(item) for key, item in value.items()}
+    if type(value) is tuple:
+        return [plain_json(item) for item in value]
+    return value
 
 
 def _compile_var_tuple(item: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder | None]:

@@ -11,17 +11,21 @@ from __future__ import annotations
 import enum
 import functools
 import operator
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from kernel.errors import FieldError
-from kernel.records.identity import MAX_SAFE_INT, is_canonical_str
+from kernel.records.identity import MAX_DEPTH, MAX_SAFE_INT, is_canonical_str
 from kernel.records.shapes import (
     Anything,
     EnumShape,
     FixedTuple,
+    FrozenMap,
+    JsonShape,
     Kinded,
     LiteralShape,
+    ObjectShape,
     RecordShape,
     Scalar,
     Shape,
@@ -32,6 +36,7 @@ from kernel.records.shapes import (
 )
 
 __all__ = [
+    "check_json",
     "describe_found",
     "field_check",
     "short_repr",
@@ -134,9 +139,85 @@ def _shape_rule(shape: Shape, where: str) -> _Rule | None:
             return _tuple_rule((item,), where, variadic=True)
         case FixedTuple(items=items):
             return _tuple_rule(items, where, variadic=False)
+        case ObjectShape() | JsonShape():
+            return _json_rule(shape, where)
         case Anything(hint=hint) if hint is object or hint is Any:
             return None
     raise TypeError(f"{where}: no construction check for field type {shape.hint!r}")
+
+
+def _json_rule(shape: ObjectShape | JsonShape, where: str) -> _Rule:
+    """``FrozenMap[V]``: exactly a `FrozenMap`, its keys valid text, each value V's;
+    ``JsonValue``: `check_json`."""
+    if isinstance(shape, JsonShape):
+        return _Rule(check_json, _accepts_json, None)
+    rule = _shape_rule(shape.value, where)
+    each = _anything if rule is None else rule.accepts
+    check_value = None if rule is None else rule.check
+
+    def check_object(value: object, path: str) -> None:
+        if type(value) is not FrozenMap:
+            raise FieldError(path, f"expected a FrozenMap, got {describe_found(value)}")
+        for key, item in value.items():
+            _check_key(key, path)
+            if check_value is not None:
+                check_value(item, f"{path}[{short_repr(key)}]")
+
+    def accepts_object(value: object) -> bool:
+        return (
+            type(value) is FrozenMap
+            and all(map(_accepts_str, value.keys()))
+            and all(map(each, value.values()))
+        )
+
+    return _Rule(check_object, accepts_object, None)
+
+
+def _check_key(key: object, path: str) -> None:
+    if not _accepts_str(key):
+        raise FieldError(path, f"expected text keys, got key {describe_found(key)}")
+
+
+def check_json(value: object, path: str, depth: int = 1) -> None:
+    """What a `kernel.records.values.JsonValue` field admits: None, a bool, a safe int,
+    valid text, a tuple or a `FrozenMap` of text keys, of such values, nested at most
+    `MAX_DEPTH` deep (no float: every record stays canonical JSON).
+
+    Raises:
+        FieldError: naming the path of the first value refused (``args[0]['x']``).
+    """
+    kind = type(value)
+    if value is None or kind is bool:
+        return
+    if kind is str:
+        _check_str(value, path)
+    elif kind is int:
+        _check_int(value, path)
+    elif kind is tuple or kind is FrozenMap:
+        # Checked before going down, so a hostile depth never reaches the recursion limit.
+        if depth > MAX_DEPTH:
+            raise FieldError(path, f"JSON nested deeper than {MAX_DEPTH}")
+        if type(value) is tuple:
+            for index, item in enumerate(value):
+                check_json(item, f"{path}[{index}]", depth + 1)
+        else:
+            for key, item in typing.cast("FrozenMap[object]", value).items():
+                _check_key(key, path)
+                check_json(item, f"{path}[{short_repr(key)}]", depth + 1)
+    else:
+        raise FieldError(
+            path,
+            "expected a JSON value (None, bool, int, str, tuple or FrozenMap), got "
+            + describe_found(value),
+        )
+
+
+def _accepts_json(value: object) -> bool:
+    try:
+        check_json(value, "")
+    except FieldError:
+        return False
+    return True
 
 
 def _kind_rule(validators: tuple[Callable[[Any, Any, Any], None], ...]) -> _Rule:

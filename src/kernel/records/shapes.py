@@ -14,17 +14,21 @@ import collections.abc
 import enum
 import types
 import typing
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 
 __all__ = [
+    "JSON",
     "Anything",
     "ClassShape",
     "EnumShape",
     "FixedTuple",
+    "FrozenMap",
+    "JsonShape",
     "Kinded",
     "LiteralShape",
     "MappingShape",
+    "ObjectShape",
     "OtherGeneric",
     "RecordShape",
     "Scalar",
@@ -37,6 +41,58 @@ __all__ = [
     "kind_validators",
     "shape_of",
 ]
+
+
+V_co = TypeVar("V_co", covariant=True)
+
+
+class FrozenMap(Mapping[str, V_co]):
+    """A JSON object a record holds: string keys, immutable and hashable, as a tuple is
+    a JSON array a record holds (a frozen record never holds a ``dict``).
+
+    ``FrozenMap[str]`` annotates an object of strings (a command's ``env``); the codec
+    reads a JSON object into one and writes it back as a ``dict``.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, V_co] | None = None, /) -> None:
+        self._items: dict[str, V_co] = {} if items is None else dict(items)
+
+    def __getitem__(self, key: str) -> V_co:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._items == other._items
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._items!r})"
+
+    def __reduce__(self) -> tuple[type[FrozenMap[V_co]], tuple[dict[str, V_co]]]:
+        return (type(self), (self._items,))
+
+
+class _JsonMarker:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "JSON"
+
+
+JSON: Final = _JsonMarker()
+"""The metadata of ``Annotated[object, JSON]`` (`kernel.records.values.JsonValue`): any
+JSON value a canonical document admits, arrays as tuples and objects as `FrozenMap`."""
 
 
 def is_record_class(hint: object) -> bool:
@@ -136,6 +192,24 @@ class UnionShape(Shape):
         self.optional = optional
 
 
+class ObjectShape(Shape):
+    """``FrozenMap[V]``: a JSON object with string keys, every value ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, hint: Any, value: Shape) -> None:
+        super().__init__(hint)
+        self.value = value
+
+
+class JsonShape(Shape):
+    """``Annotated[object, JSON]``: any JSON value (no float: every record stays
+    canonical JSON), arrays as tuples and objects as `FrozenMap`, nested at most
+    `kernel.records.identity.MAX_DEPTH` deep."""
+
+    __slots__ = ()
+
+
 class VarTuple(Shape):
     """``tuple[X, ...]``: every item is ``item``."""
 
@@ -219,9 +293,7 @@ def _compile(hint: Any) -> Shape:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Annotated:
-        validators = kind_validators(hint)
-        inner = shape_of(args[0])
-        return Kinded(hint, inner, validators) if validators else inner
+        return _compile_annotated(hint, args)
     if hint is None:
         return Scalar(type(None))
     if hint in (str, int, bool, type(None)):
@@ -237,6 +309,8 @@ def _compile(hint: Any) -> Shape:
         if len(args) == 2 and args[1] is Ellipsis:
             return VarTuple(hint, shape_of(args[0]))
         return FixedTuple(hint, tuple(shape_of(a) for a in args))
+    if origin is FrozenMap and len(args) == 1:
+        return ObjectShape(hint, shape_of(args[0]))
     if origin in _SEQUENCES and len(args) == 1:
         return SequenceShape(hint, shape_of(args[0]))
     if origin in _MAPPINGS and len(args) == 2:
@@ -244,6 +318,14 @@ def _compile(hint: Any) -> Shape:
     if origin is type:
         return TypeShape(hint, args[0])
     return OtherGeneric(hint, origin)
+
+
+def _compile_annotated(hint: Any, args: tuple[Any, ...]) -> Shape:
+    if any(item is JSON for item in args[1:]):
+        return JsonShape(hint)
+    validators = kind_validators(hint)
+    inner = shape_of(args[0])
+    return Kinded(hint, inner, validators) if validators else inner
 
 
 def _compile_class(hint: Any) -> Shape:

@@ -65,6 +65,7 @@ from kernel.records.codec import (
 )
 from kernel.records.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 from kernel.records.shapes import (
+    JSON,
     ClassShape,
     EnumShape,
     FixedTuple,
@@ -86,6 +87,7 @@ __all__ = [
     "Count",
     "Digest",
     "Digests",
+    "JsonValue",
     "Kind",
     "NonBlank",
     "OptionalDigest",
@@ -489,6 +491,11 @@ Timestamp = Annotated[str, timestamp]
 """An RFC 3339 UTC timestamp (``2026-01-01T00:00:00Z``) naming a real date and time."""
 UniqueTexts = Annotated[tuple[str, ...], unique_texts]
 """A tuple of distinct texts."""
+JsonValue = Annotated[object, JSON]
+"""Any JSON value without floats (a record stays canonical JSON): None, bool, a safe int,
+text, a tuple or a `kernel.records.shapes.FrozenMap` of such values, nested at most
+`kernel.records.identity.MAX_DEPTH` deep (an oracle call's arguments). A JSON object of
+one type of value is ``FrozenMap[V]`` (``FrozenMap[str]``: an object of strings)."""
 
 
 @attrs.frozen(kw_only=True)

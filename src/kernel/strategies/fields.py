@@ -21,8 +21,11 @@ from kernel.records.identity import MAX_SAFE_INT
 from kernel.records.shapes import (
     EnumShape,
     FixedTuple,
+    FrozenMap,
+    JsonShape,
     Kinded,
     LiteralShape,
+    ObjectShape,
     RecordShape,
     Scalar,
     Shape,
@@ -33,7 +36,7 @@ from kernel.records.shapes import (
 from kernel.records.values import kind_of
 from kernel.strategies.values import of_kind, texts
 
-__all__ = ["from_annotation", "from_shape", "records_of"]
+__all__ = ["from_annotation", "from_shape", "json_values", "records_of"]
 
 R = TypeVar("R", bound=Record)
 
@@ -76,7 +79,25 @@ def from_shape(shape: Shape) -> st.SearchStrategy[Any]:
             return st.just(()) if items.is_empty else st.lists(items, max_size=3).map(tuple)
         case FixedTuple(items=items):
             return st.tuples(*(from_shape(item) for item in items))
+        case ObjectShape(value=value):
+            return st.dictionaries(texts(), from_shape(value), max_size=3).map(FrozenMap)
+        case JsonShape():
+            return json_values()
     raise TypeError(f"no strategy for field type {shape.hint!r}")
+
+
+def json_values() -> st.SearchStrategy[object]:
+    """What a `kernel.records.values.JsonValue` field admits: JSON without floats,
+    arrays as tuples and objects as `FrozenMap`."""
+    scalars = st.none() | st.booleans() | _SCALARS[int]() | texts()
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3).map(tuple)
+            | st.dictionaries(texts(), inner, max_size=3).map(FrozenMap)
+        ),
+        max_leaves=8,
+    )
 
 
 _SCALARS: Final[dict[object, Callable[[], st.SearchStrategy[Any]]]] = {
