@@ -20,10 +20,12 @@ from kernel.decide.ledger import (
     LedgerVerified,
     RawEntry,
     entry_id_of,
+    entry_row_after,
     new_entry,
     next_entry,
     verify_chain,
 )
+from kernel.decide.merkle import TreeBuilder, leaf_hash
 from kernel.errors import ParameterTypeError, ParameterValueError
 from kernel.records.codec import compute_id
 from kernel.strategies import digests, json_values, texts
@@ -270,6 +272,30 @@ def test_new_entry_refuses_misuse() -> None:
     entry = new_entry((0, GENESIS_ID), EntryKind.ADMISSION, {"a": 1})
     record = next_entry(LedgerHead.empty(), EntryKind.ADMISSION, {"a": 1})
     assert entry._asdict() == {f: getattr(record, f) for f in entry._fields}
+    tree = TreeBuilder()
+    with pytest.raises(ParameterTypeError, match=r"new_entry\(\): kind: expected an EntryKind"):
+        entry_row_after(tree, GENESIS_ID, "admission", {})  # type: ignore[arg-type]
+    with pytest.raises(ParameterTypeError, match="payload: expected a dict, got list"):
+        entry_row_after(tree, GENESIS_ID, EntryKind.ADMISSION, [])  # type: ignore[arg-type]
+    assert tree.size == 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(EntryKind), st.dictionaries(texts(), json_values(3))),
+                max_size=9))  # fmt: skip
+def test_a_stores_row_is_new_entry_and_its_merkle_roots(
+    steps: list[tuple[EntryKind, dict[str, object]]],
+) -> None:
+    """For all kind/payload sequences, `entry_row_after` (a store's append) makes the
+    row of `new_entry` after the same head, and the roots `TreeBuilder.append` of its
+    `leaf_hash` completes; its tree grows as that one."""
+    fast, slow, head = TreeBuilder(), TreeBuilder(), (0, GENESIS_ID)
+    for kind, payload in steps:
+        row = entry_row_after(fast, head[1], kind, payload)
+        entry = new_entry(head, kind, payload)
+        completed = b"".join(slow.append(leaf_hash(entry.entry_id))) or None
+        assert row == (*entry[:3], kind.value, *entry[4:], completed)
+        assert (fast.size, fast.frontier) == (slow.size, slow.frontier)
+        head = (entry.seq, entry.entry_id)
 
 
 # -- branches: payloads stored as bytes, fields with no canonical form -------------------

@@ -54,6 +54,7 @@ from kernel.records.identity import (
     canonical_json,
     is_digest,
     sha256_bytes,
+    sha256_digest,
     sha256_hex,
 )
 from kernel.records.values import Count, Digest, OptionalDigest, Refusal, boundary
@@ -69,6 +70,7 @@ __all__ = [
     "NewEntry",
     "RawEntry",
     "entry_after",
+    "entry_row_after",
     "entry_id_of",
     "new_entry",
     "next_entry",
@@ -271,11 +273,7 @@ def entry_after(
         CanonicalizationError: ``payload`` is not portable canonical JSON.
         ParameterTypeError: ``payload`` is not a dict, or ``kind`` not an `EntryKind`.
     """
-    if type(payload) is not dict:
-        raise ParameterTypeError("new_entry", "payload", "a dict", type(payload).__name__)
-    if type(kind) is not EntryKind:
-        raise ParameterTypeError("new_entry", "kind", "an EntryKind", repr(kind))
-    data = canonical_json(payload)
+    data = _canonical_payload(kind, payload)
     payload_digest = sha256_bytes(data)
     seq = head_seq + 1
     # The id inline, the tuple made in C (a named tuple's own constructor is Python
@@ -294,6 +292,44 @@ def entry_after(
 
 
 _new_tuple: Final = tuple.__new__
+
+
+def _canonical_payload(kind: EntryKind, payload: Mapping[str, object]) -> bytes:
+    """The payload's canonical bytes, once ``kind`` and ``payload`` are what an entry takes."""
+    if type(payload) is not dict:
+        raise ParameterTypeError("new_entry", "payload", "a dict", type(payload).__name__)
+    if type(kind) is not EntryKind:
+        raise ParameterTypeError("new_entry", "kind", "an EntryKind", repr(kind))
+    return canonical_json(payload)
+
+
+def entry_row_after(
+    tree: TreeBuilder, head_id: str, kind: EntryKind, payload: Mapping[str, object]
+) -> tuple[int, str, str, str, str, str, bytes | None]:
+    """`entry_after` the head ``(tree.size, head_id)`` a store made, as the row it
+    inserts: ``(seq, entry_id, prev_id, kind value, payload_digest, payload, nodes)``,
+    ``nodes`` the Merkle subtree roots the entry completes (`TreeBuilder.append_entry`);
+    ``tree`` grows by the entry's leaf. One call, no record and no hex round trip: a
+    store's every append makes one, and SQLite's statement shares the caches it uses.
+
+    Raises:
+        CanonicalizationError: ``payload`` is not portable canonical JSON.
+        ParameterTypeError: ``payload`` is not a dict, or ``kind`` not an `EntryKind`.
+    """
+    data = _canonical_payload(kind, payload)
+    payload_digest = sha256_bytes(data)
+    seq = tree.size + 1
+    value = kind._value_
+    raw_id = sha256_digest((_ID_TEMPLATE % (value, payload_digest, head_id, seq)).encode())
+    return (
+        seq,
+        raw_id.hex(),
+        head_id,
+        value,
+        payload_digest,
+        data.decode("utf-8"),
+        tree.append_leaf_of(raw_id),
+    )
 
 
 def next_entry(head: LedgerHead, kind: EntryKind, payload: Mapping[str, object]) -> LedgerEntry:

@@ -162,9 +162,13 @@ class TreeBuilder:
     def append_entry(self, entry_id: str) -> bytes | None:
         """Add the leaf of an entry id a caller made (a store's append: 64 lowercase hex,
         not checked again); returns the perfect subtree roots it completes, level 1 up,
-        joined (None when it completes none): a row's ``nodes``. `append` and
-        `leaf_hash` inline, without a list: every append makes one."""
-        node = sha256_digest(b"\x00" + bytes.fromhex(entry_id))
+        joined (None when it completes none): a row's ``nodes``."""
+        return self.append_leaf_of(bytes.fromhex(entry_id))
+
+    def append_leaf_of(self, raw_id: bytes) -> bytes | None:
+        """`append_entry` of an entry id given as its 32 bytes. `append` and `leaf_hash`
+        inline, without a list: every append makes one."""
+        node = sha256_digest(b"\x00" + raw_id)
         frontier = self.frontier
         self.size = rest = self.size + 1
         if rest & 1:

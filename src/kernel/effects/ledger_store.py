@@ -58,7 +58,7 @@ from kernel.decide.ledger import (
     LedgerVerified,
     NewEntry,
     RawEntry,
-    entry_after,
+    entry_row_after,
     new_entry,
     verify_chain,
 )
@@ -337,6 +337,9 @@ def _edited(where: object) -> EffectError:
     )
 
 
+_new_tuple: Final = tuple.__new__
+"""A `NewEntry` made in C (a named tuple's own constructor is Python code)."""
+
 _UNMARKED: Final = "no entry marked last"
 """SQLite's recorded head when no row carries the tail mark (L6 names it)."""
 
@@ -346,8 +349,9 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, create: bool) -> None:
         self._path = path
-        # This connection's last append: its seq, id and the tree up to it.
-        self._known: tuple[int, str, TreeBuilder] | None = None
+        # This connection's last append: its id and the tree up to it (its size the
+        # entry's seq).
+        self._known: tuple[str, TreeBuilder] | None = None
         self._snapshot: tuple[int, int] | None = None
         # A ledger written before the tail mark keeps its head in a row of its own
         # (read-only openers cannot move it to the mark).
@@ -424,7 +428,7 @@ class SqliteStore:
                 return self._append_durable(kind, payload)
             known = self._known
             if known is not None:
-                entry = self._append_after(kind, payload, *known)
+                entry = self._append_after(kind, payload, known)
                 if entry is not None:
                     return entry
             return self._append_locked(kind, payload)
@@ -436,32 +440,28 @@ class SqliteStore:
         self._db.execute("PRAGMA synchronous=FULL")
         try:
             known = self._known
-            entry = None if known is None else self._append_after(kind, payload, *known)
+            entry = None if known is None else self._append_after(kind, payload, known)
             return self._append_locked(kind, payload) if entry is None else entry
         finally:
             self._db.execute("PRAGMA synchronous=NORMAL")
 
     def _append_after(
-        self, kind: EntryKind, payload: Mapping[str, object], seq: int, head_id: str,
-        tree: TreeBuilder,
-    ) -> NewEntry | None:  # fmt: skip
+        self, kind: EntryKind, payload: Mapping[str, object], known: tuple[str, TreeBuilder]
+    ) -> NewEntry | None:
         """The one-statement append after a head this connection appended (so made by
         `new_entry`, not checked again); None when the ledger moved on (another
         writer) and the locked path must decide. The payload and kind are checked
-        (`entry_after`); nothing this connection made is."""
-        entry = entry_after(seq, head_id, kind, payload if type(payload) is dict else dict(payload))
-        entry_id = entry[1]
+        (`entry_row_after`); nothing this connection made is."""
+        head_id, tree = known
+        # The row and the tree's new roots in one pure call; the tree grows in place.
+        row = entry_row_after(
+            tree, head_id, kind, payload if type(payload) is dict else dict(payload)
+        )
         try:
             # One plain INSERT, its own transaction: the trigger refuses it unless the
             # last row is still ``head``, marked; the key refuses a seq another writer
-            # took. One cursor for every append (no cursor object per call); the kind
-            # as its plain text (binding an enum member takes sqlite3's adapter lookup).
-            # The tree grows in place, its new roots the row's ``nodes``.
-            self._cursor.execute(
-                _INSERT,
-                (seq + 1, entry_id, head_id, kind._value_, entry[4], entry[5],
-                 tree.append_entry(entry_id)),
-            )  # fmt: skip
+            # took. One cursor for every append (no cursor object per call).
+            self._cursor.execute(_INSERT, row)
         except sqlite3.Error as e:
             # The tree holds a leaf the ledger does not: the locked path rebuilds it
             # from the stored roots (a busy or full disk as much as another writer).
@@ -469,8 +469,8 @@ class SqliteStore:
             if isinstance(e, sqlite3.IntegrityError):
                 return None
             raise
-        self._known = (seq + 1, entry_id, tree)
-        return entry
+        self._known = (row[1], tree)
+        return _new_tuple(NewEntry, (row[0], row[1], head_id, kind, row[4], row[5]))
 
     def _append_locked(self, kind: EntryKind, payload: Mapping[str, object]) -> NewEntry:
         self._db.execute("BEGIN IMMEDIATE")
@@ -487,7 +487,7 @@ class SqliteStore:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._known = (entry.seq, entry.entry_id, tree)
+        self._known = (entry.entry_id, tree)
         return entry
 
     def perfect(self, level: int, index: int) -> bytes:
