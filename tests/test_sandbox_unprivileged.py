@@ -197,9 +197,9 @@ def test_unprivileged_runner_maps_the_command_to_itself(
 # Side doors, as root and as an unprivileged runner
 
 SIDE_RUNNER = textwrap.dedent("""
-    import ctypes, json, sys, tempfile
+    import ctypes, json, os, sys, tempfile
     from pathlib import Path
-    from kernel.corroboration.consensus import CaptureMode
+    from kernel.corroboration.consensus import CaptureMode, Isolation
     from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
     request = json.loads(sys.argv[1])
     base = Path(tempfile.mkdtemp())
@@ -208,17 +208,24 @@ SIDE_RUNNER = textwrap.dedent("""
     assert libc.syscall(250, 1, b"kernel-test") > 0  # keyctl(JOIN_SESSION_KEYRING)
     key = libc.syscall(248, b"user", b"kernel-test-key", b"secret", 6, -3)  # add_key
     assert key > 0
-    command = [arg.replace("KEYID", str(key)) for arg in request["command"]]
+    level = request.get("isolation")
+    # The runner's pid for a probe at copy (no PID namespace: it aims at this run alone).
+    runner = str(os.getpid()) if level == "copy" else "0"
+    command = [
+        arg.replace("KEYID", str(key)).replace("RUNNERPID", runner) for arg in request["command"]
+    ]
     spill = Path(tempfile.mkdtemp())
     capture = run_sandboxed(
         SandboxSpec(command=tuple(command), ro_binds=tuple(request.get("ro_binds", ())),
                     network=request.get("network", False), timeout_s=60, baseline=str(base),
                     capture=CaptureMode(request.get("capture", "stdout")),
+                    isolation=None if level is None else Isolation(level),
                     limits=Limits(**request.get("limits", {}))),
         spill_dir=spill,
     )
     print(json.dumps({
         "status": str(capture.status), "hit": capture.limit_hit, "error": capture.error,
+        "exit_code": capture.exit_code, "isolation": str(capture.isolation),
         "stdout": Path(capture.stdout_path).read_text(errors="replace")[-2000:],
         "limits": {str(a.kind): str(a.mechanism) for a in capture.limits},
         "command_uid": capture.command_uid,
@@ -394,6 +401,83 @@ def test_runner_keys_are_out_of_reach(side_runner: Callable[..., dict[str, Any]]
     }
 
 
+VERDICT_PROBE = textwrap.dedent("""
+    import errno, json, os, signal, sys
+    runner = int(sys.argv[1])  # 0: a PID namespace, whose every process is this run's
+    me = os.getpid()
+    def of_this_run(pid):
+        # At copy (the host's processes shown) only the runner's descendants.
+        while runner and pid > 1:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                return False
+            if pid == runner:
+                return True
+        return not runner
+    def attempt(door):
+        try:
+            door()
+            return "reached"
+        except OSError as e:
+            return errno.errorcode.get(e.errno, str(e.errno))
+    def forge(path):
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, b"exit 0\\ndone\\n")  # the status a passing run reports
+        finally:
+            os.close(fd)
+    found = {}
+    for name in sorted(os.listdir("/proc")):
+        pid = int(name) if name.isdigit() else 0
+        if pid in (0, me, runner) or not of_this_run(pid):
+            continue
+        found[f"{pid} mem"] = attempt(lambda: open(f"/proc/{pid}/mem", "rb").close())
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError as e:
+            found[f"{pid} fds"] = errno.errorcode[e.errno]
+            continue
+        for fd in fds:
+            path = f"/proc/{pid}/fd/{fd}"
+            found[path] = attempt(lambda: os.readlink(path).startswith("pipe:") and forge(path))
+    if runner:
+        found["runner mem"] = attempt(lambda: open(f"/proc/{runner}/mem", "rb").close())
+    else:  # PID 1 is the sandbox's; a handled signal would end it
+        found["sigint"] = attempt(lambda: os.kill(1, signal.SIGINT))
+    print(json.dumps(found, sort_keys=True), flush=True)
+    sys.exit(3)
+""")
+
+
+@pytest.mark.parametrize("level", ["overlay", "namespace_copy", "copy"])
+def test_no_verdict_channel_is_within_the_commands_reach(
+    side_runner: Callable[..., dict[str, Any]], level: str
+) -> None:
+    """A command opens every descriptor it can see of the run's other processes (PID 1,
+    at copy the runner's descendants) to write a passing status there, opens their
+    memory as a tracer would, and signals PID 1: every open is refused and the run's
+    recorded result is the real one (exit 3), at every level and for every runner.
+    The command is never the runner's own uid where another id exists; a copy run of
+    an unprivileged runner is (no user namespace: no other id), and its evidence says
+    so."""
+    outcome = side_runner(
+        command=[str(SYSTEM_PYTHON), "-c", VERDICT_PROBE, "RUNNERPID"], isolation=level
+    )
+    assert (outcome["status"], outcome["exit_code"]) == ("failed", 3), outcome
+    assert outcome["isolation"] == level
+    found = json.loads(outcome["stdout"])
+    runner_mem = found.pop("runner mem", None)
+    found.pop("sigint", None)  # sent or refused: either way the result above is real
+    assert "reached" not in found.values(), found
+    expected = {"root": "outer_unprivileged", "unprivileged": "same_uid_as_runner"}
+    expected["subordinate"] = "same_uid_as_runner" if level == "copy" else "subordinate"
+    assert outcome["command_uid"] == expected[outcome["runner"]], outcome
+    if outcome["runner"] == "root" and level == "copy":
+        assert runner_mem in ("EACCES", "EPERM"), found
+
+
 SHARED_MEMORY = {
     "mapping": "import mmap\nm = mmap.mmap(-1, 1 << 30)\n"
     "for i in range(0, 1 << 30, 4096):\n    m[i] = 1\nprint('survived')",
@@ -465,12 +549,32 @@ def test_stdout_flood_and_sparse_file_are_limit_hits(
     assert (sparse["status"], sparse["hit"]) == ("limit_exceeded", "writable"), sparse
 
 
+def test_a_namespace_copy_of_subordinate_ids_holds_the_writable_limit(
+    side_runner: Callable[..., dict[str, Any]],
+) -> None:
+    """At namespace_copy a subordinate id's tree is a tmpfs of the run: 2 MiB written
+    past a 1 MiB writable limit is a writable hit; the other runners' copies are host
+    folders, without that limit (recorded ``none``)."""
+    outcome = side_runner(
+        command=["sh", "-c", "head -c 2097152 /dev/zero > big.bin"],
+        limits={"writable_bytes": 1 << 20},
+        isolation="namespace_copy",
+        capture="patch",
+    )
+    if outcome["runner"] == "subordinate":
+        assert (outcome["status"], outcome["hit"]) == ("limit_exceeded", "writable"), outcome
+        assert outcome["limits"]["writable"] == "tmpfs"
+    else:
+        assert outcome["status"] == "ok", outcome
+        assert outcome["limits"]["writable"] == "none"
+
+
 SUB_RUNNER = textwrap.dedent("""
     import json, sys, tempfile
     from pathlib import Path
-    from kernel.corroboration.consensus import CaptureMode
+    from kernel.corroboration.consensus import CaptureMode, Isolation
     from kernel.effects.sandbox import Limits, SandboxSpec, read_output, run_sandboxed
-    shown = sys.argv[1]
+    shown, level = sys.argv[1], Isolation(sys.argv[2])
     base = Path(tempfile.mkdtemp())
     (base / "tree" / "sub").mkdir(parents=True)
     (base / "tree" / "f.txt").write_text("v1\\n")
@@ -494,12 +598,13 @@ SUB_RUNNER = textwrap.dedent("""
     capture = run_sandboxed(
         SandboxSpec(command=(sys.executable, "-c", probe, shown), ro_binds=(shown,),
                     baseline=str(base / "tree"), capture=CaptureMode.PATCH, timeout_s=60,
-                    limits=Limits(writable_bytes=1 << 20)),
+                    limits=Limits(writable_bytes=1 << 20), isolation=level),
         spill_dir=spill,
     )
     print(json.dumps({
         "status": str(capture.status), "error": capture.error,
-        "command_uid": capture.command_uid,
+        "command_uid": capture.command_uid, "isolation": str(capture.isolation),
+        "limits": {str(a.kind): str(a.mechanism) for a in capture.limits},
         "stdout": Path(capture.stdout_path).read_text(),
         "patch": read_output(capture).decode() if capture.output_path else "",
         "baseline": sorted(str(p.relative_to(base / "tree")) + ":" + p.read_text()
@@ -508,9 +613,11 @@ SUB_RUNNER = textwrap.dedent("""
 """)
 
 
-def _run_as(entry: pwd.struct_passwd, work: Path, site_paths: str, shown: Path) -> dict[str, Any]:
+def _run_as(
+    entry: pwd.struct_passwd, work: Path, site_paths: str, shown: Path, level: str
+) -> dict[str, Any]:
     result = subprocess.run(
-        [str(SYSTEM_PYTHON), "-c", SUB_RUNNER, str(shown)],
+        [str(SYSTEM_PYTHON), "-c", SUB_RUNNER, str(shown), level],
         cwd=work,
         user=entry.pw_uid,
         group=entry.pw_gid,
@@ -526,15 +633,22 @@ def _run_as(entry: pwd.struct_passwd, work: Path, site_paths: str, shown: Path) 
     return outcome
 
 
+@pytest.mark.parametrize("level", ["overlay", "namespace_copy"])
 def test_subordinate_ids_keep_the_runners_own_files_out_of_reach(
-    user: pwd.struct_passwd, sub_user: pwd.struct_passwd, tmp_path: Path, site_paths: str
+    user: pwd.struct_passwd,
+    sub_user: pwd.struct_passwd,
+    tmp_path: Path,
+    site_paths: str,
+    level: str,
 ) -> None:
-    """A runner with subordinate ids runs its command as the first of them: a 0600 file
-    of the runner in a folder the sandbox shows is unreadable to the command (a 0644
-    one is read), the command still owns its tree (edits in place, in a subfolder, new
-    files), and the run is otherwise what it is for a runner without them, whose
-    command reads that file (a baseline file larger than the writable limit, copied
-    into the writable layer for the command, is no limit hit)."""
+    """A runner with subordinate ids runs its command as the first of them, at both
+    namespaced levels: a 0600 file of the runner in a folder the sandbox shows is
+    unreadable to the command (a 0644 one is read), the command still owns its tree
+    (edits in place, in a subfolder, new files), and the run is otherwise what it is
+    for a runner without them, whose command reads that file (a baseline file larger
+    than the writable limit, copied into the writable layer for the command, is no
+    limit hit). Its namespace_copy tree is a tmpfs of the run, under the writable
+    limit; a runner without them copies to a host folder, without that limit."""
     outcomes = {}
     for name, entry in (("subordinate", sub_user), ("plain", user)):
         work = tmp_path / name
@@ -548,11 +662,14 @@ def test_subordinate_ids_keep_the_runners_own_files_out_of_reach(
             (shown / "secret").chmod(0o600)
             for path in (work, shown, shown / "public", shown / "secret"):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
-            outcomes[name] = _run_as(entry, work, site_paths, shown)
+            outcomes[name] = _run_as(entry, work, site_paths, shown, level)
         finally:
             shutil.rmtree(shown)
     sub, plain = outcomes["subordinate"], outcomes["plain"]
     assert sub["status"] == plain["status"] == "ok", outcomes
+    assert sub["isolation"] == plain["isolation"] == level
+    assert sub["limits"]["writable"] == "tmpfs"
+    assert plain["limits"]["writable"] == ("tmpfs" if level == "overlay" else "none")
     assert (sub["command_uid"], plain["command_uid"]) == ("subordinate", "same_uid_as_runner")
     sub_map, *sub_reads = sub["stdout"].splitlines()
     plain_map, *plain_reads = plain["stdout"].splitlines()

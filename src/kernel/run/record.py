@@ -272,13 +272,16 @@ class CommandUid(enum.StrEnum):
     """A root runner's command: an unprivileged uid of its own (root's first
     subordinate id, else a fixed high id); the runner's files are "others'"."""
     SAME_UID_AS_RUNNER = "same_uid_as_runner"
-    """An unprivileged runner's command is that runner's uid on the host: its own 0600
-    files shown in the view (a ro_bind, the program's folder) are readable to the
-    command (no subordinate ids, or the ``copy`` and ``namespace_copy`` levels)."""
+    """An unprivileged runner's command is that runner's uid on the host, because no
+    other id is available to it: the runner has no subordinate ids (or ``newuidmap``
+    refused them), or the level is ``copy`` (no user namespace to map one in). Its own
+    0600 files shown in the view (a ro_bind, the program's folder) are readable to the
+    command; at ``copy`` the command can also reach the runner's process itself."""
     SUBORDINATE = "subordinate"
-    """An unprivileged runner's overlay command runs as the runner's first subordinate
-    uid/gid (``/etc/subuid``, ``/etc/subgid``, mapped by ``newuidmap``/``newgidmap``):
-    the runner's own files are "others'" to it, as to a root runner's command."""
+    """An unprivileged runner's command (``overlay``, ``namespace_copy``) runs as the
+    runner's first subordinate uid/gid (``/etc/subuid``, ``/etc/subgid``, mapped by
+    ``newuidmap``/``newgidmap``): the runner's own files are "others'" to it, as to a
+    root runner's command."""
 
 
 @attrs.frozen(kw_only=True)

@@ -19,14 +19,16 @@ Processes, outermost first:
 ``ns`` (new user, mount, PID, UTS, IPC and, unless asked, network namespaces)
     Maps: runner root -> ``0 0 1`` (the helper's setup keeps root's rights over the
     host files it reads) and ``<uid> <outer> 1`` (the command: an unprivileged outer
-    uid); an unprivileged runner with subordinate ids (overlay) -> ``0 <runner> 1``
+    uid); an unprivileged runner with subordinate ids -> ``0 <runner> 1``
     and ``<uid> <first subordinate> 1``, written by ``newgidmap``/``newuidmap``
-    (`_subordinate_maps`; the tree is handed to the command: `_hand_over`); otherwise
+    (`_subordinate_maps`; the tree is handed to the command: `nsview.hand_over`,
+    at namespace_copy a copy on a tmpfs of the run: `nsview.copy_in_namespace`); otherwise
     ``<uid> <runner> 1`` as an unprivileged user namespace does.
 ``init`` (PID 1 of the new PID namespace)
     Builds the new root by carrying out the runner's mount plan (option ``plan``:
     `spec.mount_plan`, steps joined by RS, fields by US), mounts the baseline, runs
-    the command, reaps orphans, captures the patch.
+    the command, reaps orphans, captures the patch. Undumpable once the command's
+    process is forked, its ``SIGINT`` the default: out of the command's reach.
 ``command``
     chrooted, uid/gid `uid` with no supplementary group, ``no_new_privs``, resource
     limits set, a fresh session keyring, the seccomp filter (`nslimits.seccomp_program`);
@@ -57,8 +59,8 @@ EXIT_HOOKS: list[Callable[[], None]] = []
 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 32, 4096, 16384, 1 << 18
-_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 _SYS_MOVE_MOUNT = 429
 _AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
 _MOVE_MOUNT_F_EMPTY_PATH = 4
@@ -440,6 +442,15 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     os.close(int(opts["joined_fd"]))
     user = (int(opts["uid"]), int(opts["gid"]), os.getuid() == 0)
     process = _fork_command(opts, points + "/root", user)
+    # Out of the command's reach whatever its uid: a signal sent from inside this PID
+    # namespace reaches PID 1 only through a handler (Python's SIGINT one let a
+    # same-uid command end PID 1: a sandbox error instead of its result), and an
+    # undumpable PID 1 is opened by no tracer and no /proc/1/fd or /proc/1/mem (its
+    # capabilities refuse a same-uid command that too; this holds without them). Set
+    # after the maps: an undumpable process's /proc files are root's, and an
+    # unprivileged helper writes ns's uid_map there.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.write(chan, b"ready\n")
     import socket
 
@@ -587,7 +598,7 @@ def _mount_tree(
     """Mount the baseline (the idmapped clone, or a read-only bind) at ``lower`` and the
     run's tree at the work dir (an overlay with a size-limited upper layer, or the
     private copy); returns the work dir's host path. ``hand_over``: the command is a
-    subordinate id, not the baseline's owner (`_hand_over`)."""
+    subordinate id, not the baseline's owner (`nsview.hand_over`)."""
     work = root + opts["workdir"]
     os.makedirs(work)
     if tree >= 0:
@@ -603,8 +614,13 @@ def _mount_tree(
         nsview.read_only(report, lower, True)
     else:
         os.chmod(lower, 0o755)  # noqa: S103 - no baseline: the empty tree of a fresh folder
-    if opts["mode"] != "overlay":
+    if opts["mode"] != "overlay" and not opts["sub_uid"]:
         nsview.mount(report, opts["scratch"] + "/copy", work, None, _MS_BIND, None)
+        return work
+    if opts["mode"] != "overlay":
+        nsview.copy_in_namespace(
+            report, opts, lower=lower, layer=layer, work=work, to_command=hand_over
+        )
         return work
     layer_options = "mode=0700" if hand_over else opts["layer"]
     nsview.mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, layer_options)
@@ -617,39 +633,11 @@ def _mount_tree(
     nsview.mount(report, "overlay", work, "overlay", 0, data)
     if hand_over:
         try:
-            _hand_over(report, opts, work, layer)
+            nsview.hand_over(report, opts, work, layer)
         except OSError as e:
             report(f"error hand the tree to the command: {e}")
             _exit(1)
     return work
-
-
-def _hand_over(report: _Report, opts: dict[str, str], work: str, layer: str) -> None:
-    """Give the command (a subordinate id) the baseline's files of the runner (root
-    inside), as a root runner's idmapped lower layer gives them to its command: chown
-    through the overlay, which copies each one up into the upper layer (unprivileged,
-    no idmapped mount of the host's filesystem can be made). Then limit the layer to
-    what that took plus the run's writable limit, so the limit means what it means
-    elsewhere. Files of other owners keep them."""
-    uid, gid = int(opts["uid"]), int(opts["gid"])
-    folders = [work]
-    while folders:
-        for entry in os.scandir(folders.pop()):
-            info = entry.stat(follow_symlinks=False)
-            if info.st_uid == 0 or info.st_gid == 0:
-                os.lchown(
-                    entry.path, uid if info.st_uid == 0 else -1, gid if info.st_gid == 0 else -1
-                )
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.path)
-    if not opts["writable"]:
-        return
-    used = os.statvfs(layer)
-    size = (used.f_blocks - used.f_bfree) * used.f_frsize + int(opts["writable"])
-    limits = dict(part.split("=", 1) for part in opts["layer"].split(","))
-    inodes = used.f_files - used.f_ffree + int(limits["nr_inodes"])
-    flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV
-    nsview.mount(report, "none", layer, None, flags, f"size={size},nr_inodes={inodes}")
 
 
 def _prepare_tree(

@@ -320,8 +320,9 @@ def oversized(
     runner, copied up by the hand-over, not written by the run)."""
     layer, lower = layers
     limits = [(int(opts[kind]), kind) for kind in ("writable", "output") if opts[kind]]
-    if opts["mode"] == "overlay":
-        work = layer + "/upper"  # only what the run changed
+    if opts["mode"] == "overlay" or opts["sub_uid"]:
+        # Only what the run changed, or (a copy on a tmpfs of the run) the whole tree.
+        work = layer + "/upper"
     else:
         limits = [(size, kind) for size, kind in limits if kind == "output"]
     if not limits:

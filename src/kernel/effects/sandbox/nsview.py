@@ -4,7 +4,9 @@ Stdlib only, like `nshelper` (which imports it by name: the helper runs this fol
 modules as top-level modules under ``python -I -S``). `build_view` carries out
 `spec.mount_plan` below a root; `mount`, `mount_attr` and `read_only` are the calls it
 and the helper make; `idmapped_baseline` the baseline's read-only clone whose owner is
-the command (a root runner's overlay), through user namespaces `cache_userns` keeps.
+the command (a root runner's overlay), through user namespaces `cache_userns` keeps;
+`hand_over` and `copy_in_namespace` give an unprivileged runner's tree to its
+subordinate id (no idmapped mount of the host's filesystem is open to it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ __all__ = [
     "Reporter",
     "build_view",
     "cache_userns",
+    "copy_in_namespace",
+    "hand_over",
     "idmapped_baseline",
     "mount",
     "mount_attr",
@@ -219,3 +223,66 @@ def idmapped_baseline(report: Reporter, baseline: str, outer_uid: int, outer_gid
         report.fail("idmapped mount of the baseline")
     os.set_inheritable(tree, True)
     return tree
+
+
+def copy_in_namespace(
+    report: Reporter, opts: dict[str, str], *, lower: str, layer: str, work: str, to_command: bool
+) -> None:
+    """The ``namespace_copy`` tree of an unprivileged runner with subordinate ids: a
+    copy of the baseline on a tmpfs of the run (the runner makes no host copy), handed
+    to the command when it is a subordinate id (``to_command``; a host folder of its
+    files would outlive a killed run, unremovable by the runner), then limited as
+    overlay's layer is (`hand_over`)."""
+    import shutil
+
+    mount(report, "tmpfs", layer, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
+    tree = layer + "/upper"
+    try:
+        shutil.copytree(lower, tree, symlinks=True)
+        if to_command:
+            os.chown(tree, int(opts["uid"]), int(opts["gid"]))
+            hand_over(report, opts, tree, layer)
+        else:
+            _limit_layer(report, opts, layer)
+    except OSError as e:
+        ctypes.set_errno(e.errno or 0)
+        report.fail(f"copy the tree ({e.filename})")
+    mount(report, tree, work, None, MS_BIND, None)
+
+
+def hand_over(report: Reporter, opts: dict[str, str], work: str, layer: str) -> None:
+    """Give the command (a subordinate id) the baseline's files of the runner (root
+    inside), as a root runner's idmapped lower layer gives them to its command: chown
+    through the overlay, which copies each one up into the upper layer (unprivileged,
+    no idmapped mount of the host's filesystem can be made), or in the copy. Then limit
+    the layer to what that took plus the run's writable limit, so the limit means what
+    it means elsewhere. Files of other owners keep them.
+
+    Raises:
+        OSError: an entry cannot be handed over.
+    """
+    uid, gid = int(opts["uid"]), int(opts["gid"])
+    folders = [work]
+    while folders:
+        for entry in os.scandir(folders.pop()):
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == 0 or info.st_gid == 0:
+                os.lchown(
+                    entry.path, uid if info.st_uid == 0 else -1, gid if info.st_gid == 0 else -1
+                )
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+    _limit_layer(report, opts, layer)
+
+
+def _limit_layer(report: Reporter, opts: dict[str, str], layer: str) -> None:
+    """Remount the tree's tmpfs ``layer`` at what it holds plus the writable limit
+    (bytes, and as many inodes more as the limit's own tmpfs has)."""
+    if not opts["writable"]:
+        return
+    used = os.statvfs(layer)
+    size = (used.f_blocks - used.f_bfree) * used.f_frsize + int(opts["writable"])
+    limits = dict(part.split("=", 1) for part in opts["layer"].split(","))
+    inodes = used.f_files - used.f_ffree + int(limits["nr_inodes"])
+    flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+    mount(report, "none", layer, None, flags, f"size={size},nr_inodes={inodes}")

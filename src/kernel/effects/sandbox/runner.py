@@ -383,12 +383,17 @@ def _run_namespaced(
 ) -> tuple[_Result, CommandUid]:
     privileged = os.geteuid() == 0
     outer = outer_ids() if privileged else (os.geteuid(), os.getegid())
-    if level is Isolation.NAMESPACE_COPY:
+    options = _helper_options(spec, level=level, scratch=scratch, baseline=baseline, outer=outer)
+    if options["sub_uid"]:
+        # The command may be a subordinate id: the copy is made in the namespace, on a
+        # tmpfs of the run with the writable limit (a host folder of that id's files
+        # would outlive a killed run, unremovable by the runner).
+        mechanisms[LimitKind.WRITABLE] = LimitMechanism.TMPFS
+    elif level is Isolation.NAMESPACE_COPY:
         copy_tree(baseline, scratch / "copy")
         if privileged:
             _chown_tree(scratch / "copy", *outer)
     home = env.get("HOME", "") if any(k == "HOME" for k, _ in spec.variation) else ""
-    options = _helper_options(spec, level=level, scratch=scratch, baseline=baseline, outer=outer)
     options.update(umask=str(umask), home=home, patch="1" if patch is not None else "0")
 
     def helper_args(parent: int) -> list[str]:
@@ -477,8 +482,8 @@ def _helper_options(
     entries, copies = _view_entries(spec)
     plan = _plan(tuple(entries), spec.limits.tmp_bytes, os.path.realpath(scratch_root()), copies)
     limits = spec.limits
-    # An unprivileged runner's subordinate ids, for the overlay level (ADR-0005 §1).
-    sub = None if os.geteuid() == 0 or level is not Isolation.OVERLAY else subordinate_ids()
+    # An unprivileged runner's subordinate ids (ADR-0005 §1).
+    sub = None if os.geteuid() == 0 else subordinate_ids()
     return {
         "sub_uid": "" if sub is None else str(sub[0]),
         "sub_gid": "" if sub is None else str(sub[1]),
