@@ -249,5 +249,7 @@ def test_a_null_reference_patch_is_refused_not_dropped(tmp_path: Path) -> None:
     document = json.loads(config.read_text("utf-8"))
     document["calibration"] = {"reference_patch": None}
     config.write_text(json.dumps(document), "utf-8")
-    with pytest.raises(ConfigError, match=r"calibration\.reference_patch: expected a path"):
+    with pytest.raises(
+        ConfigError, match=r"calibration\.reference_patch: expected string, got null"
+    ):
         load_config(config)

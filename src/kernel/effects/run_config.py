@@ -19,7 +19,17 @@ import attrs
 
 from kernel.effects.sandbox import Limits
 from kernel.records.codec import Record, field_error, short_repr
-from kernel.records.values import NonBlank
+from kernel.records.parsers import plain_json
+from kernel.records.shapes import (
+    Kinded,
+    OmissibleShape,
+    RecordShape,
+    Shape,
+    UnionShape,
+    VarTuple,
+    shape_of,
+)
+from kernel.records.values import NonBlank, Omissible
 from kernel.run.record import DeclaredReplay
 from kernel.run.verification import Isolation
 
@@ -97,8 +107,9 @@ class IsolationEntry(Record):
 class CalibrationEntry(Record):
     """The calibration of a verifier's declared tests before any attempt is judged."""
 
-    reference_patch: str | None = attrs.field(default=None, validator=relative)
-    """A patch that must turn every fail-to-pass test green (relative to the config)."""
+    reference_patch: Omissible[str] = attrs.field(default=None, validator=relative)
+    """A patch that must turn every fail-to-pass test green (relative to the config);
+    left out, none (null is refused: it would silently drop the reference run)."""
 
 
 def _attempts(
@@ -148,24 +159,34 @@ class RunConfig(Record):
 
 def filled(cls: type[Record], document: Mapping[str, object]) -> dict[str, object]:
     """``document`` with the defaults of ``cls``'s fields it leaves out, in JSON form,
-    recursively into nested entries; never mutated. Anything else is left for
-    ``from_dict`` to refuse."""
-    hints = typing.get_type_hints(cls)
+    recursively into nested entries (records, and arrays of records); never mutated.
+    An omissible field (`kernel.records.values.Omissible`) stays left out. Anything
+    else is left for ``from_dict`` to refuse."""
+    hints = typing.get_type_hints(cls, include_extras=True)
     out = dict(document)
     for field in attrs.fields(cls):  # type: ignore[arg-type]
+        shape = shape_of(hints[field.name])
         value = out.get(field.name, attrs.NOTHING)
-        if value is attrs.NOTHING and field.default is not attrs.NOTHING:
+        if value is not attrs.NOTHING:
+            out[field.name] = _filled_value(shape, value)
+        elif field.default is not attrs.NOTHING and not isinstance(shape, OmissibleShape):
             out[field.name] = _json(field.default)
-        elif type(value) is dict:
-            hint = hints[field.name]
-            records = [a for a in (hint, *typing.get_args(hint)) if _is_record(a)]
-            if records:
-                out[field.name] = filled(records[0], value)
     return out
 
 
-def _is_record(hint: object) -> bool:
-    return isinstance(hint, type) and issubclass(hint, Record)
+def _filled_value(shape: Shape, value: object) -> object:
+    match shape:
+        case Kinded(inner=inner) | OmissibleShape(inner=inner):
+            return _filled_value(inner, value)
+        case RecordShape(hint=hint) if type(value) is dict:
+            return filled(hint, value)
+        case UnionShape(members=members) if type(value) is dict:
+            records = [m for m in members if isinstance(m, RecordShape)]
+            if len(records) == 1:
+                return filled(records[0].hint, value)
+        case VarTuple(item=item) if type(value) is list:
+            return [_filled_value(item, v) for v in value]
+    return value
 
 
 def _json(default: object) -> object:
@@ -173,4 +194,4 @@ def _json(default: object) -> object:
         return default.to_dict()
     if isinstance(default, enum.Enum):
         return default.value
-    return default
+    return plain_json(default)

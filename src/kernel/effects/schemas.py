@@ -51,6 +51,7 @@ from kernel.records.shapes import (
     Kinded,
     LiteralShape,
     ObjectShape,
+    OmissibleShape,
     RecordShape,
     Scalar,
     Shape,
@@ -186,6 +187,11 @@ class _Builder:
                 return {"type": "object", "additionalProperties": self.shape(value)}
             case JsonShape():
                 return self.json_value()
+            case OmissibleShape(inner=UnionShape(members=members)):
+                # Left out, never null: the field is not required (`record`).
+                return (
+                    self.union(members, optional=False) if members[1:] else self.shape(members[0])
+                )
             case FixedTuple(items=items):
                 return {
                     "type": "array",
@@ -230,8 +236,10 @@ class _Builder:
         properties: dict[str, Any] = {}
         optional: set[str] = set()
         for field in attrs.fields(cls):  # type: ignore[arg-type]
-            if (name, field.name) in _OPTIONAL or (
-                self.defaults_optional and field.default is not attrs.NOTHING
+            if (
+                (name, field.name) in _OPTIONAL
+                or (self.defaults_optional and field.default is not attrs.NOTHING)
+                or isinstance(shape_of(extras[field.name]), OmissibleShape)
             ):
                 optional.add(field.name)
             schema = self.hint(extras[field.name])

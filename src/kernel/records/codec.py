@@ -10,9 +10,10 @@ e.g. ``attempts[3].budget_charge.steps``):
 
 - the document is an exact ``dict`` (a JSON object); its input is never mutated;
 - unknown keys and missing keys are refused (every field is written out), but an
-  *open* record (``__open__ = True``: an entry whose other keys belong to a reader
-  outside the record, as a run config's adapter entries) ignores keys it does not
-  declare;
+  omissible field (`kernel.records.values.Omissible`) may be left out (it is None,
+  and an explicit ``null`` is refused), and an *open* record (``__open__ = True``:
+  an entry whose other keys belong to a reader outside the record, as a run config's
+  adapter entries) ignores keys it does not declare;
 - ``str`` fields take exact ``str`` holding valid Unicode (a lone surrogate has no
   canonical JSON form); ``int`` fields take ``int`` but never ``bool``,
   and only within +/-(2**53 - 1) so every record stays canonical JSON;
@@ -56,6 +57,7 @@ from kernel.records.rules import (
 )
 from kernel.records.shapes import (
     FrozenMap,
+    OmissibleShape,
     RecordShape,
     Shape,
     UnionShape,
@@ -467,6 +469,10 @@ class _Spec:
             self.parsers[name] = parser
             self.encoders.append((name, encoder))
         self._encoding = tuple((n, e) for n, e in self.encoders if e is not None)
+        # `kernel.records.values.Omissible` fields: a document leaves them out for None.
+        self.omissible = frozenset(
+            name for name in self.fields if isinstance(shape_of(extras[name]), OmissibleShape)
+        )
         self._get_all = _getter(self.fields)
         ident = self.identity
         for name in (ident.include or ()) + tuple(ident.exclude):
@@ -503,12 +509,20 @@ class _Spec:
         out: dict[str, Any] = dict(zip(self.fields, self._get_all(record)))  # noqa: B905
         for name, encoder in self._encoding:
             out[name] = encoder(out[name])
-        return out
+        return self._omit_absent(out) if self.omissible else out
 
     def raw_document(self, record: Record) -> dict[str, object]:
         """Every field with its raw value: `encode` as orjson writes it, nested records
         left to `_document_default`."""
-        return dict(zip(self.fields, self._get_all(record)))  # noqa: B905 - equal lengths
+        out = dict(zip(self.fields, self._get_all(record)))  # noqa: B905 - equal lengths
+        return self._omit_absent(out) if self.omissible else out
+
+    def _omit_absent(self, out: dict[str, Any]) -> dict[str, Any]:
+        """``out`` without the omissible fields that hold None (a document leaves them out)."""
+        for name in self.omissible:
+            if out[name] is None:
+                del out[name]
+        return out
 
     def raw_payload(self, record: Record, cached: bool = True) -> dict[str, object]:
         """Payload with raw field values (enums, tuples, records) for orjson."""
@@ -543,6 +557,7 @@ class _Spec:
         if type(data) is not dict:
             raise RecordError(path, f"expected an object, got {json_type(data)}")
         keys: AbstractSet[object] = data.keys() & self.field_set if self.open else data.keys()
+        parsers: Iterable[tuple[str, Parser]] = self.parsers.items()
         if keys != self.field_set:
             # str keys first, in order; other keys (a JSON object has none) by repr, so
             # that keys of mixed types never make the sort itself raise.
@@ -554,11 +569,13 @@ class _Spec:
                 first = unknown[0]
                 name = first if type(first) is str else short_repr(first)
                 raise RecordError(join_path(path, name), "unknown field")
-            missing = sorted(self.field_set - keys)
-            raise RecordError(join_path(path, missing[0]), "missing field")
+            missing = sorted(self.field_set - keys - self.omissible)
+            if missing:
+                raise RecordError(join_path(path, missing[0]), "missing field")
+            # Only an omissible field is left out: it then takes its default, None.
+            parsers = [(name, parser) for name, parser in parsers if name in keys]
         kwargs = {
-            name: parser(data[name], join_path(path, name), verify_ids)
-            for name, parser in self.parsers.items()
+            name: parser(data[name], join_path(path, name), verify_ids) for name, parser in parsers
         }
         try:
             record = self.cls(**kwargs)

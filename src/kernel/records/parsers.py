@@ -26,6 +26,7 @@ from kernel.records.shapes import (
     Kinded,
     LiteralShape,
     ObjectShape,
+    OmissibleShape,
     RecordShape,
     Scalar,
     Shape,
@@ -89,6 +90,8 @@ def _compile(shape: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder 
             return _compile_object(value, where, nested)
         case JsonShape():
             return _parse_json, plain_json
+        case OmissibleShape(inner=UnionShape(members=members, optional=True)):
+            return _compile_omissible(members, where, nested)
         case UnionShape(members=members, optional=optional):
             return _compile_union(members, optional, where, nested)
         case LiteralShape(values=allowed):
@@ -125,6 +128,19 @@ def _compile_union(
         return parse_optional, None
     encode_inner = inner_encode
     return parse_optional, lambda v: None if v is None else encode_inner(v)
+
+
+def _compile_omissible(
+    members: tuple[Shape, ...], where: str, nested: Nested
+) -> tuple[Parser, Encoder | None]:
+    # A left-out key never reaches a parser (the codec leaves it to its default, None),
+    # and null is no value of the field: X's parser alone. None is encoded as None,
+    # which the codec then leaves out of the document.
+    parse, encode = _compile_union(members, False, where, nested)
+    if encode is None:
+        return parse, None
+    encode_present = encode
+    return parse, lambda v: None if v is None else encode_present(v)
 
 
 def _literal_parser(allowed: tuple[Any, ...]) -> Parser:

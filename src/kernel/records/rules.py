@@ -26,6 +26,7 @@ from kernel.records.shapes import (
     Kinded,
     LiteralShape,
     ObjectShape,
+    OmissibleShape,
     RecordShape,
     Scalar,
     Shape,
@@ -117,12 +118,8 @@ def _shape_rule(shape: Shape, where: str) -> _Rule | None:
     match shape:
         case Kinded(validators=validators):
             return _kind_rule(validators)
-        case Scalar(hint=hint) if hint is str:
-            return _Rule(_check_str, _accepts_str, frozenset({str}))
-        case Scalar(hint=hint) if hint is int:
-            return _Rule(_check_int, _accepts_int, frozenset({int}))
         case Scalar(hint=hint):
-            return _typed_rule(_exact_check(hint), frozenset({hint}))
+            return _scalar_rule(hint)
         case EnumShape(hint=hint, abstract=True):
             # A concrete enum admits its own members; an abstract base (``StrEnum`` in the
             # refusal base class) admits the members of any subclass, which subclasses narrow.
@@ -141,9 +138,20 @@ def _shape_rule(shape: Shape, where: str) -> _Rule | None:
             return _tuple_rule(items, where, variadic=False)
         case ObjectShape() | JsonShape():
             return _json_rule(shape, where)
+        case OmissibleShape(inner=inner):
+            # In the record a left-out key is None: what ``X | None`` admits.
+            return _shape_rule(inner, where)
         case Anything(hint=hint) if hint is object or hint is Any:
             return None
     raise TypeError(f"{where}: no construction check for field type {shape.hint!r}")
+
+
+def _scalar_rule(hint: type) -> _Rule:
+    if hint is str:
+        return _Rule(_check_str, _accepts_str, frozenset({str}))
+    if hint is int:
+        return _Rule(_check_int, _accepts_int, frozenset({int}))
+    return _typed_rule(_exact_check(hint), frozenset({hint}))
 
 
 def _json_rule(shape: ObjectShape | JsonShape, where: str) -> _Rule:

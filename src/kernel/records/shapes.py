@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 
 __all__ = [
     "JSON",
+    "NOT_NULL",
     "Anything",
     "ClassShape",
     "EnumShape",
@@ -29,6 +30,7 @@ __all__ = [
     "LiteralShape",
     "MappingShape",
     "ObjectShape",
+    "OmissibleShape",
     "OtherGeneric",
     "RecordShape",
     "Scalar",
@@ -93,6 +95,18 @@ class _JsonMarker:
 JSON: Final = _JsonMarker()
 """The metadata of ``Annotated[object, JSON]`` (`kernel.records.values.JsonValue`): any
 JSON value a canonical document admits, arrays as tuples and objects as `FrozenMap`."""
+
+
+class _NotNullMarker:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_NULL"
+
+
+NOT_NULL: Final = _NotNullMarker()
+"""The metadata of ``Annotated[X | None, NOT_NULL]`` (`kernel.records.values.Omissible`):
+X in a document, or the key left out (None in the record); never ``null``."""
 
 
 def is_record_class(hint: object) -> bool:
@@ -210,6 +224,17 @@ class JsonShape(Shape):
     __slots__ = ()
 
 
+class OmissibleShape(Shape):
+    """``Annotated[X | None, NOT_NULL]``: ``inner`` is the shape of ``X | None``; a
+    document leaves the key out for None and never writes ``null``."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, hint: Any, inner: Shape) -> None:
+        super().__init__(hint)
+        self.inner = inner
+
+
 class VarTuple(Shape):
     """``tuple[X, ...]``: every item is ``item``."""
 
@@ -323,6 +348,8 @@ def _compile(hint: Any) -> Shape:
 def _compile_annotated(hint: Any, args: tuple[Any, ...]) -> Shape:
     if any(item is JSON for item in args[1:]):
         return JsonShape(hint)
+    if any(item is NOT_NULL for item in args[1:]):
+        return OmissibleShape(hint, shape_of(args[0]))
     validators = kind_validators(hint)
     inner = shape_of(args[0])
     return Kinded(hint, inner, validators) if validators else inner

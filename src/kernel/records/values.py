@@ -66,6 +66,7 @@ from kernel.records.codec import (
 from kernel.records.identity import MAX_SAFE_INT, is_canonical_str, is_digest
 from kernel.records.shapes import (
     JSON,
+    NOT_NULL,
     ClassShape,
     EnumShape,
     FixedTuple,
@@ -90,6 +91,7 @@ __all__ = [
     "JsonValue",
     "Kind",
     "NonBlank",
+    "Omissible",
     "OptionalDigest",
     "Positive",
     "SafeInt",
@@ -491,6 +493,11 @@ Timestamp = Annotated[str, timestamp]
 """An RFC 3339 UTC timestamp (``2026-01-01T00:00:00Z``) naming a real date and time."""
 UniqueTexts = Annotated[tuple[str, ...], unique_texts]
 """A tuple of distinct texts."""
+Omissible = Annotated[T | None, NOT_NULL]
+"""``Omissible[X]``: X, or None when a document leaves the key out; an explicit ``null``
+is refused, and ``to_dict`` leaves the key out for None (a run config's calibration
+``reference_patch``: null would silently drop the reference run its author asked for).
+The field's default is None."""
 JsonValue = Annotated[object, JSON]
 """Any JSON value without floats (a record stays canonical JSON): None, bool, a safe int,
 text, a tuple or a `kernel.records.shapes.FrozenMap` of such values, nested at most

@@ -26,6 +26,7 @@ from kernel.records.shapes import (
     Kinded,
     LiteralShape,
     ObjectShape,
+    OmissibleShape,
     RecordShape,
     Scalar,
     Shape,
@@ -83,6 +84,8 @@ def from_shape(shape: Shape) -> st.SearchStrategy[Any]:
             return st.dictionaries(texts(), from_shape(value), max_size=3).map(FrozenMap)
         case JsonShape():
             return json_values()
+        case OmissibleShape(inner=inner):
+            return from_shape(inner)
     raise TypeError(f"no strategy for field type {shape.hint!r}")
 
 
