@@ -35,7 +35,7 @@ import os
 import posixpath
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Generic, Literal, TypeVar
 
 import attrs
 import orjson
@@ -71,6 +71,7 @@ __all__ = [
     "promote",
     "open_intents",
     "record_unusable",
+    "record_blocked",
     "recover",
     "unsafe_changes",
 ]
@@ -117,14 +118,44 @@ class PendingPromotion:
     commit: str
 
 
-@attrs.frozen(kw_only=True)
-class Recovered:
-    """What `recover` did with one pending promotion."""
+P = TypeVar("P")
+"""What a recovery found pending: `PendingPromotion`, or a stage's or unstage's
+(`kernel.effects.staging`)."""
 
-    pending: PendingPromotion
+
+@attrs.frozen(kw_only=True)
+class Recovered(Generic[P]):
+    """What a recovery did with one act a crash left half done (an intent without its
+    close): `recover` with a promotion, `kernel.effects.staging.recover_stages` with a
+    stage or an unstage."""
+
+    pending: P
+    """The intent as the ledger holds it."""
     outcome: Literal["finished", "abandoned", "blocked"]
+    """``finished``: done and closed ``done``; ``abandoned``: the ref moved elsewhere,
+    closed ``abandoned`` and left alone; ``blocked``: it cannot be finished (stays
+    pending, the refusal recorded)."""
     detail: str
+    """Why it was abandoned or blocked ("" when finished)."""
     entry_id: str | None
+    """The ledger entry that closes the intent, or records why it could not be."""
+
+
+def record_blocked(
+    store: LedgerStore, outcome: Recovered[P], action: str, context: dict[str, object]
+) -> Recovered[P]:
+    """``outcome`` as it stands, or, when ``blocked``, with the refusal appended to the
+    ledger (``action``: the verb that recovers; ``context``: what names the intent)."""
+    if outcome.outcome != "blocked":
+        return outcome
+    payload = {
+        "action": action,
+        "reason_codes": [InputReason.RECOVERY_BLOCKED.value],
+        "explanation": outcome.detail[:_INPUT_TEXT_LIMIT],
+        **context,
+    }
+    entry = store.append(EntryKind.REFUSAL, payload).entry_id
+    return attrs.evolve(outcome, entry_id=entry)
 
 
 @attrs.frozen(kw_only=True)
@@ -537,31 +568,22 @@ def pending(store: LedgerStore) -> list[PendingPromotion]:
     ]
 
 
-def recover(repo: Repo, store: LedgerStore) -> list[Recovered]:
+def recover(repo: Repo, store: LedgerStore) -> list[Recovered[PendingPromotion]]:
     """Finish or close every pending promotion of ``repo`` (module docstring)."""
-    done: list[Recovered] = []
-    for item in pending(store):
-        done.append(_recover_one(repo, store, item))
-    return done
+    return [
+        record_blocked(
+            store,
+            _try_recover(repo, store, item),
+            "promote --recover",
+            {"intent_entry": item.intent_entry, "branch": item.branch, "commit": item.commit},
+        )
+        for item in pending(store)
+    ]
 
 
-def _recover_one(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
-    outcome = _try_recover(repo, store, item)
-    if outcome.outcome != "blocked":
-        return outcome
-    payload = {
-        "action": "promote --recover",
-        "reason_codes": [InputReason.RECOVERY_BLOCKED.value],
-        "explanation": outcome.detail[:_INPUT_TEXT_LIMIT],
-        "intent_entry": item.intent_entry,
-        "branch": item.branch,
-        "commit": item.commit,
-    }
-    entry = store.append(EntryKind.REFUSAL, payload).entry_id
-    return attrs.evolve(outcome, entry_id=entry)
-
-
-def _try_recover(repo: Repo, store: LedgerStore, item: PendingPromotion) -> Recovered:
+def _try_recover(
+    repo: Repo, store: LedgerStore, item: PendingPromotion
+) -> Recovered[PendingPromotion]:
     at = repo.resolve(item.branch)
     if at == item.tip and repo.resolve(item.commit) == item.commit:
         try:

@@ -37,11 +37,12 @@ from kernel.decide.ledger import EntryKind
 from kernel.effects.git import CommitIdentity, Repo
 from kernel.effects.ledger_store import LedgerStore, verify_store
 from kernel.effects.promotion import (
-    InputReason,
+    Recovered,
     Refused,
     crash_point,
     gate_refusal,
     open_intents,
+    record_blocked,
     record_refusal,
     unsafe_changes,
 )
@@ -52,7 +53,6 @@ from kernel.run.record import RunRecord
 __all__ = [
     "STAGED_PREFIX",
     "PendingStage",
-    "StageRecovered",
     "Staged",
     "Unstaged",
     "pending_stages",
@@ -63,7 +63,6 @@ __all__ = [
 
 STAGED_PREFIX: Final = "refs/kernel/staged/"
 _STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
-_TEXT_LIMIT: Final = 500
 
 
 @attrs.frozen(kw_only=True)
@@ -97,16 +96,6 @@ class PendingStage:
     commit: str
 
 
-@attrs.frozen(kw_only=True)
-class StageRecovered:
-    """What `recover_stages` did with one pending stage."""
-
-    pending: PendingStage
-    outcome: Literal["finished", "abandoned", "blocked"]
-    detail: str
-    entry_id: str | None
-
-
 def pending_stages(store: LedgerStore) -> list[PendingStage]:
     """Every staging intent the ledger holds without its close (oldest first)."""
     found: list[PendingStage] = []
@@ -125,33 +114,22 @@ def pending_stages(store: LedgerStore) -> list[PendingStage]:
 
 def recover_stages(
     repo: Repo, store: LedgerStore, *, ref: str | None = None
-) -> list[StageRecovered]:
+) -> list[Recovered[PendingStage]]:
     """Finish or close every pending stage of ``repo`` (of ``ref`` alone when given);
     one that cannot be finished stays pending and its refusal is recorded."""
-    done: list[StageRecovered] = []
-    for item in pending_stages(store):
-        if ref is None or item.ref == ref:
-            done.append(_recover_one(repo, store, item))
-    return done
+    return [
+        record_blocked(
+            store,
+            _try_recover(repo, store, item),
+            "stage --recover",
+            {"intent_entry": item.intent_entry, "ref": item.ref, "commit": item.commit},
+        )
+        for item in pending_stages(store)
+        if ref is None or item.ref == ref
+    ]
 
 
-def _recover_one(repo: Repo, store: LedgerStore, item: PendingStage) -> StageRecovered:
-    outcome = _try_recover(repo, store, item)
-    if outcome.outcome == "blocked":
-        payload = {
-            "action": "stage --recover",
-            "reason_codes": [InputReason.RECOVERY_BLOCKED.value],
-            "explanation": outcome.detail[:_TEXT_LIMIT],
-            "intent_entry": item.intent_entry,
-            "ref": item.ref,
-            "commit": item.commit,
-        }
-        entry = store.append(EntryKind.REFUSAL, payload).entry_id
-        return attrs.evolve(outcome, entry_id=entry)
-    return outcome
-
-
-def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> StageRecovered:
+def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> Recovered[PendingStage]:
     at = repo.resolve(item.ref)
     if at == item.old and repo.resolve(item.commit) == item.commit:
         try:
@@ -162,13 +140,13 @@ def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> StageRec
         except GitRefusal:
             at = repo.resolve(item.ref)
         except EffectError as e:
-            return StageRecovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
+            return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
     if at == item.commit:
         entry = _close(store, item, "done", "")
-        return StageRecovered(pending=item, outcome="finished", detail="", entry_id=entry)
+        return Recovered(pending=item, outcome="finished", detail="", entry_id=entry)
     why = f"{item.ref} is at {at or 'no commit'}, neither its old value nor the commit"
     entry = _close(store, item, "abandoned", why)
-    return StageRecovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
+    return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
 
 
 def _close(
