@@ -49,7 +49,7 @@ from kernel.effects.pipeline import run_pipeline
 from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
 from kernel.effects.signing import armored, check_tree_head_signature
-from kernel.effects.staging import pending_stages
+from kernel.effects.staging import pending_stages, pending_unstages
 from kernel.errors import ConfigError, EffectError, GitRefusal, UntrustedConfig
 from kernel.records.codec import seal
 from kernel.records.identity import canonical_json
@@ -417,10 +417,10 @@ def test_stage_and_unstage(
     assert git(repo, "for-each-ref", "refs/kernel") == ""
     assert main(["unstage", *common, "--attempt", "attempt-1"]) == 2
     # The unstage of what is not staged is refused, and recorded like the others.
-    # Each stage is an intent and its close (the ref moves between the two).
+    # Each stage and unstage is an intent and its close (the ref moves between the two).
     assert kinds(ledger) == [
         "admission", "staging", "staging", "admission", "staging", "staging", "refusal",
-        "unstaging", "refusal",
+        "unstaging", "unstaging", "refusal",
     ]  # fmt: skip
 
 
@@ -1554,13 +1554,27 @@ def stage_agrees(repo: Path, ledger: Path, capsys: pytest.CaptureFixture[str]) -
     with opened(ledger, create=False) as store:
         for entry in store.entries():
             payload = json.loads(str(entry.payload))
+            if payload.get("phase", "done") != "done":
+                continue
             if entry.kind == "unstaging":
                 said.append(None)
-            elif entry.kind == "staging" and payload["phase"] == "done":
+            elif entry.kind == "staging":
                 said.append(payload["commit"])
     if said:
         assert staged_at(repo) == said[-1]
     assert not list((repo / ".git").rglob("*.lock"))
+
+
+def named_half_done(
+    repo: Path, ledger: Path, capsys: pytest.CaptureFixture[str], what: str
+) -> None:
+    """`ledger verify --repo` exits 1 naming ``what`` as not finished, and the verb
+    that finishes it; the captured output is consumed."""
+    code, out = verify_repo(repo, ledger, capsys)
+    assert code == 1
+    assert f"{what} was not finished" in out
+    assert "run `kernel stage --recover`" in out
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("finisher", ["recover", "next stage", "unstage"])
@@ -1579,12 +1593,8 @@ def test_a_stage_killed_after_any_step_is_finished(
     ledger = tmp_path / "l.sqlite"
     commit = killed_stage(demo, repo, ledger, step)
     assert staged_at(repo) == (commit if step == "stage-ref" else None)
-    code, out = verify_repo(repo, ledger, capsys)
-    assert code == 1
-    assert f"stage of {STAGED} ({commit[:12]}) was not finished" in out
-    assert "run `kernel stage --recover`" in out
+    named_half_done(repo, ledger, capsys, f"stage of {STAGED} ({commit[:12]})")
     common = ["--repo", str(repo), "--ledger", str(ledger)]
-    capsys.readouterr()
     if finisher == "recover":
         assert main(["stage", "--recover", *common]) == 0
         assert f"finished: stage of {STAGED}" in capsys.readouterr().out
@@ -1601,7 +1611,7 @@ def test_a_stage_killed_after_any_step_is_finished(
     assert [c["phase"] for c in closes][:2] == ["intent", "done"]
     assert closes[1]["commit"] == commit
     assert main(["stage", "--recover", *common]) == 0
-    assert "no stage left half done" in capsys.readouterr().out
+    assert "no stage or unstage left half done" in capsys.readouterr().out
 
 
 def test_a_stage_killed_at_any_moment_is_recovered(
@@ -1800,3 +1810,168 @@ def test_a_staged_ref_moving_during_its_update_is_left_alone(
     assert staged_at(repo) == other
     assert last_stage_close(ledger)["phase"] == "abandoned"
     stage_agrees(repo, ledger, capsys)
+
+
+# -- An unstage is all or nothing too (issue 22): an intent before its ref is deleted,
+# finished by `kernel stage --recover`, the next stage or the next unstage.
+
+UNSTAGE_STEPS = ["unstage-intent", "unstage-ref"]
+
+
+def unstages_pending(ledger: Path) -> list[str]:
+    with opened(ledger, create=False) as store:
+        return [p.commit for p in pending_unstages(store)]
+
+
+def killed_unstage(demo: Demo, repo: Path, ledger: Path, step: str) -> str:
+    """attempt-1 staged, then `kernel unstage` of it killed after ``step``; the commit
+    its intent names."""
+    assert stage(demo.run_dir, repo, ledger) == 0
+    argv = [sys.executable, "-m", "kernel", "unstage", "--run-dir", str(demo.run_dir),
+            "--repo", str(repo), "--ledger", str(ledger), "--attempt", "attempt-1"]  # fmt: skip
+    env = {**os.environ, CRASH_AT_VARIABLE: step}
+    done = subprocess.run(argv, env=env, capture_output=True, check=False)
+    assert done.returncode == 137, done.stderr
+    [commit] = unstages_pending(ledger)
+    return commit
+
+
+@pytest.mark.parametrize("finisher", ["recover", "next stage", "next unstage"])
+@pytest.mark.parametrize("step", UNSTAGE_STEPS)
+def test_an_unstage_killed_after_any_step_is_finished(
+    step: str,
+    finisher: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Killed after its intent (the ref still there) or after the ref was deleted:
+    `ledger verify --repo` names the unstage; `stage --recover`, the next stage or the
+    next unstage of the attempt finishes it (the ref deleted, the intent closed
+    `done`) before doing its own, and ref and ledger agree."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_unstage(demo, repo, ledger, step)
+    assert staged_at(repo) == (commit if step == "unstage-intent" else None)
+    named_half_done(repo, ledger, capsys, f"unstage of {STAGED} ({commit[:12]})")
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    if finisher == "recover":
+        assert main(["stage", "--recover", *common]) == 0
+        assert f"finished: unstage of {STAGED}" in capsys.readouterr().out
+        assert staged_at(repo) is None
+    elif finisher == "next stage":
+        assert stage(demo.run_dir, repo, ledger) == 0
+        assert staged_at(repo) == commit
+    else:
+        # The killed unstage is finished first: nothing is left to unstage.
+        assert main(["unstage", "--run-dir", str(demo.run_dir), "--attempt", "attempt-1",
+                     *common]) == 2  # fmt: skip
+        assert "not staged" in capsys.readouterr().err
+        assert staged_at(repo) is None
+    assert unstages_pending(ledger) == []
+    stage_agrees(repo, ledger, capsys)
+    with opened(ledger, create=False) as store:
+        closes = [json.loads(str(e.payload)) for e in store.entries() if e.kind == "unstaging"]
+    assert [c["phase"] for c in closes] == ["intent", "done"]
+    assert closes[1]["intent_entry"] == unstage_intent_id(ledger)
+    assert closes[1]["commit"] == commit
+    assert main(["stage", "--recover", *common]) == 0
+    assert "no stage or unstage left half done" in capsys.readouterr().out
+
+
+def unstage_intent_id(ledger: Path) -> str:
+    with opened(ledger, create=False) as store:
+        return next(
+            str(e.entry_id)
+            for e in store.entries()
+            if e.kind == "unstaging" and json.loads(str(e.payload))["phase"] == "intent"
+        )
+
+
+def test_an_unstage_is_durable_before_the_ref_is_deleted(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The unstaging intent is in the ledger, as every append before it, when the ref
+    is deleted: killed right after the intent, the ref is still there and the intent
+    names it and its commit."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_unstage(demo, repo, ledger, "unstage-intent")
+    with opened(ledger, create=False) as store:
+        [intent] = [json.loads(str(e.payload)) for e in store.entries() if e.kind == "unstaging"]
+    assert intent == {
+        "action": "unstage", "phase": "intent", "run_id": "demo/median-fix",
+        "attempt_id": "attempt-1", "ref": STAGED, "commit": commit,
+    }  # fmt: skip
+    assert staged_at(repo) == commit
+
+
+def test_a_killed_unstage_whose_ref_moved_elsewhere_is_abandoned(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Someone else moved the ref after the unstage's intent: recovery closes the
+    intent `abandoned` and leaves the ref alone."""
+    ledger = tmp_path / "l.sqlite"
+    killed_unstage(demo, repo, ledger, "unstage-intent")
+    other = git(repo, "rev-parse", "main")
+    git(repo, "update-ref", STAGED, other)
+    capsys.readouterr()
+    assert main(["stage", "--recover", "--repo", str(repo), "--ledger", str(ledger)]) == 0
+    assert f"abandoned: unstage of {STAGED}" in capsys.readouterr().out
+    assert staged_at(repo) == other
+    assert unstages_pending(ledger) == []
+
+
+@pytest.mark.parametrize("ref_left", [True, False])
+def test_an_unstage_recovery_takes_only_its_own_lock(
+    ref_left: bool,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A kill inside `update-ref -d` leaves the ref's lock empty (git writes nothing
+    into a delete's lock), with the ref deleted or not: recovery removes that lock and
+    finishes. A lock holding another value is not provably ours: recovery is blocked
+    (exit 1, recorded, the unstage stays pending, the lock untouched)."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_unstage(demo, repo, ledger, "unstage-intent")
+    if not ref_left:
+        git(repo, "update-ref", "-d", STAGED, commit)
+    lock = repo / ".git" / f"{STAGED}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    other = git(repo, "rev-parse", "main")
+    lock.write_text(f"{other}\n")
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    capsys.readouterr()
+    assert main(["stage", "--recover", *common]) == 1
+    assert "blocked: unstage of" in capsys.readouterr().out
+    assert refusals(ledger)[-1]["action"] == "stage --recover"
+    assert refusals(ledger)[-1]["reason_codes"] == ["recovery_blocked"]
+    assert unstages_pending(ledger) == [commit]
+    assert lock.read_text() == f"{other}\n"
+    lock.write_text("")
+    assert main(["stage", "--recover", *common]) == 0
+    assert not lock.exists()
+    assert staged_at(repo) is None
+    stage_agrees(repo, ledger, capsys)
+
+
+def test_an_unstage_refuses_a_foreign_lock_before_its_intent(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock on the staged ref that no killed kernel update left (another value) makes
+    the unstage exit 2 before anything is written: no intent, the ref and lock kept."""
+    ledger = tmp_path / "l.sqlite"
+    assert stage(demo.run_dir, repo, ledger) == 0
+    commit = staged_at(repo)
+    lock = repo / ".git" / f"{STAGED}.lock"
+    other = git(repo, "rev-parse", "main")
+    lock.write_text(f"{other}\n")
+    before = kinds(ledger)
+    capsys.readouterr()
+    assert main(["unstage", "--run-dir", str(demo.run_dir), "--attempt", "attempt-1",
+                 "--repo", str(repo), "--ledger", str(ledger)]) == 2  # fmt: skip
+    assert "holds neither" in capsys.readouterr().err
+    assert "unstaging" not in kinds(ledger)[len(before) :]
+    assert staged_at(repo) == commit
+    assert lock.read_text() == f"{other}\n"

@@ -80,7 +80,8 @@ _EMPTY_ROOT: Final = TreeBuilder().root().hex()
 """The root of an empty tree."""
 CRASH_AT_VARIABLE: Final = "KERNEL_TEST_PROMOTE_CRASH_AT"
 """Test hook: a promotion (or recovery) whose environment names a step here (``permit``,
-``intent``, ``ref``, ``work-tree``; a stage's: ``stage-intent``, ``stage-ref``) ends
+``intent``, ``ref``, ``work-tree``; a stage's: ``stage-intent``, ``stage-ref``; an
+unstage's: ``unstage-intent``, ``unstage-ref``) ends
 the process at once after that step, as a kill would. An operator's environment
 only: nothing a config or candidate sets."""
 
@@ -168,7 +169,7 @@ class RepositoryCheck:
     incomplete: tuple[str, ...]
     """One line per promotion left half done (run ``kernel promote --recover``)."""
     stages: tuple[str, ...] = ()
-    """One line per stage left half done (run ``kernel stage --recover``)."""
+    """One line per stage or unstage left half done (run ``kernel stage --recover``)."""
 
 
 def crash_point(step: str) -> None:
@@ -614,7 +615,7 @@ def check_repository(repo: Repo, store: LedgerStore) -> RepositoryCheck:
     """Verify the ledger against every tree head ``repo``'s promotion commits anchor
     (``Kernel-Ledger-Head``), and name each promotion half done (an intent without its
     close, or a promoted commit whose permit the ledger never closed) and each stage
-    half done (an intent without its close).
+    and unstage half done (an intent without its close).
 
     Raises:
         EffectError: the store cannot be read.
@@ -645,8 +646,9 @@ def check_repository(repo: Repo, store: LedgerStore) -> RepositoryCheck:
         if f["Kernel-Permit-Id"] not in closed and f["commit"] not in intended
     ]
     stages = tuple(
-        f"stage of {p.get('ref')} ({str(p.get('commit'))[:12]}) was not finished"
-        for _, p in open_intents(store, EntryKind.STAGING)
+        f"{verb} of {p.get('ref')} ({str(p.get('commit'))[:12]}) was not finished"
+        for kind, verb in ((EntryKind.STAGING, "stage"), (EntryKind.UNSTAGING, "unstage"))
+        for _, p in open_intents(store, kind)
     )
     return RepositoryCheck(
         outcome=outcome,

@@ -24,6 +24,14 @@ intent closed ``abandoned`` and the ref left alone. Ledger and ref agree after i
 `kernel.effects.promotion.check_repository` (``kernel ledger verify --repo``) names an
 intent left open. A staging entry without a phase (written before intents) is a
 finished stage.
+
+An unstage is all or nothing the same way: an ``unstaging`` entry with ``phase:
+intent`` naming the ref and the commit it holds (durable before the ref is deleted),
+the compare-and-swap delete, an ``unstaging`` entry with ``phase: done``. Killed after
+the intent, `recover_stages`, the next stage or unstage of that attempt deletes the ref
+still at the commit (and the empty lock a killed delete leaves), closes ``done`` a ref
+already gone, and ``abandoned`` a ref someone else moved. An unstaging entry without a
+phase is a finished unstage.
 """
 
 from __future__ import annotations
@@ -53,9 +61,11 @@ from kernel.run.record import RunRecord
 __all__ = [
     "STAGED_PREFIX",
     "PendingStage",
+    "PendingUnstage",
     "Staged",
     "Unstaged",
     "pending_stages",
+    "pending_unstages",
     "recover_stages",
     "stage",
     "unstage",
@@ -83,6 +93,7 @@ class Unstaged:
     ref: str
     commit: str
     entry_id: str
+    """The ``done`` entry that closes the unstage's intent."""
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +105,26 @@ class PendingStage:
     old: str | None
     """The value the ref held when the intent was written (None: no ref)."""
     commit: str
+
+
+@attrs.frozen(kw_only=True)
+class PendingUnstage:
+    """An unstaging intent without its close."""
+
+    intent_entry: str
+    ref: str
+    commit: str
+    """The value the ref held when the intent was written (what is deleted)."""
+
+
+def pending_unstages(store: LedgerStore) -> list[PendingUnstage]:
+    """Every unstaging intent the ledger holds without its close (oldest first)."""
+    return [
+        PendingUnstage(
+            intent_entry=entry_id, ref=str(payload.get("ref")), commit=str(payload.get("commit"))
+        )
+        for entry_id, payload in open_intents(store, EntryKind.UNSTAGING)
+    ]
 
 
 def pending_stages(store: LedgerStore) -> list[PendingStage]:
@@ -114,22 +145,28 @@ def pending_stages(store: LedgerStore) -> list[PendingStage]:
 
 def recover_stages(
     repo: Repo, store: LedgerStore, *, ref: str | None = None
-) -> list[Recovered[PendingStage]]:
-    """Finish or close every pending stage of ``repo`` (of ``ref`` alone when given);
-    one that cannot be finished stays pending and its refusal is recorded."""
+) -> list[Recovered[PendingStage | PendingUnstage]]:
+    """Finish or close every pending stage and unstage of ``repo`` (of ``ref`` alone
+    when given); one that cannot be finished stays pending and its refusal is recorded.
+    (A ref has at most one: each stage and unstage settles its ref's first.)"""
+    found: list[PendingStage | PendingUnstage] = [*pending_stages(store), *pending_unstages(store)]
     return [
         record_blocked(
             store,
-            _try_recover(repo, store, item),
+            _try_recover(repo, store, item)
+            if isinstance(item, PendingStage)
+            else _try_recover_unstage(repo, store, item),
             "stage --recover",
             {"intent_entry": item.intent_entry, "ref": item.ref, "commit": item.commit},
         )
-        for item in pending_stages(store)
+        for item in found
         if ref is None or item.ref == ref
     ]
 
 
-def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> Recovered[PendingStage]:
+def _try_recover(
+    repo: Repo, store: LedgerStore, item: PendingStage
+) -> Recovered[PendingStage | PendingUnstage]:
     at = repo.resolve(item.ref)
     if at == item.old and repo.resolve(item.commit) == item.commit:
         try:
@@ -149,11 +186,42 @@ def _try_recover(repo: Repo, store: LedgerStore, item: PendingStage) -> Recovere
     return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
 
 
+def _try_recover_unstage(
+    repo: Repo, store: LedgerStore, item: PendingUnstage
+) -> Recovered[PendingStage | PendingUnstage]:
+    """An unstage killed after its intent: the ref still at the commit is deleted (a
+    killed ``update-ref -d`` leaves its lock empty: removed), a ref already gone is
+    done, a ref anywhere else was moved by someone else (closed ``abandoned``, left)."""
+    at = repo.resolve(item.ref)
+    try:
+        # The lock a killed delete leaves (empty, under no running kernel update) is
+        # ours, whether git removed the ref before the kill or not.
+        repo.sweep_ref_lock(item.ref, item.commit)
+        if at == item.commit:
+            repo.delete_ref(item.ref, item.commit)
+            at = None
+    except GitRefusal:
+        at = repo.resolve(item.ref)
+    except EffectError as e:
+        return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
+    if at is None:
+        entry = _close(store, item, "done", "")
+        return Recovered(pending=item, outcome="finished", detail="", entry_id=entry)
+    why = f"{item.ref} is at {at}, no longer the commit its unstage deletes"
+    entry = _close(store, item, "abandoned", why)
+    return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
+
+
 def _close(
-    store: LedgerStore, item: PendingStage, phase: Literal["done", "abandoned"], why: str
+    store: LedgerStore,
+    item: PendingStage | PendingUnstage,
+    phase: Literal["done", "abandoned"],
+    why: str,
 ) -> str:
+    """The entry that closes ``item``'s intent (a staging or an unstaging one)."""
+    stage = isinstance(item, PendingStage)
     payload: dict[str, object] = {
-        "action": "stage",
+        "action": "stage" if stage else "unstage",
         "phase": phase,
         "intent_entry": item.intent_entry,
         "ref": item.ref,
@@ -161,7 +229,7 @@ def _close(
     }
     if why:
         payload["reason"] = why
-    return store.append(EntryKind.STAGING, payload).entry_id
+    return store.append(EntryKind.STAGING if stage else EntryKind.UNSTAGING, payload).entry_id
 
 
 def _settle(repo: Repo, store: LedgerStore, ref: str) -> None:
@@ -253,30 +321,37 @@ def stage(
 
 def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: str) -> Unstaged:
     """Remove a staged candidate's ref (compare-and-swap), after finishing what a
-    killed stage of it left.
+    killed stage or unstage of it left: an ``unstaging`` intent naming the ref and its
+    commit (durable before the ref is deleted), the delete, an ``unstaging`` entry with
+    ``phase: done``. Killed after the intent, it is finished by `recover_stages`, the
+    next stage or unstage of that attempt.
 
     Raises:
-        EffectError: not staged, a killed stage of it cannot be finished, or the ref
-            moved.
+        EffectError: not staged, a killed stage of it cannot be finished, a lock on the
+            ref is not provably ours, or the ref moved (the intent is then closed
+            ``abandoned``).
     """
     ref = _staged_ref(repo, folder.run, attempt_id)
     _settle(repo, store, ref)
     old = repo.resolve(ref)
     if old is None:
         raise EffectError(f"{ref}: not staged in {repo.path}")
+    # A lock a killed update of this ref left (empty, or part of its value) is ours
+    # to remove; any other refuses the unstage before its intent is written.
+    repo.sweep_ref_lock(ref, old)
+    intent = store.append(
+        EntryKind.UNSTAGING,
+        {"action": "unstage", "phase": "intent", "run_id": folder.run.run_id,
+         "attempt_id": attempt_id, "ref": ref, "commit": old},
+        durable=True,
+    )  # fmt: skip
+    item = PendingUnstage(intent_entry=intent.entry_id, ref=ref, commit=old)
+    crash_point("unstage-intent")
     try:
         repo.delete_ref(ref, old)
     except GitRefusal as e:
+        _close(store, item, "abandoned", f"the ref moved before its delete ({e})")
         raise EffectError(str(e)) from e
-    entry = store.append(
-        EntryKind.UNSTAGING,
-        {
-            "action": "unstage",
-            "run_id": folder.run.run_id,
-            "attempt_id": attempt_id,
-            "ref": ref,
-            "commit": old,
-        },
-        durable=True,
-    )
-    return Unstaged(ref=ref, commit=old, entry_id=entry.entry_id)
+    crash_point("unstage-ref")
+    done = _close(store, item, "done", "")
+    return Unstaged(ref=ref, commit=old, entry_id=done)

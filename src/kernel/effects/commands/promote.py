@@ -15,9 +15,10 @@ docstring says how a promotion is made all or nothing and how ``--recover`` fini
 - ``stage`` commits the candidate patch onto the baseline commit (``--base``, default
   ``HEAD``) as a commit reachable only from ``refs/kernel/staged/<run>/<attempt>``,
   all or nothing (`kernel.effects.staging`: an intent entry before the ref moves);
-  ``--recover`` finishes (or closes) every stage a crash left half done, as the next
-  stage or unstage of that attempt does for its own ref.
-- ``unstage`` deletes that ref (compare-and-swap).
+  ``--recover`` finishes (or closes) every stage and unstage a crash left half done,
+  as the next stage or unstage of that attempt does for its own ref.
+- ``unstage`` deletes that ref (compare-and-swap), all or nothing too (an intent
+  entry before the ref is deleted).
 - ``promote`` asks the gate with the signed decision (``<decision>.sig``), the branch
   tip and the ledger's verification; on a permit it records the permit, makes a
   commit on the tip whose trailers name the evidence and the ledger's tree head
@@ -52,7 +53,7 @@ from kernel.effects.ledger_store import DEFAULT_LEDGER, opened
 from kernel.effects.promotion import Refused, promote, record_unusable, recover
 from kernel.effects.run_folder import load_run_folder, parse_document
 from kernel.effects.signing import check_decision_signature, signature_path
-from kernel.effects.staging import recover_stages, stage, unstage
+from kernel.effects.staging import PendingStage, recover_stages, stage, unstage
 from kernel.errors import ConfigError, KernelError
 from kernel.records.identity import sha256_bytes
 from kernel.run.record import TrustLevel
@@ -202,11 +203,12 @@ def _run_recover_stages(repo: Repo, ledger: str) -> int:
     with opened(ledger) as store:
         done = recover_stages(repo, store)
     if not done:
-        print("kernel stage --recover: no stage left half done")
+        print("kernel stage --recover: no stage or unstage left half done")
         return ExitStatus.OK
     for item in done:
         detail = f" ({item.detail})" if item.detail else ""
-        print(f"{item.outcome}: stage of {item.pending.ref} -> {item.pending.commit[:12]}{detail}")
+        what = "stage" if isinstance(item.pending, PendingStage) else "unstage"
+        print(f"{item.outcome}: {what} of {item.pending.ref} -> {item.pending.commit[:12]}{detail}")
     return ExitStatus.REFUSED if any(item.outcome == "blocked" for item in done) else ExitStatus.OK
 
 
@@ -229,7 +231,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     stage_parser.add_argument("--attempt", help="the attempt id to stage")
     stage_parser.add_argument("--base", default="HEAD", help="the baseline commit (default HEAD)")
     stage_parser.add_argument(
-        "--recover", action="store_true", help="finish or close stages a crash left half done"
+        "--recover",
+        action="store_true",
+        help="finish or close stages and unstages a crash left half done",
     )
     stage_parser.set_defaults(handler=_recorded("stage", run_stage))
     unstage_parser = subparsers.add_parser(
