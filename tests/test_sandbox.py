@@ -999,6 +999,39 @@ def test_a_teardown_still_running_is_invisible_to_the_next_run(spill: Path) -> N
     assert int(text.splitlines()[0]) <= 5  # PID 1, the shell, its pipeline
 
 
+@pytest.mark.parametrize("with_baseline", [False, True], ids=["no-baseline", "baseline"])
+def test_the_runner_hands_a_run_to_its_prepared_sandbox_itself(
+    spill: Path, helper_pids: list[int], tmp_path: Path, with_baseline: bool
+) -> None:
+    """A run of a prepared key goes from the runner straight to that sandbox's PID 1:
+    with the helper server stopped (SIGSTOP) it still completes, in the sandbox
+    prepared for it, and the server prepares the next ones once it runs again. A root
+    runner's overlay of a baseline goes through the server (which makes the idmapped
+    baseline) and still takes a prepared sandbox."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f.txt").write_text("v1\n")
+    kwargs: dict[str, object] = {"baseline": str(tree)} if with_baseline else {}
+    by_server = with_baseline and os.geteuid() == 0
+    assert sh(spill, "cat f.txt 2>/dev/null; true", **kwargs).status is CaptureStatus.OK
+    servers = sandbox_runner.helper_servers()
+    for index in (1, 2):
+        prepared = sandbox_runner.prepared_sandboxes()
+        assert len(prepared) == 2
+        if not by_server:
+            for pid in servers:
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            capture = sh(spill, "cat f.txt 2>/dev/null; echo $$", run_index=index, **kwargs)
+        finally:
+            for pid in servers:
+                os.kill(pid, signal.SIGCONT)
+        assert capture.status is CaptureStatus.OK
+        assert read_output(capture) == (b"v1\n" if with_baseline else b"") + b"2\n"
+        assert helper_pids[-1] in prepared  # taken, not made for the request
+    assert sandbox_runner.helper_servers() == servers
+
+
 def test_the_host_view_is_kept_until_its_folders_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,12 +1,16 @@
-"""The helper server's loop: one helper per run, and the next run's sandbox prepared.
+"""The helper server's loop: one helper per run, and the next runs' sandboxes prepared.
 
 Stdlib only, like `nshelper` (run by the helper's bootstrap as a top-level module
 under ``python -I -S``). The server forks one helper per request (`nshelper.helper`).
-After each request it also keeps `DEPTH` *prepared* sandboxes for the same
-`nshelper.WARM_KEY`: each builds the namespaces, maps, memory group, view and the
-command's confined process, and waits. A request whose key matches takes the oldest,
-and its helper does only the run's own part; any other request discards them (closing
-their sockets: each tears down and exits) and gets a fresh helper. Each prepared
+After each request it also forks *prepared* sandboxes for the same
+`nshelper.WARM_KEY` (`DEPTH` in all): each builds the namespaces, maps, memory group,
+view and the command's confined process, and waits. The server hands each one's
+socket and pidfd to the runner and keeps none: the runner gives a run of the same key
+to the oldest itself (the server is off the run's path), and asks the server for as
+many as it took (a ``prepare`` message); any other request discards them (the runner
+closes their sockets: each tears down and exits). A request that needs an idmapped
+baseline (a root runner's overlay) comes to the server with the prepared sandbox it
+is for, and the server hands it over with the baseline it makes. Each prepared
 sandbox serves one run at most.
 """
 
@@ -17,7 +21,7 @@ import os
 import select
 import signal
 import socket
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 if TYPE_CHECKING:  # type-checked as the package's module
     from kernel.effects.sandbox import nshelper, nsview
@@ -27,28 +31,22 @@ else:  # the helper runs this folder's modules as top-level modules (`python -I 
     import nshelper
     import nsview
 
-__all__ = ["serve"]
+__all__ = ["DEPTH", "PREPARE", "Prepared", "serve"]
 
 _PR_SET_PDEATHSIG = 1
 
 
-class _Prepared:
-    """A prepared sandbox's helper, as the server holds it: pid, pidfd, key, socket."""
+class Prepared:
+    """A prepared sandbox's helper: its socket and pidfd (the runner holds them; it
+    hands one back to the server with a request that needs an idmapped baseline)."""
 
-    def __init__(self, pid: int, key: tuple[str, ...], sock: socket.socket) -> None:
-        self.pid = pid
-        self.key = key
+    def __init__(self, sock: socket.socket, pidfd: int) -> None:
         self.sock = sock
-        try:
-            self.pidfd = os.pidfd_open(pid)
-        except OSError:
-            self.pidfd = -1  # gone already: never ready
+        self.pidfd = pidfd
 
-    def take(self, key: tuple[str, ...], message: bytes, fds: list[int]) -> bool:
-        """Hand it the request when the keys agree and it is ready (waiting for that
-        if it is still preparing); False when it cannot take it."""
-        if key != self.key or self.pidfd < 0:
-            return False
+    def take(self, message: bytes, fds: list[int]) -> bool:
+        """Hand it the request when it is ready (waiting for that if it is still
+        preparing); False when it cannot take it."""
         readable, _w, _x = select.select([self.sock.fileno(), self.pidfd], [], [])
         if self.pidfd in readable:
             return False  # it ended while preparing: the fresh helper reports why
@@ -58,7 +56,7 @@ class _Prepared:
             chan = chans[0] if chans else -1
             if ready != b"ready" or chan < 0:
                 return False
-            _hand_over(chan, message, fds)
+            self.hand_over(chan, message, fds)
         except (OSError, _Refused):
             return False  # the fresh helper this request gets reports why
         finally:
@@ -70,8 +68,18 @@ class _Prepared:
             socket.send_fds(self.sock, [b"status"], [fds[2]])
         except OSError:
             pass
-        self.close()
+        self.sock.close()  # the pidfd is the taker's (the runner's helper handle)
         return True
+
+    def hand_over(self, chan: int, message: bytes, fds: list[int]) -> None:
+        """Send PID 1 (its channel ``chan``) the run, with the idmapped baseline a root
+        runner's overlay needs (`_hand_over`).
+
+        Raises:
+            OSError: PID 1 is gone.
+            _Refused: the idmapped baseline cannot be made.
+        """
+        _hand_over(chan, message, fds)
 
     def close(self) -> None:
         """Let go of it (a prepared sandbox still waiting then ends itself)."""
@@ -79,14 +87,6 @@ class _Prepared:
         if self.pidfd >= 0:
             os.close(self.pidfd)
             self.pidfd = -1
-
-    def wait(self) -> None:
-        """Let go of it and wait (at most 5 s) until it has torn itself down."""
-        pidfd = os.dup(self.pidfd) if self.pidfd >= 0 else -1
-        self.close()
-        if pidfd >= 0:
-            select.select([pidfd], [], [], 5.0)
-            os.close(pidfd)
 
 
 DEPTH = 2
@@ -128,13 +128,20 @@ def _hand_over(chan: int, message: bytes, fds: list[int]) -> None:
             os.close(tree)
 
 
+PREPARE: Final = b"prepare\0"
+"""A message that asks for prepared sandboxes only: ``prepare``, NUL, their count,
+NUL, then a request's message (their options); no fds."""
+
+
 def serve(sock_fd: int, runner: int) -> NoReturn:
     """The pre-forked helper server: one helper per request. Never returns.
 
     A request is one ``SOCK_SEQPACKET`` message (`nshelper.parse`) with the run's
-    stdout, stderr, status and patch fds attached. The reply is the helper's pid, with
-    its pidfd attached (the runner signals through it, so a reused pid is never hit);
-    a second message, once the next sandboxes are forked, names their pids. The
+    stdout, stderr, status and patch fds attached, and, when the runner hands it a
+    prepared sandbox to take, that one's socket and pidfd. The reply is the helper's
+    pid, with its pidfd attached (the runner signals through it, so a reused pid is
+    never hit). Then, and after a `PREPARE` message, one message hands the runner the
+    sandboxes forked for later runs: their pids, and each one's socket and pidfd. The
     server dies with the runner; its helpers die with it (``PR_SET_PDEATHSIG``).
     """
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -142,74 +149,98 @@ def serve(sock_fd: int, runner: int) -> NoReturn:
         nshelper.exit_now(1)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped by the kernel
     server = socket.socket(fileno=sock_fd)
-    prepared: list[_Prepared] = []
     while True:
         try:
-            message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 4)
+            message, fds, _flags, _addr = socket.recv_fds(server, 1 << 22, 6)
         except OSError:
             message, fds = b"", []
-        if not message or len(fds) != 4:
-            for sandbox in prepared:
-                sandbox.wait()  # it removes its memory group before it exits
+        if message.startswith(PREPARE) and not fds:
+            _kind, count, message = message.split(b"\0", 2)
+            nsview.cache_userns(nshelper.parse(message)[0])
+            prepared: list[tuple[int, socket.socket]] = []
+            for _ in range(int(count)):
+                prepared.append(_prepare(message, server, prepared))
+            _send_prepared(server, prepared)
+        elif message and len(fds) in (4, 6):
+            _run(server, message, fds)
+        else:
             nshelper.exit_now(0)  # the runner is gone (or broke the protocol)
-        opts = nshelper.parse(message)[0]
-        nsview.cache_userns(opts)
-        key = nshelper.warm_key(opts)
-        pid = _take(prepared, key, message, fds)
-        if not pid:
-            pid = os.fork()
-            if pid == 0:
-                server.close()
-                _forked(prepared)
-                nshelper.helper(message, (message, fds))
-        for fd in fds:
-            os.close(fd)
+
+
+def _run(server: socket.socket, message: bytes, fds: list[int]) -> None:
+    """Hand a request to the prepared sandbox the runner sent with it, or to a fresh
+    helper; reply with the helper's pid and pidfd."""
+    opts = nshelper.parse(message)[0]
+    nsview.cache_userns(opts)
+    if len(fds) == 6:
+        sandbox = Prepared(socket.socket(fileno=fds.pop(4)), fds.pop(4))
+        taken = sandbox.take(message, fds)
+        sandbox.close()
+        if taken:  # the runner holds its pid and pidfd
+            for fd in fds:
+                os.close(fd)
+            server.send(b"taken")
+            return
+    pid = os.fork()
+    if pid == 0:
+        server.close()
+        _forked()
+        nshelper.helper(message, (message, fds))
+    for fd in fds:
+        os.close(fd)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        pidfd = -1  # it ended already: the runner sees EOF on its pipes
+    socket.send_fds(server, [str(pid).encode()], [pidfd] if pidfd >= 0 else [])
+    if pidfd >= 0:
+        os.close(pidfd)
+
+
+def _send_prepared(server: socket.socket, prepared: list[tuple[int, socket.socket]]) -> None:
+    """Hand the runner the sandboxes just forked (pids; each one's socket and pidfd)
+    and keep none of them: a discarded one sees its socket close."""
+    fds: list[int] = []
+    pids: list[str] = []
+    for pid, sock in prepared:
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
-            pidfd = -1  # it ended already: the runner sees EOF on its pipes
-        socket.send_fds(server, [str(pid).encode()], [pidfd] if pidfd >= 0 else [])
-        if pidfd >= 0:
-            os.close(pidfd)
-        while len(prepared) < DEPTH:
-            prepared.append(_prepare(message, key, server, prepared))
-        server.send(" ".join(str(sandbox.pid) for sandbox in prepared).encode())
+            continue  # gone already: never ready
+        fds += [sock.fileno(), pidfd]
+        pids.append(str(pid))
+    try:
+        socket.send_fds(server, [" ".join(["prepared", *pids]).encode()], fds)
+    finally:
+        for _pid, sock in prepared:
+            sock.close()
+        for fd in fds[1::2]:
+            os.close(fd)
 
 
-def _take(prepared: list[_Prepared], key: tuple[str, ...], message: bytes, fds: list[int]) -> int:
-    """Hand the request to the oldest prepared sandbox of its key (0 for none); discard
-    the ones of other keys, and any that cannot take it."""
-    while prepared:
-        sandbox = prepared.pop(0)
-        if sandbox.take(key, message, fds):
-            return sandbox.pid
-        sandbox.close()
-    return 0
-
-
-def _forked(prepared: list[_Prepared]) -> None:
-    """In a child of the server: let go of what is the server's own (the prepared
-    sandboxes' sockets: a copy held here would keep a discarded one waiting)."""
-    for sandbox in prepared:
-        sandbox.sock.close()
-        if sandbox.pidfd >= 0:
-            os.close(sandbox.pidfd)
+def _forked() -> None:
+    """In a child of the server: its own session, SIGCHLD back to the default, fds 0-2
+    on /dev/null."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     nshelper.quiet()
 
 
 def _prepare(
-    message: bytes, key: tuple[str, ...], server: socket.socket, prepared: list[_Prepared]
-) -> _Prepared:
-    """Fork a sandbox for a later run, prepared as ``message`` asks. It starts at once,
-    beside the run just handed over (whose critical path is one process at a time)."""
+    message: bytes, server: socket.socket, forked: list[tuple[int, socket.socket]]
+) -> tuple[int, socket.socket]:
+    """Fork a sandbox for a later run, prepared as ``message`` asks; its pid and the
+    server's end of its socket. It starts at once, beside the run just handed over.
+    The child lets go of the sockets of the ones ``forked`` before it: a copy held
+    there would keep a discarded one waiting."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         server.close()
         ours.close()
-        _forked(prepared)
+        for _pid, sock in forked:
+            sock.close()
+        _forked()
         nshelper.helper(message, None, theirs.detach())
     theirs.close()
-    return _Prepared(pid, key, ours)
+    return pid, ours

@@ -1,8 +1,10 @@
 """The helper server: one pre-forked, stdlib-only helper per runner process.
 
-The runner sends it one request per run (`_HelperServer.start`); it forks the run's
-helper (`nshelper.serve`), so the interpreter starts once per runner process, not once
-per run. Where it cannot run, the runner starts a helper itself with `helper_argv`.
+The runner hands each run to a sandbox the server prepared for it (`_HelperServer.start`:
+straight to its PID 1, the server off the run's path), or sends the server the request,
+which forks the run's helper (`nsserve.serve`), so the interpreter starts once per
+runner process, not once per run. Where it cannot run, the runner starts a helper
+itself with `helper_argv`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+
+from kernel.effects.sandbox import nshelper
+from kernel.effects.sandbox.nsserve import DEPTH, PREPARE, Prepared
 
 __all__ = [
     "COVERAGE_ENV",
@@ -104,6 +110,27 @@ class ForkedHelper:
             self._pidfd = -1
 
 
+class _Prepared(Prepared):
+    """A sandbox the server prepared for a later run, held by the runner: its helper's
+    pid, socket and pidfd, and the key of the options it was prepared for. `take`
+    hands the run straight to its PID 1 (waiting while it is still preparing), and its
+    helper the status fd (for a "done" PID 1 cannot write)."""
+
+    def __init__(self, pid: int, sock: int, pidfd: int, key: tuple[str, ...]) -> None:
+        super().__init__(socket.socket(fileno=sock), pidfd)
+        self.pid = pid
+        self.key = key
+
+    def hand_over(self, chan: int, message: bytes, fds: list[int]) -> None:
+        """Send PID 1 the run itself (never one that needs an idmapped baseline).
+
+        Raises:
+            OSError: PID 1 is gone.
+        """
+        with socket.socket(fileno=os.dup(chan)) as init:
+            socket.send_fds(init, [message], fds)
+
+
 class _HelperServer:
     """A pre-forked helper (`nshelper.serve`): one interpreter start per runner
     process instead of one per run. Started from a thread that lives as long as the
@@ -113,14 +140,20 @@ class _HelperServer:
         self.owner = os.getpid()
         self.alive = True  # before the thread starts: it clears this when the server ends
         self.ended = threading.Event()
-        self._prepared: frozenset[int] = frozenset()  # pids of its prepared sandboxes
-        self._unread = False  # a reply's second message (those pids) is still to read
-        self._pending: list[ForkedHelper] = []  # helpers still tearing their run down
+        # In place only (`_shutdown` holds them): prepared sandboxes, oldest first; the
+        # (key, count) asked for and not yet sent; helpers still tearing a run down.
+        self._held: list[_Prepared] = []
+        self._asked: list[tuple[tuple[str, ...], int]] = []
+        self._pending: list[ForkedHelper] = []
         self._lock = threading.Lock()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Closed with this object, or at interpreter exit (the server then exits too):
-        # never left for the garbage collector to warn about.
-        self._close = weakref.finalize(self, self._sock.close)
+        # never left for the garbage collector to warn about. Its prepared sandboxes
+        # are let go of and awaited first: the server's exit would kill them before
+        # they remove their memory groups.
+        self._close = weakref.finalize(
+            self, _shutdown, self._sock, (self._held, self._asked, self._pending)
+        )
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
         started: queue.SimpleQueue[subprocess.Popen[bytes] | OSError] = queue.SimpleQueue()
 
@@ -153,13 +186,13 @@ class _HelperServer:
         self.pid = result.pid
 
     def close(self) -> None:
-        """Stop using this server once the teardowns still running are over (it exits
-        when its socket closes, after its prepared sandbox has torn itself down)."""
+        """Stop using this server once the teardowns still running are over, and the
+        prepared sandboxes' (each removes its memory group); it exits when its socket
+        closes."""
         with self._lock:
             self._settle()
+            self._close()
         self.alive = False
-        self._prepared = frozenset()
-        self._close()
 
     def retire(self, helper: ForkedHelper) -> None:
         """Keep a helper that replied and still tears its sandbox down: the next
@@ -175,36 +208,142 @@ class _HelperServer:
     def start(
         self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
     ) -> ForkedHelper | None:
-        """Fork one helper for ``argv``/``env`` with the run's fds; None if the server
-        is gone (the caller then starts a helper itself)."""
-        payload = "\0".join([*argv, "", *(f"{k}={v}" for k, v in env.items())])
+        """Hand the run (``argv``/``env``, the run's fds) to a sandbox prepared for its
+        options, or have the server fork one helper for it; None if the server is gone
+        (the caller then starts a helper itself)."""
+        payload = "\0".join([*argv, "", *(f"{k}={v}" for k, v in env.items())]).encode(
+            "utf-8", "surrogateescape"
+        )
+        opts = dict(arg.split("=", 1) for arg in argv[: argv.index("--")])
+        key = nshelper.warm_key(opts)
+        # The idmapped baseline of a root runner's overlay is made by the server.
+        by_server = os.geteuid() == 0 and opts["mode"] == "overlay" and bool(opts["baseline"])
         try:
             with self._lock:
                 self._settle()
-                self._read_prepared()
-                socket.send_fds(self._sock, [payload.encode("utf-8", "surrogateescape")], fds)
-                reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 64, 1)
-                self._unread = bool(reply)
+                self._read_prepared(block=False)
+                sandbox = self._oldest(key)
+                if sandbox is not None and not by_server:
+                    if sandbox.take(payload, list(fds)):
+                        self._ask(key, payload)
+                        return ForkedHelper(sandbox.pid, sandbox.pidfd, self)
+                    sandbox.close()
+                    sandbox = None
+                reply, pidfds = self._request(payload, fds, sandbox)
+                self._ask(key, payload)
         except OSError:
             reply, pidfds = b"", []
-        if not reply:
+        if reply == b"taken" and sandbox is not None:
+            return ForkedHelper(sandbox.pid, sandbox.pidfd, self)
+        if sandbox is not None:
+            sandbox.close()
+        if not reply or reply == b"taken":
             self.alive = False
             return None
         return ForkedHelper(int(reply), pidfds[0] if pidfds else -1, self)
+
+    def _oldest(self, key: tuple[str, ...]) -> _Prepared | None:
+        """The oldest prepared sandbox of ``key``; those of other keys are discarded."""
+        while self._held:
+            sandbox = self._held.pop(0)
+            if sandbox.key == key:
+                return sandbox
+            sandbox.close()
+        return None
+
+    def _request(
+        self, payload: bytes, fds: tuple[int, int, int, int], sandbox: _Prepared | None
+    ) -> tuple[bytes, list[int]]:
+        """Send the server a request (with the prepared ``sandbox`` to take, if any);
+        its reply: a helper's pid and pidfd, or ``taken``."""
+        extra = [sandbox.sock.fileno(), sandbox.pidfd] if sandbox is not None else []
+        socket.send_fds(self._sock, [payload], [*fds, *extra])
+        if sandbox is not None:
+            sandbox.sock.close()  # the server's copy is the one that counts now
+        while True:
+            reply, pidfds, _flags, _addr = socket.recv_fds(self._sock, 4096, 2 * DEPTH)
+            if not reply.startswith(b"prepared"):
+                return reply, pidfds
+            self._store(reply, pidfds)
+
+    def _ask(self, key: tuple[str, ...], payload: bytes) -> None:
+        """Ask the server for the sandboxes of ``key`` still missing (it forks them
+        beside the run; they come in a ``prepared`` message, read at the next run)."""
+        count = DEPTH - sum(s.key == key for s in self._held)
+        count -= sum(n for asked, n in self._asked if asked == key)
+        if count > 0:
+            self._sock.send(PREPARE + str(count).encode() + b"\0" + payload)
+            self._asked.append((key, count))
 
     def prepared(self) -> frozenset[int]:
         """Pids of the sandboxes it holds prepared for the next runs."""
         with self._lock:
             with contextlib.suppress(OSError):
-                self._read_prepared()
-            return self._prepared
+                self._read_prepared(block=True)
+            return frozenset(sandbox.pid for sandbox in self._held)
 
-    def _read_prepared(self) -> None:
-        """Read the message that follows a reply (sent once the server has forked the
-        next sandboxes: after the reply, off the run's critical path)."""
-        if self._unread:
-            self._unread = False
-            self._prepared = frozenset(int(pid) for pid in self._sock.recv(4096).split())
+    def _read_prepared(self, *, block: bool) -> None:
+        """Take the prepared sandboxes the server sent (forked after a run began, off
+        its path); without ``block`` only those already sent."""
+        while self._asked:
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(
+                    self._sock, 4096, 2 * DEPTH, 0 if block else socket.MSG_DONTWAIT
+                )
+            except BlockingIOError:
+                return
+            if not message:
+                raise OSError(0, "the helper server is gone")
+            self._store(message, fds)
+
+    def _store(self, message: bytes, fds: list[int]) -> None:
+        _store(self._held, self._asked, message, fds)
+
+
+def _store(
+    held: list[_Prepared],
+    asked: list[tuple[tuple[str, ...], int]],
+    message: bytes,
+    fds: list[int],
+) -> None:
+    """Hold the sandboxes of a ``prepared`` message (pids; a socket and pidfd each),
+    prepared for the key asked first."""
+    key = asked.pop(0)[0] if asked else ()
+    pids = [int(pid) for pid in message.split()[1:]]
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    for index, pid in enumerate(pids):
+        held.append(_Prepared(pid, fds[2 * index], fds[2 * index + 1], key))
+
+
+def _shutdown(
+    sock: socket.socket,
+    state: tuple[list[_Prepared], list[tuple[tuple[str, ...], int]], list[ForkedHelper]],
+) -> None:
+    """Let go of a server: the teardowns still running end, its prepared sandboxes
+    (those still on their way too) see their sockets close and end themselves, each
+    removing its memory group; wait (5 s at most) until they have, then close the
+    server's socket (it exits, and what it forked dies with it)."""
+    held, asked, pending = state
+    for helper in pending:
+        helper.wait()
+    pending.clear()
+    with contextlib.suppress(OSError):
+        while asked:
+            message, fds, _flags, _addr = socket.recv_fds(sock, 4096, 2 * DEPTH)
+            if not message:
+                break  # the server is gone (and its sandboxes with it)
+            _store(held, asked, message, fds)
+    pidfds = []
+    for sandbox in held:
+        sandbox.sock.close()
+        pidfds.append(sandbox.pidfd)
+    held.clear()
+    deadline = time.monotonic() + 5.0
+    for pidfd in pidfds:
+        select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))
+        os.close(pidfd)
+    sock.close()
 
 
 _SERVERS: dict[bool, _HelperServer] = {}
