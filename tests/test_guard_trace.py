@@ -215,3 +215,134 @@ def test_tracer_accepts_the_packages_above_an_allowed_import() -> None:
         emit(tracer.hook, module)
         forbidden += [f[5] for f in tracer.findings]
     assert forbidden == ["lib.other", "lib.subx"]
+
+
+WATCHED = """\
+import importlib
+import os
+
+
+def env():
+    return os.environ.get("PATH"), "KERNEL_GUARD_ABSENT" in os.environ
+
+
+def imp(name):
+    return importlib.import_module(name)
+
+
+def here():
+    import sys
+
+    return sys._getframe()
+"""
+
+
+def test_watch_attributes_environ_and_import_module_to_the_direct_caller() -> None:
+    """The call watch (`kernel.guard.watch`) in this process: an environment read
+    through `os.environ.get` and `in` (both end in `_Environ.__getitem__`) and an
+    `import_module` of a forbidden module are the covered module's, on its lines; the
+    same calls from a library are not; stopping puts every wrapper back."""
+    import os
+
+    from kernel.guard.model import Policy, Rule
+    from kernel.guard.trace import Tracer
+    from kernel.guard.watch import Watch
+
+    rule = Rule(
+        name="pure",
+        modules=("pkg", "pkg.*"),
+        forbid_imports=("socket",),
+        forbid_calls=("os.environ", "datetime.datetime.now", "builtins.__import__"),
+    )
+    tracer = Tracer(Policy(rules=(rule,)))
+    guarded: dict[str, object] = {"__name__": "pkg.mod"}
+    exec(compile(WATCHED, "/proj/src/pkg/mod.py", "exec"), guarded)  # a module of the test
+    library: dict[str, object] = {"__name__": "somelib"}
+    exec(compile(WATCHED, "/site/somelib.py", "exec"), library)  # a module of the test
+    before = dict(vars(type(os.environ)))
+    watch = tracer.watch = Watch(tracer)
+    watch.install()
+    try:
+        for namespace in (guarded, library):
+            env, imp = namespace["env"], namespace["imp"]
+            assert callable(env)
+            assert callable(imp)
+            env()
+            imp("socket")
+            imp("json")
+        here = guarded["here"]
+        assert callable(here)
+        frame = here()
+        watch.called(frame, ["builtins.__import__"], "socket")  # as a CALL event reports
+        watch.called(frame, ["datetime.datetime.now"], None)
+        watch.called(frame, ["datetime.datetime.now"], None)  # the same line: once
+    finally:
+        watch.stop()
+    assert dict(vars(type(os.environ))) == before
+    found = [(m, line, event, what) for m, _p, line, event, _r, what in tracer.findings]
+    assert found == [
+        ("pkg.mod", 6, "call", "os.environ"),
+        ("pkg.mod", 10, "import", "socket"),
+        ("pkg.mod", 16, "import", "socket"),
+        ("pkg.mod", 16, "call", "datetime.datetime.now"),
+    ]
+
+
+def test_watch_resolves_the_policy_from_loaded_modules_only() -> None:
+    """Patterns name objects of loaded modules (never importing one); a glob names
+    a module's own members, not what it imported; keys survive re-binding; a subclass
+    of a forbidden class, and its inherited class method, count as the base's."""
+    import datetime
+    import io
+    import sys
+    import uuid
+
+    from kernel.guard.model import Policy, Rule
+    from kernel.guard.trace import Tracer
+    from kernel.guard.watch import Watch, call_key, module_code_name, resolve
+
+    assert uuid.uuid4 in dict(resolve("uuid.*")[1]).values()
+    assert "uuid.Enum" not in dict(resolve("uuid.*")[1])  # uuid imports enum.Enum
+    assert resolve("open") == (True, [("builtins.open", open)])
+    assert resolve("os.no_such_name") == (True, [])
+    assert resolve("os.pa*h") == (True, [])
+    assert resolve("kernel_guard_absent_module.f") == (False, [])
+    assert resolve("kernel_guard_absent_module.*") == (False, [])
+    assert call_key(datetime.datetime.now) == call_key(datetime.datetime.now)
+
+    class Stamp(datetime.datetime):
+        pass
+
+    class Raw(io.FileIO):
+        pass
+
+    tracer = Tracer(
+        Policy(
+            rules=(
+                Rule(
+                    name="r",
+                    modules=("pkg",),
+                    forbid_calls=("datetime.datetime.now", "io.FileIO", "kernel_guard_absent.f"),
+                ),
+            )
+        )
+    )
+    watch = Watch(tracer)
+    watch.refresh()
+    assert watch.pending == {"kernel_guard_absent.f"}  # looked for again as modules load
+    assert watch.lookup(Stamp.now) == ["datetime.datetime.now"]
+    assert watch.lookup(Raw) == ["io.FileIO"]
+    assert watch.lookup(int) is None
+    assert int in watch.clean
+    assert watch.lookup([].append) is None  # bound to an unhashable list
+
+    runner: dict[str, object] = {}
+    exec("def _call_with_frames_removed(f, *args, **kwds):\n    return f(*args)\n", runner)
+    call = runner["_call_with_frames_removed"]
+    assert callable(call)
+
+    def loading(code: object, namespace: object) -> str | None:
+        return module_code_name(sys._getframe(1))
+
+    assert call(loading, compile("", "<x>", "exec"), {"__name__": "pkg.x"}) == "pkg.x"
+    assert module_code_name(sys._getframe()) is None

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from kernel.guard import check_tree, load_policy
 
-__all__ = ["Row", "expectations", "main", "measure", "table"]
+__all__ = ["Row", "dynamic", "expectations", "main", "measure", "table"]
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -142,7 +142,7 @@ print(json.dumps(out))
 """
 
 
-def _dynamic(stems: list[str]) -> dict[str, Counter[tuple[int, str]]]:
+def dynamic(stems: list[str]) -> dict[str, Counter[tuple[int, str]]]:
     """The dynamic guard (`kernel.guard.trace`) on every probe, each imported in a
     forked child under the audit hook (each reach blocked after it is recorded)."""
     proc = subprocess.run(
@@ -297,7 +297,7 @@ def measure(*, write: bool = False) -> list[tuple[str, ...]]:
     """``(row, kernel guard, dynamic guard, ruff TID251, import-linter, semgrep)`` for
     every probe row."""
     kernel, ruff = _kernel(), _ruff()
-    dynamic = _dynamic([stem for stem, _title, _marks in expectations()])
+    dynamic_found = dynamic([stem for stem, _title, _marks in expectations()])
     linter, crashed = _lint_imports()
     semgrep, measured = _semgrep_recorded(write)
     rows: list[tuple[str, ...]] = []
@@ -306,7 +306,7 @@ def measure(*, write: bool = False) -> list[tuple[str, ...]]:
             (
                 f"`{stem}`: {title}",
                 _cell(marks, kernel.get(stem, Counter())),
-                _dynamic_cell(marks, dynamic.get(stem, Counter())),
+                _dynamic_cell(marks, dynamic_found.get(stem, Counter())),
                 _cell(marks, ruff.get(stem, Counter())),
                 "crash (cannot decode)" if stem in crashed
                 else _cell(marks, linter.get(stem, Counter())),

@@ -85,3 +85,42 @@ def test_evasion_reaches_its_capability_at_run_time(probe: Path) -> None:
 def test_clean_case_reaches_nothing_at_run_time(probe: Path) -> None:
     """Run under the same hook, the look-alike runs to the end and reaches nothing."""
     assert _run(probe) == {"reached": [], "error": None}
+
+
+NOT_RUN = {"e04_import_in_function", "e06_type_checking_import"}
+"""Rows whose marked lines never run when the probe is imported: a function nobody
+calls, an ``if TYPE_CHECKING:`` block. No run-time check can see what does not run."""
+
+CLOCK_ROWS = {"e19_qualified_method"}
+"""A C callable (``datetime.datetime.now``) raises no audit event and runs no Python
+code: only `sys.monitoring` (3.12+) sees the call (`kernel.guard.watch`)."""
+
+
+def test_dynamic_guard_catches_every_case_that_runs() -> None:
+    """The dynamic guard (audit hook and call watch, `capability.dynamic`: each probe
+    imported in a forked child) attributes an event to every evasion row whose marked
+    lines run, among them the rows no audit event names (``import_module`` with a
+    literal and a computed name, ``os.environ[...]`` and ``.get``, a layers rule's
+    import, the clock on 3.12+), each on its marked lines; and to no clean row."""
+    script = (
+        f"import json, sys; sys.path.insert(0, {str(HERE)!r})\n"
+        "import capability\n"
+        "rows = capability.expectations()\n"
+        "found = capability.dynamic([stem for stem, _t, _m in rows])\n"
+        "print(json.dumps({stem: [sorted(marks), sorted(line for line, _c in found[stem])]"
+        " for stem, _t, marks in rows}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows: dict[str, list[list[int]]] = json.loads(proc.stdout.splitlines()[-1])
+    flagged = {stem for stem, (marks, lines) in rows.items() if lines and not marks}
+    missed = {stem for stem, (marks, lines) in rows.items() if marks and not lines}
+    unseen = NOT_RUN | (CLOCK_ROWS if sys.version_info < (3, 12) else set())
+    assert flagged == set()
+    assert missed == unseen
+    for stem in ("e13_import_module_literal", "e14_import_module_dynamic", "e18_environ_read",
+                 "e23_layers", *(CLOCK_ROWS - unseen)):  # fmt: skip
+        marks, lines = rows[stem]
+        assert marks == lines, stem

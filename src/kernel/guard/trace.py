@@ -25,9 +25,18 @@ Rules this module enforces:
   its caches under `kernel.strategies`) is that package's, not the guarded module's;
 - an ``import`` event outside ``allow-imports`` (when the rule has one) is forbidden,
   but for a package above an allowed module, which Python loads first;
-- what no event exists for (reading the clock, the environment, ``sys.stderr``
-  writes; ``importlib.import_module``, which raises no ``import`` event; an import of
-  a module already loaded) is not seen: the static guard is the only check there;
+- an ``import`` event is also forbidden when a ``layers`` rule puts the imported
+  module in a higher layer than the importing one;
+- what no event exists for (reading the clock, the environment,
+  ``importlib.import_module``, which raises no ``import`` event) is the call watch's
+  (`kernel.guard.watch`, started by `Tracer.install`): a CALL of a forbidden object
+  in a covered module's code on 3.12+, the environment and ``import_module`` on 3.11;
+  a call the watch and an audit event both see on one line is reported once, as the
+  event; an import of a module already loaded, a ``sys.stderr`` write and (on 3.11) a
+  C callable such as ``datetime.now`` are still not seen: the static guard is the
+  check there;
+- an event whose name no rule forbids (``builtins.id``, raised by every ``id()`` call
+  on 3.12) is dismissed once per name, without walking the stack;
 - the hook never raises into the traced program (a failure inside it is recorded as
   nothing) and records each (module, line, event, rule) once.
 """
@@ -37,11 +46,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Final
 
 from kernel.guard.model import Policy, Rule, Violation, ViolationCode
 from kernel.guard.patterns import CallMatcher, covers, module_set, twin_of
+from kernel.guard.watch import Watch, module_code_name
 
 __all__ = ["EventFinding", "Tracer", "event_names", "violations"]
 
@@ -94,7 +104,7 @@ class Tracer:
         self.rules: tuple[Rule, ...] = tuple(
             r
             for r in policy.rules
-            if r.forbid_calls or r.forbid_imports or r.allow_imports is not None
+            if r.forbid_calls or r.forbid_imports or r.allow_imports is not None or r.layers
         )
         self.matchers = {
             r.name: CallMatcher((r.name, p) for p in r.forbid_calls) for r in self.rules
@@ -104,6 +114,14 @@ class Tracer:
         self._covered: dict[str, tuple[Rule, ...]] = {}
         self._busy = threading.local()
         self.active = True
+        self.watch: Watch | None = None
+        self._events: dict[str, bool] = {}
+        self._reaches: dict[tuple[str, int, str, str], int] = {}
+        self._calls: dict[tuple[str, tuple[str, ...]], tuple[tuple[Rule, str], ...]] = {}
+
+    def rules_for(self, module: str) -> tuple[Rule, ...]:
+        """The rules covering ``module``."""
+        return self._rules_for(module)
 
     def _rules_for(self, module: str) -> tuple[Rule, ...]:
         got = self._covered.get(module)
@@ -111,9 +129,13 @@ class Tracer:
             got = self._covered[module] = tuple(r for r in self.rules if covers(r.modules, module))
         return got
 
-    def _forbidden(self, rule: Rule, names: Sequence[str], imported: str | None) -> str | None:
+    def _forbidden(
+        self, rule: Rule, names: Sequence[str], imported: str | None, importer: str
+    ) -> str | None:
         banned = module_set(rule.forbid_imports)
         if imported is not None:
+            if _higher_layer(rule, importer, imported):
+                return imported
             for name in (imported, *twin_of(imported)):
                 if banned.match(name) is not None:
                     return name
@@ -147,9 +169,13 @@ class Tracer:
         """The audit hook (`sys.addaudithook`)."""
         if not self.active or getattr(self._busy, "on", False):
             return
+        if event == "exec" and self.watch is not None:
+            self._watch_module_code(args)
         names, imported = event_names(event, args)
         if not names and imported is None:
             return
+        if imported is None and not self._may_forbid(event, names):
+            return  # `builtins.id` (every id() call on 3.12) and its like: no stack walk
         self._busy.on = True
         try:
             self._attribute(event, names, imported, sys._getframe(1))
@@ -157,6 +183,16 @@ class Tracer:
             pass
         finally:
             self._busy.on = False
+
+    def _may_forbid(self, event: str, names: Sequence[str]) -> bool:
+        """Does any rule forbid what a (non-import) event stands for? Its answer does
+        not depend on the module, so it is worked out once per event name."""
+        known = self._events.get(event)
+        if known is None:
+            known = self._events[event] = any(
+                self._forbidden(rule, names, None, "") is not None for rule in self.rules
+            )
+        return known
 
     def _attribute(
         self, event: str, names: Sequence[str], imported: str | None, frame: FrameType | None
@@ -177,30 +213,100 @@ class Tracer:
                     # they generate, which is theirs, not the caller's.
                     return
                 for rule in self._rules_for(module):
-                    what = self._forbidden(rule, names, imported)
-                    if what is None or self._reached_through(rule, passed):
-                        continue
-                    key = (module, frame.f_lineno, event, rule.name)
-                    if key not in self._seen:
-                        self._seen.add(key)
-                        self.findings.append(
-                            (module, frame.f_code.co_filename, frame.f_lineno, event,
-                             rule.name, what)
-                        )  # fmt: skip
+                    what = self._forbidden(rule, names, imported, module)
+                    if what is not None and not self._reached_through(rule, passed):
+                        self._record(module, frame, event, rule, what)
                 if self._rules_for(module):
                     return  # the innermost guarded frame is the one responsible
                 passed.append(module)
             frame = frame.f_back
 
+    def _record(self, module: str, frame: FrameType, event: str, rule: Rule, what: str) -> None:
+        line = frame.f_lineno
+        key = (module, line, event, rule.name)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        finding = (module, frame.f_code.co_filename, line, event, rule.name, what)
+        # One reach, two witnesses: the watch's CALL (first) and the callee's own audit
+        # event (`open`, `os.system`) on the same line name the same thing; the audit
+        # event, which says what happened, is the one kept.
+        reach = (module, line, rule.name, what)
+        index = self._reaches.get(reach)
+        if index is None:
+            self._reaches[reach] = len(self.findings)
+            self.findings.append(finding)
+        elif self.findings[index][3] == "call" and event != "call":
+            self.findings[index] = finding
+
+    def record_call(self, frame: FrameType, names: Sequence[str], imported: str | None) -> None:
+        """A watched call (`kernel.guard.watch`) whose direct caller is ``frame``:
+        recorded for each rule covering the caller's module that forbids it."""
+        module = frame.f_globals.get("__name__")
+        if not isinstance(module, str):
+            return
+        if imported is not None:
+            verdicts = self._verdicts(module, names, imported)
+        else:  # the same callee from the same module: worked out once
+            key = (module, tuple(names))
+            known = self._calls.get(key)
+            if known is None:
+                known = self._calls[key] = self._verdicts(module, names, None)
+            verdicts = known
+        for rule, what in verdicts:
+            self._record(module, frame, "import" if imported else "call", rule, what)
+
+    def _verdicts(
+        self, module: str, names: Sequence[str], imported: str | None
+    ) -> tuple[tuple[Rule, str], ...]:
+        out = []
+        for rule in self._rules_for(module):
+            what = self._forbidden(rule, names, imported, module)
+            if what is not None:
+                out.append((rule, what))
+        return tuple(out)
+
+    def _watch_module_code(self, args: tuple[object, ...]) -> None:
+        """At an ``exec`` event: a guarded module's code about to run gets its CALL
+        events (3.12+), and patterns of modules loaded since are resolved."""
+        watch = self.watch
+        if watch is None or not self.active or getattr(self._busy, "on", False):
+            return
+        self._busy.on = True
+        try:
+            watch.refresh()
+            code = args[0] if args else None
+            if isinstance(code, CodeType) and code.co_name == "<module>":
+                name = module_code_name(sys._getframe(2))
+                if name is not None and self._rules_for(name) and watch.monitor is not None:
+                    watch.monitor.watch_code(code)
+        except Exception:  # noqa: S110 - a hook must never break the traced program
+            pass
+        finally:
+            self._busy.on = False
+
     def install(self) -> Callable[[], None]:
         """Install the hook (for the rest of the process: audit hooks cannot be
-        removed); returns a function that stops recording."""
+        removed) and the call watch; returns a function that stops recording."""
         sys.addaudithook(self.hook)
+        self.watch = Watch(self)
+        self.watch.install()
 
         def stop() -> None:
             self.active = False
+            if self.watch is not None:
+                self.watch.stop()
 
         return stop
+
+
+def _higher_layer(rule: Rule, importer: str, imported: str) -> bool:
+    """Does ``importer`` import a module of a higher layer of ``rule`` (not one of its
+    own packages, which Python loads first)?"""
+    if not rule.layers or importer.startswith(imported + "."):
+        return False
+    mine, theirs = rule.layer_of(importer), rule.layer_of(imported)
+    return mine is not None and theirs is not None and theirs < mine
 
 
 def _parent_of(module: str, patterns: Sequence[str]) -> bool:
