@@ -117,8 +117,8 @@ class HandWritten:
 
     TEMPLATE = '{"entry_id":"","kind":"%s","payload_digest":"%s","prev_id":"%s","seq":%d}'
     INSERT = (
-        "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload,"
-        " nodes, tail) VALUES (?, ?, ?, ?, ?, ?, ?, 1)"
+        "INSERT INTO kernel_ledger (seq, entry_id, kind, payload, nodes, tail)"
+        " VALUES (?, ?, ?, ?, ?, 1)"
     )
 
     def __init__(self, path: Path) -> None:
@@ -141,8 +141,7 @@ class HandWritten:
                 node = sha(b"\x01" + frontier.pop() + node).digest()
                 nodes, rest = nodes + node, rest >> 1
             frontier.append(node)
-            row = (seq, entry_id, head, "staging", digest, data.decode(), nodes or None)
-            cursor.execute(self.INSERT, row)
+            cursor.execute(self.INSERT, (seq, entry_id, "staging", data.decode(), nodes or None))
             head = entry_id
         self.seq, self.head = seq, head
         return time.perf_counter() - started, time.process_time() - cpu
@@ -157,13 +156,13 @@ def bulk_ledger(path: Path, n: int) -> list[str]:
     for i in range(n):
         entry = new_entry(head, EntryKind.DECISION, {"i": i})
         nodes = b"".join(tree.append(leaf_hash(entry.entry_id))) or None
-        rows.append((*entry[:3], entry.kind.value, *entry[4:], nodes))
+        rows.append((entry.seq, entry.entry_id, entry.kind.value, entry.payload, nodes))
         head = (entry.seq, entry.entry_id)
         ids.append(entry.entry_id)
     db.execute("BEGIN")
     db.executemany(
-        "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload,"
-        " nodes, tail) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+        "INSERT INTO kernel_ledger (seq, entry_id, kind, payload, nodes, tail)"
+        " VALUES (?, ?, ?, ?, ?, 1)",
         rows,
     )
     db.execute("COMMIT")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -214,10 +215,18 @@ def test_broken_refusal_id_recomputed() -> None:
     assert "entry 1" in outcome.explanation
 
 
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data())
-def test_any_payload_edit_is_caught(indexes: list[int], data: st.DataObject) -> None:
-    """For all payload rewrites of any entry, verification fails at the first edited one."""
-    entries = raw(chain(PAYLOADS))
+def narrow(entries: list[RawEntry]) -> list[RawEntry]:
+    """Entries as a store that keeps no prev_id nor payload_digest returns them."""
+    return [e._replace(prev_id=None, payload_digest=None) for e in entries]
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data(), st.booleans())
+def test_any_payload_edit_is_caught(
+    indexes: list[int], data: st.DataObject, narrow_rows: bool
+) -> None:
+    """For all payload rewrites of any entry, verification fails at the first edited
+    one, whether the store keeps each entry's prev_id and payload_digest or not."""
+    entries = narrow(raw(chain(PAYLOADS))) if narrow_rows else raw(chain(PAYLOADS))
     tampered = list(entries)
     for index in indexes:
         new = data.draw(st.dictionaries(texts(), json_values(4), min_size=1, max_size=3))
@@ -385,3 +394,41 @@ def test_resealed_rewrite_of_the_tail_caught_by_a_merkle_anchor() -> None:
     assert outcome.reason_codes == (LedgerReason.ANCHOR_MISMATCH,)
     assert outcome.position == 3
     assert verify_chain([], recorded_head=None).root_hash is None  # type: ignore[union-attr]
+
+
+# -- rows that keep no prev_id nor payload_digest (SQLite's narrow row) ------------------
+
+
+def test_a_chain_of_narrow_rows_verifies() -> None:
+    """None for prev_id and payload_digest stands for the previous id and the
+    payload's hash: the chain verifies as the full rows do, to the same head."""
+    entries = raw(chain(PAYLOADS))
+    full = verify_chain(entries, recorded_head=head_of(entries), anchors={})
+    outcome = verify_chain(narrow(entries), recorded_head=head_of(entries), anchors={})
+    assert isinstance(outcome, LedgerVerified)
+    assert outcome == full
+
+
+Tamper = Callable[[list[RawEntry]], list[RawEntry]]
+NARROW_BREAKS: dict[str, tuple[Tamper, int, list[LedgerReason]]] = {
+    # The id covers the previous id and the payload's hash: it is what fails.
+    "payload edited": (lambda es: [*es[:2], es[2]._replace(payload='{"n":9}'), *es[3:]], 3,
+                       [LedgerReason.ENTRY_ID_MISMATCH]),
+    "entry removed": (lambda es: [*es[:2], *es[3:]], 3,
+                      [LedgerReason.SEQUENCE_BROKEN, LedgerReason.ENTRY_ID_MISMATCH]),
+    "payload not text": (lambda es: [es[0]._replace(payload=5), *es[1:]], 1,
+                         [LedgerReason.PAYLOAD_EDITED, LedgerReason.ENTRY_ID_MISMATCH]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(NARROW_BREAKS))
+def test_a_narrow_row_break_is_named(name: str) -> None:
+    """Each break of a narrow chain is caught at its entry with the codes it fails,
+    and says what was expected."""
+    tamper, position, codes = NARROW_BREAKS[name]
+    entries = narrow(raw(chain(PAYLOADS)))
+    outcome = verify_chain(tamper(entries), recorded_head=None)
+    assert isinstance(outcome, LedgerRefusal)
+    assert (outcome.position, list(outcome.reason_codes)) == (position, codes)
+    if name == "payload not text":
+        assert "payload expected text, found no text" in outcome.explanation

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +40,12 @@ from kernel.effects.ledger_store import (
 )
 from kernel.errors import CanonicalizationError, EffectError
 from kernel.strategies import json_values, texts
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "ledger" / "written-2026-12-03.sqlite"
+"""A ledger as this store wrote it before its rows lost ``prev_id`` and ``payload_digest``
+(11 entries of every kind, one durable), with its JSON Lines export beside it."""
+GOLDEN_HEAD = (11, "a496e1547759f65e7ab7fb1811dc63d577165818d293836909be9b95bca8f6c1")
+GOLDEN_ROOT = "94dfd87c5c280af35318323179daf3567288c9e925018913e5afa8067eb3c210"
 
 WRITER = """
 import sys
@@ -118,9 +126,8 @@ TAMPERS = {
         "UPDATE kernel_ledger SET seq = seq + 100",
         "UPDATE kernel_ledger SET seq = seq - 99 WHERE seq > 102",
         "UPDATE kernel_ledger SET seq = seq - 100 WHERE seq > 100",
-        "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload)"
-        " SELECT 3, entry_id, prev_id, kind, payload_digest, payload"
-        " FROM kernel_ledger WHERE seq = 2",
+        "INSERT INTO kernel_ledger (seq, entry_id, kind, payload)"
+        " SELECT 3, entry_id, kind, payload FROM kernel_ledger WHERE seq = 2",
     ],
     # L6: the last row carries the tail mark (the store's recorded head).
     "tail unmarked": ["UPDATE kernel_ledger SET tail = NULL WHERE seq = 5"],
@@ -422,24 +429,16 @@ def test_an_insert_not_after_the_recorded_head_is_refused_by_the_database(
 ) -> None:
     """The store's trigger refuses a row that does not follow the marked last row (a
     writer with a stale head, a hand-made row) or does not carry the mark itself, and
-    a refused insert moves nothing."""
+    a refused insert moves nothing. (Its link to the row before is its id, which
+    verification checks.)"""
     path = filled(tmp_path / "l.sqlite", 3)
     with opened(path, create=False) as store:
         head = store.recorded_head()
     db = sqlite3.connect(path)
-    row = "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, tail)"
-    for seq, prev, tail in (
-        (4, "f" * 64, 1),
-        (5, head[1], 1),
-        (3, head[1], 1),
-        (4, head[1], None),
-        (1, GENESIS_ID, 1),
-    ):
+    row = "INSERT INTO kernel_ledger (seq, entry_id, kind, payload, tail)"
+    for seq, tail in ((5, 1), (3, 1), (4, None), (1, 1), (0, 1)):
         with pytest.raises(sqlite3.IntegrityError):
-            db.execute(
-                f"{row} VALUES (?, ?, ?, 'decision', ?, '{{}}', ?)",
-                (seq, "a" * 64, prev, "b" * 64, tail),
-            )
+            db.execute(f"{row} VALUES (?, ?, 'decision', '{{}}', ?)", (seq, "a" * 64, tail))
     db.close()
     with opened(path) as store:
         assert store.recorded_head() == head
@@ -568,6 +567,23 @@ def record_rows(
     return rows
 
 
+def stored_rows(path: Path) -> list[tuple[object, ...]]:
+    """The stored rows as the record path's (`record_rows`): each narrow row with the
+    previous row's id and its payload's digest, computed here, not by the store."""
+    db = sqlite3.connect(path)
+    narrow = db.execute(
+        "SELECT seq, entry_id, kind, payload, nodes FROM kernel_ledger ORDER BY seq"
+    ).fetchall()
+    db.close()
+    rows: list[tuple[object, ...]] = []
+    previous = GENESIS_ID
+    for seq, entry_id, kind, payload, nodes in narrow:
+        digest = hashlib.sha256(payload.encode()).hexdigest()
+        rows.append((seq, entry_id, previous, kind, digest, payload, nodes))
+        previous = entry_id
+    return rows
+
+
 @settings(max_examples=60)
 @given(
     st.lists(
@@ -594,12 +610,7 @@ def test_appends_store_exactly_the_record_paths_rows(
                 tuple((second if other else first).append(kind, payload, durable=durable))
                 for kind, payload, durable, other in steps
             ]
-        db = sqlite3.connect(path)
-        stored = db.execute(
-            "SELECT seq, entry_id, prev_id, kind, payload_digest, payload, nodes"
-            " FROM kernel_ledger ORDER BY seq"
-        ).fetchall()
-        db.close()
+        stored = stored_rows(path)
     expected = record_rows([(kind, payload) for kind, payload, _, _ in steps])
     assert stored == expected
     assert made == [row[:6] for row in expected]
@@ -625,10 +636,72 @@ def test_a_failed_insert_leaves_the_connections_tree_as_the_ledger(tmp_path: Pat
         outcome = verify_store(store, anchors={})
         assert isinstance(outcome, LedgerVerified)
         assert tree_head(store).root_hash == outcome.root_hash
+    assert stored_rows(path) == record_rows([(EntryKind.DECISION, {"i": i}) for i in range(9)])
+
+
+def test_a_ledger_written_before_the_narrow_row_reads_as_it_was(tmp_path: Path) -> None:
+    """Readers of the golden ledger (written before the narrow row) read its columns as
+    stored, write nothing, and export it byte for byte as it was exported then; an edit
+    of a column it still keeps is caught as before."""
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(GOLDEN, path)
+    with opened(path, create=False) as store:
+        assert store.recorded_head() == GOLDEN_HEAD
+        outcome = verify_store(store, anchors={11: GOLDEN_ROOT})
+        assert isinstance(outcome, LedgerVerified)
+        assert outcome.count == 11
+        assert tree_head(store).root_hash == GOLDEN_ROOT
+        export_jsonl(store, tmp_path / "e.jsonl")
+    assert (tmp_path / "e.jsonl").read_bytes() == GOLDEN.with_suffix(".jsonl").read_bytes()
+    assert path.read_bytes() == GOLDEN.read_bytes()
+    sql(path, "UPDATE kernel_ledger SET prev_id = printf('%064d', 0) WHERE seq = 3")
+    with opened(path, create=False) as store:
+        broken = verify_store(store)
+    assert isinstance(broken, LedgerRefusal)
+    codes = (LedgerReason.LINK_BROKEN, LedgerReason.ENTRY_ID_MISMATCH)
+    assert (broken.position, broken.reason_codes) == (3, codes)
+
+
+def test_the_first_writer_of_an_older_ledger_drops_the_derivable_columns(tmp_path: Path) -> None:
+    """The first writer of the golden ledger drops ``prev_id`` and ``payload_digest``;
+    every entry reads back as it was (ids, links, digests, payloads: the export is the
+    golden one), the tree is the same, and appends go on after it."""
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(GOLDEN, path)
+    with opened(path) as store:
+        export_jsonl(store, tmp_path / "e.jsonl")
+        store.append(EntryKind.REFUSAL, {"after": "the narrow row"})
+        outcome = verify_store(store, anchors={11: GOLDEN_ROOT})
+        assert isinstance(outcome, LedgerVerified)
+        assert outcome.count == 12
+    assert (tmp_path / "e.jsonl").read_bytes() == GOLDEN.with_suffix(".jsonl").read_bytes()
     db = sqlite3.connect(path)
-    stored = db.execute(
-        "SELECT seq, entry_id, prev_id, kind, payload_digest, payload, nodes"
-        " FROM kernel_ledger ORDER BY seq"
-    ).fetchall()
+    columns = [row[1] for row in db.execute("PRAGMA table_info(kernel_ledger)")]
     db.close()
-    assert stored == record_rows([(EntryKind.DECISION, {"i": i}) for i in range(9)])
+    assert columns == ["seq", "entry_id", "kind", "payload", "nodes", "tail"]
+    golden = read_jsonl(GOLDEN.with_suffix(".jsonl"))[0]
+    assert [row[:6] for row in stored_rows(path)[:11]] == [tuple(e) for e in golden]
+
+
+NARROW_TAMPERS = {
+    # A narrow row keeps no prev_id nor payload_digest: its id, which covers both, is
+    # what an edited payload or a removed neighbour fails (L5), beside L1.
+    "edit payload": (["UPDATE kernel_ledger SET payload = '{\"i\":99}' WHERE seq = 3"], 3,
+                     (LedgerReason.ENTRY_ID_MISMATCH,)),
+    "delete middle": (["DELETE FROM kernel_ledger WHERE seq = 3"], 3,
+                      (LedgerReason.SEQUENCE_BROKEN, LedgerReason.ENTRY_ID_MISMATCH)),
+    "payload not UTF-8": (["UPDATE kernel_ledger SET payload = X'ff7b7d' WHERE seq = 2"], 2,
+                          (LedgerReason.ENTRY_ID_MISMATCH,)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(NARROW_TAMPERS))
+def test_a_narrow_row_edit_is_named_by_its_id(name: str, tmp_path: Path) -> None:
+    """Each tamper of a narrow row is caught at that row, with the codes it fails."""
+    statements, position, codes = NARROW_TAMPERS[name]
+    path = filled(tmp_path / "l.sqlite")
+    sql(path, *statements)
+    with opened(path, create=False) as store:
+        outcome = verify_store(store)
+    assert isinstance(outcome, LedgerRefusal)
+    assert (outcome.position, outcome.reason_codes) == (position, codes)

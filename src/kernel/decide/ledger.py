@@ -189,7 +189,13 @@ class LedgerRefusal(Refusal):
 
 
 class RawEntry(NamedTuple):
-    """An entry as a store returns it, unchecked (a tampered store returns anything)."""
+    """An entry as a store returns it, unchecked (a tampered store returns anything).
+
+    A store that keeps no ``prev_id`` or ``payload_digest`` (SQLite's narrow row: the
+    previous row's id and the payload's hash stand for them) passes None: the entry's
+    id, which covers both, is then what catches a removed neighbour or an edited
+    payload (L5).
+    """
 
     seq: object
     entry_id: object
@@ -344,13 +350,18 @@ def _entry_problems(raw: RawEntry, position: int, previous_id: str) -> list[Ledg
     # removed, inserted or moved.
     if type(seq) is not int or seq != position:
         reasons.append(LedgerReason.SEQUENCE_BROKEN)
-    # L2: the link to the previous entry.
-    if prev_id != previous_id:
+    # L2: the link to the previous entry (none stored: the previous entry's id).
+    if prev_id is None:
+        prev_id = previous_id
+    elif prev_id != previous_id:
         reasons.append(LedgerReason.LINK_BROKEN)
     # L3: a closed vocabulary of entry kinds (an `EntryKind` is its own value).
     if not isinstance(kind, str) or kind not in _KINDS:
         reasons.append(LedgerReason.UNKNOWN_KIND)
-    # L4: the payload bytes are what the entry committed to.
+    # L4: the payload bytes are what the entry committed to (none stored: the payload
+    # must be text, whose hash stands for it).
+    if payload_digest is None:
+        payload_digest = _payload_hash(payload)
     if not is_digest(payload_digest) or _payload_hash(payload) != payload_digest:
         reasons.append(LedgerReason.PAYLOAD_EDITED)
     # L5: the id covers seq, prev_id, kind and payload digest.
@@ -400,10 +411,10 @@ def _found(raw: RawEntry, position: int, previous_id: str, reason: LedgerReason)
         return f"kind expected one of {', '.join(sorted(_KINDS))}, found {_short(raw.kind)}"
     if reason is LedgerReason.PAYLOAD_EDITED:
         found = _payload_hash(raw.payload)
-        return (
-            f"payload expected to hash to {_short(raw.payload_digest)}, "
-            f"found {'no text' if found is None else found[:12]}"
+        expected = (
+            "text" if raw.payload_digest is None else f"to hash to {_short(raw.payload_digest)}"
         )
+        return f"payload expected {expected}, found {'no text' if found is None else found[:12]}"
     return f"entry_id {_short(raw.entry_id)} does not recompute from the entry's fields"
 
 
@@ -493,20 +504,24 @@ def verify_chain(
             seq, entry_id, prev_id, kind, payload_digest, payload = cast("RawEntry", raw)
         except (TypeError, ValueError):
             seq, entry_id, prev_id, kind, payload_digest, payload = _as_raw(raw, position)
-        # The common case, every rule at once; the slow path names what failed.
+        # The common case, every rule at once; the slow path names what failed. A
+        # store that keeps no prev_id or payload_digest passes None (`RawEntry`).
         if not (
             type(seq) is int
             and seq == position
-            and prev_id == previous_id
+            and (prev_id is None or prev_id == previous_id)
             and isinstance(kind, str)
             and kind in _KINDS
-            and type(payload_digest) is str
             # Inline (no call per entry): SQLite's rows hand payloads over as bytes.
-            and (sha256_bytes(payload) if type(payload) is bytes else _payload_hash(payload))
-            == payload_digest
+            and type(
+                digest := sha256_bytes(payload)
+                if type(payload) is bytes
+                else _payload_hash(payload)
+            )
+            is str
+            and (payload_digest is None or digest == payload_digest)
             and type(entry_id) is str
-            and sha256_bytes((_ID_TEMPLATE % (kind, payload_digest, previous_id, seq)).encode())
-            == entry_id
+            and sha256_bytes((_ID_TEMPLATE % (kind, digest, previous_id, seq)).encode()) == entry_id
         ):
             entry = RawEntry(seq, entry_id, prev_id, kind, payload_digest, payload)
             reasons = _entry_problems(entry, position, previous_id)

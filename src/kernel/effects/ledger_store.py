@@ -10,10 +10,13 @@ recorded head, and appends under a lock that serialises writers:
   of a connection is one ``BEGIN IMMEDIATE`` transaction (the write lock, taken before
   the head is read); later ones are one plain ``INSERT`` (its own transaction) after
   the head this connection appended after. A trigger refuses any insert that does not
-  follow the marked row (its seq and id) and moves the mark, inside the insert's own
-  statement, so a connection whose head is stale goes back to the locked path. A
-  ledger written before the mark (its head in a row of its own) is read as it is and
-  moved to the mark by its first writer. Durability:
+  follow the marked row and moves the mark, inside the insert's own statement, so a
+  connection whose head is stale goes back to the locked path. A row keeps what
+  cannot be derived (seq, id, kind, payload, subtree roots, mark): its ``prev_id`` is
+  the previous row's id and its ``payload_digest`` its payload's hash, both covered by
+  its id. A ledger written before the mark (its head in a row of its own) or before
+  the narrow row (both columns kept) is read as it is and moved to the current form
+  by its first writer. Durability:
   ``synchronous=NORMAL`` (no fsync per append): in WAL mode a crash of the process
   never loses a committed append; a power loss may drop the appends made since the
   last sync, never break the chain. An append that an act outside the ledger names
@@ -76,7 +79,7 @@ from kernel.decide.merkle import (
 from kernel.effects.files import check_input
 from kernel.effects.ledger_jsonl import export_jsonl, read_jsonl
 from kernel.errors import ConfigError, EffectError
-from kernel.records.identity import is_digest
+from kernel.records.identity import is_digest, sha256_bytes
 
 __all__ = [
     "DEFAULT_LEDGER",
@@ -101,10 +104,12 @@ default is 1,000). Every append rewrites the last leaf page; a checkpoint copies
 page once, so a longer log makes that page nearly free (about 40 MB of log at most)."""
 
 _SQLITE_SCHEMA: Final = (
+    # A row keeps what cannot be derived: ``prev_id`` is the previous row's id and
+    # ``payload_digest`` the payload's hash (a ledger written before keeps both
+    # columns until its first writer drops them: `_NARROW`).
     "CREATE TABLE IF NOT EXISTS kernel_ledger ("
-    " seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, prev_id TEXT NOT NULL,"
-    " kind TEXT NOT NULL, payload_digest TEXT NOT NULL, payload TEXT NOT NULL,"
-    " nodes BLOB, tail INTEGER)",
+    " seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL,"
+    " payload TEXT NOT NULL, nodes BLOB, tail INTEGER)",
     # An index on entry ids (briefly made by this store) costs every append a page.
     "DROP INDEX IF EXISTS kernel_ledger_by_id",
     # The head is the last row, marked ``tail = 1`` (L6): every insert must follow the
@@ -113,15 +118,23 @@ _SQLITE_SCHEMA: Final = (
     # writes one page (a separate head row cost a second page and a trigger update in
     # every commit). Removing the last entries leaves the new last row unmarked. An
     # append is one plain INSERT (SQLite's fast path for a rowid past the last).
-    # Ledgers made before keep working: their head row's triggers are replaced.
-    "DROP TRIGGER IF EXISTS kernel_ledger_head_follows",
-    "DROP TRIGGER IF EXISTS kernel_ledger_head_moves",
-    "DROP TRIGGER IF EXISTS kernel_ledger_after_head",
+    # The row's link to the previous one is its id (which covers the previous id):
+    # verification checks it, the trigger the sequence and the mark.
     "CREATE TRIGGER IF NOT EXISTS kernel_ledger_follows_tail AFTER INSERT ON kernel_ledger"
-    " BEGIN UPDATE kernel_ledger SET tail = NULL"
-    " WHERE seq = NEW.seq - 1 AND entry_id = NEW.prev_id AND tail = 1;"
+    " BEGIN UPDATE kernel_ledger SET tail = NULL WHERE seq = NEW.seq - 1 AND tail = 1;"
     " SELECT RAISE(ABORT, 'not after the last entry') WHERE NEW.tail IS NOT 1"
-    " OR (changes() = 0 AND NOT (NEW.seq = 1 AND NEW.prev_id = printf('%064d', 0))); END",
+    " OR (changes() = 0 AND NEW.seq <> 1); END",
+)
+# Triggers of ledgers written before (a head row's, the wide row's), replaced.
+_OLD_TRIGGERS: Final = tuple(
+    f"DROP TRIGGER IF EXISTS kernel_ledger_{name}"
+    for name in ("head_follows", "head_moves", "after_head", "follows_tail")
+)
+# A ledger written before the narrow row (2026-12-03): its first writer drops the two
+# derivable columns, in the transaction that opens it (the ids stay as they were).
+_NARROW: Final = (
+    "ALTER TABLE kernel_ledger DROP COLUMN prev_id",
+    "ALTER TABLE kernel_ledger DROP COLUMN payload_digest",
 )
 # A ledger written before the tail mark: its head row marks the last entry when it
 # matches it (a head row that does not leaves the last row unmarked: L6 still fails).
@@ -145,9 +158,20 @@ _PG_SCHEMA: Final = (
 _SELECT_ENTRIES: Final = (
     "SELECT seq, entry_id, prev_id, kind, payload_digest, payload FROM kernel_ledger ORDER BY seq"
 )
-# SQLite hands the payload over as its stored UTF-8 bytes: verification hashes them
-# as they are, without a decode and a re-encode per entry.
-_SELECT_ENTRIES_RAW: Final = (
+# SQLite's narrow rows for verification: no ``prev_id`` nor ``payload_digest`` (None:
+# `verify_chain` derives them), the payload as its stored UTF-8 bytes (hashed as they
+# are, without a decode and a re-encode per entry).
+_SELECT_NARROW_RAW: Final = (
+    "SELECT seq, entry_id, NULL, kind, NULL, CAST(payload AS BLOB) FROM kernel_ledger ORDER BY seq"
+)
+# ... and for readers: the previous row's id beside each row (the ``prev_id`` it
+# stands for); the payload's hash is added in Python.
+_SELECT_NARROW: Final = (
+    "SELECT seq, entry_id, LAG(entry_id, 1, printf('%064d', 0)) OVER (ORDER BY seq), kind,"
+    " payload FROM kernel_ledger ORDER BY seq"
+)
+# A ledger written before the narrow row, read-only: its columns as stored.
+_SELECT_WIDE_RAW: Final = (
     "SELECT seq, entry_id, prev_id, kind, payload_digest, CAST(payload AS BLOB)"
     " FROM kernel_ledger ORDER BY seq"
 )
@@ -155,8 +179,8 @@ _SELECT_ENTRIES_RAW: Final = (
 # ledger written before the tree (its roots are then computed from the leaves).
 _ADD_NODES: Final = "ALTER TABLE kernel_ledger ADD COLUMN nodes BLOB"
 _INSERT: Final = (
-    "INSERT INTO kernel_ledger (seq, entry_id, prev_id, kind, payload_digest, payload, nodes,"
-    " tail) VALUES (?, ?, ?, ?, ?, ?, ?, 1)"
+    "INSERT INTO kernel_ledger (seq, entry_id, kind, payload, nodes, tail)"
+    " VALUES (?, ?, ?, ?, ?, 1)"
 )
 _SELECT_SEQ: Final = "SELECT seq FROM kernel_ledger WHERE entry_id = ?"
 _SELECT_NODE: Final = "SELECT entry_id, nodes FROM kernel_ledger WHERE seq = ?"
@@ -356,6 +380,8 @@ class SqliteStore:
         # A ledger written before the tail mark keeps its head in a row of its own
         # (read-only openers cannot move it to the mark).
         self._head_row = False
+        # A ledger written before the narrow row, opened read-only: its own columns.
+        self._wide = False
         try:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -384,6 +410,11 @@ class SqliteStore:
             if "tail" not in columns:
                 for statement in _ADD_TAIL:
                     self._db.execute(statement)
+            for statement in _OLD_TRIGGERS:
+                self._db.execute(statement)
+            if "prev_id" in columns:
+                for statement in _NARROW:
+                    self._db.execute(statement)
             for statement in _SQLITE_SCHEMA[1:]:
                 self._db.execute(statement)
             self._db.execute("COMMIT")
@@ -402,6 +433,7 @@ class SqliteStore:
             # Not a ledger at all, or one written before the mark: its head row.
             self._db.execute(_SELECT_HEAD).fetchone()
             self._head_row = True
+        self._wide = "prev_id" in columns
         self._snapshot = _stat(self._path) if immutable else None
         self._cursor = self._db.cursor()
 
@@ -461,7 +493,7 @@ class SqliteStore:
             # One plain INSERT, its own transaction: the trigger refuses it unless the
             # last row is still ``head``, marked; the key refuses a seq another writer
             # took. One cursor for every append (no cursor object per call).
-            self._cursor.execute(_INSERT, row)
+            self._cursor.execute(_INSERT, (row[0], row[1], row[3], row[5], row[6]))
         except sqlite3.Error as e:
             # The tree holds a leaf the ledger does not: the locked path rebuilds it
             # from the stored roots (a busy or full disk as much as another writer).
@@ -482,7 +514,10 @@ class SqliteStore:
             head = _check_head(last, last, self._path)
             entry = new_entry(head, kind, dict(payload))
             tree = TreeBuilder(head[0], [self.perfect(*part) for part in frontier_of(head[0])])
-            self._db.execute(_INSERT, (*_row(entry), tree.append_entry(entry.entry_id)))
+            nodes = tree.append_entry(entry.entry_id)
+            self._db.execute(
+                _INSERT, (entry.seq, entry.entry_id, entry.kind.value, entry.payload, nodes)
+            )
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -503,16 +538,22 @@ class SqliteStore:
 
     def entries(self) -> Iterator[RawEntry]:
         try:
-            for row in self._db.execute(_SELECT_ENTRIES):
-                yield RawEntry(*row)
+            if self._wide:
+                for row in self._db.execute(_SELECT_ENTRIES):
+                    yield RawEntry(*row)
+                return
+            for seq, entry_id, prev_id, kind, payload in self._db.execute(_SELECT_NARROW):
+                yield RawEntry(seq, entry_id, prev_id, kind, _digest_of(payload), payload)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 
-    def verify_rows(self) -> Iterator[RawEntry]:
+    def verify_rows(self) -> Iterator[tuple[object, ...]]:
         """`entries` as plain row tuples (RawEntry's field order), each payload as its
-        stored UTF-8 bytes: what verification hashes, without per-row conversions."""
+        stored UTF-8 bytes: what verification hashes, without per-row conversions. A
+        narrow row gives None for ``prev_id`` and ``payload_digest`` (`RawEntry`: an
+        edited payload then fails L5, the id, not L4)."""
         try:
-            yield from self._db.execute(_SELECT_ENTRIES_RAW)
+            yield from self._db.execute(_SELECT_WIDE_RAW if self._wide else _SELECT_NARROW_RAW)
         except sqlite3.Error as e:
             raise EffectError(f"{self.locator}: cannot read ledger ({e})") from e
 
@@ -569,6 +610,16 @@ def _perfect_of(row_at: Callable[[int], Any], where: str, level: int, index: int
         _perfect_of(row_at, where, level - 1, 2 * index),
         _perfect_of(row_at, where, level - 1, 2 * index + 1),
     )
+
+
+def _digest_of(payload: object) -> str:
+    """The hash a narrow row's payload stands for as its ``payload_digest`` ("" for a
+    value no entry stores: L4 names it)."""
+    if type(payload) is bytes:
+        return sha256_bytes(payload)
+    if type(payload) is str:
+        return sha256_bytes(payload.encode("utf-8", "surrogatepass"))
+    return ""
 
 
 def _row(entry: NewEntry) -> tuple[object, ...]:
