@@ -826,7 +826,7 @@ def test_a_check_names_its_runner_or_has_it_detected(tmp_path: Path) -> None:
     [
         ("unittest", PYTEST_IDS, "expected an array of test ids \\(unittest"),
         ("pytest", UNITTEST_IDS, "expected an array of test ids \\(pytest"),
-        ("nose", UNITTEST_IDS, "expected one of unittest, pytest"),
+        ("nose", UNITTEST_IDS, r"runner: expected one of \['unittest', 'pytest'\], got 'nose'"),
     ],
 )
 def test_a_runner_that_does_not_match_its_ids_is_refused_at_load(

@@ -188,7 +188,7 @@ def test_record_classes_the_codec_cannot_compile_are_named() -> None:
         (
             Either,
             "Either.value: a union of several types must be a union of records, or of "
-            "literals and at most one record",
+            "literals and enums with at most one record and at most one tuple",
         ),
         (Floating, "Floating.value: no construction check for field type <class 'float'>"),
         (UnknownInclude, "UnknownInclude.__identity__ names unknown field nope"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import pickle
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 import jsonschema
@@ -274,3 +274,50 @@ def test_from_annotation_draws_maps_of_the_value_kind() -> None:
         assert all(isinstance(v, Tone) for v in value.values())
 
     drawn()
+
+
+@attrs.frozen(kw_only=True)
+class Either(Record):
+    """Unions told apart by a value's JSON type: a member or an array of them."""
+
+    levels: Tone | tuple[Tone, ...]
+    pair: Literal["none"] | tuple[str, int]
+
+
+@pytest.mark.parametrize(
+    ("document", "record"),
+    [
+        ({"levels": "low", "pair": "none"}, Either(levels=Tone.LOW, pair="none")),
+        (
+            {"levels": ["high", "low"], "pair": ["a", 1]},
+            Either(levels=(Tone.HIGH, Tone.LOW), pair=("a", 1)),
+        ),
+    ],
+)
+def test_a_value_or_an_array_of_values_reads_and_writes_both_forms(
+    document: dict[str, object], record: Either
+) -> None:
+    """A run config's ``require_trust`` is a level or a list of them: both read back as
+    written."""
+    assert Either.from_dict(document) == record
+    assert record.to_dict() == document
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "reason"),
+    [
+        ({"levels": 3, "pair": "none"}, "levels", "expected an array or one of ['low', 'high']"),
+        ({"levels": {}, "pair": "none"}, "levels", "expected an array or one of"),
+        ({"levels": ["loud"], "pair": "none"}, "levels[0]", "expected one of ['high', 'low']"),
+        ({"levels": "low", "pair": ["a"]}, "pair", "expected 2 items"),
+        ({"levels": "low", "pair": "some"}, "pair", "expected an array or one of ['none']"),
+    ],
+)
+def test_a_value_of_no_member_names_every_form(
+    document: dict[str, object], path: str, reason: str
+) -> None:
+    """The refusal says each form the union admits and what was found."""
+    with pytest.raises(RecordError) as caught:
+        Either.from_dict(document)
+    assert caught.value.path == path
+    assert reason in caught.value.reason

@@ -22,6 +22,7 @@ from kernel.effects.orchestrate import (
     load_config,
     run_config,
 )
+from kernel.effects.run_config import AttemptEntry
 from kernel.errors import ConfigError, DuplicateAdapterError, EffectError
 from kernel.run.record import AttemptErrorCode, AttemptState
 from kernel.run.verification import Recommendation
@@ -92,7 +93,7 @@ def test_a_new_adapter_kind_plugs_in_through_the_registry(tmp_path: Path) -> Non
             return WorkerFailed(message=f"{context.attempt_id} refused at /tmp/secret")
 
     def factory(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
-        source.only_keys(entry, {"attempt_id", "adapter"}, "attempt")
+        source.parse(AttemptEntry, entry, "attempt")
         return Refusing()
 
     registry = builtin_registry()

@@ -89,7 +89,7 @@ def _program_in_sandbox_scratch(d: dict[str, Any]) -> None:
 BAD_CONFIGS = {
     "unknown-worker-adapter": (_unknown_worker, "unknown worker adapter"),
     "unknown-verifier-adapter": (_unknown_verifier, "unknown verifier adapter"),
-    "missing-command": (_missing_command, "missing command"),
+    "missing-command": (_missing_command, ".command: missing field"),
     "command-not-found": (_command_not_found, "not an executable file"),
     "program-not-on-path": (_program_not_on_path, "command not found"),
     "check-without-tests": (_check_without_tests, "no tests: name at least one test"),

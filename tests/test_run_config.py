@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import jsonschema
 import pytest
 
+from kernel.effects.adapters import builtin_registry
+from kernel.effects.adapters.command import CommandVerifierEntry
+from kernel.effects.adapters.command_worker import CommandWorkerEntry
+from kernel.effects.adapters.fixture import FixtureFailureEntry, FixtureFailureWorker
 from kernel.effects.cli import main
 from kernel.effects.orchestrate import load_config
 from kernel.effects.run_config import (
@@ -27,7 +32,7 @@ from kernel.effects.sandbox import Limits
 from kernel.effects.schemas import load_schema
 from kernel.errors import ConfigError, RecordError
 from kernel.records.codec import Record, nested_form
-from kernel.run.record import DeclaredReplay
+from kernel.run.record import DeclaredReplay, TrustLevel
 from kernel.run.verification import Isolation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,9 +144,135 @@ def test_open_entries_ignore_the_adapters_keys_but_not_their_own() -> None:
     assert AttemptEntry.from_dict(entry.to_dict()) == entry
     with pytest.raises(RecordError, match="adapter: missing field"):
         AttemptEntry.from_dict({"attempt_id": "a", "command": ["true"]})
-    schema = load_schema("config")["$defs"]
-    assert schema["AttemptEntry"]["additionalProperties"] is True
-    assert schema["IsolationEntry"]["additionalProperties"] is False
+
+
+def test_the_config_schema_is_closed_over_the_built_in_adapters_entries() -> None:
+    """No entry of the config schema admits unknown keys: an attempt and the verifier
+    are the tagged union (on ``adapter``) of the built-in adapters' entry records."""
+    schema = load_schema("config")
+    assert '"additionalProperties":true' not in json.dumps(schema, separators=(",", ":"))
+    registry = builtin_registry()
+    attempts = schema["properties"]["attempts"]["items"]
+    verifier = schema["properties"]["verifier"]
+    assert attempts["discriminator"] == verifier["discriminator"] == "adapter"
+    assert [r["$ref"].rpartition("/")[2] for r in attempts["oneOf"]] == [
+        cls.__name__ for cls in registry.entries("worker")
+    ]
+    assert [r["$ref"].rpartition("/")[2] for r in verifier["oneOf"]] == [
+        cls.__name__ for cls in registry.entries("verifier")
+    ]
+    assert "AttemptEntry" not in schema["$defs"]
+
+
+def test_a_registered_entry_must_name_its_own_kind() -> None:
+    """The entry record a kind is registered with is tagged by that kind."""
+    registry = builtin_registry()
+    with pytest.raises(TypeError, match="adapter: Literal\\['other'\\]"):
+        registry.add_worker(
+            "other",
+            lambda entry, source: FixtureFailureWorker(failure="x"),
+            entry=FixtureFailureEntry,
+        )
+    with pytest.raises(TypeError, match="adapter: Literal"):
+        registry.add_verifier("other", lambda entry, source: (None, ""), entry=IsolationEntry)  # type: ignore[arg-type, return-value]
+    registry.add_worker("plain", lambda entry, source: FixtureFailureWorker(failure="x"))
+    assert registry.worker("plain") is not None
+    assert FixtureFailureEntry not in registry.entries("verifier")
+
+
+DEMO_VERIFIER_EDITS: Final[dict[str, tuple[Callable[[dict[str, Any]], object], str]]] = {
+    "unknown key of a command attempt": (
+        lambda c: c["attempts"][0].update(retries=2),
+        "attempts['attempt-1'].retries: unknown field",
+    ),
+    "unknown key of a check": (
+        lambda c: c["verifier"]["checks"][0].update(shell=True),
+        "$.verifier.checks[0].shell: unknown field",
+    ),
+    "unknown key of declared tests": (
+        lambda c: c["verifier"]["checks"][0]["tests"].update(flaky=[]),
+        "$.verifier.checks[0].tests.flaky: unknown field",
+    ),
+    "env value not a string": (
+        lambda c: c["verifier"].update(env={"X": 1}),
+        "$.verifier.env['X']: expected string, got integer",
+    ),
+    "env name with =": (
+        lambda c: c["attempts"][0].update(env={"A=B": "1"}),
+        "attempts['attempt-1'].env: expected variable names without '=', got 'A=B'",
+    ),
+    "timeout zero": (
+        lambda c: c["attempts"][0].update(timeout_s=0),
+        "attempts['attempt-1'].timeout_s: expected an integer >= 1",
+    ),
+    "network not a bool": (
+        lambda c: c["verifier"]["checks"][0].update(network="yes"),
+        "$.verifier.checks[0].network: expected boolean, got string",
+    ),
+    "empty command": (
+        lambda c: c["attempts"][0].update(command=[]),
+        "attempts['attempt-1'].command: expected a non-empty array of non-empty strings",
+    ),
+    "null oracle": (
+        lambda c: c["verifier"]["checks"][0].update(oracle=None),
+        "$.verifier.checks[0].oracle: expected an object, got null",
+    ),
+    "environment with both forms": (
+        lambda c: c["verifier"]["checks"][0].update(
+            environment={"requirements": "r.txt", "digest": "0" * 64}
+        ),
+        "$.verifier.checks[0].environment.requirements: an environment has exactly one of",
+    ),
+    "python with a slash": (
+        lambda c: c["verifier"]["checks"][0].update(python="bin/python"),
+        "$.verifier.checks[0].python: expected an interpreter name",
+    ),
+    "call kwargs not an object": (
+        lambda c: c["verifier"]["checks"].append(
+            {
+                "id": "c",
+                "oracle": {
+                    "expected": "e.json",
+                    "call": {"module": "m", "function": "f", "kwargs": []},
+                },
+            }
+        ),
+        "$.verifier.checks[2].oracle.call.kwargs: expected an object, got array",
+    ),
+    "actor type unknown": (
+        lambda c: c["attempts"][0].update(actor_type="robot"),
+        "attempts['attempt-1'].actor_type: expected one of",
+    ),
+}
+
+
+RECORD_RULES_ONLY: Final = {
+    "environment with both forms",
+    "env name with =",
+    "python with a slash",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEMO_VERIFIER_EDITS))
+def test_the_command_adapters_read_their_entries_as_records(tmp_path: Path, case: str) -> None:
+    """The command worker's and verifier's entries, their checks, declared tests,
+    oracles and environments are records: a wrong key is one error naming the file, the
+    path, what was expected and what was found, and the schema refuses it too."""
+    edit, message = DEMO_VERIFIER_EDITS[case]
+    demo = tmp_path / "demo"
+    shutil.copytree(ROOT / "fixtures" / "demo", demo)
+    path = demo / "config.json"
+    document = json.loads(path.read_text("utf-8"))
+    edit(document)
+    path.write_text(json.dumps(document), "utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(info.value)
+    # The schema states types and shapes; a record's own rules (validators, rules
+    # between fields) are the records' alone.
+    if case not in RECORD_RULES_ONLY:
+        assert not jsonschema.Draft202012Validator(load_schema("config")).is_valid(document)
 
 
 def test_a_literal_or_record_field_reads_writes_and_nests_both_forms() -> None:
@@ -180,7 +311,7 @@ def test_unions_of_literals_read_only_their_values() -> None:
 
 def test_a_union_of_literals_and_several_records_is_a_declaration_error() -> None:
     """Literals beside more than one record cannot be read: refused when first used."""
-    with pytest.raises(TypeError, match="literals and at most one record"):
+    with pytest.raises(TypeError, match="at most one record"):
         _TwoRecordsAndLiteral.from_dict({"value": False})
 
 
@@ -253,3 +384,23 @@ def test_a_null_reference_patch_is_refused_not_dropped(tmp_path: Path) -> None:
         ConfigError, match=r"calibration\.reference_patch: expected string, got null"
     ):
         load_config(config)
+
+
+def test_the_command_entries_read_back_as_they_were_written() -> None:
+    """The demo's verifier and attempts, an oracle call with JSON arguments and an
+    environment read as records and write back as the same entries (defaults in)."""
+    document = json.loads((ROOT / "fixtures" / "demo" / "config.json").read_text("utf-8"))
+    call = {"module": "pkg.stats", "function": "median", "args": [[4, 1], {"k": None}]}
+    document["verifier"]["checks"].append(
+        {"id": "call", "oracle": {"expected": "e.json", "call": {**call, "kwargs": {"x": 1}}}}
+    )
+    document["verifier"]["checks"][0]["environment"] = {"requirements": "r.txt"}
+    verifier = CommandVerifierEntry.from_dict(filled(CommandVerifierEntry, document["verifier"]))
+    assert CommandVerifierEntry.from_dict(verifier.to_dict()) == verifier
+    written = verifier.to_dict()["checks"][2]["oracle"]["call"]
+    assert written == {**call, "kwargs": {"x": 1}}
+    assert verifier.require_trust is TrustLevel.ORACLE
+    for attempt in document["attempts"]:
+        entry = CommandWorkerEntry.from_dict(filled(CommandWorkerEntry, attempt))
+        assert CommandWorkerEntry.from_dict(entry.to_dict()) == entry
+        assert hash(entry) == hash(CommandWorkerEntry.from_dict(entry.to_dict()))

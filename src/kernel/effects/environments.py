@@ -41,20 +41,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from kernel.effects.run_config import relative
 from kernel.errors import ConfigError, EffectError
+from kernel.records.codec import Record, field_error
 from kernel.records.identity import sha256_bytes, sha256_hex
+from kernel.records.values import NonBlank, Omissible
 
 if TYPE_CHECKING:  # the adapters import this module: no import cycle at run time
     from kernel.effects.adapters.base import ConfigSource
 
 __all__ = [
     "CACHE_ENV",
+    "EnvironmentEntry",
     "check_environment",
     "Environment",
     "built_environment",
@@ -212,27 +216,38 @@ def prepare_environment(
     return Environment(digest=digest, root=target)
 
 
+@attrs.frozen(kw_only=True)
+class EnvironmentEntry(Record):
+    """A check's ``environment``: a requirements file to build, or a built digest."""
+
+    requirements: Omissible[NonBlank] = attrs.field(default=None, validator=relative)
+    """A pinned requirements file (relative to the config)."""
+    digest: Omissible[NonBlank] = None
+    """The digest of an environment built before."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.requirements is None) == (self.digest is None):
+            raise field_error(
+                "requirements", "an environment has exactly one of requirements or digest"
+            )
+
+
 def check_environment(
-    source: ConfigSource, item: Mapping[str, object], at: str, python: str
+    source: ConfigSource, entry: EnvironmentEntry, at: str, python: str
 ) -> Environment:
     """A config check's ``environment`` entry, built (once, outside any sandbox) at load
     time: ``{"requirements": PATH}`` (relative to the config) or ``{"digest": HEX}``.
 
     Raises:
-        ConfigError: the entry is unusable or the environment cannot be built (names the
-            config file and key).
+        ConfigError: the environment cannot be built or found (names the config file
+            and key).
         EffectError: a file cannot be read or written.
     """
-    entry = item.get("environment")
     where = f"{at}.environment"
-    if type(entry) is not dict:
-        raise source.error(where, "expected an object with requirements")
     try:
-        if "digest" in entry:
-            source.only_keys(entry, {"digest"}, where)
-            return built_environment(source.string(entry, "digest", where))
-        source.only_keys(entry, {"requirements"}, where)
-        locator = source.relative_path(entry, "requirements", where)
+        if entry.digest is not None:
+            return built_environment(entry.digest)
+        locator = typing.cast("str", entry.requirements)
         return prepare_environment(python, source.reads(source.base_dir / locator))
     except ConfigError as e:
         raise source.error(where, str(e)) from e

@@ -2,9 +2,10 @@
 
 `RunConfig.from_dict` parses the document strictly (the codec, ADR-0007) after
 `filled` puts in the defaults of the keys a person left out; `kernel schemas show
-config` is generated from these classes. The ``verifier`` entry and each attempt are
-*open* records: the kernel reads the keys it owns (``adapter``, ``attempt_id``), and the
-adapter the entry names reads and checks the rest (`kernel.effects.adapters`).
+config` is generated from these classes and the built-in adapters' entry records. The
+kernel reads the ``verifier`` entry and each attempt through *open* records (the keys
+it owns: ``adapter``, ``attempt_id``); the adapter the entry names reads the whole
+entry as its own closed record (`kernel.effects.adapters`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ __all__ = [
     "IsolationEntry",
     "RunConfig",
     "VerifierEntry",
+    "argv",
+    "env_names",
     "filled",
     "relative",
     "relative_path_problem",
@@ -69,6 +72,32 @@ def relative(_instance: object, attribute: attrs.Attribute[Any], value: str | No
     problem = None if value is None else relative_path_problem(value)
     if problem is not None:
         raise field_error(attribute.name, problem)
+
+
+def argv(_instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...] | None) -> None:
+    """attrs validator of a command or a list of paths (None passes): a non-empty array
+    of non-empty strings.
+
+    Raises:
+        FieldError: naming the field.
+    """
+    if value is not None and (not value or not all(value)):
+        raise field_error(
+            attribute.name, f"expected a non-empty array of non-empty strings, got {list(value)}"
+        )
+
+
+def env_names(_instance: object, attribute: attrs.Attribute[Any], value: Mapping[str, str]) -> None:
+    """attrs validator of a command's ``env``: each name non-empty and without ``=``.
+
+    Raises:
+        FieldError: naming the field and the variable.
+    """
+    for name in value:
+        if not name or "=" in name:
+            raise field_error(
+                attribute.name, f"expected variable names without '=', got {short_repr(name)}"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -190,6 +219,8 @@ def _filled_value(shape: Shape, value: object) -> object:
 
 
 def _json(default: object) -> object:
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]  # attrs' Factory is a class
+        default = typing.cast("Any", default).factory()
     if isinstance(default, Record):
         return default.to_dict()
     if isinstance(default, enum.Enum):

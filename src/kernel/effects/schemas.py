@@ -30,7 +30,7 @@ import argparse
 import importlib.resources
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,8 +39,9 @@ import orjson
 
 from kernel.corroboration.run_admission import RunAdmission
 from kernel.decide.decision import HumanDecisionRecord
+from kernel.effects.adapters import builtin_registry
 from kernel.effects.files import atomic_write_bytes
-from kernel.effects.run_config import RunConfig
+from kernel.effects.run_config import AttemptEntry, RunConfig, VerifierEntry
 from kernel.errors import ConfigError
 from kernel.records.codec import Record, tag_of
 from kernel.records.identity import canonical_json
@@ -99,6 +100,8 @@ the schema, and the reader fills it in)."""
 # their keywords themselves: `kind_of`), keyed by validator function name.
 _CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "_attempts": {"minItems": 1},
+    "_check_ids": {"minItems": 1},
+    "argv": {"minItems": 1},
     "_git_object_id": {"pattern": "^([0-9a-f]{40}|[0-9a-f]{64})$"},
 }
 # Fields added to a published document later, with a None default (module docstring).
@@ -152,8 +155,16 @@ _JSON_TYPES: Final = {str: "string", int: "integer", bool: "boolean", type(None)
 
 
 class _Builder:
-    def __init__(self, *, defaults_optional: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        defaults_optional: bool = False,
+        entries: Mapping[type[Record], tuple[type[Record], ...]] | None = None,
+    ) -> None:
         self.defs: dict[str, Any] = {}
+        # An open entry the config's adapters read (`AttemptEntry`), described as the
+        # tagged union of the registered adapters' own entry records.
+        self.entries = entries or {}
         # A document a person writes (the run config) may leave out a field that has a
         # default; a document kernel writes has every field written out.
         self.defaults_optional = defaults_optional
@@ -178,6 +189,8 @@ class _Builder:
                 return {"const": values[0]} if len(values) == 1 else {"enum": list(values)}
             case EnumShape(hint=hint):
                 return {"enum": [m.value for m in hint]}
+            case RecordShape(hint=hint) if hint in self.entries:
+                return self.union(tuple(map(shape_of, self.entries[hint])), optional=False)
             case RecordShape(hint=hint):
                 self.record(hint)
                 return {"$ref": f"#/$defs/{hint.__name__}"}
@@ -270,8 +283,15 @@ class _Builder:
 
 
 def schema_for(stem: str, cls: type[Record]) -> dict[str, Any]:
-    """The JSON Schema (2020-12) document for records of ``cls``."""
-    builder = _Builder(defaults_optional=stem in WRITTEN_BY_PEOPLE)
+    """The JSON Schema (2020-12) document for records of ``cls``; the run config's
+    adapter entries are those of the built-in adapters (`builtin_registry`), each
+    closed, told apart by ``adapter``."""
+    registry = builtin_registry()
+    entries = {
+        AttemptEntry: registry.entries("worker"),
+        VerifierEntry: registry.entries("verifier"),
+    }
+    builder = _Builder(defaults_optional=stem in WRITTEN_BY_PEOPLE, entries=entries)
     root = builder.record(cls)
     defs = {k: v for k, v in builder.defs.items() if k != cls.__name__}
     schema: dict[str, Any] = {

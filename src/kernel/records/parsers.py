@@ -219,35 +219,51 @@ def _compile_tagged(
 def _compile_mixed(
     members: tuple[Shape, ...], where: str, nested: Nested
 ) -> tuple[Parser, Encoder]:
-    """A union of literals and at most one record (``CalibrationEntry | Literal[False]``):
-    an object is read by the record, any other value must be one of the literals."""
+    """A union told apart by the JSON type of a value: at most one record (read from an
+    object), at most one tuple (read from an array), and literals or enums for any
+    other value (``CalibrationEntry | Literal[False]``, ``TrustLevel | tuple[TrustLevel,
+    ...]``: a level or a list of them)."""
     records = [m for m in members if isinstance(m, RecordShape)]
-    literal_members = [m for m in members if isinstance(m, LiteralShape)]
-    literals = tuple(a for m in literal_members for a in m.values)
-    if len(records) > 1 or len(records) + len(literal_members) < len(members):
+    arrays = [m for m in members if isinstance(m, VarTuple | FixedTuple)]
+    scalars = [m for m in members if isinstance(m, LiteralShape | EnumShape)]
+    if len(records) > 1 or len(arrays) > 1 or len(records + arrays + scalars) < len(members):
         raise TypeError(
             f"{where}: a union of several types must be a union of records, or of literals "
-            "and at most one record"
+            "and enums with at most one record and at most one tuple"
         )
-    parse_literal = _literal_parser(literals)
-    parse_record = _record_parser(records[0].hint, nested) if records else parse_literal
+    parse_record = _record_parser(records[0].hint, nested) if records else None
+    parse_array, encode_array = _compile(arrays[0], where, nested) if arrays else (None, None)
+    parse_scalars = [_compile(m, where, nested)[0] for m in scalars]
+    values = [v for m in scalars for v in (m.values if isinstance(m, LiteralShape) else _values(m))]
+    expected = " or ".join(
+        [*(["an object"] if records else []), *(["an array"] if arrays else [])]
+        + ([f"one of {values}"] if values else [])
+    )
 
     def parse_mixed(value: object, path: str, verify: bool) -> object:
-        if type(value) is dict:
+        if type(value) is dict and parse_record is not None:
             return parse_record(value, path, verify)
-        try:
-            return parse_literal(value, path, verify)
-        except RecordError:
-            if not records:
-                raise
-        raise RecordError(
-            path, f"expected an object or one of {list(literals)}, got {short_repr(value)}"
-        )
+        if (type(value) is list or type(value) is tuple) and parse_array is not None:
+            return parse_array(value, path, verify)
+        for parse in parse_scalars:
+            try:
+                return parse(value, path, verify)
+            except RecordError:
+                continue
+        raise RecordError(path, f"expected {expected}, got {short_repr(value)}")
 
     def encode_mixed(value: Any) -> object:
-        return value.to_dict() if is_record_class(type(value)) else value
+        if is_record_class(type(value)):
+            return value.to_dict()
+        if encode_array is not None and type(value) is tuple:
+            return encode_array(value)
+        return value.value if isinstance(value, enum.Enum) else value
 
     return parse_mixed, encode_mixed
+
+
+def _values(shape: Shape) -> list[object]:
+    return [member.value for member in typing.cast("type[enum.Enum]", shape.hint)]
 
 
 def _compile_object(value_shape: Shape, where: str, nested: Nested) -> tuple[Parser, Encoder]:

@@ -13,25 +13,26 @@ Rules enforced:
 - `note` facts are volatile: they never enter a record;
 - a registry refuses a second factory for the same kind (`DuplicateAdapterError`);
 - `ConfigSource` names the file and key of every config error; an adapter reads its
-  entry as a record (`ConfigSource.parse`) or, for entries not yet records, by its
-  getters.
+  entry as a record (`ConfigSource.parse`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
 from kernel.effects.files import load_json
-from kernel.effects.run_config import filled, relative_path_problem
+from kernel.effects.run_config import filled
 from kernel.effects.sandbox import Limits
 from kernel.errors import ConfigError, DuplicateAdapterError, RecordError
 from kernel.records.codec import Record
+from kernel.records.shapes import LiteralShape, shape_of
 from kernel.run.record import AttemptErrorCode, CheckRun, SandboxRun
 from kernel.run.verification import (
     Actor,
@@ -247,33 +248,52 @@ class AdapterRegistry:
     Built by the caller (`kernel.effects.adapters.builtin_registry` gives the
     built-in ones); nothing registers itself on import. Registering a kind twice
     raises `DuplicateAdapterError`: a second factory never silently replaces the first.
+    A kind registered with its ``entry`` record (the config entry its factory reads,
+    with ``adapter: Literal[kind]``) is described by the config's JSON Schema.
     """
 
-    __slots__ = ("_verifiers", "_workers")
+    __slots__ = ("_entries", "_verifiers", "_workers")
 
     def __init__(self) -> None:
         self._workers: dict[str, WorkerFactory] = {}
         self._verifiers: dict[str, VerifierFactory] = {}
+        self._entries: dict[tuple[str, str], type[Record]] = {}
 
-    def add_worker(self, kind: str, factory: WorkerFactory) -> None:
+    def add_worker(
+        self, kind: str, factory: WorkerFactory, *, entry: type[Record] | None = None
+    ) -> None:
         """Make worker adapter ``kind`` available to configs.
 
         Raises:
             DuplicateAdapterError: ``kind`` is already registered.
+            TypeError: ``entry`` has no field ``adapter: Literal[kind]``.
         """
         if kind in self._workers:
             raise DuplicateAdapterError(f"worker adapter {kind!r} is already registered")
+        self._add_entry("worker", kind, entry)
         self._workers[kind] = factory
 
-    def add_verifier(self, kind: str, factory: VerifierFactory) -> None:
+    def add_verifier(
+        self, kind: str, factory: VerifierFactory, *, entry: type[Record] | None = None
+    ) -> None:
         """Make verifier adapter ``kind`` available to configs.
 
         Raises:
             DuplicateAdapterError: ``kind`` is already registered.
+            TypeError: ``entry`` has no field ``adapter: Literal[kind]``.
         """
         if kind in self._verifiers:
             raise DuplicateAdapterError(f"verifier adapter {kind!r} is already registered")
+        self._add_entry("verifier", kind, entry)
         self._verifiers[kind] = factory
+
+    def _add_entry(self, side: str, kind: str, entry: type[Record] | None) -> None:
+        if entry is None:
+            return
+        shape = shape_of(typing.get_type_hints(entry).get("adapter"))
+        if not (isinstance(shape, LiteralShape) and shape.values == (kind,)):
+            raise TypeError(f"{entry.__name__} needs a field adapter: Literal[{kind!r}]")
+        self._entries[(side, kind)] = entry
 
     def worker(self, kind: str) -> WorkerFactory | None:
         """The factory of worker adapter ``kind``, or None."""
@@ -283,10 +303,16 @@ class AdapterRegistry:
         """The factory of verifier adapter ``kind``, or None."""
         return self._verifiers.get(kind)
 
+    def entries(self, side: Literal["worker", "verifier"]) -> tuple[type[Record], ...]:
+        """The entry records of the ``worker`` or ``verifier`` kinds registered with one,
+        in registration order."""
+        return tuple(cls for (found, _), cls in self._entries.items() if found == side)
+
 
 @attrs.frozen(kw_only=True)
 class ConfigSource:
-    """Where a config came from: typed getters that name file and key on failure."""
+    """Where a config came from: entries read as records (`parse`) name file and key on
+    failure."""
 
     path: Path
     """The config file (as the user named it)."""
@@ -323,36 +349,6 @@ class ConfigSource:
             return cls.from_dict(filled(cls, entry))
         except RecordError as e:
             raise self.error(f"{where}.{e.path}" if e.path else where, e.reason) from e
-
-    def string(self, entry: Mapping[str, object], key: str, where: str) -> str:
-        """A required non-blank string."""
-        value = entry.get(key)
-        if type(value) is not str or not value.strip():
-            raise self.error(f"{where}.{key}", f"expected a non-blank string, got {value!r}")
-        return value
-
-    def relative_path(self, entry: Mapping[str, object], key: str, where: str) -> str:
-        """A required relative POSIX path without ``..`` (portable, confined)."""
-        value = self.string(entry, key, where)
-        problem = relative_path_problem(value)
-        if problem is not None:
-            raise self.error(f"{where}.{key}", problem)
-        return value
-
-    def only_keys(
-        self,
-        entry: Mapping[str, object],
-        keys: set[str],
-        where: str,
-        optional: frozenset[str] = frozenset(),
-    ) -> None:
-        """Refuse unknown keys and missing keys (``optional`` keys may be absent)."""
-        unknown = sorted(set(entry) - keys - optional)
-        if unknown:
-            raise self.error(f"{where}.{unknown[0]}", "unknown key")
-        missing = sorted(keys - set(entry))
-        if missing:
-            raise self.error(f"{where}.{missing[0]}", "missing key")
 
 
 def load_object(path: Path, what: str) -> dict[str, object]:

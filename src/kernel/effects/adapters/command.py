@@ -72,9 +72,10 @@ paths, kinds, executable bits, content digests, symlink targets), ``worker:<atte
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -96,24 +97,27 @@ from kernel.effects.adapters.command_worker import (
     ADAPTER_KIND,
     ADAPTER_VERSION,
     BASE_ENV,
+    DEFAULT_TIMEOUT_S,
     OUTPUT_TAIL,
     PATCH_FILE,
     PROTECTED_CHECK,
     CommandSpec,
     CommandWorker,
+    CommandWorkerEntry,
     _baseline,
     _command,
     _command_worker,
     _file_digest,
     _output_tail,
-    _string_list,
     sandbox_run,
     tree_digest,
 )
+from kernel.effects.adapters.declared_tests import TestsEntry
 from kernel.effects.adapters.junit import declared_test_results
 from kernel.effects.adapters.oracle import (
     MAX_ORACLE_BYTES,
     ORACLES_KEY,
+    OracleEntry,
     OracleSpec,
     judge_oracle,
     parse_oracle,
@@ -133,7 +137,8 @@ from kernel.effects.adapters.screen import (
     declared_names,
     screen_changes,
 )
-from kernel.effects.environments import check_environment
+from kernel.effects.environments import EnvironmentEntry, check_environment
+from kernel.effects.run_config import argv, env_names, relative
 from kernel.effects.sandbox import (
     Capture,
     SandboxSpec,
@@ -143,7 +148,10 @@ from kernel.effects.sandbox import (
 )
 from kernel.errors import CanonicalizationError, ConfigError, EffectError, VerifierFailure
 from kernel.guard import policy_hash
+from kernel.records.codec import Record, field_error
 from kernel.records.identity import sha256_bytes, sha256_hex
+from kernel.records.shapes import FrozenMap
+from kernel.records.values import NonBlank, Omissible, Positive
 from kernel.run.record import (
     CheckRun,
     ScreenFinding,
@@ -166,7 +174,9 @@ __all__ = [
     "OUTPUT_TAIL",
     "PROTECTED_CHECK",
     "PYTEST_PROTECTED",
+    "CheckEntry",
     "CheckSpec",
+    "CommandVerifierEntry",
     "CommandSpec",
     "CommandVerifier",
     "CommandWorker",
@@ -546,13 +556,6 @@ class CommandVerifier:
         )
 
 
-_VERIFIER_KEYS: Final = {"adapter", "verifier_id", "baseline", "checks"}
-_VERIFIER_OPTIONAL: Final = frozenset({"protected", "env", "require_trust"})
-_CHECK_KEYS: Final = {"id"}
-_CHECK_OPTIONAL: Final = frozenset(
-    {"command", "tests", "oracle", "python", "required", "timeout_s", "env", "network"}
-    | {"environment", "runner"}
-)
 PYTEST_PROTECTED: Final = (
     *("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml"),
     *("tox.ini", "setup.cfg", "pyproject.toml"),
@@ -564,20 +567,99 @@ RUNNER_LOCATOR: Final = "kernel:tests_bootstrap"
 """How a declared-tests check names the kernel's bootstrap in its recorded command."""
 
 
+def _interpreter(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (not value or "/" in value):
+        raise field_error(attribute.name, "expected an interpreter name on the sandbox PATH")
+
+
+@attrs.frozen(kw_only=True)
+class CheckEntry(Record):
+    """One check of a ``command`` verifier: a command, declared tests or an oracle."""
+
+    id: NonBlank
+    """The check's id (unique in the verifier)."""
+    command: Omissible[tuple[str, ...]] = attrs.field(default=None, validator=argv)
+    """A command whose exit status is the verdict (never ``passed``: no per-test evidence)."""
+    tests: Omissible[TestsEntry] = None
+    """Declared tests, run by the kernel's runner."""
+    oracle: Omissible[OracleEntry] = None
+    """An output compared with an answer no sandbox sees."""
+    python: Omissible[str] = attrs.field(default=None, validator=_interpreter)
+    """The interpreter of a tests check or a call oracle (default ``python3``)."""
+    runner: Omissible[Literal["unittest", "pytest"]] = None
+    """The declared tests' runner (default: told by the test ids' shape)."""
+    environment: Omissible[EnvironmentEntry] = None
+    """A pinned environment the tests check runs in."""
+    required: bool = True
+    """A failed required check fails the verification."""
+    timeout_s: Positive = DEFAULT_TIMEOUT_S
+    """Time limit of one run."""
+    env: FrozenMap[str] = attrs.field(factory=FrozenMap, validator=env_names)
+    """Variables over the verifier's ``env`` and `BASE_ENV`."""
+    network: bool = False
+    """Network access (off unless asked for)."""
+
+    def __attrs_post_init__(self) -> None:
+        if [self.command, self.tests, self.oracle].count(None) != 2:
+            raise field_error("command", "a check has exactly one of command, tests or oracle")
+        if self.python is not None and self.command is not None:
+            raise field_error("python", "only a tests check names an interpreter")
+
+
+def _check_ids(
+    _instance: object, attribute: attrs.Attribute[Any], value: tuple[CheckEntry, ...]
+) -> None:
+    # Vacuous input is refused: an empty verifier is not verification.
+    if not value:
+        raise field_error(attribute.name, "no checks: an empty verifier is not verification")
+    seen = {PROTECTED_CHECK, SCREEN_CHECK}
+    for index, check in enumerate(value):
+        if check.id in seen:
+            raise field_error(
+                f"{attribute.name}[{index}].id", f"duplicate or reserved check id {check.id!r}"
+            )
+        seen.add(check.id)
+
+
+@attrs.frozen(kw_only=True)
+class CommandVerifierEntry(Record):
+    """A run config's ``command`` verifier: checks run on the baseline with the patch."""
+
+    adapter: Literal["command"]
+    """The verifier adapter."""
+    verifier_id: NonBlank
+    """The verifier's actor id."""
+    baseline: NonBlank = attrs.field(validator=relative)
+    """The baseline tree (relative to the config)."""
+    checks: tuple[CheckEntry, ...] = attrs.field(validator=_check_ids)
+    """The checks, in order."""
+    protected: Omissible[tuple[str, ...]] = attrs.field(default=None, validator=argv)
+    """Paths a candidate may not change (globs, over the pytest files when pytest runs)."""
+    env: FrozenMap[str] = attrs.field(factory=FrozenMap, validator=env_names)
+    """Variables of every check (a check's own ``env`` over them)."""
+    require_trust: TrustLevel | tuple[TrustLevel, ...] = ()
+    """A trust level (or a list of them) some required check must have."""
+
+
 def _tests_check(
-    source: ConfigSource, item: Mapping[str, object], at: str, check_id: str, required: bool
+    source: ConfigSource, check: CheckEntry, env: Mapping[str, str], at: str
 ) -> CheckSpec:
     """A declared-tests check: ``python -I -B <kernel bootstrap> PLAN`` (read-only)."""
-    fail_to_pass, pass_to_pass, runner = declared_tests.declared(source, item, at)
-    python = item.get("python", "python3")
-    if type(python) is not str or not python or "/" in python:
-        raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
+    tests_entry = typing.cast("TestsEntry", check.tests)
+    fail_to_pass, pass_to_pass, runner = declared_tests.declared(
+        source, tests_entry, check.runner, at
+    )
+    python = check.python or "python3"
     tests = fail_to_pass + pass_to_pass
     bootstrap = Path(tests_bootstrap.__file__).resolve()
-    spec = _command(source, {**item, "command": [python]}, at)
-    built = check_environment(source, item, at, python) if "environment" in item else None
+    spec = _command(source, (python,), (check.timeout_s, env, check.network), at)
+    built = (
+        None
+        if check.environment is None
+        else check_environment(source, check.environment, at, python)
+    )
     return CheckSpec(
-        id=check_id,
+        id=check.id,
         command=attrs.evolve(
             spec,
             argv=(python, "-I", "-B", RUNNER_LOCATOR, *tests),
@@ -588,7 +670,7 @@ def _tests_check(
             ),
             environment_digest=None if built is None else built.digest,
         ),
-        required=required,
+        required=check.required,
         tests=tests,
         fail_to_pass=fail_to_pass,
         runner=runner,
@@ -596,70 +678,51 @@ def _tests_check(
 
 
 def _check(
-    source: ConfigSource, item: object, at: str, verifier_env: object, seen: set[str]
+    source: ConfigSource, check: CheckEntry, verifier_env: Mapping[str, str], at: str
 ) -> CheckSpec:
     """One entry of the verifier's ``checks``: a command, declared tests or an oracle."""
-    if type(item) is not dict:
-        raise source.error(at, "expected an object")
-    source.only_keys(item, _CHECK_KEYS, at, optional=_CHECK_OPTIONAL)
-    check_id = source.string(item, "id", at)
-    if check_id in seen:
-        raise source.error(f"{at}.id", f"duplicate or reserved check id {check_id!r}")
-    seen.add(check_id)
-    required = item.get("required", True)
-    if type(required) is not bool:
-        raise source.error(f"{at}.required", f"expected true or false, got {required!r}")
-    merged = dict(item)
-    if type(verifier_env) is dict:
-        own = item.get("env")
-        merged["env"] = {**verifier_env, **(own if type(own) is dict else {})}
-    if [k in item for k in ("command", "tests", "oracle")].count(True) != 1:
-        raise source.error(at, "a check has exactly one of command, tests or oracle")
-    if "tests" in item:
-        return _tests_check(source, merged, at, check_id, required)
-    if "oracle" in item:
-        oracle, run_argv, argv = parse_oracle(source, merged, at)
-        spec = _command(source, {**merged, "command": run_argv}, at)
-        spec = attrs.evolve(spec, argv=tuple(argv))
-        return CheckSpec(id=check_id, command=spec, required=required, oracle=oracle)
-    if "python" in item:
-        raise source.error(f"{at}.python", "only a tests check names an interpreter")
-    return CheckSpec(id=check_id, command=_command(source, merged, at), required=required)
+    env = {**verifier_env, **check.env}
+    options = (check.timeout_s, env, check.network)
+    if check.tests is not None:
+        return _tests_check(source, check, env, at)
+    if check.oracle is not None:
+        oracle, run_argv, argv_ = parse_oracle(source, check.oracle, check.python or "python3", at)
+        spec = _command(source, tuple(run_argv), options, at)
+        spec = attrs.evolve(spec, argv=tuple(argv_))
+        return CheckSpec(id=check.id, command=spec, required=check.required, oracle=oracle)
+    command = typing.cast("tuple[str, ...]", check.command)
+    return CheckSpec(
+        id=check.id, command=_command(source, command, options, at), required=check.required
+    )
 
 
 def _command_verifier(
     entry: Mapping[str, object], source: ConfigSource
 ) -> tuple[VerifierAdapter, str]:
     where = "$.verifier"
-    checks_value = entry.get("checks")
-    # Vacuous input is refused: an empty verifier is not verification.
-    if type(checks_value) is not list or not checks_value:
-        raise source.error(f"{where}.checks", "no checks: an empty verifier is not verification")
-    source.only_keys(entry, _VERIFIER_KEYS, where, optional=_VERIFIER_OPTIONAL)
-    locator, baseline, digest = _baseline(source, entry, where)
-    verifier_env = entry.get("env", {})
-    checks: list[CheckSpec] = []
-    seen: set[str] = {PROTECTED_CHECK, SCREEN_CHECK}
-    for index, item in enumerate(checks_value):
-        checks.append(_check(source, item, f"{where}.checks[{index}]", verifier_env, seen))
-    protected: list[str] = []
-    if "protected" in entry:
-        protected = _string_list(source, entry, "protected", where)
+    read = source.parse(CommandVerifierEntry, entry, where)
+    locator, baseline, digest = _baseline(source, read.baseline, where)
+    checks = [
+        _check(source, item, read.env, f"{where}.checks[{index}]")
+        for index, item in enumerate(read.checks)
+    ]
+    protected = list(read.protected or ())
     if any(c.runner == "pytest" for c in checks):
         # pytest reads these before any test: a candidate may not rewrite them either.
         protected += [g for g in PYTEST_PROTECTED if g not in protected]
-    require_trust = required_trust(source, entry, where, [(c.required, c.trust) for c in checks])
+    require_trust = required_trust(
+        source, read.require_trust, where, [(c.required, c.trust) for c in checks]
+    )
     oracles = tuple(c.oracle for c in checks if c.oracle is not None)
     refuse_shown_expected(source, oracles, [c.command.run_argv[0] for c in checks], baseline, where)
     # Workers are read after the verifier: each is checked against these in turn.
     source.cache[ORACLES_KEY] = oracles
-    verifier_id = source.string(entry, "verifier_id", where)
     try:
         policy_digest = sha256_hex(
             {
                 "adapter": ADAPTER_KIND,
                 "adapter_version": ADAPTER_VERSION,
-                "verifier_id": verifier_id,
+                "verifier_id": read.verifier_id,
                 "baseline": digest,
                 "checks": [
                     {
@@ -684,7 +747,7 @@ def _command_verifier(
     except CanonicalizationError as e:
         raise source.error(f"{where}{e.path[1:]}", e.reason) from e
     verifier = CommandVerifier(
-        verifier_id=verifier_id,
+        verifier_id=read.verifier_id,
         baseline_locator=locator,
         baseline=baseline,
         baseline_digest=digest,
@@ -701,5 +764,5 @@ def register(registry: AdapterRegistry) -> None:
     Raises:
         DuplicateAdapterError: kind ``command`` is already registered.
     """
-    registry.add_worker(ADAPTER_KIND, _command_worker)
-    registry.add_verifier(ADAPTER_KIND, _command_verifier)
+    registry.add_worker(ADAPTER_KIND, _command_worker, entry=CommandWorkerEntry)
+    registry.add_verifier(ADAPTER_KIND, _command_verifier, entry=CommandVerifierEntry)

@@ -14,7 +14,7 @@ import signal
 import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final, cast
+from typing import Final, Literal, cast
 
 import attrs
 
@@ -34,6 +34,7 @@ from kernel.effects.adapters.oracle import (
     OracleSpec,
     refuse_shown_expected,
 )
+from kernel.effects.run_config import argv, env_names, relative
 from kernel.effects.sandbox import (
     Capture,
     Limits,
@@ -46,7 +47,10 @@ from kernel.effects.sandbox import (
     scratch_root,
 )
 from kernel.errors import EffectError
+from kernel.records.codec import Record
 from kernel.records.identity import Sha256Stream, canonical_json, sha256_bytes, sha256_hex
+from kernel.records.shapes import FrozenMap
+from kernel.records.values import NonBlank, Positive
 from kernel.run.record import (
     AttemptErrorCode,
     SandboxRun,
@@ -66,6 +70,7 @@ __all__ = [
     "BASE_ENV",
     "CommandSpec",
     "CommandWorker",
+    "CommandWorkerEntry",
     "DEFAULT_TIMEOUT_S",
     "OUTPUT_TAIL",
     "PATCH_FILE",
@@ -138,39 +143,32 @@ def _file_digest(path: Path) -> str:
     return stream.hexdigest()
 
 
-def _string_list(
-    source: ConfigSource, entry: Mapping[str, object], key: str, where: str
-) -> list[str]:
-    value = entry.get(key)
-    if type(value) is not list or not value or not all(type(v) is str and v for v in value):
-        raise source.error(
-            f"{where}.{key}", f"expected a non-empty array of strings, got {value!r}"
-        )
-    return [str(v) for v in value]
+@attrs.frozen(kw_only=True)
+class CommandWorkerEntry(Record):
+    """A ``command`` attempt of a run config: one sandboxed run of a command on a
+    baseline tree."""
+
+    attempt_id: NonBlank
+    """The attempt's id."""
+    adapter: Literal["command"]
+    """The worker adapter."""
+    worker_id: NonBlank
+    """The worker's actor id."""
+    command: tuple[str, ...] = attrs.field(validator=argv)
+    """The command (a program on the sandbox PATH, or relative to the config)."""
+    baseline: NonBlank = attrs.field(validator=relative)
+    """The baseline tree the command works on (relative to the config)."""
+    timeout_s: Positive = DEFAULT_TIMEOUT_S
+    """Time limit of the run."""
+    env: FrozenMap[str] = attrs.field(factory=FrozenMap, validator=env_names)
+    """Variables over `BASE_ENV`."""
+    network: bool = False
+    """Network access (off unless asked for)."""
+    actor_type: ActorType = ActorType.SYSTEM
+    """Who the worker is."""
 
 
-def _timeout(source: ConfigSource, entry: Mapping[str, object], where: str) -> int:
-    value = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if type(value) is not int or value < 1:
-        raise source.error(f"{where}.timeout_s", f"expected an integer >= 1, got {value!r}")
-    return value
-
-
-def _env(
-    source: ConfigSource, entry: Mapping[str, object], where: str
-) -> tuple[tuple[str, str], ...]:
-    value = entry.get("env", {})
-    if type(value) is not dict or not all(
-        type(k) is str and k and "=" not in k and type(v) is str for k, v in value.items()
-    ):
-        raise source.error(f"{where}.env", "expected an object of string values")
-    return tuple(sorted({**BASE_ENV, **value}.items()))
-
-
-def _baseline(
-    source: ConfigSource, entry: Mapping[str, object], where: str
-) -> tuple[str, Path, str]:
-    locator = source.relative_path(entry, "baseline", where)
+def _baseline(source: ConfigSource, locator: str, where: str) -> tuple[str, Path, str]:
     path = source.reads((source.base_dir / locator).resolve())
     if not path.is_dir():
         raise source.error(f"{where}.baseline", f"{locator!r} is not a directory")
@@ -218,15 +216,16 @@ class CommandSpec:
 
 
 def _command(
-    source: ConfigSource, entry: Mapping[str, object], where: str, key: str = "command"
+    source: ConfigSource,
+    argv: tuple[str, ...],
+    options: tuple[int, Mapping[str, str], bool],
+    where: str,
+    key: str = "command",
 ) -> CommandSpec:
-    if key not in entry:
-        raise source.error(f"{where}.{key}", "missing command")
-    argv = _string_list(source, entry, key, where)
-    env = _env(source, entry, where)
-    network = entry.get("network", False)
-    if type(network) is not bool:
-        raise source.error(f"{where}.network", f"expected true or false, got {network!r}")
+    """The command ``argv`` as written in the config and as run, with ``options``: its
+    time limit, environment (over `BASE_ENV`) and network access."""
+    timeout_s, variables, network = options
+    env = tuple(sorted({**BASE_ENV, **variables}.items()))
     program = argv[0]
     digest = None
     run_argv = list(argv)
@@ -250,14 +249,14 @@ def _command(
         run_argv[0] = str(path)
     else:
         try:
-            check_command_starts(argv, env=dict(env))
+            check_command_starts(list(argv), env=dict(env))
         except EffectError as e:
             raise source.error(f"{where}.{key}[0]", str(e)) from e
     return CommandSpec(
         argv=tuple(argv),
         run_argv=tuple(run_argv),
         program_digest=digest,
-        timeout_s=_timeout(source, entry, where),
+        timeout_s=timeout_s,
         env=env,
         network=network,
         limits=source.limits,
@@ -474,28 +473,17 @@ class CommandWorker:
         )
 
 
-_WORKER_KEYS: Final = {"attempt_id", "adapter", "worker_id", "command", "baseline"}
-_WORKER_OPTIONAL: Final = frozenset({"timeout_s", "env", "network", "actor_type"})
-
-
 def _command_worker(entry: Mapping[str, object], source: ConfigSource) -> WorkerAdapter:
     where = f"attempts[{entry.get('attempt_id')!r}]"
-    if "command" not in entry:
-        raise source.error(f"{where}.command", "missing command")
-    source.only_keys(entry, _WORKER_KEYS, where, optional=_WORKER_OPTIONAL)
-    actor = entry.get("actor_type", "system")
-    try:
-        actor_type = ActorType(str(actor))
-    except ValueError as e:
-        raise source.error(f"{where}.actor_type", f"unknown actor type {actor!r}") from e
-    locator, baseline, digest = _baseline(source, entry, where)
-    command = _command(source, entry, where)
+    read = source.parse(CommandWorkerEntry, entry, where)
+    locator, baseline, digest = _baseline(source, read.baseline, where)
+    command = _command(source, read.command, (read.timeout_s, read.env, read.network), where)
     oracles = cast(tuple[OracleSpec, ...], source.cache.get(ORACLES_KEY, ()))
     refuse_shown_expected(source, oracles, [command.run_argv[0]], baseline, where)
     return CommandWorker(
-        attempt_id=source.string(entry, "attempt_id", where),
-        worker_id=source.string(entry, "worker_id", where),
-        actor_type=actor_type,
+        attempt_id=read.attempt_id,
+        worker_id=read.worker_id,
+        actor_type=read.actor_type,
         command=command,
         baseline_locator=locator,
         baseline=baseline,

@@ -39,7 +39,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Final
 
 import attrs
 
@@ -47,6 +47,7 @@ from kernel.effects.adapters.base import ConfigSource, note
 from kernel.effects.adapters.junit import MAX_RESULT_BYTES, TestOutcome, judge_tests
 from kernel.effects.sandbox import Capture, read_output
 from kernel.errors import EffectError
+from kernel.records.codec import Record
 from kernel.records.identity import keyed_tag_matches, sha256_bytes
 from kernel.run.record import redact_absolute_paths
 from kernel.run.verification import CheckReason, CheckStatus
@@ -58,6 +59,7 @@ __all__ = [
     "Plan",
     "collect",
     "RUNNERS",
+    "TestsEntry",
     "declared",
     "judge",
     "module_of",
@@ -520,8 +522,19 @@ _PYTEST_ID: Final = re.compile(
 )
 
 
+@attrs.frozen(kw_only=True)
+class TestsEntry(Record):
+    """A check's ``tests``: the declared tests, FAIL_TO_PASS and PASS_TO_PASS."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
+    fail_to_pass: tuple[str, ...] = ()
+    """The tests the candidate must make pass."""
+    pass_to_pass: tuple[str, ...] = ()
+    """The tests that must keep passing."""
+
+
 def declared(
-    source: ConfigSource, item: Mapping[str, object], at: str
+    source: ConfigSource, tests: TestsEntry, runner: str | None, at: str
 ) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """A check's ``tests`` entry: its FAIL_TO_PASS and PASS_TO_PASS test ids and runner.
 
@@ -530,38 +543,24 @@ def declared(
     (``module.Class.test``) unittest. An id of the other runner's shape is refused.
 
     Raises:
-        ConfigError: not an object of two arrays of test ids of one runner, no test, a
-            test named twice, or an unknown runner.
+        ConfigError: an id not of the runner's shape, no test, or a test named twice.
     """
-    value = item.get("tests")
-    if type(value) is not dict:
-        raise source.error(f"{at}.tests", "expected an object with fail_to_pass/pass_to_pass")
-    source.only_keys(
-        value, set(), f"{at}.tests", optional=frozenset({"fail_to_pass", "pass_to_pass"})
-    )
-    names = [value.get(key, []) for key in ("fail_to_pass", "pass_to_pass")]
-    every = [n for group in names if type(group) is list for n in group]
-    runner = item.get("runner")
+    every = [*tests.fail_to_pass, *tests.pass_to_pass]
     if runner is None:
-        runner = "pytest" if any(type(n) is str and "::" in n for n in every) else "unittest"
-    if runner not in RUNNERS:
-        raise source.error(f"{at}.runner", f"expected one of {', '.join(RUNNERS)}, got {runner!r}")
+        runner = "pytest" if any("::" in n for n in every) else "unittest"
     shape = _PYTEST_ID if runner == "pytest" else _TEST_ID
     example = "path/test_x.py::test_name" if runner == "pytest" else "module.Class.test_name"
-    lists: list[tuple[str, ...]] = []
-    for key, group in zip(("fail_to_pass", "pass_to_pass"), names, strict=True):
-        if type(group) is not list or not all(type(n) is str and shape.fullmatch(n) for n in group):
+    for key, group in (("fail_to_pass", tests.fail_to_pass), ("pass_to_pass", tests.pass_to_pass)):
+        if not all(shape.fullmatch(n) for n in group):
             raise source.error(
                 f"{at}.tests.{key}", f"expected an array of test ids ({runner}: {example})"
             )
-        lists.append(tuple(str(n) for n in group))
-    every = [*lists[0], *lists[1]]
     # Vacuous input is refused: a check that names no test proves nothing.
     if not every:
         raise source.error(f"{at}.tests", "no tests: name at least one test that must pass")
     if len(set(every)) != len(every):
         raise source.error(f"{at}.tests", "a test is named twice")
-    return lists[0], lists[1], str(runner)
+    return tests.fail_to_pass, tests.pass_to_pass, runner
 
 
 def verdict(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -32,9 +32,10 @@ from kernel.effects.adapters.base import (
 from kernel.effects.files import load_json
 from kernel.effects.run_config import relative
 from kernel.errors import CanonicalizationError, KernelError, VerifierFailure
-from kernel.records.codec import Record
+from kernel.records.codec import Record, field_error
 from kernel.records.identity import canonical_json, sha256_bytes, sha256_hex
-from kernel.records.values import NonBlank
+from kernel.records.parsers import plain_json
+from kernel.records.values import JsonValue, NonBlank, Positive
 from kernel.run.record import redact_absolute_paths
 from kernel.run.verification import (
     CheckResult,
@@ -46,6 +47,7 @@ from kernel.run.verification import (
 
 __all__ = [
     "FixtureFailureEntry",
+    "FixturePolicy",
     "FixturePolicyEntry",
     "FixtureResultEntry",
     "POLICY_KIND",
@@ -235,45 +237,50 @@ class FixturePolicyEntry(Record):
     """The verifier policy document (relative to the config)."""
 
 
+def _file_names(_instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    if not all(value):
+        raise field_error(attribute.name, "expected an array of non-empty strings")
+
+
+@attrs.frozen(kw_only=True)
+class FixturePolicy(Record):
+    """The ``fixture-policy`` verifier's policy document."""
+
+    kind: Literal["kernel-fixture-verifier-policy"]
+    """The document kind."""
+    schema_version: Literal["1"]
+    """The document version."""
+    id: NonBlank
+    """The policy's id."""
+    candidate_artifact_id: NonBlank
+    """The artifact of the manifest that is the candidate."""
+    allowed_files: tuple[str, ...] = attrs.field(validator=_file_names)
+    """The files a candidate folder may hold."""
+    max_candidate_bytes: Positive
+    """The largest artifact read."""
+    required_json: JsonValue
+    """The JSON the candidate artifact must hold (compared canonically)."""
+
+
 def _fixture_policy(
     entry: Mapping[str, object], source: ConfigSource
 ) -> tuple[VerifierAdapter, str]:
     read = source.parse(FixturePolicyEntry, entry, "verifier")
     path = source.reads(source.base_dir / read.policy)
     document = load_object(path, "verifier policy")
-    policy = ConfigSource(path=path)
-    policy.only_keys(
-        document,
-        {
-            "kind",
-            "schema_version",
-            "id",
-            "candidate_artifact_id",
-            "allowed_files",
-            "max_candidate_bytes",
-            "required_json",
-        },
-        "$",
-    )
-    if document["kind"] != POLICY_KIND or document["schema_version"] != "1":
-        raise policy.error("$.kind", f"expected {POLICY_KIND} schema_version 1")
-    allowed = document["allowed_files"]
-    if type(allowed) is not list or not all(type(a) is str and a for a in allowed):
-        raise policy.error("$.allowed_files", "expected an array of non-empty strings")
-    max_bytes = document["max_candidate_bytes"]
-    if type(max_bytes) is not int or max_bytes < 1:
-        raise policy.error("$.max_candidate_bytes", "expected an integer >= 1")
+    reader = ConfigSource(path=path)
+    policy = reader.parse(FixturePolicy, document, "$")
     try:
-        required = canonical_json(document["required_json"])
+        # The codec read every value; only a document nested past the limit is left.
         digest = sha256_hex(document)
     except CanonicalizationError as e:
-        raise policy.error(e.path, e.reason) from e
+        raise reader.error(e.path, e.reason) from e
     verifier = FixturePolicyVerifier(
-        policy_id=policy.string(document, "id", "$"),
-        candidate_artifact_id=policy.string(document, "candidate_artifact_id", "$"),
-        allowed_files=frozenset(allowed),
-        max_candidate_bytes=max_bytes,
-        required_canonical=required,
+        policy_id=policy.id,
+        candidate_artifact_id=policy.candidate_artifact_id,
+        allowed_files=frozenset(policy.allowed_files),
+        max_candidate_bytes=policy.max_candidate_bytes,
+        required_canonical=canonical_json(plain_json(policy.required_json)),
     )
     return verifier, digest
 
@@ -284,6 +291,6 @@ def register(registry: AdapterRegistry) -> None:
     Raises:
         DuplicateAdapterError: one of their kinds is already registered.
     """
-    registry.add_worker("fixture-result", _fixture_result)
-    registry.add_worker("fixture-failure", _fixture_failure)
-    registry.add_verifier("fixture-policy", _fixture_policy)
+    registry.add_worker("fixture-result", _fixture_result, entry=FixtureResultEntry)
+    registry.add_worker("fixture-failure", _fixture_failure, entry=FixtureFailureEntry)
+    registry.add_verifier("fixture-policy", _fixture_policy, entry=FixturePolicyEntry)

@@ -42,16 +42,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
 from kernel.effects.files import read_input
+from kernel.effects.run_config import argv, relative
 from kernel.effects.sandbox.spec import SYSTEM_BINDS
 from kernel.errors import ConfigError, EffectError
+from kernel.records.codec import Record, field_error
 from kernel.records.identity import sha256_bytes
+from kernel.records.parsers import plain_json
+from kernel.records.shapes import FrozenMap
+from kernel.records.values import JsonValue, NonBlank, Omissible
 from kernel.run.record import TrustLevel
 from kernel.run.verification import CheckReason, CheckStatus
 
@@ -60,6 +65,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_LOCATOR",
+    "CallEntry",
+    "OracleEntry",
     "MAX_ORACLE_BYTES",
     "ORACLES_KEY",
     "OracleSpec",
@@ -85,8 +92,47 @@ _CALL_CODE: Final = (
     "f = getattr(importlib.import_module(r['module']), r['function'])\n"
     "sys.stdout.write(json.dumps(f(*r['args'], **r['kwargs']), allow_nan=False))\n"
 )
-_ORACLE_KEYS: Final = frozenset({"command", "call", "expected", "compare"})
-_CALL_KEYS: Final = frozenset({"module", "function", "args", "kwargs"})
+
+
+def _python_name(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    # A module is dotted (``pkg.mod``), a function one identifier.
+    parts = value.split(".") if attribute.name == "module" else [value]
+    if not all(part.isidentifier() for part in parts):
+        raise field_error(
+            attribute.name, f"expected Python names (module pkg.mod, function f), got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class CallEntry(Record):
+    """An oracle's Python call, written as data: ``module.function(*args, **kwargs)``."""
+
+    module: NonBlank = attrs.field(validator=_python_name)
+    """The module, imported from the candidate's tree (dotted)."""
+    function: NonBlank = attrs.field(validator=_python_name)
+    """The function's name in the module."""
+    args: tuple[JsonValue, ...] = ()
+    """Positional arguments (JSON)."""
+    kwargs: FrozenMap[JsonValue] = attrs.field(factory=FrozenMap)
+    """Keyword arguments (JSON)."""
+
+
+@attrs.frozen(kw_only=True)
+class OracleEntry(Record):
+    """A check's ``oracle``: a command or a call whose stdout is compared with a file."""
+
+    expected: NonBlank = attrs.field(validator=relative)
+    """The expected output (relative to the config; no sandbox of the run shows it)."""
+    compare: Literal["json", "bytes"] = "json"
+    """JSON by value and type, or exact bytes."""
+    command: Omissible[tuple[str, ...]] = attrs.field(default=None, validator=argv)
+    """The command whose stdout is compared (exactly one of command and call)."""
+    call: Omissible[CallEntry] = None
+    """The call whose return value is compared, as JSON."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.command is None) == (self.call is None):
+            raise field_error("command", "an oracle has exactly one of command or call")
 
 
 @attrs.frozen(kw_only=True)
@@ -235,7 +281,7 @@ def refuse_shown_expected(
 
 def required_trust(
     source: ConfigSource,
-    entry: Mapping[str, object],
+    value: TrustLevel | tuple[TrustLevel, ...],
     where: str,
     checks: list[tuple[bool, TrustLevel]],
 ) -> tuple[TrustLevel, ...]:
@@ -244,41 +290,24 @@ def required_trust(
     no candidate passes without such a verdict.
 
     Raises:
-        ConfigError: not a level or a list of levels, or no required check has one.
+        ConfigError: no required check has one of the levels.
     """
-    value = entry.get("require_trust", [])
-    names = [value] if type(value) is str else value
-    if type(names) is not list or not all(type(n) is str for n in names):
-        raise source.error(f"{where}.require_trust", "expected a trust level or a list of them")
-    levels: list[TrustLevel] = []
-    for name in names:
-        try:
-            level = TrustLevel(name)
-        except ValueError as e:
-            known = ", ".join(TrustLevel)
-            raise source.error(f"{where}.require_trust", f"{name!r} is not one of {known}") from e
+    levels = (value,) if isinstance(value, TrustLevel) else value
+    for level in levels:
         if not any(required and trust is level for required, trust in checks):
             raise source.error(f"{where}.require_trust", f"no required check has trust {level!s}")
-        levels.append(level)
     return tuple(sorted(set(levels)))
 
 
-def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> list[list[str]]:
-    if type(value) is not dict:
-        raise source.error(at, "expected an object with module, function, args, kwargs")
-    source.only_keys(value, {"module", "function"}, at, optional=_CALL_KEYS)
-    module, function = source.string(value, "module", at), source.string(value, "function", at)
-    if not all(p.isidentifier() for p in module.split(".")) or not function.isidentifier():
-        raise source.error(at, "module and function must be Python names")
-    args, kwargs = value.get("args", []), value.get("kwargs", {})
-    if type(args) is not list or type(kwargs) is not dict:
-        raise source.error(at, "args is an array and kwargs an object")
-    request = {"module": module, "function": function, "args": args, "kwargs": kwargs}
-    try:
-        # Not an identity: the request as the sandbox reads it (floats allowed).
-        encoded = json.dumps(request, sort_keys=True, allow_nan=False, ensure_ascii=False)
-    except ValueError as e:
-        raise source.error(at, f"not plain JSON data: {e}") from e
+def _call_argv(call: CallEntry, python: str) -> list[list[str]]:
+    request = {
+        "module": call.module,
+        "function": call.function,
+        "args": plain_json(call.args),
+        "kwargs": plain_json(call.kwargs),
+    }
+    # Not an identity: the request as the sandbox reads it (the record holds no float).
+    encoded = json.dumps(request, sort_keys=True, allow_nan=False, ensure_ascii=False)
     return [
         [python, "-I", "-c", _CALL_CODE, encoded],
         [python, "-I", "-c", CALL_LOCATOR, encoded],
@@ -286,25 +315,16 @@ def _call_argv(source: ConfigSource, value: object, at: str, python: str) -> lis
 
 
 def parse_oracle(
-    source: ConfigSource, item: Mapping[str, object], at: str
+    source: ConfigSource, oracle: OracleEntry, python: str, at: str
 ) -> tuple[OracleSpec, list[str], list[str]]:
     """The oracle of a check entry: its spec, the command to run and the command to record.
 
     Raises:
-        ConfigError: a malformed entry, or an expected file that is missing, unreadable,
-            too large or (``json``) not one strict JSON document.
+        ConfigError: an expected file that is missing, unreadable, too large or
+            (``json``) not one strict JSON document.
     """
     where = f"{at}.oracle"
-    value = item.get("oracle")
-    if type(value) is not dict:
-        raise source.error(where, "expected an object")
-    source.only_keys(value, {"expected"}, where, optional=_ORACLE_KEYS)
-    compare = value.get("compare", "json")
-    if compare not in ("json", "bytes"):
-        raise source.error(f"{where}.compare", f"expected 'json' or 'bytes', got {compare!r}")
-    if ("command" in value) == ("call" in value):
-        raise source.error(where, "an oracle has exactly one of command or call")
-    locator = source.relative_path(value, "expected", where)
+    locator = oracle.expected
     path = source.reads(source.base_dir / locator)
     try:
         expected = read_input(path, what="oracle expected output")
@@ -312,22 +332,16 @@ def parse_oracle(
         raise source.error(f"{where}.expected", str(e)) from e
     if expected is None or len(expected) > MAX_ORACLE_BYTES:
         raise source.error(f"{where}.expected", f"larger than {MAX_ORACLE_BYTES} bytes")
-    if compare == "json" and not parse_json_output(expected)[0]:
+    if oracle.compare == "json" and not parse_json_output(expected)[0]:
         raise source.error(f"{where}.expected", "not one strict JSON document")
     spec = OracleSpec(
-        compare=compare,
+        compare=oracle.compare,
         expected_locator=locator,
         expected=expected,
         expected_path=path.resolve(),
     )
-    if "call" in value:
-        python = item.get("python", "python3")
-        if type(python) is not str or not python or "/" in python:
-            raise source.error(f"{at}.python", "expected an interpreter name on the sandbox PATH")
-        run, recorded = _call_argv(source, value["call"], f"{where}.call", python)
+    if oracle.call is not None:
+        run, recorded = _call_argv(oracle.call, python)
         return spec, run, recorded
-    command = value["command"]
-    if type(command) is not list or not command or not all(type(c) is str and c for c in command):
-        raise source.error(f"{where}.command", "expected a non-empty array of strings")
-    argv = [str(c) for c in command]
+    argv = list(oracle.command or ())
     return spec, argv, argv

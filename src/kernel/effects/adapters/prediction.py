@@ -142,4 +142,4 @@ def register(registry: AdapterRegistry) -> None:
     Raises:
         DuplicateAdapterError: kind ``patch`` is already registered.
     """
-    registry.add_worker(ADAPTER_KIND, _patch_worker)
+    registry.add_worker(ADAPTER_KIND, _patch_worker, entry=PatchEntry)
