@@ -9,9 +9,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from kernel.effects.adapters.base import AdapterRegistry
+from kernel.effects.adapters.base import AdapterRegistry, VerifierAdapter
 from kernel.effects.orchestrate import (
     AttemptContext,
     ConfigSource,
@@ -25,7 +26,12 @@ from kernel.effects.orchestrate import (
 from kernel.effects.run_config import AttemptEntry
 from kernel.errors import ConfigError, DuplicateAdapterError, EffectError
 from kernel.run.record import AttemptErrorCode, AttemptState
-from kernel.run.verification import Recommendation
+from kernel.run.verification import (
+    Recommendation,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orchestration"
 
@@ -109,6 +115,52 @@ def test_a_new_adapter_kind_plugs_in_through_the_registry(tmp_path: Path) -> Non
     assert (attempt.adapter, attempt.adapter_version) == ("test-refusing", "0")
     assert attempt.error is not None
     assert attempt.error.message == "attempt-002 refused at <path>"
+
+
+def test_each_run_gets_the_verifier_its_for_run_gives(tmp_path: Path) -> None:
+    """`VerifierAdapter.for_run` is part of the protocol: a verifier that keeps nothing
+    inherits the default (itself); one that keeps state between attempts gives each
+    run a fresh copy, and the run judges with that copy, never with the loaded one."""
+    fixture = load_config(FIXTURES / "two-attempt-good-vs-bad.json").verifier
+    assert fixture.for_run() is fixture
+    copies: list[VerifierAdapter] = []
+    judged_by_fresh: list[bool] = []
+
+    @attrs.frozen
+    class Scoped(VerifierAdapter):
+        inner: VerifierAdapter
+        fresh: bool = False
+        kind: str = "scoped"
+        version: str = "0"
+
+        def verify(
+            self, work_unit: WorkUnit, manifest: ResultManifest, produced: WorkerProduced
+        ) -> VerificationResult:
+            judged_by_fresh.append(self.fresh)
+            return self.inner.verify(work_unit, manifest, produced)
+
+        def for_run(self) -> VerifierAdapter:
+            copies.append(attrs.evolve(self, fresh=True))
+            return copies[-1]
+
+    registry = builtin_registry()
+    fixture_policy = registry.verifier("fixture-policy")
+    assert fixture_policy is not None
+
+    def factory(entry: Mapping[str, object], source: ConfigSource) -> tuple[VerifierAdapter, str]:
+        inner, digest = fixture_policy({**entry, "adapter": "fixture-policy"}, source)
+        return Scoped(inner), digest
+
+    registry.add_verifier("scoped", factory)
+    shutil.copytree(FIXTURES, tmp_path / "f")
+    config = json.loads((FIXTURES / "two-attempt-good-vs-bad.json").read_text())
+    config["verifier"]["adapter"] = "scoped"
+    (tmp_path / "f" / "c.json").write_text(json.dumps(config))
+    first = run_config(tmp_path / "f" / "c.json", registry=registry)
+    second = run_config(tmp_path / "f" / "c.json", registry=registry)
+    assert len(copies) == 2
+    assert judged_by_fresh == [True] * 4
+    assert first.to_dict() == second.to_dict()
 
 
 def test_a_duplicate_registration_is_an_error() -> None:

@@ -735,9 +735,9 @@ def _scoped_to_this_run(loaded: LoadedConfig) -> LoadedConfig:
     A verifier may keep what it learnt between the attempts of one run (the command
     verifier runs a patch's checks once for byte-identical patches); a replay or a
     second run of the same config must judge afresh, never reuse the first run's
-    results, so such a verifier gives a fresh copy of itself here (``for_run``)."""
-    for_run = getattr(loaded.verifier, "for_run", None)
-    return loaded if for_run is None else attrs.evolve(loaded, verifier=for_run())
+    results, so such a verifier gives a fresh copy of itself here
+    (`VerifierAdapter.for_run`)."""
+    return attrs.evolve(loaded, verifier=loaded.verifier.for_run())
 
 
 def run_loaded(

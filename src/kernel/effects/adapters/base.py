@@ -152,6 +152,17 @@ class VerifierAdapter(Protocol):
         """
         ...
 
+    def for_run(self) -> VerifierAdapter:
+        """This verifier as one run uses it, called before each run (a replay and a
+        calibration too).
+
+        A verifier that keeps what it learnt between the attempts of a run (the
+        ``command`` verifier runs a patch's checks once) returns a fresh copy, so no run
+        reuses another's results. The default, for a verifier that keeps nothing, is
+        the verifier itself: an adapter inherits it by subclassing `VerifierAdapter`.
+        """
+        return self
+
 
 @runtime_checkable
 class ProvenanceSource(Protocol):

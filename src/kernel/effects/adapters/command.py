@@ -227,7 +227,7 @@ class _Checked:
 
 
 @attrs.frozen(kw_only=True)
-class CommandVerifier:
+class CommandVerifier(VerifierAdapter):
     """Verifier ``command``: each check in a fresh sandbox with the candidate patch."""
 
     verifier_id: str

@@ -142,7 +142,7 @@ _CHECK_ACCEPT: Final = "independent-acceptance"
 
 
 @attrs.frozen(kw_only=True)
-class FixturePolicyVerifier:
+class FixturePolicyVerifier(VerifierAdapter):
     """Verifier ``fixture-policy``: deterministic checks against a verifier policy."""
 
     policy_id: str
