@@ -195,15 +195,16 @@ class _HelperServer:
         self.alive = False
 
     def retire(self, helper: ForkedHelper) -> None:
-        """Keep a helper that replied and still tears its sandbox down: the next
-        request, or `close`, waits for it (nothing of a run outlives the next one)."""
+        """Keep a helper that replied and still tears its sandbox down: the run after
+        next, or `close`, waits for it (one teardown at most goes on beside a run)."""
         with self._lock:
             self._pending.append(helper)
 
-    def _settle(self) -> None:
-        for helper in self._pending:
-            helper.wait()
-        self._pending.clear()
+    def _settle(self, keep: int = 0) -> None:
+        """Wait for the teardowns still running but the last ``keep``: a run started
+        right after another waited ~10 ms for its teardown (back to back, as reruns go)."""
+        while len(self._pending) > keep:
+            self._pending.pop(0).wait()
 
     def start(
         self, argv: list[str], env: Mapping[str, str], fds: tuple[int, int, int, int]
@@ -220,7 +221,7 @@ class _HelperServer:
         by_server = os.geteuid() == 0 and opts["mode"] == "overlay" and bool(opts["baseline"])
         try:
             with self._lock:
-                self._settle()
+                self._settle(keep=1)
                 self._read_prepared(block=False)
                 sandbox = self._oldest(key)
                 if sandbox is not None and not by_server:
