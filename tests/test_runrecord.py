@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.effects.orchestrate import run_config
+from kernel.effects.run_config import RunConfig, filled
 from kernel.errors import RecordError
+from kernel.records.codec import short_repr
 from kernel.run.record import (
     RunRecord,
     first_difference,
@@ -160,3 +162,23 @@ def _tampered(value: Any) -> Any:
     if value is None:
         return "x"
     return None
+
+
+def test_a_run_and_its_config_refuse_a_repeated_attempt_id_alike() -> None:
+    """One rule, one helper: a run record and a run config name the second of two equal
+    attempt ids with the same words, the id shown bounded (a long id is cut)."""
+    repeated = "attempt-" + "x" * 100
+    run = _run()
+    for attempt in run["attempts"]:
+        attempt["attempt_id"] = repeated
+    with pytest.raises(RecordError) as from_run:
+        RunRecord.from_dict(run, verify_ids=False)
+    config = json.loads((FIXTURES / "two-attempt-worker-failure.json").read_text())
+    for attempt in config["attempts"]:
+        attempt["attempt_id"] = repeated
+    with pytest.raises(RecordError) as from_config:
+        RunConfig.from_dict(filled(RunConfig, config))
+    assert from_run.value.path == from_config.value.path == "attempts[1].attempt_id"
+    assert from_run.value.reason == from_config.value.reason
+    assert from_run.value.reason == f"duplicate attempt id {short_repr(repeated)}"
+    assert len(from_run.value.reason) < 70

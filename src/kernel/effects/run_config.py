@@ -31,7 +31,7 @@ from kernel.records.shapes import (
     shape_of,
 )
 from kernel.records.values import NonBlank, Omissible
-from kernel.run.record import DeclaredReplay
+from kernel.run.record import DeclaredReplay, unique_attempt_ids
 from kernel.run.verification import Isolation
 
 __all__ = [
@@ -147,14 +147,7 @@ def _attempts(
     # Vacuous input is refused: a run has at least one attempt.
     if not value:
         raise field_error(attribute.name, "expected a non-empty array")
-    seen: set[str] = set()
-    for index, entry in enumerate(value):
-        if entry.attempt_id in seen:
-            raise field_error(
-                f"{attribute.name}[{index}].attempt_id",
-                f"duplicate attempt id {short_repr(entry.attempt_id)}",
-            )
-        seen.add(entry.attempt_id)
+    unique_attempt_ids(attribute.name, (entry.attempt_id for entry in value))
 
 
 @attrs.frozen(kw_only=True)

@@ -30,11 +30,12 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections.abc import Iterable
 from typing import Any, Final, Literal, cast
 
 import attrs
 
-from kernel.records.codec import Record, document_digest, field_error
+from kernel.records.codec import Record, document_digest, field_error, short_repr
 from kernel.records.values import Count, Digest, NonBlank, OptionalDigest, Positive
 from kernel.run.verification import (
     CheckReason,
@@ -86,6 +87,7 @@ __all__ = [
     "first_difference",
     "has_absolute_path",
     "redact_absolute_paths",
+    "unique_attempt_ids",
 ]
 
 RUN_RECORD_KIND: Final = "kernel-run-record"
@@ -635,19 +637,29 @@ def _attempts(
     # Vacuous input is refused: a run has at least one attempt.
     if not value:
         raise field_error(attribute.name, "a run has at least one attempt")
-    seen: set[str] = set()
     for index, attempt in enumerate(value):
         if attempt.order != index + 1:
             raise field_error(
                 f"{attribute.name}[{index}].order",
                 f"order {attempt.order} is not the launch position {index + 1}",
             )
-        if attempt.attempt_id in seen:
+    unique_attempt_ids(attribute.name, (attempt.attempt_id for attempt in value))
+
+
+def unique_attempt_ids(field: str, attempt_ids: Iterable[str]) -> None:
+    """Refuse an attempt id named twice: a run record and a run config name each
+    attempt once.
+
+    Raises:
+        FieldError: naming ``field[i].attempt_id`` of the second one.
+    """
+    seen: set[str] = set()
+    for index, attempt_id in enumerate(attempt_ids):
+        if attempt_id in seen:
             raise field_error(
-                f"{attribute.name}[{index}].attempt_id",
-                f"duplicate attempt id {attempt.attempt_id!r}",
+                f"{field}[{index}].attempt_id", f"duplicate attempt id {short_repr(attempt_id)}"
             )
-        seen.add(attempt.attempt_id)
+        seen.add(attempt_id)
 
 
 @attrs.frozen(kw_only=True)
