@@ -103,6 +103,7 @@ __all__ = [
     "Refusal",
     "SourceSpan",
     "VersionPairs",
+    "differs",
     "digest",
     "digests",
     "kind_of",
@@ -356,6 +357,12 @@ def timestamp(_instance: object, attribute: attrs.Attribute[Any], value: object)
     problem = rfc3339_utc_problem(value)
     if problem is not None:
         raise field_error(attribute.name, problem)
+
+
+def differs(path: str, expected: str, want: object, got: object) -> str:
+    """A refusal's words for a value that is not the one expected: ``path: expected
+    <what> <want>, got <got>`` (both bounded, `short_repr`). Never raises."""
+    return f"{path}: expected {expected} {short_repr(want)}, got {short_repr(got)}"
 
 
 def unique_texts(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

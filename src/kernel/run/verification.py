@@ -56,6 +56,7 @@ from kernel.records.values import (
     Refusal,
     UniqueTexts,
     boundary,
+    differs,
     digests,
     nonblank,
     positive,
@@ -474,17 +475,13 @@ _Said = list[tuple[EvidenceChainReason, str]]
 """Failed checks, each with what was expected and what was found."""
 
 
-def _differs(path: str, expected: str, want: object, got: object) -> str:
-    return f"{path}: expected {expected} {short_repr(want)}, got {short_repr(got)}"
-
-
 def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> _Said:
     said: _Said = []
     if manifest.work_unit_id != work_unit.id:
         said.append(
             (
                 EvidenceChainReason.MANIFEST_WORK_UNIT_ID,
-                _differs(
+                differs(
                     "manifest.work_unit_id",
                     "the work unit's id",
                     work_unit.id,
@@ -496,7 +493,7 @@ def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> _Said:
         said.append(
             (
                 EvidenceChainReason.MANIFEST_WORK_UNIT_VERSION,
-                _differs(
+                differs(
                     "manifest.work_unit_version",
                     "the work unit's version",
                     work_unit.version,
@@ -508,7 +505,7 @@ def _manifest_reasons(work_unit: WorkUnit, manifest: ResultManifest) -> _Said:
         said.append(
             (
                 EvidenceChainReason.MANIFEST_WORK_UNIT_DIGEST,
-                _differs(
+                differs(
                     "manifest.work_unit_digest",
                     "the work unit's digest",
                     work_unit.digest,
@@ -594,7 +591,7 @@ def _verification_reasons(
     for reason, field, what, expected_of, found_of in _NAMED:
         expected, found = expected_of(work_unit, manifest), found_of(verification)
         if found != expected:
-            said.append((reason, _differs(f"verification.{field}", what, expected, found)))
+            said.append((reason, differs(f"verification.{field}", what, expected, found)))
     # Independence: the verifier is not the worker it observed.
     if not verification.independence.independent_from_worker:
         said.append(

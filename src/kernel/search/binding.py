@@ -113,6 +113,7 @@ from kernel.records.codec import (
     nested_id,
     short_repr,
 )
+from kernel.records.values import differs
 from kernel.search.binding_records import (
     _BOUND_EXPLANATION,
     BINDING_POLICY_NAME,
@@ -142,7 +143,6 @@ from kernel.search.binding_stricter import (
 from kernel.search.binding_text import (
     _COMPARED_FIELDS,
     _NO_IDS,
-    _differs,
     _exact_pairs,
     _gap,
     _held_in_set,
@@ -440,7 +440,7 @@ def _sealed_binding(binding: object) -> _Ids | CandidateAttemptRunBindingRefusal
         return _refusal(
             R.UNSUPPORTED_BINDING_POLICY,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 "binding.binding_policy_version",
                 "the v1 policy",
                 CANDIDATE_ATTEMPT_RUN_BINDING_POLICY_VERSION,
@@ -473,7 +473,7 @@ def _binding_differs(
         return _refusal(
             R.INPUT_DIGEST_MISMATCH,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 "binding.input_digest",
                 "the digest of these inputs",
                 expected.input_digest,
@@ -484,7 +484,7 @@ def _binding_differs(
         return _refusal(
             R.CANDIDATE_ATTEMPT_REF_MISMATCH,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 "binding.candidate_attempt_ref",
                 "the attempt's content digest",
                 expected.candidate_attempt_ref,

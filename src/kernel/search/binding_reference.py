@@ -10,6 +10,7 @@ import attrs
 from kernel.records.codec import (
     short_repr,
 )
+from kernel.records.values import differs
 from kernel.search.binding_records import (
     CandidateAttemptRunBindingRefusal,
     R,
@@ -22,7 +23,6 @@ from kernel.search.binding_text import (
     _attempt_differs,
     _bad_pairs,
     _consumed,
-    _differs,
     _held,
     _identity_differs,
     _Ids,
@@ -150,7 +150,7 @@ def _same_source(
         return _refusal(
             R.RUN_RESULT_MISMATCH,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 f"{_RESULT}.geometric_search_run_id",
                 "the run's run_id",
                 run.run_id,
@@ -183,7 +183,7 @@ def _same_source(
         return _refusal(
             R.RECONSTRUCTION_RESULT_MISMATCH,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 f"{_RECON}.candidate_digest",
                 "the result's candidate_digest",
                 result.candidate_digest,
@@ -194,7 +194,7 @@ def _same_source(
         return _refusal(
             R.RECONSTRUCTION_RESULT_MISMATCH,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 f"{_RECON}.candidate_reconstruction_digest",
                 "the result's candidate_reconstruction_digest",
                 result.candidate_reconstruction_digest,

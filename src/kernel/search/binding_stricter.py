@@ -6,6 +6,7 @@ from __future__ import annotations
 from kernel.records.codec import (
     short_repr,
 )
+from kernel.records.values import differs
 from kernel.search.binding_records import (
     _INT_ONLY,
     _STR_ONLY,
@@ -22,7 +23,6 @@ from kernel.search.binding_text import (
     _RESULT,
     _all_digests,
     _declares_other_binding_policy,
-    _differs,
     _disordered,
     _negative_sentence,
     _not_int,
@@ -103,7 +103,7 @@ def _exact_and_supported(
         return _refusal(
             R.UNSUPPORTED_OPERATOR_POLICY,
             ids,
-            lambda: _differs(
+            lambda: differs(
                 f"{_RESULT}.operator_policy_version",
                 "the v1 policy",
                 CANDIDATE_OPERATOR_POLICY_VERSION,

@@ -17,6 +17,7 @@ from kernel.records.codec import (
 from kernel.records.identity import is_canonical_str
 from kernel.records.values import (
     SourceSpan,
+    differs,
 )
 from kernel.search.binding_records import (
     _DIGEST_LENGTH,
@@ -107,10 +108,6 @@ def _not_a(path: str, cls: type, value: object) -> str:
     return f"{path}: expected a {cls.__name__}, got {_shape(value)}"
 
 
-def _differs(path: str, expected: str, want: object, got: object) -> str:
-    return f"{path}: expected {expected} {short_repr(want)}, got {short_repr(got)}"
-
-
 def _bad_pairs(schema_versions: object, policy_versions: object) -> str:
     name, value = (
         ("schema_versions", schema_versions)
@@ -134,7 +131,7 @@ def _attempt_differs(result: Any, attempt: Any) -> str:
     ):
         want = getattr(attempt, theirs)
         if got != want:
-            return _differs(f"{_RESULT}.{name}", f"the attempt's {theirs}", want, got)
+            return differs(f"{_RESULT}.{name}", f"the attempt's {theirs}", want, got)
     # The check compares exactly these fields, so one of them differs.
     return f"{_RESULT}: differs from its candidate_attempt"  # pragma: no cover
 
@@ -147,13 +144,13 @@ def _identity_differs(run: Any, reconstruction: Any) -> str:
             f" {short_repr(reconstruction.source_residual_id)}"
         )
     if reconstruction.problem_frame_digest != run.problem_frame_digest:
-        return _differs(
+        return differs(
             f"{_RECON}.problem_frame_digest",
             "the run's",
             run.problem_frame_digest,
             reconstruction.problem_frame_digest,
         )
-    return _differs(
+    return differs(
         f"{_RECON}.original_contract_assessment_id",
         "the run's contract_assessment_id",
         run.contract_assessment_id,
@@ -349,7 +346,7 @@ def _record_differs(
     for name in _COMPARED_FIELDS:
         want, got = getattr(expected, name), getattr(binding, name)
         if want != got:
-            return _differs(f"binding.{name}", "what binding these inputs yields", want, got)
+            return differs(f"binding.{name}", "what binding these inputs yields", want, got)
     # `_compared` compares exactly these fields, so one of them differs.
     return "binding: differs from what binding these inputs yields"  # pragma: no cover
 
@@ -366,7 +363,7 @@ def _not_a_binding(position: int, item: object) -> str:
 
 
 def _other_run(position: int, item: Any, run: Any) -> str:
-    return _differs(
+    return differs(
         f"bindings[{position}].original_run_id",
         "the run's run_id",
         run.run_id,
