@@ -22,7 +22,12 @@ with two; the warm CLI run faster than ruff's warm run on the same files; own sr
 warm <= 5 ms in process. Issue 21, over Django 5.0 (its sdist downloaded with pip into
 a temporary folder; not a dependency), every run a fresh process: warm CLI <= 1.0x
 ruff warm, cold <= 1.5x the read-and-parse floor, ``--jobs 2`` <= 0.65x ``--jobs 1``.
-Usage: ``python bench/guard.py [--repeat N] [--django-only]``.
+The dynamic guard's traced test step (``--trace-only``, `make trace`'s options over five
+pure-core test files): CPU with the call watch (`kernel.guard.watch`) against the same
+run with the watch switched off, alternated in pairs: <= 1.25x (issue 21 names no
+figure; the audit hook alone adds 10-33%); the traced run against
+an untraced one is printed beside it.
+Usage: ``python bench/guard.py [--repeat N] [--django-only | --trace-only]``.
 """
 
 from __future__ import annotations
@@ -382,6 +387,62 @@ def _stdlib_warm(tmp: Path, repeat: int) -> list[tuple[str, str]]:
     ]
 
 
+TRACE_TESTS = (
+    "tests/test_codec.py",
+    "tests/test_consensus.py",
+    "tests/test_decision.py",
+    "tests/test_ledger.py",
+    "tests/test_search.py",
+)
+_NO_WATCH = "import kernel.guard.watch as w\n\nw.Watch.install = lambda self: None\n"
+"""A pytest plugin module for the bench alone: the tracer without its call watch."""
+
+
+def _pytest_cpu(tmp: Path, *, trace: bool, watch: bool) -> float:
+    """CPU seconds of one pytest run over `TRACE_TESTS` (fresh process, children
+    included), as `make trace` runs it."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    argv += ["--hypothesis-profile", "kernel-fast", *TRACE_TESTS]
+    # It runs mypy in a child: CPU that is neither the hook's nor the tests'.
+    argv += ["--deselect", "tests/test_codec.py::test_mypy_catches_a_misspelt_seal_field"]
+    env = dict(_ENV)
+    if trace:
+        argv.append("--kernel-guard-trace")
+    if not watch:
+        (tmp / "kernel_bench_no_watch.py").write_text(_NO_WATCH, encoding="utf-8")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp), env.get("PYTHONPATH")]))
+        argv += ["-p", "kernel_bench_no_watch"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=ROOT, capture_output=True, check=False, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _trace_only(repeat: int) -> int:
+    """The traced test step's CPU: watch on vs off (target) and traced vs untraced."""
+    load = os.getloadavg()[0]
+    runs: dict[str, list[float]] = {"watch": [], "no watch": [], "untraced": []}
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(repeat):  # alternated: a shared machine's load hits all alike
+            runs["watch"].append(_pytest_cpu(Path(d), trace=True, watch=True))
+            runs["no watch"].append(_pytest_cpu(Path(d), trace=True, watch=False))
+            runs["untraced"].append(_pytest_cpu(Path(d), trace=False, watch=False))
+    on, off, plain = (min(runs[k]) for k in ("watch", "no watch", "untraced"))
+    rows = [
+        (
+            f"trace: CPU with the call watch vs without (python {sys.version.split()[0]})",
+            f"{on:.2f} s vs {off:.2f} s = {_verdict(on / off, 1.25)}",
+        ),
+        ("trace: traced (with the watch) vs untraced, CPU", f"{on:.2f} s vs {plain:.2f} s = "
+         f"{on / plain:.2f}x"),
+        ("load average at start / end (1 min)", f"{load:.1f} / {os.getloadavg()[0]:.1f}"),
+    ]  # fmt: skip
+    width = max(len(k) for k, _v in rows)
+    for key, value in rows:
+        print(f"{key.ljust(width)}  {value}")
+    return 0
+
+
 def _django_only(repeat: int, sdist: Path | None) -> int:
     with tempfile.TemporaryDirectory() as d:
         load = os.getloadavg()[0]
@@ -404,7 +465,12 @@ def main() -> int:
     parser.add_argument(
         "--django-sdist", type=Path, help="Django-5.0.tar.gz to use instead of pip download"
     )
+    parser.add_argument(
+        "--trace-only", action="store_true", help="only the traced test step's CPU figures"
+    )
     args = parser.parse_args()
+    if args.trace_only:
+        return _trace_only(args.repeat)
     if args.django_only:
         return _django_only(args.repeat, args.django_sdist)
     stdlib = Path(sysconfig.get_paths()["stdlib"])

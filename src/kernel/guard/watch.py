@@ -41,7 +41,7 @@ raises no event at all. This module watches those calls, and only where they mat
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Final
 
@@ -334,7 +334,7 @@ if sys.version_info >= (3, 12):
                 if mon.get_tool(tool) is None:
                     mon.use_tool_id(tool, "kernel guard")
                     monitor = cls(watch, tool)
-                    mon.register_callback(tool, mon.events.CALL, monitor.on_call)
+                    mon.register_callback(tool, mon.events.CALL, _on_call(watch))
                     mon.register_callback(tool, mon.events.PY_START, monitor.on_start)
                     return monitor
             return None
@@ -373,29 +373,6 @@ if sys.version_info >= (3, 12):
                 for func in _functions(value, name):
                     self.watch_code(func.__code__)
 
-        def on_call(self, code: CodeType, offset: int, callee: object, first: object) -> None:
-            # Every call in guarded code comes here: the common case (a function, a
-            # builtin of a module, an unbound method) is one dict lookup.
-            watch = self.watch
-            if len(sys.modules) != watch.modules_seen:
-                watch.refresh()
-            try:
-                names = watch.direct.get(callee)
-            except TypeError:  # unhashable: no forbidden object is
-                return
-            if names is None:
-                kind = type(callee)
-                if kind is BuiltinFunctionType or kind is MethodType:
-                    if type(callee.__self__) is ModuleType:  # type: ignore[attr-defined]
-                        return  # a module's function is one object: `direct` has it
-                elif not isinstance(callee, type) or callee in watch.clean:
-                    return
-                names = watch.lookup(callee)
-                if names is None:
-                    return
-            if watch.tracer.active:
-                watch.called(sys._getframe(1), names, first)
-
         def on_start(self, code: CodeType, offset: int) -> None:
             if not self.watch.tracer.active or code not in self.watch.starts:
                 return
@@ -425,6 +402,36 @@ else:
 
         def watch_module(self, module: ModuleType, name: str) -> None:
             """Not reached on this version."""
+
+
+def _on_call(watch: Watch) -> Callable[[CodeType, int, object, object], None]:
+    """The CALL callback: every call in guarded code comes here, so its common case (a
+    function, a builtin of a module, an unbound method: no forbidden object) is one
+    dict lookup, with everything it reads bound to locals of this closure."""
+    direct_get, clean, modules, getframe = watch.direct.get, watch.clean, sys.modules, sys._getframe
+    builtin, method, module_type = BuiltinFunctionType, MethodType, ModuleType
+
+    def on_call(code: CodeType, offset: int, callee: object, first: object) -> None:
+        if len(modules) != watch.modules_seen:
+            watch.refresh()
+        try:
+            names = direct_get(callee)
+        except TypeError:  # unhashable: no forbidden object is
+            return
+        if names is None:
+            kind = type(callee)
+            if kind is builtin or kind is method:
+                if type(callee.__self__) is module_type:  # type: ignore[attr-defined]
+                    return  # a module's function is one object: `direct` has it
+            elif not isinstance(callee, type) or callee in clean:
+                return
+            names = watch.lookup(callee)
+            if names is None:
+                return
+        if watch.tracer.active:
+            watch.called(getframe(1), names, first)
+
+    return on_call
 
 
 def _functions(value: object, module: str) -> Iterator[FunctionType]:
