@@ -1975,3 +1975,96 @@ def test_an_unstage_refuses_a_foreign_lock_before_its_intent(
     assert "unstaging" not in kinds(ledger)[len(before) :]
     assert staged_at(repo) == commit
     assert lock.read_text() == f"{other}\n"
+
+
+@pytest.mark.parametrize("ref_left", [True, False])
+def test_an_unstage_killed_inside_git_delete_is_recovered(
+    ref_left: bool,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`update-ref -d` creates the ref's lock, then `packed-refs.lock`, both empty,
+    unlinks the ref, then both locks: a kill leaves them empty, with the ref there or
+    gone. Recovery (its intent names the delete, no kernel update runs) removes them
+    and finishes. A `packed-refs.lock` with content is not ours: the unstage is blocked,
+    not abandoned (the ref is still at its commit), until it is gone."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_unstage(demo, repo, ledger, "unstage-intent")
+    if not ref_left:
+        git(repo, "update-ref", "-d", STAGED, commit)
+    lock, packed = repo / ".git" / f"{STAGED}.lock", repo / ".git" / "packed-refs.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    packed.write_text("# pack-refs with: peeled fully-peeled sorted\n")
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    capsys.readouterr()
+    if ref_left:
+        assert main(["stage", "--recover", *common]) == 1
+        assert "blocked: unstage of" in capsys.readouterr().out
+        assert unstages_pending(ledger) == [commit]
+        assert staged_at(repo) == commit
+        assert packed.read_text().startswith("# pack-refs")
+    packed.write_text("")
+    lock.write_text("")
+    assert main(["stage", "--recover", *common]) == 0
+    assert f"finished: unstage of {STAGED}" in capsys.readouterr().out
+    assert not lock.exists()
+    assert not packed.exists()
+    assert staged_at(repo) is None
+    stage_agrees(repo, ledger, capsys)
+
+
+def test_an_unstage_killed_at_any_moment_is_recovered(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL of the whole process group (unstage and the git it runs) at moments
+    spread over an unstage's run: after `stage --recover` the ref is at its commit with
+    no finished unstage in the ledger, or gone with one; nothing pending, no lock left.
+    The first is killed at once and the last not at all, so both sides are reached."""
+    staged = tmp_path / "staged"
+    shutil.copytree(repo, staged, symlinks=True)
+    base_ledger = tmp_path / "staged.sqlite"
+    assert stage(demo.run_dir, staged, base_ledger) == 0
+    # Closed, the ledger is its one file (copied whole below).
+    assert not Path(f"{base_ledger}-wal").exists()
+    commit = staged_at(staged)
+
+    def start(k: int) -> tuple[Path, Path, subprocess.Popen[bytes]]:
+        copy, ledger = tmp_path / f"r{k}", tmp_path / f"l{k}.sqlite"
+        shutil.copytree(staged, copy, symlinks=True)
+        shutil.copyfile(base_ledger, ledger)
+        argv = [sys.executable, "-m", "kernel", "unstage", "--run-dir", str(demo.run_dir),
+                "--repo", str(copy), "--ledger", str(ledger), "--attempt", "attempt-1"]  # fmt: skip
+        return (
+            copy,
+            ledger,
+            subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL),
+        )
+
+    started = time.monotonic()
+    assert start(-1)[2].wait() == 0
+    duration = time.monotonic() - started
+    outcomes = set()
+    for k in range(KILL_POINTS + 1):
+        copy, ledger, child = start(k)
+        try:
+            child.wait(timeout=None if k == KILL_POINTS else duration * k / KILL_POINTS)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        capsys.readouterr()
+        recovered = main(["stage", "--recover", "--repo", str(copy), "--ledger", str(ledger)])
+        assert recovered == 0, capsys.readouterr().out
+        assert unstages_pending(ledger) == []
+        stage_agrees(copy, ledger, capsys)
+        with opened(ledger, create=False) as store:
+            unstaged = any(e.kind == "unstaging" for e in store.entries())
+        assert staged_at(copy) == (None if unstaged else commit)
+        assert not list((copy / ".git").rglob("*.lock"))
+        outcomes.add(staged_at(copy) is not None)
+    assert outcomes == {False, True}

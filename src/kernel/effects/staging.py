@@ -72,6 +72,8 @@ __all__ = [
 ]
 
 STAGED_PREFIX: Final = "refs/kernel/staged/"
+_PACKED_REFS: Final = "packed-refs"
+"""The file whose lock git takes to delete any ref (``packed-refs.lock``)."""
 _STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
 
 
@@ -189,19 +191,25 @@ def _try_recover(
 def _try_recover_unstage(
     repo: Repo, store: LedgerStore, item: PendingUnstage
 ) -> Recovered[PendingStage | PendingUnstage]:
-    """An unstage killed after its intent: the ref still at the commit is deleted (a
-    killed ``update-ref -d`` leaves its lock empty: removed), a ref already gone is
-    done, a ref anywhere else was moved by someone else (closed ``abandoned``, left)."""
+    """An unstage killed after its intent: the ref still at the commit is deleted, a
+    ref already gone is done, a ref anywhere else was moved by someone else (closed
+    ``abandoned``, left alone). git's ``update-ref -d`` creates the ref's lock and
+    then ``packed-refs.lock``, both empty, before it unlinks the ref and then them: a
+    kill leaves either empty, which (under no running kernel update, the intent naming
+    this delete) is ours to remove. A delete that still fails, the ref still at the
+    commit, is blocked: the intent stays pending."""
     at = repo.resolve(item.ref)
     try:
-        # The lock a killed delete leaves (empty, under no running kernel update) is
-        # ours, whether git removed the ref before the kill or not.
         repo.sweep_ref_lock(item.ref, item.commit)
+        # An empty packed-refs lock (the value "" admits nothing else).
+        repo.sweep_ref_lock(_PACKED_REFS, "")
         if at == item.commit:
             repo.delete_ref(item.ref, item.commit)
             at = None
-    except GitRefusal:
+    except GitRefusal as e:
         at = repo.resolve(item.ref)
+        if at == item.commit:
+            return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
     except EffectError as e:
         return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
     if at is None:
