@@ -2068,3 +2068,85 @@ def test_an_unstage_killed_at_any_moment_is_recovered(
         assert not list((copy / ".git").rglob("*.lock"))
         outcomes.add(staged_at(copy) is not None)
     assert outcomes == {False, True}
+
+
+def refuse_one_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next `Repo.update_ref` fails as git does when the ref's lock is taken (the
+    ref not moved); later ones run."""
+    real = git_effects.Repo.update_ref
+    calls: list[str] = []
+
+    def once(self: git_effects.Repo, ref: str, new: str, old: str | None, reason: str) -> None:
+        calls.append(ref)
+        if len(calls) == 1:
+            raise GitRefusal(f"{ref}: cannot lock ref (held)")
+        real(self, ref, new, old, reason)
+
+    monkeypatch.setattr(git_effects.Repo, "update_ref", once)
+
+
+def test_a_recovery_whose_update_fails_unmoved_is_blocked_not_abandoned(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recovering stage, unstage or promotion whose compare-and-swap fails while the
+    ref is still where the intent found it (a lock taken since the sweep) is blocked
+    and stays pending; the next recovery finishes it. Abandoned is only for a ref
+    moved away."""
+    ledger = tmp_path / "l.sqlite"
+    commit = killed_stage(demo, repo, ledger, "stage-intent")
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    refuse_one_update(monkeypatch)
+    capsys.readouterr()
+    assert main(["stage", "--recover", *common]) == 1
+    assert f"blocked: stage of {STAGED}" in capsys.readouterr().out
+    assert stages_pending(ledger) == [commit]
+    assert main(["stage", "--recover", *common]) == 0
+    assert staged_at(repo) == commit
+    stage_agrees(repo, ledger, capsys)
+
+    unstages = tmp_path / "u.sqlite"
+    killed_unstage(demo, repo, unstages, "unstage-intent")
+    real = git_effects.Repo.delete_ref
+    failed: list[str] = []
+
+    def delete_once(self: git_effects.Repo, ref: str, old: str) -> None:
+        if not failed:
+            failed.append(ref)
+            raise GitRefusal(f"{ref}: cannot lock ref (held)")
+        real(self, ref, old)
+
+    monkeypatch.setattr(git_effects.Repo, "delete_ref", delete_once)
+    theirs = ["--repo", str(repo), "--ledger", str(unstages)]
+    capsys.readouterr()
+    assert main(["stage", "--recover", *theirs]) == 1
+    assert f"blocked: unstage of {STAGED}" in capsys.readouterr().out
+    assert unstages_pending(unstages) == [commit]
+    assert main(["stage", "--recover", *theirs]) == 0
+    assert staged_at(repo) is None
+    stage_agrees(repo, unstages, capsys)
+
+    decision = decide(demo, tmp_path, key=demo.alice)
+    promotions = tmp_path / "p.sqlite"
+    argv = [
+        sys.executable, "-m", "kernel", "promote", "--run-dir", str(demo.run_dir),
+        "--decision", str(decision), "--allowed-signers", str(demo.allowed),
+        "--repo", str(repo), "--onto", "main", "--ledger", str(promotions),
+    ]  # fmt: skip
+    env = {**os.environ, CRASH_AT_VARIABLE: "intent"}
+    assert subprocess.run(argv, env=env, capture_output=True, check=False).returncode == 137
+    old = git(repo, "rev-parse", "main")
+    refuse_one_update(monkeypatch)
+    mine = ["--repo", str(repo), "--ledger", str(promotions)]
+    capsys.readouterr()
+    assert main(["promote", "--recover", *mine]) == 1
+    assert "blocked" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main") == old
+    assert len(pending_of(promotions)) == 1
+    assert main(["promote", "--recover", *mine]) == 0
+    assert git(repo, "rev-parse", "main^") == old
+    assert pending_of(promotions) == []
+    agree(repo)

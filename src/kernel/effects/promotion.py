@@ -598,8 +598,12 @@ def _try_recover(
         try:
             repo.update_ref(item.branch, item.commit, item.tip, "kernel promote --recover")
             at = item.commit
-        except GitRefusal:
+        except GitRefusal as e:
             at = repo.resolve(item.branch)
+            if at == item.tip:
+                # Not moved: the update failed for another reason (a lock taken since
+                # the sweep); nothing is abandoned, the intent stays pending.
+                return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
     if at == item.commit:
         try:
             entry = _finish(repo, store, item)

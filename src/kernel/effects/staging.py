@@ -176,8 +176,12 @@ def _try_recover(
             repo.sweep_ref_lock(item.ref, item.commit)
             repo.update_ref(item.ref, item.commit, item.old, "kernel stage --recover")
             at = item.commit
-        except GitRefusal:
+        except GitRefusal as e:
             at = repo.resolve(item.ref)
+            if at == item.old:
+                # Not moved: the update failed for another reason (a lock taken since
+                # the sweep); nothing is abandoned, the intent stays pending.
+                return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
         except EffectError as e:
             return Recovered(pending=item, outcome="blocked", detail=str(e), entry_id=None)
     if at == item.commit:
