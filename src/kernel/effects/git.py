@@ -625,6 +625,16 @@ class Repo:
             _remove(lock)
         return True
 
+    def sweep_packed_refs_lock(self) -> bool:
+        """Remove an empty ``packed-refs.lock`` that a killed kernel ``update-ref -d``
+        left (git takes it, empty, to delete any ref, and writes into it only when it
+        rewrites a packed ref); True when removed. As ``sweep_ref_lock``, under the lease.
+
+        Raises:
+            EffectError: a kernel ref update is running, or the lock holds anything.
+        """
+        return self.sweep_ref_lock("packed-refs", "")
+
 
 _DELETED: Final = "000000"
 # How long a ref update waits for another kernel update of the repository to end.

@@ -72,8 +72,6 @@ __all__ = [
 ]
 
 STAGED_PREFIX: Final = "refs/kernel/staged/"
-_PACKED_REFS: Final = "packed-refs"
-"""The file whose lock git takes to delete any ref (``packed-refs.lock``)."""
 _STAGER: Final = CommitIdentity(name="kernel", email="kernel@localhost", date="@0 +0000")
 
 
@@ -205,8 +203,7 @@ def _try_recover_unstage(
     at = repo.resolve(item.ref)
     try:
         repo.sweep_ref_lock(item.ref, item.commit)
-        # An empty packed-refs lock (the value "" admits nothing else).
-        repo.sweep_ref_lock(_PACKED_REFS, "")
+        repo.sweep_packed_refs_lock()
         if at == item.commit:
             repo.delete_ref(item.ref, item.commit)
             at = None
