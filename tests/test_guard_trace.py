@@ -346,3 +346,76 @@ def test_watch_resolves_the_policy_from_loaded_modules_only() -> None:
 
     assert call(loading, compile("", "<x>", "exec"), {"__name__": "pkg.x"}) == "pkg.x"
     assert module_code_name(sys._getframe()) is None
+
+
+DECORATED = """\
+import functools
+
+from json import dumps
+
+
+def deco(func):
+    @functools.wraps(func)
+    def wrapper(*args):
+        return func(*args)
+
+    return wrapper
+
+
+@deco
+def wrapped():
+    return 1
+
+
+class Outer:
+    def method(self):
+        return 2
+
+    @staticmethod
+    def static():
+        return 3
+
+    @classmethod
+    def klass(cls):
+        return 4
+
+    @property
+    def prop(self):
+        return 5
+
+    class Inner:
+        def inner(self):
+            return 6
+"""
+
+
+def test_module_functions_are_the_modules_own_code() -> None:
+    """What a guarded module loaded before the watch gets its CALL events on (3.12+):
+    its functions, its classes' methods of every kind, nested classes', and the
+    function a decorator wrapped; not the wrapper (the decorator's code, shared by
+    everything it decorates elsewhere) and not an imported function."""
+    import types
+
+    from kernel.guard.watch import module_functions
+
+    library = types.ModuleType("lib.decorators")
+    library.__file__ = "/site/lib/decorators.py"
+    exec(compile(DECORATED, library.__file__, "exec"), vars(library))  # a module of the test
+    module = types.ModuleType("pkg.mod")
+    module.__file__ = "/proj/src/pkg/mod.py"
+    source = DECORATED.replace("def deco(func):", "def unused(func):")
+    source = source.replace("@deco\n", "")
+    vars(module)["deco"] = vars(library)["deco"]
+    exec(compile("@deco\ndef wrapped_here():\n    return 7\n" + source, module.__file__, "exec"),
+         vars(module))  # fmt: skip
+    found = sorted(f.__qualname__ for f in module_functions(module, "pkg.mod"))
+    assert found == [
+        "Outer.Inner.inner",
+        "Outer.klass",
+        "Outer.method",
+        "Outer.prop",
+        "Outer.static",
+        "unused",
+        "wrapped",
+        "wrapped_here",
+    ]

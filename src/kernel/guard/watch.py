@@ -129,11 +129,15 @@ def resolve(pattern: str) -> tuple[bool, list[tuple[str, object]]]:
         module = _loaded(".".join(parts[:cut]))
         if module is None:
             continue
-        obj: object = module
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr, _MISSING)
+        # The module's own dict, not getattr: a module `__getattr__` (a lazy package)
+        # would import from inside the hook. Past the module, attributes of its objects.
+        obj: object = vars(module).get(parts[cut], _MISSING)
+        for attr in parts[cut + 1 :]:
             if obj is _MISSING:
-                return True, []
+                break
+            obj = getattr(obj, attr, _MISSING)
+        if obj is _MISSING:
+            return True, []
         return True, [(name, obj)]
     return False, []
 
@@ -165,7 +169,10 @@ class Watch:
         if self.monitor is not None:
             for name, module in list(sys.modules.items()):
                 if isinstance(module, ModuleType) and self.tracer.rules_for(name):
-                    self.monitor.watch_module(module, name)
+                    try:
+                        self.monitor.watch_module(module, name)
+                    except Exception:  # noqa: S112 - an odd namespace must not stop the run
+                        continue
 
     def stop(self) -> None:
         """Stop watching: wrappers put back, events off."""
@@ -369,9 +376,8 @@ if sys.version_info >= (3, 12):
 
         def watch_module(self, module: ModuleType, name: str) -> None:
             """A guarded module loaded before the watch: its functions and methods."""
-            for value in list(vars(module).values()):
-                for func in _functions(value, name):
-                    self.watch_code(func.__code__)
+            for func in module_functions(module, name):
+                self.watch_code(func.__code__)
 
         def on_start(self, code: CodeType, offset: int) -> None:
             if not self.watch.tracer.active or code not in self.watch.starts:
@@ -434,20 +440,37 @@ def _on_call(watch: Watch) -> Callable[[CodeType, int, object, object], None]:
     return on_call
 
 
-def _functions(value: object, module: str) -> Iterator[FunctionType]:
-    """The functions ``module`` defined: top-level ones and its classes' methods."""
-    if isinstance(value, FunctionType) and value.__module__ == module:
-        yield value
-    elif isinstance(value, type) and value.__module__ == module:
-        for member in list(vars(value).values()):
-            for inner in (
-                member,
-                getattr(member, "__func__", None),
-                getattr(member, "fget", None),
-                getattr(member, "fset", None),
-            ):
-                if isinstance(inner, FunctionType):
-                    yield inner
+def module_functions(module: ModuleType, name: str) -> Iterator[FunctionType]:
+    """The functions a module's own source defines, as its namespace holds them after
+    it ran: top-level functions, its classes' methods (static, class, properties;
+    nested classes too), and what a decorator wrapped (``__wrapped__``): the wrapper
+    ``functools.wraps`` made is the decorator's code, not the module's."""
+    source = getattr(module, "__file__", None)
+    seen: set[object] = set()
+    stack = list(vars(module).values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, type):
+            if value.__module__ == name and value not in seen:
+                seen.add(value)
+                stack.extend(vars(value).values())
+            continue
+        for start in (
+            value,
+            getattr(value, "__func__", None),
+            getattr(value, "fget", None),
+            getattr(value, "fset", None),
+        ):
+            member = start
+            for _ in range(32):  # a `__wrapped__` chain, bounded against a cycle
+                if not isinstance(member, FunctionType) or member in seen:
+                    break
+                seen.add(member)
+                if member.__module__ == name and (
+                    source is None or member.__code__.co_filename == source
+                ):
+                    yield member
+                member = getattr(member, "__wrapped__", None)
 
 
 def module_code_name(frame: FrameType | None) -> str | None:
