@@ -63,7 +63,9 @@ class ViolationCode(enum.StrEnum):
     suppresses no finding on its line."""
     RUNTIME_EVENT = "KG013"
     """A forbidden audit event (``open``, ``exec``, a process, a socket, an import) seen
-    at run time with a guarded module on the Python stack (the dynamic guard)."""
+    at run time with a guarded module on the Python stack, or a forbidden call no event
+    names (the clock, the environment, ``import_module``) made by a guarded module
+    (the dynamic guard and its call watch)."""
     EFFECT_REACH = "KG012"
     """A use of installed code whose source reaches a ``forbid-calls`` name (the effect
     map: ``logging.warning`` writes ``sys.stderr``), reported with the chain."""
@@ -144,8 +146,10 @@ _HELP_TEXT = {
     ),
     ViolationCode.RUNTIME_EVENT: (
         "At run time a guarded module was on the Python stack when a forbidden event "
-        "happened (an open, exec, process, socket or import the rule forbids): whatever "
-        "the source looks like, the module did it. Find the call on that line."
+        "happened (an open, exec, process, socket or import the rule forbids), or called "
+        "a forbidden function that raises no event (the clock, the environment, "
+        "import_module): whatever the source looks like, the module did it. Find the "
+        "call on that line."
     ),
     ViolationCode.EFFECT_REACH: (
         "A function or class of an installed module (the standard library or a package) "
