@@ -999,6 +999,50 @@ def test_a_teardown_still_running_is_invisible_to_the_next_run(spill: Path) -> N
     assert int(text.splitlines()[0]) <= 5  # PID 1, the shell, its pipeline
 
 
+SIGNAL_PROBE = textwrap.dedent("""
+    import os, signal, sys
+    runner, me, hit = int(sys.argv[1]), os.getpid(), []
+    def of_the_runner(pid):  # the runner's descendants only: this test's processes
+        while pid > 1:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                return False
+            if pid == runner:
+                return True
+        return False
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me and of_the_runner(int(name)):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                hit.append(name)
+            except OSError:
+                pass
+    print(len(hit))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged runner's copy command is itself")
+def test_a_copy_command_cannot_signal_another_runs_command(spill: Path) -> None:
+    """A root runner's copy command shares the host's PID namespace with its namespaced
+    runs' commands, the prepared ones waiting for their run included. It SIGKILLs
+    every process of the runner it sees: none is its uid (the copy level has ids of its
+    own), so nothing dies, and the next runs, in those prepared sandboxes, are real."""
+    assert sh(spill, "true").status is CaptureStatus.OK
+    assert len(sandbox_runner.prepared_sandboxes()) == 2
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    assert system is not None
+    probe = (system, "-c", SIGNAL_PROBE, str(os.getpid()))
+    copy = run(spill, *probe, isolation=Isolation.COPY, run_index=1)
+    assert copy.status is CaptureStatus.OK, copy.error
+    assert read_output(copy) == b"0\n"
+    for index in (2, 3):
+        capture = sh(spill, "echo real", run_index=index)
+        assert capture.status is CaptureStatus.OK, capture.error
+        assert read_output(capture) == b"real\n"
+
+
 @pytest.mark.parametrize("with_baseline", [False, True], ids=["no-baseline", "baseline"])
 def test_the_runner_hands_a_run_to_its_prepared_sandbox_itself(
     spill: Path, helper_pids: list[int], tmp_path: Path, with_baseline: bool

@@ -61,6 +61,7 @@ from kernel.effects.sandbox.runner import (
     FALLBACK_OUTER_ID,
     available_isolation,
     check_command_starts,
+    copy_ids,
     outer_ids,
     run_sandboxed,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "checked_root",
     "limits_with",
     "observation",
+    "copy_ids",
     "outer_ids",
     "private_tempdir",
     "read_output",

@@ -72,6 +72,7 @@ __all__ = [
     "FALLBACK_OUTER_ID",
     "available_isolation",
     "check_command_starts",
+    "copy_ids",
     "helper_servers",
     "outer_ids",
     "prepared_sandboxes",
@@ -109,6 +110,12 @@ def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | Non
 def _first_subordinate(path: str, names: tuple[str, ...] = ("root", "0")) -> int | None:
     """The first id of the range of ``names`` (a user's name and uid) in
     ``/etc/subuid``-style ``path``, or None."""
+    found = _subordinate_range(path, names)
+    return None if found is None else found[0]
+
+
+def _subordinate_range(path: str, names: tuple[str, ...]) -> tuple[int, int] | None:
+    """The first id and the size of the range of ``names`` in ``path``, or None."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError:
@@ -122,7 +129,7 @@ def _first_subordinate(path: str, names: tuple[str, ...] = ("root", "0")) -> int
             and parts[2].isdigit()
             and int(parts[2]) > 0
         ):
-            return int(parts[1])
+            return int(parts[1]), int(parts[2])
     return None
 
 
@@ -163,6 +170,28 @@ def outer_ids() -> tuple[int, int]:
         user = pwd.getpwuid(uid)
         raise EffectError(f"outer sandbox uid {uid} is the existing user {user.pw_name}")
     return uid, gid
+
+
+@functools.cache
+def copy_ids() -> tuple[int, int]:
+    """The command's outer (uid, gid) at the ``copy`` level under a root runner: the
+    ids after `outer_ids`. A copy command shares the host's PID namespace, so it sees
+    the namespaced runs' commands (prepared ones waiting for their run too); sharing
+    their uid it could signal them, changing another run's evidence.
+
+    Raises:
+        EffectError: the id belongs to an existing user, or lies past root's range.
+    """
+    ids = []
+    for path, outer in zip(("/etc/subuid", "/etc/subgid"), outer_ids(), strict=True):
+        span = _subordinate_range(path, ("root", "0"))
+        if span is not None and outer + 1 >= span[0] + span[1]:
+            raise EffectError(f"{path}: root's range holds no id after {outer} for copy runs")
+        ids.append(outer + 1)
+    with contextlib.suppress(KeyError):
+        user = pwd.getpwuid(ids[0])
+        raise EffectError(f"copy sandbox uid {ids[0]} is the existing user {user.pw_name}")
+    return ids[0], ids[1]
 
 
 # ---------------------------------------------------------------------------
@@ -666,7 +695,7 @@ def _run_copy(
     diff = scratch / "diff"
     # A root runner never runs the command as root: it gets the unprivileged outer ids.
     privileged = os.geteuid() == 0
-    ids = outer_ids() if privileged else (os.geteuid(), os.getegid())
+    ids = copy_ids() if privileged else (os.geteuid(), os.getegid())
     try:
         tree = _prepare_copy(spec, baseline, diff, env, ids if privileged else None)
     except (OSError, subprocess.CalledProcessError) as e:
