@@ -336,6 +336,15 @@ def test_watch_resolves_the_policy_from_loaded_modules_only() -> None:
     assert int in watch.clean
     assert watch.lookup([].append) is None  # bound to an unhashable list
 
+    class Odd:
+        def __hash__(self) -> int:
+            raise ValueError("no hash")
+
+        def method(self) -> None:
+            """Bound, it is keyed by its instance, whose hash raises."""
+
+    assert watch.lookup(Odd().method) is None  # nothing raised into the program
+
     runner: dict[str, object] = {}
     exec("def _call_with_frames_removed(f, *args, **kwds):\n    return f(*args)\n", runner)
     call = runner["_call_with_frames_removed"]

@@ -40,6 +40,7 @@ raises no event at all. This module watches those calls, and only where they mat
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, MethodType, ModuleType
@@ -248,7 +249,8 @@ class Watch:
 
         def wrapper(*args: object, **kwargs: object) -> object:
             if watch.tracer.active:
-                watch.started(code, sys._getframe(1), args, kwargs)
+                with contextlib.suppress(Exception):  # the watch never breaks the program
+                    watch.started(code, sys._getframe(1), args, kwargs)
             return func(*args, **kwargs)
 
         wrapper.__name__ = func.__name__
@@ -287,7 +289,7 @@ class Watch:
                     self.clean.add(callee)
             elif names is None:
                 names = self._inherited(callee)
-        except TypeError:  # an unhashable key part: nothing the table holds
+        except Exception:  # an unhashable key part or a raising __hash__: not in the table
             return None
         return names
 
@@ -383,8 +385,11 @@ if sys.version_info >= (3, 12):
             if not self.watch.tracer.active or code not in self.watch.starts:
                 return
             frame = sys._getframe(1)
-            args = tuple(frame.f_locals.get(v) for v in code.co_varnames[: code.co_argcount])
-            self.watch.started(code, frame.f_back, args, {})
+            try:
+                args = tuple(frame.f_locals.get(v) for v in code.co_varnames[: code.co_argcount])
+                self.watch.started(code, frame.f_back, args, {})
+            except Exception:  # noqa: S110 - the watch never breaks the traced program
+                pass
 
 else:
 
@@ -422,18 +427,18 @@ def _on_call(watch: Watch) -> Callable[[CodeType, int, object, object], None]:
             watch.refresh()
         try:
             names = direct_get(callee)
-        except TypeError:  # unhashable: no forbidden object is
-            return
-        if names is None:
-            kind = type(callee)
-            if kind is builtin or kind is method:
-                if type(callee.__self__) is module_type:  # type: ignore[attr-defined]
-                    return  # a module's function is one object: `direct` has it
-            elif not isinstance(callee, type) or callee in clean:
-                return
-            names = watch.lookup(callee)
             if names is None:
-                return
+                kind = type(callee)
+                if kind is builtin or kind is method:
+                    if type(callee.__self__) is module_type:  # type: ignore[attr-defined]
+                        return  # a module's function is one object: `direct` has it
+                elif not isinstance(callee, type) or callee in clean:
+                    return
+                names = watch.lookup(callee)
+                if names is None:
+                    return
+        except Exception:  # a callee's own __hash__ may raise: never into the program
+            return
         if watch.tracer.active:
             watch.called(getframe(1), names, first)
 
