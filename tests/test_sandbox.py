@@ -31,6 +31,7 @@ from kernel.effects.sandbox import (
     Variation,
     available_isolation,
     check_command_starts,
+    hostview,
     observation,
     private_tempdir,
     read_output,
@@ -1085,17 +1086,17 @@ def test_the_host_view_is_kept_until_its_folders_change(
     etc.mkdir()
     (etc / "a").write_text("x\n")
     names = (str(etc / "a"), str(etc / "b"))
-    monkeypatch.setattr(sandbox_runner, "SYSTEM_BINDS", ())
-    monkeypatch.setattr(sandbox_runner, "ETC_BINDS", names)
-    monkeypatch.setattr(sandbox_runner, "_HOST", [])
+    monkeypatch.setattr(hostview, "SYSTEM_BINDS", ())
+    monkeypatch.setattr(hostview, "ETC_BINDS", names)
+    monkeypatch.setattr(hostview, "_HOST", [])
     later = time.time_ns() + 60 * 10**9
     monkeypatch.setattr(time, "time_ns", lambda: later)  # every stamp counts as settled
-    assert sandbox_runner._host_entries() == ([], (names[0],))
-    assert sandbox_runner._host_entries() == ([], (names[0],))
+    assert hostview.host_entries() == ([], (names[0],))
+    assert hostview.host_entries() == ([], (names[0],))
     (etc / "b").mkdir()
     os.utime(etc, ns=(later, later))  # file times are coarse: make the change distinct
-    assert sandbox_runner._host_entries() == ([(names[1], "")], (names[0],))
+    assert hostview.host_entries() == ([(names[1], "")], (names[0],))
     (etc / "a").unlink()
     (etc / "a").symlink_to("b")
     os.utime(etc, ns=(later + 1, later + 1))
-    assert sandbox_runner._host_entries() == ([(names[0], "b"), (names[1], "")], ())
+    assert hostview.host_entries() == ([(names[0], "b"), (names[1], "")], ())

@@ -21,7 +21,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Final
 
 from kernel.corroboration.consensus import CaptureMode, CaptureStatus, Isolation
 from kernel.effects.sandbox.capture import Report, Sink, kill, pipe, pump
+from kernel.effects.sandbox.hostview import view_entries, view_plan
 from kernel.effects.sandbox.nslimits import memory_hit
 from kernel.effects.sandbox.scratch import (
     Scratch,
@@ -47,13 +47,11 @@ from kernel.effects.sandbox.server import (
     running_server,
 )
 from kernel.effects.sandbox.spec import (
-    ETC_BINDS,
     PATCH_COMMAND,
     PATCH_ENV,
     SANDBOX_GID,
     SANDBOX_UID,
     SANDBOX_WORKDIR,
-    SYSTEM_BINDS,
     Capture,
     CommandUid,
     LimitKind,
@@ -62,7 +60,6 @@ from kernel.effects.sandbox.spec import (
     SandboxSpec,
     applied_limits,
     base_env,
-    mount_plan,
     tmpfs_options,
 )
 from kernel.errors import EffectError
@@ -83,8 +80,6 @@ __all__ = [
 FALLBACK_OUTER_ID: Final = 2147418112
 """The command's outer uid/gid under a root runner without a subordinate range
 (``2**31 - 2**16``: far above ``useradd``'s ranges, below the 32-bit ``-1``)."""
-
-_KERNEL_DIR: Final = str(Path(__file__).resolve().parents[2])
 
 
 def check_command_starts(command: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
@@ -508,8 +503,9 @@ def _helper_options(
     outer: tuple[int, int],
 ) -> dict[str, str]:
     """The helper's ``key=value`` options of one run (its view's mount plan included)."""
-    entries, copies = _view_entries(spec)
-    plan = _plan(tuple(entries), spec.limits.tmp_bytes, os.path.realpath(scratch_root()), copies)
+    entries, copies = view_entries(spec)
+    hidden = os.path.realpath(scratch_root())
+    plan = view_plan(tuple(entries), spec.limits.tmp_bytes, hidden, copies)
     limits = spec.limits
     # An unprivileged runner's subordinate ids (ADR-0005 §1).
     sub = None if os.geteuid() == 0 else subordinate_ids()
@@ -542,96 +538,6 @@ def _helper_options(
         "layer": tmpfs_options("0700", limits.writable_bytes),
         "plan": plan,
     }
-
-
-@functools.lru_cache(maxsize=64)
-def _plan(
-    entries: tuple[tuple[str, str], ...],
-    tmp_bytes: int | None,
-    hidden: str,
-    copies: tuple[str, ...],
-) -> str:
-    """`mount_plan` as the helper's option (steps joined by RS, fields by US), kept per
-    view: the same view every run, and its quadratic nesting check took ~3 ms a run."""
-    plan = mount_plan(entries, tmp_bytes=tmp_bytes, hidden=hidden, copies=copies)
-    return "\x1e".join("\x1f".join(step) for step in plan)
-
-
-def _view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
-    """``(path, link)`` of every host path the sandbox shows, and the small files it
-    copies (`mount_plan`): the system
-    folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
-    verifier's test runner runs from it), the folder of an absolute program (with its
-    Python prefix or venv), and the spec's `ro_binds`; a missing path is left out.
-
-    Raises:
-        EffectError: a path of `SandboxSpec.ro_binds` does not exist.
-    """
-    entries, copies = _host_entries()
-    extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
-    program = spec.command[0] if spec.command else ""
-    if program.startswith("/"):
-        for folder in {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}:
-            extra.update(_python_prefixes(folder) or [os.path.realpath(folder)])
-    for path in spec.ro_binds:
-        if not os.path.exists(path):
-            raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
-        extra.add(os.path.realpath(path))
-    entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
-    return entries, tuple(copies)
-
-
-_HOST: list[tuple[tuple[int, ...], list[tuple[str, str]], tuple[str, ...]]] = []
-"""`_host_entries`' last answer and the stamp of the folders holding its paths."""
-
-
-def _host_entries() -> tuple[list[tuple[str, str]], tuple[str, ...]]:
-    """`SYSTEM_BINDS` and `ETC_BINDS` as the host has them (links, small files to copy,
-    folders), kept while the folders holding them (``/``, ``/etc``) are unchanged: an
-    entry made, removed or replaced there changes its folder's mtime. A stamp younger
-    than a second is not trusted (file times are coarser than a run), as git treats a
-    racy index entry. ~90 stat calls a run less (~1 ms on the critical path)."""
-    paths = (*SYSTEM_BINDS, *ETC_BINDS)
-    try:
-        infos = [os.stat(folder) for folder in sorted({os.path.dirname(p) for p in paths})]
-    except OSError:
-        infos = []
-    stamp = tuple(x for i in infos for x in (i.st_dev, i.st_ino, i.st_mtime_ns, i.st_ctime_ns))
-    if _HOST and _HOST[0][0] == stamp and stamp:
-        return list(_HOST[0][1]), _HOST[0][2]
-    entries, copies = [], []
-    for path in paths:
-        if os.path.islink(path):
-            entries.append((path, os.readlink(path)))  # shown as the same link
-        elif os.path.isfile(path) and path in ETC_BINDS:
-            copies.append(path)
-        elif os.path.exists(path):
-            entries.append((path, ""))
-    settled = time.time_ns() - max((i.st_ctime_ns for i in infos), default=0) > 10**9
-    _HOST[:] = [(stamp if infos and settled else (), entries, tuple(copies))]
-    return list(entries), tuple(copies)
-
-
-def _python_prefixes(folder: str) -> list[str]:
-    """The prefixes a program's ``bin`` folder needs when it is a Python installation
-    (its own) or a venv (its own and its base interpreter's), else none: a plain
-    ``bin`` folder's parent (a home folder) is never shown."""
-    if os.path.basename(folder) != "bin":
-        return []
-    prefix = os.path.dirname(os.path.realpath(folder))
-    try:
-        with open(os.path.join(prefix, "pyvenv.cfg")) as handle:
-            home = [
-                v for k, _, v in (line.partition("=") for line in handle) if k.strip() == "home"
-            ]
-    except OSError:
-        home = []
-    if home:
-        return [prefix, os.path.dirname(os.path.realpath(home[0].strip()))]
-    with contextlib.suppress(OSError):
-        if any(name.startswith("python") for name in os.listdir(os.path.join(prefix, "lib"))):
-            return [prefix]
-    return []
 
 
 def _chown_tree(top: Path, uid: int, gid: int) -> None:
