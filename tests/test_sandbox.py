@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -998,6 +999,48 @@ def test_a_teardown_still_running_is_invisible_to_the_next_run(spill: Path) -> N
     assert "4243.5" not in text
     assert "mine" not in text
     assert int(text.splitlines()[0]) <= 5  # PID 1, the shell, its pipeline
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid`` (its main thread's: every process here is one thread)."""
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(child) for child in text.split()]
+
+
+@pytest.mark.parametrize("which", ["helper", "init", "command"])
+def test_a_prepared_sandbox_gone_before_its_run_never_answers_for_it(
+    spill: Path, helper_pids: list[int], which: str
+) -> None:
+    """A prepared sandbox whose helper, PID 1 or confined command process dies before
+    the hand-off: the run that would have taken it gets the real result, from another
+    sandbox, or none (an error), never a status of that one; the run after is real."""
+    assert sh(spill, "true").status is CaptureStatus.OK
+    prepared = sandbox_runner.prepared_sandboxes()
+    assert len(prepared) == 2
+    (server,) = sandbox_server._SERVERS.values()
+    for sandbox in server._held:
+        select.select([sandbox.sock], [], [])  # it said "ready": PID 1 waits for a run
+        helper = sandbox.pid
+        (ns,) = _children(helper)
+        (init,) = _children(ns)
+        (command,) = _children(init)
+        victim = {"helper": helper, "init": init, "command": command}[which]
+        pidfd = os.pidfd_open(victim)
+        try:
+            os.kill(victim, signal.SIGKILL)
+            select.select([pidfd], [], [])  # exited: its descriptors are closed
+        finally:
+            os.close(pidfd)
+    for index in (1, 2):
+        capture = sh(spill, "echo real $$", run_index=index)
+        if capture.status is CaptureStatus.OK:
+            assert read_output(capture) == b"real 2\n"
+            assert helper_pids[-1] not in prepared
+        else:  # the sandbox was taken before its loss showed: an error, never a pass
+            assert which == "command", capture
+            assert capture.status is CaptureStatus.SANDBOX_ERROR, capture
+    capture = sh(spill, "echo real $$", run_index=3)
+    assert (capture.status, read_output(capture)) == (CaptureStatus.OK, b"real 2\n")
 
 
 SIGNAL_PROBE = textwrap.dedent("""

@@ -203,6 +203,8 @@ SIDE_RUNNER = textwrap.dedent("""
     from kernel.effects.sandbox import Limits, SandboxSpec, run_sandboxed
     request = json.loads(sys.argv[1])
     base = Path(tempfile.mkdtemp())
+    for name, target in request.get("links", {}).items():
+        os.symlink(target, base / name)  # the baseline's own links, made by its owner
     libc = ctypes.CDLL(None, use_errno=True)
     # This runner's own session keyring, holding one throwaway key.
     assert libc.syscall(250, 1, b"kernel-test") > 0  # keyctl(JOIN_SESSION_KEYRING)
@@ -476,6 +478,45 @@ def test_no_verdict_channel_is_within_the_commands_reach(
     assert outcome["command_uid"] == expected[outcome["runner"]], outcome
     if outcome["runner"] == "root" and level == "copy":
         assert runner_mem in ("EACCES", "EPERM"), found
+
+
+LINK_PROBE = (
+    "for link in absolute relative; do cat $link || echo absent; "
+    "(echo changed > $link) 2>/dev/null && echo wrote || echo refused; done; "
+    "cat secret-link 2>/dev/null || echo unreadable"
+)
+
+
+@pytest.mark.parametrize("level", ["overlay", "namespace_copy"])
+def test_baseline_links_out_of_the_tree_stay_in_the_view(
+    side_runner: Callable[..., dict[str, Any]], level: str
+) -> None:
+    """The baseline's symlinks to host files (absolute, and relative ones climbing out
+    of the tree) are copied as links, for every runner: at namespace_copy the copy a
+    subordinate id's PID 1 makes on its tmpfs too. They resolve in the view: a shown
+    file is read and never written (the host's is unchanged), a 0600 file of root's
+    stays unreadable."""
+    folder = Path(tempfile.mkdtemp(prefix="kernel-links-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        (folder / "public").write_text("public\n")
+        (folder / "public").chmod(0o666)  # only the sandbox can refuse the write
+        (folder / "secret").write_text("secret\n")
+        (folder / "secret").chmod(0o600)
+        links = {
+            "absolute": str(folder / "public"),
+            "relative": "../" * 12 + str(folder / "public").lstrip("/"),
+            "secret-link": str(folder / "secret"),
+        }
+        outcome = side_runner(
+            command=["sh", "-c", LINK_PROBE], ro_binds=[str(folder)], links=links, isolation=level
+        )
+        assert outcome["status"] == "ok", outcome
+        lines = outcome["stdout"].splitlines()
+        assert lines == ["public", "refused", "public", "refused", "unreadable"], outcome
+        assert (folder / "public").read_text() == "public\n"
+    finally:
+        shutil.rmtree(folder)
 
 
 SHARED_MEMORY = {
