@@ -829,6 +829,45 @@ def test_helper_server_socket_is_closed_at_exit(tmp_path: Path) -> None:
     assert done.stdout.decode().split() == ["ok", "1"]
 
 
+def test_a_fork_of_the_runner_lets_go_of_its_servers(tmp_path: Path) -> None:
+    """A fork of a runner that ends as a Python program does (its exit handlers run)
+    leaves the runner's server alone: it read the sandboxes the server prepared for the
+    runner, and the runner's next run waited forever. The fork runs its own sandbox,
+    the runner still holds its two prepared ones and its next run is real."""
+    program = textwrap.dedent(
+        """
+        import os, sys
+        from pathlib import Path
+        from kernel.effects.sandbox import SandboxSpec, run_sandboxed
+        from kernel.effects.sandbox import runner
+        spill = Path(sys.argv[1])
+        run_sandboxed(SandboxSpec(command=("true",), timeout_s=600.0), spill_dir=spill)
+        pid = os.fork()
+        if pid == 0:
+            spec = SandboxSpec(command=("echo", "fork"), timeout_s=600.0, run_index=1)
+            fork = run_sandboxed(spec, spill_dir=spill / "fork")
+            print(fork.status, Path(fork.stdout_path).read_text().strip(), flush=True)
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        prepared = len(runner.prepared_sandboxes())
+        spec = SandboxSpec(command=("echo", "runner"), timeout_s=600.0, run_index=2)
+        capture = run_sandboxed(spec, spill_dir=spill)
+        print(prepared, capture.status, Path(capture.stdout_path).read_text().strip())
+        """
+    )
+    (tmp_path / "fork").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-W", "error::ResourceWarning", "-c", program, str(tmp_path)],
+        capture_output=True,
+        check=False,
+        timeout=300,  # a hang guard only: the run before the fix never ended
+        env={k: v for k, v in os.environ.items() if k != sandbox_runner.COVERAGE_ENV},
+    )
+    assert done.stderr.decode() == ""
+    assert done.returncode == 0
+    assert done.stdout.decode().split() == ["ok", "fork", "2", "ok", "runner"]
+
+
 # ---------------------------------------------------------------------------
 # The warm sandbox: the server prepares the next run's sandbox (ADR-0005 §7)
 

@@ -102,6 +102,12 @@ class ForkedHelper:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
+    def forget(self) -> None:
+        """Drop the pidfd without waiting (a fork of the runner's copy)."""
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+
     def wait(self) -> None:
         """Wait (at most 5 s) until the helper has exited, then drop the pidfd."""
         if self._pidfd >= 0:
@@ -193,6 +199,19 @@ class _HelperServer:
             self._settle()
             self._close()
         self.alive = False
+
+    def forget(self) -> None:
+        """In a fork of its runner: close this process's copies of the server's socket,
+        its prepared sandboxes and teardowns, and never shut it down from here (they
+        are the runner's). A copy kept would keep a discarded sandbox waiting, and the
+        fork's exit would read the runner's messages (its next run then waited)."""
+        self._close.detach()
+        self.alive = False
+        for sandbox in self._held:
+            sandbox.close()
+        for helper in self._pending:
+            helper.forget()
+        self._sock.close()
 
     def retire(self, helper: ForkedHelper) -> None:
         """Keep a helper that replied and still tears its sandbox down: the run after
@@ -378,6 +397,20 @@ def prepared_sandboxes() -> frozenset[int]:
     with _SERVERS_LOCK:
         servers = [s for s in _SERVERS.values() if s.alive and s.owner == os.getpid()]
     return frozenset().union(*(server.prepared() for server in servers))
+
+
+def _forget_in_fork() -> None:
+    """In a forked child: its parent's servers are not its own (`_HelperServer.forget`);
+    a run here starts a server of its own. The lock may have been held by another
+    thread of the parent: a fresh one."""
+    global _SERVERS_LOCK  # noqa: PLW0603 - the child's own lock, made once at the fork
+    _SERVERS_LOCK = threading.Lock()
+    for server in _SERVERS.values():
+        server.forget()
+    _SERVERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_fork)
 
 
 @atexit.register
