@@ -1082,6 +1082,20 @@ def test_a_prepared_sandbox_gone_before_its_run_never_answers_for_it(
     assert (capture.status, read_output(capture)) == (CaptureStatus.OK, b"real 2\n")
 
 
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_the_command_holds_no_descriptor_but_its_own(spill: Path, level: Isolation) -> None:
+    """The command inherits stdin, stdout and stderr only: no socket or pidfd of the
+    hand-off, its PID 1's channel or the run's status and patch pipes; in a fresh
+    sandbox and in one prepared for it alike."""
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    assert system is not None
+    probe = "import os; print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))"
+    for index in (0, 1):
+        capture = run(spill, system, "-c", probe, isolation=level, run_index=index)
+        assert capture.status is CaptureStatus.OK, capture.error
+        assert read_output(capture) == b"[0, 1, 2, 3]\n"  # 3: the listing's own
+
+
 SIGNAL_PROBE = textwrap.dedent("""
     import os, signal, sys
     runner, me, hit = int(sys.argv[1]), os.getpid(), []
