@@ -258,6 +258,30 @@ def test_a_killed_ref_update_lock_is_removed_only_when_it_holds_the_commit(
         assert not lock.exists()
 
 
+def test_a_ref_lock_that_is_no_file_is_refused_without_waiting(
+    template: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """A FIFO or a symlink where the lock would be is nobody's lock we could own: the
+    sweep refuses it at once (it neither waits on the FIFO nor follows the link) and
+    leaves it."""
+    source, _old, new = template
+    path = tmp_path / "r"
+    shutil.copytree(source, path, symlinks=True)
+    repo = Repo(path)
+    lock = path / ".git" / "refs" / "heads" / "main.lock"
+    target = tmp_path / "target"
+    target.write_text(f"{new}\n")
+    lock.symlink_to(target)
+    with pytest.raises(EffectError, match="unreadable"):
+        repo.sweep_ref_lock("refs/heads/main", new)
+    assert lock.is_symlink()
+    lock.unlink()
+    os.mkfifo(lock)
+    with pytest.raises(EffectError, match="not a regular file"):
+        repo.sweep_ref_lock("refs/heads/main", new)
+    assert lock.exists()
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

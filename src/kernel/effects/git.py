@@ -34,6 +34,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -579,12 +580,9 @@ class Repo:
         removed = [str(p) for p in (private, Path(f"{private}.lock")) if _exists(p)]
         _remove(private, Path(f"{private}.lock"))
         lock = folder / "index.lock"
-        try:
-            held = lock.read_bytes()[:200]
-        except FileNotFoundError:
+        held = _held(lock)
+        if held is None:
             return removed
-        except OSError as e:
-            raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
         mark, _, pid = held.decode("ascii", "replace").strip().rpartition(" ")
         if mark != f"{_LOCK_MARK} {owner}" or not pid.isdigit() or _alive(int(pid)):
             raise EffectError(
@@ -611,12 +609,9 @@ class Repo:
         """
         lock = self._common_dir() / f"{ref}.lock"
         with self._ref_update_lease():
-            try:
-                held = lock.read_bytes()[:200]
-            except FileNotFoundError:
+            held = _held(lock)
+            if held is None:
                 return False
-            except OSError as e:
-                raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
             if not f"{value}\n".encode("ascii").startswith(held):
                 raise EffectError(
                     f"{lock} exists and holds neither {value[:12]} nor part of it: another "
@@ -657,6 +652,32 @@ def _remove(*paths: Path) -> None:
         # Missing, or under a path that is a file now: nothing to remove either way.
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             path.unlink()
+
+
+def _held(lock: Path) -> bytes | None:
+    """What a lock file holds (its first 200 bytes: a lock of ours or git's is shorter),
+    or None when there is none. Opened without following a link or waiting on a FIFO.
+
+    Raises:
+        EffectError: the lock exists and cannot be read, or is not a regular file
+            (nobody's lock that we could own).
+    """
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        held = os.read(fd, 200) if regular else b""
+    except OSError as e:
+        raise EffectError(f"{lock}: unreadable ({e.strerror})") from e
+    finally:
+        os.close(fd)
+    if not regular:
+        raise EffectError(f"{lock}: not a regular file, so not a lock we could own")
+    return held
 
 
 def _alive(pid: int) -> bool:
