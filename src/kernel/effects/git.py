@@ -405,7 +405,10 @@ class Repo:
         with self._ref_update_lease() as lease:
             done = _run(args, cwd=self.path, keep_fds=(lease,))
         if done.returncode != 0:
-            raise GitRefusal(f"{ref} moved (expected {old or 'no ref'}): {_why(done)}")
+            raise GitRefusal(
+                f"{ref} moved or is locked by another git (expected {old or 'no ref'}): "
+                f"{_why(done)}"
+            )
 
     def delete_ref(self, ref: str, old: str) -> None:
         """Compare-and-swap delete of ``ref`` (it must still be ``old``)."""
@@ -417,7 +420,9 @@ class Repo:
                 ["update-ref", "-d", "--no-deref", ref, old], cwd=self.path, keep_fds=(lease,)
             )
         if done.returncode != 0:
-            raise GitRefusal(f"{ref} moved (expected {old}): {_why(done)}")
+            raise GitRefusal(
+                f"{ref} moved or is locked by another git (expected {old}): {_why(done)}"
+            )
 
     @contextlib.contextmanager
     def _ref_update_lease(self) -> Iterator[int]:

@@ -359,7 +359,7 @@ def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: st
     try:
         repo.delete_ref(ref, old)
     except GitRefusal as e:
-        _close(store, item, "abandoned", f"the ref moved before its delete ({e})")
+        _close(store, item, "abandoned", f"its compare-and-swap delete failed ({e})")
         raise EffectError(str(e)) from e
     crash_point("unstage-ref")
     done = _close(store, item, "done", "")
