@@ -190,3 +190,16 @@ def test_an_output_naming_a_fifo_or_a_socket_is_refused_before_writing(tmp_path:
             with pytest.raises(EffectError, match=f"is {kind}, not a regular file"):
                 OutputRoot(root).resolve(root / name)
     assert sorted(p.name for p in root.iterdir()) == ["report.json", "sock.json"]
+
+
+def test_importing_the_file_helpers_loads_no_random_module() -> None:
+    """`kernel.effects.files` is on every command's start: its temporary names take
+    their random part from `os.urandom`, so `secrets` (and `random`, `base64` with it,
+    about 3 ms) is not imported."""
+    code = (
+        "import sys\n"
+        "import kernel.effects.files\n"
+        "print(sorted(m for m in ('secrets', 'random', 'base64') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]"]

@@ -32,7 +32,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Iterable
@@ -180,7 +179,9 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     except OSError as e:
         raise EffectError(f"{path}: cannot create a file in {folder}: {e.strerror}") from e
     sweep_temporaries(folder)
-    tmp_name = folder / f"{_TMP_PREFIX}{os.getpid():010d}-{secrets.token_hex(4)}{_TMP_SUFFIX}"
+    # os.urandom is what `secrets.token_hex` reads; importing `secrets` (and hmac with
+    # it) cost every cold CLI start about 3 ms for these 8 hex digits.
+    tmp_name = folder / f"{_TMP_PREFIX}{os.getpid():010d}-{os.urandom(4).hex()}{_TMP_SUFFIX}"
     named = False
     try:
         try:
