@@ -766,6 +766,44 @@ def test_bare_repository(tmp_path: Path, repo: Path) -> None:
     assert not handle.is_dirty()
 
 
+def test_a_linked_work_tree_locks_its_refs_in_the_common_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common git folder, where refs and their locks live, is asked of git once,
+    when the `Repo` is made: the ref updates and lock sweeps of a linked work tree
+    (under a folder whose name holds a space and a newline) act on the main
+    repository's refs and locks, and run no `rev-parse --git-common-dir` of their own."""
+    folder = tmp_path / "a b\nc"
+    first = folder / "main"
+    first.mkdir(parents=True)
+    git(first, "init", "-q", "-b", "main")
+    git(first, "commit", "-q", "--allow-empty", "-m", "one")
+    linked = folder / "linked"
+    git(first, "worktree", "add", "-q", "-b", "side", str(linked))
+    handle = Repo(linked)
+    calls: list[list[str]] = []
+    real = git_effects._run
+
+    def counted(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        calls.append(list(args))
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(git_effects, "_run", counted)
+    tip = git(first, "rev-parse", "main")
+    lock = first / ".git" / "refs" / "heads" / "other.lock"
+    lock.write_text(tip[:10])  # what a killed update of it leaves
+    assert handle.sweep_ref_lock("refs/heads/other", tip)
+    assert not lock.exists()
+    handle.update_ref("refs/heads/other", tip, None, "test")
+    assert git(first, "rev-parse", "other") == tip
+    lock.write_text("")
+    assert handle.sweep_ref_lock("refs/heads/other", tip)
+    handle.delete_ref("refs/heads/other", tip)
+    assert git(first, "branch", "--list", "other") == ""
+    assert calls
+    assert [c for c in calls if "--git-common-dir" in c] == []
+
+
 class _NoWhich:
     """A `shutil` stand-in that finds no program."""
 

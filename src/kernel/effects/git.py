@@ -229,11 +229,18 @@ class Repo:
                     "which can run a command or move the work tree; remove it, or pass "
                     "--trust-repo-config to use this repository as it is"
                 )
-        done = _run(["rev-parse", "--git-dir", "--is-bare-repository"], cwd=self.path)
+        # The common git folder (where refs and their locks live) is asked once here,
+        # with the bare flag, not by every ref update and sweep.
+        done = _run(
+            ["rev-parse", "--is-bare-repository", "--path-format=absolute", "--git-common-dir"],
+            cwd=self.path,
+        )
         if done.returncode != 0:
             raise EffectError(f"{self.path}: not a git repository")
-        lines = done.stdout.decode().split()
-        self.bare = lines[-1] == "true"
+        # The flag's line, then the path (which may hold any byte but NUL, newlines too).
+        bare, common = os.fsdecode(done.stdout).removesuffix("\n").split("\n", 1)
+        self.bare = bare == "true"
+        self._common = Path(common)
 
     def git(
         self, *args: str, env: Mapping[str, str] | None = None, data: bytes | None = None
@@ -436,7 +443,7 @@ class Repo:
         Raises:
             EffectError: the folder cannot be opened, or the lease stayed held.
         """
-        path = self._common_dir()
+        path = self._common
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as e:
@@ -457,9 +464,6 @@ class Repo:
             yield fd
         finally:
             os.close(fd)
-
-    def _common_dir(self) -> Path:
-        return Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir"))
 
     def git_dir(self) -> Path:
         """The repository's git folder (absolute)."""
@@ -612,7 +616,7 @@ class Repo:
             EffectError: a kernel ref update is running, or the lock holds anything but
                 a prefix of ``value``'s line (another git command's: not provably ours).
         """
-        lock = self._common_dir() / f"{ref}.lock"
+        lock = self._common / f"{ref}.lock"
         with self._ref_update_lease():
             held = _held(lock)
             if held is None:
