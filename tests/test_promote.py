@@ -2188,3 +2188,88 @@ def test_a_recovery_whose_update_fails_unmoved_is_blocked_not_abandoned(
     assert git(repo, "rev-parse", "main^") == old
     assert pending_of(promotions) == []
     agree(repo)
+
+
+@pytest.mark.parametrize("act", ["stage", "unstage"])
+@pytest.mark.parametrize("race", ["lock taken", "ref moved", "same move"])
+def test_a_failed_swap_is_read_as_recovery_reads_it(
+    act: str,
+    race: str,
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between a stage's or unstage's intent and its compare-and-swap, another git takes
+    the ref's lock, moves the ref elsewhere, or makes the very move: as a recovery
+    would, the first is blocked (exit 2, the intent pending, the lock and ref
+    untouched; `stage --recover` finishes it once the lock is gone), the second closed
+    `abandoned` (the other value kept), the third closed `done`."""
+    ledger = tmp_path / "l.sqlite"
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    if act == "unstage":
+        assert stage(demo.run_dir, repo, ledger) == 0
+    before = staged_at(repo)
+    other = git(repo, "rev-parse", "main")
+    lock = repo / ".git" / f"{STAGED}.lock"
+    name = "update_ref" if act == "stage" else "delete_ref"
+    real = getattr(Repo, name)
+
+    def racing(self: Repo, ref: str, *args: Any) -> None:
+        if race == "lock taken":
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            lock.write_text(f"{other}\n")
+        elif race == "ref moved":
+            git(repo, "update-ref", ref, other)
+        elif act == "stage":
+            git(repo, "update-ref", ref, args[0])
+        else:
+            git(repo, "update-ref", "-d", ref)
+        real(self, ref, *args)
+
+    monkeypatch.setattr(Repo, name, racing)
+    capsys.readouterr()
+    argv = [act, "--run-dir", str(demo.run_dir), "--attempt", "attempt-1", *common]
+    if race == "same move":
+        assert main(argv) == 0
+        assert staged_at(repo) == (None if act == "unstage" else last_stage_close(ledger)["commit"])
+        assert (stages_pending(ledger), unstages_pending(ledger)) == ([], [])
+        stage_agrees(repo, ledger, capsys)
+        return
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    kind = "staging" if act == "stage" else "unstaging"
+    with opened(ledger, create=False) as store:
+        entries = [(e.kind, json.loads(str(e.payload))) for e in store.entries()]
+    # The error is recorded as every unusable input of the verb is, after the intent
+    # (and its close, when there is one).
+    assert entries[-1][0] == "refusal"
+    assert entries[-1][1]["reason_codes"] == ["unusable_input"]
+    assert entries[-1][1]["action"] == act
+    if race == "ref moved":
+        assert f"{STAGED} is at {other}" in err
+        assert "abandoned" in err
+        [(_, intent), (_, close)] = [(k, p) for k, p in entries[-3:-1] if k == kind]
+        assert (intent["phase"], close["phase"]) == ("intent", "abandoned")
+        assert close["reason"].startswith(f"{STAGED} is at {other}")
+        assert staged_at(repo) == other
+        assert (stages_pending(ledger), unstages_pending(ledger)) == ([], [])
+        return
+    assert f"{act} of {STAGED} blocked, its intent left pending" in err
+    assert "blocked" in entries[-1][1]["explanation"]
+    assert entries[-2][0] == kind
+    intent = entries[-2][1]
+    assert intent["phase"] == "intent"
+    pending = stages_pending(ledger) if act == "stage" else unstages_pending(ledger)
+    assert pending == [intent["commit"]]
+    assert staged_at(repo) == before
+    assert lock.read_text() == f"{other}\n"
+    monkeypatch.setattr(Repo, name, real)
+    assert main(["stage", "--recover", *common]) == 1  # the lock still not ours
+    lock.unlink()
+    assert main(["stage", "--recover", *common]) == 0
+    assert f"finished: {act} of {STAGED}" in capsys.readouterr().out
+    assert staged_at(repo) == (intent["commit"] if act == "stage" else None)
+    assert (stages_pending(ledger), unstages_pending(ledger)) == ([], [])
+    stage_agrees(repo, ledger, capsys)

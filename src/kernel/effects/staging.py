@@ -22,16 +22,18 @@ of the commit: removed) is moved and the intent closed ``done``; the ref at the 
 intent closed ``done``; the ref anywhere else (moved or deleted by someone else), the
 intent closed ``abandoned`` and the ref left alone. Ledger and ref agree after it, and
 `kernel.effects.promotion.check_repository` (``kernel ledger verify --repo``) names an
-intent left open. A staging entry without a phase (written before intents) is a
-finished stage.
+intent left open. A stage's own compare-and-swap that fails is read the same way: the
+ref still at ``old`` (another git holds its lock) is blocked, the intent left pending.
+A staging entry without a phase (written before intents) is a finished stage.
 
 An unstage is all or nothing the same way: an ``unstaging`` entry with ``phase:
 intent`` naming the ref and the commit it holds (durable before the ref is deleted),
 the compare-and-swap delete, an ``unstaging`` entry with ``phase: done``. Killed after
 the intent, `recover_stages`, the next stage or unstage of that attempt deletes the ref
 still at the commit (and the empty lock a killed delete leaves), closes ``done`` a ref
-already gone, and ``abandoned`` a ref someone else moved. An unstaging entry without a
-phase is a finished unstage.
+already gone, and ``abandoned`` a ref someone else moved; the unstage's own failed
+delete is read the same way (the ref still at the commit: blocked, pending). An
+unstaging entry without a phase is a finished unstage.
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ def _try_recover(
     if at == item.commit:
         entry = _close(store, item, "done", "")
         return Recovered(pending=item, outcome="finished", detail="", entry_id=entry)
-    why = f"{item.ref} is at {at or 'no commit'}, neither its old value nor the commit"
+    why = _moved_away(item, at)
     entry = _close(store, item, "abandoned", why)
     return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
 
@@ -216,9 +218,46 @@ def _try_recover_unstage(
     if at is None:
         entry = _close(store, item, "done", "")
         return Recovered(pending=item, outcome="finished", detail="", entry_id=entry)
-    why = f"{item.ref} is at {at}, no longer the commit its unstage deletes"
+    why = _moved_away(item, at)
     entry = _close(store, item, "abandoned", why)
     return Recovered(pending=item, outcome="abandoned", detail=why, entry_id=entry)
+
+
+def _moved_away(item: PendingStage | PendingUnstage, at: str | None) -> str:
+    """Why ``item``'s intent is closed ``abandoned``: its ref is at ``at``, where
+    neither the intent found it nor the act would have put it (someone else's move)."""
+    if isinstance(item, PendingStage):
+        return f"{item.ref} is at {at or 'no commit'}, neither its old value nor the commit"
+    return f"{item.ref} is at {at}, no longer the commit its unstage deletes"
+
+
+def _failed_swap(
+    repo: Repo, store: LedgerStore, item: PendingStage | PendingUnstage, error: GitRefusal
+) -> None:
+    """Read a stage's or unstage's failed compare-and-swap as their recovery reads it
+    (ADR-0006): the ref still where the intent found it (another git holds its lock)
+    is blocked, the intent left pending for ``kernel stage --recover``; the ref where
+    the act would have put it returns (the caller closes the intent ``done``); the ref
+    anywhere else was moved by someone else: the intent is closed ``abandoned``.
+
+    Raises:
+        EffectError: blocked, or abandoned.
+    """
+    if isinstance(item, PendingStage):
+        act, found, wanted = "stage", item.old, item.commit
+    else:
+        act, found, wanted = "unstage", item.commit, None
+    at = repo.resolve(item.ref)
+    if at == wanted:
+        return
+    if at == found:
+        raise EffectError(
+            f"{act} of {item.ref} blocked, its intent left pending "
+            f"(`kernel stage --recover` finishes it once the ref can be updated): {error}"
+        ) from error
+    why = _moved_away(item, at)
+    _close(store, item, "abandoned", why)
+    raise EffectError(f"{why}; the intent is closed abandoned ({error})") from error
 
 
 def _close(
@@ -267,7 +306,8 @@ def stage(
 
     Raises:
         EffectError: ``base`` names no commit, the patch does not apply, the ref's lock
-            is not ours, or the ref moved (the intent is then closed ``abandoned``).
+            is not ours, the ref moved (the intent is then closed ``abandoned``), or
+            another git took its lock since (blocked: the intent stays pending).
     """
     base_commit = repo.resolve(base)
     if base_commit is None:
@@ -321,8 +361,7 @@ def stage(
         try:
             repo.update_ref(ref, commit, existing, "kernel stage")
         except GitRefusal as e:
-            _close(store, item, "abandoned", f"the ref moved before its update ({e})")
-            raise EffectError(str(e)) from e
+            _failed_swap(repo, store, item, e)
     crash_point("stage-ref")
     done = _close(store, item, "done", "")
     return Staged(permit=outcome, ref=ref, commit=commit, entry_id=done)
@@ -337,8 +376,9 @@ def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: st
 
     Raises:
         EffectError: not staged, a killed stage of it cannot be finished, a lock on the
-            ref is not provably ours, or the ref moved (the intent is then closed
-            ``abandoned``).
+            ref is not provably ours, the ref moved (the intent is then closed
+            ``abandoned``), or another git took its lock since (blocked: the intent
+            stays pending).
     """
     ref = _staged_ref(repo, folder.run, attempt_id)
     _settle(repo, store, ref)
@@ -359,8 +399,7 @@ def unstage(folder: RunFolder, repo: Repo, store: LedgerStore, *, attempt_id: st
     try:
         repo.delete_ref(ref, old)
     except GitRefusal as e:
-        _close(store, item, "abandoned", f"its compare-and-swap delete failed ({e})")
-        raise EffectError(str(e)) from e
+        _failed_swap(repo, store, item, e)
     crash_point("unstage-ref")
     done = _close(store, item, "done", "")
     return Unstaged(ref=ref, commit=old, entry_id=done)
