@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from kernel.effects.cli import main
+from kernel.effects.environments import CACHE_ENV
 from kernel.effects.suite import SuiteOutcome, load_instances, run_suite
 from kernel.errors import ConfigError
 from kernel.run.record import CalibrationReason, RunRecord
@@ -192,6 +194,27 @@ def _instances(tmp_path: Path, **changes: Any) -> Path:
         ({"instance_id": "../escape"}, [], "instance_id"),
         ({"FAIL_TO_PASS": "[not json"}, [], "FAIL_TO_PASS"),
         ({"repo": "absent"}, [], "repo: not a folder"),
+        ({"repo": 5}, [], "[demo__median-even].repo: expected a string or null"),
+        ({"repo": ""}, [], "[demo__median-even].repo: missing repository"),
+        ({"environment": "requirements.txt"}, [], '.environment: expected {"requirements": PATH}'),
+        ({"environment": {"requirements": "r.txt", "pip": "x"}}, [], ".environment: expected"),
+        ({"python": "/usr/bin/python3"}, [], ".python: expected an interpreter name on PATH"),
+        ({"protected": ["tests/*", ""]}, [], ".protected: expected an array of globs"),
+        ({"timeout_s": 0}, [], ".timeout_s: expected an integer >= 1"),
+        ({"timeout_s": True}, [], ".timeout_s: expected an integer >= 1"),
+        ({"FAIL_TO_PASS": ["test_a", 1]}, [], ".FAIL_TO_PASS: expected an array of test ids"),
+        ({"PASS_TO_PASS": [" "]}, [], ".PASS_TO_PASS: expected an array of test ids"),
+        ({"notes": {"score": 0.5}}, [], "[demo__median-even]: $.notes.score"),
+        (
+            {},
+            [{"instance_id": "demo__median-even", "model_name_or_path": " ", "model_patch": ""}],
+            "[0].model_name_or_path: expected a name",
+        ),
+        (
+            {},
+            [{"instance_id": "demo__median-even", "model_name_or_path": "m", "model_patch": 5}],
+            "[0].model_patch: expected a string or null",
+        ),
     ],
 )
 def test_unusable_inputs_stop_before_anything_runs(
@@ -331,6 +354,87 @@ def test_load_instances_reads_swe_bench_lists_encoded_as_strings() -> None:
     first = load_instances(DEMO / "instances.json")[0]
     assert first.fail_to_pass == ("test_stats.StatsTest.test_median_even",)
     assert len(first.pass_to_pass) == 3
+
+
+def _git_copy(tmp_path: Path) -> Path:
+    """A git repository of the demo's baseline, one commit."""
+    repo = tmp_path / "git-repo"
+    shutil.copytree(ROOT / "fixtures/demo/repo", repo)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "baseline"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("test patch", "test_patch does not apply"),
+        ("base commit", "demo__median-even: base commit 0123abcd not found"),
+        ("environment", "[demo__median-even].environment: environment: pip install"),
+    ],
+)
+def test_an_instance_whose_baseline_cannot_be_made_stops_the_suite(
+    case: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A test patch that does not apply to the baseline, a base commit the repository
+    does not have, or an environment that cannot be built is the suite's input error
+    (exit 2, naming the instance), never a verdict on a prediction."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "environments"))
+    cases: dict[str, dict[str, Any]] = {
+        "test patch": {
+            "test_patch": "diff --git a/absent.py b/absent.py\n--- a/absent.py\n"
+            "+++ b/absent.py\n@@ -1 +1 @@\n-old\n+new\n"
+        },
+        "base commit": {"repo": str(_git_copy(tmp_path)), "base_commit": "0123abcd"},
+        "environment": {"environment": {"requirements": "requirements.txt"}},
+    }
+    changes = cases[case]
+    (tmp_path / "requirements.txt").write_text("--no-index\nunpinned-package\n")
+    path = _instances(tmp_path, **changes)
+    preds = _write(
+        tmp_path / "p.jsonl",
+        [{"instance_id": "demo__median-even", "model_name_or_path": "m", "model_patch": ""}],
+    )
+    assert main(["suite", "--instances", str(path), "--predictions", str(preds)]) == 2
+    assert message in capsys.readouterr().err
+    assert not list((tmp_path / "results").rglob("instance.json"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "expected a non-empty array (or lines) of instance objects"),
+        ("[]", "expected a non-empty array (or lines) of instance objects"),
+        ("[1, 2]", "expected a non-empty array (or lines) of instance objects"),
+        ('"one"\n', "expected a non-empty array (or lines) of instance objects"),
+        ('{"instance_id": "a"}\n\n{not json\n', "line 3: not JSON"),
+    ],
+)
+def test_an_instances_file_holds_objects(tmp_path: Path, text: str, message: str) -> None:
+    """An instances file is a JSON array of objects or JSON lines of objects: anything
+    else, or nothing, is refused naming the file (and the line that is not JSON)."""
+    path = tmp_path / "instances.jsonl"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: {message}")):
+        load_instances(path)
+
+
+def test_an_instance_listed_twice_is_refused(tmp_path: Path) -> None:
+    """Two instances with one id would share one evidence folder: refused by name."""
+    path = _instances(tmp_path)
+    path.write_text(json.dumps(json.loads(path.read_text()) * 2))
+    with pytest.raises(ConfigError, match="instance 'demo__median-even' appears twice"):
+        load_instances(path)
 
 
 def test_max_workers_below_one_is_refused(tmp_path: Path) -> None:

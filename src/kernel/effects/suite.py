@@ -160,13 +160,18 @@ def _records(path: Path, what: str) -> list[dict[str, object]]:
     """A JSON array of objects, or JSON lines of objects."""
     data = read_input(path, what=what)
     text = data.decode("utf-8", "replace")
-    try:
-        if text.lstrip().startswith("["):
-            items = load_json(path, what=what)
-        else:
-            items = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: line {e.lineno}: not JSON: {e.msg}") from e
+    if text.lstrip().startswith("["):
+        items = load_json(path, what=what)
+    else:
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                # Each line is parsed alone: the error's own line number is always 1.
+                raise ConfigError(f"{path}: line {number}: not JSON: {e.msg}") from e
     if type(items) is not list or not items or not all(type(i) is dict for i in items):
         raise ConfigError(f"{path}: expected a non-empty array (or lines) of {what} objects")
     return items
