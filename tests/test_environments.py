@@ -6,15 +6,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from kernel.effects.environments import CACHE_ENV, cache_root, prepare_environment
+from kernel.effects import environments
+from kernel.effects.environments import (
+    CACHE_ENV,
+    built_environment,
+    cache_root,
+    prepare_environment,
+)
 from kernel.effects.orchestrate import load_config, run_detailed
-from kernel.errors import ConfigError, RefusedError
+from kernel.errors import ConfigError, EffectError, RefusedError
 from kernel.run.record import Calibration, CalibrationReason, DeclaredTestOutcome
 from kernel.run.suite import declared_tests_of
 
@@ -236,3 +243,141 @@ def test_a_suite_instance_declares_its_environment(tmp_path: Path, cache: Path) 
         ("test_dep.DepTest.test_value", CalibrationReason.TEST_MODULE_NOT_IMPORTABLE, "tinydep"),
     ]
     assert [p.status.value for p in no_env.predictions] == ["error"]
+
+
+def test_the_cache_root_is_the_users_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the override, environments live in ``$XDG_CACHE_HOME``, else in
+    ``~/.cache``, under ``evidence-kernel/environments``."""
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "evidence-kernel" / "environments"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_root() == tmp_path / "home" / ".cache" / "evidence-kernel" / "environments"
+
+
+def test_a_built_environment_is_found_by_its_digest_only(tmp_path: Path, cache: Path) -> None:
+    """`built_environment` returns what `prepare_environment` built; a digest that is not
+    SHA-256 hex, or one not built (or half built: no ready marker), is a config error."""
+    built = prepare_environment("python3", _requirements(tmp_path))
+    assert built_environment(built.digest) == built
+    with pytest.raises(ConfigError, match=re.escape("'../escape' is not a SHA-256 digest")):
+        built_environment("../escape")
+    with pytest.raises(ConfigError, match="is not a SHA-256 digest"):
+        built_environment(built.digest.upper())
+    other = "0" * 64
+    (cache / other).mkdir()  # a folder without its ready marker is not an environment
+    with pytest.raises(ConfigError, match=f"000000000000 is not built in {cache}"):
+        built_environment(other)
+
+
+def test_a_check_names_its_environment_by_digest(tmp_path: Path, cache: Path) -> None:
+    """A check may name an environment built before by its digest: the run uses it; a
+    digest not in the cache, or an entry with both a digest and requirements, is refused
+    naming the config key."""
+    built = prepare_environment("python3", _requirements(tmp_path))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = _config(folder, environment=False)
+    document = json.loads(config.read_text())
+    check = document["verifier"]["checks"][0]
+    check["environment"] = {"digest": built.digest}
+    config.write_text(json.dumps(document))
+    outcome = run_detailed(load_config(config))
+    (run,) = [r for r in outcome.record.attempts[0].check_runs if r.check_id == "tests"]
+    assert run.environment_digest == built.digest
+    for entry, says in (
+        ({"digest": "1" * 64}, "checks[0].environment: environment: 111111111111 is not built"),
+        (
+            {"digest": built.digest, "requirements": "r.txt"},
+            "exactly one of requirements or digest",
+        ),
+        ({}, "exactly one of requirements or digest"),
+    ):
+        check["environment"] = entry
+        config.write_text(json.dumps(document))
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            load_config(config)
+
+
+def test_unreadable_requirements_and_an_unusable_cache_are_effect_errors(
+    tmp_path: Path, cache: Path
+) -> None:
+    """A requirements file that cannot be read, or a cache folder that cannot be made
+    (a file stands where it would go), is an effect error naming the path."""
+    with pytest.raises(EffectError, match=re.escape("missing.txt: cannot read requirements")):
+        prepare_environment("python3", tmp_path / "missing.txt")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(EffectError, match="cannot create the environment cache"):
+        prepare_environment("python3", _requirements(tmp_path), root=blocker / "cache")
+
+
+def test_an_interpreter_that_cannot_start_is_a_config_error(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interpreter on PATH whose program cannot be executed (its ``#!`` names no
+    program) is refused with what failed, nothing built."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    broken = folder / "brokenpython"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(environments, "_PATH", str(folder))
+    with pytest.raises(ConfigError, match="environment: brokenpython could not run"):
+        prepare_environment("brokenpython", _requirements(tmp_path))
+    assert not cache.exists()
+
+
+def test_a_concurrent_build_of_the_same_digest_is_used(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds of one digest race: the one that renames second finds the winner's
+    complete environment in place and uses it, leaving no half build; a folder in the
+    way that is not a complete environment is an effect error, and is left alone."""
+    requirements = _requirements(tmp_path)
+    first = prepare_environment("python3", requirements)
+    aside = tmp_path / "winner"
+    first.root.rename(aside)
+    real = environments._readable
+
+    def other_build_finishes(root: Path) -> None:
+        real(root)
+        aside.rename(first.root)
+
+    monkeypatch.setattr(environments, "_readable", other_build_finishes)
+    assert prepare_environment("python3", requirements) == first
+    assert [p.name for p in cache.iterdir()] == [first.digest]
+
+    shutil.rmtree(first.root)
+
+    def something_else_in_the_way(root: Path) -> None:
+        real(root)
+        first.root.mkdir()
+        (first.root / "unrelated").write_text("")
+
+    monkeypatch.setattr(environments, "_readable", something_else_in_the_way)
+    with pytest.raises(EffectError, match="cannot store the environment"):
+        prepare_environment("python3", requirements)
+    assert [p.name for p in cache.iterdir()] == [first.digest]
+    assert [p.name for p in first.root.iterdir()] == ["unrelated"]
+
+
+def test_the_index_named_in_the_environment_is_passed_to_pip(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PIP_INDEX_URL`` reaches the build's pip (an index the requirements do not
+    name): a hash-pinned requirement is found on a local simple index."""
+    wheel = _wheel(tmp_path)
+    project = tmp_path / "simple" / "tinydep"
+    project.mkdir(parents=True)
+    shutil.copy(wheel, project / wheel.name)
+    (project / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"tinydep==1.0 --hash=sha256:{digest}\n")
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "simple").as_uri())
+    built = prepare_environment("python3", requirements)
+    assert list(built.root.glob("lib/python*/site-packages/tinydep/__init__.py"))
