@@ -269,6 +269,79 @@ def test_hostile_mutations_of_real_patches_are_refused(repo: Path, name: str) ->
     assert parsed.reason is reason
 
 
+def _real(repo: Path, kind: str) -> bytes:
+    """A real patch of ``kind``: an edit of stats.py, its rename to moved.py (with an
+    edit), or run.sh made executable (a mode change, no hunk)."""
+    if kind == "rename":
+        (repo / "stats.py").rename(repo / "moved.py")
+        with (repo / "moved.py").open("a") as moved:
+            moved.write("x = 1\n")
+        return _staged(repo, "-M")
+    if kind == "mode":
+        (repo / "run.sh").chmod(0o755)
+        return _staged(repo)
+    (repo / "stats.py").write_text("changed\n")
+    return _staged(repo)
+
+
+# name -> (the real patch it mutates, old bytes, new bytes, reason)
+HOSTILE_HEADERS: dict[str, tuple[str, bytes, bytes, PatchReason]] = {
+    "unknown-escape": ("edit", b"diff --git a/stats.py b/stats.py",
+                       b'diff --git "a/st\\qats.py" "b/stats.py"', PatchReason.UNEXPECTED_LINE),
+    "quoted-then-glued": ("edit", b"diff --git a/stats.py b/stats.py",
+                          b'diff --git "a/stats.py""b/stats.py"', PatchReason.UNEXPECTED_LINE),
+    "quoted-then-junk": ("edit", b"diff --git a/stats.py b/stats.py",
+                         b'diff --git "a/stats.py" "b/stats.py"x', PatchReason.UNEXPECTED_LINE),
+    "half-quoted-unsplit": ("edit", b"diff --git a/stats.py b/stats.py",
+                            b'diff --git a/stats.py b/stats.py"', PatchReason.UNEXPECTED_LINE),
+    "half-quoted-junk": ("edit", b"diff --git a/stats.py b/stats.py",
+                         b'diff --git a/stats.py "b/stats.py" "x"', PatchReason.UNEXPECTED_LINE),
+    "rename-name-junk": ("rename", b"rename from stats.py", b'rename from "stats.py"junk',
+                         PatchReason.UNEXPECTED_LINE),
+    "rename-without-to": ("rename", b"rename to moved.py\n", b"",
+                          PatchReason.INCONSISTENT_PATHS),
+    "rename-header-disagrees": ("rename", b"diff --git a/stats.py b/moved.py",
+                                b'diff --git "a/stats.py" "b/other.py"',
+                                PatchReason.INCONSISTENT_PATHS),
+    "rename-and-copy": ("rename", b"rename to moved.py", b"copy to moved.py",
+                        PatchReason.INCONSISTENT_PATHS),
+    "rename-of-a-new-file": ("rename", b"rename from", b"new file mode 100644\nrename from",
+                             PatchReason.INCONSISTENT_PATHS),
+    "header-names-two-files": ("mode", b"diff --git a/run.sh b/run.sh",
+                               b'diff --git "a/run.sh" "b/stats.py"',
+                               PatchReason.INCONSISTENT_PATHS),
+    "no-name-at-all": ("mode", b"diff --git a/run.sh b/run.sh", b"diff --git a/run.sh b/x.sh",
+                       PatchReason.AMBIGUOUS_HEADER),
+    "minus-names-another": ("edit", b"--- a/stats.py", b"--- a/test_stats.py",
+                            PatchReason.INCONSISTENT_PATHS),
+    "added-and-deleted": ("mode", b"old mode 100644",
+                          b"deleted file mode 100644\nnew file mode 100644",
+                          PatchReason.INCONSISTENT_PATHS),
+    "bad-mode": ("mode", b"old mode 100644", b"old mode 100x44", PatchReason.UNEXPECTED_LINE),
+    "header-twice": ("mode", b"old mode 100644", b"old mode 100644\nold mode 100644",
+                     PatchReason.UNEXPECTED_LINE),
+    "bad-hunk-line": ("edit", b"@@ -1,10 +1 @@", b"@@ -one +1 @@", PatchReason.UNEXPECTED_LINE),
+    "garbage-in-hunk": ("edit", b"\n+changed", b"\n*changed", PatchReason.TRUNCATED_HUNK),
+    "hunk-overruns-its-count": ("edit", b"@@ -1,10 +1 @@", b"@@ -1,9 +1 @@",
+                                PatchReason.TRUNCATED_HUNK),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_HEADERS))
+def test_hostile_headers_and_hunks_are_refused_with_their_reason(repo: Path, name: str) -> None:
+    """Names git never writes (an unknown escape, quotes glued or followed by junk), a
+    rename or copy that does not say both sides or mixes the two, a file both added and
+    deleted, a header naming two files with nothing to tell which, a bad mode, a
+    header line twice, a malformed ``@@`` line, and hunks whose lines do not match their
+    counts: each refused with its own reason."""
+    kind, old, new, reason = HOSTILE_HEADERS[name]
+    patch = _real(repo, kind)
+    assert old in patch, patch.decode()
+    parsed = parse_patch(patch.replace(old, new, 1))
+    assert isinstance(parsed, PatchRefusal), name
+    assert parsed.reason is reason
+
+
 def test_a_traditional_diff_smuggled_after_a_hunk_is_refused(repo: Path) -> None:
     """A non-git '---/+++' section after a real hunk (git apply would take it) is refused."""
     patch = _mutate(repo, b"", b"")
