@@ -27,7 +27,7 @@ from kernel.effects.run_folder_lock import (
     sweep_run_folders,
 )
 from kernel.effects.sandbox.scratch import private_tempdir, scratch_root
-from kernel.errors import RunFolderBusy
+from kernel.errors import EffectError, RunFolderBusy
 from kernel.importers.idkmesh import run_record_from_idkmesh
 from kernel.run.report import RunEvidenceReport, build_evidence_report
 from kernel.views import render_json
@@ -287,3 +287,49 @@ def test_a_decision_is_not_written_into_a_folder_a_run_is_publishing(
     assert (target / "decision.json").is_file()
     with holding_run_folder(tmp_path / "elsewhere" / "x.json"):  # not a run folder: no lock
         pass
+
+
+def test_the_sweep_keeps_a_folder_whose_lock_it_cannot_open(tmp_path: Path) -> None:
+    """A dead run's folder whose ``.lock`` is a symlink (never followed, so never
+    proven free) is kept; a parent that cannot be listed sweeps nothing."""
+    parent = tmp_path / "results"
+    parent.mkdir()
+    folder = parent / f".demo.staging-{_dead_pid()}-44444444"
+    folder.mkdir()
+    (folder / ".lock").symlink_to(tmp_path / "elsewhere")
+    assert sweep_run_folders(parent) == []
+    assert folder.is_dir()
+    assert sweep_run_folders(tmp_path / "absent") == []
+
+
+def test_an_output_folder_that_cannot_be_made_or_replaced_is_an_effect_error(
+    tmp_path: Path,
+) -> None:
+    """A run folder under a file (its lock cannot be made) is refused at once; a run
+    whose output path is a file cannot be published: the file is kept, no staging
+    folder is left."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep")
+    with pytest.raises(EffectError, match="cannot open the run lock"), RunFolder(blocker / "run"):
+        pass
+    with RunFolder(blocker) as folder:
+        (folder.staging / "run.json").write_text("{}")
+        with pytest.raises(EffectError, match=f"{blocker}: cannot publish the run"):
+            folder.publish()
+    assert blocker.read_text() == "keep"
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_run_lock_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    """Writing beside a run's outputs takes the run lock; a lock that is a symlink is
+    not followed: an effect error, nothing written."""
+    folder = tmp_path / "results" / "demo"
+    folder.mkdir(parents=True)
+    (folder.parent / ".demo.lock").symlink_to(tmp_path / "elsewhere")
+    with (
+        pytest.raises(EffectError, match="cannot open the run lock"),
+        holding_run_folder(folder / "decision.json"),
+    ):
+        (folder / "decision.json").write_text("{}")
+    assert not (folder / "decision.json").exists()
+    assert not (tmp_path / "elsewhere").exists()
