@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import errno
 import os
 import re
 import subprocess
@@ -25,6 +26,7 @@ import pytest
 
 import kernel
 from kernel.effects.cli import build_parser, main
+from kernel.effects.commands import selftest
 from kernel.effects.files import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,3 +209,36 @@ def test_the_console_scripts_version_loads_no_parser() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == [f"kernel {kernel.__version__}", "0 False False"]
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "stderr"),
+    [
+        (KeyboardInterrupt(), 130, "kernel self-test: interrupted\n"),
+        (BrokenPipeError(errno.EPIPE, "Broken pipe"), 2, ""),
+        (
+            OSError(errno.ENOSPC, "No space left on device"),
+            2,
+            "kernel self-test: error: cannot write the output: No space left on device\n",
+        ),
+    ],
+    ids=["ctrl-c", "closed pipe", "full device"],
+)
+def test_an_interrupt_or_a_lost_stdout_is_one_line_and_its_exit_code(
+    raised: BaseException,
+    code: int,
+    stderr: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Ctrl-C is exit 130 with one line; an output that cannot be written is exit 2
+    with one line, none when the reader closed the pipe (``| head`` chose to stop).
+    (File-descriptor capture: the lost output's descriptor is pointed at /dev/null.)"""
+
+    def handler(_args: argparse.Namespace) -> int:
+        raise raised
+
+    monkeypatch.setattr(selftest, "run", handler)
+    assert main(["self-test"]) == code
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", stderr)
