@@ -174,6 +174,7 @@ class ImportPass:
         self.text_calls: set[int] = set()  # functions called with a string argument
         self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
         self.in_annotation = False
+        self.in_text = False  # visiting code parsed from a string: its lines are its own
         self.rules_key = tuple(rules)
         self.reaches_memo: dict[str, bool] | None = None
         self.deleted: set[str] | None = None

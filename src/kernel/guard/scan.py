@@ -52,14 +52,16 @@ follows what Python itself does, not a list of examples:
 
 Speed: the file is parsed once; a regular expression over the (folded) text finds the
 lines that can matter (``import`` lines first, then lines naming an interesting alias or
-a reflective name), and only statements spanning those lines are visited. Everything
-else is never walked; the symbol table is built only for files where a guarded
-builtin's name may be bound inside a function.
+a reflective name), and only statements and expressions spanning those lines are
+visited (code parsed from a string, which has lines of its own, is visited whole).
+Everything else is never walked; the symbol table is built only for files where a
+guarded builtin's name may be bound inside a function.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Sequence
 from typing import Final
 
@@ -282,7 +284,11 @@ class _Scanner(ShadowPass):
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # not an expression: typing raises, nothing runs
         before, imported = len(self.findings), len(self.imports)
-        self._annotation(parsed.body, scope, depth + 1)
+        in_text, self.in_text = self.in_text, True
+        try:
+            self._annotation(parsed.body, scope, depth + 1)
+        finally:
+            self.in_text = in_text
         where = (sub.lineno, sub.col_offset)
         for i in range(before, len(self.findings)):
             _line, _col, code, rule, message = self.findings[i]
@@ -402,6 +408,14 @@ class _Scanner(ShadowPass):
                 self.aliases.add(target.id)
 
     def _expr(self, node: ast.expr, scope: Scope) -> None:
+        if not self.in_text:
+            # As for statements (`_hit`): an expression on none of the lines that name
+            # something of interest reaches nothing a rule asks about (a visited
+            # function's defaults, a loop's iterable, most of a long literal).
+            lines = self.lines
+            i = bisect.bisect_left(lines, node.lineno)
+            if i == len(lines) or lines[i] > (node.end_lineno or node.lineno):
+                return
         if isinstance(node, ast.Name):
             if node.id in _REFLECTIVE_NAMES:
                 self._reflective(node, repr(node.id))
