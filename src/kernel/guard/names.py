@@ -177,6 +177,7 @@ class ImportPass:
         self.in_text = False  # visiting code parsed from a string: its lines are its own
         self.rules_key = tuple(rules)
         self.reaches_memo: dict[str, bool] | None = None
+        self.interesting_memo: dict[str, bool] | None = None
         self.deleted: set[str] | None = None
         self.top_index = 1 << 30
         self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
@@ -605,7 +606,25 @@ def _merged(
     ]
 
 
+_PROBLEMS: dict[tuple[int, tuple[str, ...]], tuple[Rule, tuple[ViolationCode, str] | None]] = {}
+"""`_import_problem` by (rule, targets): a project imports the same modules in many
+files. Keyed by the rule's identity (hashing an attrs record per import costs more than
+the answer), which the entry keeps alive, so the identity is never reused."""
+
+
 def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
+    key = (id(rule), targets)
+    known = _PROBLEMS.get(key)
+    if known is not None and known[0] is rule:
+        return known[1]
+    found = _find_import_problem(rule, targets)
+    if len(_PROBLEMS) > 65536:
+        _PROBLEMS.clear()
+    _PROBLEMS[key] = (rule, found)
+    return found
+
+
+def _find_import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
     forbidden = module_set(rule.forbid_imports)
     # A C twin or real name (`_socket`, `posix`) is the module it implements.
     for t in (*targets, *(twin for name in targets for twin in twin_of(name))):

@@ -42,6 +42,9 @@ __all__ = ["ShadowPass"]
 
 _REACHES: dict[tuple[Rule, ...], dict[str, bool]] = {}
 """Per rules: can a module name reach something forbidden (`ShadowPass._reaches`)."""
+_INTERESTING: dict[tuple[tuple[Rule, ...], object, str], dict[str, bool]] = {}
+"""Per rules, matcher and project package: is a qualified name of interest
+(`ShadowPass._interesting`)."""
 _BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
 """What follows a name where it may be bound (`ShadowPass._bound_lines`)."""
 _BOUNDARY: Final = re.compile(rb"\b")
@@ -151,9 +154,25 @@ class ShadowPass(ImportPass):
         return names
 
     def _interesting(self, q: str) -> bool:
+        loaded = self.loaded.get(q)
+        if loaded is not None and any(self._interesting(sub) for sub in loaded):
+            return True  # `import a.b` bound `a`: this file's own, never memoised
+        memo = self.interesting_memo
+        if memo is None:
+            # What follows depends on the rules (the matchers are made from them) and on
+            # the project's top package only: the same answer in every file of a run.
+            if len(_INTERESTING) > 64:
+                _INTERESTING.clear()
+            key = (self.rules_key, self.matcher, self.module.split(".", 1)[0])
+            memo = self.interesting_memo = _INTERESTING.setdefault(key, {})
+        known = memo.get(q)
+        if known is None:
+            known = memo[q] = self._interesting_name(q)
+        return known
+
+    def _interesting_name(self, q: str) -> bool:
         return (
-            any(self._interesting(sub) for sub in self.loaded.get(q, ()))
-            or q in _ALWAYS
+            q in _ALWAYS
             or self.matcher.interesting(q)
             or any(self.matcher.interesting(t) for t in twin_of(q))
             or self._reaches(q)
