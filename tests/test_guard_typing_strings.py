@@ -73,3 +73,14 @@ def test_ordinary_strings_are_not_reaches() -> None:
     assert _found(src) == []
     plain = _found('from typing import List\ny: List["open(1)"]\n')
     assert plain == [(2, 9, "KG004", "use of 'open' is forbidden (forbid-calls 'open')")]
+
+
+def test_a_string_is_checked_whole_whatever_its_own_line_numbers() -> None:
+    """Code parsed from a string numbers its lines from 1: the scan's walk, which skips
+    expressions on lines naming nothing of interest, must not skip the string's code
+    because line 1 of the file (here a docstring) names nothing."""
+    src = '"""A module."""\n\nx = 1\nA = list["open(1)"]\nB = list["""(x,\nopen(2))"""]\n'
+    assert [(line, code) for line, _col, code, _m in _found(src)] == [
+        (4, ViolationCode.FORBIDDEN_CALL.value),
+        (5, ViolationCode.FORBIDDEN_CALL.value),
+    ]
