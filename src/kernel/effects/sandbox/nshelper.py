@@ -441,6 +441,9 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before any of the run
     os.close(int(opts["joined_fd"]))
     user = (int(opts["uid"]), int(opts["gid"]), os.getuid() == 0)
+    # From here on PID 1 and the command's process (forked now: it inherits the slice,
+    # and gives it up at its execve) are on the run's path.
+    nslimits.slice_ns(nslimits.SHORT_SLICE)
     process = _fork_command(opts, points + "/root", user)
     # Out of the command's reach whatever its uid: a signal sent from inside this PID
     # namespace reaches PID 1 only through a handler (Python's SIGINT one let a
@@ -546,6 +549,9 @@ def _run(
     os.close(patch_fd)
     nslimits.cgroup_done(report, opts["cgroup"])  # read outside too, if PID 1 is killed
     report("done")
+    nslimits.slice_ns(
+        nslimits.LONG_SLICE
+    )  # its exit (the namespaces' teardown) is off the run's path
     os.write(chan, b"finished")
     _exit(0)
 
@@ -742,6 +748,7 @@ def _exec_command(sock_fd: int, error_w: int) -> None:
     os.umask(int(umask))
     os.closerange(3, error_w)
     os.closerange(error_w + 1, 1 << 16)
+    nslimits.slice_ns(0)  # the command runs with the kernel's default slice, as outside
     os.execvpe(argv[0], argv[:split], env)  # noqa: S606 - argv, no shell
 
 

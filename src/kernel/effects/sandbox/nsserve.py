@@ -24,11 +24,12 @@ import socket
 from typing import TYPE_CHECKING, Final, NoReturn
 
 if TYPE_CHECKING:  # type-checked as the package's module
-    from kernel.effects.sandbox import nshelper, nsview
+    from kernel.effects.sandbox import nshelper, nslimits, nsview
 elif __package__:  # listed in the runner's process (module walks): no helper code runs there
-    nshelper = nsview = None
+    nshelper = nslimits = nsview = None
 else:  # the helper runs this folder's modules as top-level modules (`python -I -S`)
     import nshelper
+    import nslimits
     import nsview
 
 __all__ = ["DEPTH", "PREPARE", "Prepared", "serve"]
@@ -241,6 +242,9 @@ def _prepare(
         for _pid, sock in forked:
             sock.close()
         _forked()
+        # Off every run's path until it is taken: long slices, so a run's processes
+        # (short ones, `nslimits.SHORT_SLICE`) take a core from it at once.
+        nslimits.slice_ns(nslimits.LONG_SLICE)
         nshelper.helper(message, None, theirs.detach())
     theirs.close()
     return pid, ours

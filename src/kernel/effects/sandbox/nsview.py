@@ -86,36 +86,29 @@ def read_only(report: Reporter, target: str, recursive: bool) -> None:
 
 def build_view(report: Reporter, root: str, plan: str) -> None:
     """Carry out the runner's mount plan (`spec.mount_plan`) below ``root``."""
+    folders = _Folders()
     for line in plan.split("\x1e"):
         op, target, *args = line.split("\x1f")
         where = root + target.rstrip("/")
+        if op not in ("symlink", "file", "copy"):
+            folders.cover(where)  # a mount there hides what was made below it
         if op == "tmpfs":
-            os.makedirs(where, 0o755, exist_ok=True)
+            folders.make(where)
             mount(report, "tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, args[0])
         elif op in ("bind", "dev"):
             source = args[0] if args else target
-            _mount_point(where, os.path.isdir(source))
+            _mount_point(folders, where, os.path.isdir(source))
             mount(report, source, where, None, MS_BIND | (MS_REC if op == "bind" else 0), None)
             if op == "bind":
                 read_only(report, where, True)
         elif op == "symlink":
-            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+            folders.make(os.path.dirname(where))
             os.symlink(args[0], where)
         elif op in ("file", "copy"):
-            os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
-            # Plain descriptors: a file object costs four more calls per file.
-            if op == "copy":
-                fd = os.open(args[0], os.O_RDONLY | os.O_CLOEXEC)
-                data = os.read(fd, 1 << 20)  # small /etc files
-                os.close(fd)
-            else:
-                data = args[0].encode()
-            fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            os.write(fd, data)
-            os.fchmod(fd, 0o644)
-            os.close(fd)
+            folders.make(os.path.dirname(where))
+            _write_file(where, _read_small(args[0]) if op == "copy" else args[0].encode())
         elif op == "proc":
-            os.makedirs(where, 0o555, exist_ok=True)
+            folders.make(where, 0o555)
             mount(report, "proc", where, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         elif os.path.islink(where) or not os.path.exists(where):
             continue  # mask, readonly, hide: nothing there to hide
@@ -129,11 +122,51 @@ def build_view(report: Reporter, root: str, plan: str) -> None:
             mount(report, root + "/dev/null", where, None, MS_BIND, None)
 
 
-def _mount_point(where: str, folder: bool) -> None:
+class _Folders:
+    """The folders this view has made or found: each is made once (a plan names the
+    same parents many times; a refused ``mkdir`` costs more than the check)."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+
+    def make(self, folder: str, mode: int = 0o755) -> None:
+        if folder not in self.known:
+            os.makedirs(folder, mode, exist_ok=True)
+            self.known.add(folder)
+
+    def cover(self, where: str) -> None:
+        """Forget the folders below ``where`` (a step may mount over it)."""
+        below = where + "/"
+        self.known = {known for known in self.known if not known.startswith(below)}
+
+
+def _read_small(path: str) -> bytes:
+    """A small host file's bytes (an ``/etc`` file: 1 MiB at most), read at its size
+    (a 1 MiB buffer for each cost more than the rest of the copy)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        return os.read(fd, min(size, 1 << 20) if size else 1 << 20)
+    finally:
+        os.close(fd)
+
+
+def _write_file(where: str, data: bytes) -> None:
+    """Write ``data`` to a new file of the view, mode 0644 whatever the umask (plain
+    descriptors: a file object costs four more calls per file)."""
+    fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fchmod(fd, 0o644)
+    finally:
+        os.close(fd)
+
+
+def _mount_point(folders: _Folders, where: str, folder: bool) -> None:
     if folder:
-        os.makedirs(where, 0o755, exist_ok=True)
+        folders.make(where)
     else:
-        os.makedirs(os.path.dirname(where), 0o755, exist_ok=True)
+        folders.make(os.path.dirname(where))
         os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
