@@ -705,3 +705,59 @@ def test_a_narrow_row_edit_is_named_by_its_id(name: str, tmp_path: Path) -> None
         outcome = verify_store(store)
     assert isinstance(outcome, LedgerRefusal)
     assert (outcome.position, outcome.reason_codes) == (position, codes)
+
+
+def test_check_proof_refuses_unusable_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernel ledger check-proof` and `verify` name what they cannot use (exit 2): a
+    head file that is not a head document, a signature that is not a string, a tree
+    head that does not parse, ``--signer`` alone, a consistency proof without its old
+    head, a file that is no proof, ``--repo`` with an export. `ledger head` of a ledger
+    that does not verify is refused (exit 1) with its reason codes."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    capsys.readouterr()
+    assert main(["ledger", "head", "--ledger", str(path)]) == 0
+    head = tmp_path / "head.json"
+    head.write_text(capsys.readouterr().out)
+    assert main(["ledger", "prove", "--consistency", str(head), "--ledger", str(path)]) == 0
+    consistency = tmp_path / "consistency.json"
+    consistency.write_text(capsys.readouterr().out)
+    document = json.loads(head.read_text())
+
+    def written(name: str, value: object) -> str:
+        (tmp_path / name).write_text(json.dumps(value))
+        return str(tmp_path / name)
+
+    cases = {
+        "not a head": (["--head", written("h1.json", {"tree_head": document["tree_head"]}),
+                        "--proof", str(consistency), "--old-head", str(head)],
+                       "h1.json: not a `kernel ledger head` document"),
+        "signature": (["--head", written("h2.json", {**document, "signature": 5}),
+                       "--proof", str(consistency), "--old-head", str(head)],
+                      "h2.json: signature: expected a string or null"),
+        "tree head": (["--head", written("h3.json", {**document, "tree_head": {"tree_size": "3"}}),
+                       "--proof", str(consistency), "--old-head", str(head)],
+                      "h3.json: "),
+        "signer alone": (["--head", str(head), "--proof", str(consistency), "--signer", "op"],
+                         "--signer and --allowed-signers go together"),
+        "no old head": (["--head", str(head), "--proof", str(consistency)],
+                        "a consistency proof is checked against --old-head too"),
+        "no proof": (["--head", str(head), "--proof", written("p.json", {"proof": []})],
+                     "p.json: not a `kernel ledger prove` document"),
+    }  # fmt: skip
+    for name, (argv, says) in cases.items():
+        assert main(["ledger", "check-proof", *argv]) == 2, name
+        err = capsys.readouterr().err
+        assert says in err, (name, err)
+    export = tmp_path / "ledger.jsonl"
+    assert main(["ledger", "export", "--output", str(export), "--ledger", str(path),
+                 "--results-root", str(tmp_path)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--jsonl", str(export), "--repo", str(tmp_path)]) == 2
+    assert "--repo checks a ledger, not an export" in capsys.readouterr().err
+    sql(path, "UPDATE kernel_ledger SET kind = 'refusal' WHERE seq = 2")
+    assert main(["ledger", "head", "--ledger", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "ledger broken at entry 2 (" in out
+    assert "entry_id_mismatch" in out
