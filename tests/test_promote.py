@@ -766,6 +766,50 @@ def test_bare_repository(tmp_path: Path, repo: Path) -> None:
     assert not handle.is_dirty()
 
 
+def test_repository_queries_answer_or_say_what_failed(tmp_path: Path) -> None:
+    """A fresh repository (no commit, no index) has the empty tree in its index; the
+    checked-out branch is named, None once detached and in a bare clone (which has no
+    work tree either); a diff of, or a blob at, an unknown object is an effect error
+    naming it."""
+    path = tmp_path / "fresh"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    handle = Repo(path)
+    empty = git(path, "hash-object", "-t", "tree", "/dev/null")
+    assert handle.index_tree() == empty
+    git(path, "commit", "-q", "--allow-empty", "-m", "one")
+    assert handle.checked_out_branch() == "refs/heads/main"
+    assert handle.work_tree() == path
+    tip = git(path, "rev-parse", "HEAD")
+    git(path, "checkout", "-q", "--detach")
+    assert handle.checked_out_branch() is None
+    missing = "1" * 40
+    with pytest.raises(EffectError, match="git diff-tree failed"):
+        handle.changes(tip, missing)
+    with pytest.raises(EffectError, match=f"no blob {missing}"):
+        handle.blob(missing)
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(path), str(bare))
+    assert Repo(bare).work_tree() is None
+
+
+def test_a_repository_git_cannot_read_or_one_trusted_as_it_is(tmp_path: Path) -> None:
+    """A configuration git cannot parse makes the repository unusable, naming git's
+    complaint; a configuration that can run commands is used as it is when trusted."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    config = path / ".git" / "config"
+    original = config.read_text()
+    config.write_text(original + "[broken\n")
+    with pytest.raises(EffectError, match=r"not a git repository \(.*bad config"):
+        Repo(path)
+    config.write_text(original + '[filter "probe"]\n\tclean = touch probe\n')
+    with pytest.raises(UntrustedConfig):
+        Repo(path)
+    assert not Repo(path, trust_config=True).bare
+
+
 def test_a_linked_work_tree_locks_its_refs_in_the_common_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
