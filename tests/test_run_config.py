@@ -243,6 +243,38 @@ DEMO_VERIFIER_EDITS: Final[dict[str, tuple[Callable[[dict[str, Any]], object], s
         lambda c: c["attempts"][0].update(actor_type="robot"),
         "attempts['attempt-1'].actor_type: expected one of",
     ),
+    "a check of two kinds": (
+        lambda c: c["verifier"]["checks"][0].update(command=["true"]),
+        "$.verifier.checks[0].command: a check has exactly one of command, tests or oracle",
+    ),
+    "a check of no kind": (
+        lambda c: c["verifier"]["checks"].append({"id": "c"}),
+        "$.verifier.checks[2].command: a check has exactly one of command, tests or oracle",
+    ),
+    "an interpreter for a command": (
+        lambda c: c["verifier"]["checks"].append(
+            {"id": "c", "command": ["true"], "python": "python3"}
+        ),
+        "$.verifier.checks[2].python: only a tests check names an interpreter",
+    ),
+    "no checks": (
+        lambda c: c["verifier"].update(checks=[]),
+        "$.verifier.checks: no checks: an empty verifier is not verification",
+    ),
+    "a check id twice": (
+        lambda c: c["verifier"]["checks"].append(
+            {"id": c["verifier"]["checks"][0]["id"], "command": ["true"]}
+        ),
+        "$.verifier.checks[2].id: duplicate or reserved check id",
+    ),
+    "a reserved check id": (
+        lambda c: c["verifier"]["checks"].append({"id": "protected-paths", "command": ["true"]}),
+        "$.verifier.checks[2].id: duplicate or reserved check id 'protected-paths'",
+    ),
+    "a timeout past the interchangeable integers": (
+        lambda c: c["verifier"]["checks"][0].update(timeout_s=2**53),
+        "$.verifier.checks[0].timeout_s: ",
+    ),
 }
 
 
@@ -250,6 +282,12 @@ RECORD_RULES_ONLY: Final = {
     "environment with both forms",
     "env name with =",
     "python with a slash",
+    "a check of two kinds",
+    "a check of no kind",
+    "an interpreter for a command",
+    "a check id twice",
+    "a reserved check id",
+    "a timeout past the interchangeable integers",
 }
 
 
