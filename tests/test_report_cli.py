@@ -435,3 +435,60 @@ def test_replay_check_of_a_saved_idkmesh_run(
     assert capsys.readouterr().err.count("\n") == 1
     assert _replay_idkmesh(IDKMESH / "demo.run.json", "--mode", "exact") == 2
     assert "provenance" in capsys.readouterr().err
+
+
+def _idkmesh_checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the IDKMesh checkout; its good-vs-bad config."""
+    root = tmp_path / "idkmesh-checkout"
+    shutil.copytree(IDKMESH / "repo", root)
+    return root, root / "examples/orchestration/two-attempt-good-vs-bad.json"
+
+
+def test_an_idkmesh_replay_finds_its_checkout_or_says_what_it_cannot_use(
+    work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checkout is the folder above the config that holds its work unit, or
+    ``--idkmesh-root``; a config that moved out of it, a config that does not read, a
+    kernel run record, ``--output``, and a work unit or policy that does not read are
+    unusable input (exit 2, one line naming it); a result manifest gone from the
+    checkout is a difference (exit 1)."""
+    run = str(IDKMESH / "demo.run.json")
+    root, config = _idkmesh_checkout(tmp_path)
+    moved = tmp_path / "moved.json"
+    shutil.copy(config, moved)
+
+    def replay(config_path: Path, *extra: str, record: str = run) -> tuple[int, str]:
+        capsys.readouterr()
+        argv = ["report", "replay-check", "--config", str(config_path), "--run-record", record]
+        code = main([*argv, *extra])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    assert replay(moved, "--idkmesh-root", str(root))[0] == 0
+    code, said = replay(moved)
+    assert code == 2
+    assert "no folder above it holds examples/work-units/" in said
+    assert replay(config, "--output", str(tmp_path / "replay.json")) == (
+        2,
+        "kernel report: error: --output writes kernel replay checks; an IDKMesh replay prints\n",
+    )
+    assert _generate() == 0
+    code, said = replay(config, record=str(work / "results/demo/run.json"))
+    assert (code, said.count("\n")) == (2, 1)
+    assert "an IDKMesh config replays an IDKMesh run record" in said
+    document = json.loads(config.read_text())
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({**document, "attempts": "none"}))
+    code, said = replay(broken, "--idkmesh-root", str(root))
+    assert (code, said.count("\n")) == (2, 1)
+    assert f"{broken}: " in said
+    policy = root / document["verifier_policy"]
+    policy.write_text(json.dumps({"not": "a policy"}))
+    code, said = replay(config)
+    assert (code, said.count("\n")) == (2, 1)
+    assert f"{policy}: " in said
+    shutil.copy(IDKMESH / "repo" / document["verifier_policy"], policy)
+    (root / document["attempts"][1]["result_manifest"]).unlink()
+    code, said = replay(config)
+    assert code == 1
+    assert "replay mismatch (IDKMesh provenance replay" in said

@@ -159,6 +159,27 @@ def test_bad_input_raises_before_launching(kwargs: dict[str, Any], error: type[E
         corroborate(["true"], **kwargs)
 
 
+def test_no_command_is_refused_before_launching() -> None:
+    """An empty command is a usage error, not N failed runs."""
+    with pytest.raises(ConfigError, match="no command given"):
+        corroborate([], runs=2)
+
+
+def test_a_majority_output_that_cannot_be_written_is_an_effect_error(tmp_path: Path) -> None:
+    """The majority output under a file, or onto a folder, is an effect error naming
+    it; nothing is left beside it (no temporary file)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep")
+    with pytest.raises(EffectError, match="cannot write"):
+        corroborate(["echo", "x"], runs=1, majority_output_path=blocker / "majority.out")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    with pytest.raises(EffectError, match=f"{folder}: write failed"):
+        corroborate(["echo", "x"], runs=1, majority_output_path=folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder"]
+    assert list(folder.iterdir()) == []
+
+
 def test_command_that_cannot_start() -> None:
     """A command missing everywhere is refused; one missing only inside the sandbox too."""
     with pytest.raises(EffectError):
