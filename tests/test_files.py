@@ -4,6 +4,7 @@ outlive their writer."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,7 +23,7 @@ from kernel.effects.files import (
     read_input,
     sweep_temporaries,
 )
-from kernel.errors import EffectError
+from kernel.errors import ConfigError, EffectError
 
 
 def temporaries(folder: Path) -> list[str]:
@@ -203,3 +204,21 @@ def test_importing_the_file_helpers_loads_no_random_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["[]"]
+
+
+def test_json_nested_past_the_parsers_depth_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """A document nested a thousand deep (which the fast parser takes but the strict
+    duplicate-key parse cannot) is a config error naming the file, not a RecursionError."""
+    path = tmp_path / "deep.json"
+    path.write_text("[ " * 1000 + "]" * 1000)
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: not valid JSON (nested too deeply)")):
+        load_json(path)
+
+
+def test_an_output_under_a_file_is_refused_naming_it(tmp_path: Path) -> None:
+    """Its folder cannot be made: an effect error naming the path and the folder."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep")
+    with pytest.raises(EffectError, match=re.escape(f"cannot create a file in {blocker}")):
+        atomic_write_bytes(blocker / "report.json", b"{}")
+    assert blocker.read_text() == "keep"
