@@ -331,3 +331,30 @@ def test_a_second_run_of_the_same_loaded_config_runs_its_checks_again(
     notes = {a.record.attempt_id: a.notes for a in second.attempts}
     assert "checks_shared_from" not in notes["fix"]
     assert "checks_shared_from" in notes["fix-again"]
+
+
+def test_a_failed_worker_is_named_by_how_it_ended(scratch: Path) -> None:
+    """A worker that exits non-zero, or is killed by a signal (a named one or a
+    real-time one), is a worker error whose message says how it ended, with its last
+    stderr line; its peers are judged as usual."""
+    workers = {
+        "exits": "echo 'first line' >&2\necho 'it broke' >&2\nexit 3\n",
+        "killed": "kill -KILL $$\n",
+        "realtime": "kill -s 40 $$\n",
+    }
+    attempts = []
+    for name, body in workers.items():
+        _script(scratch / f"demo/workers/{name}.sh", body)
+        attempts.append(_attempt(name, f"w-{name}", f"workers/{name}.sh"))
+    attempts.append(_attempt("good", "w-good", "workers/correct_fix.sh"))
+    report = _report(_config(scratch, attempts))
+    messages = {}
+    for attempt in report.attempts[:3]:
+        assert attempt.evidence_state is EvidenceState.WORKER_ERROR
+        assert attempt.error is not None
+        assert attempt.error.code is AttemptErrorCode.WORKER_FAILED
+        messages[attempt.attempt_id] = attempt.error.message
+    assert messages["exits"] == "worker failed: exit status 3; stderr: it broke"
+    assert messages["killed"] == "worker failed: killed by signal SIGKILL"
+    assert messages["realtime"] == "worker failed: killed by signal 40"
+    assert report.attempts[3].evidence_state is EvidenceState.SUPPORTED

@@ -271,6 +271,22 @@ DEMO_VERIFIER_EDITS: Final[dict[str, tuple[Callable[[dict[str, Any]], object], s
         lambda c: c["verifier"]["checks"].append({"id": "protected-paths", "command": ["true"]}),
         "$.verifier.checks[2].id: duplicate or reserved check id 'protected-paths'",
     ),
+    "a baseline that is a file": (
+        lambda c: c["verifier"].update(baseline="work-unit.json"),
+        "$.verifier.baseline: 'work-unit.json' is not a directory",
+    ),
+    "an absolute worker program": (
+        lambda c: c["attempts"][0].update(command=["/bin/sh", "-c", "true"]),
+        "attempts['attempt-1'].command[0]: must be relative to the config folder: '/bin/sh'",
+    ),
+    "a worker program outside the config folder": (
+        lambda c: c["attempts"][0].update(command=["../workers/correct_fix.sh"]),
+        "attempts['attempt-1'].command[0]: must be relative to the config folder",
+    ),
+    "a worker program that is not executable": (
+        lambda c: c["attempts"][0].update(command=["./work-unit.json"]),
+        "attempts['attempt-1'].command[0]: './work-unit.json' is not an executable file",
+    ),
     "a timeout past the interchangeable integers": (
         lambda c: c["verifier"]["checks"][0].update(timeout_s=2**53),
         "$.verifier.checks[0].timeout_s: ",
@@ -288,6 +304,10 @@ RECORD_RULES_ONLY: Final = {
     "a check id twice",
     "a reserved check id",
     "a timeout past the interchangeable integers",
+    "a baseline that is a file",
+    "an absolute worker program",
+    "a worker program outside the config folder",
+    "a worker program that is not executable",
 }
 
 
