@@ -761,3 +761,27 @@ def test_check_proof_refuses_unusable_documents(
     out = capsys.readouterr().out
     assert "ledger broken at entry 2 (" in out
     assert "entry_id_mismatch" in out
+
+
+def test_an_export_carries_a_payload_that_is_not_json_and_still_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stored payload edited into text that is not JSON is exported as that text
+    (a broken chain exports broken) and the export then fails verification at that
+    entry, as the ledger does; so does an export whose payload holds a float (no
+    canonical text hashes to any digest)."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    sql(path, "UPDATE kernel_ledger SET payload = 'not json' WHERE seq = 2")
+    export = tmp_path / "l.jsonl"
+    with opened(path, create=False) as store:
+        assert export_jsonl(store, export) == 3
+    lines = export.read_text().splitlines()
+    assert json.loads(lines[1])["payload"] == "not json"
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 1
+    assert "entry 2" in capsys.readouterr().out
+    floated = json.loads(lines[0])
+    floated["payload"] = {"i": 0.5}
+    export.write_text("\n".join([json.dumps(floated), *lines[1:]]) + "\n")
+    assert main(["ledger", "verify", "--jsonl", str(export)]) == 1
+    assert "entry 1" in capsys.readouterr().out

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from kernel.effects import schemas
+from kernel.effects.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,3 +71,14 @@ def test_schema_refuses_what_the_records_refuse() -> None:
             "baseline_git_tree": tree,
         }
         assert validator.is_valid({**base, "provenance": provenance}) is valid, tree
+
+
+def test_an_unknown_schema_name_lists_the_shipped_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`kernel schemas show NAME` of a schema that does not ship is unusable input
+    (exit 2) naming every one that does."""
+    assert main(["schemas", "show", "run-recrod"]) == 2
+    err = capsys.readouterr().err
+    assert "no schema 'run-recrod'; shipped: " in err
+    assert all(name in err for name in schemas.schema_names())
