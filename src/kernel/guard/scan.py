@@ -103,6 +103,16 @@ from kernel.guard.syntax import (
 __all__ = ["FileScan", "ImportFact", "RawFinding", "module_file", "module_imports", "scan_source"]
 
 
+_LEAF_FIELDS: Final = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "asname", "level",
+     "conversion", "kind", "is_async", "simple", "type_comment", "rest", "kwd_attrs"}
+)  # fmt: skip
+"""Fields that never hold a node a rule can see, in any node type: a name, a number,
+or an operator or context node (no fields of its own)."""
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per node type, its fields but `_LEAF_FIELDS`, in order (`_Scanner._generic`)."""
+
+
 class _Scanner(ShadowPass):
     """The reference pass of one file's scan; see the module docstring for the rules."""
 
@@ -220,12 +230,15 @@ class _Scanner(ShadowPass):
                 break
         # A class body runs in its own namespace: a name it bound in an earlier
         # statement (an enum member `open = "open"`) is that value, not the builtin.
+        # Only a builtin's name this pass searches for is ever looked up here, and a
+        # statement binding (or deleting) it names it: one on no line found is skipped.
         bound: set[str] = set()
         self.class_bound.append((len(scope), bound))
         try:
             for sub in stmt.body:
-                if self._hit(sub):
-                    self._stmt(sub, scope)
+                if not self._hit(sub):
+                    continue
+                self._stmt(sub, scope)
                 if isinstance(sub, ast.Delete):
                     bound.difference_update(
                         n.id for t in sub.targets for n in ast.walk(t) if isinstance(n, ast.Name)
@@ -375,7 +388,12 @@ class _Scanner(ShadowPass):
     def _generic(self, node: ast.AST, scope: Scope) -> None:
         # `ast.iter_child_nodes`, inlined (same order): two generators per node cost
         # more than the visit itself on the nodes this reaches.
-        for field in node._fields:
+        fields = _CHILD_FIELDS.get(type(node))
+        if fields is None:
+            fields = _CHILD_FIELDS[type(node)] = tuple(
+                f for f in node._fields if f not in _LEAF_FIELDS
+            )
+        for field in fields:
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else (value,):
                 if isinstance(child, ast.expr):
