@@ -708,6 +708,27 @@ def test_exclude_gitignore_and_venvs_are_not_scanned(tmp_path: Path) -> None:
     assert [m for _p, m, _k in found] == ["pkg", "pkg.a", "pkg.keep_me"]
 
 
+def test_a_venv_is_seen_in_its_own_listing_and_before_an_ignore(tmp_path: Path) -> None:
+    """A folder holding a `pyvenv.cfg` file is left out whether or not `.gitignore`
+    names it, and recorded as visited (a replay must see the file go), never as
+    excluded; the import root itself and a `pyvenv.cfg` that is a folder or a dangling
+    link do not make one."""
+    for rel in ("pkg/__init__.py", "env/lib/x.py", "ign/y.py", "dir/z.py", "link/w.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n", encoding="utf-8")
+    for folder in ("", "env", "ign"):
+        (tmp_path / folder / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+    (tmp_path / "dir" / "pyvenv.cfg").mkdir()
+    (tmp_path / "link" / "pyvenv.cfg").symlink_to(tmp_path / "gone")
+    (tmp_path / ".gitignore").write_text("ign/\n", encoding="utf-8")
+    visited: list[str] = []
+    excluded: list[str] = []
+    found = discover_modules(tmp_path, gitignore_from=tmp_path, visited=visited, excluded=excluded)
+    assert [m for _p, m, _k in found] == ["dir.z", "link.w", "pkg"]
+    assert {str(tmp_path / "env"), str(tmp_path / "ign")} <= set(visited)
+    assert excluded == []
+
+
 def test_paths_limit_the_report_not_the_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -146,6 +146,15 @@ def discover_modules(
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
     for folder, prefix, dirs, files in _walk(top, []):
+        if prefix and "pyvenv.cfg" in files and os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+            # A virtual environment, found in its own listing (a stat of `pyvenv.cfg`
+            # in every folder from its parent cost more than the rest of the walk).
+            # Not walked, but a warm replay must see `pyvenv.cfg` go: then the folder's
+            # modules count (its mtime changes; its parent's does not).
+            if visited is not None:
+                visited.append(folder)
+            dirs[:] = []
+            continue
         # A `.gitignore` added later changes the folder's mtime: only one that exists
         # is read, and stat-checked by a warm replay.
         here_ignore = ".gitignore" in files
@@ -155,23 +164,7 @@ def discover_modules(
                 visited.append(os.path.join(folder, ".gitignore"))
         if gitignore_from is not None and here_ignore:
             ignore.read(folder)
-        keep = []
-        for d in sorted(dirs):
-            path = os.path.join(folder, d)
-            if d == "__pycache__" or d.startswith("."):
-                continue
-            if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
-                if visited is not None:
-                    # Not walked, but a warm replay must see `pyvenv.cfg` go: then the
-                    # folder's modules count (its mtime changes; its parent's does not).
-                    visited.append(path)
-                continue
-            if ignore.ignored(path, "/".join([*prefix, d]), is_dir=True):
-                if excluded is not None:
-                    excluded.append(".".join([*prefix, d]))
-                continue
-            keep.append(d)
-        dirs[:] = keep
+        dirs[:] = _kept(folder, prefix, dirs, ignore=ignore, visited=visited, excluded=excluded)
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
@@ -183,6 +176,35 @@ def discover_modules(
                 if module:
                     out.append((path, module, is_package))
     return out
+
+
+def _kept(
+    folder: str,
+    prefix: list[str],
+    dirs: list[str],
+    *,
+    ignore: _Ignore,
+    visited: list[str] | None,
+    excluded: list[str] | None,
+) -> list[str]:
+    """The sub-folders of ``folder`` to walk, sorted (see `discover_modules`)."""
+    keep = []
+    for d in sorted(dirs):
+        if d == "__pycache__" or d.startswith("."):
+            continue
+        path = os.path.join(folder, d)
+        if ignore.ignored(path, "/".join([*prefix, d]), is_dir=True):
+            if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+                # A virtual environment is one before it is ignored, as the walk finds
+                # one it keeps (`discover_modules`).
+                if visited is not None:
+                    visited.append(path)
+                continue
+            if excluded is not None:
+                excluded.append(".".join([*prefix, d]))
+            continue
+        keep.append(d)
+    return keep
 
 
 def _walk(folder: str, prefix: list[str]) -> Iterator[tuple[str, list[str], list[str], list[str]]]:
