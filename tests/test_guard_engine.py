@@ -286,8 +286,8 @@ def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
 @pytest.mark.processes
 def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
     """The console script's replay prints the recorded output, flushed, and exits with
-    its code without the interpreter's shutdown (an exit handler does not run); a run
-    that is not replayed shuts down as usual."""
+    its code without the interpreter's shutdown (an exit handler does not run); so does
+    a full run, once its output is flushed."""
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
     (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
     _age(tmp_path)
@@ -306,9 +306,9 @@ def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
     ]
     full, replayed = runs
     assert full.returncode == replayed.returncode == 1
-    assert full.stdout.splitlines()[-1] == "shut down"
-    assert replayed.stdout + "shut down\n" == full.stdout
+    assert replayed.stdout == full.stdout
     assert replayed.stdout.splitlines()[-1].startswith("1 finding")
+    assert "shut down" not in full.stdout
 
 
 def test_replay_stops_when_a_skipped_virtual_environment_stops_being_one(
@@ -469,3 +469,36 @@ def test_old_effect_maps_are_pruned_other_files_kept(
     assert len([n for n in names if n.startswith("effects-")]) == 2
     assert "last-runs.marshal" in names
     assert len(names) == 4  # and the per-file cache of this policy
+
+
+def test_console_script_leaves_a_full_guard_run_at_once_and_returns_any_other_verb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In process: a full `kernel guard` run flushes its output and leaves through
+    `os._exit` with its code (the interpreter's shutdown would only free what the run
+    built); another verb's code is returned to the caller as before."""
+    from kernel.effects import entry
+
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    left: list[int] = []
+
+    class _Left(Exception):
+        pass
+
+    def _exit(code: int) -> None:
+        left.append(code)
+        raise _Left
+
+    monkeypatch.setattr(os, "_exit", _exit)
+    monkeypatch.setattr(sys, "argv", ["kernel", "guard", "--config", "adr.md", "--no-cache"])
+    with pytest.raises(_Left):
+        entry.script()
+    assert left == [1]
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1 finding")
+    missing = str(tmp_path / "no-ledger.jsonl")
+    monkeypatch.setattr(sys, "argv", ["kernel", "ledger", "verify", "--ledger", missing])
+    assert entry.script() == 2
+    assert left == [1]
+    assert "ledger not found" in capsys.readouterr().err

@@ -7,9 +7,11 @@ Rules this module enforces:
   without loading argparse, the command table or the rest of the guard;
 - ``kernel --version`` prints the version from `kernel` alone (argparse and its
   imports are most of a bare run's start-up);
-- the console script (`script`) leaves a run answered that way at once, once its
-  output is flushed: the interpreter's own shutdown (a few milliseconds) would tidy
-  up nothing such a run made;
+- the console script (`script`) leaves a run answered that way, and any full
+  ``kernel guard`` run, at once, once its output is flushed: the interpreter's own
+  shutdown would tidy up nothing such a run made (its caches are written and closed),
+  and after a full run it frees the syntax trees' leftovers and the effect map of
+  installed code object by object (tens of milliseconds on a large tree);
 - everything else (another verb, a guard run that cannot be replayed) is
   `kernel.effects.cli.main`, unchanged.
 """
@@ -48,13 +50,16 @@ def main() -> int:
 
 
 def script() -> int:
-    """`main` as the ``kernel`` console script runs it: an early answer exits here."""
+    """`main` as the ``kernel`` console script runs it: an early answer, and any
+    ``kernel guard`` run, exits here."""
     words = sys.argv[1:]
     answered = _answered(words)
     if answered is None:
         from kernel.effects.cli import main as run
 
-        return run(words)
+        answered = run(words)
+        if words[:1] != ["guard"]:
+            return answered
     try:
         sys.stdout.flush()
         sys.stderr.flush()
