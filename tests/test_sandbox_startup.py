@@ -46,6 +46,11 @@ def _in_a_thread(work: object) -> object:
     return result[0]
 
 
+def _default_slice() -> int:
+    nslimits.slice_ns(0)
+    return _slice_of()
+
+
 def _custom_slices() -> bool:
     def probe() -> bool:
         nslimits.slice_ns(nslimits.SHORT_SLICE)
@@ -109,12 +114,7 @@ def test_the_command_runs_with_the_default_slice(spill: Path, level: Isolation) 
     prepared for it alike (runs 0 and 1)."""
     assert SYSTEM_PYTHON is not None
     probe = SLICE_PROBE.format(nr=_SCHED_GETATTR)
-
-    def default_slice() -> int:
-        nslimits.slice_ns(0)
-        return _slice_of()
-
-    default = _in_a_thread(default_slice)
+    default = _in_a_thread(_default_slice)
     for index in (0, 1):
         spec = SandboxSpec(
             command=(SYSTEM_PYTHON, "-c", probe), isolation=level, run_index=index, timeout_s=30.0
@@ -133,8 +133,10 @@ def _children(pid: int) -> list[int]:
 def test_a_prepared_sandbox_waits_for_its_run_with_short_slices_only_on_its_path(
     spill: Path,
 ) -> None:
-    """Prepared: its helper and ns keep long slices (they are never on a run's path);
-    its PID 1 and the command's process, which are, wait with short ones."""
+    """Prepared: its helper keeps the long slice of the preparation until it is taken,
+    ns the default once it has forked PID 1 (its exit is the teardown); PID 1 and the
+    command's process, on the run's path, wait with short ones."""
+    default = _in_a_thread(_default_slice)
     capture = run_sandboxed(SandboxSpec(command=("true",), timeout_s=30.0), spill_dir=spill)
     assert capture.status is CaptureStatus.OK, capture.error
     server = sandbox_server.running_server()
@@ -146,7 +148,7 @@ def test_a_prepared_sandbox_waits_for_its_run_with_short_slices_only_on_its_path
         (init,) = _children(ns)
         (command,) = _children(init)
         slices = [_slice_of(pid) for pid in (sandbox.pid, ns, init, command)]
-        assert slices == [nslimits.LONG_SLICE] * 2 + [nslimits.SHORT_SLICE] * 2
+        assert slices == [nslimits.LONG_SLICE, default] + [nslimits.SHORT_SLICE] * 2
 
 
 class _Fail:

@@ -262,6 +262,7 @@ def helper(message: bytes, request: Request | None, sock: int = -1) -> None:
         if status < 0:
             _give_up(child, cgroup, chan)  # discarded by the server
         report.attach(status)
+        nslimits.slice_ns(0)  # prepared: from here on the teardown's, as any process
     else:
         _hand_to_init(chan, request, tree)
     _end(report, chan, child, cgroup)
@@ -417,6 +418,7 @@ def _ns(
             os.close(fd)
         os.write(int(opts["init_fd"]), str(child).encode())  # its pid on the host
         os.close(int(opts["init_fd"]))
+        nslimits.slice_ns(0)  # what is left to it (its exit) is the teardown's
         os.waitpid(child, 0)
         _exit(0)
     os.close(int(opts["init_fd"]))
@@ -549,9 +551,7 @@ def _run(
     os.close(patch_fd)
     nslimits.cgroup_done(report, opts["cgroup"])  # read outside too, if PID 1 is killed
     report("done")
-    nslimits.slice_ns(
-        nslimits.LONG_SLICE
-    )  # its exit (the namespaces' teardown) is off the run's path
+    nslimits.slice_ns(0)  # its exit is the teardown: no longer a step of the run
     os.write(chan, b"finished")
     _exit(0)
 

@@ -126,7 +126,10 @@ process until its ``execve``. A task woken with a short slice takes a core from 
 running a longer one (EEVDF, Linux >= 6.12): a run's few short steps no longer wait
 behind the next sandbox's preparation, which runs beside it on a 2-core machine."""
 LONG_SLICE: Final = 20_000_000
-"""The time slice (ns) of a sandbox being prepared, and of PID 1 once its run is done."""
+"""The time slice (ns) of a sandbox's preparation (its helper until taken, ns until it
+forks PID 1, PID 1 until it forks the command's process); the teardown runs with the
+kernel's default (the next run's first steps wait for the teardown of the one before
+last)."""
 _SYS_SCHED_SETATTR: Final = {"x86_64": 314, "aarch64": 274}.get(os.uname().machine)
 _SCHED_FLAG_KEEP_POLICY: Final = 0x08
 
