@@ -44,7 +44,7 @@ from kernel.effects.git import (
     content_tree_id,
     exec_keys,
 )
-from kernel.effects.ledger_store import opened, read_jsonl, verify_store
+from kernel.effects.ledger_store import opened, read_jsonl, tree_head, verify_store
 from kernel.effects.pipeline import run_pipeline
 from kernel.effects.promotion import CRASH_AT_VARIABLE, pending, unsafe_changes
 from kernel.effects.run_folder import load_run_folder
@@ -2317,3 +2317,36 @@ def test_a_failed_swap_is_read_as_recovery_reads_it(
     assert staged_at(repo) == (intent["commit"] if act == "stage" else None)
     assert (stages_pending(ledger), unstages_pending(ledger)) == ([], [])
     stage_agrees(repo, ledger, capsys)
+
+
+def test_promotion_commits_anchoring_two_trees_of_one_size_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ledger verify --repo` checks the ledger against the tree heads the repository's
+    promotion commits anchor: a commit anchoring another tree of a size already
+    anchored is named (a rewritten history shows), a malformed anchor anchors nothing,
+    and commits whose permits the ledger never closed are named too."""
+    ledger = tmp_path / "l.sqlite"
+    with opened(ledger) as store:
+        for i in range(2):
+            store.append(EntryKind.DECISION, {"i": i})
+        root = tree_head(store).root_hash
+        store.append(EntryKind.DECISION, {"i": 2})
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    commits = {}
+    for name, head in (("malformed", "two " + "c" * 64), ("other", "2 " + "d" * 64),
+                       ("real", f"2 {root}")):  # fmt: skip
+        message = f"{name}\n\nKernel-Permit-Id: permit-{name}\nKernel-Ledger-Head: {head}\n"
+        git(path, "commit", "-q", "--allow-empty", "-m", message)
+        commits[name] = git(path, "rev-parse", "HEAD")
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", str(ledger), "--repo", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{commits['other']} anchors another tree of 2 entries" in out
+    assert f"{commits['real']} anchors" not in out
+    for name in commits:
+        permit = f"permit-{name}"[:12]
+        assert f"commit {commits[name][:12]} promotes permit {permit}, which" in out
+    assert "run `kernel promote --recover`" in out
