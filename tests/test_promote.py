@@ -2350,3 +2350,43 @@ def test_promotion_commits_anchoring_two_trees_of_one_size_are_named(
         permit = f"permit-{name}"[:12]
         assert f"commit {commits[name][:12]} promotes permit {permit}, which" in out
     assert "run `kernel promote --recover`" in out
+
+
+def test_a_promotion_whose_branch_lock_is_held_is_blocked_not_refused(
+    demo: Demo,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another git takes the branch's lock between the intent and the compare-and-swap:
+    the branch did not move, so this is no `branch_moved` refusal: the promotion is
+    blocked (exit 2, saying so), its intent pending, the lock untouched; once the lock
+    is gone, `promote --recover` finishes it."""
+    decision = decide(demo, tmp_path, key=demo.alice)
+    lock = repo / ".git" / "refs" / "heads" / "main.lock"
+    tip = git(repo, "rev-parse", "main")
+    original = Repo.update_ref
+
+    def locked(self: Repo, ref: str, new: str, old: str | None, reason: str) -> None:
+        lock.write_text(f"{tip}\n")  # another git's update of main, under way
+        original(self, ref, new, old, reason)
+
+    monkeypatch.setattr(Repo, "update_ref", locked)
+    ledger = tmp_path / "l.sqlite"
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 2
+    err = capsys.readouterr().err
+    assert "promotion onto refs/heads/main blocked, its intent left pending" in err
+    assert git(repo, "rev-parse", "main") == tip
+    assert len(pending_of(ledger)) == 1
+    assert lock.read_text() == f"{tip}\n"
+    assert refusals(ledger)[-1]["reason_codes"] == ["unusable_input"]
+    monkeypatch.setattr(Repo, "update_ref", original)
+    lock.unlink()
+    common = ["--repo", str(repo), "--ledger", str(ledger)]
+    assert main(["promote", "--recover", *common]) == 0
+    assert "finished: promotion" in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main^") == tip
+    assert pending_of(ledger) == []
+    agree(repo)

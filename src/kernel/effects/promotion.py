@@ -15,7 +15,9 @@ this order, each step durable before the next:
    ledger's Merkle tree head at that entry, signed when a ledger key is given);
 3. a ``promotion`` entry with ``phase: intent`` names the branch, its old tip and
    the commit;
-4. the branch moves by compare-and-swap (``branch_moved`` when it lost);
+4. the branch moves by compare-and-swap (``branch_moved`` when it moved; when it did
+   not but could not be updated, as when another git holds its lock, the promotion
+   is blocked with its intent pending, as recovery reads the same failure);
 5. the checked-out work tree and index follow (`Repo.fast_forward_work_tree`: each
    path replaced whole, the index swapped whole, under a lock whose marker names
    the intent, so a kill inside the step leaves what recovery provably owns);
@@ -339,8 +341,9 @@ def promote(
         require_trust: the promotion policy's required trust level (gate P4b).
 
     Raises:
-        EffectError: the branch is missing, the patch does not apply, a step failed
-            after the branch moved (then `recover` finishes it).
+        EffectError: the branch is missing, the patch does not apply, the branch
+            could not be updated though it did not move (blocked), or a step failed
+            after the branch moved (then `recover` finishes either).
     """
     tip = repo.resolve(branch)
     if tip is None:
@@ -445,7 +448,14 @@ def _commit_and_move(
     crash_point("intent")
     try:
         repo.update_ref(branch, commit, tip, f"kernel promote {outcome.permit_id}")
-    except GitRefusal:
+    except GitRefusal as e:
+        if repo.resolve(branch) == tip:
+            # Not moved (another git holds its lock): read as recovery reads it, blocked
+            # with the intent pending; `branch_moved` would be false.
+            raise EffectError(
+                f"promotion onto {branch} blocked, its intent left pending (`kernel promote "
+                f"--recover` finishes it once the branch can be updated): {e}"
+            ) from e
         _close(store, pending, "abandoned", "the branch moved before its update")
         moved = gate_refusal(
             "promote", folder, outcome.attempt_id, GateReason.BRANCH_MOVED,
