@@ -32,6 +32,7 @@ from kernel.effects.ledger_store import (
     export_jsonl,
     open_store,
     opened,
+    prove_consistency,
     prove_inclusion,
     read_jsonl,
     redact,
@@ -785,3 +786,31 @@ def test_an_export_carries_a_payload_that_is_not_json_and_still_fails(
     export.write_text("\n".join([json.dumps(floated), *lines[1:]]) + "\n")
     assert main(["ledger", "verify", "--jsonl", str(export)]) == 1
     assert "entry 1" in capsys.readouterr().out
+
+
+def test_tree_heads_and_proofs_refuse_what_the_ledger_cannot_back(tmp_path: Path) -> None:
+    """A consistency proof from a size the ledger never reached, and a tree head of a
+    ledger whose last entry lost its tail mark, are effect errors naming the ledger."""
+    path = filled(tmp_path / "l.sqlite", 3)
+    with (
+        opened(path, create=False) as store,
+        pytest.raises(EffectError, match="the ledger has 3 entries, not 10"),
+    ):
+        prove_consistency(store, 10)
+    sql(path, "UPDATE kernel_ledger SET tail = 0")
+    with (
+        opened(path, create=False) as store,
+        pytest.raises(EffectError, match=r"malformed recorded head \(run `kernel ledger"),
+    ):
+        tree_head(store)
+
+
+def test_a_postgres_ledger_without_its_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the optional psycopg, a postgresql:// ledger is unusable input naming
+    the extra to install, before any connection is tried."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    assert main(["ledger", "verify", "--ledger", "postgresql://db.invalid/ledger"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'evidence-kernel[postgres]'" in err
