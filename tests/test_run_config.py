@@ -271,6 +271,16 @@ DEMO_VERIFIER_EDITS: Final[dict[str, tuple[Callable[[dict[str, Any]], object], s
         lambda c: c["verifier"]["checks"].append({"id": "protected-paths", "command": ["true"]}),
         "$.verifier.checks[2].id: duplicate or reserved check id 'protected-paths'",
     ),
+    "declared tests naming no test": (
+        lambda c: c["verifier"]["checks"][0].update(tests={"fail_to_pass": []}),
+        "$.verifier.checks[0].tests: no tests: name at least one test that must pass",
+    ),
+    "a declared test named twice": (
+        lambda c: c["verifier"]["checks"][0]["tests"]["pass_to_pass"].append(
+            c["verifier"]["checks"][0]["tests"]["fail_to_pass"][0]
+        ),
+        "$.verifier.checks[0].tests: a test is named twice",
+    ),
     "a baseline that is a file": (
         lambda c: c["verifier"].update(baseline="work-unit.json"),
         "$.verifier.baseline: 'work-unit.json' is not a directory",
@@ -305,6 +315,8 @@ RECORD_RULES_ONLY: Final = {
     "a reserved check id",
     "a timeout past the interchangeable integers",
     "a baseline that is a file",
+    "declared tests naming no test",
+    "a declared test named twice",
     "an absolute worker program",
     "a worker program outside the config folder",
     "a worker program that is not executable",
