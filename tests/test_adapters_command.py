@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import json
 import shutil
 import tempfile
@@ -358,3 +359,70 @@ def test_a_failed_worker_is_named_by_how_it_ended(scratch: Path) -> None:
     assert messages["killed"] == "worker failed: killed by signal SIGKILL"
     assert messages["realtime"] == "worker failed: killed by signal 40"
     assert report.attempts[3].evidence_state is EvidenceState.SUPPORTED
+
+
+def _handed_in(
+    base: Path, name: str, patch: bytes, artifact: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A fixture-result attempt: a result manifest handed in with its candidate folder
+    (``fix.patch`` holding ``patch``), naming ``artifact`` (None: no patch artifact)."""
+    from kernel.run.verification import WorkUnit
+
+    unit = WorkUnit.from_dict(json.loads((base / "demo/work-unit.json").read_text()))
+    root = base / "demo/handed" / name
+    (root / "candidate").mkdir(parents=True)
+    (root / "candidate/fix.patch").write_bytes(patch)
+    manifest = {
+        "id": f"handed/{name}",
+        "work_unit_id": unit.id,
+        "work_unit_version": unit.version,
+        "work_unit_digest": unit.digest,
+        "attempt": 1,
+        "worker": {"id": f"w-{name}", "type": "system", "adapter": "fixture-result",
+                   "adapter_version": "1"},
+        "status": "succeeded",
+        "artifacts": [] if artifact is None else [artifact],
+        "claims": ["a fix"],
+    }  # fmt: skip
+    (root / "result-manifest.json").write_text(json.dumps(manifest))
+    return {
+        "attempt_id": name,
+        "adapter": "fixture-result",
+        "result_manifest": f"handed/{name}/result-manifest.json",
+        "candidate_root": f"handed/{name}/candidate",
+    }
+
+
+def test_the_verifier_takes_only_the_patch_bytes_the_manifest_binds(scratch: Path) -> None:
+    """A result manifest handed in with its candidate (not written by the kernel) is
+    held to what it claims: no patch artifact, a locator leaving the candidate folder,
+    a patch file that is not there, or bytes that do not match the digest the manifest
+    binds are each a verifier failure naming it; none is verified."""
+    patch = (scratch / "demo/workers/correct_fix.sh").read_bytes()
+    digest = hashlib.sha256(patch).hexdigest()
+
+    def artifact(locator: str, sha: str = digest) -> dict[str, Any]:
+        return {"id": "patch", "locator": locator, "digest": sha, "media_type": "text/x-diff"}
+
+    attempts = [
+        _handed_in(scratch, "no-patch", patch, None),
+        _handed_in(scratch, "escapes", patch, artifact("../../no-patch/candidate/fix.patch")),
+        _handed_in(scratch, "missing", patch, artifact("gone.patch")),
+        _handed_in(scratch, "edited", patch + b"# edited\n", artifact("fix.patch")),
+    ]
+    config = _config(scratch, [])
+    document = json.loads(config.read_text())
+    config.write_text(json.dumps({**document, "attempts": attempts, "calibration": False}))
+    record = run_detailed(load_config(config)).record
+    said = {}
+    for attempt in record.attempts:
+        assert attempt.verification is None
+        assert attempt.error is not None
+        assert attempt.error.code is AttemptErrorCode.VERIFIER_FAILED
+        said[attempt.attempt_id] = attempt.error.message
+    assert said == {
+        "no-patch": "handed/no-patch: the manifest names no patch artifact",
+        "escapes": "handed/escapes: patch locator escapes the candidate",
+        "missing": "handed/missing/candidate: patch file is missing",
+        "edited": "handed/edited/candidate: patch does not match its digest",
+    }
