@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -290,3 +291,31 @@ def test_a_misspelt_pytest_node_id_stops_the_load(tmp_path: Path, node_id: str, 
     ]
     config.write_text(json.dumps(document))
     assert load_config(config).run_id == "demo/median-fix"
+
+
+def test_the_fixture_verifier_holds_a_candidate_to_its_manifest(tmp_path: Path) -> None:
+    """A candidate whose bytes are not JSON is never accepted (acceptance inconclusive,
+    its digest still checked); a manifest whose locator leaves the candidate folder
+    (pointing at the good candidate) gets no bytes read through it: digest failed,
+    acceptance inconclusive, never supported."""
+    shutil.copytree(FIXTURES, tmp_path / "f")
+    bad = tmp_path / "f" / "candidates" / "bad"
+    garbled = b'{"answer": 42, "status": "ready"'
+    (bad / "candidate-root" / "candidate.json").write_bytes(garbled)
+    manifest = json.loads((bad / "result-manifest.json").read_text())
+    manifest["artifacts"][0]["digest"] = hashlib.sha256(garbled).hexdigest()
+    (bad / "result-manifest.json").write_text(json.dumps(manifest))
+    good = tmp_path / "f" / "candidates" / "good"
+    escaping = json.loads((good / "result-manifest.json").read_text())
+    escaping["artifacts"][0]["locator"] = "../../good/candidate-root/candidate.json"
+    (good / "result-manifest.json").write_text(json.dumps(escaping))
+    run = run_config(tmp_path / "f" / "two-attempt-good-vs-bad.json")
+    statuses = {}
+    for attempt in run.attempts:
+        assert attempt.verification is not None
+        statuses[attempt.attempt_id] = {c.id: str(c.status) for c in attempt.verification.checks}
+        assert attempt.verification.recommendation is not Recommendation.ACCEPT_CANDIDATE
+    assert statuses["attempt-002"]["artifact-digest"] == "passed"
+    assert statuses["attempt-002"]["independent-acceptance"] == "inconclusive"
+    assert statuses["attempt-001"]["artifact-digest"] == "failed"
+    assert statuses["attempt-001"]["independent-acceptance"] == "inconclusive"
