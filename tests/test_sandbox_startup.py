@@ -21,8 +21,17 @@ from typing import NoReturn
 import pytest
 
 from kernel.corroboration.consensus import CaptureStatus, Isolation
-from kernel.effects.sandbox import SandboxSpec, nslimits, nsview, read_output, run_sandboxed
+from kernel.effects.sandbox import (
+    Limits,
+    SandboxSpec,
+    nslimits,
+    nsview,
+    read_output,
+    run_sandboxed,
+)
+from kernel.effects.sandbox import runner as sandbox_runner
 from kernel.effects.sandbox import server as sandbox_server
+from kernel.effects.sandbox.nsserve import DEPTH
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}.get(os.uname().machine)
@@ -137,11 +146,12 @@ def test_a_prepared_sandbox_waits_for_its_run_with_short_slices_only_on_its_path
     ns the default once it has forked PID 1 (its exit is the teardown); PID 1 and the
     command's process, on the run's path, wait with short ones."""
     default = _in_a_thread(_default_slice)
-    capture = run_sandboxed(SandboxSpec(command=("true",), timeout_s=30.0), spill_dir=spill)
+    spec = SandboxSpec(command=("true",), timeout_s=30.0, limits=Limits(processes=4323))
+    capture = run_sandboxed(spec, spill_dir=spill)
     assert capture.status is CaptureStatus.OK, capture.error
     server = sandbox_server.running_server()
     assert server is not None
-    assert len(server.prepared()) == 2
+    assert len(server.prepared()) == DEPTH - 1  # a spec seen first
     for sandbox in server._held:
         select.select([sandbox.sock], [], [])  # it said "ready": PID 1 waits for a run
         (ns,) = _children(sandbox.pid)
@@ -149,6 +159,28 @@ def test_a_prepared_sandbox_waits_for_its_run_with_short_slices_only_on_its_path
         (command,) = _children(init)
         slices = [_slice_of(pid) for pid in (sandbox.pid, ns, init, command)]
         assert slices == [nslimits.LONG_SLICE, default] + [nslimits.SHORT_SLICE] * 2
+
+
+def test_a_spec_run_again_keeps_one_more_sandbox_prepared(spill: Path) -> None:
+    """A spec seen first leaves `DEPTH` - 1 sandboxes prepared for it (most are never
+    run again); once a run of it took a prepared one, `DEPTH` wait (reruns: each is
+    made while the next `DEPTH` runs go). A different spec starts over."""
+    counts = []
+    # Process limits no other test uses: specs this server has not seen yet.
+    for index, (command, processes) in enumerate(
+        [(("true",), 4321), (("true",), 4321), (("echo", "x"), 4321), (("true",), 4322)]
+    ):
+        spec = SandboxSpec(
+            command=command,
+            timeout_s=30.0,
+            run_index=index,
+            limits=Limits(processes=processes),
+        )
+        capture = run_sandboxed(spec, spill_dir=spill)
+        assert capture.status is CaptureStatus.OK, capture.error
+        counts.append(len(sandbox_runner.prepared_sandboxes()))
+    # echo x has the options of true (the command is the run's, not the sandbox's).
+    assert counts == [DEPTH - 1, DEPTH, DEPTH, DEPTH - 1]
 
 
 class _Fail:

@@ -243,14 +243,15 @@ class _HelperServer:
                 self._settle(keep=1)
                 self._read_prepared(block=False)
                 sandbox = self._oldest(key)
+                warm = sandbox is not None  # a spec run again (reruns): keep more waiting
                 if sandbox is not None and not by_server:
                     if sandbox.take(payload, list(fds)):
-                        self._ask(key, payload)
+                        self._ask(key, payload, warm=warm)
                         return ForkedHelper(sandbox.pid, sandbox.pidfd, self)
                     sandbox.close()
                     sandbox = None
                 reply, pidfds = self._request(payload, fds, sandbox)
-                self._ask(key, payload)
+                self._ask(key, payload, warm=warm)
         except OSError:
             reply, pidfds = b"", []
         if reply == b"taken" and sandbox is not None:
@@ -286,10 +287,12 @@ class _HelperServer:
                 return reply, pidfds
             self._store(reply, pidfds)
 
-    def _ask(self, key: tuple[str, ...], payload: bytes) -> None:
+    def _ask(self, key: tuple[str, ...], payload: bytes, *, warm: bool) -> None:
         """Ask the server for the sandboxes of ``key`` still missing (it forks them
-        beside the run; they come in a ``prepared`` message, read at the next run)."""
-        count = DEPTH - sum(s.key == key for s in self._held)
+        beside the run; they come in a ``prepared`` message, read at the next run):
+        `DEPTH` in all once a run of ``key`` found one prepared (``warm``), one fewer
+        for a spec seen first (most never run again)."""
+        count = (DEPTH if warm else DEPTH - 1) - sum(s.key == key for s in self._held)
         count -= sum(n for asked, n in self._asked if asked == key)
         if count > 0:
             self._sock.send(PREPARE + str(count).encode() + b"\0" + payload)
