@@ -333,6 +333,31 @@ def test_broken_ledger_is_refused(
     assert git(repo, "rev-parse", "main") == before
 
 
+def test_a_ledger_that_refuses_appends_still_refuses_and_says_unrecorded(
+    demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ledger whose last entry lost its tail mark refuses every append: the
+    promotion is refused all the same (ledger_broken), and the refusal says it was not
+    recorded instead of pretending to an entry; nothing moved."""
+    ledger = tmp_path / "l.sqlite"
+    with opened(ledger) as store:
+        for i in range(3):
+            store.append(EntryKind.ADMISSION, {"i": i})
+    db = sqlite3.connect(ledger)
+    db.execute("UPDATE kernel_ledger SET tail = 0")
+    db.commit()
+    db.close()
+    decision = decide(demo, tmp_path, key=demo.alice)
+    before = git(repo, "rev-parse", "main")
+    capsys.readouterr()
+    assert promote(demo, repo, decision, ledger) == 1
+    out = capsys.readouterr().out
+    assert "refused (ledger_broken); not recorded (the ledger refused the append)" in out
+    assert git(repo, "rev-parse", "main") == before
+    with opened(ledger, create=False) as store:
+        assert len(list(store.entries())) == 3
+
+
 @pytest.mark.parametrize("problem", ["missing repo", "not a repo", "no branch"])
 def test_unusable_repository_exit_2(
     problem: str, demo: Demo, repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
