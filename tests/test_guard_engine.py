@@ -4,6 +4,7 @@ the work by size, and the warm replay of the console script."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from hypothesis import strategies as st
 
 from kernel.effects.cli import main
 from kernel.guard import Policy, Rule, check_tree, effects, pool, scan
+from kernel.guard.names import ImportPass
+from kernel.guard.patterns import CallMatcher
 from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
 from test_guard import POLICY_MD, _age, _tree  # type: ignore[import-not-found]  # sibling test module
 
@@ -502,3 +505,47 @@ def test_console_script_leaves_a_full_guard_run_at_once_and_returns_any_other_ve
     assert entry.script() == 2
     assert left == [1]
     assert "ledger not found" in capsys.readouterr().err
+
+
+_STATEMENTS = st.sampled_from(
+    [
+        "x = 1\n",
+        "\n",
+        "# a comment\n",
+        "if x:\n    y = 2\n\n    z = 3\n",
+        "@d\ndef f():\n    pass\n",
+        "@d\n\n@e(1,\n  2)\nclass C:\n    z = 3\n",
+        "import os\n",
+        's = """a\nb"""\n',
+    ]
+)
+
+
+@given(st.lists(_STATEMENTS, max_size=12), st.sets(st.integers(1, 60), max_size=8))
+def test_hits_are_the_statements_that_span_a_marked_line(
+    parts: list[str], marked: set[int]
+) -> None:
+    """For all bodies and marked lines: the scan's walk picks exactly the statements
+    whose lines (decorators included) hold a marked line, though it stops looking
+    past the last one and steps over statements before the next."""
+    src = "".join(parts)
+    tree = ast.parse(src)
+    scanner = ImportPass(
+        data=src.encode(),
+        search=src.encode(),
+        tree=tree,
+        module="m",
+        is_package=False,
+        rules=(),
+        matcher=CallMatcher(()),
+    )
+    lines = sorted(marked)
+
+    def spans(stmt: ast.stmt) -> bool:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        return any(first <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)
+
+    expected = [i for i, stmt in enumerate(tree.body) if spans(stmt)]
+    assert scanner._hits(tree.body, lines) == expected
+    scanner.lines = lines
+    assert scanner._hits(tree.body) == expected

@@ -194,15 +194,39 @@ class ImportPass:
         if self.lines:
             self._imports(self.tree.body, [])
 
-    def _hit(self, stmt: ast.stmt) -> bool:
-        # `span`, inlined: this runs for every statement of every body visited.
-        start = stmt.lineno
-        decorators = getattr(stmt, "decorator_list", None)
-        if decorators:
-            start = min(start, decorators[0].lineno)
-        lines = self.lines
-        i = bisect.bisect_left(lines, start)
-        return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
+    def _hits(self, body: Sequence[ast.stmt], marked: list[int] | None = None) -> list[int]:
+        """Indexes of the statements of ``body`` that span a marked line (``marked``,
+        by default `lines`).
+
+        A body's statements follow each other (a statement's decorators come after the
+        one before it ends), so the marked lines are walked beside them: a statement
+        that ends before the next marked line costs one comparison, and once no marked
+        line is left the rest of the body is not looked at.
+        """
+        lines = self.lines if marked is None else marked
+        if not lines:
+            return []
+        count = len(lines)
+        k = 0
+        nxt = lines[0]  # every marked line before it lies before the current statement
+        out: list[int] = []
+        for index, stmt in enumerate(body):
+            end = stmt.end_lineno or stmt.lineno
+            if end < nxt:
+                continue
+            start = stmt.lineno
+            decorators = getattr(stmt, "decorator_list", None)
+            if decorators:
+                start = min(start, decorators[0].lineno)
+            if nxt < start:
+                k = bisect.bisect_left(lines, start, k)
+                if k == count:
+                    break
+                nxt = lines[k]
+                if end < nxt:
+                    continue
+            out.append(index)
+        return out
 
     def _tc_test(self, test: ast.expr) -> tuple[ast.expr, bool] | None:
         negated = False
@@ -215,9 +239,8 @@ class ImportPass:
         return None
 
     def _imports(self, body: Sequence[ast.stmt], guards: list[tuple[ast.expr, bool]]) -> None:
-        for stmt in body:
-            if not self._hit(stmt):
-                continue
+        for at in self._hits(body):
+            stmt = body[at]
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     index = self._record_import(alias.name, "", stmt, guards)

@@ -133,18 +133,17 @@ class _Scanner(ShadowPass):
             if not self.lines:
                 break
             self.new_names = False
-            for index, stmt in enumerate(self.tree.body):
-                if self._hit(stmt):
-                    self.top_index = index
-                    self._stmt(stmt, ())
+            body = self.tree.body
+            for index in self._hits(body):
+                self.top_index = index
+                self._stmt(body[index], ())
             self.top_index = 1 << 30
             if not self.new_names:
                 break
 
     def _stmts(self, body: Sequence[ast.stmt], scope: Scope) -> None:
-        for stmt in body:
-            if self._hit(stmt):
-                self._stmt(stmt, scope)
+        for index in self._hits(body):
+            self._stmt(body[index], scope)
 
     def _stmt(self, stmt: ast.stmt, scope: Scope) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -235,9 +234,8 @@ class _Scanner(ShadowPass):
         bound: set[str] = set()
         self.class_bound.append((len(scope), bound))
         try:
-            for sub in stmt.body:
-                if not self._hit(sub):
-                    continue
+            for index in self._hits(stmt.body):
+                sub = stmt.body[index]
                 self._stmt(sub, scope)
                 if isinstance(sub, ast.Delete):
                     bound.difference_update(
@@ -427,7 +425,7 @@ class _Scanner(ShadowPass):
 
     def _expr(self, node: ast.expr, scope: Scope) -> None:
         if not self.in_text:
-            # As for statements (`_hit`): an expression on none of the lines that name
+            # As for statements (`_hits`): an expression on none of the lines that name
             # something of interest reaches nothing a rule asks about (a visited
             # function's defaults, a loop's iterable, most of a long literal).
             lines = self.lines

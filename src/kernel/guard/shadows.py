@@ -98,10 +98,17 @@ class ShadowPass(ImportPass):
         calls one of the module's own functions or classes (which could run the body
         first: then only later top-level uses are shadowed). A name deleted at module
         scope (`_deleted`) is never shadowed.
+
+        Only the builtins this scan asks about are recorded (`_name` asks about no
+        other), and a statement binding one names it: only the statements on the lines
+        naming one are read (most files name none).
         """
-        for index, stmt in enumerate(self.tree.body):
-            for name in unconditional_names(stmt):
-                if name in _BUILTIN_NAMES:
+        wanted = self.builtins_of_interest
+        marked = lines_of(self.search, wanted)
+        body = self.tree.body
+        for index in self._hits(body, marked):
+            for name in unconditional_names(body[index]):
+                if name in wanted:
                     self.module_shadows.setdefault(name, index)
 
     def _first_local_call(self) -> int:

@@ -60,17 +60,18 @@ def is_text(node: ast.expr) -> bool:
 
 
 WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_RX_CACHE: dict[str, re.Pattern[bytes]] = {}
+_RX_CACHE: dict[bytes, re.Pattern[bytes]] = {}
 
 
-def name_rx(name: str) -> re.Pattern[bytes]:
+def name_rx(raw: bytes) -> re.Pattern[bytes]:
+    """The pattern `lines_of` finds the name ``raw`` (UTF-8) with."""
     # A leading literal lets `re` skip ahead with a fast substring search; the word
     # boundary before the name is checked by hand (``\bname`` would be 10x slower).
-    rx = _RX_CACHE.get(name)
+    rx = _RX_CACHE.get(raw)
     if rx is None:
         if len(_RX_CACHE) > 4096:
             _RX_CACHE.clear()
-        rx = _RX_CACHE[name] = re.compile(re.escape(name.encode("utf-8")) + rb"\b")
+        rx = _RX_CACHE[raw] = re.compile(re.escape(raw) + rb"\b")
     return rx
 
 
@@ -99,13 +100,10 @@ def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
     """
     positions: list[int] = []
     word = WORD
-    words = _words(data)
-    for name in names:
-        # One set lookup per name (most are absent from a file; a substring search
-        # per name read the whole file each time, and found `os` inside `pos`).
-        if name.encode("utf-8") not in words:
-            continue
-        for m in name_rx(name).finditer(data):
+    # One set lookup per name, in C (most are absent from a file; a substring search
+    # per name read the whole file each time, and found `os` inside `pos`).
+    for raw in _words(data).intersection(map(str.encode, names)):
+        for m in name_rx(raw).finditer(data):
             start = m.start()
             if start == 0 or data[start - 1] not in word:
                 positions.append(start)
