@@ -162,8 +162,11 @@ def no_leftovers() -> Iterator[None]:
     """Every test leaves no sandbox process, scratch dir or host mount behind."""
     mounts_before = Path("/proc/self/mountinfo").read_text()
     # Only dirs made during the test count: one of an earlier, killed runner is
-    # swept by the next sandbox and must not turn this test red.
-    scratch_before = set(_scratch_dirs())
+    # swept by the next sandbox and must not turn this test red. Every dir present now
+    # is remembered, a live runner's too: a killed runner's pid may belong to a live
+    # process now and to nobody by the end, and its old dir is still not this test's.
+    root = scratch_root()
+    scratch_before = set(root.iterdir()) if root.exists() else set()
     yield
     deadline = time.monotonic() + 5
     while _helpers_alive() and time.monotonic() < deadline:
