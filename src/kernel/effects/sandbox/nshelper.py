@@ -414,11 +414,13 @@ def _ns(
     # Still outside the new PID namespace: its first child is PID 1.
     child = os.fork()
     if child:
+        # What is left to it (its exit) is the teardown's; before PID 1 can be ready
+        # (the helper waits for its pid below).
+        nslimits.slice_ns(0)
         for fd in (chan, int(opts["joined_fd"])):
             os.close(fd)
         os.write(int(opts["init_fd"]), str(child).encode())  # its pid on the host
         os.close(int(opts["init_fd"]))
-        nslimits.slice_ns(0)  # what is left to it (its exit) is the teardown's
         os.waitpid(child, 0)
         _exit(0)
     os.close(int(opts["init_fd"]))
