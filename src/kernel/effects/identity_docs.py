@@ -47,6 +47,7 @@ from kernel.corroboration.commit_admission import Branch, Draft, VerifierOutcome
 from kernel.corroboration.consensus import CaptureStatus, RunObservation, build_consensus
 from kernel.effects.commands.bind_selftest import reference_chain
 from kernel.effects.files import atomic_write_bytes
+from kernel.guard.syntax import parse_module
 from kernel.records.codec import Record, compute_id, identity_payload, nested_form
 from kernel.records.identity import canonical_json, sha256_bytes
 from kernel.records.shapes import (
@@ -235,7 +236,7 @@ def _document_digests(module: ModuleType, records: list[type[Record]]) -> list[s
     """
     names = {cls.__name__ for cls in records}
     lines = []
-    for node in ast.parse(inspect.getsource(module)).body:
+    for node in parse_module(inspect.getsource(module)).body:
         if not (isinstance(node, ast.ClassDef) and node.name in names):
             continue
         for item in node.body:

@@ -19,14 +19,13 @@ parameter part of a parametrized id (which needs collection).
 from __future__ import annotations
 
 import ast
-import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Final
 
-__all__ = ["unknown_test_ids"]
+from kernel.guard.syntax import parse_module
 
-_PARSING: Final = threading.Lock()
+__all__ = ["unknown_test_ids"]
 
 _TESTCASE_BASES: Final = frozenset({"TestCase", "unittest.TestCase", "object"})
 
@@ -65,12 +64,10 @@ def _test_defined(source: str, names: Sequence[str]) -> bool | None:
     it cannot be told statically (a base class from elsewhere, a syntax error)."""
     try:
         # Old code warns (invalid escape sequences): a warning is not a test id problem,
-        # and must not become an error where warnings are errors. One parse at a time:
-        # CPython 3.11's parser is not thread-safe ("AST constructor recursion depth
-        # mismatch" when a suite's instance threads parse at once).
-        with _PARSING, warnings.catch_warnings():
+        # and must not become an error where warnings are errors.
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            scope: Sequence[ast.stmt] = ast.parse(source).body
+            scope: Sequence[ast.stmt] = parse_module(source).body
     except (SyntaxError, ValueError):
         return None
     for name in names:

@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from kernel.guard.installed import module_file, module_imports
+from kernel.guard.syntax import parse_module
 from kernel.records.identity import sha256_bytes
 
 __all__ = [
@@ -116,7 +117,7 @@ def summary(module: str) -> Summary | None:
             _SUMMARIES[path] = (key, digest, module, known[3])
             _NEW.add(path)
             return known[3]
-        tree = ast.parse(data)
+        tree = parse_module(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]

@@ -96,6 +96,8 @@ from kernel.guard.syntax import (
     is_text,
     lines_of,
     literal_str,
+    parse_expression,
+    parse_module,
     prepare,
     unconditional_names,
 )
@@ -291,7 +293,7 @@ class _Scanner(ShadowPass):
             return
         self.typed_strings.add(id(sub))
         try:
-            parsed = ast.parse(sub.value.strip(), mode="eval")
+            parsed = parse_expression(sub.value.strip())
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # not an expression: typing raises, nothing runs
         before, imported = len(self.findings), len(self.imports)
@@ -725,7 +727,7 @@ def scan_source(
     """
     try:
         data, search, source = prepare(data)
-        tree = ast.parse(source, filename=filename)
+        tree = parse_module(source, filename=filename)
     except SyntaxError as e:
         # KG010: report, never skip silently and never crash.
         line = e.lineno or 1

@@ -10,7 +10,12 @@ Rules this module enforces:
 - a name is found on a line as a whole word (`lines_of`): a superset of the lines
   where it is an identifier, never fewer;
 - the strings of an annotation that typing evaluates (`forward_refs`) leave out
-  ``Literal[...]`` arguments and ``Annotated`` metadata, under any import name.
+  ``Literal[...]`` arguments and ``Annotated`` metadata, under any import name;
+- every syntax tree kernel builds is built one at a time (`parse_module`,
+  `parse_expression`): CPython 3.11 keeps the tree builder's recursion count in
+  state shared by all threads, so two threads building trees at once can fail with
+  "AST constructor recursion depth mismatch" (CPython gh-106905), which a verifier
+  screening several candidates in threads met.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import threading
 import tokenize
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +42,8 @@ __all__ = [
     "literal_str",
     "module_deletes",
     "name_rx",
+    "parse_expression",
+    "parse_module",
     "prepare",
     "scope_name",
     "shallow_walk",
@@ -44,6 +52,22 @@ __all__ = [
 ]
 
 _FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+_BUILDING: Final = threading.Lock()
+
+
+def parse_module(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse` of a module, one tree at a time in the process (see the module's
+    rules); it raises what `ast.parse` raises."""
+    with _BUILDING:
+        return ast.parse(source, filename=filename)
+
+
+def parse_expression(source: str) -> ast.Expression:
+    """`ast.parse` of one expression (``mode="eval"``), one tree at a time."""
+    with _BUILDING:
+        return ast.parse(source, mode="eval")
 
 
 def literal_str(node: ast.expr | None) -> str | None:

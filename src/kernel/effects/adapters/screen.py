@@ -51,6 +51,7 @@ from typing import Final
 
 from kernel.effects.adapters.patch import FileChange, apply_change
 from kernel.guard import Policy, ViolationCode, check_source, load_policy
+from kernel.guard.syntax import parse_module
 from kernel.run.record import SCREEN_CHECK_ID, ScreenFinding
 
 __all__ = [
@@ -259,7 +260,7 @@ def screen_source(
         if _SUPPRESSION.search(line):
             hits.add(("guard-suppression", number))
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse_module(source, filename=path)
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None:
@@ -322,7 +323,7 @@ def _as_code(change: FileChange, baseline: Path) -> bool:
     if text is None or len(text) > _MAX_FILE_BYTES:
         return False
     try:
-        return _code_like(ast.parse(text))
+        return _code_like(parse_module(text))
     except (SyntaxError, ValueError):
         return False
 
