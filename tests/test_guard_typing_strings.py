@@ -84,3 +84,68 @@ def test_a_string_is_checked_whole_whatever_its_own_line_numbers() -> None:
         (4, ViolationCode.FORBIDDEN_CALL.value),
         (5, ViolationCode.FORBIDDEN_CALL.value),
     ]
+
+
+def test_a_string_inside_a_visited_statement_but_on_no_found_line_is_checked() -> None:
+    """The expression pruning skips sub-expressions on no line naming anything of
+    interest; a typing string whose value names ``open`` while its text does not (two
+    tokens joined, an escape) is still reached, as the full walk reached it."""
+    for src in (
+        'import os\nA = (list["op"\n  "en(2)"],\n  os)\n',
+        'import os\nfrom typing import TypeVar\nA = (TypeVar("T", bound="op"\n  "en(2)"),\n os)\n',
+        'import os\nA = (list["\\x6fpen(2)"],\n  os)\n',
+        'import os\ndef f(x=list["op"\n  "en(2)"]):\n  os\n',
+        'import os\ndef f():\n  A = (list["op"\n  "en(2)"],\n  os)\n',
+    ):
+        found = [(code, message) for _line, _col, code, message in _found(src)]
+        assert (
+            ViolationCode.FORBIDDEN_CALL.value,
+            "use of 'open' is forbidden (forbid-calls 'open'), "
+            "in a string typing evaluates as code (an alias list[...])"
+            if "list" in src
+            else "use of 'open' is forbidden (forbid-calls 'open'), "
+            "in a string typing evaluates as code (typing.TypeVar(bound=...))",
+        ) in found, src
+
+
+def test_a_string_whose_value_names_what_its_text_does_not_is_checked() -> None:
+    """Escapes that make or hide a letter, and string tokens joined on a line, across
+    lines, across a comment or a backslash, with a prefix or a longer quote run."""
+    for piece in (
+        '"x", "\\n\\nopen(2)"',
+        '"\\x6fpen(2)"',
+        '"\\N{LATIN SMALL LETTER O}pen(2)"',
+        '"\\157pen(2)"',
+        '"\\u006fpen(2)"',
+        '"op\\\nen(2)"',
+        '"op" "en(2)"',
+        '"op""en(2)"',
+        '"op"  # a comment\n  "en(2)"',
+        '"op" \\\n "en(2)"',
+        '"""op""""en(2)"',
+        '"""op""" "en(2)"',
+        '"op" r"en(2)"',
+        '"op"""\'en(2)\'',
+    ):
+        src = f"A = list[{piece}]\n"
+        found = [code for _line, _col, code, _m in _found(src)]
+        assert found == [ViolationCode.FORBIDDEN_CALL.value], src
+
+
+def test_a_docstring_alone_is_no_seam() -> None:
+    from kernel.guard.syntax import seam_lines
+
+    assert seam_lines(b'def f():\n    """Doc.\n\n    More."""\n    return "x", "y"\n') == []
+    assert seam_lines(b'x = "a"\ny = ("b"\n  "c")\nz = "\\x41"\n') == [2, 4]
+    # A quote before a long run of `#`: the separators never backtrack through it.
+    assert seam_lines(b'"' + b"#" * 400 + b'\n"x"\n') == [1]
+
+
+def test_strings_are_checked_again_in_a_later_round() -> None:
+    """A re-binding of a module (`x = os`) starts another round of the scan, which
+    drops the first round's findings: a typing string must be parsed again."""
+    for src in (
+        'import os\nx = os\ny: "open(1)" = 1\n',
+        'import os\nx = os\nA = list["open(1)"]\n',
+    ):
+        assert ViolationCode.FORBIDDEN_CALL.value in [c for _l, _c, c, _m in _found(src)], src

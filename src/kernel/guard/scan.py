@@ -99,6 +99,7 @@ from kernel.guard.syntax import (
     parse_expression,
     parse_module,
     prepare,
+    seam_lines,
     unconditional_names,
 )
 
@@ -122,6 +123,9 @@ class _Scanner(ShadowPass):
         searched: set[str] = set()
         imports_before = len(self.imports)
         findings_before = len(self.findings)
+        # A string typing evaluates is parsed only where it is visited: the lines where
+        # its value may name what its text does not are visited whatever is searched.
+        seams = seam_lines(self.search)
         for _ in range(_MAX_ROUNDS):
             names = self.interesting_names()
             if names <= searched:
@@ -131,7 +135,10 @@ class _Scanner(ShadowPass):
             del self.findings[findings_before:]
             self.reach_seen.clear()
             self.reflective_seen.clear()
+            self.typed_strings.clear()  # a string parsed last round is checked again
             self.lines = lines_of(self.search, names)
+            if seams:
+                self.lines = sorted({*self.lines, *seams})
             if not self.lines:
                 break
             self.new_names = False

@@ -39,6 +39,7 @@ __all__ = [
     "forward_refs",
     "is_text",
     "lines_of",
+    "seam_lines",
     "literal_str",
     "module_deletes",
     "name_rx",
@@ -131,9 +132,12 @@ def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
             start = m.start()
             if start == 0 or data[start - 1] not in word:
                 positions.append(start)
-    if not positions:
-        return []
     positions.sort()
+    return _line_numbers(positions, data)
+
+
+def _line_numbers(positions: list[int], data: bytes) -> list[int]:
+    """The distinct 1-based line numbers of sorted byte ``positions`` in ``data``."""
     out: list[int] = []
     line, pos = 1, 0
     for start in positions:
@@ -142,6 +146,43 @@ def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
         if not out or out[-1] != line:
             out.append(line)
     return out
+
+
+_SEAM: Final = re.compile(
+    rb"\\[xuUN0-7\n]|\\[ntrabfv][A-Za-z_]"
+    rb"|[\"'](?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']"
+)
+"""Where a string's value can name what its text does not: an escape that makes a
+letter (``\\x6f``, ``\\N{...}``, octal, a backslash-newline), an escape whose letter
+hides the word boundary of the name after it (``"\\nopen(1)"``), and two string
+tokens joined (``"op" "en(1)"``, also across lines and comments); a superset. The
+separators are taken possessively: a quote before a long run of ``#`` would otherwise
+backtrack through every way to split the run into comments."""
+
+
+def seam_lines(data: bytes) -> list[int]:
+    """Sorted 1-based numbers of the lines where a string's value may name something
+    its text does not (`_SEAM`): code parsed from a string (what `typing` evaluates)
+    is reached only through a visited line, so such a string's line is one.
+
+    A docstring's ``\"\"\"`` (a run of exactly three quotes) is no seam: it opens or closes
+    one string, and a string joined to it is joined across a separator or a longer run.
+    """
+    positions: list[int] = []
+    size = len(data)
+    for m in _SEAM.finditer(data):
+        start = m.start()
+        if m.end() - start == 2 and data[start] == data[start + 1]:
+            quote = data[start]
+            first, last = start, start + 2
+            while first and data[first - 1] == quote:
+                first -= 1
+            while last < size and data[last] == quote:
+                last += 1
+            if last - first == 3:
+                continue
+        positions.append(start)
+    return _line_numbers(positions, data)
 
 
 COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
