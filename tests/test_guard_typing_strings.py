@@ -5,6 +5,7 @@ forward references are not findings. Run-time proofs: the corpus rows f33-f35, c
 
 from __future__ import annotations
 
+import ast
 import re
 
 from hypothesis import given, settings
@@ -149,18 +150,63 @@ def test_a_docstring_alone_is_no_seam() -> None:
     assert seam_lines(b'def f():\n    """Doc.\n\n    More."""\n    return "x", "y"\n') == []
     assert seam_lines(b'x = "a"\ny = ("b"\n  "c")\nz = "\\x41"\n') == [2, 4]
     # A quote before a long run of `#`: the separators never backtrack through it.
-    assert seam_lines(b'"' + b"#" * 400 + b'\n"x"\n') == [1]
+    assert seam_lines(b'("a"' + b"#" * 400 + b'\n"x")\n') == [1]
+
+
+def test_a_join_with_no_identifier_on_one_side_is_no_seam() -> None:
+    """No word of the joined value spans such a join: each side's words are the
+    text's own (``"Enter a value. " "Please"``), found as any name is."""
+    from kernel.guard.syntax import seam_lines
+
+    assert seam_lines(b'A = ("a value. "\n  "Please" \'\')\nB = "x" \' \'\n') == []
+    assert seam_lines(b'A = ("a value"\n  "Please")\nB = "x" """y"""\n') == [1, 3]
+    assert seam_lines(b'A = ("x" "\\nopen" "")\n') == [1]
+
+
+_PIECE = st.tuples(
+    st.sampled_from(["", "r", "u", "R"]),
+    st.sampled_from(['"', "'", '"""', "'''"]),
+    st.lists(
+        st.sampled_from(["o", "p", "en", "b", "R", "_", "9", " ", ".", "\\n", "\\x6f"]), max_size=4
+    ),
+)
+_SEPARATOR = st.sampled_from(["", " ", "\n  ", "  # it's\n  ", " \\\n "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_PIECE, _SEPARATOR), min_size=1, max_size=5))
+def test_every_word_a_joined_value_makes_is_on_a_seam_line(
+    pieces: list[tuple[tuple[str, str, list[str]], str]],
+) -> None:
+    """A word of a string's value that is no word of its text is made by an escape or
+    a join: the string spans a seam line."""
+    from kernel.guard.syntax import _TOKENS, seam_lines
+
+    text = "".join(f"{prefix}{quote}{''.join(body)}{quote}{sep}" for (prefix, quote, body), sep in pieces)
+    src = f"A = (\n{text}\n)\n".encode()
+    try:
+        value = ast.parse(src).body[0].value  # type: ignore[attr-defined]
+    except SyntaxError:
+        return  # `\\x6f` in a raw string next to a plain one, and the like
+    assert isinstance(value, ast.Constant) and isinstance(value.value, str)
+    words = {w for w in re.findall(r"\w+", value.value) if not w[0].isdigit()}  # names
+    made = words - set(src.translate(_TOKENS).decode().split())
+    if made:
+        seams = seam_lines(src)
+        assert any(value.lineno <= line <= (value.end_lineno or 0) for line in seams), src
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(list(_SEAM_PIECES)), max_size=24).map(b"".join))
-def test_the_seam_search_finds_what_its_alternatives_find(text: bytes) -> None:
-    """`_SEAM` is `_SEAM_ALTERNATIVES` rewritten to start with one class of bytes (for
-    speed): the same matches, at the same places, of the same length."""
-    from kernel.guard.syntax import _SEAM, _SEAM_ALTERNATIVES
+def test_the_seam_search_finds_every_match_of_its_alternatives(text: bytes) -> None:
+    """`_ESCAPE` and `_JOIN` (at every quote) find each match of the plain alternation
+    `_SEAM_ALTERNATIVES`, with the same end: the candidates are a superset."""
+    from kernel.guard.syntax import _ESCAPE, _JOIN, _SEAM_ALTERNATIVES
 
-    plain = re.compile(_SEAM_ALTERNATIVES)
-    assert [m.span() for m in _SEAM.finditer(text)] == [m.span() for m in plain.finditer(text)]
+    found = {m.span() for m in _ESCAPE.finditer(text)}
+    found |= {(m.start(), m.end(1)) for m in _JOIN.finditer(text)}
+    for m in re.finditer(_SEAM_ALTERNATIVES, text):
+        assert m.span() in found, (m.span(), text)
 
 
 def test_strings_are_checked_again_in_a_later_round() -> None:
