@@ -204,6 +204,10 @@ class ShadowPass(ImportPass):
                 _REACHES.clear()
             memo = self.reaches_memo = _REACHES.setdefault(self.rules_key, {})
         known = memo.get(q)
+        if known is None and module_file(q.split(".", 1)[0]) is None:
+            # No source for its top package (the project's own, a builtin module): no
+            # import binding of it can be read, so nothing is reached through it.
+            known = memo[q] = False
         if known is None:
             known = False
             # `from json import codecs` binds a module through another one: start from
