@@ -182,13 +182,14 @@ def test_every_word_a_joined_value_makes_is_on_a_seam_line(
     a join: the string spans a seam line."""
     from kernel.guard.syntax import _TOKENS, seam_lines
 
-    text = "".join(f"{prefix}{quote}{''.join(body)}{quote}{sep}" for (prefix, quote, body), sep in pieces)
+    text = "".join(f"{pre}{quote}{''.join(body)}{quote}{sep}" for (pre, quote, body), sep in pieces)
     src = f"A = (\n{text}\n)\n".encode()
     try:
         value = ast.parse(src).body[0].value  # type: ignore[attr-defined]
     except SyntaxError:
         return  # `\\x6f` in a raw string next to a plain one, and the like
-    assert isinstance(value, ast.Constant) and isinstance(value.value, str)
+    assert isinstance(value, ast.Constant)
+    assert isinstance(value.value, str)
     words = {w for w in re.findall(r"\w+", value.value) if not w[0].isdigit()}  # names
     made = words - set(src.translate(_TOKENS).decode().split())
     if made:

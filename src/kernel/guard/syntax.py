@@ -162,9 +162,7 @@ backtrack through every way to split the run into comments."""
 _ESCAPE: Final = re.compile(rb"\\(?:[xuUN0-7\n]|[ntrabfv][A-Za-z_])")
 """The escapes of `_SEAM_ALTERNATIVES`, every one (a literal backslash first: `re`
 skips ahead to the next one)."""
-_JOIN: Final = re.compile(
-    rb"[\"'](?=((?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']))"
-)
+_JOIN: Final = re.compile(rb"[\"'](?=((?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']))")
 """The joins of `_SEAM_ALTERNATIVES` at every quote, overlapping (group 1 ends where
 the match would): a match of the plain alternation can take the closing quote of a
 string made of prefix letters (``("b"\\n  "c")``: ``"b"`` is one), and the join after
