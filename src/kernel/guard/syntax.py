@@ -9,6 +9,9 @@ Rules this module enforces:
   prefilters search is NFKC-folded as the parser folds identifiers;
 - a name is found on a line as a whole word (`lines_of`): a superset of the lines
   where it is an identifier, never fewer;
+- a string's value names what its text does not only through an escape or a join
+  of string tokens with an identifier character on both sides (`seam_lines`): every
+  escape's line and every such join's line is found, a superset;
 - the strings of an annotation that typing evaluates (`forward_refs`) leave out
   ``Literal[...]`` arguments and ``Annotated`` metadata, under any import name;
 - every syntax tree kernel builds is built one at a time (`parse_module`,
