@@ -644,6 +644,32 @@ def test_command_that_cannot_start(spill: Path) -> None:
         check_command_starts(["/nonexistent/program"])
 
 
+def test_the_program_is_looked_up_on_path_as_execvpe_does(spill: Path, host_tmp: Path) -> None:
+    """The command's process searches ``PATH`` itself (`nsview.execvpe`), as
+    ``os.execvpe`` does: a folder the view lacks and a program there that cannot be
+    executed are passed over and the first that runs is run; when none runs, the run
+    could not start and says why (the first error other than "not there")."""
+    first, second = host_tmp / "first", host_tmp / "second"
+    for folder, mode in ((first, 0o644), (second, 0o755)):
+        folder.mkdir()
+        folder.chmod(0o755)
+        program = folder / "kernel-test-program"
+        program.write_text(f"#!/bin/sh\necho {folder.name}\n")
+        program.chmod(mode)
+    found = run(
+        spill, "kernel-test-program", ro_binds=(str(host_tmp),),
+        env=(("PATH", f"/kernel-not-in-the-view:{first}:{second}:/usr/bin:/bin"),),
+    )  # fmt: skip
+    assert found.status is CaptureStatus.OK, found.error
+    assert read_output(found) == b"second\n"
+    refused = run(
+        spill, "kernel-test-program", ro_binds=(str(host_tmp),), run_index=1,
+        env=(("PATH", f"/kernel-not-in-the-view:{first}"),),
+    )  # fmt: skip
+    assert refused.start_failed
+    assert refused.error == "command could not start: Permission denied"
+
+
 def test_missing_baseline_is_an_error(spill: Path, tmp_path: Path) -> None:
     """A baseline that is not a directory raises before anything runs."""
     with pytest.raises(EffectError):

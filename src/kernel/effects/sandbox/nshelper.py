@@ -445,6 +445,8 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     os.read(int(opts["joined_fd"]), 1)  # in the run's memory group before any of the run
     os.close(int(opts["joined_fd"]))
     user = (int(opts["uid"]), int(opts["gid"]), os.getuid() == 0)
+    if opts["mode"] == "overlay":
+        nsview.upper_layer(report, opts, points + "/upper", hand_over=user[2] and not privileged)
     # From here on PID 1 and the command's process (forked now: it inherits the slice,
     # and gives it up at its execve) are on the run's path.
     nslimits.slice_ns(nslimits.SHORT_SLICE)
@@ -464,6 +466,8 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
     sock = socket.socket(fileno=os.dup(chan))
     try:
         setup = sock.recv(1 << 16).decode("utf-8", "surrogateescape").split("\0")
+        # Sent as soon as PID 1 is ready: the group's OOM count is opened before the run.
+        oom = nslimits.oom_control(setup[1] if len(setup) > 1 else "")
         message, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 5)
     except OSError:
         _exit(1)
@@ -480,6 +484,7 @@ def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool)
         report(line)
     run_opts, command, env = parse(message)
     run_opts["cgroup"] = setup[1]
+    run_opts["oom"] = str(oom)
     run_opts["points"] = points
     tree = fds[4] if len(fds) > 4 else -1
     _run(
@@ -551,7 +556,7 @@ def _run(
     ):
         _capture_patch(report, opts, (lower, work, diff), patch_fd, git_env)
     os.close(patch_fd)
-    nslimits.cgroup_done(report, opts["cgroup"])  # read outside too, if PID 1 is killed
+    nslimits.cgroup_done(report, opts["cgroup"], int(opts["oom"]))  # outside too: PID 1 killed
     report("done")
     nslimits.slice_ns(0)  # its exit is the teardown: no longer a step of the run
     os.write(chan, b"finished")
@@ -630,13 +635,8 @@ def _mount_tree(
             report, opts, lower=lower, layer=layer, work=work, to_command=hand_over
         )
         return work
-    layer_options = "mode=0700" if hand_over else opts["layer"]
-    nsview.mount(report, "tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, layer_options)
-    os.mkdir(layer + "/upper")
-    os.mkdir(layer + "/work")
-    info = os.stat(lower)
-    os.chmod(layer + "/upper", info.st_mode & 0o7777)
-    os.chown(layer + "/upper", int(opts["uid"]), int(opts["gid"]))
+    # The upper layer was made with the view (`nsview.upper_layer`), its root as the baseline's.
+    os.chmod(layer + "/upper", os.stat(lower).st_mode & 0o7777)
     data = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work,userxattr"
     nsview.mount(report, "overlay", work, "overlay", 0, data)
     if hand_over:
@@ -751,7 +751,7 @@ def _exec_command(sock_fd: int, error_w: int) -> None:
     os.closerange(3, error_w)
     os.closerange(error_w + 1, 1 << 16)
     nslimits.slice_ns(0)  # the command runs with the kernel's default slice, as outside
-    os.execvpe(argv[0], argv[:split], env)  # noqa: S606 - argv, no shell
+    nsview.execvpe(argv[:split], env)
 
 
 def _run_command(
