@@ -41,6 +41,7 @@ from kernel.effects.sandbox import (
     variation_env,
 )
 from kernel.effects.sandbox import capture as sandbox_capture
+from kernel.effects.sandbox import hostview as sandbox_hostview
 from kernel.effects.sandbox import nslimits as sandbox_nslimits
 from kernel.effects.sandbox import runner as sandbox_runner
 from kernel.effects.sandbox import server as sandbox_server
@@ -382,6 +383,38 @@ def test_program_under_host_tmp_runs(spill: Path, host_tmp: Path) -> None:
     capture = run(spill, str(program))
     assert capture.status is CaptureStatus.OK, capture.error
     assert read_output(capture) == f"hello from {program}\n".encode()
+
+
+def test_program_directly_in_host_tmp_is_shown_alone(spill: Path, host_tmp: Path) -> None:
+    """A program whose folder is the host's /tmp runs, and is shown alone: the host's
+    /tmp (other users' files and sockets) stays out and the sandbox keeps its own."""
+    fd, name = tempfile.mkstemp(prefix="kernel-test-prog-", dir="/tmp")
+    program = Path(name)
+    try:
+        script = b'#!/bin/sh\necho hello; ls -a /tmp; test -e "$1" && echo host tmp shown; exit 0\n'
+        os.write(fd, script)
+        os.close(fd)
+        program.chmod(0o755)
+        capture = run(spill, str(program), str(host_tmp / "data.txt"))
+        assert capture.status is CaptureStatus.OK, capture.error
+        listing = read_output(capture).decode().splitlines()
+        assert listing[0] == "hello"
+        assert host_tmp.name not in listing
+        assert "host tmp shown" not in listing
+    finally:
+        program.unlink()
+
+
+def test_missing_program_in_the_root_folder_does_not_start(spill: Path) -> None:
+    """An absolute program directly in ``/`` that does not exist is a command that could
+    not start (exit 127), not a sandbox error: the host's root is never shown whole."""
+    missing = "/kernel-test-absent-" + os.urandom(6).hex()
+    assert "/" not in [
+        path for path, _link in sandbox_hostview.view_entries(SandboxSpec(command=(missing,)))[0]
+    ]
+    capture = run(spill, missing)
+    assert capture.status is CaptureStatus.FAILED, capture.error
+    assert capture.exit_code == 127
 
 
 def test_program_of_another_venv_runs(spill: Path, tmp_path: Path) -> None:

@@ -39,7 +39,8 @@ def view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, .
     copies (`mount_plan`): the system
     folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
     verifier's test runner runs from it), the folder of an absolute program (with its
-    Python prefix or venv), and the spec's `ro_binds`; a missing path is left out.
+    Python prefix or venv; the program alone where that folder is `_SANDBOX_OWN_FOLDERS`),
+    and the spec's `ro_binds`; a missing path is left out.
 
     Raises:
         EffectError: a path of `SandboxSpec.ro_binds` does not exist.
@@ -48,8 +49,12 @@ def view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, .
     extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
     program = spec.command[0] if spec.command else ""
     if program.startswith("/"):
-        for folder in {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}:
-            extra.update(_python_prefixes(folder) or [os.path.realpath(folder)])
+        for shown in {program, os.path.realpath(program)}:
+            folder = os.path.realpath(os.path.dirname(shown))
+            if folder in _SANDBOX_OWN_FOLDERS:
+                extra.add(shown)
+            else:
+                extra.update(_python_prefixes(folder) or [folder])
     for path in spec.ro_binds:
         if not os.path.exists(path):
             raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
@@ -57,6 +62,11 @@ def view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, .
     entries.extend((path, "") for path in sorted(extra) if os.path.exists(path))
     return entries, tuple(copies)
 
+
+_SANDBOX_OWN_FOLDERS: Final = frozenset({"/", "/tmp", "/dev/shm"})  # noqa: S108 - the sandbox's own
+"""Folders an absolute program may sit in that are never shown whole: the host's root
+(all of it, sockets and homes included) and the folders the sandbox makes of its own
+(the host's would cover them). A program there is shown alone."""
 
 _HOST: list[tuple[tuple[int, ...], list[tuple[str, str]], tuple[str, ...]]] = []
 """`host_entries`' last answer and the stamp of the folders holding its paths."""

@@ -518,8 +518,8 @@ def mount_plan(
     ``hide TARGET``.
 
     Raises:
-        ConfigError: a path is relative, holds a control character, or lies under
-            ``/proc`` or ``/dev`` (the sandbox's own).
+        ConfigError: a path is relative, holds a control character, is the host's
+            root, or lies under ``/proc`` or ``/dev`` (the sandbox's own).
     """
     tmp = tmpfs_options("1777", tmp_bytes)
     steps: list[MountStep] = [
@@ -544,6 +544,8 @@ def mount_plan(
     for path, link in sorted([*entries, *((path, "\0") for path in copies)]):
         if not path.startswith("/") or any(ord(c) < 32 for c in path + link.strip("\0")):
             raise ConfigError(f"{path!r}: a sandbox bind must be an absolute, printable path")
+        if path.strip("/") == "":
+            raise ConfigError("/: a sandbox never shows the host's whole root; name what it needs")
         if any(_under(path, folder) for folder in _FORBIDDEN_BINDS):
             raise ConfigError(f"{path}: the sandbox has its own {path.split('/')[1]}")
         if any(_under(path, folder) for folder in shown):
