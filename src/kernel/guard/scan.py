@@ -94,7 +94,6 @@ from kernel.guard.syntax import (
     Scope,
     forward_refs,
     is_text,
-    lines_of,
     literal_str,
     parse_expression,
     parse_module,
@@ -127,7 +126,7 @@ class _Scanner(ShadowPass):
         # its value may name what its text does not are visited whatever is searched.
         seams = seam_lines(self.search)
         for _ in range(_MAX_ROUNDS):
-            names = self.interesting_names()
+            names = self._marks(self.interesting_names())
             if names <= searched:
                 break
             searched = names
@@ -136,7 +135,7 @@ class _Scanner(ShadowPass):
             self.reach_seen.clear()
             self.reflective_seen.clear()
             self.typed_strings.clear()  # a string parsed last round is checked again
-            self.lines = lines_of(self.search, names)
+            self.lines = self._marked_lines(names)
             if seams:
                 self.lines = sorted({*self.lines, *seams})
             if not self.lines:
@@ -426,8 +425,11 @@ class _Scanner(ShadowPass):
                 # `EPOCH = datetime.datetime(2020, 1, 1)`, then `EPOCH.now()`.
                 made = self._resolve(val.func, scope)
                 q = made if made is not None and _is_class(made) else None
-            if q is not None and self._interesting(q) and self.bindings.get(target.id) != q:
-                if target.id not in self.bindings:
+            old = self.bindings.get(target.id)
+            if q is not None and self._interesting(q) and old != q:
+                if old is None or not self._interesting(old):
+                    # Newly searched for: its uses on lines not yet visited matter now
+                    # (`x = os` after `import foo as x`, then `x.system()`).
                     self.new_names = True
                 self.bindings[target.id] = q
                 self.aliases.add(target.id)

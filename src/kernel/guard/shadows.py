@@ -40,6 +40,13 @@ from kernel.guard.syntax import (
 
 __all__ = ["ShadowPass"]
 
+_CALLED_ONLY: Final = ("getattr", "hasattr")
+"""Builtins whose direct call, with no forbid-reflection rule, changes the output only
+through what its arguments name: ``getattr(obj, "key")`` resolves, and its computed
+key is KG005, only when ``obj`` resolves to an interesting name (whose word marks the
+line); ``hasattr`` only fakes ``TYPE_CHECKING`` (a literal key: the word, or a seam
+line when an escape or a join spells it). Any other use (``g = getattr``) is marked."""
+
 _REACHES: dict[tuple[Rule, ...], dict[str, bool]] = {}
 """Per rules: can a module name reach something forbidden (`ShadowPass._reaches`)."""
 _INTERESTING: dict[tuple[tuple[Rule, ...], object, str], dict[str, bool]] = {}
@@ -159,6 +166,27 @@ class ShadowPass(ImportPass):
         names.update(n for n in _interesting_builtins(self.matcher) if n not in self.bindings)
         names.update(_REFLECTIVE_ATTRS)
         return names
+
+    def _marks(self, names: set[str]) -> set[str]:
+        """What to search for: ``names``, but a `_CALLED_ONLY` builtin as ``name(``,
+        searched for where it is not directly called (docs/guard.md, "sixth round").
+        A round that binds the name (``getattr = os.system``) searches it whole."""
+        calls = (
+            []
+            if self.reflection
+            else [n for n in _CALLED_ONLY if n in names and n not in self.bindings]
+        )
+        if not calls:
+            return names
+        marks = names.difference(calls)
+        marks.update(f"{n}(" for n in calls)
+        if "hasattr" in calls:
+            marks.add("TYPE_CHECKING")  # `hasattr(x, "TYPE_CHECKING")` fakes the constant
+        return marks
+
+    def _marked_lines(self, marks: set[str]) -> list[int]:
+        words = [m for m in marks if not m.endswith("(")]
+        return lines_of(self.search, words, [m[:-1] for m in marks if m.endswith("(")])
 
     def _interesting(self, q: str) -> bool:
         loaded = self.loaded.get(q)

@@ -121,8 +121,11 @@ def _words(data: bytes) -> frozenset[bytes]:
     return words
 
 
-def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
-    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word.
+def lines_of(data: bytes, names: Iterable[str], uncalled: Iterable[str] = ()) -> list[int]:
+    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word, or
+    one of ``uncalled`` as a word not directly followed by ``(`` (spaces and tabs
+    between: any other spelling of a call, ``getattr\\`` newline ``(`` or
+    ``(getattr)(``, is found).
 
     A superset is fine (a string or comment only costs a visit); a miss is not: any
     identifier that is one of ``names`` is found.
@@ -131,8 +134,12 @@ def lines_of(data: bytes, names: Iterable[str]) -> list[int]:
     word = WORD
     # One set lookup per name, in C (most are absent from a file; a substring search
     # per name read the whole file each time, and found `os` inside `pos`).
-    for raw in _words(data).intersection(map(str.encode, names)):
-        for m in name_rx(raw).finditer(data):
+    words = _words(data)
+    wanted = [name_rx(raw) for raw in words.intersection(map(str.encode, names))]
+    for raw in words.intersection(map(str.encode, uncalled)):
+        wanted.append(re.compile(re.escape(raw) + rb"\b(?![ \t]*\()"))
+    for rx in wanted:
+        for m in rx.finditer(data):
             start = m.start()
             if start == 0 or data[start - 1] not in word:
                 positions.append(start)

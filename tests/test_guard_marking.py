@@ -1,0 +1,57 @@
+"""The reference pass visits only the lines that can change its output: the spellings
+that must still be visited when a direct call of `getattr` or `hasattr` no longer
+marks its line (docs/guard.md, issue 21's sixth round)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel.guard import Policy, Rule, check_source
+
+POLICY = Policy(rules=(Rule(name="r", modules=("m",), forbid_calls=("os.system",)),))
+_TRY_OS = "import os\ntry:\n    import foo as x\nexcept ImportError:\n    x = os\n"
+
+
+def _codes(src: str) -> list[tuple[int, str]]:
+    return [(v.line, v.code.value) for v in check_source(src, POLICY, module="m")]
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        # getattr under another name: the binding is visited, then its calls
+        ("import os\ng = getattr\ndef f(n):\n    g(os, n)\n", [(4, "KG005")]),
+        ("import os\ng = (\n    getattr)\ng(os, 'system')('ls')\n", [(4, "KG004")]),
+        ("import os\nfrom builtins import getattr as ga\nga(os, 'system')\n", [(3, "KG004")]),
+        ("import os\n(getattr)(os, 'system')\n", [(2, "KG004")]),
+        ("import os\ngetattr \\\n(os, 'system')\n", [(2, "KG004")]),
+        # the object named on another line of the call, or through a rebinding
+        ("import os\ngetattr(\n    os,\n    'sys' 'tem')\n", [(2, "KG004")]),
+        ("import os\ndef f(n):\n    return getattr(\n        os, n)\n", [(3, "KG005")]),
+        (_TRY_OS + "def f(n):\n    getattr(x, n)\n", [(7, "KG005")]),
+        (_TRY_OS + "def f(n):\n    x.system(n)\n", [(7, "KG004")]),
+        ("import os\nimport json as x\nx = os\nx.system('ls')\n", [(4, "KG004")]),
+        # the name `getattr` bound to something else is searched whatever follows it
+        (
+            "import os\nfrom os import system as getattr\ngetattr('ls')\n",
+            [(2, "KG004"), (3, "KG004")],
+        ),
+        (
+            "import os\ngetattr = os.system\ndef f():\n    getattr('ls')\n",
+            [(2, "KG004"), (4, "KG004")],
+        ),
+    ],
+)
+def test_a_getattr_that_can_matter_is_visited(src: str, expected: list[tuple[int, str]]) -> None:
+    assert _codes(src) == expected
+
+
+@pytest.mark.parametrize(
+    "key",
+    ['"TYPE_CHECKING"', "'TYPE_' 'CHECKING'", '"TYPE\\x5fCHECKING"', '(\n    "TYPE_CHECKING")'],
+)
+@pytest.mark.parametrize("call", ["hasattr", "hasattr ", "setattr", "delattr"])
+def test_every_spelling_of_faking_type_checking_is_found(call: str, key: str) -> None:
+    tail = ", True)" if call == "setattr" else ")"
+    src = f"import typing\n{call}(typing, {key}{tail}\n"
+    assert _codes(src) == [(2, "KG008")]
