@@ -1,6 +1,7 @@
 """The reference pass visits only the lines that can change its output: the spellings
-that must still be visited when a direct call of `getattr` or `hasattr` no longer
-marks its line (docs/guard.md, issue 21's sixth round)."""
+that must still be visited when a direct call of `getattr` or `hasattr`, or a quiet
+attribute of a module interesting only through its imports, no longer marks its line
+(docs/guard.md, issue 21's sixth round)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pytest
 
 from kernel.guard import Policy, Rule, check_source
 
-POLICY = Policy(rules=(Rule(name="r", modules=("m",), forbid_calls=("os.system",)),))
+POLICY = Policy(
+    rules=(
+        Rule(name="r", modules=("m",), forbid_imports=("subprocess",), forbid_calls=("os.system",)),
+    )
+)
 _TRY_OS = "import os\ntry:\n    import foo as x\nexcept ImportError:\n    x = os\n"
 
 
@@ -55,3 +60,41 @@ def test_every_spelling_of_faking_type_checking_is_found(call: str, key: str) ->
     tail = ", True)" if call == "setattr" else ")"
     src = f"import typing\n{call}(typing, {key}{tail}\n"
     assert _codes(src) == [(2, "KG008")]
+
+
+_SYSTEM = "KG004"
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        # `shutil` is interesting only through what it imports (`shutil.os`)
+        ("import shutil\nshutil.os.system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nshutil . os . system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nf = shutil.\\\n    os.system\n", [(2, _SYSTEM)]),
+        ("import shutil\nf = (shutil\n    .os.system)\n", [(2, _SYSTEM)]),
+        ("import shutil\nf = (shutil  # why\n    .os.system)\n", [(2, _SYSTEM)]),
+        ("import shutil\n(shutil).os.system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nx = shutil\nx.os.system(1)\n", [(3, _SYSTEM)]),
+        ("import shutil\ngetattr(shutil, 'os').system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nshutil.__dict__['os'].system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nvars(shutil)['os'].system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nf = [\n    shutil.copy,\n    shutil.os.system]\n", [(4, _SYSTEM)]),
+        ("import shutil\nf = shutil.copy(shutil.os.system)\n", [(2, _SYSTEM)]),
+        ("import tempfile\ntempfile._os.system(1)\n", [(2, _SYSTEM)]),
+        ("import shutil\nshutil.TYPE_CHECKING = True\n", [(2, "KG008")]),
+        # a submodule the package does not import is still reached through
+        ("import ctypes\nctypes.util.subprocess\n", [(2, "KG001")]),
+        # rebound: searched whole, or with the new module's quiet attributes
+        ("import shutil, tempfile\nshutil = tempfile\nshutil._os.system(1)\n", [(3, _SYSTEM)]),
+        # rebound to what is interesting itself: searched whole from then on
+        ("import os\nimport shutil\nshutil = os\nshutil.system(1)\n", [(4, _SYSTEM)]),
+        ("import os\nimport shutil\ndef f():\n    shutil.system(1)\nshutil = os\n", [(4, _SYSTEM)]),
+    ],
+)
+def test_an_attribute_that_can_matter_is_visited(src: str, expected: list[tuple[int, str]]) -> None:
+    assert _codes(src) == expected
+
+
+def test_a_quiet_attribute_changes_nothing() -> None:
+    assert _codes("import shutil\nshutil.copy(1)\nshutil.rmtree\n") == []

@@ -427,10 +427,9 @@ class _Scanner(ShadowPass):
                 q = made if made is not None and _is_class(made) else None
             old = self.bindings.get(target.id)
             if q is not None and self._interesting(q) and old != q:
-                if old is None or not self._interesting(old):
-                    # Newly searched for: its uses on lines not yet visited matter now
-                    # (`x = os` after `import foo as x`, then `x.system()`).
-                    self.new_names = True
+                # What is searched for may change: its uses on lines not yet visited
+                # matter now (`x = os` after `import foo as x`, then `x.system()`).
+                self.new_names = True
                 self.bindings[target.id] = q
                 self.aliases.add(target.id)
 

@@ -169,24 +169,51 @@ class ShadowPass(ImportPass):
 
     def _marks(self, names: set[str]) -> set[str]:
         """What to search for: ``names``, but a `_CALLED_ONLY` builtin as ``name(``,
-        searched for where it is not directly called (docs/guard.md, "sixth round").
-        A round that binds the name (``getattr = os.system``) searches it whole."""
-        calls = (
-            []
-            if self.reflection
-            else [n for n in _CALLED_ONLY if n in names and n not in self.bindings]
-        )
-        if not calls:
+        searched for where it is not directly called, and a name bound to a module that
+        is interesting only through what it imports as ``name.``, searched for where no
+        quiet attribute follows it (docs/guard.md, "sixth round"). A round that binds
+        such a name to something else (``getattr = os.system``) searches it whole."""
+        if self.reflection or self.effect_matcher is not None:
             return names
-        marks = names.difference(calls)
-        marks.update(f"{n}(" for n in calls)
-        if "hasattr" in calls:
-            marks.add("TYPE_CHECKING")  # `hasattr(x, "TYPE_CHECKING")` fakes the constant
+        marks = set(names)
+        for n in names:
+            q = self.bindings.get(n)
+            if q is None and n in _CALLED_ONLY:
+                marks.remove(n)
+                marks.add(f"{n}(")
+                if n == "hasattr":
+                    marks.add("TYPE_CHECKING")  # `hasattr(x, "TYPE_CHECKING")` fakes it
+            elif q is not None and self._reach_only(q):
+                marks.remove(n)
+                marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
         return marks
 
+    def _reach_only(self, q: str) -> bool:
+        return (
+            "." not in q
+            and q not in self.loaded
+            and q not in _ALWAYS
+            and not self.matcher.interesting(q)
+            and not any(self.matcher.interesting(t) for t in twin_of(q))
+        )
+
+    def _quiet(self, q: str, attr: str) -> bool:
+        """Can visiting ``name.attr`` (``name`` bound to module ``q``, marked
+        ``name.q``) change nothing? Yes when the attribute is no import binding or
+        submodule of the module (no reach-through), is not interesting itself, and is
+        no reflective name."""
+        if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
+            return False
+        qa = f"{q}.{attr}"
+        return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
+
     def _marked_lines(self, marks: set[str]) -> list[int]:
-        words = [m for m in marks if not m.endswith("(")]
-        return lines_of(self.search, words, [m[:-1] for m in marks if m.endswith("(")])
+        words = [m for m in marks if m[-1] != "(" and "." not in m]
+        uncalled = [m[:-1] for m in marks if m[-1] == "("]
+        dotted = dict(m.split(".", 1) for m in marks if "." in m)
+        return lines_of(
+            self.search, words, uncalled, dotted, lambda n, attr: self._quiet(dotted[n], attr)
+        )
 
     def _interesting(self, q: str) -> bool:
         loaded = self.loaded.get(q)

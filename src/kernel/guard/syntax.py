@@ -30,7 +30,7 @@ import re
 import threading
 import tokenize
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
 __all__ = [
@@ -121,11 +121,19 @@ def _words(data: bytes) -> frozenset[bytes]:
     return words
 
 
-def lines_of(data: bytes, names: Iterable[str], uncalled: Iterable[str] = ()) -> list[int]:
-    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word, or
-    one of ``uncalled`` as a word not directly followed by ``(`` (spaces and tabs
-    between: any other spelling of a call, ``getattr\\`` newline ``(`` or
-    ``(getattr)(``, is found).
+def lines_of(
+    data: bytes,
+    names: Iterable[str],
+    uncalled: Iterable[str] = (),
+    dotted: Iterable[str] = (),
+    quiet: Callable[[str, str], bool] | None = None,
+) -> list[int]:
+    """Sorted 1-based numbers of the lines where one of ``names`` occurs as a word, one
+    of ``uncalled`` as a word not directly followed by ``(`` (spaces and tabs between:
+    any other spelling of a call, ``getattr\\`` newline ``(`` or ``(getattr)(``, is
+    found), or one of ``dotted`` not directly followed by ``.attr`` where
+    ``quiet(name, attr)`` (the whole attribute word; a newline or comment before it
+    is found).
 
     A superset is fine (a string or comment only costs a visit); a miss is not: any
     identifier that is one of ``names`` is found.
@@ -143,8 +151,27 @@ def lines_of(data: bytes, names: Iterable[str], uncalled: Iterable[str] = ()) ->
             start = m.start()
             if start == 0 or data[start - 1] not in word:
                 positions.append(start)
+    for raw in words.intersection(map(str.encode, dotted)):
+        positions.extend(_loud(data, raw, quiet))
     positions.sort()
     return _line_numbers(positions, data)
+
+
+_ATTR_AFTER: Final = re.compile(rb"[ \t]*\.[ \t]*([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_\x80-\xff])")
+
+
+def _loud(data: bytes, raw: bytes, quiet: Callable[[str, str], bool] | None) -> list[int]:
+    """Where the word ``raw`` occurs not followed by an attribute ``quiet`` accepts."""
+    out: list[int] = []
+    name = raw.decode()
+    for m in name_rx(raw).finditer(data):
+        start = m.start()
+        if start and data[start - 1] in WORD:
+            continue
+        attr = _ATTR_AFTER.match(data, m.end())
+        if attr is None or quiet is None or not quiet(name, attr.group(1).decode()):
+            out.append(start)
+    return out
 
 
 def _line_numbers(positions: list[int], data: bytes) -> list[int]:
