@@ -385,9 +385,13 @@ def test_program_under_host_tmp_runs(spill: Path, host_tmp: Path) -> None:
     assert read_output(capture) == f"hello from {program}\n".encode()
 
 
-def test_program_directly_in_host_tmp_is_shown_alone(spill: Path, host_tmp: Path) -> None:
-    """A program whose folder is the host's /tmp runs, and is shown alone: the host's
-    /tmp (other users' files and sockets) stays out and the sandbox keeps its own."""
+@pytest.mark.parametrize("spelling", ["{path}", "/{path}", "/tmp/./{base}", "/tmp/../tmp/{base}"])
+def test_program_directly_in_host_tmp_is_shown_alone(
+    spill: Path, host_tmp: Path, spelling: str
+) -> None:
+    """A program whose folder is the host's /tmp runs, however its path is spelled, and
+    is shown alone: the host's /tmp (other users' files and sockets) stays out and the
+    sandbox keeps its own."""
     fd, name = tempfile.mkstemp(prefix="kernel-test-prog-", dir="/tmp")
     program = Path(name)
     try:
@@ -395,7 +399,8 @@ def test_program_directly_in_host_tmp_is_shown_alone(spill: Path, host_tmp: Path
         os.write(fd, script)
         os.close(fd)
         program.chmod(0o755)
-        capture = run(spill, str(program), str(host_tmp / "data.txt"))
+        spelled = spelling.format(path=name, base=program.name)
+        capture = run(spill, spelled, str(host_tmp / "data.txt"))
         assert capture.status is CaptureStatus.OK, capture.error
         listing = read_output(capture).decode().splitlines()
         assert listing[0] == "hello"
@@ -403,6 +408,19 @@ def test_program_directly_in_host_tmp_is_shown_alone(spill: Path, host_tmp: Path
         assert "host tmp shown" not in listing
     finally:
         program.unlink()
+
+
+def test_python_installation_in_a_shared_folder_is_refused(spill: Path, tmp_path: Path) -> None:
+    """A program in a venv whose base interpreter's home is the host's /tmp would show
+    all of /tmp: refused with a clear error, not a sandbox error."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /tmp/python-build\n")
+    program = venv / "bin" / "tool"
+    program.write_text("#!/bin/sh\necho tool\n")
+    program.chmod(0o755)
+    with pytest.raises(EffectError, match="would show the host's /tmp whole"):
+        run(spill, str(program))
 
 
 def test_missing_program_in_the_root_folder_does_not_start(spill: Path) -> None:

@@ -38,23 +38,18 @@ def view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, .
     """``(path, link)`` of every host path the sandbox shows, and the small files it
     copies (`mount_plan`): the system
     folders and ``/etc`` pieces, this interpreter's prefixes, the kernel package (the
-    verifier's test runner runs from it), the folder of an absolute program (with its
-    Python prefix or venv; the program alone where that folder is `_SANDBOX_OWN_FOLDERS`),
-    and the spec's `ro_binds`; a missing path is left out.
+    verifier's test runner runs from it), what an absolute program needs
+    (`_program_paths`), and the spec's `ro_binds`; a missing path is left out.
 
     Raises:
-        EffectError: a path of `SandboxSpec.ro_binds` does not exist.
+        EffectError: a path of `SandboxSpec.ro_binds` does not exist, or an absolute
+            program's Python installation is one of `_NEVER_SHOWN_WHOLE`.
     """
     entries, copies = host_entries()
     extra = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), _KERNEL_DIR}
     program = spec.command[0] if spec.command else ""
     if program.startswith("/"):
-        for shown in {program, os.path.realpath(program)}:
-            folder = os.path.realpath(os.path.dirname(shown))
-            if folder in _SANDBOX_OWN_FOLDERS:
-                extra.add(shown)
-            else:
-                extra.update(_python_prefixes(folder) or [folder])
+        extra.update(_program_paths(program))
     for path in spec.ro_binds:
         if not os.path.exists(path):
             raise EffectError(f"{path}: a read-only bind of the sandbox does not exist")
@@ -63,10 +58,40 @@ def view_entries(spec: SandboxSpec) -> tuple[list[tuple[str, str]], tuple[str, .
     return entries, tuple(copies)
 
 
-_SANDBOX_OWN_FOLDERS: Final = frozenset({"/", "/tmp", "/dev/shm"})  # noqa: S108 - the sandbox's own
-"""Folders an absolute program may sit in that are never shown whole: the host's root
-(all of it, sockets and homes included) and the folders the sandbox makes of its own
-(the host's would cover them). A program there is shown alone."""
+_NEVER_SHOWN_WHOLE: Final = frozenset(
+    {"/", "/etc", "/home", "/root", "/run", "/tmp", "/var/run", "/var/tmp"}  # noqa: S108
+)
+"""Host folders an absolute program may sit in that the sandbox never shows whole: the
+root, the shared temporary folders, ``/run`` (sockets), ``/etc`` and the homes (the
+runner's is added at run time); the sandbox also has a ``/tmp`` of its own that the
+host's would cover."""
+
+
+def _program_paths(program: str) -> set[str]:
+    """The host paths an absolute ``program`` (and the file it resolves to) needs: its
+    folder, or its Python installation's prefixes when that folder is one's ``bin``; the
+    program file alone when its folder is one of `_NEVER_SHOWN_WHOLE` (spelled as the
+    view will find it: ``//tmp/./x`` is ``/tmp/x``).
+
+    Raises:
+        EffectError: a Python installation's prefix is one of `_NEVER_SHOWN_WHOLE`.
+    """
+    never = {*_NEVER_SHOWN_WHOLE, os.path.realpath(os.path.expanduser("~"))}
+    paths: set[str] = set()
+    for path in {program, os.path.realpath(program)}:
+        folder = os.path.realpath(os.path.dirname(path))
+        if folder in never:
+            paths.add(os.path.normpath(os.path.join(folder, os.path.basename(path))))
+            continue
+        for prefix in _python_prefixes(folder) or [folder]:
+            if prefix in never:
+                raise EffectError(
+                    f"{program}: its Python installation would show the host's {prefix} "
+                    "whole in the sandbox; install it in a folder of its own"
+                )
+            paths.add(prefix)
+    return paths
+
 
 _HOST: list[tuple[tuple[int, ...], list[tuple[str, str]], tuple[str, ...]]] = []
 """`host_entries`' last answer and the stamp of the folders holding its paths."""

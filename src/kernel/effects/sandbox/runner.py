@@ -258,8 +258,11 @@ def run_sandboxed(spec: SandboxSpec, *, spill_dir: Path) -> Capture:
 
     Raises:
         EffectError: the baseline is missing or not a directory, ``spill_dir`` is not
-            writable, the scratch root is not private (`UnsafeScratchError`), or a
-            required isolation level cannot be set up at all.
+            writable, the scratch root is not private (`UnsafeScratchError`), a
+            required isolation level cannot be set up at all, or an absolute program's
+            Python installation would show a shared host folder whole.
+        ConfigError: the view would show what a sandbox never does (`mount_plan`: the
+            host's root or ``/tmp``, a path under ``/proc`` or ``/dev``).
     """
     started = time.monotonic()
     deadline = None if spec.timeout_s is None else started + spec.timeout_s

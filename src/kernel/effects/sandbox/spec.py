@@ -519,7 +519,7 @@ def mount_plan(
 
     Raises:
         ConfigError: a path is relative, holds a control character, is the host's
-            root, or lies under ``/proc`` or ``/dev`` (the sandbox's own).
+            root or ``/tmp``, or lies under ``/proc`` or ``/dev`` (the sandbox's own).
     """
     tmp = tmpfs_options("1777", tmp_bytes)
     steps: list[MountStep] = [
@@ -546,6 +546,8 @@ def mount_plan(
             raise ConfigError(f"{path!r}: a sandbox bind must be an absolute, printable path")
         if path.strip("/") == "":
             raise ConfigError("/: a sandbox never shows the host's whole root; name what it needs")
+        if os.path.normpath(path) == "/tmp":  # noqa: S108 - the sandbox's own
+            raise ConfigError(f"{path}: the sandbox has its own tmp; name a folder in it")
         if any(_under(path, folder) for folder in _FORBIDDEN_BINDS):
             raise ConfigError(f"{path}: the sandbox has its own {path.split('/')[1]}")
         if any(_under(path, folder) for folder in shown):
