@@ -98,3 +98,11 @@ def test_an_attribute_that_can_matter_is_visited(src: str, expected: list[tuple[
 
 def test_a_quiet_attribute_changes_nothing() -> None:
     assert _codes("import shutil\nshutil.copy(1)\nshutil.rmtree\n") == []
+
+
+@pytest.mark.parametrize("reflection", [False, True])
+def test_a_store_to_type_checking_on_any_module_is_found(reflection: bool) -> None:
+    rule = Rule(name="r", modules=("m",), forbid_calls=("os.system",), forbid_reflection=reflection)
+    src = "import json\njson.TYPE_CHECKING = True\n"
+    found = check_source(src, Policy(rules=(rule,)), module="m")
+    assert [(v.line, v.code.value) for v in found] == [(2, "KG008")]

@@ -168,21 +168,21 @@ class ShadowPass(ImportPass):
         return names
 
     def _marks(self, names: set[str]) -> set[str]:
-        """What to search for: ``names``, but a `_CALLED_ONLY` builtin as ``name(``,
-        searched for where it is not directly called, and a name bound to a module that
-        is interesting only through what it imports as ``name.``, searched for where no
-        quiet attribute follows it (docs/guard.md, "sixth round"). A round that binds
-        such a name to something else (``getattr = os.system``) searches it whole."""
+        """What to search for: ``names`` and ``TYPE_CHECKING`` (a store to it, or
+        ``hasattr(x, "TYPE_CHECKING")``, fakes it: KG008 under every rule); a
+        `_CALLED_ONLY` builtin as ``name(``, searched for where it is not directly
+        called, and a name bound to a module interesting only through what it imports
+        as ``name.module``, searched for where no quiet attribute follows it
+        (docs/guard.md, "sixth round"). A round that binds such a name to something
+        else (``getattr = os.system``) searches it whole."""
+        marks = {*names, "TYPE_CHECKING"}
         if self.reflection or self.effect_matcher is not None:
-            return names
-        marks = set(names)
+            return marks
         for n in names:
             q = self.bindings.get(n)
             if q is None and n in _CALLED_ONLY:
                 marks.remove(n)
                 marks.add(f"{n}(")
-                if n == "hasattr":
-                    marks.add("TYPE_CHECKING")  # `hasattr(x, "TYPE_CHECKING")` fakes it
             elif q is not None and self._reach_only(q):
                 marks.remove(n)
                 marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
