@@ -163,6 +163,25 @@ def test_a_join_with_no_identifier_on_one_side_is_no_seam() -> None:
     assert seam_lines(b'A = ("x" "\\nopen" "")\n') == [1]
 
 
+def test_joins_overlapping_without_end_are_followed_a_bounded_way() -> None:
+    """A comment of quote pairs makes joins that overlap without end: the search
+    for an identifier past them stops at a budget and says yes (a visit too many),
+    instead of recursing once per pair (a RecursionError lost every finding of the
+    run) or taking quadratic time; a file of them is checked as any other."""
+    from kernel.guard.syntax import seam_lines
+
+    comment = '" ' * 3000
+    src = f'import os\nos.system("x")\nx = (".."  # {comment}\n  "..")\n'
+    assert seam_lines(src.encode()) == [3]
+    assert [(line, code) for line, _col, code, _m in _found(src)] == [
+        (1, ViolationCode.FORBIDDEN_IMPORT.value),
+        (2, ViolationCode.FORBIDDEN_CALL.value),
+    ]
+    assert seam_lines(f"x = 1  # {comment}\n".encode()) == [1]
+    # A run of quotes is looked at two quotes either side: no run of 3 is made of it.
+    assert seam_lines(b'x = ("' + b'"' * 5000 + b'")\n') == [1]
+
+
 _PIECE = st.tuples(
     st.sampled_from(["", "r", "u", "R"]),
     st.sampled_from(['"', "'", '"""', "'''"]),

@@ -236,53 +236,66 @@ def seam_lines(data: bytes) -> list[int]:
     return _line_numbers(positions, data)
 
 
+_FOLLOW_BUDGET: Final = 32
+"""Steps `_identifier_next` takes (quotes skipped, joins looked at) before it answers
+yes: a superset only costs a visit, and joins can overlap without end (a comment of
+quote pairs), which an unbounded search followed in quadratic time and by recursion."""
+
+
 def _identifier_next(
     data: bytes, spans: list[tuple[int, int]], longest: int, at: int, step: int
 ) -> bool:
     """Is there an identifier byte next to offset ``at``, before it (``step`` -1) or
     after it (1), past quotes, and past the joins that hold the byte reached (an empty
     string between two joins: ``"o" "" "o"``)? A superset: every join that holds it is
-    followed. ``spans`` are the joins in order, none longer than ``longest``."""
+    followed, and past `_FOLLOW_BUDGET` steps the answer is yes. ``spans`` are the
+    joins in order, none longer than ``longest``."""
     size = len(data)
-    while True:
+    pending = [at]
+    seen: set[int] = set()
+    steps = 0
+    while pending:
+        at = pending.pop()
+        if at in seen:
+            continue
+        seen.add(at)
         if step < 0:
-            while at and data[at - 1] in _QUOTE_BYTES:
+            while at and data[at - 1] in _QUOTE_BYTES and steps <= _FOLLOW_BUDGET:
                 at -= 1
-            if not at:
-                return False
+                steps += 1
             byte = at - 1
         else:
-            while at < size and data[at] in _QUOTE_BYTES:
+            while at < size and data[at] in _QUOTE_BYTES and steps <= _FOLLOW_BUDGET:
                 at += 1
-            if at == size:
-                return False
+                steps += 1
             byte = at
+        if steps > _FOLLOW_BUDGET:
+            return True
+        if not 0 <= byte < size:
+            continue
         if data[byte] in _IDENTIFIER_BYTES:
             return True
         # The joins holding it start at most `longest` bytes before it.
         k = bisect.bisect_right(spans, (byte, size))
-        holding = []
         while k and byte - spans[k - 1][0] < longest:
             k -= 1
+            steps += 1
             if spans[k][1] > byte:
-                holding.append(spans[k])
-        if not holding:
-            return False
-        if len(holding) > 1:
-            ends = [s if step < 0 else e for s, e in holding]
-            return any(_identifier_next(data, spans, longest, edge, step) for edge in ends)
-        at = holding[0][0] if step < 0 else holding[0][1]
+                pending.append(spans[k][0] if step < 0 else spans[k][1])
+    return False
 
 
 def _triple(data: bytes, start: int) -> bool:
-    """Is the quote at ``start`` in a run of exactly three of it?"""
+    """Is the quote at ``start`` (and at ``start + 1``) in a run of exactly three of
+    it? At most two quotes are looked at on each side, whatever the run's length."""
     quote = data[start]
-    first, last = start, start + 2
-    while first and data[first - 1] == quote:
-        first -= 1
-    while last < len(data) and data[last] == quote:
-        last += 1
-    return last - first == 3
+    before = 0
+    while before < 2 and start - before > 0 and data[start - before - 1] == quote:
+        before += 1
+    after = 0
+    while after < 2 and start + 2 + after < len(data) and data[start + 2 + after] == quote:
+        after += 1
+    return before + after == 1
 
 
 COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
