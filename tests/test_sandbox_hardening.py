@@ -247,7 +247,8 @@ def test_proc_is_masked_like_container_runtimes(spill: Path, level: Isolation) -
 def test_mount_plan_shows_only_what_it_is_given() -> None:
     """The view is an allow-list: each entry once (a path below a shown one is not
     bound again), links stay links, the scratch root is hidden when a bound folder
-    holds it; a relative, unprintable, /proc or /dev path, the host's root or /tmp is refused."""
+    holds it; a relative, unprintable, /proc or /dev path, the host's root or /tmp is
+    refused, however spelled."""
     entries = [("/usr", ""), ("/bin", "usr/bin"), ("/usr/lib/x", ""), ("/opt/tools", "")]
     plan = mount_plan(entries, tmp_bytes=1 << 20, hidden="/opt/tools/scratch")
     assert [s for s in plan if s[0] in ("bind", "symlink") and s[1][:5] != "/dev/"] == [
@@ -258,7 +259,10 @@ def test_mount_plan_shows_only_what_it_is_given() -> None:
     assert ("tmpfs", "/tmp", "mode=1777,size=1048576,nr_inodes=256") in plan
     assert plan[-1] == ("hide", "/opt/tools/scratch")
     assert mount_plan([], tmp_bytes=None, hidden="/x")[-1][0] == "readonly"
-    for bad in ("relative", "/proc/1", "/dev", "/a\nb", "/", "//", "/tmp", "/tmp/."):
+    for bad in (
+        *("relative", "/proc/1", "/dev", "/a\nb", "/usr/../proc/1", "//dev/shm"),
+        *("/", "//", "/tmp/..", "/tmp", "//tmp/."),
+    ):
         with pytest.raises(ConfigError):
             mount_plan([(bad, "")], tmp_bytes=None, hidden="/x")
 

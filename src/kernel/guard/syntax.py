@@ -283,6 +283,8 @@ def _identifier_next(
         while k and byte - spans[k - 1][0] < longest:
             k -= 1
             steps += 1
+            if steps > _FOLLOW_BUDGET:
+                return True  # a long join with many inside it: each would be looked at
             if spans[k][1] > byte:
                 pending.append(spans[k][0] if step < 0 else spans[k][1])
     return False

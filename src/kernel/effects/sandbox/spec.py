@@ -544,12 +544,16 @@ def mount_plan(
     for path, link in sorted([*entries, *((path, "\0") for path in copies)]):
         if not path.startswith("/") or any(ord(c) < 32 for c in path + link.strip("\0")):
             raise ConfigError(f"{path!r}: a sandbox bind must be an absolute, printable path")
-        if path.strip("/") == "":
-            raise ConfigError("/: a sandbox never shows the host's whole root; name what it needs")
-        if os.path.normpath(path) == "/tmp":  # noqa: S108 - the sandbox's own
+        # Checked as the kernel will resolve it: `/tmp/..` is the root, `//dev` is `/dev`.
+        normal = "/" + os.path.normpath(path).lstrip("/")
+        if normal == "/":
+            raise ConfigError(
+                f"{path}: a sandbox never shows the host's whole root; name what it needs"
+            )
+        if normal == "/tmp":  # noqa: S108 - the sandbox's own
             raise ConfigError(f"{path}: the sandbox has its own tmp; name a folder in it")
-        if any(_under(path, folder) for folder in _FORBIDDEN_BINDS):
-            raise ConfigError(f"{path}: the sandbox has its own {path.split('/')[1]}")
+        if any(_under(normal, folder) for folder in _FORBIDDEN_BINDS):
+            raise ConfigError(f"{path}: the sandbox has its own {normal.split('/')[1]}")
         if any(_under(path, folder) for folder in shown):
             continue
         shown.append(path)
