@@ -208,6 +208,33 @@ def test_split_by_size_is_a_balanced_partition(sizes: list[int], shares: int) ->
     assert max(totals) - min(totals) <= max(sizes, default=0)
 
 
+@given(st.binary(max_size=300_000))
+def test_a_file_is_read_whole_with_the_stat_of_what_was_opened(data: bytes) -> None:
+    """For all contents (empty, one read, many): every byte, and the stat of that file."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile() as fh:
+        fh.write(data)
+        fh.flush()
+        got, stat = pool._read(fh.name)
+        assert got == data
+        assert (stat.st_size, stat.st_ino) == (len(data), os.fstat(fh.fileno()).st_ino)
+
+
+def test_a_file_that_cannot_be_read_is_a_finding_and_the_others_are_checked(
+    tmp_path: Path,
+) -> None:
+    """A module that is a dangling link: KG010 "cannot read" on it, the run goes on."""
+    src = _tree(tmp_path, {"app/__init__.py": "", "app/ok.py": "import subprocess\n"})
+    (src / "app" / "gone.py").symlink_to(tmp_path / "missing.py")
+    rule = Rule(name="r", modules=("app", "app.*"), forbid_imports=("subprocess",))
+    policy = Policy(rules=(rule,))
+    report = check_tree(src, policy, jobs=1)
+    found = {(Path(v.path).name, v.code.value, v.message.split(":")[0]) for v in report.violations}
+    assert ("gone.py", "KG010", "cannot read") in found
+    assert any(name == "ok.py" and code == "KG001" for name, code, _m in found)
+
+
 _FULLWIDTH_OPEN = "\uff4f\uff50\uff45\uff4e"  # NFKC-folds to `open`
 _PIECES = ["open", "éopen", "opené", _FULLWIDTH_OPEN, "os", "pos", "x·open", "_open", "open2"]
 

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from kernel.errors import ConfigError
 from kernel.guard.cache import RACY_NS, EffectCache, FileCache, Fingerprint, gc_paused
@@ -409,14 +409,16 @@ def _displayed(top: str, paths: list[str], root: Path | str | None) -> dict[str,
     file, which is purely lexical, at a fraction of the cost)."""
     base = os.path.abspath(root if root is not None else os.curdir)
     head = os.path.relpath(os.path.abspath(top), base)
-    strip = len(os.path.join(top, ""))
+    below = os.path.join(top, "")
+    strip = len(below)
     out: dict[str, str] = {}
     for path in paths:
-        if path.startswith(os.path.join(top, "")):
+        if path.startswith(below):
             shown = os.path.normpath(os.path.join(head, path[strip:]))
         else:  # not found by walking ``top``: the long way
             shown = os.path.relpath(os.path.abspath(path), base)
-        out[path] = PurePath(shown).as_posix()
+        # `PurePath(shown).as_posix()`, without building a path object per file.
+        out[path] = shown if os.sep == "/" else shown.replace(os.sep, "/")
     return out
 
 

@@ -48,9 +48,7 @@ _TRUST = 1 << 62  # a worker's summaries were read just now: trusted as this pro
 def _scan_one(job: Job, matcher: CallMatcher | None) -> Done:
     path, module, is_package, rules, known, _size = job
     try:
-        st = os.stat(path)
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data, st = _read(path)
     except OSError as e:
         return "", None, [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot read: {e}")]
     digest = sha256_bytes(data)
@@ -61,6 +59,26 @@ def _scan_one(job: Job, matcher: CallMatcher | None) -> Done:
         data, module=module, is_package=is_package, rules=rules, matcher=matcher, filename=path
     )
     return digest, stat, imports, findings
+
+
+def _read(path: str) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat, taken from the open file (one path lookup and
+    no buffered reader: a cold run reads every file of the project once).
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        chunks = []
+        # Until the end of the file, whatever its size was at the stat (it may grow,
+        # and a read may return less than asked for).
+        while chunk := os.read(fd, st.st_size + 1):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks), st
 
 
 def split_by_size(sizes: Sequence[int], shares: int) -> list[list[int]]:
