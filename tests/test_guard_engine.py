@@ -480,6 +480,43 @@ def test_replay_holds_when_folders_gain_files_not_when_the_root_moves(
     capsys.readouterr()
 
 
+@pytest.mark.parametrize("change", ["module edited", "module added"])
+def test_a_change_made_after_the_run_read_it_is_never_replayed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    change: str,
+) -> None:
+    """A module edited after the run parsed it, or one added to a folder after the run
+    listed it, dated before the racy window (as in a long run): the next run is a full
+    one that sees the change, never the recorded output of what was read before."""
+    from kernel.guard import engine
+
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["guard", "--config", "adr.md", "--cache-dir", str(tmp_path / "c")]
+    _age(tmp_path)
+    real = engine.check_tree
+    done: list[int] = []
+
+    def then_changed(*a: object, **kw: object) -> object:
+        report = real(*a, **kw)  # type: ignore[arg-type]
+        if not done:
+            done.append(1)
+            pkg = tmp_path / "src" / "pkg"
+            target = pkg / ("a.py" if change == "module edited" else "b.py")
+            target.write_text("import subprocess\n", encoding="utf-8")
+            for path in (target, pkg):
+                os.utime(path, (1_000_000_100, 1_000_000_100))
+        return report
+
+    monkeypatch.setattr(engine, "check_tree", then_changed)
+    assert main(args) == 0
+    assert main(args) == 1
+    assert "KG001" in capsys.readouterr().out
+
+
 def test_old_effect_maps_are_pruned_other_files_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,6 +116,7 @@ def discover_modules(
     gitignore_from: Path | str | None = None,
     visited: list[str] | None = None,
     excluded: list[str] | None = None,
+    seen: dict[str, tuple[int, int, int]] | None = None,
 ) -> list[tuple[str, str, bool]]:
     """``(file path, module name, is package)`` for every ``*.py`` under ``root``, sorted.
 
@@ -126,7 +127,9 @@ def discover_modules(
     ``visited`` receives every folder walked, every virtual environment's folder left
     out, every ``.gitignore`` in them and every one looked for above ``root`` (what a
     warm replay must find unchanged, `kernel.guard.fastpath`); ``excluded`` the dotted
-    names of the folders and modules left out by ``exclude`` or ``.gitignore``.
+    names of the folders and modules left out by ``exclude`` or ``.gitignore``;
+    ``seen`` the ``(size, mtime_ns, inode)`` of each folder walked, taken just before it
+    was listed (an entry added later changes its mtime from the one kept).
     """
     top = os.fspath(root)
     ignore = _Ignore(exclude)
@@ -145,7 +148,7 @@ def discover_modules(
                 if visited is not None:
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
-    for folder, prefix, dirs, files in _walk(top, []):
+    for folder, prefix, dirs, files in _walk(top, [], seen):
         if prefix and "pyvenv.cfg" in files and os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
             # A virtual environment, found in its own listing (a stat of `pyvenv.cfg`
             # in every folder from its parent cost more than the rest of the walk).
@@ -207,12 +210,15 @@ def _kept(
     return keep
 
 
-def _walk(folder: str, prefix: list[str]) -> Iterator[tuple[str, list[str], list[str], list[str]]]:
+def _walk(
+    folder: str, prefix: list[str], seen: dict[str, tuple[int, int, int]] | None = None
+) -> Iterator[tuple[str, list[str], list[str], list[str]]]:
     """`os.walk` from the top down, without following links, with each folder's path
     relative to the top as a list of names: ``(folder, prefix, dirs, files)``; the
     caller prunes ``dirs`` in place. One ``scandir`` per folder and no other system
-    call (`os.walk` also runs ``lstat`` on every folder); an unreadable folder is
-    skipped, as `os.walk` does."""
+    call (`os.walk` also runs ``lstat`` on every folder), but a ``stat`` of the folder
+    before it is listed when ``seen`` is given; an unreadable folder is skipped, as
+    `os.walk` does."""
     # An explicit stack, not recursion: a `yield from` chain passes every folder up
     # through each level above it (Django's locale tree is eight deep).
     stack = [(folder, prefix)]
@@ -222,6 +228,9 @@ def _walk(folder: str, prefix: list[str]) -> Iterator[tuple[str, list[str], list
         files: list[str] = []
         links: set[str] = set()
         try:
+            if seen is not None:
+                st = os.stat(here)
+                seen[here] = (st.st_size, st.st_mtime_ns, st.st_ino)
             with os.scandir(here) as entries:
                 for entry in entries:
                     try:

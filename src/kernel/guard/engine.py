@@ -57,6 +57,8 @@ DEFAULT_CACHE_DIR = ".kernel-guard-cache"
 """Cache directory, relative to the working directory, used by the ``kernel guard`` verb."""
 
 _Results = dict[str, tuple[list[ImportFact], list[RawFinding]]]
+Seen = dict[str, tuple[int, int, int]]
+"""Path -> ``(size, mtime_ns, inode)`` as the run read it (`check_tree`'s ``seen``)."""
 
 
 @lru_cache(maxsize=1)
@@ -111,6 +113,7 @@ def check_paths(
     display: dict[str, str] | None = None,
     jobs: int | None = None,
     excluded: Sequence[str] = (),
+    seen: Seen | None = None,
 ) -> GuardReport:
     """Check ``(path, module, is_package)`` files against ``policy``.
 
@@ -124,6 +127,8 @@ def check_paths(
             available core; forked only for `PARALLEL_MIN_FILES` files or more).
         excluded: module names (or packages) left out by ``--exclude`` or
             ``.gitignore`` (see `check_coverage`).
+        seen: receives ``(size, mtime_ns, inode)`` of each file checked, from the
+            open file it was read from (or the stat the cache was served by).
 
     Raises:
         ConfigError: ``files`` is empty, or the policy does not cover them
@@ -139,8 +144,9 @@ def check_paths(
     effect_cache = EffectCache(directory, version)
     show = display or {}
     with gc_paused():
-        results, modules, todo, checked, cached = _plan(files, ctx, cache, show)
-        cached += _merge(todo, scan_all(todo, ctx.matcher_for, jobs), cache, show, results)
+        results, modules, todo, checked, cached = _plan(files, ctx, cache, show, seen)
+        done = scan_all(todo, ctx.matcher_for, jobs)
+        cached += _merge(todo, done, cache, show, results, seen=seen)
     keys = [show.get(path, path) for path in results]
     derived = _whole_tree(ctx, files, results, modules=modules, show=show, cache=cache, keys=keys)
     cache.save(set(keys))
@@ -163,7 +169,11 @@ def check_paths(
 
 
 def _plan(
-    files: Sequence[tuple[str, str, bool]], ctx: _Context, cache: FileCache, show: dict[str, str]
+    files: Sequence[tuple[str, str, bool]],
+    ctx: _Context,
+    cache: FileCache,
+    show: dict[str, str],
+    seen: Seen | None,
 ) -> tuple[_Results, dict[str, str], list[Job], int, int]:
     """What the cache serves by stat alone, and the jobs for the rest:
     ``(results, module -> path, jobs, files checked, files served)``."""
@@ -195,6 +205,8 @@ def _plan(
         ):
             results[path] = (entry[4], entry[5])
             cached += 1
+            if seen is not None:
+                seen[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
             continue
         known = entry[3] if entry is not None else ""
         todo.append((path, module, is_package, rules, known, st.st_size))
@@ -207,6 +219,8 @@ def _merge(
     cache: FileCache,
     show: dict[str, str],
     results: _Results,
+    *,
+    seen: Seen | None,
 ) -> int:
     """Put the parsed files' results into ``results`` and the cache; returns how many
     turned out unchanged (same digest), served from the cache after all."""
@@ -222,6 +236,8 @@ def _merge(
         if stat is not None:
             cache.entries[key] = (*stat, digest, imports, findings)
             cache.dirty = True
+            if seen is not None:
+                seen[path] = stat
         results[path] = (imports, findings)
     return cached
 
@@ -352,6 +368,7 @@ def check_tree(
     visited: list[str] | None = None,
     jobs: int | None = None,
     root: Path | str | None = None,
+    seen: Seen | None = None,
 ) -> GuardReport:
     """Check every module under the import root ``src`` against ``policy``.
 
@@ -366,6 +383,10 @@ def check_tree(
             findings, chains and the cache is relative to it (POSIX separators), so a
             baseline written in one folder holds in another; default the working
             directory.
+        seen: receives ``(size, mtime_ns, inode)`` of each folder walked and each
+            file checked, as they were when read (see `discover_modules`,
+            `check_paths`): what a recorded run must find unchanged
+            (`kernel.guard.fastpath.record`).
 
     Raises:
         ConfigError: ``src`` is not a directory or holds no Python file.
@@ -374,7 +395,12 @@ def check_tree(
         raise ConfigError(f"--src {src}: not a directory")
     excluded: list[str] = []
     files = discover_modules(
-        src, exclude=exclude, gitignore_from=gitignore_from, visited=visited, excluded=excluded
+        src,
+        exclude=exclude,
+        gitignore_from=gitignore_from,
+        visited=visited,
+        excluded=excluded,
+        seen=seen,
     )
     if not files:
         raise ConfigError(f"--src {src}: no Python files found")
@@ -382,7 +408,13 @@ def check_tree(
         visited += [path for path, _m, _k in files]
     display = _displayed(os.fspath(src), [path for path, _m, _k in files], root)
     report = check_paths(
-        files, policy, cache_dir=cache_dir, jobs=jobs, display=display, excluded=excluded
+        files,
+        policy,
+        cache_dir=cache_dir,
+        jobs=jobs,
+        display=display,
+        excluded=excluded,
+        seen=seen,
     )
     if only is None:
         return report

@@ -10,6 +10,11 @@ Rules this module enforces:
 
 - a record is keyed by the exact command words, the working directory, the Python
   version and `sys.path` (reach-through reads installed modules);
+- each path's stat is the one taken when the run read it (a module's from the open
+  file it was parsed from, a folder's just before it was listed), when the run kept
+  one: a file changed after it was read, or an entry added to a folder after it was
+  listed, must not be recorded as what was read (a later stat would record the
+  changed file as checked);
 - it is replayed only when every file it depends on (each module, each policy file,
   each ``.gitignore``, the baseline, the guard's own source) has the same size, mtime
   and inode, every folder walked has the same mtime (an added, removed or renamed entry
@@ -178,14 +183,21 @@ def record(
     code: int,
     *,
     present: list[str] | None = None,
+    seen: dict[str, tuple[int, int, int]] | None = None,
 ) -> None:
     """Remember this invocation's output and the stats of everything it read, and
-    whether each of ``present`` exists (what it holds does not matter: ``.git``)."""
+    whether each of ``present`` exists (what it holds does not matter: ``.git``).
+    ``seen`` holds ``(size, mtime_ns, inode)`` of paths as they were read; the
+    others are stat-checked now."""
     entries = _load(cache_dir)
     entries.pop(key, None)
     while len(entries) >= _KEEP:
         entries.pop(next(iter(entries)))
-    stats = [_stat(p) for p in dict.fromkeys(paths)]
+    known = seen or {}
+    stats: list[Stat] = []
+    for path in dict.fromkeys(paths):
+        got = known.get(path)
+        stats.append(_stat(path) if got is None else (path, got[0], got[1], got[2]))
     for path in dict.fromkeys(present or ()):
         stats.append((path, _PRESENT if os.path.lexists(path) else -1, 0, 0))
     entries[key] = marshal.dumps((time.time_ns(), stats, output, code))

@@ -166,11 +166,12 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         return _trace(args)
     read: list[str] = []
+    seen: dict[str, tuple[int, int, int]] = {}
     groups: dict[Path, list[str]] = {}
     try:
         for path in args.paths or [str(Path.cwd())]:
             groups.setdefault(find_project_root(path), []).append(path)
-        report = _check_groups(args, groups, read)
+        report = _check_groups(args, groups, read, seen)
         if args.add_suppressions or args.write_baseline:
             return _rewrite(args, report, list(groups))
         if args.baseline:
@@ -200,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
             output,
             int(code),  # the cache is marshalled: a plain int
             present=present,
+            seen=seen,
         )
     return code
 
@@ -229,8 +231,14 @@ def _cache_dir(args: argparse.Namespace, root: Path) -> str:
     return str(args.cache_dir) if args.cache_dir else str(root / _CACHE_DIR)
 
 
-def _check_groups(args: argparse.Namespace, groups: dict[Path, list[str]], read: list[str]) -> Any:
-    """One check per project root; the findings of all of them, in one report."""
+def _check_groups(
+    args: argparse.Namespace,
+    groups: dict[Path, list[str]],
+    read: list[str],
+    seen: dict[str, tuple[int, int, int]],
+) -> Any:
+    """One check per project root; the findings of all of them, in one report. What
+    each read goes to ``read``, with its stat as read in ``seen`` (`check_tree`)."""
     from kernel.guard.engine import check_tree
     from kernel.guard.model import GuardReport
     from kernel.guard.policy import discover_policy, load_policy
@@ -253,6 +261,7 @@ def _check_groups(args: argparse.Namespace, groups: dict[Path, list[str]], read:
             visited=read,
             jobs=args.jobs,
             root=root,
+            seen=seen,
         )
         violations.extend(report.violations)
         checked += report.files_checked
