@@ -221,15 +221,17 @@ def test_a_file_is_read_whole_with_the_stat_of_what_was_opened(data: bytes) -> N
         assert (stat.st_size, stat.st_ino) == (len(data), os.fstat(fh.fileno()).st_ino)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_a_file_that_cannot_be_read_is_a_finding_and_the_others_are_checked(
-    tmp_path: Path,
+    tmp_path: Path, jobs: int
 ) -> None:
-    """A module that is a dangling link: KG010 "cannot read" on it, the run goes on."""
+    """A module that is a dangling link: KG010 "cannot read" on it, the run goes on
+    (one job reads it unchecked; more stat it first, for its size)."""
     src = _tree(tmp_path, {"app/__init__.py": "", "app/ok.py": "import subprocess\n"})
     (src / "app" / "gone.py").symlink_to(tmp_path / "missing.py")
     rule = Rule(name="r", modules=("app", "app.*"), forbid_imports=("subprocess",))
     policy = Policy(rules=(rule,))
-    report = check_tree(src, policy, jobs=1)
+    report = check_tree(src, policy, jobs=jobs)
     found = {(Path(v.path).name, v.code.value, v.message.split(":")[0]) for v in report.violations}
     assert ("gone.py", "KG010", "cannot read") in found
     assert any(name == "ok.py" and code == "KG001" for name, code, _m in found)

@@ -144,7 +144,12 @@ def check_paths(
     effect_cache = EffectCache(directory, version)
     show = display or {}
     with gc_paused():
-        results, modules, todo, checked, cached = _plan(files, ctx, cache, show, seen)
+        # One job needs no sizes (they split the files between processes): a file the
+        # cache holds nothing for is not stat-checked before it is read.
+        sized = jobs is None or jobs > 1
+        results, modules, todo, checked, cached = _plan(
+            files, ctx, cache, show, seen=seen, sized=sized
+        )
         done = scan_all(todo, ctx.matcher_for, jobs)
         cached += _merge(todo, done, cache, show, results, seen=seen)
     keys = [show.get(path, path) for path in results]
@@ -173,7 +178,9 @@ def _plan(
     ctx: _Context,
     cache: FileCache,
     show: dict[str, str],
+    *,
     seen: Seen | None,
+    sized: bool,
 ) -> tuple[_Results, dict[str, str], list[Job], int, int]:
     """What the cache serves by stat alone, and the jobs for the rest:
     ``(results, module -> path, jobs, files checked, files served)``."""
@@ -191,6 +198,9 @@ def _plan(
         checked += 1
         # Keyed by the displayed (project-relative) path: the same from any folder.
         entry = cache.entries.get(show.get(path, path))
+        if entry is None and not sized:
+            todo.append((path, module, is_package, rules, "", 0))
+            continue
         try:
             st = os.stat(path)
         except OSError as e:
