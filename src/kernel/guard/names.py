@@ -106,6 +106,61 @@ _NAMED_RX: Final = re.compile(r"((?:typing-only |dynamic )?import of )'([^']*)'(
 _BUILTINS_CACHE: dict[int, tuple[CallMatcher, frozenset[str]]] = {}
 
 
+class Run:
+    """What every file scanned with the same rules and matcher shares: built once per
+    run (`run_for`), where building it per file cost more than some files' scan."""
+
+    __slots__ = (
+        "bound_hits",
+        "builtins",
+        "effect_matcher",
+        "guarded",
+        "import_findings",
+        "marks",
+        "matcher",
+        "reflection",
+        "rules",
+        "rules_key",
+    )
+
+    def __init__(self, rules: tuple[Rule, ...], matcher: CallMatcher) -> None:
+        self.rules = rules
+        self.matcher = matcher
+        self.rules_key = rules
+        self.guarded = ",".join(sorted(r.name for r in rules))
+        self.reflection = ",".join(sorted(r.name for r in rules if r.forbid_reflection))
+        effect_rules = [r for r in rules if r.effects and r.forbid_calls]
+        self.effect_matcher = (
+            CallMatcher((r.name, p) for r in effect_rules for p in r.forbid_calls)
+            if effect_rules
+            else None
+        )
+        self.builtins = _interesting_builtins(matcher)
+        # (module, name, kind) -> the import rules' findings of such an import, but
+        # its place (`ImportPass.import_rules`).
+        self.import_findings: dict[tuple[str, str, str], tuple[tuple[str, str, str], ...]] = {}
+        # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
+        self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
+        # Per `interesting_names` name left unbound: what `_marks` searches for it.
+        self.marks: dict[str, str] | None = None
+
+
+_RUNS: dict[tuple[int, ...], Run] = {}
+
+
+def run_for(rules: Sequence[Rule], matcher: CallMatcher) -> Run:
+    """The `Run` of ``rules`` and ``matcher``, by identity: the engine hands every file
+    of a check the same matcher and equal rules (a tuple built per file, of the same
+    records). The entry keeps them alive, so an identity is never reused."""
+    key = (id(matcher), *map(id, rules))
+    run = _RUNS.get(key)
+    if run is None or run.matcher is not matcher or len(run.rules) != len(rules):
+        if len(_RUNS) > 64:
+            _RUNS.clear()
+        run = _RUNS[key] = Run(tuple(rules), matcher)
+    return run
+
+
 def _interesting_builtins(matcher: CallMatcher) -> frozenset[str]:
     """Builtin names worth searching for under ``matcher`` (memoised per matcher)."""
     entry = _BUILTINS_CACHE.get(id(matcher))
@@ -145,14 +200,10 @@ class ImportPass:
         self.module = module
         self.is_package = is_package
         self.rules = rules
-        self.guarded = ",".join(sorted(r.name for r in rules))
-        self.reflection = ",".join(sorted(r.name for r in rules if r.forbid_reflection))
-        effect_rules = [r for r in rules if r.effects and r.forbid_calls]
-        self.effect_matcher = (
-            CallMatcher((r.name, p) for r in effect_rules for p in r.forbid_calls)
-            if effect_rules
-            else None
-        )
+        run = self.run = run_for(rules, matcher)
+        self.guarded = run.guarded
+        self.reflection = run.reflection
+        self.effect_matcher = run.effect_matcher
         self.matcher = matcher
         self.imports: list[ImportFact] = []
         self.findings: list[tuple[int, int, str, str, str]] = []  # byte columns until the end
@@ -165,6 +216,7 @@ class ImportPass:
         self.import_sites: dict[str, list[int]] = {}
         self.bound_objects: list[tuple[ast.stmt, str, int]] = []
         self.tc_stored: bool | None = None
+        self.typing_only = False  # some import is typing-only
         self.site_counts: collections.Counter[str] | None = None
         self.module_shadows: dict[str, int] = {}
         self.local_call: int | None = None
@@ -175,7 +227,7 @@ class ImportPass:
         self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
         self.in_annotation = False
         self.in_text = False  # visiting code parsed from a string: its lines are its own
-        self.rules_key = tuple(rules)
+        self.rules_key = run.rules_key
         self.reaches_memo: dict[str, bool] | None = None
         self.interesting_memo: dict[str, bool] | None = None
         self.deleted: set[str] | None = None
@@ -183,10 +235,14 @@ class ImportPass:
         self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
         self.lines: list[int] = []
         self.new_names = False
+        self.generic_open = 0  # classes (or type aliases) with type parameters being visited
+        self.binds_memo: dict[tuple[str, ast.AST], bool] = {}  # `ShadowPass._bound_in`
+        self.uncalled: list[str] = []  # `_marks`: builtins searched where not called
+        self.dotted: dict[str, str] = {}  # `_marks`: names searched as name.module
         self.functions: dict[int, FunctionInfo] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
         self.maybe_bound: dict[str, list[int]] = {}
-        self.builtins_of_interest = _interesting_builtins(matcher)
+        self.builtins_of_interest = run.builtins
 
     # ---------------------------------------------------------------- import pass
     def import_pass(self) -> None:
@@ -323,12 +379,18 @@ class ImportPass:
     def bound_object_rules(self) -> None:
         """KG004: binding a forbidden object by a runtime import is a reference to it.
         A typing-only import never runs, so it binds nothing (see `prune_typing`)."""
+        memo = self.run.bound_hits
         for stmt, qual, index in self.bound_objects:
-            if self.imports[index][4] == "typing":
+            hits = memo.get(qual)
+            if hits is None:
+                if len(memo) > 65536:
+                    memo.clear()
+                hits = memo[qual] = tuple(
+                    self.matcher.match(qual)
+                    or [hit for twin in twin_of(qual) for hit in self.matcher.match(twin)]
+                )
+            if not hits or self.imports[index][4] == "typing":
                 continue
-            hits = self.matcher.match(qual) or [
-                hit for twin in twin_of(qual) for hit in self.matcher.match(twin)
-            ]
             for rule, pattern in hits:
                 self._finding(
                     stmt,
@@ -340,6 +402,8 @@ class ImportPass:
     def prune_typing(self) -> None:
         """A name bound only by typing-only imports is unbound at run time: a use of it
         raises NameError and reaches nothing, so it resolves to nothing."""
+        if not self.typing_only:
+            return  # no import is typing-only (`resolve_typing`)
         for name, sites in self.import_sites.items():
             if all(self.imports[i][4] == "typing" for i in sites) and not self._other_sites(
                 name, len(sites)
@@ -361,6 +425,7 @@ class ImportPass:
                     typing_only = True
                     break
             if typing_only:
+                self.typing_only = True
                 m, n, line, col, _ = self.imports[index]
                 self.imports[index] = (m, n, line, col, "typing")
 
@@ -433,44 +498,60 @@ class ImportPass:
 
     # ---------------------------------------------------------------- import rules
     def import_rules(self) -> None:
+        # A project imports the same names in many files: their findings are worked out
+        # once per run, and only placed per import.
+        memo = self.run.import_findings
         for module, name, line, col, kind in self.imports:
-            targets = (module, f"{module}.{name}") if name else (module,)
-            shown = targets[-1]
-            for rule in self.rules:
-                problem = _import_problem(rule, targets)
-                if problem is None:
+            key = (module, name, kind)
+            found = memo.get(key)
+            if found is None:
+                if len(memo) > 65536:
+                    memo.clear()
+                found = memo[key] = self._import_findings(module, name, kind)
+            for code, rule, message in found:
+                self.findings.append((line, col, code, rule, message))
+
+    def _import_findings(
+        self, module: str, name: str, kind: str
+    ) -> tuple[tuple[str, str, str], ...]:
+        """``(code, rule, message)`` of every import rule an import breaks."""
+        out: list[tuple[str, str, str]] = []
+        targets = (module, f"{module}.{name}") if name else (module,)
+        shown = targets[-1]
+        for rule in self.rules:
+            problem = _import_problem(rule, targets)
+            if problem is None:
+                continue
+            code, pattern = problem
+            if kind == "typing":
+                typing_ok = module_set(rule.allow_typing_imports)
+                if any(typing_ok.match(t) is not None for t in targets):
                     continue
-                code, pattern = problem
-                if kind == "typing":
-                    typing_ok = module_set(rule.allow_typing_imports)
-                    if any(typing_ok.match(t) is not None for t in targets):
-                        continue
-                    # KG006: typing-only imports are reported apart from runtime ones.
-                    detail = (
-                        f"forbidden (forbid-imports {pattern!r})"
-                        if code is ViolationCode.FORBIDDEN_IMPORT
-                        else "not in allow-imports"
+                # KG006: typing-only imports are reported apart from runtime ones.
+                detail = (
+                    f"forbidden (forbid-imports {pattern!r})"
+                    if code is ViolationCode.FORBIDDEN_IMPORT
+                    else "not in allow-imports"
+                )
+                out.append(
+                    (
+                        ViolationCode.TYPING_ONLY_IMPORT.value,
+                        rule.name,
+                        f"typing-only import of {shown!r} is {detail} "
+                        "and not in allow-typing-imports",
                     )
-                    self.findings.append(
-                        (
-                            line,
-                            col,
-                            ViolationCode.TYPING_ONLY_IMPORT.value,
-                            rule.name,
-                            f"typing-only import of {shown!r} is {detail} "
-                            "and not in allow-typing-imports",
-                        )
-                    )
-                    continue
-                how = "dynamic import" if kind == "dynamic" else "import"
-                what = f"{how} of {shown!r}"
-                if kind.startswith("reach:"):
-                    what = f"reach-through {kind[6:]!r} (module {shown!r})"
-                if code is ViolationCode.FORBIDDEN_IMPORT:
-                    message = f"{what} is forbidden (forbid-imports {pattern!r})"
-                else:
-                    message = f"{what} is not in allow-imports"
-                self.findings.append((line, col, code.value, rule.name, message))
+                )
+                continue
+            how = "dynamic import" if kind == "dynamic" else "import"
+            what = f"{how} of {shown!r}"
+            if kind.startswith("reach:"):
+                what = f"reach-through {kind[6:]!r} (module {shown!r})"
+            if code is ViolationCode.FORBIDDEN_IMPORT:
+                message = f"{what} is forbidden (forbid-imports {pattern!r})"
+            else:
+                message = f"{what} is not in allow-imports"
+            out.append((code.value, rule.name, message))
+        return tuple(out)
 
     def raw_findings(self) -> list[RawFinding]:
         marks = self._suppressions() if b"kernel-guard:" in self.data else {}

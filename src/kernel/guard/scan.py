@@ -111,6 +111,7 @@ _LEAF_FIELDS: Final = frozenset(
 )  # fmt: skip
 """Fields that never hold a node a rule can see, in any node type: a name, a number,
 or an operator or context node (no fields of its own)."""
+_GENERIC: Final = (*_FUNCS, ast.ClassDef, *((ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ()))
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 """Per node type, its fields but `_LEAF_FIELDS`, in order (`_Scanner._generic`)."""
 
@@ -154,6 +155,17 @@ class _Scanner(ShadowPass):
             self._stmt(body[index], scope)
 
     def _stmt(self, stmt: ast.stmt, scope: Scope) -> None:
+        if isinstance(stmt, _GENERIC) and getattr(stmt, "type_params", None):
+            # 3.12+: its type parameters are a scope around it (`_bound_in`).
+            self.generic_open += 1
+            try:
+                self._statement(stmt, scope)
+            finally:
+                self.generic_open -= 1
+        else:
+            self._statement(stmt, scope)
+
+    def _statement(self, stmt: ast.stmt, scope: Scope) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             return  # handled by the import pass
         if isinstance(stmt, _FUNCS):

@@ -24,7 +24,6 @@ from kernel.guard.names import (
     _REFLECTIVE_ATTRS,
     ImportPass,
     _import_problem,
-    _interesting_builtins,
 )
 from kernel.guard.patterns import twin_of
 from kernel.guard.syntax import (
@@ -83,6 +82,33 @@ def _binding_positions(search: bytes, name: bytes) -> list[int]:
         at = search.find(name, at + 1)
     positions.sort()
     return positions
+
+
+def _binds(fn: ast.AST, name: str) -> bool:
+    """Does a node of ``fn``'s tree bind ``name``, by any form Python has? A store or
+    ``del``, a parameter, an import, a definition, ``global``/``nonlocal``, an except
+    or match capture, a type parameter (a superset: a keyword argument counts too).
+
+    When none does, no scope of the tree has it local or free (what `symtable` says,
+    without building the file's table: 7 ms for a 2,600-line file), except through a
+    type parameter scope around ``fn`` (which the caller rules out)."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            if node.id == name and not isinstance(node.ctx, ast.Load):
+                return True
+        elif isinstance(node, ast.alias):
+            if (node.asname or node.name.split(".", 1)[0]) == name:
+                return True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            if name in node.names:
+                return True
+        elif name in (
+            getattr(node, "name", None),
+            getattr(node, "arg", None),
+            getattr(node, "rest", None),
+        ):
+            return True
+    return False
 
 
 class ShadowPass(ImportPass):
@@ -162,8 +188,9 @@ class ShadowPass(ImportPass):
         return first < self.top_index
 
     def interesting_names(self) -> set[str]:
-        names = {n for n, q in self.bindings.items() if self._interesting(q)}
-        names.update(n for n in _interesting_builtins(self.matcher) if n not in self.bindings)
+        interesting = self._interesting
+        names = {n for n, q in self.bindings.items() if interesting(q)}
+        names.update(self.builtins_of_interest.difference(self.bindings))
         names.update(_REFLECTIVE_ATTRS)
         return names
 
@@ -176,16 +203,23 @@ class ShadowPass(ImportPass):
         (docs/guard.md, "sixth round"). A round that binds such a name to something
         else (``getattr = os.system``) searches it whole."""
         marks = {*names, "TYPE_CHECKING"}
+        self.uncalled, self.dotted = [], {}
         if self.reflection or self.effect_matcher is not None:
             return marks
-        for n in names:
-            q = self.bindings.get(n)
-            if q is None and n in _CALLED_ONLY:
+        bindings = self.bindings
+        for n in _CALLED_ONLY:
+            if n in names and n not in bindings:
                 marks.remove(n)
                 marks.add(f"{n}(")
-            elif q is not None and self._reach_only(q):
+                self.uncalled.append(n)
+        # Only a bound name can be marked `name.module`: the rest (the builtins and
+        # reflective names every file searches for) are not looked at one by one.
+        for n in names.intersection(bindings):
+            q = bindings[n]
+            if self._reach_only(q):
                 marks.remove(n)
                 marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
+                self.dotted[n] = q
         return marks
 
     def _reach_only(self, q: str) -> bool:
@@ -208,11 +242,18 @@ class ShadowPass(ImportPass):
         return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
 
     def _marked_lines(self, marks: set[str]) -> list[int]:
-        words = [m for m in marks if m[-1] != "(" and "." not in m]
-        uncalled = [m[:-1] for m in marks if m[-1] == "("]
-        dotted = dict(m.split(".", 1) for m in marks if "." in m)
+        """The lines of ``marks``, as `_marks` made them (its `uncalled` and `dotted`).
+
+        A ``name(`` or ``name.module`` mark is handed over with the words too: no word
+        of a file holds a ``(`` or a ``.``, so it finds nothing there (and sorting out
+        the words one by one cost more than a file's search)."""
+        dotted = self.dotted
         return lines_of(
-            self.search, words, uncalled, dotted, lambda n, attr: self._quiet(dotted[n], attr)
+            self.search,
+            marks,
+            self.uncalled,
+            dotted,
+            lambda n, attr: self._quiet(dotted[n], attr),
         )
 
     def _interesting(self, q: str) -> bool:
@@ -399,10 +440,20 @@ class ShadowPass(ImportPass):
         return known
 
     def _bound_in(self, name: str, fn: ast.AST) -> bool:
+        """May ``name`` be bound in the scope ``fn`` opens or in one it holds (then
+        `_local` asks the symbol table)? A text test first, then the tree's."""
         lines = self._bound_lines(name)
         if not lines:
             return False
         start = getattr(fn, "lineno", 1)
         end = getattr(fn, "end_lineno", None) or start
         i = bisect.bisect_left(lines, start)
-        return i < len(lines) and lines[i] <= end
+        if i == len(lines) or lines[i] > end:
+            return False
+        if self.generic_open:
+            return True  # a type parameter scope around `fn` binds names of its own
+        key = (name, fn)  # the node itself: an id can be reused once a parsed string is gone
+        known = self.binds_memo.get(key)
+        if known is None:
+            known = self.binds_memo[key] = _binds(fn, name)
+        return known

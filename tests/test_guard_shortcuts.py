@@ -1,0 +1,192 @@
+"""The per-file scan's shortcuts answer as the long way does (docs/guard.md, issue 21's
+eighth round): the tree test before a symbol table, and what is built once per run."""
+
+from __future__ import annotations
+
+import ast
+import symtable
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel.guard import Policy, Rule, check_source
+from kernel.guard.patterns import CallMatcher
+from kernel.guard.scan import scan_source
+from kernel.guard.shadows import _binds
+from kernel.guard.syntax import COMPREHENSIONS, scope_name
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *COMPREHENSIONS)
+
+# Every binding form Python has, in functions, nested functions, lambdas and
+# comprehensions (a closure variable is bound in an enclosing function).
+_FORMS = [
+    "def f():\n    open = 1\n",
+    "def f():\n    open += 1\n",
+    "def f():\n    open: int\n",
+    "def f():\n    open: int = 1\n",
+    "def f():\n    (open := 1)\n",
+    "def f():\n    del open\n",
+    "def f():\n    for open in x: pass\n",
+    "def f():\n    with x as open: pass\n",
+    "def f():\n    with x as (a, [b, *open]): pass\n",
+    "def f():\n    try: pass\n    except E as open: pass\n",
+    "def f():\n    import open\n",
+    "def f():\n    import open.path\n",
+    "def f():\n    import x as open\n",
+    "def f():\n    from x import open\n",
+    "def f():\n    from x import y as open\n",
+    "def f():\n    def open(): pass\n",
+    "def f():\n    class open: pass\n",
+    "def f(open): pass\n",
+    "def f(*open): pass\n",
+    "def f(**open): pass\n",
+    "def f(a, /, open=1): pass\n",
+    "def f(*, open): pass\n",
+    "f = lambda open: open\n",
+    "def f():\n    global open\n    open = 1\n",
+    "def f():\n    global open\n",
+    "def f():\n    open = 1\n    def g():\n        nonlocal open\n        open = 2\n",
+    "def f():\n    open = 1\n    def g():\n        return open\n",
+    "def f():\n    open = 1\n    return lambda: open\n",
+    "def f():\n    open = 1\n    return [open for _ in x]\n",
+    "def f():\n    return [open for open in x]\n",
+    "def f():\n    return {open: 1 for open, _ in x}\n",
+    "def f():\n    return [y for x in z if (open := x)]\n",
+    "x = [lambda: open for open in y]\n",
+    "def f():\n    match x:\n        case open: pass\n",
+    "def f():\n    match x:\n        case [1, *open]: pass\n",
+    "def f():\n    match x:\n        case {'k': 1, **open}: pass\n",
+    "def f():\n    match x:\n        case C(a=open): pass\n",
+    "def f():\n    match x:\n        case (1 | 2) as open: pass\n",
+    "class C:\n    def f(self):\n        open = 1\n        def g():\n            return open\n",
+    "def f():\n    class C:\n        open = 1\n        def g(self):\n            return open\n",
+    "def f():\n    return open(x)\n",
+    "def f():\n    g = open\n    return g\n",
+    "def f():\n    return x.open\n",
+    "def f():\n    x.open = 1\n    x[open] = 1\n",
+    "def f():\n    return g(open=1)\n",
+]
+if sys.version_info >= (3, 12):
+    _FORMS += [
+        "def f[open](): return open\n",
+        "def f():\n    def g[open](): return open\n",
+        "def f():\n    type T[open] = open\n",
+        "def f():\n    class C[open]:\n        def g(self): return open\n",
+    ]
+
+
+def _tables(table: symtable.SymbolTable) -> list[symtable.SymbolTable]:
+    out = [table]
+    for child in table.get_children():
+        out += _tables(child)
+    return out
+
+
+def _outermost(tree: ast.AST) -> list[ast.AST]:
+    """The scopes no function, lambda or comprehension encloses."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _SCOPES):
+                out.append(child)
+            else:
+                stack.append(child)
+    return out
+
+
+def _tables_in(top: symtable.SymbolTable, node: ast.AST) -> list[symtable.SymbolTable]:
+    """The symbol tables of ``node``'s scope and of every scope inside it."""
+    start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", 0)
+    for table in _tables(top):
+        if table.get_type() != "module" and (
+            table.get_name().strip("<>"),
+            table.get_lineno(),
+        ) == (scope_name(node), start):
+            return [t for t in _tables(table) if start <= t.get_lineno() <= end]
+    return []
+
+
+_IMPLICIT = frozenset({"__class__", "__classdict__", "__classdictcell__"})
+"""Cells the compiler makes itself (``super()``'s class, 3.12's class namespace): no
+builtin's name, so never asked about."""
+
+
+def _check(source: str) -> int:
+    """Every name some scope in an outermost scope has local or free is one `_binds`
+    finds in that scope's tree (but the compiler's own: ``.0``, `_IMPLICIT`); the number
+    of names checked."""
+    tree = ast.parse(source)
+    top = symtable.symtable(source, "<test>", "exec")
+    checked = 0
+    for node in _outermost(tree):
+        for table in _tables_in(top, node):
+            for sym in table.get_symbols():
+                name = sym.get_name()
+                if (sym.is_local() or sym.is_free()) and name.isidentifier():
+                    checked += 1
+                    assert name in _IMPLICIT or _binds(node, name), (source, name)
+    return checked
+
+
+@pytest.mark.parametrize("source", _FORMS)
+def test_every_binding_form_is_found_in_the_tree(source: str) -> None:
+    _check(source)
+
+
+def test_a_name_no_node_binds_is_not_found() -> None:
+    tree = ast.parse("def f():\n    g = open\n    return g(x.open, y=open), x[open]\n")
+    assert not _binds(tree.body[0], "open")
+
+
+@pytest.mark.parametrize(
+    "module", ["argparse", "dataclasses", "typing", "ast", "inspect", "email/_header_value_parser"]
+)
+def test_every_local_or_closure_name_of_the_stdlib_is_found(module: str) -> None:
+    path = Path(ast.__file__).parent / f"{module}.py"
+    assert _check(path.read_text(encoding="utf-8")) > 100
+
+
+_EVAL = Policy(rules=(Rule(name="r", modules=("m",), forbid_calls=("eval",)),))
+
+
+@pytest.mark.parametrize(
+    ("src", "lines"),
+    [
+        # the text looks like a binding (`eval` ends a line), the tree has none
+        ("def f():\n    g = eval\n    return g\n", [2, 3]),
+        ("def f():\n    return eval, 1\n", [2]),
+        # bound in an enclosing function: a closure variable, never the builtin
+        ("def f():\n    eval = g\n    def h():\n        return eval(1)\n", []),
+        ("def f():\n    eval = g\n    return lambda: eval(1)\n", []),
+        ("class C:\n    def f(self, eval):\n        return eval(1)\n", []),
+        ("def f():\n    global eval\n    eval = g\n    return eval(1)\n", [4]),
+    ],
+)
+def test_a_builtin_in_a_function_is_the_builtin_unless_a_scope_binds_it(
+    src: str, lines: list[int]
+) -> None:
+    assert [v.line for v in check_source(src, _EVAL, module="m")] == lines
+
+
+def test_files_of_one_matcher_with_other_rules_get_their_own_findings() -> None:
+    """What is built once per run is keyed by the rules and the matcher both."""
+    src = b"import subprocess\nimport socket\nfrom os import system\n"
+    matcher = CallMatcher([("a", "os.system")])
+    first = Rule(
+        name="a", modules=("m",), forbid_imports=("subprocess",), forbid_calls=("os.system",)
+    )
+    second = Rule(name="a", modules=("m",), forbid_imports=("socket",), forbid_calls=("os.system",))
+    found = [
+        sorted(
+            (f[0], f[2]) for f in scan_source(src, module="m", rules=(rule,), matcher=matcher)[1]
+        )
+        for rule in (first, second, first)
+    ]
+    assert found == [
+        [(1, "KG001"), (3, "KG004")],
+        [(2, "KG001"), (3, "KG004")],
+        [(1, "KG001"), (3, "KG004")],
+    ]
