@@ -9,9 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernel.guard import Policy, Rule, check_source
-from kernel.guard.patterns import CallMatcher
+from kernel.guard.model import ViolationCode
+from kernel.guard.names import _find_import_problem
+from kernel.guard.patterns import CallMatcher, ModuleSet, twin_of
 from kernel.guard.scan import scan_source
 from kernel.guard.shadows import _binds
 from kernel.guard.syntax import COMPREHENSIONS, scope_name
@@ -190,3 +194,39 @@ def test_files_of_one_matcher_with_other_rules_get_their_own_findings() -> None:
         [(2, "KG001"), (3, "KG004")],
         [(1, "KG001"), (3, "KG004")],
     ]
+
+
+_PARTS = st.sampled_from(["os", "io", "a", "b", "_io", "posix", "subprocess", "x_y", "builtins"])
+_MODULES = st.lists(_PARTS, min_size=1, max_size=4).map(".".join)
+
+
+@given(st.lists(_MODULES, max_size=4), _MODULES)
+def test_a_package_no_pattern_is_under_matches_nothing(patterns: list[str], module: str) -> None:
+    """`ModuleSet.may_match_under` rules a module out only when no pattern matches it."""
+    compiled = ModuleSet(patterns)
+    if not compiled.may_match_under(module.split(".", 1)[0]):
+        assert compiled.match(module) is None
+
+
+@given(
+    st.lists(_MODULES, min_size=1, max_size=4),
+    _MODULES,
+    st.sampled_from(["", "run", "open", "system"]),
+)
+def test_an_import_problem_is_the_one_found_the_long_way(
+    patterns: list[str], module: str, name: str
+) -> None:
+    """The shortcut of `_find_import_problem` (no pattern under the package, no C twin)
+    answers as every target and twin matched one by one does."""
+    rule = Rule(name="r", modules=("m",), forbid_imports=tuple(patterns))
+    targets = (module, f"{module}.{name}") if name else (module,)
+    forbidden = ModuleSet(patterns)
+    expected = next(
+        (
+            (ViolationCode.FORBIDDEN_IMPORT, p)
+            for t in (*targets, *(twin for n in targets for twin in twin_of(n)))
+            if (p := forbidden.match(t)) is not None
+        ),
+        None,
+    )
+    assert _find_import_problem(rule, targets) == expected

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from kernel.guard.model import Rule, ViolationCode
-from kernel.guard.patterns import CallMatcher, module_set, twin_of
+from kernel.guard.patterns import TWIN_HEADS, CallMatcher, module_set, twin_of
 from kernel.guard.syntax import (
     FunctionInfo,
     Scope,
@@ -218,7 +218,7 @@ class ImportPass:
         self.tc_stored: bool | None = None
         self.typing_only = False  # some import is typing-only
         self.site_counts: collections.Counter[str] | None = None
-        self.module_shadows: dict[str, int] = {}
+        self.module_shadows: dict[str, int] | None = None  # `module_level_shadows`
         self.local_call: int | None = None
         self.class_bound: list[tuple[int, set[str]]] = []
         self.reflective_seen: set[int] = set()
@@ -359,8 +359,12 @@ class ImportPass:
             if any(a.name == "annotations" for a in stmt.names):
                 self.future_annotations = True
             return
+        # `_record_import` and `_bind_import` inlined: a project's files bind thousands
+        # of names this way, and the calls cost as much as the work.
+        imports, sites, line, col = self.imports, self.import_sites, stmt.lineno, stmt.col_offset
         for alias in stmt.names:
-            if alias.name == "*":
+            name = alias.name
+            if name == "*":
                 self._record_import(base, "", stmt, guards)
                 if self.rules:
                     # KG003: a star import binds names nobody can see statically.
@@ -371,9 +375,18 @@ class ImportPass:
                         f"star import from {base!r} in a guarded module",
                     )
                 continue
-            index = self._record_import(base, alias.name, stmt, guards)
-            qual = f"{base}.{alias.name}"
-            self._bind_import(alias.asname or alias.name, qual, index)
+            index = len(imports)
+            if guards:
+                self.tc_guards.append((guards, index))
+            imports.append((base, name, line, col, "runtime"))
+            qual = f"{base}.{name}"
+            bound = alias.asname or name
+            self.bindings[bound] = self.import_names[bound] = qual
+            at = sites.get(bound)
+            if at is None:
+                sites[bound] = [index]
+            else:
+                at.append(index)
             self.bound_objects.append((stmt, qual, index))
 
     def bound_object_rules(self) -> None:
@@ -730,6 +743,13 @@ def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode
 
 def _find_import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
     forbidden = module_set(rule.forbid_imports)
+    head = targets[0].split(".", 1)[0]  # every target is the first or under it
+    if (
+        rule.allow_imports is None
+        and head not in TWIN_HEADS
+        and not forbidden.may_match_under(head)
+    ):
+        return None  # most imports of a project: no pattern under their package
     # A C twin or real name (`_socket`, `posix`) is the module it implements.
     for t in (*targets, *(twin for name in targets for twin in twin_of(name))):
         pattern = forbidden.match(t)

@@ -25,6 +25,7 @@ __all__ = [
     "ModuleSet",
     "module_set",
     "PATTERN_RE",
+    "TWIN_HEADS",
     "covers",
     "module_matches",
     "normalize_call",
@@ -56,7 +57,7 @@ def module_matches(pattern: str, module: str) -> bool:
 class ModuleSet:
     """A list of module patterns, compiled: exact names in a set, globs apart."""
 
-    __slots__ = ("_exact", "_globs")
+    __slots__ = ("_exact", "_globs", "_heads")
 
     def __init__(self, patterns: Sequence[str]) -> None:
         """``patterns`` as in ``forbid-imports`` (first match reported)."""
@@ -67,6 +68,12 @@ class ModuleSet:
                 self._globs.append(p)
             else:
                 self._exact.setdefault(p, p)
+        self._heads = frozenset(p.split(".", 1)[0] for p in self._exact)
+
+    def may_match_under(self, head: str) -> bool:
+        """Can a module whose top-level package is ``head`` match? No when every
+        pattern is exact and none is under ``head`` (a match is the name or a parent)."""
+        return bool(self._globs) or head in self._heads
 
     def match(self, module: str) -> str | None:
         """The first pattern covering ``module`` (itself or a parent package), or None."""
@@ -222,6 +229,10 @@ _SAME_OBJECT: dict[str, str] = {
     "io.open": "builtins.open",
     "builtins.open": "io.open",
 }
+
+
+TWIN_HEADS: frozenset[str] = frozenset({*_TWINS, *(name.split(".", 1)[0] for name in _SAME_OBJECT)})
+"""The top-level names `twin_of` has an answer under: any other name has no twin."""
 
 
 @lru_cache(maxsize=65536)

@@ -781,7 +781,6 @@ def scan_source(
     scanner.resolve_typing()
     scanner.prune_typing()
     scanner.bound_object_rules()
-    scanner.module_level_shadows()
     scanner.reference_pass()
     if rules:
         scanner.import_rules()

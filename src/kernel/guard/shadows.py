@@ -134,8 +134,10 @@ class ShadowPass(ImportPass):
 
         Only the builtins this scan asks about are recorded (`_name` asks about no
         other), and a statement binding one names it: only the statements on the lines
-        naming one are read (most files name none).
+        naming one are read (most files name none). Worked out when `_module_shadowed`
+        first asks (most files never use such a builtin on a line the pass visits).
         """
+        self.module_shadows = {}
         wanted = self.builtins_of_interest
         marked = lines_of(self.search, wanted)
         body = self.tree.body
@@ -177,6 +179,9 @@ class ShadowPass(ImportPass):
         return name in self.deleted
 
     def _module_shadowed(self, name: str, scope: Scope) -> bool:
+        if self.module_shadows is None:
+            self.module_level_shadows()
+            assert self.module_shadows is not None
         first = self.module_shadows.get(name)
         if first is None or self._deleted(name):
             return False
