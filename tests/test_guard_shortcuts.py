@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kernel.guard import Policy, Rule, check_source
 from kernel.guard.model import ViolationCode
-from kernel.guard.names import _find_import_problem
+from kernel.guard.names import ImportPass, _find_import_problem
 from kernel.guard.patterns import CallMatcher, ModuleSet, twin_of
 from kernel.guard.scan import scan_source
 from kernel.guard.shadows import _binds
@@ -230,3 +230,45 @@ def test_an_import_problem_is_the_one_found_the_long_way(
         None,
     )
     assert _find_import_problem(rule, targets) == expected
+
+
+_STATEMENTS = st.sampled_from(
+    [
+        "x = 1",
+        "x = (\n    1)",
+        "a = 1; b = 2",
+        "@d\ndef f():\n    pass",
+        "@d(\n    1)\n@e\nclass C:\n    x = 1\n    y = 2",
+        "if x:\n    pass\nelse:\n    pass",
+        '"""doc\ntext"""',
+        "",
+    ]
+)
+
+
+@given(st.lists(_STATEMENTS, max_size=12), st.lists(st.integers(1, 40), max_size=6))
+def test_the_statements_found_span_a_marked_line(parts: list[str], marked: list[int]) -> None:
+    """`ImportPass._hits` (bisection over the statements' ends) finds every statement
+    whose lines, decorators included, hold a marked line, and no other."""
+    tree = ast.parse("\n".join(parts))
+    scanner = ImportPass(
+        data=b"",
+        search=b"",
+        tree=tree,
+        module="m",
+        is_package=False,
+        rules=(),
+        matcher=CallMatcher([]),
+    )
+    lines = sorted(set(marked))
+    expected = [
+        i
+        for i, stmt in enumerate(tree.body)
+        if any(
+            min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+            <= line
+            <= (stmt.end_lineno or stmt.lineno)
+            for line in lines
+        )
+    ]
+    assert scanner._hits(tree.body, lines) == expected

@@ -14,6 +14,7 @@ import builtins
 import collections
 import contextlib
 import io
+import operator
 import re
 import symtable
 import tokenize
@@ -100,6 +101,7 @@ _FORWARD_REFS: Final = frozenset({"typing.ForwardRef", "typing_extensions.Forwar
 _TYPE_VARS: Final = frozenset({"typing.TypeVar", "typing_extensions.TypeVar"})
 _FUNCS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_ROUNDS: Final = 8
+_END_LINE: Final = operator.attrgetter("end_lineno")  # set on every parsed statement
 _NAMED_RX: Final = re.compile(r"((?:typing-only |dynamic )?import of )'([^']*)'( .*)")
 
 
@@ -255,33 +257,43 @@ class ImportPass:
         by default `lines`).
 
         A body's statements follow each other (a statement's decorators come after the
-        one before it ends), so the marked lines are walked beside them: a statement
-        that ends before the next marked line costs one comparison, and once no marked
-        line is left the rest of the body is not looked at.
+        one before it ends), so the marked lines are walked beside them: the statements
+        that end before the next marked line are skipped by bisection on their ends,
+        and once no marked line is left the rest of the body is not looked at.
         """
         lines = self.lines if marked is None else marked
         if not lines:
             return []
-        count = len(lines)
-        k = 0
+        count, size = len(lines), len(body)
+        k = i = 0
         nxt = lines[0]  # every marked line before it lies before the current statement
         out: list[int] = []
-        for index, stmt in enumerate(body):
+        while i < size:
+            stmt = body[i]
             end = stmt.end_lineno or stmt.lineno
             if end < nxt:
-                continue
-            start = stmt.lineno
-            decorators = getattr(stmt, "decorator_list", None)
-            if decorators:
-                start = min(start, decorators[0].lineno)
-            if nxt < start:
-                k = bisect.bisect_left(lines, start, k)
-                if k == count:
+                # The statements' ends ascend: the next one reaching the marked line
+                # is found by bisection (a class of 200 methods, one of them marked).
+                i = bisect.bisect_left(body, nxt, i + 1, size, key=_END_LINE)
+                if i == size:
                     break
-                nxt = lines[k]
-                if end < nxt:
-                    continue
-            out.append(index)
+                stmt = body[i]
+                end = stmt.end_lineno or stmt.lineno
+            start = stmt.lineno
+            if nxt < start:
+                decorators = getattr(stmt, "decorator_list", None)
+                if decorators:
+                    start = min(start, decorators[0].lineno)
+                if nxt < start:
+                    k = bisect.bisect_left(lines, start, k)
+                    if k == count:
+                        break
+                    nxt = lines[k]
+                    if end < nxt:
+                        i += 1
+                        continue
+            out.append(i)
+            i += 1
         return out
 
     def _tc_test(self, test: ast.expr) -> tuple[ast.expr, bool] | None:

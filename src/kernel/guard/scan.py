@@ -111,7 +111,8 @@ _LEAF_FIELDS: Final = frozenset(
 )  # fmt: skip
 """Fields that never hold a node a rule can see, in any node type: a name, a number,
 or an operator or context node (no fields of its own)."""
-_GENERIC: Final = (*_FUNCS, ast.ClassDef, *((ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ()))
+_GENERIC: Final = (*_FUNCS, ast.ClassDef, ast.TypeAlias) if hasattr(ast, "TypeAlias") else ()
+"""What has type parameters (3.12+; nothing before)."""
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 """Per node type, its fields but `_LEAF_FIELDS`, in order (`_Scanner._generic`)."""
 
@@ -151,11 +152,11 @@ class _Scanner(ShadowPass):
                 break
 
     def _stmts(self, body: Sequence[ast.stmt], scope: Scope) -> None:
-        for index in self._hits(body):
+        for index in self._hits(body) if body else ():
             self._stmt(body[index], scope)
 
     def _stmt(self, stmt: ast.stmt, scope: Scope) -> None:
-        if isinstance(stmt, _GENERIC) and getattr(stmt, "type_params", None):
+        if _GENERIC and isinstance(stmt, _GENERIC) and getattr(stmt, "type_params", None):
             # 3.12+: its type parameters are a scope around it (`_bound_in`).
             self.generic_open += 1
             try:
@@ -446,6 +447,8 @@ class _Scanner(ShadowPass):
                 self.aliases.add(target.id)
 
     def _expr(self, node: ast.expr, scope: Scope) -> None:
+        if isinstance(node, ast.Constant):
+            return
         if not self.in_text:
             # As for statements (`_hits`): an expression on none of the lines that name
             # something of interest reaches nothing a rule asks about (a visited
@@ -461,8 +464,6 @@ class _Scanner(ShadowPass):
                 q = self._name(node.id, scope)
                 if q is not None:
                     self._use(q, node, node.id)
-            return
-        if isinstance(node, ast.Constant):
             return
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             if isinstance(node, ast.Subscript) and not self.in_annotation:
@@ -481,8 +482,10 @@ class _Scanner(ShadowPass):
             self._generic(node, scope)
             return
         if isinstance(node, ast.Call):
-            if any(is_text(a) for a in (*node.args, *(k.value for k in node.keywords))):
-                self.text_calls.add(id(node.func))
+            if self.effect_matcher is not None and any(
+                is_text(a) for a in (*node.args, *(k.value for k in node.keywords))
+            ):
+                self.text_calls.add(id(node.func))  # only the effect map asks (`_effect`)
             self._call(node, scope)
             q = self._resolve(node, scope)
             if q is not None:
