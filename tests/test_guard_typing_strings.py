@@ -219,14 +219,91 @@ def test_every_word_a_joined_value_makes_is_on_a_seam_line(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(list(_SEAM_PIECES)), max_size=24).map(b"".join))
 def test_the_seam_search_finds_every_match_of_its_alternatives(text: bytes) -> None:
-    """`_ESCAPE` and `_JOIN` (at every quote) find each match of the plain alternation
+    """`_ESCAPE` and `_joins` (at every quote) find each match of the plain alternation
     `_SEAM_ALTERNATIVES`, with the same end: the candidates are a superset."""
-    from kernel.guard.syntax import _ESCAPE, _JOIN, _SEAM_ALTERNATIVES
+    from kernel.guard.syntax import _ESCAPE, _SEAM_ALTERNATIVES, _joins
 
     found = {m.span() for m in _ESCAPE.finditer(text)}
-    found |= {(m.start(), m.end(1)) for m in _JOIN.finditer(text)}
+    found |= set(_joins(text))
     for m in re.finditer(_SEAM_ALTERNATIVES, text):
         assert m.span() in found, (m.span(), text)
+
+
+_JOIN_AT_EVERY_QUOTE = re.compile(
+    rb"[\"'](?=((?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']))"
+)
+"""The join search before issue 21's eighth round: one pattern tried at every quote
+of either kind, the lookahead in full."""
+
+
+def _triple(data: bytes, start: int) -> bool:
+    """The docstring test before the eighth round: a run of exactly three quotes,
+    looking at most two quotes either side."""
+    quote = data[start]
+    before = 0
+    while before < 2 and start - before > 0 and data[start - before - 1] == quote:
+        before += 1
+    after = 0
+    while after < 2 and start + 2 + after < len(data) and data[start + 2 + after] == quote:
+        after += 1
+    return before + after == 1
+
+
+def _seam_lines_before(data: bytes) -> list[int]:
+    """`seam_lines` before the eighth round, step by step (every join followed by
+    `_identifier_next`, no shortcut)."""
+    from kernel.guard.syntax import _ESCAPE, _identifier_next, _line_numbers
+
+    positions = [m.start() for m in _ESCAPE.finditer(data)]
+    spans = [(m.start(), m.end(1)) for m in _JOIN_AT_EVERY_QUOTE.finditer(data)]
+    longest = max((e - s for s, e in spans), default=0)
+    for start, end in spans:
+        docstring = end - start == 2 and data[start] == data[start + 1] and _triple(data, start)
+        if (
+            not docstring
+            and _identifier_next(data, spans, longest, start, -1)
+            and _identifier_next(data, spans, longest, end, 1)
+        ):
+            positions.append(start)
+    positions.sort()
+    return _line_numbers(positions, data)
+
+
+_SEAM_TEXT_PIECES = (
+    b'"', b"'", b'"""', b"'''", b" ", b"\t", b"\f", b"\n", b"\\\n", b"# c'\"\n", b"#",
+    b"r", b"b", b"u", b"f", b"R", b"B", b"U", b"F", b"o", b"x", b"_", b"9", b"\xc3\xa9",
+    b"\\", b"\\x", b"(", b")", b",", b'"" ', b"'' ", b'"o" ', b"# '' '' ''\n",
+)  # fmt: skip
+"""Quotes, separators (a backslash-newline, comments), prefixes and other letters;
+empty strings and comments of them make joins overlap, up to the budget."""
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_SEAM_TEXT_PIECES), max_size=120).map(b"".join))
+def test_the_seam_search_finds_the_lines_it_found_step_by_step(text: bytes) -> None:
+    """The seam search's shortcuts (a pattern per quote byte, a join's first byte
+    tested first, the docstring test unrolled, an identifier byte next to a join
+    answering at once) find the same joins and the same lines as the search they
+    replace, budget and all."""
+    from kernel.guard.syntax import _joins, seam_lines
+
+    assert _joins(text) == [(m.start(), m.end(1)) for m in _JOIN_AT_EVERY_QUOTE.finditer(text)]
+    assert seam_lines(text) == _seam_lines_before(text), text
+
+
+def test_the_seam_search_finds_the_lines_it_found_on_long_runs() -> None:
+    """The same on runs of quotes and joins long enough to reach the budget."""
+    from kernel.guard.syntax import seam_lines
+
+    for text in (
+        b'x = ("' + b'"' * 5000 + b'")\n',
+        b"x = 1  # " + b'" ' * 3000 + b"\n",
+        b'x = ("o"  # ' + b"'' " * 300 + b'\n  "o")\n',
+        b'x = ("o" ' + b'"" ' * 100 + b'"o")\n',
+        b'x = ("o" ' + b"''' " * 40 + b'"o" """a""" """""" r"" ' + b'"' * 7 + b")\n",
+        b"x = ('o' " + b"'" * 4 + b' "o" ' + b'"' * 3 + b"o" + b"'" * 6 + b")\n",
+    ):
+        assert seam_lines(text) == _seam_lines_before(text), text
 
 
 def test_strings_are_checked_again_in_a_later_round() -> None:
