@@ -1,0 +1,96 @@
+"""The text prefilters of `kernel.guard.syntax`: `lines_of` searches each word of a
+text once, whichever pass asks and in whatever form (a word, a word not called, a
+word not followed by a quiet attribute), and finds the lines the search it replaces
+found (docs/guard.md, issue 21's eighth round)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.guard.syntax import _TOKENS, WORD, _line_numbers, lines_of, prepare
+
+
+def _lines_of_before(
+    data: bytes,
+    names: list[str],
+    uncalled: list[str],
+    dotted: list[str],
+    quiet: Callable[[str, str], bool],
+) -> list[int]:
+    """`lines_of` before the eighth round: the file's tokens, then one pattern search
+    per name present, per call."""
+    words = frozenset(data.translate(_TOKENS).split())
+    positions: list[int] = []
+    wanted = [re.compile(re.escape(r) + rb"\b") for r in words.intersection(map(str.encode, names))]
+    for raw in words.intersection(map(str.encode, uncalled)):
+        wanted.append(re.compile(re.escape(raw) + rb"\b(?![ \t]*\()"))
+    for rx in wanted:
+        for m in rx.finditer(data):
+            if m.start() == 0 or data[m.start() - 1] not in WORD:
+                positions.append(m.start())
+    attr_after = re.compile(rb"[ \t]*\.[ \t]*([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_\x80-\xff])")
+    for raw in words.intersection(map(str.encode, dotted)):
+        for m in re.finditer(re.escape(raw) + rb"\b", data):
+            if m.start() and data[m.start() - 1] in WORD:
+                continue
+            attr = attr_after.match(data, m.end())
+            if attr is None or not quiet(raw.decode(), attr.group(1).decode()):
+                positions.append(m.start())
+    positions.sort()
+    return _line_numbers(positions, data)
+
+
+_NAMES = ("os", "open", "getattr", "import", "re", "é")
+_PIECES = (
+    *_NAMES, "pos", "os_", "xos", "éos", "osé", "getattr (", "getattr\t(", "(getattr)(",
+    "re.sub", "re . compile", "re.\n", "re.x", ".", " ", "\t", "\n", "#", "'", "(", ")",
+    "=", "9", "_", "\uff4f\uff53", " \\\n",  # `os` in fullwidth letters: NFKC folds it
+)  # fmt: skip
+"""Each name, words that hold it, the spellings of a call and of an attribute after it."""
+_TEXT = st.lists(
+    st.lists(st.one_of(st.sampled_from(_NAMES), st.sampled_from(_PIECES)), max_size=5).map("".join),
+    max_size=8,
+).map("\n".join)
+"""Lines of a few pieces, a name in every other one: a word found on the wrong line,
+or under the wrong name, shows."""
+_CALL = st.tuples(
+    st.lists(st.sampled_from(_NAMES), max_size=3),
+    st.lists(st.sampled_from(_NAMES), max_size=2),
+    st.lists(st.sampled_from(_NAMES), max_size=2),
+)
+
+
+def _quiet(name: str, attr: str) -> bool:
+    return attr != "x"  # `re.x` marks its line, `re.sub` does not
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    _TEXT,
+    st.lists(_CALL, min_size=1, max_size=4),
+)
+def test_the_words_of_a_text_are_searched_once_and_found_as_before(
+    text: str, calls: list[tuple[list[str], list[str], list[str]]]
+) -> None:
+    """Whatever the order of the calls on one text and the form each asks a name in,
+    the lines are those the per-call search found (which finds every identifier that
+    is one of the names: tests/test_guard_engine.py)."""
+    _data, search, _source = prepare(text.encode("utf-8"))
+    for names, uncalled, dotted in calls:
+        expected = _lines_of_before(search, names, uncalled, dotted, _quiet)
+        assert lines_of(search, names, uncalled, dotted, _quiet) == expected, (text, calls)
+
+
+def test_a_text_equal_to_the_last_one_is_searched_as_its_own() -> None:
+    """The words found are kept for the text object the passes share: another text,
+    equal or not, is searched again."""
+    first = b"import os\nx = 1\n"
+    assert lines_of(first, ["os"]) == [1]
+    assert lines_of(b"x = 1\nimport os\n", ["os"]) == [2]
+    assert lines_of(bytes(bytearray(first)), ["os"]) == [1]
+    assert lines_of(first, [], ["os"]) == [1]
+    assert lines_of(first, [], [], ["os"], lambda name, attr: True) == [1]
