@@ -94,3 +94,13 @@ def test_a_text_equal_to_the_last_one_is_searched_as_its_own() -> None:
     assert lines_of(bytes(bytearray(first)), ["os"]) == [1]
     assert lines_of(first, [], ["os"]) == [1]
     assert lines_of(first, [], [], ["os"], lambda name, attr: True) == [1]
+
+
+def test_a_name_first_asked_after_a_text_was_looked_at_is_looked_for() -> None:
+    """A text's tokens are looked up once for every name asked in the run so far; a
+    name no pass had asked about yet (a file's own binding) costs another look, and
+    is found."""
+    text = b"import json\nzq_first_asked_here = json\n"
+    assert lines_of(text, ["json"]) == [1, 2]
+    assert lines_of(text, ["zq_first_asked_here"]) == [2]
+    assert lines_of(text, [], ["zq_first_asked_here"]) == [2]

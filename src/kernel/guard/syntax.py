@@ -106,16 +106,38 @@ def _name_rx(raw: bytes) -> re.Pattern[bytes]:
     return rx
 
 
+_ASKED: set[bytes] = set()
+"""Every name `lines_of` was asked about in this run: a text's tokens are looked up in
+it once, for all of them (the passes of one file, and the next files, ask the same
+few dozen names; a name not yet asked costs another look at the tokens)."""
+
+
 class _Text:
     """One search text's tokens and the words found in it, kept while the passes of
     its file's scan ask about it (the same few names, in each pass and round)."""
 
-    __slots__ = ("data", "found", "words")
+    __slots__ = ("checked", "data", "found", "present", "tokens")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.words = frozenset(data.translate(_TOKENS).split())
+        self.tokens = data.translate(_TOKENS).split()
+        self.checked: set[bytes] = set()
+        self.present: set[bytes] = set()
         self.found: dict[bytes, list[int]] = {}
+
+    def words(self, names: Iterable[str]) -> set[bytes]:
+        """Which of ``names`` are tokens of the text (UTF-8)."""
+        raws = set(map(str.encode, names))
+        unchecked = raws - self.checked
+        if unchecked:
+            # Each token is hashed once (its hash is kept) and looked up in a small
+            # set; a set of all the file's tokens cost a third more.
+            if len(_ASKED) > 4096:
+                _ASKED.clear()
+            _ASKED.update(unchecked)
+            self.present |= _ASKED.intersection(self.tokens)
+            self.checked |= _ASKED
+        return raws & self.present
 
     def starts(self, raw: bytes) -> list[int]:
         """Where the word ``raw`` starts in the text, in order."""
@@ -167,16 +189,15 @@ def lines_of(
     identifier that is one of ``names`` is found.
     """
     positions: list[int] = []
-    # One set lookup per name, in C (most are absent from a file); the words present
-    # are searched once per text, whichever pass asks.
+    # Most names are absent from a file: which are present is known from its tokens,
+    # in C; the words present are searched once per text, whichever pass asks.
     text = _text(data)
-    words = text.words
-    for raw in words.intersection(map(str.encode, names)):
+    for raw in text.words(names):
         positions += text.starts(raw)
     call = _CALL_AFTER.match
-    for raw in words.intersection(map(str.encode, uncalled)):
+    for raw in text.words(uncalled):
         positions += [at for at in text.starts(raw) if not call(data, at + len(raw))]
-    for raw in words.intersection(map(str.encode, dotted)):
+    for raw in text.words(dotted):
         positions += _loud(data, text.starts(raw), raw, quiet)
     positions.sort()
     return _line_numbers(positions, data)
