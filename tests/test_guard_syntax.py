@@ -11,7 +11,16 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.guard.syntax import _TOKENS, WORD, _line_numbers, lines_of, prepare
+from kernel.guard import Policy, Rule, check_source
+from kernel.guard.syntax import _TOKENS, _line_numbers, lines_of, prepare
+
+
+def _word_starts(data: bytes, raw: bytes) -> list[int]:
+    """Every start of ``raw`` with no `WORD` byte either side, by a pattern."""
+    return [
+        m.start()
+        for m in re.finditer(rb"(?<![A-Za-z0-9_])(?=%s(?![A-Za-z0-9_]))" % re.escape(raw), data)
+    ]
 
 
 def _lines_of_before(
@@ -21,25 +30,25 @@ def _lines_of_before(
     dotted: list[str],
     quiet: Callable[[str, str], bool],
 ) -> list[int]:
-    """`lines_of` before the eighth round: the file's tokens, then one pattern search
-    per name present, per call."""
+    """`lines_of` as it was before the eighth round, per call: the file's tokens, then
+    a search per name present (with the word boundary after a name that ends in a
+    non-ASCII letter fixed: see below)."""
     words = frozenset(data.translate(_TOKENS).split())
     positions: list[int] = []
-    wanted = [re.compile(re.escape(r) + rb"\b") for r in words.intersection(map(str.encode, names))]
+    for raw in words.intersection(map(str.encode, names)):
+        positions += _word_starts(data, raw)
     for raw in words.intersection(map(str.encode, uncalled)):
-        wanted.append(re.compile(re.escape(raw) + rb"\b(?![ \t]*\()"))
-    for rx in wanted:
-        for m in rx.finditer(data):
-            if m.start() == 0 or data[m.start() - 1] not in WORD:
-                positions.append(m.start())
+        positions += [
+            at
+            for at in _word_starts(data, raw)
+            if not re.match(rb"[ \t]*\(", data[at + len(raw) :])
+        ]
     attr_after = re.compile(rb"[ \t]*\.[ \t]*([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_\x80-\xff])")
     for raw in words.intersection(map(str.encode, dotted)):
-        for m in re.finditer(re.escape(raw) + rb"\b", data):
-            if m.start() and data[m.start() - 1] in WORD:
-                continue
-            attr = attr_after.match(data, m.end())
+        for at in _word_starts(data, raw):
+            attr = attr_after.match(data, at + len(raw))
             if attr is None or not quiet(raw.decode(), attr.group(1).decode()):
-                positions.append(m.start())
+                positions.append(at)
     positions.sort()
     return _line_numbers(positions, data)
 
@@ -104,3 +113,14 @@ def test_a_name_first_asked_after_a_text_was_looked_at_is_looked_for() -> None:
     assert lines_of(text, ["json"]) == [1, 2]
     assert lines_of(text, ["zq_first_asked_here"]) == [2]
     assert lines_of(text, [], ["zq_first_asked_here"]) == [2]
+
+
+def test_a_name_ending_in_a_non_ascii_letter_is_found() -> None:
+    """The search per name was ``name\\b``: after a non-ASCII letter ``\\b`` holds only
+    before an ASCII letter or digit, so ``é`` was never found before a space or a dot
+    and its uses were not visited (regression: no KG004 for ``é.system(1)``)."""
+    assert lines_of("é = 1\nx = é.y\nfé = 2\n".encode(), ["é"]) == [1, 2]
+    policy = Policy(rules=(Rule(name="r", modules=("m",), forbid_calls=("os.system",)),))
+    for src in ("import os as é\né.system(1)\n", "import os as oé\ndef f():\n    oé.system(1)\n"):
+        found = [(v.line, v.code.value) for v in check_source(src, policy, module="m")]
+        assert found == [(src.count("\n"), "KG004")], src

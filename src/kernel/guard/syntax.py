@@ -92,20 +92,6 @@ _TOKENS: Final = bytes(c if c >= 0x80 or c in WORD else 0x20 for c in range(256)
 """Every byte that cannot be part of an identifier, as a space: outside strings and
 comments a non-ASCII character can only be part of one (else the file does not
 parse), so each identifier of the file is one token of the translated text."""
-_RX_CACHE: dict[bytes, re.Pattern[bytes]] = {}
-
-
-def _name_rx(raw: bytes) -> re.Pattern[bytes]:
-    """The pattern the word ``raw`` (UTF-8) is found with, memoised per run: the same
-    few names are asked about in every file."""
-    rx = _RX_CACHE.get(raw)
-    if rx is None:
-        if len(_RX_CACHE) > 4096:
-            _RX_CACHE.clear()
-        rx = _RX_CACHE[raw] = re.compile(re.escape(raw) + rb"\b")
-    return rx
-
-
 _ASKED: set[bytes] = set()
 """Every name `lines_of` was asked about in this run: a text's tokens are looked up in
 it once, for all of them (the passes of one file, and the next files, ask the same
@@ -140,19 +126,22 @@ class _Text:
         return raws & self.present
 
     def starts(self, raw: bytes) -> list[int]:
-        """Where the word ``raw`` starts in the text, in order."""
+        """Where the word ``raw`` starts in the text, in order: not after a `WORD`
+        byte, not before one (a non-ASCII neighbour bounds it too, a superset)."""
         got = self.found.get(raw)
         if got is None:
-            data = self.data
-            # A leading literal lets `re` skip ahead with a fast substring search; the
-            # word boundary before the name is checked here (``\bname`` would be 10x
-            # slower; a search in the translated text for `` name `` was 2x slower,
-            # spaces being its most frequent byte).
-            got = self.found[raw] = [
-                at
-                for m in _name_rx(raw).finditer(data)
-                if not (at := m.start()) or data[at - 1] not in WORD
-            ]
+            got = self.found[raw] = []
+            data, size, end = self.data, len(self.data), len(raw)
+            # A substring search in C; a pattern per name (``name\b``) cost its
+            # compilation in every process, and its ``\b`` never held after a
+            # non-ASCII letter before a space (``é.system()`` was missed).
+            at = data.find(raw)
+            while at >= 0:
+                if (not at or data[at - 1] not in WORD) and (
+                    at + end == size or data[at + end] not in WORD
+                ):
+                    got.append(at)
+                at = data.find(raw, at + 1)
         return got
 
 
