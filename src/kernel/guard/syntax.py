@@ -118,11 +118,14 @@ class _Text:
         if unchecked:
             # Each token is hashed once (its hash is kept) and looked up in a small
             # set; a set of all the file's tokens cost a third more.
+            # What is marked checked is what was looked up: a copy, as another
+            # thread's scan may add to the run's names meanwhile.
             if len(_ASKED) > 4096:
                 _ASKED.clear()
+            asked = _ASKED | unchecked
             _ASKED.update(unchecked)
-            self.present |= _ASKED.intersection(self.tokens)
-            self.checked |= _ASKED
+            self.present |= asked.intersection(self.tokens)
+            self.checked |= asked
         return raws & self.present
 
     def starts(self, raw: bytes) -> list[int]:
@@ -130,7 +133,7 @@ class _Text:
         byte, not before one (a non-ASCII neighbour bounds it too, a superset)."""
         got = self.found.get(raw)
         if got is None:
-            got = self.found[raw] = []
+            got = []  # kept once complete: a scan in another thread may ask too
             data, size, end = self.data, len(self.data), len(raw)
             # A substring search in C; a pattern per name (``name\b``) cost its
             # compilation in every process, and its ``\b`` never held after a
@@ -142,6 +145,7 @@ class _Text:
                 ):
                     got.append(at)
                 at = data.find(raw, at + 1)
+            self.found[raw] = got
         return got
 
 
