@@ -106,3 +106,37 @@ def test_a_store_to_type_checking_on_any_module_is_found(reflection: bool) -> No
     src = "import json\njson.TYPE_CHECKING = True\n"
     found = check_source(src, Policy(rules=(rule,)), module="m")
     assert [(v.line, v.code.value) for v in found] == [(2, "KG008")]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "src", "expected"),
+    [
+        # a rule forbidding getattr or hasattr itself: every direct call is a use
+        ("getattr", "getattr(x, 'y')\n", [(1, "KG004")]),
+        ("builtins.getattr", "def f(x):\n    return getattr(\n        x, 'y')\n", [(2, "KG004")]),
+        ("hasattr", "hasattr(x, 'y')\n", [(1, "KG004")]),
+        ("builtins.*", "hasattr(x, 'y')\n", [(1, "KG004")]),
+        ("os.system", "getattr(x, 'y')\n", []),
+    ],
+)
+def test_a_direct_call_of_a_forbidden_getattr_is_found(
+    pattern: str, src: str, expected: list[tuple[int, str]]
+) -> None:
+    rule = Rule(name="r", modules=("m",), forbid_calls=(pattern,))
+    found = check_source(src, Policy(rules=(rule,)), module="m")
+    assert [(v.line, v.code.value) for v in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("reflection", "expected"),
+    [(False, [(2, "KG004")]), (True, [(2, "KG004"), (2, "KG008"), (3, "KG008")])],
+)
+def test_reflective_names_are_searched_under_forbid_reflection(
+    reflection: bool, expected: list[tuple[int, str]]
+) -> None:
+    """Without forbid-reflection a reflective name reaches nothing reported but through
+    ``__builtins__``; with it, each is found."""
+    rule = Rule(name="r", modules=("m",), forbid_calls=("eval",), forbid_reflection=reflection)
+    src = "import sys\n__builtins__.eval('1')\nf = sys._getframe\n"
+    found = check_source(src, Policy(rules=(rule,)), module="m")
+    assert sorted((v.line, v.code.value) for v in found) == expected

@@ -582,7 +582,9 @@ class ImportPass:
         marks = self._suppressions() if b"kernel-guard:" in self.data else {}
         if not self.findings and not marks:
             return []
-        lines = self.data.split(b"\n")
+        # Byte columns are character columns on an ASCII line: the file's lines are
+        # split only when one may not be.
+        lines = [] if self.data.isascii() else self.data.split(b"\n")
         out: list[RawFinding] = []
         used: set[tuple[int, str]] = set()
         for line, col, code, rule, message in _merged(self.findings):

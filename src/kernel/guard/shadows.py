@@ -40,11 +40,12 @@ from kernel.guard.syntax import (
 __all__ = ["ShadowPass"]
 
 _CALLED_ONLY: Final = ("getattr", "hasattr")
-"""Builtins whose direct call, with no forbid-reflection rule, changes the output only
-through what its arguments name: ``getattr(obj, "key")`` resolves, and its computed
-key is KG005, only when ``obj`` resolves to an interesting name (whose word marks the
-line); ``hasattr`` only fakes ``TYPE_CHECKING`` (a literal key: the word, or a seam
-line when an escape or a join spells it). Any other use (``g = getattr``) is marked."""
+"""Builtins whose direct call, with no forbid-reflection rule and no forbid-calls
+pattern naming the builtin, changes the output only through what its arguments name:
+``getattr(obj, "key")`` resolves, and its computed key is KG005, only when ``obj``
+resolves to an interesting name (whose word marks the line); ``hasattr`` only fakes
+``TYPE_CHECKING`` (a literal key: the word, or a seam line when an escape or a join
+spells it). Any other use (``g = getattr``) is marked."""
 
 _REACHES: dict[tuple[Rule, ...], dict[str, bool]] = {}
 """Per rules: can a module name reach something forbidden (`ShadowPass._reaches`)."""
@@ -193,10 +194,17 @@ class ShadowPass(ImportPass):
         return first < self.top_index
 
     def interesting_names(self) -> set[str]:
+        """The names bound to something interesting, the guarded builtins' names left
+        unbound, and the reflective names when a rule forbids reflection (or follows
+        effects): with none, a reflective name reaches nothing a rule reports (KG008
+        is the rule's opt-in) but through ``__builtins__`` (``__builtins__.eval``)."""
         interesting = self._interesting
         names = {n for n, q in self.bindings.items() if interesting(q)}
         names.update(self.builtins_of_interest.difference(self.bindings))
-        names.update(_REFLECTIVE_ATTRS)
+        if self.reflection or self.effect_matcher is not None:
+            names.update(_REFLECTIVE_ATTRS)
+        else:
+            names.add("__builtins__")
         return names
 
     def _marks(self, names: set[str]) -> set[str]:
@@ -213,7 +221,8 @@ class ShadowPass(ImportPass):
             return marks
         bindings = self.bindings
         for n in _CALLED_ONLY:
-            if n in names and n not in bindings:
+            # A rule forbidding the builtin itself reports its every direct call.
+            if n in names and n not in bindings and not self.matcher.interesting(f"builtins.{n}"):
                 marks.remove(n)
                 marks.add(f"{n}(")
                 self.uncalled.append(n)
