@@ -296,6 +296,21 @@ class ImportPass:
             i += 1
         return out
 
+    def _relative_literal(self, literal: str, node: ast.Call) -> str:
+        package = next((k.value for k in node.keywords if k.arg == "package"), None)
+        if package is None and len(node.args) > 1:
+            package = node.args[1]
+        pkg = literal_str(package)
+        if pkg is None:
+            return literal
+        level = len(literal) - len(literal.lstrip("."))
+        parts = pkg.split(".")
+        if level - 1 >= len(parts):
+            return literal
+        prefix = ".".join(parts[: len(parts) - (level - 1)])
+        rest = literal[level:]
+        return f"{prefix}.{rest}" if rest else prefix
+
     def _tc_test(self, test: ast.expr) -> tuple[ast.expr, bool] | None:
         negated = False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

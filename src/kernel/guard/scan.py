@@ -360,6 +360,12 @@ class _Scanner(ShadowPass):
             )
 
     def _reflective_chain(self, node: ast.expr, scope: Scope) -> None:
+        if not self.reflection:
+            # Only a store to TYPE_CHECKING is reported then: a target visited whole.
+            stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
+            if stored and getattr(node, "attr", "") == "TYPE_CHECKING":
+                self._reflective(node, "a store to 'TYPE_CHECKING'", always=True)
+            return
         cur: ast.expr = node
         literal_key = False
         while True:
@@ -486,8 +492,9 @@ class _Scanner(ShadowPass):
                 is_text(a) for a in (*node.args, *(k.value for k in node.keywords))
             ):
                 self.text_calls.add(id(node.func))  # only the effect map asks (`_effect`)
-            self._call(node, scope)
-            q = self._resolve(node, scope)
+            # No function resolved: neither does the call, but as `type(x)` (`_resolve`).
+            typed = isinstance(node.func, ast.Name) and node.func.id == "type"
+            q = self._resolve(node, scope) if self._call(node, scope) or typed else None
             if q is not None:
                 self._use(q, node, None)
             self._generic(node, scope)
@@ -516,7 +523,8 @@ class _Scanner(ShadowPass):
             return
         self._generic(node, scope)
 
-    def _call(self, node: ast.Call, scope: Scope) -> None:
+    def _call(self, node: ast.Call, scope: Scope) -> str | None:
+        """A call's own checks; what its function resolves to."""
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _MAPPING_READS and node.args:
             key = literal_str(node.args[0])
@@ -524,7 +532,7 @@ class _Scanner(ShadowPass):
                 self._reflective(node, f".{func.attr}({key!r})")
         fq = self._resolve(func, scope)
         if fq is None:
-            return
+            return None
         if fq in _REFLECTIVE_CALLS or (fq == _VARS and not node.args):
             self._reflective(node, f"{fq.removeprefix('builtins.')}()")
         elif fq in _ATTR_FUNCS and len(node.args) >= 2:
@@ -560,7 +568,7 @@ class _Scanner(ShadowPass):
                         self.guarded,
                         f"{fq.removeprefix('builtins.')}() with a non-literal module name",
                     )
-                return
+                return fq
             self.imports.append((target, "", node.lineno, node.col_offset, "dynamic"))
         elif fq == _GETATTR and len(node.args) >= 2 and literal_str(node.args[1]) is None:
             base = self._resolve(node.args[0], scope)
@@ -572,21 +580,7 @@ class _Scanner(ShadowPass):
                     self.guarded,
                     f"getattr() on {base.removeprefix('builtins.')!r} with a non-literal name",
                 )
-
-    def _relative_literal(self, literal: str, node: ast.Call) -> str:
-        package = next((k.value for k in node.keywords if k.arg == "package"), None)
-        if package is None and len(node.args) > 1:
-            package = node.args[1]
-        pkg = literal_str(package)
-        if pkg is None:
-            return literal
-        level = len(literal) - len(literal.lstrip("."))
-        parts = pkg.split(".")
-        if level - 1 >= len(parts):
-            return literal
-        prefix = ".".join(parts[: len(parts) - (level - 1)])
-        rest = literal[level:]
-        return f"{prefix}.{rest}" if rest else prefix
+        return fq
 
     def _resolve(self, node: ast.expr, scope: Scope) -> str | None:
         if isinstance(node, ast.Name):
