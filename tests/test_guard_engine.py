@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.effects.cli import main
-from kernel.guard import Policy, Rule, check_tree, effects, pool, scan
+from kernel.guard import Policy, Rule, check_tree, effects, installed, pool, scan
 from kernel.guard.names import ImportPass
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
@@ -137,6 +137,81 @@ def test_effect_summaries_of_the_racy_window_are_checked_by_digest(
     assert effects.take_new() == {}
 
 
+def _forget_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process forgets the installed modules' import tables, as a new process."""
+    installed.module_imports.cache_clear()
+    installed.through.cache_clear()
+    monkeypatch.setattr(installed, "_TABLES", {})
+    monkeypatch.setattr(installed, "_NEW_TABLES", set())
+
+
+def test_import_tables_are_kept_between_runs_and_follow_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run reads no installed module whose import table the cache holds (its
+    reach-through is found all the same); an edited one is read again and its new
+    bindings count; a damaged cache is a cold run."""
+    lib = tmp_path / "site" / "kg_tables_kept.py"
+    lib.parent.mkdir()
+    lib.write_text("import os as _o  # kg-tables-marker\n", encoding="utf-8")
+    os.utime(lib, (1_000_000_000, 1_000_000_000))
+    monkeypatch.syspath_prepend(str(lib.parent))
+    src = _tree(tmp_path / "p", {"pkg/__init__.py": "", "pkg/a.py": ""})
+    policy = _policy(forbid_calls=("os.system",))
+    cache = tmp_path / "cache"
+    reads: list[int] = []
+    real = installed._import_statements
+
+    def counted(data: bytes) -> list[str]:
+        reads.extend([1] if b"kg-tables-marker" in data else [])
+        return real(data)
+
+    monkeypatch.setattr(installed, "_import_statements", counted)
+
+    def run(user: str) -> list[str]:
+        (src / "pkg" / "a.py").write_text(user, encoding="utf-8")  # the file cache misses
+        _forget_tables(monkeypatch)
+        _forget_summaries(monkeypatch)
+        return [v.code.value for v in check_tree(src, policy, cache_dir=cache).violations]
+
+    assert run("import kg_tables_kept\nkg_tables_kept._o.system('x')\n") == ["KG004"]
+    assert reads == [1]
+    assert run("import kg_tables_kept\nkg_tables_kept._o.system('y')\n") == ["KG004"]
+    assert reads == [1]  # the table came from the cache
+    lib.write_text("import sys as _o  # kg-tables-marker\n", encoding="utf-8")
+    os.utime(lib, (1_000_000_007, 1_000_000_007))
+    assert run("import kg_tables_kept\nkg_tables_kept._o.system('x')\n") == []
+    assert reads == [1, 1]
+    for file in cache.glob("effects-*.marshal"):
+        file.write_bytes(b"damaged")
+    assert run("import kg_tables_kept\nkg_tables_kept._o.system('y')\n") == []
+    assert reads == [1, 1, 1]
+
+
+def test_import_tables_of_the_racy_window_or_the_wrong_shape_are_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table whose file changed within the racy window of the cache's writing is read
+    again; one of the wrong shape is dropped; loaded tables are not new."""
+    _forget_tables(monkeypatch)
+    table = {"_o": ("os",)}
+    installed.import_tables(
+        {
+            "/old.py": ((1, 10), "old", table),
+            "/new.py": ((1, 99), "new", table),
+            "/bad.py": ((1, 10), "bad", {"_o": "os"}),
+            "/short.py": ((1, 10), "short"),
+            7: ((1, 10), "m", table),
+        },
+        trusted_before_ns=50,
+    )
+    kept = installed._TABLES
+    assert kept == {"/old.py": ((1, 10), "old", table)}
+    assert installed.take_new_tables() == {}
+    installed.import_tables(["not", "a", "dict"], trusted_before_ns=50)
+    assert kept == {"/old.py": ((1, 10), "old", table)}
+
+
 def _project(tmp_path: Path) -> tuple[Path, Policy]:
     files = {
         f"pkg/m{i}.py": f"import os\nx = {i}\n" + "y = 1\n" * (i % 7) + "os.system('x')\n"
@@ -159,6 +234,26 @@ def test_forked_parsing_gives_the_report_of_one_process(tmp_path: Path) -> None:
         assert check_tree(src, policy, jobs=jobs) == serial
     cache = tmp_path / "cache"
     assert check_tree(src, policy, jobs=2, cache_dir=cache).violations == serial.violations
+
+
+def test_a_child_s_results_are_taken_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two jobs this process parses only its own share: what the child sent back
+    (its results, its summaries and import tables) is read, not thrown away."""
+    src, policy = _project(tmp_path)
+    parsed_here: list[str] = []
+    real = pool.scan_source  # type: ignore[attr-defined]  # the name pool calls
+
+    def counted(data: bytes, **kw: object) -> object:
+        parsed_here.append(str(kw["filename"]))
+        return real(data, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "scan_source", counted)
+    _forget_tables(monkeypatch)
+    forked = check_tree(src, policy, jobs=2)
+    assert 0 < len(parsed_here) < len(list(src.rglob("*.py")))
+    assert forked == check_tree(src, policy, jobs=1)
 
 
 def test_a_failing_child_costs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernel.guard import effects
+from kernel.guard import effects, installed
 from kernel.guard.graph import Derived
 from kernel.guard.scan import ImportFact, RawFinding
 
@@ -43,7 +43,7 @@ RACY_NS = 2_000_000_000
 KEEP_CACHE_FILES = 8
 KEEP_EFFECT_MAPS = 2
 _CACHE_MAGIC = "kernel-guard-cache/2"
-_EFFECTS_MAGIC = "kernel-guard-effects/1"
+_EFFECTS_MAGIC = "kernel-guard-effects/2"
 _RUNS_FILE = "last-runs.marshal"  # `kernel.guard.fastpath`'s, never pruned here
 
 Entry = tuple[int, int, int, str, list[ImportFact], list[RawFinding]]
@@ -119,22 +119,29 @@ class FileCache:
 
 
 class EffectCache:
-    """The effect map's summaries of installed modules, loaded into
-    `kernel.guard.effects` at the start of a check and written back if it grew."""
+    """The effect map's summaries of installed modules (`kernel.guard.effects`) and
+    their import tables (`kernel.guard.installed`), loaded at the start of a check and
+    written back if either grew."""
 
     def __init__(self, directory: Path | None, version: str) -> None:
         self.file = None if directory is None else directory / f"effects-{version}.marshal"
         got = _load(self.file, _EFFECTS_MAGIC)
-        if got is not None and len(got) == 3 and isinstance(got[1], int):
+        if got is not None and len(got) == 4 and isinstance(got[1], int):
             saved = got[2] if isinstance(got[2], dict) else {}
             effects.import_summaries(saved, trusted_before_ns=got[1] - RACY_NS)
-        effects.take_new()  # what was just loaded is not new
+            installed.import_tables(got[3], trusted_before_ns=got[1] - RACY_NS)
+        # What was just loaded is not new.
+        effects.take_new()
+        installed.take_new_tables()
 
     def save(self) -> None:
-        """Write the summaries if this process computed any (or received them from
-        the workers that parsed)."""
-        if self.file is not None and effects.take_new():
-            _store(self.file, (_EFFECTS_MAGIC, time.time_ns(), effects.export_summaries()))
+        """Write the summaries and import tables if this process read any (or received
+        them from the workers that parsed)."""
+        grew = bool(effects.take_new())
+        grew = bool(installed.take_new_tables()) or grew  # both marks are taken
+        if self.file is not None and grew:
+            saved = (effects.export_summaries(), installed.export_tables())
+            _store(self.file, (_EFFECTS_MAGIC, time.time_ns(), *saved))
             _prune(self.file.parent, True, KEEP_EFFECT_MAPS)
 
 

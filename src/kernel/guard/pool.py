@@ -8,9 +8,10 @@ Rules this module enforces:
 - otherwise the files are split by size into one share per job (largest first, each
   to the lightest share: parsing time follows size); a child process is forked for
   every share but the first before this process parses that one, and each child
-  sends its results back through a pipe (marshal), with the effect-map summaries it
-  computed; results are put back at their file's index, so the report is the one a
-  single job gives whatever order the children finish in;
+  sends its results back through a pipe (marshal), with the effect-map summaries and
+  installed modules' import tables it computed; results are put back at their file's
+  index, so the report is the one a single job gives whatever order the children
+  finish in;
 - a child that fails (killed, crashed, damaged output) has its share parsed here: a
   file is never lost and a failing child is never an error.
 """
@@ -23,7 +24,7 @@ import marshal
 import os
 from collections.abc import Callable, Sequence
 
-from kernel.guard import effects
+from kernel.guard import effects, installed
 from kernel.guard.cache import gc_paused
 from kernel.guard.fastpath import threads_running
 from kernel.guard.model import Rule, ViolationCode
@@ -128,7 +129,7 @@ def _fork(todo: Sequence[Job], share: list[int], matcher_for: MatcherFor) -> tup
         gc.disable()
         done = [_scan_one(todo[i], matcher_for(todo[i][3])) for i in share]
         with os.fdopen(writer, "wb") as fh:
-            marshal.dump((done, effects.take_new()), fh)
+            marshal.dump((done, effects.take_new(), installed.take_new_tables()), fh)
         code = 0
     finally:
         os._exit(code)
@@ -142,10 +143,11 @@ def _collect(pid: int, reader: int, count: int) -> list[Done] | None:
         os.waitpid(pid, 0)
     try:
         # Written by the child this process forked, read back from its own pipe.
-        done, summaries = marshal.loads(blob)  # noqa: S302
+        done, summaries, tables = marshal.loads(blob)  # noqa: S302
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(done, list) or len(done) != count or not isinstance(summaries, dict):
         return None
     effects.import_summaries(summaries, trusted_before_ns=_TRUST, new=True)
+    installed.import_tables(tables, trusted_before_ns=_TRUST, new=True)
     return done
