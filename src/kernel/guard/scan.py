@@ -51,10 +51,10 @@ follows what Python itself does, not a list of examples:
 - columns are reported in characters: `ast` gives UTF-8 byte offsets, converted per line.
 
 Speed: the file is parsed once; a regular expression over the (folded) text finds the
-lines that can matter (``import`` lines first, then lines naming an interesting alias or,
-under forbid-reflection, a reflective name), and only statements and expressions spanning
-those lines are visited (code parsed from a string, which has lines of its own, is
-visited whole). Everything else is never walked; the symbol table is built only for
+lines that can matter (``import`` lines first, then lines naming an interesting alias or
+a reflective name), and only statements and expressions spanning those lines are
+visited (code parsed from a string, which has lines of its own, is visited whole).
+Everything else is never walked; the symbol table is built only for
 functions whose tree binds a guarded builtin's name.
 """
 

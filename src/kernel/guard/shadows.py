@@ -195,16 +195,16 @@ class ShadowPass(ImportPass):
 
     def interesting_names(self) -> set[str]:
         """The names bound to something interesting, the guarded builtins' names left
-        unbound, and the reflective names when a rule forbids reflection (or follows
-        effects): with none, a reflective name reaches nothing a rule reports (KG008
-        is the rule's opt-in) but through ``__builtins__`` (``__builtins__.eval``)."""
+        unbound, and the reflective names, under every rule: a visited line is read
+        whole, so a reflective name on it also gets the other uses there resolved
+        (a reach-through recorded for the import graph, a name `_interesting` does not
+        see through: ``from io import open as h`` then ``h(m.__loader__)`` is
+        ``_io.open``), and the output must not depend on whether a rule forbids
+        reflection."""
         interesting = self._interesting
         names = {n for n, q in self.bindings.items() if interesting(q)}
         names.update(self.builtins_of_interest.difference(self.bindings))
-        if self.reflection or self.effect_matcher is not None:
-            names.update(_REFLECTIVE_ATTRS)
-        else:
-            names.add("__builtins__")
+        names.update(_REFLECTIVE_ATTRS)
         return names
 
     def _marks(self, names: set[str]) -> set[str]:
