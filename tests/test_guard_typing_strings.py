@@ -314,3 +314,26 @@ def test_strings_are_checked_again_in_a_later_round() -> None:
         'import os\nx = os\nA = list["open(1)"]\n',
     ):
         assert ViolationCode.FORBIDDEN_CALL.value in [c for _l, _c, c, _m in _found(src)], src
+
+
+def test_every_string_typing_evaluates_is_checked_however_many_there_are() -> None:
+    """The nodes of a string parsed as code are known by their ids while the scan runs:
+    they are kept, so a later string's nodes never take a freed id and pass for seen
+    (3 of 30 ``globals()`` aliases and 7 of 30 nested strings were found before)."""
+    calls = ["globals()", "locals()", "vars()"]
+    src = "from typing import List\n" + "".join(
+        f'A{i} = List["{calls[i % 3]}"]\n' for i in range(30)
+    )
+    rule = Rule(name="r", modules=("m",), forbid_reflection=True)
+    found = check_source(src, Policy(rules=(rule,)), module="m")
+    assert sorted(v.line for v in found if v.code is ViolationCode.REFLECTIVE_REACH) == list(
+        range(2, 32)
+    )
+    nested = "from typing import List\n" + "".join(
+        f"A{i} = List[\"List['{('open', 'eval')[i % 2]}(1)']\"]\n" for i in range(30)
+    )
+    rule = Rule(name="r", modules=("m",), forbid_calls=("open", "eval"))
+    found = check_source(nested, Policy(rules=(rule,)), module="m")
+    assert sorted(v.line for v in found if v.code is ViolationCode.FORBIDDEN_CALL) == list(
+        range(2, 32)
+    )

@@ -227,6 +227,7 @@ class ImportPass:
         self.reach_seen: set[tuple[int, int, str]] = set()
         self.text_calls: set[int] = set()  # functions called with a string argument
         self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
+        self.parsed_texts: list[ast.AST] = []  # what they parsed to (`_typed_string`)
         self.in_annotation = False
         self.in_text = False  # visiting code parsed from a string: its lines are its own
         self.rules_key = run.rules_key

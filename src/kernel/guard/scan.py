@@ -315,6 +315,10 @@ class _Scanner(ShadowPass):
             parsed = parse_expression(sub.value.strip())
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # not an expression: typing raises, nothing runs
+        # Kept for the scan: its nodes are known by `id` (`reflective_seen`,
+        # `typed_strings`, `text_calls`), and a freed node's id is reused by the next
+        # string's, which was then taken as seen (a KG008 or a string inside it lost).
+        self.parsed_texts.append(parsed)
         before, imported = len(self.findings), len(self.imports)
         in_text, self.in_text = self.in_text, True
         try:
