@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -612,6 +613,50 @@ def test_a_change_made_after_the_run_read_it_is_never_replayed(
     assert main(args) == 0
     assert main(args) == 1
     assert "KG001" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change", ["policy edited", "gitignore edited"])
+def test_a_file_edited_while_a_long_run_went_on_is_never_replayed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    change: str,
+) -> None:
+    """A policy file or a ``.gitignore`` (stat-checked when the run records, not when it
+    read them) edited while the run went on, which then ran 10 s more: the edit is
+    dated inside the racy window of the run's start, so the next run is a full one
+    that sees it, never the output recorded from what was read before."""
+    from types import SimpleNamespace
+
+    from kernel.guard import engine, fastpath
+
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import subprocess\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("src/pkg/b.py\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["guard", "--config", "adr.md", "--cache-dir", str(tmp_path / "c")]
+    _age(tmp_path)
+    real, later = engine.check_tree, [0]
+    clock = SimpleNamespace(time_ns=lambda: time.time_ns() + later[0])
+    monkeypatch.setattr(fastpath, "time", clock)
+
+    def then_changed(*a: object, **kw: object) -> object:
+        report = real(*a, **kw)  # type: ignore[arg-type]
+        if not later[0]:
+            later[0] = 10_000_000_000  # the run goes on for 10 s more
+            if change == "policy edited":
+                text = POLICY_MD.replace('"subprocess"', '"socket"')
+                (tmp_path / "adr.md").write_text(text, encoding="utf-8")
+            else:
+                (tmp_path / ".gitignore").write_text("src/pkg/a.py\n", encoding="utf-8")
+        return report
+
+    monkeypatch.setattr(engine, "check_tree", then_changed)
+    assert main(args) == 1
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "KG001" not in capsys.readouterr().out
 
 
 def test_old_effect_maps_are_pruned_other_files_kept(

@@ -19,7 +19,10 @@ Rules this module enforces:
   each ``.gitignore``, the baseline, the guard's own source) has the same size, mtime
   and inode, every folder walked has the same mtime (an added, removed or renamed entry
   changes it), and every one of those mtimes is older than the racy window before the
-  record was written (git's racy-clean rule); a marker that matters only by existing
+  run started (git's racy-clean rule, from before the first read: a policy file or a
+  ``.gitignore`` edited while a long run went on, stat-checked only when it records,
+  or a module written again within its mtime's tick after it was read, is dated
+  inside it); a marker that matters only by existing
   (``.git`` on the way to the project root) exists still, or is still absent;
 - anything unexpected (no record, a damaged file, an unreadable path) means a full run,
   never an error; this module imports nothing beyond `os`, `sys`, `gc`, `time` and
@@ -37,6 +40,7 @@ import time
 __all__ = [
     "RECORD_NAME",
     "cache_dirs_of",
+    "now_ns",
     "record",
     "replay",
     "replay_cli",
@@ -175,6 +179,11 @@ def _unchanged_split(stats: list[object], limit: int) -> bool:
     return ok and os.waitstatus_to_exitcode(status) == 0
 
 
+def now_ns() -> int:
+    """The wall clock the racy window is measured on (file times are wall times)."""
+    return time.time_ns()
+
+
 def record(
     cache_dir: str,
     key: tuple[str, ...],
@@ -184,11 +193,13 @@ def record(
     *,
     present: list[str] | None = None,
     seen: dict[str, tuple[int, int, int]] | None = None,
+    started_ns: int | None = None,
 ) -> None:
     """Remember this invocation's output and the stats of everything it read, and
     whether each of ``present`` exists (what it holds does not matter: ``.git``).
     ``seen`` holds ``(size, mtime_ns, inode)`` of paths as they were read; the
-    others are stat-checked now."""
+    others are stat-checked now. ``started_ns`` (`now_ns` before the run read
+    anything) dates the record for the racy window; default now."""
     entries = _load(cache_dir)
     entries.pop(key, None)
     while len(entries) >= _KEEP:
@@ -200,7 +211,8 @@ def record(
         stats.append(_stat(path) if got is None else (path, got[0], got[1], got[2]))
     for path in dict.fromkeys(present or ()):
         stats.append((path, _PRESENT if os.path.lexists(path) else -1, 0, 0))
-    entries[key] = marshal.dumps((time.time_ns(), stats, output, code))
+    when = now_ns() if started_ns is None else started_ns
+    entries[key] = marshal.dumps((when, stats, output, code))
     try:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = os.path.join(cache_dir, f"{RECORD_NAME}.{os.getpid()}.tmp")

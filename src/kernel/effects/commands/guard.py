@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     words = fastpath.take_words()
     if args.trace:
         return _trace(args)
+    # Before anything is read: the record's racy window is taken from here (a file
+    # edited while the run read it is never replayed, `fastpath.record`).
+    started_ns = fastpath.now_ns()
     read: list[str] = []
     seen: dict[str, tuple[int, int, int]] = {}
     groups: dict[Path, list[str]] = {}
@@ -202,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             int(code),  # the cache is marshalled: a plain int
             present=present,
             seen=seen,
+            started_ns=started_ns,
         )
     return code
 
