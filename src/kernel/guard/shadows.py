@@ -120,7 +120,7 @@ class ShadowPass(ImportPass):
         def _installed(self, q: str) -> bool: ...
 
     # ------------------------------------------------------------- reference pass
-    def module_level_shadows(self) -> None:
+    def module_level_shadows(self) -> dict[str, int]:
         """Builtin names the module binds unconditionally, with the first such statement.
 
         Only a statement directly in the module body binds for sure (one under ``if``,
@@ -137,15 +137,18 @@ class ShadowPass(ImportPass):
         other), and a statement binding one names it: only the statements on the lines
         naming one are read (most files name none). Worked out when `_module_shadowed`
         first asks (most files never use such a builtin on a line the pass visits).
+        Returns them (also kept as `module_shadows`).
         """
-        self.module_shadows = {}
+        shadows: dict[str, int] = {}
         wanted = self.builtins_of_interest
         marked = lines_of(self.search, wanted)
         body = self.tree.body
         for index in self._hits(body, marked):
             for name in unconditional_names(body[index]):
                 if name in wanted:
-                    self.module_shadows.setdefault(name, index)
+                    shadows.setdefault(name, index)
+        self.module_shadows = shadows
+        return shadows
 
     def _first_local_call(self) -> int:
         """Index of the first top-level statement that calls (or decorates with) a
@@ -180,10 +183,10 @@ class ShadowPass(ImportPass):
         return name in self.deleted
 
     def _module_shadowed(self, name: str, scope: Scope) -> bool:
-        if self.module_shadows is None:
-            self.module_level_shadows()
-            assert self.module_shadows is not None
-        first = self.module_shadows.get(name)
+        shadows = self.module_shadows
+        if shadows is None:
+            shadows = self.module_level_shadows()
+        first = shadows.get(name)
         if first is None or self._deleted(name):
             return False
         if any(isinstance(node, (*_FUNCS, ast.Lambda)) for node, _i in scope):
