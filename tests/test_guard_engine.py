@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -593,6 +594,24 @@ def test_replay_holds_when_folders_gain_files_not_when_the_root_moves(
     capsys.readouterr()
 
 
+def _after_the_first_check(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:
+    """Run ``change`` once, right after the first check of the tree returns: while the
+    run that read the tree goes on, before it records."""
+    from kernel.guard import engine
+
+    real = engine.check_tree
+    done: list[int] = []
+
+    def then_changed(*a: object, **kw: object) -> object:
+        report = real(*a, **kw)  # type: ignore[arg-type]
+        if not done:
+            done.append(1)
+            change()
+        return report
+
+    monkeypatch.setattr(engine, "check_tree", then_changed)
+
+
 @pytest.mark.parametrize("change", ["module edited", "module added"])
 def test_a_change_made_after_the_run_read_it_is_never_replayed(
     tmp_path: Path,
@@ -603,28 +622,20 @@ def test_a_change_made_after_the_run_read_it_is_never_replayed(
     """A module edited after the run parsed it, or one added to a folder after the run
     listed it, dated before the racy window (as in a long run): the next run is a full
     one that sees the change, never the recorded output of what was read before."""
-    from kernel.guard import engine
-
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
     (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     args = ["guard", "--config", "adr.md", "--cache-dir", str(tmp_path / "c")]
     _age(tmp_path)
-    real = engine.check_tree
-    done: list[int] = []
 
-    def then_changed(*a: object, **kw: object) -> object:
-        report = real(*a, **kw)  # type: ignore[arg-type]
-        if not done:
-            done.append(1)
-            pkg = tmp_path / "src" / "pkg"
-            target = pkg / ("a.py" if change == "module edited" else "b.py")
-            target.write_text("import subprocess\n", encoding="utf-8")
-            for path in (target, pkg):
-                os.utime(path, (1_000_000_100, 1_000_000_100))
-        return report
+    def edit() -> None:
+        pkg = tmp_path / "src" / "pkg"
+        target = pkg / ("a.py" if change == "module edited" else "b.py")
+        target.write_text("import subprocess\n", encoding="utf-8")
+        for path in (target, pkg):
+            os.utime(path, (1_000_000_100, 1_000_000_100))
 
-    monkeypatch.setattr(engine, "check_tree", then_changed)
+    _after_the_first_check(monkeypatch, edit)
     assert main(args) == 0
     assert main(args) == 1
     assert "KG001" in capsys.readouterr().out
@@ -643,7 +654,7 @@ def test_a_file_edited_while_a_long_run_went_on_is_never_replayed(
     that sees it, never the output recorded from what was read before."""
     from types import SimpleNamespace
 
-    from kernel.guard import engine, fastpath
+    from kernel.guard import fastpath
 
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import subprocess\n"})
     (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
@@ -652,22 +663,19 @@ def test_a_file_edited_while_a_long_run_went_on_is_never_replayed(
     monkeypatch.chdir(tmp_path)
     args = ["guard", "--config", "adr.md", "--cache-dir", str(tmp_path / "c")]
     _age(tmp_path)
-    real, later = engine.check_tree, [0]
+    later = [0]
     clock = SimpleNamespace(time_ns=lambda: time.time_ns() + later[0])
     monkeypatch.setattr(fastpath, "time", clock)
 
-    def then_changed(*a: object, **kw: object) -> object:
-        report = real(*a, **kw)  # type: ignore[arg-type]
-        if not later[0]:
-            later[0] = 10_000_000_000  # the run goes on for 10 s more
-            if change == "policy edited":
-                text = POLICY_MD.replace('"subprocess"', '"socket"')
-                (tmp_path / "adr.md").write_text(text, encoding="utf-8")
-            else:
-                (tmp_path / ".gitignore").write_text("src/pkg/a.py\n", encoding="utf-8")
-        return report
+    def edit() -> None:
+        later[0] = 10_000_000_000  # the run goes on for 10 s more
+        if change == "policy edited":
+            text = POLICY_MD.replace('"subprocess"', '"socket"')
+            (tmp_path / "adr.md").write_text(text, encoding="utf-8")
+        else:
+            (tmp_path / ".gitignore").write_text("src/pkg/a.py\n", encoding="utf-8")
 
-    monkeypatch.setattr(engine, "check_tree", then_changed)
+    _after_the_first_check(monkeypatch, edit)
     assert main(args) == 1
     capsys.readouterr()
     assert main(args) == 0
