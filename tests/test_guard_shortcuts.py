@@ -272,3 +272,91 @@ def test_the_statements_found_span_a_marked_line(parts: list[str], marked: list[
         )
     ]
     assert scanner._hits(tree.body, lines) == expected
+
+
+_RULES = (
+    Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=("subprocess",),
+        forbid_calls=("eval", "os.system", "datetime.datetime.now"),
+        forbid_reflection=True,
+    ),
+)
+_MATCHER = CallMatcher((r.name, p) for r in _RULES for p in r.forbid_calls)
+
+
+def _long_way(data: bytes) -> tuple[list[object], list[object]]:
+    """`scan_source`'s passes, every one of them run, whatever the file holds."""
+    from unittest import mock
+
+    from kernel.guard.scan import _Scanner
+    from kernel.guard.syntax import parse_module, prepare
+
+    data, search, source = prepare(data)
+    scanner = _Scanner(
+        data=data,
+        search=search,
+        tree=parse_module(source),
+        module="m",
+        is_package=False,
+        rules=_RULES,
+        matcher=_MATCHER,
+    )
+    scanner.import_pass()
+    scanner.resolve_typing()
+    scanner.prune_typing()
+    scanner.bound_object_rules()
+    with mock.patch("kernel.guard.shadows._inert", return_value=False):
+        scanner.reference_pass()
+    scanner.import_rules()
+    return list(scanner.imports), list(scanner.raw_findings())
+
+
+# Statements the reference pass may skip (the first five) and ones it must visit.
+_BODY = st.sampled_from(
+    [
+        "import os",
+        "from subprocess import run",
+        "from os import system as s, path",
+        '"""doc eval os.system __builtins__"""',
+        "pass",
+        "# kernel-guard: ignore[KG004] a reason",
+        "",
+        "os.system('x')",
+        "eval",
+        "x = __builtins__",
+        "s()",
+        "f'{eval(1)}'",
+        "x: 'os.system' = 1",
+        "import datetime\nv = datetime.datetime(1, 1, 1)\nv.now()",
+        "x = 1  # kernel-guard: ignore[KG004] reason",
+    ]
+)
+
+
+@given(st.lists(_BODY, max_size=6))
+def test_a_file_of_imports_and_docstrings_scans_as_the_long_way(parts: list[str]) -> None:
+    """The reference pass is skipped when every statement is an import, ``pass`` or a
+    constant (`shadows._inert`), and the scan when there is no statement and no
+    suppression comment: the same imports and findings as every pass run."""
+    data = "\n".join(parts).encode()
+    got = scan_source(data, module="m", rules=_RULES, matcher=_MATCHER)
+    assert (list(got[0]), list(got[1])) == _long_way(data)
+
+
+@pytest.mark.parametrize(
+    ("src", "codes"),
+    [
+        ("", []),
+        ("# only a comment\n\n", []),
+        ("# kernel-guard: ignore[KG004] why\n", ["KG011"]),
+        ("import os\n'doc'\npass\n", []),
+        ("from subprocess import run\n", ["KG001"]),
+        ("import os\n'doc'\nos.system('x')\n", ["KG004"]),
+        ("'doc'\n__builtins__\n", ["KG008"]),
+    ],
+)
+def test_files_with_no_statement_to_visit_still_report(src: str, codes: list[str]) -> None:
+    found = scan_source(src.encode(), module="m", rules=_RULES, matcher=_MATCHER)[1]
+    assert [f[2] for f in found] == codes

@@ -75,7 +75,6 @@ from kernel.guard.names import (
     _GENERIC_BUILTINS,
     _GETATTR,
     _MAPPING_READS,
-    _MAX_ROUNDS,
     _REFLECTIVE_ATTRS,
     _REFLECTIVE_CALLS,
     _REFLECTIVE_NAMES,
@@ -98,7 +97,6 @@ from kernel.guard.syntax import (
     parse_expression,
     parse_module,
     prepare,
-    seam_lines,
     unconditional_names,
 )
 
@@ -119,37 +117,6 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 class _Scanner(ShadowPass):
     """The reference pass of one file's scan; see the module docstring for the rules."""
-
-    def reference_pass(self) -> None:
-        searched: set[str] = set()
-        imports_before = len(self.imports)
-        findings_before = len(self.findings)
-        # A string typing evaluates is parsed only where it is visited: the lines where
-        # its value may name what its text does not are visited whatever is searched.
-        seams = seam_lines(self.search)
-        for _ in range(_MAX_ROUNDS):
-            names = self._marks(self.interesting_names())
-            if names <= searched:
-                break
-            searched = names
-            del self.imports[imports_before:]
-            del self.findings[findings_before:]
-            self.reach_seen.clear()
-            self.reflective_seen.clear()
-            self.typed_strings.clear()  # a string parsed last round is checked again
-            self.lines = self._marked_lines(names)
-            if seams:
-                self.lines = sorted({*self.lines, *seams})
-            if not self.lines:
-                break
-            self.new_names = False
-            body = self.tree.body
-            for index in self._hits(body):
-                self.top_index = index
-                self._stmt(body[index], ())
-            self.top_index = 1 << 30
-            if not self.new_names:
-                break
 
     def _stmts(self, body: Sequence[ast.stmt], scope: Scope) -> None:
         for index in self._hits(body) if body else ():
@@ -767,6 +734,8 @@ def scan_source(
     except (ValueError, LookupError) as e:
         # KG010: undecodable bytes, unknown coding cookie, NUL bytes.
         return [], [(1, 1, ViolationCode.UNPARSEABLE.value, "", f"cannot parse: {e}")]
+    if not tree.body and b"kernel-guard:" not in data:
+        return [], []  # no statement (88 of Django's files): no import, nothing to find
     if matcher is None:
         matcher = CallMatcher((r.name, p) for r in rules for p in r.forbid_calls)
     scanner = _Scanner(

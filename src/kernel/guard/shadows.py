@@ -21,6 +21,7 @@ from kernel.guard.names import (
     _ALWAYS,
     _BUILTIN_NAMES,
     _FUNCS,
+    _MAX_ROUNDS,
     _REFLECTIVE_ATTRS,
     ImportPass,
     _import_problem,
@@ -34,6 +35,7 @@ from kernel.guard.syntax import (
     lines_of,
     module_deletes,
     scope_name,
+    seam_lines,
     unconditional_names,
 )
 
@@ -112,14 +114,59 @@ def _binds(fn: ast.AST, name: str) -> bool:
     return False
 
 
+def _inert(stmt: ast.stmt) -> bool:
+    """Does the reference pass find nothing in ``stmt``, whatever the rules? An import
+    (the import pass's), ``pass``, a constant expression statement (a docstring): no
+    name, attribute or string typing evaluates is in them."""
+    return isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)) or (
+        isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+    )
+
+
 class ShadowPass(ImportPass):
     """Shadowing and interest: which names resolve to what, where."""
 
     if TYPE_CHECKING:
         # The reference pass (`kernel.guard.scan`) defines it.
         def _installed(self, q: str) -> bool: ...
+        def _stmt(self, stmt: ast.stmt, scope: Scope) -> None: ...
 
     # ------------------------------------------------------------- reference pass
+    def reference_pass(self) -> None:
+        """Visit the statements on the lines naming something of interest, again while
+        a visit binds a name to something interesting (at most `_MAX_ROUNDS`)."""
+        body = self.tree.body
+        if not body or (_inert(body[-1]) and all(map(_inert, body))):
+            return  # nothing it would visit (a package's `__init__`: imports, a docstring)
+        searched: set[str] = set()
+        imports_before = len(self.imports)
+        findings_before = len(self.findings)
+        # A string typing evaluates is parsed only where it is visited: the lines where
+        # its value may name what its text does not are visited whatever is searched.
+        seams = seam_lines(self.search)
+        for _ in range(_MAX_ROUNDS):
+            names = self._marks(self.interesting_names())
+            if names <= searched:
+                break
+            searched = names
+            del self.imports[imports_before:]
+            del self.findings[findings_before:]
+            self.reach_seen.clear()
+            self.reflective_seen.clear()
+            self.typed_strings.clear()  # a string parsed last round is checked again
+            self.lines = self._marked_lines(names)
+            if seams:
+                self.lines = sorted({*self.lines, *seams})
+            if not self.lines:
+                break
+            self.new_names = False
+            for index in self._hits(body):
+                self.top_index = index
+                self._stmt(body[index], ())
+            self.top_index = 1 << 30
+            if not self.new_names:
+                break
+
     def module_level_shadows(self) -> dict[str, int]:
         """Builtin names the module binds unconditionally, with the first such statement.
 
