@@ -13,19 +13,30 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 __all__ = ["discover_modules", "module_name"]
 
 
 def module_name(rel: Sequence[str]) -> tuple[str, bool]:
+    """The module a ``*.py`` file's path (relative to the import root, as its names)
+    names, and whether it is a package (``a/b/__init__.py`` is ``a.b``)."""
     parts = list(rel)
     last = parts[-1][:-3]
     if last == "__init__":
         return ".".join(parts[:-1]), True
     parts[-1] = last
     return ".".join(parts), False
+
+
+def _module_of(dotted: str, name: str) -> tuple[str, bool]:
+    """`module_name` of the file ``name`` in the folder whose names, joined by dots,
+    are ``dotted`` (built once per folder, not once per file)."""
+    stem = name[:-3]
+    if stem == "__init__":
+        return dotted, True
+    return (f"{dotted}.{stem}" if dotted else stem), False
 
 
 class _Ignore:
@@ -59,6 +70,12 @@ class _Ignore:
             self.rules.append(
                 (folder, _glob_rx(line.lstrip("/"), anchored=anchored), negated, dir_only)
             )
+
+    @property
+    def active(self) -> bool:
+        """Whether any rule or pattern was given: else nothing is ignored (most trees),
+        and the walk builds no relative path to match."""
+        return bool(self.rules or self.exclude)
 
     def ignored(self, path: str, rel: str, *, is_dir: bool) -> bool:
         if any(rx.fullmatch(rel) for rx in self.exclude):
@@ -148,107 +165,141 @@ def discover_modules(
                 if visited is not None:
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []
-    for folder, prefix, dirs, files in _walk(top, [], seen):
-        if prefix and "pyvenv.cfg" in files and os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+    # Each folder with its path relative to the top ("a/b"; "" for the top itself).
+    stack = [(top, "")]
+    while stack:
+        folder, rel = stack.pop()
+        listed = _list(folder, seen)
+        if listed is None:
+            continue
+        dirs, modules, links, marks = listed
+        # `os.path.join(folder, name)` is `base + name` for a name read from a listing
+        # (only the top may end with a separator already).
+        base = folder + os.sep if rel else os.path.join(folder, "")
+        if rel and "pyvenv.cfg" in marks and os.path.isfile(base + "pyvenv.cfg"):
             # A virtual environment, found in its own listing (a stat of `pyvenv.cfg`
             # in every folder from its parent cost more than the rest of the walk).
             # Not walked, but a warm replay must see `pyvenv.cfg` go: then the folder's
             # modules count (its mtime changes; its parent's does not).
             if visited is not None:
                 visited.append(folder)
-            dirs[:] = []
             continue
         # A `.gitignore` added later changes the folder's mtime: only one that exists
         # is read, and stat-checked by a warm replay.
-        here_ignore = ".gitignore" in files
+        here_ignore = ".gitignore" in marks
         if visited is not None:
             visited.append(folder)
             if here_ignore:
-                visited.append(os.path.join(folder, ".gitignore"))
+                visited.append(base + ".gitignore")
         if gitignore_from is not None and here_ignore:
             ignore.read(folder)
-        dirs[:] = _kept(folder, prefix, dirs, ignore=ignore, visited=visited, excluded=excluded)
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                if ignore.ignored(path, "/".join([*prefix, name]), is_dir=False):
-                    if excluded is not None:
-                        excluded.append(module_name([*prefix, name])[0])
-                    continue
-                module, is_package = module_name([*prefix, name])
-                if module:
-                    out.append((path, module, is_package))
+        kept = _kept(base, rel, dirs, ignore=ignore, visited=visited, excluded=excluded)
+        if modules:
+            _modules(base, rel, modules, ignore=ignore, out=out, excluded=excluded)
+        if kept:
+            # Pushed last first: the first folder's whole tree is walked before the second.
+            stack.extend(
+                (base + name, f"{rel}/{name}" if rel else name)
+                for name in reversed(kept)
+                if name not in links
+            )
     return out
 
 
+def _modules(
+    base: str,
+    rel: str,
+    names: list[str],
+    *,
+    ignore: _Ignore,
+    out: list[tuple[str, str, bool]],
+    excluded: list[str] | None,
+) -> None:
+    """Add the modules ``names`` (``*.py`` files of the folder ``base``, whose path
+    relative to the top is ``rel``) to ``out``, sorted, less what is ignored."""
+    dotted = rel.replace("/", ".")
+    for name in sorted(names):
+        module, is_package = _module_of(dotted, name)
+        # Nothing to match when no rule or pattern was given (most trees).
+        if ignore.active and ignore.ignored(
+            base + name, f"{rel}/{name}" if rel else name, is_dir=False
+        ):
+            if excluded is not None:
+                excluded.append(module)
+            continue
+        if module:
+            out.append((base + name, module, is_package))
+
+
 def _kept(
-    folder: str,
-    prefix: list[str],
+    base: str,
+    rel: str,
     dirs: list[str],
     *,
     ignore: _Ignore,
     visited: list[str] | None,
     excluded: list[str] | None,
 ) -> list[str]:
-    """The sub-folders of ``folder`` to walk, sorted (see `discover_modules`)."""
-    keep = []
+    """The sub-folders of the folder ``base`` to walk, sorted (see `discover_modules`)."""
+    keep: list[str] = []
+    if not dirs:
+        return keep
+    active = ignore.active
     for d in sorted(dirs):
         if d == "__pycache__" or d.startswith("."):
             continue
-        path = os.path.join(folder, d)
-        if ignore.ignored(path, "/".join([*prefix, d]), is_dir=True):
-            if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
-                # A virtual environment is one before it is ignored, as the walk finds
-                # one it keeps (`discover_modules`).
-                if visited is not None:
-                    visited.append(path)
+        if active:
+            path = base + d
+            sub = f"{rel}/{d}" if rel else d
+            if ignore.ignored(path, sub, is_dir=True):
+                if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+                    # A virtual environment is one before it is ignored, as the walk
+                    # finds one it keeps (`discover_modules`).
+                    if visited is not None:
+                        visited.append(path)
+                    continue
+                if excluded is not None:
+                    excluded.append(sub.replace("/", "."))
                 continue
-            if excluded is not None:
-                excluded.append(".".join([*prefix, d]))
-            continue
         keep.append(d)
     return keep
 
 
-def _walk(
-    folder: str, prefix: list[str], seen: dict[str, tuple[int, int, int]] | None = None
-) -> Iterator[tuple[str, list[str], list[str], list[str]]]:
-    """`os.walk` from the top down, without following links, with each folder's path
-    relative to the top as a list of names: ``(folder, prefix, dirs, files)``; the
-    caller prunes ``dirs`` in place. One ``scandir`` per folder and no other system
-    call (`os.walk` also runs ``lstat`` on every folder), but a ``stat`` of the folder
-    before it is listed when ``seen`` is given; an unreadable folder is skipped, as
-    `os.walk` does."""
-    # An explicit stack, not recursion: a `yield from` chain passes every folder up
-    # through each level above it (Django's locale tree is eight deep).
-    stack = [(folder, prefix)]
-    while stack:
-        here, names = stack.pop()
-        dirs: list[str] = []
-        files: list[str] = []
-        links: set[str] = set()
-        try:
-            if seen is not None:
-                st = os.stat(here)
-                seen[here] = (st.st_size, st.st_mtime_ns, st.st_ino)
-            with os.scandir(here) as entries:
-                for entry in entries:
-                    try:
-                        is_dir = entry.is_dir()
-                    except OSError:
-                        is_dir = False
-                    if is_dir:
-                        dirs.append(entry.name)
-                        if entry.is_symlink():
-                            links.add(entry.name)
-                    else:
-                        files.append(entry.name)
-        except OSError:
-            continue
-        yield here, names, dirs, files
-        # Pushed last first: the first folder's whole tree is walked before the second.
-        stack.extend(
-            (os.path.join(here, name), [*names, name])
-            for name in reversed(dirs)
-            if name not in links
-        )
+_MARKS = frozenset({"pyvenv.cfg", ".gitignore"})
+
+
+def _list(
+    folder: str, seen: dict[str, tuple[int, int, int]] | None
+) -> tuple[list[str], list[str], list[str], list[str]] | None:
+    """``folder``'s listing as ``(sub-folders, *.py files, sub-folders that are links,
+    which of pyvenv.cfg and .gitignore it holds as files)``, or None when it cannot be
+    read (skipped, as `os.walk` skips it). One ``scandir`` and no other system call
+    (`os.walk` also runs ``lstat`` on every folder), but a ``stat`` of the folder before
+    it is listed when ``seen`` is given. A link to a folder is listed as a folder and
+    not walked."""
+    dirs: list[str] = []
+    modules: list[str] = []
+    links: list[str] = []  # lists, not sets: most folders have none
+    marks: list[str] = []
+    try:
+        if seen is not None:
+            st = os.stat(folder)
+            seen[folder] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    dirs.append(name)
+                    if entry.is_symlink():
+                        links.append(name)
+                elif name.endswith(".py"):
+                    modules.append(name)
+                elif name in _MARKS:
+                    marks.append(name)
+    except OSError:
+        return None
+    return dirs, modules, links, marks
