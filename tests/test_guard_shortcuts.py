@@ -360,3 +360,43 @@ def test_a_file_of_imports_and_docstrings_scans_as_the_long_way(parts: list[str]
 def test_files_with_no_statement_to_visit_still_report(src: str, codes: list[str]) -> None:
     found = scan_source(src.encode(), module="m", rules=_RULES, matcher=_MATCHER)[1]
     assert [f[2] for f in found] == codes
+
+
+_QUALS = st.sampled_from(["a", "a.b", "a.b.c", "os", "os.path", "x.y", "builtins.eval"])
+
+
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "c", "os", "e"]), _QUALS, max_size=5),
+    st.dictionaries(
+        st.sampled_from(["a", "os", "x"]),
+        st.lists(st.sampled_from(["b", "b.c", "path", "y"]), min_size=1, max_size=2),
+        max_size=3,
+    ),
+    st.dictionaries(_QUALS, st.booleans(), max_size=5),
+)
+def test_the_interesting_names_are_the_ones_asked_one_by_one(
+    bindings: dict[str, str], under: dict[str, list[str]], memo: dict[str, bool]
+) -> None:
+    """`interesting_names` reads the run-wide memo itself but for a name `loaded`
+    holds (``import a.b`` bound ``a``: this file's own answer): it finds what asking
+    `_interesting` about every binding finds, whatever the memo already says."""
+    from kernel.guard.scan import _Scanner
+
+    loaded = {head: [f"{head}.{sub}" for sub in subs] for head, subs in under.items()}
+
+    def scanner() -> _Scanner:
+        made = _Scanner(
+            data=b"",
+            search=b"",
+            tree=ast.parse(""),
+            module="m",
+            is_package=False,
+            rules=(),
+            matcher=CallMatcher([("r", "a.b.c")]),
+        )
+        made.bindings, made.loaded, made.interesting_memo = dict(bindings), loaded, dict(memo)
+        return made
+
+    long_way = scanner()
+    expected = {n for n, q in bindings.items() if long_way._interesting(q)}
+    assert scanner().interesting_names() & bindings.keys() == expected

@@ -251,8 +251,16 @@ class ShadowPass(ImportPass):
         see through: ``from io import open as h`` then ``h(m.__loader__)`` is
         ``_io.open``), and the output must not depend on whether a rule forbids
         reflection."""
-        interesting = self._interesting
-        names = {n for n, q in self.bindings.items() if interesting(q)}
+        # `_interesting` inlined for a name it has answered and `loaded` does not hold
+        # (most bindings): this runs for every binding of every file, in every round.
+        get, loaded, interesting = self._interest_memo().get, self.loaded, self._interesting
+        names = set()
+        for n, q in self.bindings.items():
+            known = None if q in loaded else get(q)
+            if known is None:
+                known = interesting(q)
+            if known:
+                names.add(n)
         names.update(self.builtins_of_interest.difference(self.bindings))
         names.update(_REFLECTIVE_ATTRS)
         return names
@@ -326,16 +334,23 @@ class ShadowPass(ImportPass):
             return True  # `import a.b` bound `a`: this file's own, never memoised
         memo = self.interesting_memo
         if memo is None:
-            # What follows depends on the rules (the matchers are made from them) and on
-            # the project's top package only: the same answer in every file of a run.
-            if len(_INTERESTING) > 64:
-                _INTERESTING.clear()
-            key = (self.rules_key, self.matcher, self.module.split(".", 1)[0])
-            memo = self.interesting_memo = _INTERESTING.setdefault(key, {})
+            memo = self._interest_memo()
         known = memo.get(q)
         if known is None:
             known = memo[q] = self._interesting_name(q)
         return known
+
+    def _interest_memo(self) -> dict[str, bool]:
+        """`_interesting`'s answers but `loaded`'s: they depend on the rules (the
+        matchers are made from them) and on the project's top package only, the same in
+        every file of a run."""
+        memo = self.interesting_memo
+        if memo is None:
+            if len(_INTERESTING) > 64:
+                _INTERESTING.clear()
+            key = (self.rules_key, self.matcher, self.module.split(".", 1)[0])
+            memo = self.interesting_memo = _INTERESTING.setdefault(key, {})
+        return memo
 
     def _interesting_name(self, q: str) -> bool:
         return (
