@@ -242,3 +242,32 @@ def test_an_interrupt_or_a_lost_stdout_is_one_line_and_its_exit_code(
     assert main(["self-test"]) == code
     captured = capfd.readouterr()
     assert (captured.out, captured.err) == ("", stderr)
+
+
+@pytest.mark.parametrize("columns", [None, "100", "37", "0", "-3", "wide", ""])
+def test_help_is_as_wide_as_argparse_makes_it(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    """The parsers give argparse's formatter the width it would compute itself
+    (`shutil.get_terminal_size` less two), without importing shutil: ``COLUMNS`` when
+    it is a positive number, else the terminal's, else 80. The help text is unchanged."""
+    import shutil
+
+    from kernel.effects.cli import _terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert _terminal_columns() == shutil.get_terminal_size().columns
+
+    def helps() -> list[str]:
+        top = build_parser("guard")
+        verbs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        return [top.format_help(), verbs.choices["guard"].format_help()]
+
+    ours = helps()
+    parser_class = type(build_parser("guard"))
+    # argparse's own formatter, which asks shutil for the width.
+    monkeypatch.setattr(parser_class, "_get_formatter", argparse.ArgumentParser._get_formatter)
+    assert ours == helps()

@@ -916,8 +916,8 @@ def test_a_forbidden_builtin_is_caught_at_any_function_depth(name: str, depth: i
 
 
 def test_kernel_guard_loads_only_the_guard(tmp_path: Path) -> None:
-    """`kernel guard` imports the guard, errors and identity; no other part of the
-    library. A replayed warm run does not even load the guard's scanner."""
+    """`kernel guard` imports the guard, errors and the raw-bytes digests; no other part
+    of the library. A replayed warm run does not even load the guard's scanner."""
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
     (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
     _age(tmp_path)
@@ -933,12 +933,12 @@ def test_kernel_guard_loads_only_the_guard(tmp_path: Path) -> None:
             [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
         )
         runs.append(proc.stdout.splitlines()[-1].split())
-    allowed = ("kernel.guard", "kernel.errors", "kernel.records.identity", "kernel.effects")
+    allowed = ("kernel.guard", "kernel.errors", "kernel.records.digest", "kernel.effects")
     full, replayed = runs[0], runs[-1]
     assert full[0] == replayed[0] == "0"
     assert "kernel.guard.scan" in full
     for name in full[1:]:
-        # The bare packages above identity are docstrings with an empty __all__.
+        # The bare packages above digest are docstrings with an empty __all__.
         assert name in {"kernel", "kernel.records"} or name.startswith(allowed), name
     assert "kernel.guard.scan" not in replayed
     assert "kernel.guard.fastpath" in replayed

@@ -427,6 +427,49 @@ def test_console_script_replay_loads_nothing_else(tmp_path: Path) -> None:
     ]
 
 
+# Loaded by a cold run's imports only for what it never does: JSON (orjson and its
+# datetime/uuid/dataclasses, json; the output formats and the baseline load json when
+# asked for), canonical identities, hmac, and argparse's terminal-width helper (shutil,
+# with bz2, lzma and zlib).
+_NOT_ON_THE_COLD_PATH = (
+    "orjson",
+    "json",
+    "hmac",
+    "uuid",
+    "dataclasses",
+    "shutil",
+    "bz2",
+    "lzma",
+    "kernel.records.identity",
+    "kernel.guard.baseline",
+)
+
+
+@pytest.mark.processes
+def test_a_cold_text_run_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """A full `kernel guard` run (text output, no baseline, nothing cached) in a fresh
+    interpreter imports none of `_NOT_ON_THE_COLD_PATH`: each was tens to thousands of
+    microseconds of every cold run. The file digests come from `kernel.records.digest`."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    cache = tmp_path.parent / f"{tmp_path.name}-cold-cache"
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['kernel', 'guard', '--config', 'adr.md', '--cache-dir', {str(cache)!r}]\n"
+        "from kernel.effects.entry import main\ncode = main()\n"
+        "print(code, *sorted(sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    *output, last = proc.stdout.splitlines()
+    code, *loaded = last.split()
+    assert output[-1].startswith("1 finding"), proc.stderr
+    assert code == "1"
+    assert {"kernel.guard.scan", "kernel.records.digest", "argparse"} <= set(loaded)
+    assert [name for name in _NOT_ON_THE_COLD_PATH if name in loaded] == []
+
+
 @pytest.mark.processes
 def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
     """The console script's replay prints the recorded output, flushed, and exits with

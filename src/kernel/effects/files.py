@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import stat
@@ -38,10 +37,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, Literal, overload
 
-import orjson
-
 from kernel.errors import ConfigError, EffectError, KernelError
-from kernel.records.identity import canonical_json
+
+# The JSON reader and writer (orjson, json, `kernel.records.identity`) are imported by the
+# functions that use them: the guard reads its policy through `read_input` and would
+# otherwise load a JSON encoder it never calls (orjson alone is 3-4 ms of a cold run).
 
 __all__ = [
     "DEFAULT_OUTPUT_ROOT",
@@ -130,6 +130,8 @@ def load_json(path: Path | str, *, what: str = "JSON document") -> object:
         ConfigError: the bytes are not JSON (message names file and position), or an
             object repeats a key.
     """
+    import orjson
+
     path = Path(path)
     data = read_input(path, what=what)
     try:
@@ -142,6 +144,10 @@ def load_json(path: Path | str, *, what: str = "JSON document") -> object:
 
 def _refuse_duplicate_keys(path: Path, data: bytes, value: object) -> None:
     """orjson keeps the last of two equal keys silently; refuse such a document."""
+    import json
+
+    from kernel.records.identity import canonical_json
+
     if not isinstance(value, dict | list):
         return
     # Fast path: a canonical document (what kernel writes) has no duplicate key.
@@ -266,6 +272,8 @@ def _alive(pid: int) -> bool:
 
 def write_canonical_json(path: Path | str, value: object) -> None:
     """Atomically write ``value`` as canonical JSON followed by one newline."""
+    from kernel.records.identity import canonical_json
+
     atomic_write_bytes(path, canonical_json(value) + b"\n")
 
 

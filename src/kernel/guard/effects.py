@@ -58,7 +58,7 @@ from typing import Final
 
 from kernel.guard.installed import module_file, module_imports
 from kernel.guard.syntax import parse_module
-from kernel.records.identity import sha256_bytes
+from kernel.records.digest import sha256_bytes
 
 __all__ = [
     "MAX_DEPTH",

@@ -6,8 +6,8 @@ Rules this module enforces:
 - a file is scanned in full when a rule covers its module, for imports only when a
   ``transitive`` or ``layers`` rule needs the import graph, and not at all otherwise;
 - per-file results (imports and findings) are cached by SHA-256 of the file's content
-  (`kernel.records.identity.sha256_bytes`) in a cache file keyed by the policy hash and the
-  tool version (a hash of the guard's own source); a file whose size, mtime and inode
+  (`kernel.records.digest.sha256_bytes`) in a cache file keyed by a digest of the policy's
+  rules and the tool version (a hash of the guard's own source); a file whose size, mtime and inode
   are unchanged since an entry older than the racy window is not re-read, as git does
   (`kernel.guard.cache`, which also keeps the effect map of installed code);
 - files the cache cannot serve are parsed once each, in this process or split over
@@ -33,10 +33,9 @@ from kernel.guard.discover import discover_modules
 from kernel.guard.graph import from_cached, layer_breaks, to_cached, transitive
 from kernel.guard.model import GuardReport, Policy, Rule, Violation, ViolationCode
 from kernel.guard.patterns import CallMatcher, covers, module_matches
-from kernel.guard.policy import policy_hash
 from kernel.guard.pool import PARALLEL_MIN_FILES, Job, scan_all
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
-from kernel.records.identity import sha256_bytes
+from kernel.records.digest import sha256_bytes
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -91,7 +90,10 @@ class _Context:
 
 @lru_cache(maxsize=64)
 def _policy_key(policy: Policy) -> str:
-    return policy_hash(policy)[:24]
+    # The digest of the rules' text form, not `policy_hash` (canonical JSON, orjson: a
+    # cold run would import a JSON encoder for one key). `repr` of the policy's dict of
+    # strings, lists and booleans is one string per policy and tells any two apart.
+    return sha256_bytes(repr(policy.to_dict()).encode("utf-8", "backslashreplace"))[:24]
 
 
 def _environment_key() -> str:

@@ -13,7 +13,6 @@ Rules this module enforces:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path, PurePath
 from urllib.parse import quote
 
@@ -40,6 +39,14 @@ def _docs() -> Path | None:
     has no docs: then SARIF carries the help text without a ``helpUri``)."""
     candidate = Path(__file__).resolve().parents[3] / "docs" / "guard.md"
     return candidate if candidate.is_file() else None
+
+
+def _dumps(doc: object) -> str:
+    """A JSON document as every format here writes it: sorted keys, two-space indent,
+    text as it is (no ``\\u`` escapes), one final newline."""
+    import json  # here: a text run (the common one) loads no JSON encoder
+
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _anchor(code: ViolationCode) -> str:
@@ -71,7 +78,7 @@ def render_json(report: GuardReport, version: str) -> str:
         "files_cached": report.files_cached,
         "violations": [v.to_dict() for v in report.violations],
     }
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return _dumps(doc)
 
 
 def _uri(path: str) -> str:
@@ -145,7 +152,7 @@ def render_sarif(report: GuardReport, version: str, root: Path | None = None) ->
             }
         ],
     }
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return _dumps(doc)
 
 
 def _gh_data(text: str) -> str:
@@ -173,7 +180,7 @@ def render_error(message: str, fmt: str, version: str) -> str:
     """An unusable configuration, in the shape of ``fmt`` (so no format looks green)."""
     if fmt == "json":
         doc: dict[str, object] = {"version": version, "error": message, "violations": None}
-        return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _dumps(doc)
     if fmt == "sarif":
         run: dict[str, object] = {
             "tool": {"driver": {"name": "kernel-guard", "version": version}},
@@ -188,7 +195,7 @@ def render_error(message: str, fmt: str, version: str) -> str:
             "results": [],
         }
         sarif: dict[str, object] = {"$schema": _SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-        return json.dumps(sarif, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _dumps(sarif)
     if fmt == "github":
         return f"::error title=kernel guard configuration::{_gh_data(message)}\n"
     return f"error: {message}\n"

@@ -27,7 +27,6 @@ from pathlib import Path
 from kernel.errors import ConfigError
 from kernel.guard.model import Policy, Rule
 from kernel.guard.patterns import PATTERN_RE, module_set
-from kernel.records.identity import sha256_hex
 
 __all__ = [
     "discover_policy",
@@ -66,6 +65,9 @@ _FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)(.*)$")
 
 def policy_hash(policy: Policy) -> str:
     """SHA-256 (hex) of the policy's canonical JSON; rule sources do not enter it."""
+    # Imported here: a check keys its cache without it, and so loads no JSON encoder.
+    from kernel.records.identity import sha256_hex
+
     return sha256_hex(policy.to_dict())
 
 

@@ -30,7 +30,7 @@ from kernel.guard.fastpath import threads_running
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
-from kernel.records.identity import sha256_bytes
+from kernel.records.digest import sha256_bytes
 
 __all__ = ["PARALLEL_MIN_FILES", "Done", "Job", "scan_all", "split_by_size"]
 

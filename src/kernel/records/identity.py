@@ -24,7 +24,9 @@ Rules enforced (each refusal is a `CanonicalizationError` naming the JSON path):
 - containers may nest at most `MAX_DEPTH` deep.
 
 No other module may call ``json.dumps``, ``orjson`` or ``hashlib`` to make an
-identity; the static guard enforces it.
+identity; the static guard enforces it. The SHA-256 of raw bytes (`sha256_bytes`,
+`sha256_digest`, `Sha256Stream`) is defined in `kernel.records.digest`, which needs no
+JSON encoder, and re-exported here.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ from typing import Any, Final
 import orjson
 
 from kernel.errors import CanonicalizationError
+
+# Raw-bytes SHA-256 lives in its own small module (no orjson there: the guard imports
+# only it); this module, the owner of every digest, re-exports it.
+from kernel.records.digest import Sha256Stream, sha256_bytes, sha256_digest
 
 __all__ = [
     "MAX_DEPTH",
@@ -118,26 +124,6 @@ def sha256_python_json(value: object) -> str:
         raise CanonicalizationError("$", f"not encodable as Python JSON: {e}") from e
 
 
-def sha256_bytes(data: bytes) -> str:
-    """SHA-256 of raw bytes (an artifact, a captured output) as lowercase hex.
-
-    Raises:
-        TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
-    """
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_digest(data: bytes) -> bytes:
-    """SHA-256 of raw bytes as its 32 bytes: what a Merkle tree hashes (RFC 9162 leaf and
-    node hashes take and give raw digests; a hex round trip per hash is measurable in a
-    ledger append).
-
-    Raises:
-        TypeError: ``data`` is not bytes-like.
-    """
-    return hashlib.sha256(data).digest()
-
-
 def keyed_tag_matches(key: bytes, data: bytes, tag: bytes) -> bool:
     """Whether ``tag`` is the keyed BLAKE2b (16 bytes, lowercase hex) of ``data`` under
     ``key``, compared in constant time. Not an identity: the declared-tests collector
@@ -202,26 +188,6 @@ def is_digest(value: object) -> bool:
         and value.isascii()
         and not value.encode("ascii").translate(None, _HEX_DIGITS)
     )
-
-
-class Sha256Stream:
-    """Incremental SHA-256 for streamed bytes (captured outputs, artifacts)."""
-
-    __slots__ = ("_hash", "size")
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()
-        self.size = 0
-        """Number of bytes fed so far."""
-
-    def update(self, chunk: bytes | bytearray | memoryview) -> None:
-        """Feed the next chunk."""
-        self._hash.update(chunk)
-        self.size += len(chunk)
-
-    def hexdigest(self) -> str:
-        """Digest of every chunk fed so far (64 lowercase hex)."""
-        return self._hash.hexdigest()
 
 
 def _admissible(value: object, depth: int = 1) -> bool:

@@ -157,7 +157,6 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: `kernel --help` and the other verbs never load the guard.
     from kernel.errors import ConfigError
     from kernel.guard import fastpath
-    from kernel.guard.baseline import apply_baseline, read_baseline
     from kernel.guard.engine import tool_version
     from kernel.guard.output import render, render_error
     from kernel.guard.policy import find_project_root
@@ -178,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
         if args.add_suppressions or args.write_baseline:
             return _rewrite(args, report, list(groups))
         if args.baseline:
+            # Imported here: a run without a baseline loads no JSON reader.
+            from kernel.guard.baseline import apply_baseline, read_baseline
+
             report = apply_baseline(report, read_baseline(args.baseline))
     except ConfigError as e:
         if args.format != "text":
