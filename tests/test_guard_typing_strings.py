@@ -6,6 +6,7 @@ forward references are not findings. Run-time proofs: the corpus rows f33-f35, c
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from hypothesis import given, settings
@@ -220,13 +221,14 @@ def test_every_word_a_joined_value_makes_is_on_a_seam_line(
 @given(st.lists(st.sampled_from(list(_SEAM_PIECES)), max_size=24).map(b"".join))
 def test_the_seam_search_finds_every_match_of_its_alternatives(text: bytes) -> None:
     """`_ESCAPE` and `_joins` (at every quote) find each match of the plain alternation
-    `_SEAM_ALTERNATIVES`, with the same end: the candidates are a superset."""
+    `_SEAM_ALTERNATIVES`, with the same end, but a docstring's quote pairs (no seam):
+    the candidates are a superset."""
     from kernel.guard.syntax import _ESCAPE, _SEAM_ALTERNATIVES, _joins
 
     found = {m.span() for m in _ESCAPE.finditer(text)}
     found |= set(_joins(text))
     for m in re.finditer(_SEAM_ALTERNATIVES, text):
-        assert m.span() in found, (m.span(), text)
+        assert m.span() in found or _docstring_pair(text, *m.span()), (m.span(), text)
 
 
 _JOIN_AT_EVERY_QUOTE = re.compile(
@@ -249,20 +251,72 @@ def _triple(data: bytes, start: int) -> bool:
     return before + after == 1
 
 
+_IDENTIFIER = frozenset(
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_" + bytes(range(0x80, 0x100))
+)
+
+
+def _docstring_pair(data: bytes, start: int, end: int) -> bool:
+    """Is the join ``data[start:end]`` two quotes of a docstring's run of three?"""
+    return end - start == 2 and data[start] == data[start + 1] and _triple(data, start)
+
+
+def _identifier_next_before(
+    data: bytes, spans: list[tuple[int, int]], longest: int, at: int, step: int
+) -> bool:
+    """`kernel.guard.syntax._identifier_next` as it was at c4b49af, when the joins it
+    followed held a docstring's quote pairs: every join starting in the ``longest``
+    bytes before a byte reached is a step, a docstring's pairs too."""
+    size = len(data)
+    pending = [at]
+    seen: set[int] = set()
+    steps = 0
+    while pending:
+        at = pending.pop()
+        if at in seen:
+            continue
+        seen.add(at)
+        if step < 0:
+            while at and data[at - 1] in b"\"'" and steps <= 32:
+                at -= 1
+                steps += 1
+            byte = at - 1
+        else:
+            while at < size and data[at] in b"\"'" and steps <= 32:
+                at += 1
+                steps += 1
+            byte = at
+        if steps > 32:
+            return True
+        if not 0 <= byte < size:
+            continue
+        if data[byte] in _IDENTIFIER:
+            return True
+        # The joins holding it start at most `longest` bytes before it.
+        k = bisect.bisect_right(spans, (byte, size))
+        while k and byte - spans[k - 1][0] < longest:
+            k -= 1
+            steps += 1
+            if steps > 32:
+                return True  # a long join with many inside it: each would be looked at
+            if spans[k][1] > byte:
+                pending.append(spans[k][0] if step < 0 else spans[k][1])
+    return False
+
+
 def _seam_lines_before(data: bytes) -> list[int]:
-    """`seam_lines` before the eighth round, step by step (every join followed by
-    `_identifier_next`, no shortcut)."""
-    from kernel.guard.syntax import _ESCAPE, _identifier_next, _line_numbers
+    """`seam_lines` before the eighth round, step by step (every join, a docstring's
+    pairs too, followed by `_identifier_next_before`, no shortcut)."""
+    from kernel.guard.syntax import _ESCAPE, _line_numbers
 
     positions = [m.start() for m in _ESCAPE.finditer(data)]
     spans = [(m.start(), m.end(1)) for m in _JOIN_AT_EVERY_QUOTE.finditer(data)]
     longest = max((e - s for s, e in spans), default=0)
     for start, end in spans:
-        docstring = end - start == 2 and data[start] == data[start + 1] and _triple(data, start)
         if (
-            not docstring
-            and _identifier_next(data, spans, longest, start, -1)
-            and _identifier_next(data, spans, longest, end, 1)
+            not _docstring_pair(data, start, end)
+            and _identifier_next_before(data, spans, longest, start, -1)
+            and _identifier_next_before(data, spans, longest, end, 1)
         ):
             positions.append(start)
     positions.sort()
@@ -282,12 +336,35 @@ empty strings and comments of them make joins overlap, up to the budget."""
 @given(st.lists(st.sampled_from(_SEAM_TEXT_PIECES), max_size=120).map(b"".join))
 def test_the_seam_search_finds_the_lines_it_found_step_by_step(text: bytes) -> None:
     """The seam search's shortcuts (a pattern per quote byte, a join's first byte
-    tested first, the docstring test unrolled, an identifier byte next to a join
-    answering at once) find the same joins and the same lines as the search they
-    replace, budget and all."""
+    tested first, a docstring's quote pairs left out by the pattern, an identifier
+    byte next to a join answering at once) find the same joins and the same lines as
+    the search they replace, budget and all."""
     from kernel.guard.syntax import _joins, seam_lines
 
-    assert _joins(text) == [(m.start(), m.end(1)) for m in _JOIN_AT_EVERY_QUOTE.finditer(text)]
+    assert _joins(text) == [
+        (m.start(), m.end(1))
+        for m in _JOIN_AT_EVERY_QUOTE.finditer(text)
+        if not _docstring_pair(text, m.start(), m.end(1))
+    ]
+    assert seam_lines(text) == _seam_lines_before(text), text
+
+
+_NEAR_DOCSTRINGS = (
+    b'"""o"""', b'"""', b"'''o'''", b'""', b"''", b'"" ', b'"o" ', b"o", b" ", b"\n", b"(",
+    b'"  # ' + b"." * 60 + b'\n  "', b"'  # " + b'"""' * 12 + b"\n  '", b'"' * 4, b"\\\n",
+)  # fmt: skip
+"""Docstrings' runs of three quotes within a long join's length of other joins (a
+comment makes one): the follower of joins counts each of their quote pairs it passes
+as a step, and the budget can be passed by them alone."""
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_NEAR_DOCSTRINGS), max_size=60).map(b"".join))
+def test_a_docstrings_quote_pairs_count_as_the_joins_they_were(text: bytes) -> None:
+    """A docstring's quote pairs, left out of the joins, count toward the budget of
+    the joins' follower as they did when they were joins: the same seam lines."""
+    from kernel.guard.syntax import seam_lines
+
     assert seam_lines(text) == _seam_lines_before(text), text
 
 
@@ -302,6 +379,10 @@ def test_the_seam_search_finds_the_lines_it_found_on_long_runs() -> None:
         b'x = ("o" ' + b'"" ' * 100 + b'"o")\n',
         b'x = ("o" ' + b"''' " * 40 + b'"o" """a""" """""" r"" ' + b'"' * 7 + b")\n",
         b"x = ('o' " + b"'" * 4 + b' "o" ' + b'"' * 3 + b"o" + b"'" * 6 + b")\n",
+        # A docstring's pairs in a long join's length before a join: with four
+        # docstrings the budget is not passed, with eight their pairs pass it.
+        b"(" + b'"""o"""\n' * 4 + b'"  # ' + b"." * 200 + b'\n  "")\n',
+        b"(" + b'"""o"""\n' * 8 + b'"  # ' + b"." * 200 + b'\n  "")\n',
     ):
         assert seam_lines(text) == _seam_lines_before(text), text
 

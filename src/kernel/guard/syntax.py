@@ -238,28 +238,40 @@ backtrack through every way to split the run into comments."""
 _ESCAPE: Final = re.compile(rb"\\(?:[xuUN0-7\n]|[ntrabfv][A-Za-z_])")
 """The escapes of `_SEAM_ALTERNATIVES`, every one (a literal backslash first: `re`
 skips ahead to the next one)."""
-_JOIN_AFTER: Final = (
-    rb"(?=[ \t\f\n\\#rRbBuUfF\"'])"
-    rb"(?=([\"']|(?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']))"
-)
-_JOINS: Final = tuple(re.compile(quote + _JOIN_AFTER) for quote in (b'"', b"'"))
+_JOIN_START: Final = rb"(?=[ \t\f\n\\#rRbBuUfF\"'])"
+_JOIN_REST: Final = rb"(?=([\"']|(?:[ \t\f\n]++|\\\n|#[^\n]*+)*+[rRbBuUfF]{0,2}[\"']))"
+
+
+def _join_at(quote: bytes) -> re.Pattern[bytes]:
+    """The joins at ``quote`` but a docstring's: the quote and the next one both in a
+    run of exactly three (seen from just past the quote: the run's second and third
+    quotes after it, or its first before it and its third after)."""
+    q = re.escape(quote)
+    triple = rb"(?!(?<!%s)(?<=%s)%s(?!%s)|(?<!%s)%s(?!%s))" % (q * 3, q * 2, q, q, q * 2, q * 2, q)
+    return re.compile(q + _JOIN_START + triple + _JOIN_REST)
+
+
+_JOINS: Final = (_join_at(b'"'), _join_at(b"'"))
 """The joins of `_SEAM_ALTERNATIVES` at every quote, overlapping (group 1 ends where
-the match would): a match of the plain alternation can take the closing quote of a
-string made of prefix letters (``("b"\\n  "c")``: ``"b"`` is one), and the join after
-it is then found at no quote of its own.
+the match would), but the two quote pairs of each docstring's run of three quotes:
+a match of the plain alternation can take the closing quote of a string made of
+prefix letters (``("b"\\n  "c")``: ``"b"`` is one), and the join after it is then
+found at no quote of its own.
 
 One pattern per quote byte: a literal first byte lets `re` skip to the next quote at
 the speed of a byte compare (a class of two quotes is tested byte by byte, and was
 two thirds of the seam search). The first lookahead only fails fast where no join
 can start (most quotes are followed by ``)``, ``,``, ``:`` or a letter), and a quote
-right after the quote ends the join as the separators' empty match would."""
+right after the quote ends the join as the separators' empty match would. A
+docstring's pairs were most of a file's joins, each made a match and a span only to
+be dropped in Python (`seam_lines`): the pattern drops them after the fast test."""
 _QUOTE_BYTES: Final = frozenset(b"\"'")
 _IDENTIFIER_BYTES: Final = WORD | frozenset(range(0x80, 0x100))
 
 
 def _joins(data: bytes) -> list[tuple[int, int]]:
     """The spans of `_JOINS`' matches in ``data`` (the quote, the end of group 1), in
-    order of their start."""
+    order of their start: every join but a docstring's quote pairs."""
     spans = [(m.start(), m.end(1)) for m in _JOINS[0].finditer(data)]
     if b"'" in data:
         more = [(m.start(), m.end(1)) for m in _JOINS[1].finditer(data)]
@@ -284,30 +296,18 @@ def seam_lines(data: bytes) -> list[int]:
     one string, and a string joined to it is joined across a separator or a longer run.
     """
     positions = [m.start() for m in _ESCAPE.finditer(data)]
-    spans = _joins(data)
+    spans = _joins(data)  # a docstring's quote pairs are left out by the patterns
     longest = -1  # computed when a join's neighbour is no identifier byte (few are)
     size = len(data)
     ident = _IDENTIFIER_BYTES
     for start, end in spans:
-        # The docstring test first, inline (most joins of a file are the two quote
-        # pairs of its docstrings' runs of three): one neighbour of the pair is its
-        # quote and the byte past that one is not; no more is looked at whatever the
-        # run's length.
-        if end - start == 2 and data[start] == data[start + 1]:
-            quote = data[start]
-            before = start > 0 and data[start - 1] == quote
-            if before != (start + 2 < size and data[start + 2] == quote) and (
-                (start < 2 or data[start - 2] != quote)
-                if before
-                else (start + 3 >= size or data[start + 3] != quote)
-            ):
-                continue
         # An identifier byte right next to the join answers at once, as
         # `_identifier_next` would on its first step.
         if start and data[start - 1] in ident and end < size and data[end] in ident:
             positions.append(start)
             continue
         if longest < 0:
+            # A docstring's pairs, left out, are two bytes long: no join is shorter.
             longest = max(e - s for s, e in spans)
         if _identifier_next(data, spans, longest, start, -1) and _identifier_next(
             data, spans, longest, end, 1
@@ -330,10 +330,14 @@ def _identifier_next(
     after it (1), past quotes, and past the joins that hold the byte reached (an empty
     string between two joins: ``"o" "" "o"``)? A superset: every join that holds it is
     followed, and past `_FOLLOW_BUDGET` steps the answer is yes. ``spans`` are the
-    joins in order, none longer than ``longest``."""
+    joins in order, none longer than ``longest``. A docstring's quote pairs, left out
+    of them, hold no byte reached (they hold quotes) but are steps as they were when
+    they were joins (`_docstring_pairs`): counted only where the answer would be no
+    without them, as the steps only ever turn a no into a yes."""
     size = len(data)
     pending = [at]
     seen: set[int] = set()
+    windows: list[int] = []
     steps = 0
     while pending:
         at = pending.pop()
@@ -356,6 +360,7 @@ def _identifier_next(
             continue
         if data[byte] in _IDENTIFIER_BYTES:
             return True
+        windows.append(byte)
         # The joins holding it start at most `longest` bytes before it.
         k = bisect.bisect_right(spans, (byte, size))
         while k and byte - spans[k - 1][0] < longest:
@@ -365,7 +370,33 @@ def _identifier_next(
                 return True  # a long join with many inside it: each would be looked at
             if spans[k][1] > byte:
                 pending.append(spans[k][0] if step < 0 else spans[k][1])
-    return False
+    # Every join was followed and none reached an identifier byte: the answer is no
+    # unless the docstring pairs the windows also held pass the budget.
+    return _docstring_pairs(data, windows, longest, _FOLLOW_BUDGET - steps) > _FOLLOW_BUDGET - steps
+
+
+def _docstring_pairs(data: bytes, windows: list[int], longest: int, limit: int) -> int:
+    """How many quote pairs of a docstring's run of three quotes start in the
+    ``longest`` bytes before each byte of ``windows`` (no quote), counted up to one
+    past ``limit``. Each other pair there is a join (a step already counted, fewer
+    than `_FOLLOW_BUDGET`), so few pairs are looked at whatever the text."""
+    count = 0
+    size = len(data)
+    for hi in windows:
+        lo = max(0, hi - longest + 1)
+        for pair in (b'""', b"''"):
+            at = data.find(pair, lo, hi)
+            while at >= 0 and count <= limit:
+                quote = data[at]
+                before = at > 0 and data[at - 1] == quote
+                if before != (at + 2 < size and data[at + 2] == quote) and (
+                    (at < 2 or data[at - 2] != quote)
+                    if before
+                    else (at + 3 >= size or data[at + 3] != quote)
+                ):
+                    count += 1
+                at = data.find(pair, at + 1, hi)
+    return count
 
 
 COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
