@@ -400,3 +400,25 @@ def test_the_interesting_names_are_the_ones_asked_one_by_one(
     long_way = scanner()
     expected = {n for n, q in bindings.items() if long_way._interesting(q)}
     assert scanner().interesting_names() & bindings.keys() == expected
+
+
+def test_what_a_run_keeps_is_its_own_rules_and_matchers() -> None:
+    """`Run` keeps `_marks`' uncalled builtins, `_interesting`'s and `_reaches`'
+    answers: a run whose rule forbids ``getattr`` itself still finds its direct calls
+    after a run that searched ``getattr(`` only where it is not called."""
+    src = b"import os\nx = getattr(o, 'sep')\ny = os.system\n"
+    plain = Rule(name="r", modules=("m",), forbid_calls=("os.system",))
+    strict = Rule(name="r", modules=("m",), forbid_calls=("os.system", "getattr"))
+    found = [
+        sorted(
+            (f[0], f[2])
+            for f in scan_source(
+                src,
+                module="m",
+                rules=(rule,),
+                matcher=CallMatcher((rule.name, p) for p in rule.forbid_calls),
+            )[1]
+        )
+        for rule in (plain, strict, plain)
+    ]
+    assert found == [[(3, "KG004")], [(2, "KG004"), (3, "KG004")], [(3, "KG004")]]

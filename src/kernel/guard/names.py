@@ -118,11 +118,13 @@ class Run:
         "effect_matcher",
         "guarded",
         "import_findings",
-        "marks",
+        "interesting",
         "matcher",
+        "reaches",
         "reflection",
         "rules",
         "rules_key",
+        "uncalled",
     )
 
     def __init__(self, rules: tuple[Rule, ...], matcher: CallMatcher) -> None:
@@ -143,8 +145,13 @@ class Run:
         self.import_findings: dict[tuple[str, str, str], tuple[tuple[str, str, str], ...]] = {}
         # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
         self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
-        # Per `interesting_names` name left unbound: what `_marks` searches for it.
-        self.marks: dict[str, str] | None = None
+        # Per top package of the file scanned: is a qualified name of interest
+        # (`ShadowPass._interesting`, but a name `loaded` holds).
+        self.interesting: dict[str, dict[str, bool]] = {}
+        # Can a module name reach something forbidden (`ShadowPass._reaches`).
+        self.reaches: dict[str, bool] = {}
+        # The `_CALLED_ONLY` builtins `ShadowPass._marks` may search as ``name(``.
+        self.uncalled: tuple[str, ...] | None = None
 
 
 _RUNS: dict[tuple[int, ...], Run] = {}
@@ -231,7 +238,6 @@ class ImportPass:
         self.in_annotation = False
         self.in_text = False  # visiting code parsed from a string: its lines are its own
         self.rules_key = run.rules_key
-        self.reaches_memo: dict[str, bool] | None = None
         self.interesting_memo: dict[str, bool] | None = None
         self.deleted: set[str] | None = None
         self.top_index = 1 << 30

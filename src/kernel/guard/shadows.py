@@ -16,7 +16,6 @@ import symtable
 from typing import TYPE_CHECKING, Final
 
 from kernel.guard.installed import NO_SOURCE, module_file, module_imports, through
-from kernel.guard.model import Rule
 from kernel.guard.names import (
     _ALWAYS,
     _BUILTIN_NAMES,
@@ -49,11 +48,6 @@ resolves to an interesting name (whose word marks the line); ``hasattr`` only fa
 ``TYPE_CHECKING`` (a literal key: the word, or a seam line when an escape or a join
 spells it). Any other use (``g = getattr``) is marked."""
 
-_REACHES: dict[tuple[Rule, ...], dict[str, bool]] = {}
-"""Per rules: can a module name reach something forbidden (`ShadowPass._reaches`)."""
-_INTERESTING: dict[tuple[tuple[Rule, ...], object, str], dict[str, bool]] = {}
-"""Per rules, matcher and project package: is a qualified name of interest
-(`ShadowPass._interesting`)."""
 _BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
 """What follows a name where it may be bound (`ShadowPass._bound_lines`)."""
 _BOUNDARY: Final = re.compile(rb"\b")
@@ -278,9 +272,14 @@ class ShadowPass(ImportPass):
         if self.reflection or self.effect_matcher is not None:
             return marks
         bindings = self.bindings
-        for n in _CALLED_ONLY:
+        uncalled = self.run.uncalled
+        if uncalled is None:
             # A rule forbidding the builtin itself reports its every direct call.
-            if n in names and n not in bindings and not self.matcher.interesting(f"builtins.{n}"):
+            uncalled = self.run.uncalled = tuple(
+                n for n in _CALLED_ONLY if not self.matcher.interesting(f"builtins.{n}")
+            )
+        for n in uncalled:
+            if n in names and n not in bindings:
                 marks.remove(n)
                 marks.add(f"{n}(")
                 self.uncalled.append(n)
@@ -346,10 +345,8 @@ class ShadowPass(ImportPass):
         every file of a run."""
         memo = self.interesting_memo
         if memo is None:
-            if len(_INTERESTING) > 64:
-                _INTERESTING.clear()
-            key = (self.rules_key, self.matcher, self.module.split(".", 1)[0])
-            memo = self.interesting_memo = _INTERESTING.setdefault(key, {})
+            top = self.module.split(".", 1)[0]
+            memo = self.interesting_memo = self.run.interesting.setdefault(top, {})
         return memo
 
     def _interesting_name(self, q: str) -> bool:
@@ -371,13 +368,7 @@ class ShadowPass(ImportPass):
         """
         if not self.rules:
             return False
-        memo = self.reaches_memo
-        if memo is None:
-            # Looked up once per file: hashing the rules (attrs records) per name costs
-            # more than the lookup.
-            if len(_REACHES) > 64:
-                _REACHES.clear()
-            memo = self.reaches_memo = _REACHES.setdefault(self.rules_key, {})
+        memo = self.run.reaches
         known = memo.get(q)
         if known is None and module_file(q.split(".", 1)[0]) is None:
             # No source for its top package (the project's own, a builtin module): no
