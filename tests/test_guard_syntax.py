@@ -11,8 +11,8 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.guard import Policy, Rule, check_source
-from kernel.guard.syntax import _TOKENS, _line_numbers, lines_of, prepare
+from kernel.guard import Policy, Rule, check_source, syntax
+from kernel.guard.syntax import _TOKENS, _line_numbers, _Text, lines_of, prepare
 
 
 def _word_starts(data: bytes, raw: bytes) -> list[int]:
@@ -29,11 +29,14 @@ def _lines_of_before(
     uncalled: list[str],
     dotted: list[str],
     quiet: Callable[[str, str], bool],
+    *,
+    tokens: bool = True,
 ) -> list[int]:
     """`lines_of` as it was before the eighth round, per call: the file's tokens, then
     a search per name present (with the word boundary after a name that ends in a
-    non-ASCII letter fixed: see below)."""
-    words = frozenset(data.translate(_TOKENS).split())
+    non-ASCII letter fixed: see below); with ``tokens`` false, a search per name."""
+    every = [*names, *uncalled, *dotted]
+    words = frozenset(data.translate(_TOKENS).split() if tokens else map(str.encode, every))
     positions: list[int] = []
     for raw in words.intersection(map(str.encode, names)):
         positions += _word_starts(data, raw)
@@ -87,11 +90,17 @@ def test_the_words_of_a_text_are_searched_once_and_found_as_before(
 ) -> None:
     """Whatever the order of the calls on one text and the form each asks a name in,
     the lines are those the per-call search found (which finds every identifier that
-    is one of the names: tests/test_guard_engine.py)."""
+    is one of the names: tests/test_guard_engine.py), or more where a name asked late
+    is next to a non-ASCII letter (never more than a search per name finds)."""
     _data, search, _source = prepare(text.encode("utf-8"))
     for names, uncalled, dotted in calls:
         expected = _lines_of_before(search, names, uncalled, dotted, _quiet)
-        assert lines_of(search, names, uncalled, dotted, _quiet) == expected, (text, calls)
+        found = lines_of(search, names, uncalled, dotted, _quiet)
+        if search.isascii():
+            assert found == expected, (text, calls)
+        assert set(expected) <= set(found), (text, calls)
+        every = _lines_of_before(search, names, uncalled, dotted, _quiet, tokens=False)
+        assert set(found) <= set(every), (text, calls)
 
 
 def test_a_text_equal_to_the_last_one_is_searched_as_its_own() -> None:
@@ -124,3 +133,52 @@ def test_a_name_ending_in_a_non_ascii_letter_is_found() -> None:
     for src in ("import os as é\né.system(1)\n", "import os as oé\ndef f():\n    oé.system(1)\n"):
         found = [(v.line, v.code.value) for v in check_source(src, policy, module="m")]
         assert found == [(src.count("\n"), "KG004")], src
+
+
+_WORD_PIECES = ("o", "s", "os", "_", "9", "é", "\uff4f", ".", " ", "\n", "(", "'", "#")
+"""Letters, digits, a non-ASCII letter, a fullwidth one (NFKC folds it) and separators:
+names are made of the same pieces (a dot too: no token holds one), so most are found
+somewhere, next to anything."""
+_NAME = st.lists(st.sampled_from(_WORD_PIECES[:8]), min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WORD_PIECES), max_size=40).map("".join),
+    st.lists(st.lists(_NAME, max_size=4), min_size=1, max_size=4),
+)
+def test_the_words_of_a_text_are_its_tokens_or_more_never_fewer(
+    text: str, calls: list[list[str]]
+) -> None:
+    """Whichever names were asked before, a text's words hold every name that is a
+    token of it (no miss), and in an ASCII text only those: a name first asked after
+    the tokens were looked up is searched for on its own, where a non-ASCII neighbour
+    bounds a word (a visit too many, never one too few). The run's names are
+    forgotten first (a cache), so later calls ask names the tokens were not looked up
+    for."""
+    syntax._ASKED.clear()
+    _data, search, _source = prepare(text.encode("utf-8"))
+    tokens = set(search.translate(_TOKENS).split())
+    words = _Text(search)
+    for names in calls:
+        raws = set(map(str.encode, names))
+        found = words.words(names)
+        assert raws & tokens <= found <= raws, (search, calls)
+        if search.isascii():
+            assert found == raws & tokens, (search, calls)
+        for raw in found - tokens:  # more only where a word of it is next to non-ASCII
+            assert words.starts(raw), (search, raw)
+
+
+def test_a_name_first_asked_late_is_found_by_its_own_search() -> None:
+    """A text's tokens are looked up once; a name asked after that is searched for in
+    the text: found as a word (as a token is), not inside a longer word, and next to a
+    non-ASCII letter too (which a token would hold: a superset)."""
+    text = "import json\nzq_late_a = json\nzq_late_bb = 1\nézq_late_c = 2\n".encode()
+    words = _Text(text)
+    assert words.words(["json"]) == {b"json"}
+    assert words.words(["zq_late_a", "zq_late_b", "zq_late_c"]) == {b"zq_late_a", b"zq_late_c"}
+    again = text.replace(b"zq_", b"zr_")  # names no pass has asked yet
+    assert lines_of(again, ["json"]) == [1, 2]
+    assert lines_of(again, ["zr_late_a", "zr_late_b", "zr_late_c"]) == [2, 4]
+    assert lines_of(again, ["zr_late_bb."]) == []  # no token holds a dot, as before

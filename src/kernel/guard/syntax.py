@@ -95,36 +95,49 @@ parse), so each identifier of the file is one token of the translated text."""
 _ASKED: set[bytes] = set()
 """Every name `lines_of` was asked about in this run: a text's tokens are looked up in
 it once, for all of them (the passes of one file, and the next files, ask the same
-few dozen names; a name not yet asked costs another look at the tokens)."""
+few dozen names; a name not yet asked is searched for in the text on its own)."""
 
 
 class _Text:
-    """One search text's tokens and the words found in it, kept while the passes of
-    its file's scan ask about it (the same few names, in each pass and round)."""
+    """One search text and the words found in it, kept while the passes of its file's
+    scan ask about it (the same few names, in each pass and round)."""
 
-    __slots__ = ("checked", "data", "found", "present", "tokens")
+    __slots__ = ("checked", "data", "found", "present")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.tokens = data.translate(_TOKENS).split()
         self.checked: set[bytes] = set()
         self.present: set[bytes] = set()
         self.found: dict[bytes, list[int]] = {}
 
     def words(self, names: Iterable[str]) -> set[bytes]:
-        """Which of ``names`` are tokens of the text (UTF-8)."""
+        """Which of ``names`` are tokens of the text (UTF-8), or may be: a name asked
+        after the text's tokens were looked up is a word of it (`starts`), a superset
+        (a non-ASCII neighbour bounds it too), equal in an ASCII text."""
         raws = set(map(str.encode, names))
         unchecked = raws - self.checked
         if unchecked:
+            if len(_ASKED) > 4096:
+                _ASKED.clear()
+            if self.checked:
+                # A few names a pass asks late (a file's own bindings): a substring
+                # search each, in C, not another look at every token of the text. A
+                # name holding a byte no token holds is no token, as before.
+                self.present.update(
+                    raw
+                    for raw in unchecked
+                    if raw and b" " not in raw.translate(_TOKENS) and self.starts(raw)
+                )
+                _ASKED.update(unchecked)
+                self.checked |= unchecked
+                return raws & self.present
             # Each token is hashed once (its hash is kept) and looked up in a small
             # set; a set of all the file's tokens cost a third more.
             # What is marked checked is what was looked up: a copy, as another
             # thread's scan may add to the run's names meanwhile.
-            if len(_ASKED) > 4096:
-                _ASKED.clear()
             asked = _ASKED | unchecked
             _ASKED.update(unchecked)
-            self.present |= asked.intersection(self.tokens)
+            self.present |= asked.intersection(self.data.translate(_TOKENS).split())
             self.checked |= asked
         return raws & self.present
 
