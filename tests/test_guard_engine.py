@@ -5,6 +5,7 @@ the work by size, and the warm replay of the console script."""
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import subprocess
 import sys
@@ -496,6 +497,39 @@ def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
     assert replayed.stdout == full.stdout
     assert replayed.stdout.splitlines()[-1].startswith("1 finding")
     assert "shut down" not in full.stdout
+
+
+@pytest.mark.processes
+def test_console_script_runs_a_full_check_without_cyclic_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script's full `kernel guard` run, whose process ends with it, runs no
+    cyclic collection once it has decided to run (a probe hooked on the collector writes
+    a mark at each one); `kernel.effects.cli.main` called in a process that goes on
+    leaves the collector as it found it."""
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
+    (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
+    marks = tmp_path.parent / f"{tmp_path.name}-collections"
+    words = ["guard", "--config", "adr.md", "--no-cache"]
+    probe = (
+        "import gc, sys\n"
+        f"sys.argv = ['kernel', *{words!r}]\n"
+        "def mark(phase, info):\n"
+        "    if phase == 'start' and 'kernel.effects.cli' in sys.modules:\n"
+        f"        open({str(marks)!r}, 'a').write('x')\n"
+        "gc.callbacks.append(mark)\n"
+        "from kernel.effects.entry import script\nsys.exit(script())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("1 finding")
+    assert not marks.exists()
+    assert gc.isenabled()
+    monkeypatch.chdir(tmp_path)
+    assert main(words) == 1
+    assert gc.isenabled()
 
 
 def test_replay_stops_when_a_skipped_virtual_environment_stops_being_one(
