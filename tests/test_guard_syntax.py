@@ -182,3 +182,37 @@ def test_a_name_first_asked_late_is_found_by_its_own_search() -> None:
     assert lines_of(again, ["json"]) == [1, 2]
     assert lines_of(again, ["zr_late_a", "zr_late_b", "zr_late_c"]) == [2, 4]
     assert lines_of(again, ["zr_late_bb."]) == []  # no token holds a dot, as before
+
+
+_FOLD_PIECES = (
+    "a", "e", "\u0301", "\u0327", "é", "e\u0301", "\n\u0301", "\uff4f", "\xa0", "\u2026",
+    "\ufb00", "\xbd", "\u1100", "\u1161", "\u11a8", "\uac00", "\u2028", "\r", "\n", " ",
+    "#", '"', "\U0001d400", "\ufffd",
+)  # fmt: skip
+"""ASCII, letters that compose with a combining mark after them (also after a newline,
+where they may not), compatibility characters (fullwidth, no-break space, ellipsis,
+ligature, fraction, a mathematical letter), Hangul jamo that compose, line breaks."""
+_BAD_BYTES = (b"", b"", b"", b"\xff", b"\xc3", b"\xe2\x80", b"\xed\xa0\x80", b"\x80")
+"""Mostly none, else bytes no UTF-8 text holds (a lone lead or continuation byte, a cut
+sequence, a surrogate): each is folded as U+FFFD."""
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_FOLD_PIECES), st.text(max_size=3)), max_size=30),
+    st.sampled_from(_BAD_BYTES),
+    st.integers(0, 30),
+)
+def test_the_search_text_is_the_file_nfkc_folded_whole(
+    pieces: list[str], bad: bytes, at: int
+) -> None:
+    """The text the prefilters search is the file decoded and NFKC-folded as a whole
+    (what the parser does to identifiers), however it is folded: line by line, only
+    the lines that are not ASCII, or not at all when it is already folded."""
+    import unicodedata
+
+    raw = b"".join([*map(str.encode, pieces[:at]), bad, *map(str.encode, pieces[at:])])
+    data, search, _source = prepare(raw)
+    folded = unicodedata.normalize("NFKC", data.decode("utf-8", "replace")).encode("utf-8")
+    assert search == folded, raw
+    assert search.count(b"\n") == data.count(b"\n"), raw
