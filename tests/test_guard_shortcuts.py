@@ -7,15 +7,17 @@ import ast
 import symtable
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kernel.guard import Policy, Rule, check_source
 from kernel.guard.model import ViolationCode
-from kernel.guard.names import ImportPass, _find_import_problem
+from kernel.guard.names import ImportPass
 from kernel.guard.patterns import CallMatcher, ModuleSet, twin_of
+from kernel.guard.problems import _find_import_problem
 from kernel.guard.scan import scan_source
 from kernel.guard.shadows import _binds
 from kernel.guard.syntax import COMPREHENSIONS, scope_name
@@ -288,8 +290,6 @@ _MATCHER = CallMatcher((r.name, p) for r in _RULES for p in r.forbid_calls)
 
 def _long_way(data: bytes) -> tuple[list[object], list[object]]:
     """`scan_source`'s passes, every one of them run, whatever the file holds."""
-    from unittest import mock
-
     from kernel.guard.scan import _Scanner
     from kernel.guard.syntax import parse_module, prepare
 
@@ -422,3 +422,91 @@ def test_what_a_run_keeps_is_its_own_rules_and_matchers() -> None:
         for rule in (plain, strict, plain)
     ]
     assert found == [[(3, "KG004")], [(2, "KG004"), (3, "KG004")], [(3, "KG004")]]
+
+
+_CALL_PATTERNS = st.sampled_from(
+    [
+        "os.system",
+        "eval",
+        "os.environ",
+        "time.*",
+        "os.sys*",
+        "o*.path",
+        "*.loads",
+        "j?on.dumps",
+        "[ab].c",
+        "io.open",
+        "zz.y",
+    ]
+)
+_HEADS = ["os", "io", "_io", "json", "builtins", "importlib", "inspect", "a", "b", "zz", "m"]
+_NAMES = st.tuples(
+    st.sampled_from(_HEADS),
+    st.lists(st.sampled_from(["system", "path", "loads", "dumps", "c", "open", "x"]), max_size=2),
+).map(lambda parts: ".".join((parts[0], *parts[1])))
+
+
+def _oracle(patterns: list[str], q: str) -> list[tuple[str, str]]:
+    """Which patterns match ``q``, one by one (`module_matches` for globs)."""
+    from kernel.guard.patterns import module_matches, normalize_call
+
+    found = []
+    for raw in patterns:
+        p = normalize_call(raw)
+        if p.endswith(".*") and "*" not in p[:-2]:
+            hit = q.startswith(p[:-1])
+        elif any(c in p for c in "*?["):
+            hit = module_matches(p, q)
+        else:
+            hit = q == p or q.startswith(f"{p}.")
+        if hit:
+            found.append(("r", raw))
+    return found
+
+
+@given(st.lists(_CALL_PATTERNS, max_size=4), _NAMES)
+@example(["o*.path"], "os.path")
+@example(["*.loads"], "json.loads")
+@example(["[ab].c"], "b.c")
+def test_a_name_under_no_pattern_head_matches_nothing(patterns: list[str], q: str) -> None:
+    """`CallMatcher.may_match_under` rules a top-level name out (and `_match` stops
+    there) only when no pattern, glob or not, matches or makes interesting a name
+    under it."""
+    matcher = CallMatcher(("r", p) for p in patterns)
+    assert sorted(matcher.match(q)) == sorted(_oracle(patterns, q))
+    if not matcher.may_match_under(q.split(".", 1)[0]):
+        assert not matcher.interesting(q)
+
+
+@given(st.lists(_CALL_PATTERNS, min_size=1, max_size=3), _NAMES)
+def test_a_name_under_a_dead_head_is_the_one_found_the_long_way(
+    patterns: list[str], q: str
+) -> None:
+    """`ShadowPass._interesting_name` answers no for every name under a top-level name
+    `_dead` rules out (no pattern, twin, `_ALWAYS` name or source under it) only when
+    asking the long way (`_interest_of`) answers no too."""
+    from kernel.guard.scan import _Scanner
+
+    rule = Rule(name="r", modules=("m",), forbid_calls=tuple(patterns), forbid_imports=("socket",))
+    scanner = _Scanner(
+        data=b"",
+        search=b"",
+        tree=ast.parse(""),
+        module="m",
+        is_package=False,
+        rules=(rule,),
+        matcher=CallMatcher(("r", p) for p in patterns),
+    )
+    assert scanner._interesting_name(q) == scanner._interest_of(q)
+    # Nothing installed: only the patterns, the twins and `_ALWAYS` names decide.
+    bare = _Scanner(
+        data=b"",
+        search=b"",
+        tree=ast.parse(""),
+        module="m",
+        is_package=False,
+        rules=(rule,),
+        matcher=CallMatcher(("r", p) for p in patterns),
+    )
+    with mock.patch("kernel.guard.shadows.module_file", return_value=None):
+        assert bare._interesting_name(q) == bare._interest_of(q)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import TWIN_HEADS, CallMatcher, module_set, twin_of
+from kernel.guard.problems import _import_problem
 from kernel.guard.syntax import (
     FunctionInfo,
     Scope,
@@ -115,6 +116,7 @@ class Run:
     __slots__ = (
         "bound_hits",
         "builtins",
+        "dead_heads",
         "effect_matcher",
         "guarded",
         "import_findings",
@@ -148,6 +150,8 @@ class Run:
         # Per top package of the file scanned: is a qualified name of interest
         # (`ShadowPass._interesting`, but a name `loaded` holds).
         self.interesting: dict[str, dict[str, bool]] = {}
+        # Top-level name -> is no name under it of interest (`ShadowPass._dead`).
+        self.dead_heads: dict[str, bool] = {}
         # Can a module name reach something forbidden (`ShadowPass._reaches`).
         self.reaches: dict[str, bool] = {}
         # The `_CALLED_ONLY` builtins `ShadowPass._marks` may search as ``name(``.
@@ -426,15 +430,20 @@ class ImportPass:
     def bound_object_rules(self) -> None:
         """KG004: binding a forbidden object by a runtime import is a reference to it.
         A typing-only import never runs, so it binds nothing (see `prune_typing`)."""
-        memo = self.run.bound_hits
+        memo, matcher = self.run.bound_hits, self.matcher
         for stmt, qual, index in self.bound_objects:
             hits = memo.get(qual)
             if hits is None:
                 if len(memo) > 65536:
                     memo.clear()
-                hits = memo[qual] = tuple(
-                    self.matcher.match(qual)
-                    or [hit for twin in twin_of(qual) for hit in self.matcher.match(twin)]
+                head = qual.split(".", 1)[0]
+                hits = memo[qual] = (
+                    tuple(
+                        matcher.match(qual)
+                        or [hit for twin in twin_of(qual) for hit in matcher.match(twin)]
+                    )
+                    if head in TWIN_HEADS or matcher.may_match_under(head)
+                    else ()  # no pattern under its package, no C twin
                 )
             if not hits or self.imports[index][4] == "typing":
                 continue
@@ -757,42 +766,3 @@ def _merged(
         (line, col, code, ",".join(sorted(r for r in names if r)), message)
         for (line, col, code, message), names in rules.items()
     ]
-
-
-_PROBLEMS: dict[tuple[int, tuple[str, ...]], tuple[Rule, tuple[ViolationCode, str] | None]] = {}
-"""`_import_problem` by (rule, targets): a project imports the same modules in many
-files. Keyed by the rule's identity (hashing an attrs record per import costs more than
-the answer), which the entry keeps alive, so the identity is never reused."""
-
-
-def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
-    key = (id(rule), targets)
-    known = _PROBLEMS.get(key)
-    if known is not None and known[0] is rule:
-        return known[1]
-    found = _find_import_problem(rule, targets)
-    if len(_PROBLEMS) > 65536:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = (rule, found)
-    return found
-
-
-def _find_import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
-    forbidden = module_set(rule.forbid_imports)
-    head = targets[0].split(".", 1)[0]  # every target is the first or under it
-    if (
-        rule.allow_imports is None
-        and head not in TWIN_HEADS
-        and not forbidden.may_match_under(head)
-    ):
-        return None  # most imports of a project: no pattern under their package
-    # A C twin or real name (`_socket`, `posix`) is the module it implements.
-    for t in (*targets, *(twin for name in targets for twin in twin_of(name))):
-        pattern = forbidden.match(t)
-        if pattern is not None:
-            return ViolationCode.FORBIDDEN_IMPORT, pattern
-    if rule.allow_imports is not None:
-        allowed = module_set(rule.allow_imports)
-        if all(allowed.match(t) is None for t in targets):
-            return ViolationCode.IMPORT_NOT_ALLOWED, ""
-    return None

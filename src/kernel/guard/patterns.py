@@ -142,7 +142,7 @@ class CallMatcher:
     every strict prefix; glob patterns fall back to `fnmatch`.
     """
 
-    __slots__ = ("_exact", "_globs", "_interesting", "_memo", "_star")
+    __slots__ = ("_any_head", "_exact", "_globs", "_heads", "_interesting", "_memo", "_star")
 
     def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
         """``entries`` are ``(rule name, forbid-calls pattern)`` pairs."""
@@ -153,8 +153,16 @@ class CallMatcher:
         # A file names the same few qualified names again and again, and so do the
         # files of one check: each is matched once per matcher.
         self._memo: dict[str, tuple[tuple[str, str], ...]] = {}
+        # The top-level names a match can be under (`may_match_under`): a glob's
+        # first part when it has no glob character, else any.
+        self._heads: set[str] = set()
+        self._any_head = False
         for rule, raw in entries:
             pattern = normalize_call(raw)
+            head = pattern.split(".", 1)[0]
+            if _has_glob(head):
+                self._any_head = True
+            self._heads.add(head)
             if pattern.endswith(".*") and not _has_glob(pattern[:-2]):
                 base = pattern[:-2]
                 self._star.setdefault(base, []).append((rule, raw))
@@ -172,6 +180,12 @@ class CallMatcher:
     def __bool__(self) -> bool:
         return bool(self._exact or self._star or self._globs)
 
+    def may_match_under(self, head: str) -> bool:
+        """Can a name whose first part is ``head`` match, or be `interesting`? No when
+        no pattern starts with ``head`` and no glob is in a pattern's first part (a match
+        is the name or a prefix of it, and a glob's literal first part must be its own)."""
+        return self._any_head or head in self._heads
+
     def interesting(self, qualname: str) -> bool:
         """Could ``qualname`` or something reached through it break a pattern?"""
         if qualname in self._interesting:
@@ -186,6 +200,8 @@ class CallMatcher:
         return list(known)
 
     def _match(self, qualname: str) -> list[tuple[str, str]]:
+        if not self._any_head and qualname.split(".", 1)[0] not in self._heads:
+            return []  # most names of a project: no pattern under their package
         found: list[tuple[str, str]] = []
         end = -1
         while True:

@@ -23,9 +23,9 @@ from kernel.guard.names import (
     _MAX_ROUNDS,
     _REFLECTIVE_ATTRS,
     ImportPass,
-    _import_problem,
 )
-from kernel.guard.patterns import twin_of
+from kernel.guard.patterns import TWIN_HEADS, twin_of
+from kernel.guard.problems import _import_problem
 from kernel.guard.syntax import (
     COMPREHENSIONS,
     WORD,
@@ -48,6 +48,7 @@ resolves to an interesting name (whose word marks the line); ``hasattr`` only fa
 ``TYPE_CHECKING`` (a literal key: the word, or a seam line when an escape or a join
 spells it). Any other use (``g = getattr``) is marked."""
 
+_ALWAYS_HEADS: Final = frozenset(n.split(".", 1)[0] for n in _ALWAYS)
 _BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
 """What follows a name where it may be bound (`ShadowPass._bound_lines`)."""
 _BOUNDARY: Final = re.compile(rb"\b")
@@ -350,6 +351,25 @@ class ShadowPass(ImportPass):
         return memo
 
     def _interesting_name(self, q: str) -> bool:
+        head = q.split(".", 1)[0]
+        dead = self.run.dead_heads.get(head)
+        if dead is None:
+            dead = self.run.dead_heads[head] = self._dead(head)
+        return not dead and self._interest_of(q)
+
+    def _dead(self, head: str) -> bool:
+        """Is no name under the top-level name ``head`` of interest (`_interest_of`)?
+        Yes when it is no `_ALWAYS` name's, no pattern can match under it, it has no C
+        twin and no source to reach anything through (a project's own package, as
+        `_reaches` and `_installed` see it: not installed)."""
+        return (
+            head not in _ALWAYS_HEADS
+            and head not in TWIN_HEADS
+            and not self.matcher.may_match_under(head)
+            and module_file(head) is None
+        )
+
+    def _interest_of(self, q: str) -> bool:
         return (
             q in _ALWAYS
             or self.matcher.interesting(q)
