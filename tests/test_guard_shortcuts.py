@@ -510,3 +510,42 @@ def test_a_name_under_a_dead_head_is_the_one_found_the_long_way(
     )
     with mock.patch("kernel.guard.shadows.module_file", return_value=None):
         assert bare._interesting_name(q) == bare._interest_of(q)
+
+
+_IMPORT_PATTERNS = st.sampled_from(["subprocess", "os.path", "io", "o*", "*.c", "a.b", "s?cket"])
+
+
+@given(
+    st.lists(_IMPORT_PATTERNS, max_size=3),
+    st.none() | st.lists(_IMPORT_PATTERNS, max_size=2),
+    _MODULES,
+    st.sampled_from(["", "run", "c"]),
+    st.sampled_from(["runtime", "typing", "dynamic", "reach:x.y"]),
+)
+@example(["os.path"], None, "posix.path", "", "runtime")
+@example(["io"], None, "_io", "open", "typing")
+def test_an_import_under_no_ruled_head_breaks_no_rule(
+    forbid: list[str], allow: list[str] | None, module: str, name: str, kind: str
+) -> None:
+    """`names._ruled_under` rules a top-level name out (`import_rules` then skips
+    `_import_findings`) only when the long way finds nothing either."""
+    from kernel.guard.names import _ruled_under
+
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=tuple(forbid),
+        allow_imports=None if allow is None else tuple(allow),
+        forbid_calls=("eval",),
+    )
+    scanner = ImportPass(
+        data=b"",
+        search=b"",
+        tree=ast.parse(""),
+        module="m",
+        is_package=False,
+        rules=(rule,),
+        matcher=CallMatcher([("r", "eval")]),
+    )
+    if not _ruled_under((rule,), module.split(".", 1)[0]):
+        assert scanner._import_findings(module, name, kind) == ()

@@ -120,6 +120,7 @@ class Run:
         "effect_matcher",
         "guarded",
         "import_findings",
+        "import_heads",
         "interesting",
         "matcher",
         "reaches",
@@ -145,6 +146,8 @@ class Run:
         # (module, name, kind) -> the import rules' findings of such an import, but
         # its place (`ImportPass.import_rules`).
         self.import_findings: dict[tuple[str, str, str], tuple[tuple[str, str, str], ...]] = {}
+        # Top-level name -> can an import under it break an import rule (`_ruled_under`).
+        self.import_heads: dict[str, bool] = {}
         # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
         self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
         # Per top package of the file scanned: is a qualified name of interest
@@ -556,14 +559,18 @@ class ImportPass:
     def import_rules(self) -> None:
         # A project imports the same names in many files: their findings are worked out
         # once per run, and only placed per import.
-        memo = self.run.import_findings
+        memo, live = self.run.import_findings, self.run.import_heads
         for module, name, line, col, kind in self.imports:
             key = (module, name, kind)
             found = memo.get(key)
             if found is None:
                 if len(memo) > 65536:
                     memo.clear()
-                found = memo[key] = self._import_findings(module, name, kind)
+                head = module.split(".", 1)[0]
+                ruled = live.get(head)
+                if ruled is None:
+                    ruled = live[head] = _ruled_under(self.rules, head)
+                found = memo[key] = self._import_findings(module, name, kind) if ruled else ()
             for code, rule, message in found:
                 self.findings.append((line, col, code, rule, message))
 
@@ -736,6 +743,18 @@ class ImportPass:
                 found.append(None)
         self.assigned[name] = found
         return found
+
+
+def _ruled_under(rules: Sequence[Rule], head: str) -> bool:
+    """Can an import under the top-level name ``head`` break one of ``rules``? Not when
+    none has an allow list and no forbid-imports pattern can match under it, nor a C
+    twin's (`kernel.guard.problems._find_import_problem` answers None for each rule)."""
+    return any(
+        r.allow_imports is not None
+        or head in TWIN_HEADS
+        or module_set(r.forbid_imports).may_match_under(head)
+        for r in rules
+    )
 
 
 def _merged(
