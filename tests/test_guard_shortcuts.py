@@ -549,3 +549,37 @@ def test_an_import_under_no_ruled_head_breaks_no_rule(
     )
     if not _ruled_under((rule,), module.split(".", 1)[0]):
         assert scanner._import_findings(module, name, kind) == ()
+
+
+@given(st.lists(_CALL_PATTERNS, min_size=1, max_size=3), _NAMES)
+@example(["os.system"], "json.codecs")
+@example(["os.system"], "zz.os.system")
+def test_a_use_under_a_dead_head_is_the_long_way_s(patterns: list[str], q: str) -> None:
+    """`_Scanner._use` stops at once for a name under a `_dead` top-level name only
+    where the long way reports nothing and records no reach-through either."""
+    from kernel.guard.scan import _Scanner
+
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_calls=tuple(patterns),
+        forbid_imports=("socket",),
+        effects=True,
+    )
+    node = ast.parse("x", mode="eval").body
+
+    def use() -> tuple[bool, list[object], list[object]]:
+        scanner = _Scanner(
+            data=b"",
+            search=b"",
+            tree=ast.parse(""),
+            module="m",
+            is_package=False,
+            rules=(rule,),
+            matcher=CallMatcher(("r", p) for p in patterns),
+        )
+        return scanner._use(q, node, None), scanner.findings, scanner.imports
+
+    short = use()
+    with mock.patch.object(_Scanner, "_dead_name", return_value=False):
+        assert short == use()

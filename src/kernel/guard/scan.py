@@ -414,7 +414,12 @@ class _Scanner(ShadowPass):
                 # An instance of a known class reaches its class methods:
                 # `EPOCH = datetime.datetime(2020, 1, 1)`, then `EPOCH.now()`.
                 made = self._resolve(val.func, scope)
-                q = made if made is not None and _is_class(made) else None
+                # Of interest first: most classes made are the project's own.
+                q = (
+                    made
+                    if made is not None and self._interesting(made) and _is_class(made)
+                    else None
+                )
             old = self.bindings.get(target.id)
             if q is not None and self._interesting(q) and old != q:
                 # What is searched for may change: its uses on lines not yet visited
@@ -604,6 +609,10 @@ class _Scanner(ShadowPass):
         return None
 
     def _use(self, q: str, node: ast.expr, via: str | None) -> bool:
+        if self._dead_name(q):
+            # No pattern, twin or source under its package: it matches nothing, reaches
+            # through nothing (no import binding can be read) and is not installed.
+            return False
         hits = self.matcher.match(q)
         if "." in q and not q.startswith("builtins."):
             names, reached = through(q)

@@ -351,11 +351,15 @@ class ShadowPass(ImportPass):
         return memo
 
     def _interesting_name(self, q: str) -> bool:
+        return not self._dead_name(q) and self._interest_of(q)
+
+    def _dead_name(self, q: str) -> bool:
+        """Is ``q`` under a `_dead` top-level name (asked once per name per run)?"""
         head = q.split(".", 1)[0]
         dead = self.run.dead_heads.get(head)
         if dead is None:
             dead = self.run.dead_heads[head] = self._dead(head)
-        return not dead and self._interest_of(q)
+        return dead
 
     def _dead(self, head: str) -> bool:
         """Is no name under the top-level name ``head`` of interest (`_interest_of`)?
