@@ -92,10 +92,12 @@ _TOKENS: Final = bytes(c if c >= 0x80 or c in WORD else 0x20 for c in range(256)
 """Every byte that cannot be part of an identifier, as a space: outside strings and
 comments a non-ASCII character can only be part of one (else the file does not
 parse), so each identifier of the file is one token of the translated text."""
-_ASKED: set[bytes] = set()
-"""Every name `lines_of` was asked about in this run: a text's tokens are looked up in
-it once, for all of them (the passes of one file, and the next files, ask the same
-few dozen names; a name not yet asked is searched for in the text on its own)."""
+_ASKED: list[tuple[set[bytes], set[str]]] = [(set(), set())]
+"""Every name `lines_of` was asked about in this run, as UTF-8 and as itself (the
+UTF-8 added first): a text's tokens are looked up in them once, for all of them (the
+passes of one file, and the next files, ask the same few dozen names; a name not yet
+asked is searched for in the text on its own). Forgotten past 4096 by a new pair,
+so a scan holding the old pair keeps both sides in step."""
 
 
 class _Text:
@@ -106,40 +108,49 @@ class _Text:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.checked: set[bytes] = set()
-        self.present: set[bytes] = set()
+        self.checked: set[str] = set()
+        self.present: dict[str, bytes] = {}
         self.found: dict[bytes, list[int]] = {}
 
-    def words(self, names: Iterable[str]) -> set[bytes]:
-        """Which of ``names`` are tokens of the text (UTF-8), or may be: a name asked
-        after the text's tokens were looked up is a word of it (`starts`), a superset
-        (a non-ASCII neighbour bounds it too), equal in an ASCII text."""
-        raws = set(map(str.encode, names))
-        unchecked = raws - self.checked
+    def words(self, names: Iterable[str]) -> list[bytes]:
+        """The UTF-8 of those of ``names`` that are tokens of the text, or may be: a
+        name asked after the text's tokens were looked up is a word of it (`starts`),
+        a superset (a non-ASCII neighbour bounds it too), equal in an ASCII text.
+
+        Names are compared as they are given, encoded only when first asked: a pass
+        asks the same few dozen each round, most of them known absent."""
+        wanted = names if isinstance(names, (set, frozenset)) else set(names)
+        unchecked = wanted - self.checked
         if unchecked:
-            if len(_ASKED) > 4096:
-                _ASKED.clear()
+            raws, asked = _ASKED[0]
+            if len(asked) > 4096:
+                raws, asked = _ASKED[0] = set(), set()
             if self.checked:
                 # A few names a pass asks late (a file's own bindings): a substring
                 # search each, in C, not another look at every token of the text. A
                 # name holding a byte no token holds is no token, as before.
-                self.present.update(
-                    raw
-                    for raw in unchecked
-                    if raw and b" " not in raw.translate(_TOKENS) and self.starts(raw)
-                )
-                _ASKED.update(unchecked)
+                for name in unchecked:
+                    raw = name.encode()
+                    if raw and b" " not in raw.translate(_TOKENS) and self.starts(raw):
+                        self.present[name] = raw
+                    raws.add(raw)
+                    asked.add(name)
                 self.checked |= unchecked
-                return raws & self.present
-            # Each token is hashed once (its hash is kept) and looked up in a small
-            # set; a set of all the file's tokens cost a third more.
-            # What is marked checked is what was looked up: a copy, as another
-            # thread's scan may add to the run's names meanwhile.
-            asked = _ASKED | unchecked
-            _ASKED.update(unchecked)
-            self.present |= asked.intersection(self.data.translate(_TOKENS).split())
-            self.checked |= asked
-        return raws & self.present
+            else:
+                for name in unchecked - asked:
+                    raws.add(name.encode())
+                    asked.add(name)
+                # What is marked checked is what is looked up: a copy of the names
+                # first, as another thread's scan may add to them meanwhile (each
+                # with its UTF-8 first). Each token is hashed once (its hash is kept)
+                # and looked up in a small set; a set of all the file's tokens cost a
+                # third more.
+                looked = asked.copy()
+                for raw in raws.intersection(self.data.translate(_TOKENS).split()):
+                    self.present[raw.decode()] = raw
+                self.checked = looked
+        present = self.present
+        return [present[name] for name in wanted & present.keys()]
 
     def starts(self, raw: bytes) -> list[int]:
         """Where the word ``raw`` starts in the text, in order: not after a `WORD`
@@ -201,9 +212,9 @@ def lines_of(
     for raw in text.words(names):
         positions += text.starts(raw)
     call = _CALL_AFTER.match
-    for raw in text.words(uncalled):
+    for raw in text.words(uncalled) if uncalled else ():
         positions += [at for at in text.starts(raw) if not call(data, at + len(raw))]
-    for raw in text.words(dotted):
+    for raw in text.words(dotted) if dotted else ():
         positions += _loud(data, text.starts(raw), raw, quiet)
     positions.sort()
     return _line_numbers(positions, data)
