@@ -583,3 +583,58 @@ def test_a_use_under_a_dead_head_is_the_long_way_s(patterns: list[str], q: str) 
     short = use()
     with mock.patch.object(_Scanner, "_dead_name", return_value=False):
         assert short == use()
+
+
+_MODULE_USES = st.sampled_from(
+    [
+        "import os",
+        "import datetime",
+        "import shutil",
+        "import posix",
+        "import os.path",
+        "import datetime as dt",
+        "os.path.join(p)",
+        "os . path . join(p)",
+        "f = (os\n    .environ)",
+        "os.environ['X']",
+        "os.system('ls')",
+        "os.getcwd()",
+        "x = os",
+        "x.system(1)",
+        "datetime.timedelta(1)",
+        "datetime.datetime.now()",
+        "dt.datetime.now()",
+        "d = datetime.datetime(1, 1, 1)\nd.now()",
+        "class C(datetime.datetime):\n    pass\nC.now()",
+        "getattr(os, 'system')('ls')",
+        "os.__dict__['system']",
+        "posix.system('ls')",
+        "shutil.os.system(1)",
+        "datetime = os\ndatetime.path.x",
+        "def f():\n    return os.path.sep, os.system",
+        "os.TYPE_CHECKING = True",
+        "x: 'os.environ' = 1",
+    ]
+)
+
+
+@given(st.lists(_MODULE_USES, max_size=6))
+def test_a_module_searched_as_name_module_finds_what_the_whole_name_finds(
+    parts: list[str],
+) -> None:
+    """A name bound to a top-level module is searched where no quiet attribute follows
+    it (`ShadowPass._module_name`, `_quiet`): the same findings and imports as searching
+    the whole name on every line."""
+    from kernel.guard.scan import _Scanner
+
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=("subprocess",),
+        forbid_calls=("os.system", "os.environ", "datetime.datetime.now"),
+    )
+    matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+    data = "\n".join(parts).encode()
+    got = scan_source(data, module="m", rules=(rule,), matcher=matcher)
+    with mock.patch.object(_Scanner, "_module_name", return_value=False):
+        assert scan_source(data, module="m", rules=(rule,), matcher=matcher) == got

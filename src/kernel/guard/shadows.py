@@ -264,10 +264,12 @@ class ShadowPass(ImportPass):
         """What to search for: ``names`` and ``TYPE_CHECKING`` (a store to it, or
         ``hasattr(x, "TYPE_CHECKING")``, fakes it: KG008 under every rule); a
         `_CALLED_ONLY` builtin as ``name(``, searched for where it is not directly
-        called, and a name bound to a module interesting only through what it imports
-        as ``name.module``, searched for where no quiet attribute follows it
-        (docs/guard.md, "sixth round"). A round that binds such a name to something
-        else (``getattr = os.system``) searches it whole."""
+        called, and a name bound to a top-level module (``import os``, ``import
+        datetime``: interesting itself or only through what it imports) as
+        ``name.module``, searched for where no quiet attribute follows it (docs/guard.md,
+        "sixth round": ``os.path.join(p)`` or ``datetime.timedelta(1)`` can change
+        nothing). A round that binds such a name to something else (``getattr =
+        os.system``) searches it whole."""
         marks = {*names, "TYPE_CHECKING"}
         self.uncalled, self.dotted = [], {}
         if self.reflection or self.effect_matcher is not None:
@@ -288,26 +290,25 @@ class ShadowPass(ImportPass):
         # reflective names every file searches for) are not looked at one by one.
         for n in names.intersection(bindings):
             q = bindings[n]
-            if self._reach_only(q):
+            if self._module_name(q):
                 marks.remove(n)
                 marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
                 self.dotted[n] = q
         return marks
 
-    def _reach_only(self, q: str) -> bool:
-        return (
-            "." not in q
-            and q not in self.loaded
-            and q not in _ALWAYS
-            and not self.matcher.interesting(q)
-            and not any(self.matcher.interesting(t) for t in twin_of(q))
-        )
+    def _module_name(self, q: str) -> bool:
+        """Is a name bound to ``q`` searched as ``name.q`` (`_marks`)? A top-level name
+        (what ``import q`` binds) not loaded with a submodule (``import os.path``: its
+        attributes are this file's own) nor one of `_ALWAYS` (reflection, importers). A
+        name bound to one of its attributes (``from os import path``) is searched whole."""
+        return "." not in q and q not in self.loaded and q not in _ALWAYS
 
     def _quiet(self, q: str, attr: str) -> bool:
         """Can visiting ``name.attr`` (``name`` bound to module ``q``, marked
         ``name.q``) change nothing? Yes when the attribute is no import binding or
-        submodule of the module (no reach-through), is not interesting itself, and is
-        no reflective name."""
+        submodule of the module (no reach-through), is not interesting itself (no
+        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``),
+        and is no reflective name."""
         if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
             return False
         qa = f"{q}.{attr}"
