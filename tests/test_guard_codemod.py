@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,33 @@ def test_add_suppressions_needs_a_reason(
     assert main(["guard", "--no-cache", "--add-suppressions"]) == 2
     assert "--reason" in capsys.readouterr().err
     assert (tmp_path / "lib" / "__init__.py").read_text(encoding="utf-8") == "import os\n"
+
+
+@pytest.mark.processes
+def test_console_script_collects_cycles_during_the_codemod(tmp_path: Path) -> None:
+    """The console script runs a guard check without the cyclic collector, but the
+    codemod runs with it (libcst's trees hold reference cycles: without it, every file's
+    would stay until the process ends): a probe hooked on the collector sees collections
+    once the codemod's module is loaded, and every finding gets its comment."""
+    (tmp_path / "pyproject.toml").write_text(POLICY, encoding="utf-8")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    body = "".join(f"def f{i}(x):\n    return sys.exit(x + {i})\n" for i in range(60))
+    (tmp_path / "lib" / "m.py").write_text(f"import sys\n\n{body}", encoding="utf-8")
+    marks = tmp_path.parent / f"{tmp_path.name}-collections"
+    words = ["guard", "--no-cache", "--add-suppressions", "--reason", REASON]
+    probe = (
+        "import gc, sys\n"
+        f"sys.argv = ['kernel', *{words!r}]\n"
+        "def mark(phase, info):\n"
+        "    if phase == 'start' and 'kernel.guard.codemod' in sys.modules:\n"
+        f"        open({str(marks)!r}, 'a').write('x')\n"
+        "gc.callbacks.append(mark)\n"
+        "from kernel.effects.entry import script\nsys.exit(script())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "added 60 suppressions in 1 files"
+    assert marks.read_text(encoding="utf-8")

@@ -6,7 +6,8 @@
 (b) the pure core uses no
 file, process, clock, randomness, uuid, environment, network or dynamic-import
 facility; (c) a lower layer never imports a higher one (one `layers` rule);
-(d) hashlib only in kernel.records.identity, json/orjson only in identity and the shell;
+(d) hashlib only in kernel.records.identity and kernel.records.digest, json/orjson only in
+identity and the shell;
 (e) the evasion corpus (see
 test_corpus.py).
 """
@@ -105,14 +106,16 @@ def test_every_pure_module_has_a_layer() -> None:
 
 
 def test_hashlib_and_json_rules() -> None:
-    """(d) hashlib only in kernel.records.identity; json/orjson only in identity and the shell."""
+    """(d) hashlib only in kernel.records.identity and kernel.records.digest (its raw-bytes
+    digests, which identity re-exports); json/orjson only in identity and the shell."""
     policy = _adr_policy()
     hashing = next(r for r in policy.rules if r.name == "hashlib-only-in-identity")
     assert "hashlib" in hashing.forbid_imports
     assert "!kernel.records.identity" in hashing.modules
+    assert "!kernel.records.digest" in hashing.modules
     assert (
         "!kernel.guard.*" not in hashing.modules
-    )  # the guard uses kernel.records.identity, not hashlib
+    )  # the guard uses kernel.records.digest, not hashlib
     jsonish = next(r for r in policy.rules if r.name == "json-only-in-identity-and-shell")
     assert {"json", "orjson"} <= set(jsonish.forbid_imports)
     assert _format(policy, {hashing.name, jsonish.name}) == ""

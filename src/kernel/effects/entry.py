@@ -13,7 +13,8 @@ Rules this module enforces:
   and after a full run it frees the syntax trees' leftovers and the effect map of
   installed code object by object (tens of milliseconds on a large tree); for the
   same reason a full ``kernel guard`` run there has no cyclic collection (its objects
-  live until the process ends; the scan pauses the collector anyway);
+  live until the process ends; the scan pauses the collector anyway), but for the
+  ``--add-suppressions`` codemod (libcst's trees hold reference cycles);
 - everything else (another verb, a guard run that cannot be replayed) is
   `kernel.effects.cli.main`, unchanged.
 """
