@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import symtable
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from unittest import mock
 
@@ -568,7 +569,7 @@ def test_a_use_under_a_dead_head_is_the_long_way_s(patterns: list[str], q: str) 
     )
     node = ast.parse("x", mode="eval").body
 
-    def use() -> tuple[bool, list[object], list[object]]:
+    def use() -> tuple[bool, Sequence[object], Sequence[object]]:
         scanner = _Scanner(
             data=b"",
             search=b"",
