@@ -615,17 +615,43 @@ _MODULE_USES = st.sampled_from(
         "def f():\n    return os.path.sep, os.system",
         "os.TYPE_CHECKING = True",
         "x: 'os.environ' = 1",
+        "n = os",
+        "n = datetime",
+        "n.system('ls')",
+        "os = datetime.datetime",
+        "os.now()",
+        "class os(datetime.datetime):\n    pass",
+        "def g():\n    os.now(), n.now(), n.system(1)",
     ]
 )
 
 
+def _interesting_module_only_through_imports(scanner: object, q: str) -> bool:
+    """`ShadowPass._module_name` before the seventh round: a module interesting only
+    through what it imports (`shutil`), not one interesting itself (`os`)."""
+    from kernel.guard.scan import _Scanner
+    from kernel.guard.shadows import _ALWAYS
+
+    assert isinstance(scanner, _Scanner)
+    return (
+        "." not in q
+        and q not in scanner.loaded
+        and q not in _ALWAYS
+        and not scanner.matcher.interesting(q)
+        and not any(scanner.matcher.interesting(t) for t in twin_of(q))
+    )
+
+
 @given(st.lists(_MODULE_USES, max_size=6))
+@example(["import os, datetime", "n = os", "n.system('ls')", "n = datetime"])
+@example(["import os, datetime", "class os(datetime.datetime):\n    pass", "os.now()"])
 def test_a_module_searched_as_name_module_finds_what_the_whole_name_finds(
     parts: list[str],
 ) -> None:
     """A name bound to a top-level module is searched where no quiet attribute follows
-    it (`ShadowPass._module_name`, `_quiet`): the same findings and imports as searching
-    the whole name on every line."""
+    it (`ShadowPass._module_name`, `_quiet`), and the pass starts over with it searched
+    whole when a walk binds it to something else (`_rebound`): the same findings and
+    imports as searching a module interesting itself whole, on every line."""
     from kernel.guard.scan import _Scanner
 
     rule = Rule(
@@ -637,5 +663,5 @@ def test_a_module_searched_as_name_module_finds_what_the_whole_name_finds(
     matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
     data = "\n".join(parts).encode()
     got = scan_source(data, module="m", rules=(rule,), matcher=matcher)
-    with mock.patch.object(_Scanner, "_module_name", return_value=False):
+    with mock.patch.object(_Scanner, "_module_name", _interesting_module_only_through_imports):
         assert scan_source(data, module="m", rules=(rule,), matcher=matcher) == got

@@ -195,6 +195,23 @@ def _interesting_builtins(matcher: CallMatcher) -> frozenset[str]:
 class ImportPass:
     """State of one file's scan, its import pass and its import rules."""
 
+    # Set per file when they change (fewer stores per file than in `__init__`).
+    future_annotations = False
+    tc_stored: bool | None = None
+    typing_only = False  # some import is typing-only
+    site_counts: collections.Counter[str] | None = None
+    module_shadows: dict[str, int] | None = None  # `module_level_shadows`
+    local_call: int | None = None
+    in_annotation = False
+    in_text = False  # visiting code parsed from a string: its lines are its own
+    interesting_memo: dict[str, bool] | None = None
+    deleted: set[str] | None = None
+    top_index = 1 << 30
+    symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
+    new_names = False
+    generic_open = 0  # classes (or type aliases) with type parameters being visited
+    restart = False  # `ShadowPass._rebound`
+
     if TYPE_CHECKING:
         # The reference pass (`kernel.guard.scan`) defines it.
         def _resolve(self, node: ast.expr, scope: Scope) -> str | None: ...
@@ -228,33 +245,21 @@ class ImportPass:
         self.loaded: dict[str, list[str]] = {}  # `import a.b`: a -> [a.b]
         self.aliases: set[str] = set()  # names bound by assignment (re-binding)
         self.tc_guards: list[tuple[list[tuple[ast.expr, bool]], int]] = []
-        self.future_annotations = False
         self.import_sites: dict[str, list[int]] = {}
         self.bound_objects: list[tuple[ast.stmt, str, int]] = []
-        self.tc_stored: bool | None = None
-        self.typing_only = False  # some import is typing-only
-        self.site_counts: collections.Counter[str] | None = None
-        self.module_shadows: dict[str, int] | None = None  # `module_level_shadows`
-        self.local_call: int | None = None
         self.class_bound: list[tuple[int, set[str]]] = []
         self.reflective_seen: set[int] = set()
         self.reach_seen: set[tuple[int, int, str]] = set()
         self.text_calls: set[int] = set()  # functions called with a string argument
         self.typed_strings: set[int] = set()  # strings checked as code typing evaluates
         self.parsed_texts: list[ast.AST] = []  # what they parsed to (`_typed_string`)
-        self.in_annotation = False
-        self.in_text = False  # visiting code parsed from a string: its lines are its own
         self.rules_key = run.rules_key
-        self.interesting_memo: dict[str, bool] | None = None
-        self.deleted: set[str] | None = None
-        self.top_index = 1 << 30
-        self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
         self.lines: list[int] = []
-        self.new_names = False
-        self.generic_open = 0  # classes (or type aliases) with type parameters being visited
         self.binds_memo: dict[tuple[str, ast.AST], bool] = {}  # `ShadowPass._bound_in`
         self.uncalled: list[str] = []  # `_marks`: builtins searched where not called
         self.dotted: dict[str, str] = {}  # `_marks`: names searched as name.module
+        self.widened: set[str] = set()  # of those, bound to an interesting module
+        self.whole: set[str] = set()  # never searched as name.module (`_rebound`)
         self.functions: dict[int, FunctionInfo] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
         self.maybe_bound: dict[str, list[int]] = {}

@@ -213,6 +213,7 @@ class _Scanner(ShadowPass):
                 if self.bindings.get(stmt.name) != q:
                     self.new_names = self.new_names or stmt.name not in self.bindings
                     self.bindings[stmt.name] = q
+                    self._rebound(stmt.name)
                     self.aliases.add(stmt.name)
                 break
         # A class body runs in its own namespace: a name it bound in an earlier
@@ -426,6 +427,7 @@ class _Scanner(ShadowPass):
                 # matter now (`x = os` after `import foo as x`, then `x.system()`).
                 self.new_names = True
                 self.bindings[target.id] = q
+                self._rebound(target.id)
                 self.aliases.add(target.id)
 
     def _expr(self, node: ast.expr, scope: Scope) -> None:

@@ -133,12 +133,27 @@ class ShadowPass(ImportPass):
         body = self.tree.body
         if not body or (_inert(body[-1]) and all(map(_inert, body))):
             return  # nothing it would visit (a package's `__init__`: imports, a docstring)
-        searched: set[str] = set()
         imports_before = len(self.imports)
         findings_before = len(self.findings)
         # A string typing evaluates is parsed only where it is visited: the lines where
         # its value may name what its text does not are visited whatever is searched.
         seams = seam_lines(self.search)
+        bound = dict(self.bindings)
+        self._rounds(body, seams, imports_before, findings_before)
+        while self.restart:
+            # A walk bound a name searched as `name.module` to something else: over
+            # again from the import pass's bindings, that name searched whole
+            # (`_rebound`). Each time one more name is: it ends.
+            self.restart = False
+            self.bindings.clear()
+            self.bindings.update(bound)
+            self.aliases.clear()
+            self._rounds(body, seams, imports_before, findings_before)
+
+    def _rounds(
+        self, body: list[ast.stmt], seams: list[int], imports_before: int, findings_before: int
+    ) -> None:
+        searched: set[str] = set()
         for _ in range(_MAX_ROUNDS):
             names = self._marks(self.interesting_names())
             if names <= searched:
@@ -290,11 +305,26 @@ class ShadowPass(ImportPass):
         # reflective names every file searches for) are not looked at one by one.
         for n in names.intersection(bindings):
             q = bindings[n]
-            if self._module_name(q):
+            if self._module_name(q) and n not in self.whole:
+                if self.matcher.interesting(q) or any(
+                    self.matcher.interesting(t) for t in twin_of(q)
+                ):
+                    self.widened.add(n)  # interesting itself (`_rebound`)
                 marks.remove(n)
                 marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
                 self.dotted[n] = q
         return marks
+
+    def _rebound(self, name: str) -> None:
+        """`_rebind` or `_class` changed what ``name`` is bound to. A name of a module
+        interesting itself was searched whole before the module's quiet attributes
+        were left out (and the output must not change): when such a name searched as
+        ``name.module`` is bound to something else, whatever that round's walk
+        visited with its new binding, the reference pass starts over with it searched
+        whole. One never bound again (most) needs no more."""
+        if name in self.widened and name not in self.whole:
+            self.whole.add(name)
+            self.restart = True
 
     def _module_name(self, q: str) -> bool:
         """Is a name bound to ``q`` searched as ``name.q`` (`_marks`)? A top-level name
