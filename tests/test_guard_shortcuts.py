@@ -665,3 +665,46 @@ def test_a_module_searched_as_name_module_finds_what_the_whole_name_finds(
     got = scan_source(data, module="m", rules=(rule,), matcher=matcher)
     with mock.patch.object(_Scanner, "_module_name", _interesting_module_only_through_imports):
         assert scan_source(data, module="m", rules=(rule,), matcher=matcher) == got
+
+
+_ATTR_CALLS = st.sampled_from(
+    [
+        "import typing",
+        "import os",
+        "setattr(typing, 'TYPE_CHECKING', True)",
+        "setattr(typing, 'TYPE_' 'CHECKING', True)",
+        "setattr(typing, 'TYPE\\x5fCHECKING', True)",
+        "setattr(\n    typing, 'TYPE_CHECKING', 1)",
+        "delattr(typing, 'TYPE_CHECKING')",
+        "setattr(o, k, v)",
+        "setattr(os, 'system', f)",
+        "setattr(o, '__dict__', v)",
+        "delattr(o, '__class__')",
+        "s = setattr\ns(typing, 'TYPE_CHECKING', 1)",
+        "(setattr)(typing, 'TYPE_CHECKING', 1)",
+        "hasattr(typing, 'TYPE_CHECKING')",
+        "getattr(os, 'system')('ls')",
+        "def f(n):\n    setattr(n, 'x', getattr(os, n))",
+        "__import__('subprocess')",
+        "vars(os)['system']('ls')",
+    ]
+)
+
+
+@given(st.lists(_ATTR_CALLS, max_size=5), st.booleans())
+def test_a_direct_attribute_call_searched_as_name_paren_finds_the_same(
+    parts: list[str], forbid_setattr: bool
+) -> None:
+    """`_CALLED_ONLY` builtins are searched where not directly called (``setattr(``):
+    the same findings as searching every use of them."""
+    calls = ("os.system", "setattr") if forbid_setattr else ("os.system",)
+    rule = Rule(name="r", modules=("m",), forbid_calls=calls)
+    data = "\n".join(parts).encode()
+
+    def scan() -> object:
+        matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+        return scan_source(data, module="m", rules=(rule,), matcher=matcher)
+
+    got = scan()
+    with mock.patch("kernel.guard.shadows._CALLED_ONLY", ()):
+        assert scan() == got

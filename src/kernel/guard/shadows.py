@@ -40,13 +40,14 @@ from kernel.guard.syntax import (
 
 __all__ = ["ShadowPass"]
 
-_CALLED_ONLY: Final = ("getattr", "hasattr")
+_CALLED_ONLY: Final = ("getattr", "hasattr", "setattr", "delattr")
 """Builtins whose direct call, with no forbid-reflection rule and no forbid-calls
 pattern naming the builtin, changes the output only through what its arguments name:
 ``getattr(obj, "key")`` resolves, and its computed key is KG005, only when ``obj``
-resolves to an interesting name (whose word marks the line); ``hasattr`` only fakes
-``TYPE_CHECKING`` (a literal key: the word, or a seam line when an escape or a join
-spells it). Any other use (``g = getattr``) is marked."""
+resolves to an interesting name (whose word marks the line); ``hasattr``, ``setattr``
+and ``delattr`` only fake ``TYPE_CHECKING`` (a literal key: the word, or a seam line
+when an escape or a join spells it; a reflective key is KG008 only under
+forbid-reflection). Any other use (``g = getattr``) is marked."""
 
 _ALWAYS_HEADS: Final = frozenset(n.split(".", 1)[0] for n in _ALWAYS)
 _BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
