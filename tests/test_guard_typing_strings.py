@@ -387,6 +387,23 @@ def test_the_seam_search_finds_the_lines_it_found_on_long_runs() -> None:
         assert seam_lines(text) == _seam_lines_before(text), text
 
 
+def test_a_join_with_no_join_nor_identifier_before_it_answers_as_the_follower() -> None:
+    """A join whose byte before is no quote and no identifier byte, with no join in
+    the longest join's length before that byte, answers no at once where a docstring's
+    pairs there cannot pass the budget (joins up to `_SHORT_JOINS` long): the same
+    lines as the follower's, with runs of three quotes packed before such a join and
+    the longest join's length on both sides of the bound."""
+    from kernel.guard.syntax import _SHORT_JOINS, _joins, seam_lines
+
+    for length in range(_SHORT_JOINS - 8, _SHORT_JOINS + 20):
+        comment = b'x = ("o"  # ' + b"." * (length - 8) + b'\n "o")\n'
+        assert max(e - s for s, e in _joins(comment)) == length, length
+        for runs in (b'"""x', b"'''x", b"\"\"\"x'''x", b"\"\"\"'''x"):
+            for cut in range(4):
+                text = comment + b"(" + (runs * 40)[cut:] + b' "")\n'
+                assert seam_lines(text) == _seam_lines_before(text), text
+
+
 def test_strings_are_checked_again_in_a_later_round() -> None:
     """A re-binding of a module (`x = os`) starts another round of the scan, which
     drops the first round's findings: a typing string must be parsed again."""

@@ -324,7 +324,7 @@ def seam_lines(data: bytes) -> list[int]:
     longest = -1  # computed when a join's neighbour is no identifier byte (few are)
     size = len(data)
     ident = _IDENTIFIER_BYTES
-    for start, end in spans:
+    for index, (start, end) in enumerate(spans):
         # An identifier byte right next to the join answers at once, as
         # `_identifier_next` would on its first step.
         if start and data[start - 1] in ident and end < size and data[end] in ident:
@@ -333,6 +333,18 @@ def seam_lines(data: bytes) -> list[int]:
         if longest < 0:
             # A docstring's pairs, left out, are two bytes long: no join is shorter.
             longest = max(e - s for s, e in spans)
+        # Most of the rest answer no at once, as `_identifier_next` would: the byte
+        # before the join is no quote and no identifier byte, and no join starts in
+        # the `longest` bytes before it (the one before this join is the last that
+        # may), nor can a docstring's pairs there alone pass the budget.
+        if (
+            start
+            and longest <= _SHORT_JOINS
+            and data[start - 1] not in ident
+            and data[start - 1] not in _QUOTE_BYTES
+            and (not index or start - 1 - spans[index - 1][0] >= longest)
+        ):
+            continue
         if _identifier_next(data, spans, longest, start, -1) and _identifier_next(
             data, spans, longest, end, 1
         ):
@@ -345,6 +357,13 @@ _FOLLOW_BUDGET: Final = 32
 """Steps `_identifier_next` takes (quotes skipped, joins looked at) before it answers
 yes: a superset only costs a visit, and joins can overlap without end (a comment of
 quote pairs), which an unbounded search followed in quadratic time and by recursion."""
+
+
+_SHORT_JOINS: Final = 50
+"""The longest join length up to which a docstring's quote pairs in the ``longest - 1``
+bytes before a byte can never pass `_FOLLOW_BUDGET` alone: at most 32 start there
+(runs of three quotes of alternating kinds, the first cut, two pairs every three
+bytes: 1 + 2 * ((49 - 2) // 3) = 31 or 2 * (49 // 3) = 32; with 50 bytes, 33)."""
 
 
 def _identifier_next(
