@@ -217,3 +217,17 @@ def test_the_search_text_is_the_file_nfkc_folded_whole(
     folded = unicodedata.normalize("NFKC", data.decode("utf-8", "replace")).encode("utf-8")
     assert search == folded, raw
     assert search.count(b"\n") == data.count(b"\n"), raw
+
+
+def test_a_quiet_attribute_is_asked_about_once_per_search() -> None:
+    """``quiet`` is asked once per attribute word in a search (a module's ``os.path``
+    recurs), and each use is kept or dropped by its own attribute's answer."""
+    asked: list[tuple[str, str]] = []
+
+    def quiet(name: str, attr: str) -> bool:
+        asked.append((name, attr))
+        return attr == "path"
+
+    text = b"zs_os.path\nzs_os.system\nzs_os.path.join\nzs_os . path\nzs_os.pathx\nzs_os\n"
+    assert lines_of(text, [], [], ["zs_os"], quiet) == [2, 5, 6]
+    assert sorted(asked) == [("zs_os", "path"), ("zs_os", "pathx"), ("zs_os", "system")]

@@ -200,7 +200,7 @@ def lines_of(
     any other spelling of a call, ``getattr\\`` newline ``(`` or ``(getattr)(``, is
     found), or one of ``dotted`` not directly followed by ``.attr`` where
     ``quiet(name, attr)`` (the whole attribute word; a newline or comment before it
-    is found).
+    is found; ``quiet`` answers the same for the same words during the call).
 
     A superset is fine (a string or comment only costs a visit); a miss is not: any
     identifier that is one of ``names`` is found.
@@ -227,12 +227,20 @@ def _loud(
     data: bytes, starts: list[int], raw: bytes, quiet: Callable[[str, str], bool] | None
 ) -> list[int]:
     """Which of ``starts`` of the word ``raw`` are not followed by an attribute
-    ``quiet`` accepts."""
+    ``quiet`` accepts (asked once per attribute: a module's ``os.path`` recurs)."""
     out: list[int] = []
     name = raw.decode()
+    said: dict[bytes, bool] = {}
     for start in starts:
         attr = _ATTR_AFTER.match(data, start + len(raw))
-        if attr is None or quiet is None or not quiet(name, attr.group(1).decode()):
+        if attr is None or quiet is None:
+            out.append(start)
+            continue
+        word = attr.group(1)
+        hushed = said.get(word)
+        if hushed is None:
+            hushed = said[word] = quiet(name, word.decode())
+        if not hushed:
             out.append(start)
     return out
 
