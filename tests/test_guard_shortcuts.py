@@ -629,8 +629,8 @@ _MODULE_USES = st.sampled_from(
 def _interesting_module_only_through_imports(scanner: object, q: str) -> bool:
     """`ShadowPass._module_name` before the seventh round: a module interesting only
     through what it imports (`shutil`), not one interesting itself (`os`)."""
+    from kernel.guard.names import _ALWAYS
     from kernel.guard.scan import _Scanner
-    from kernel.guard.shadows import _ALWAYS
 
     assert isinstance(scanner, _Scanner)
     return (
