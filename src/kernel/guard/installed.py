@@ -66,6 +66,13 @@ def _listing(directory: str) -> dict[str, str]:
 
 
 @cache
+def _is_package(folder: str) -> bool:
+    """Does ``folder`` hold an ``__init__.py`` file? Asked once per folder, as its
+    listing is (`module_file` asks again for each name under a package)."""
+    return os.path.isfile(os.path.join(folder, "__init__.py"))
+
+
+@cache
 def module_file(module: str) -> str | None:
     """The source file of an installed module, found without importing anything.
 
@@ -80,9 +87,7 @@ def module_file(module: str) -> str | None:
         found = None
         for directory in directories:
             candidate = _listing(directory).get(part)
-            if candidate is not None and (
-                candidate.endswith(".py") or os.path.isfile(os.path.join(candidate, "__init__.py"))
-            ):
+            if candidate is not None and (candidate.endswith(".py") or _is_package(candidate)):
                 found = candidate
                 break
         if found is None:
