@@ -231,3 +231,17 @@ def test_a_quiet_attribute_is_asked_about_once_per_search() -> None:
     text = b"zs_os.path\nzs_os.system\nzs_os.path.join\nzs_os . path\nzs_os.pathx\nzs_os\n"
     assert lines_of(text, [], [], ["zs_os"], quiet) == [2, 5, 6]
     assert sorted(asked) == [("zs_os", "path"), ("zs_os", "pathx"), ("zs_os", "system")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(("re", "r", "e", "_", "9", "é", "ré", " ", ".", "\n")), max_size=30),
+    st.sampled_from(("re", "r", "e", "_", "9", "e9", "_r", "é", "ré")),
+)
+def test_a_words_starts_are_found_whatever_its_length(pieces: list[str], name: str) -> None:
+    """A word is found where it starts with no word byte either side (a non-ASCII
+    neighbour bounds it), a short name by a pattern, a longer one by a search: both
+    as the pattern of `_word_starts` finds them, overlapping places too."""
+    data = "".join(pieces).encode()
+    raw = name.encode()
+    assert _Text(data).starts(raw) == _word_starts(data, raw), (data, raw)

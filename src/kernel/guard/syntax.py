@@ -156,7 +156,18 @@ class _Text:
         """Where the word ``raw`` starts in the text, in order: not after a `WORD`
         byte, not before one (a non-ASCII neighbour bounds it too, a superset)."""
         got = self.found.get(raw)
-        if got is None:
+        if got is None and len(raw) <= 2 and raw.replace(b"_", b"x").isalnum():
+            # A short name is inside many words (``re``: 178 of its 8,102 places in
+            # Django are words): each place tested in C, by a pattern made once per
+            # name in the run (a word of word bytes cannot start inside another).
+            finder = _SHORT_WORDS.get(raw)
+            if finder is None:
+                word = re.escape(raw)
+                finder = _SHORT_WORDS[raw] = re.compile(
+                    word + rb"(?<![0-9A-Za-z_]" + word + rb")(?![0-9A-Za-z_])"
+                ).finditer
+            got = self.found[raw] = [m.start() for m in finder(self.data)]
+        elif got is None:
             got = []  # kept once complete: a scan in another thread may ask too
             data, size, end = self.data, len(self.data), len(raw)
             # A substring search in C; a pattern per name (``name\b``) cost its
@@ -173,6 +184,8 @@ class _Text:
         return got
 
 
+_SHORT_WORDS: dict[bytes, Callable[[bytes], Iterator[re.Match[bytes]]]] = {}
+"""The word search of each short name `_Text.starts` was asked about in this run."""
 _TEXTS: list[_Text] = []
 
 
