@@ -708,3 +708,28 @@ def test_a_direct_attribute_call_searched_as_name_paren_finds_the_same(
     got = scan()
     with mock.patch("kernel.guard.shadows._CALLED_ONLY", ()):
         assert scan() == got
+
+
+@pytest.mark.parametrize(
+    ("source", "patterns", "line"),
+    [
+        # A glob past a module's first part: its attribute is no quiet one.
+        ("import os\nos.path.join(a)\n", ("os.pa?h.join",), 2),
+        ("import os as zz\nzz.path.join(a)\n", ("os.pa?h.join",), 2),
+        ("import datetime\ndatetime.datetime.now()\n", ("datetime.*.now",), 2),
+        ("import os\nimport shutil\nshutil.copy(os.path.join(a), b)\n", ("o?.path.join",), 3),
+        # Searched whole in the first round (`import os.path` loads `os`), then bound to
+        # another module by assignment: its use before that line is still `os.system`.
+        ("import os.path\nimport datetime\nos.system(1)\nos = datetime\n", ("os.system",), 3),
+        ("import datetime\nos.system(1)\nos = datetime\nimport os.path\n", ("os.system",), 2),
+    ],
+)
+def test_a_module_name_searched_as_name_module_misses_no_use(
+    source: str, patterns: tuple[str, ...], line: int
+) -> None:
+    """The differential review's cases against the `name.module` search (0752a6b): each
+    was a finding before it and none after, until the glob test of `_quiet` and the
+    whole search of a name bound by assignment."""
+    policy = Policy(rules=(Rule(name="r", modules=("*",), forbid_calls=patterns),))
+    found = check_source(source, policy, module="m")
+    assert [(v.line, v.code) for v in found] == [(line, ViolationCode.FORBIDDEN_CALL)]

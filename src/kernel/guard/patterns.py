@@ -142,13 +142,24 @@ class CallMatcher:
     every strict prefix; glob patterns fall back to `fnmatch`.
     """
 
-    __slots__ = ("_any_head", "_exact", "_globs", "_heads", "_interesting", "_memo", "_star")
+    __slots__ = (
+        "_any_head",
+        "_exact",
+        "_glob_literals",
+        "_globs",
+        "_heads",
+        "_interesting",
+        "_memo",
+        "_star",
+    )
 
     def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
         """``entries`` are ``(rule name, forbid-calls pattern)`` pairs."""
         self._exact: dict[str, list[tuple[str, str]]] = {}
         self._star: dict[str, list[tuple[str, str]]] = {}
         self._globs: list[tuple[str, str, str]] = []
+        # Each glob pattern's text before its first glob character (`glob_below`).
+        self._glob_literals: list[str] = []
         self._interesting: set[str] = set()
         # A file names the same few qualified names again and again, and so do the
         # files of one check: each is matched once per matcher.
@@ -168,7 +179,8 @@ class CallMatcher:
                 self._star.setdefault(base, []).append((rule, raw))
             elif _has_glob(pattern):
                 self._globs.append((rule, raw, pattern))
-                literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0].rstrip(".")
+                self._glob_literals.append(re.split(r"[*?\[]", pattern, maxsplit=1)[0])
+                literal = self._glob_literals[-1].rstrip(".")
                 base = literal.rsplit(".", 1)[0] if "." in literal else literal
             else:
                 base = pattern
@@ -185,6 +197,16 @@ class CallMatcher:
         no pattern starts with ``head`` and no glob is in a pattern's first part (a match
         is the name or a prefix of it, and a glob's literal first part must be its own)."""
         return self._any_head or head in self._heads
+
+    def glob_below(self, qualname: str) -> bool:
+        """Can a glob pattern match ``qualname`` or a name under it? A superset: yes when
+        the pattern's text before its first glob character and ``qualname`` agree as far
+        as both go (``os.pa?h.join`` and ``os.path``; ``datetime.*.now`` and
+        ``datetime.datetime``): what a glob matches there is not decided by `interesting`,
+        which knows only the text before the glob's part."""
+        return any(
+            qualname.startswith(lit) or lit.startswith(qualname) for lit in self._glob_literals
+        )
 
     def interesting(self, qualname: str) -> bool:
         """Could ``qualname`` or something reached through it break a pattern?"""

@@ -306,13 +306,16 @@ class ShadowPass(ImportPass):
         # reflective names every file searches for) are not looked at one by one.
         for n in names.intersection(bindings):
             q = bindings[n]
-            if self._module_name(q) and n not in self.whole:
+            # A name bound by assignment (``os = datetime`` after ``import os.path``) is
+            # searched whole: its uses before that line are another module's, whose
+            # attributes are not the quiet ones.
+            if self._module_name(q) and n not in self.whole and n not in self.aliases:
                 if self.matcher.interesting(q) or any(
                     self.matcher.interesting(t) for t in twin_of(q)
                 ):
                     self.widened.add(n)  # interesting itself (`_rebound`)
                 marks.remove(n)
-                marks.add(f"{n}.{q}")  # `shutil = tempfile` changes the quiet attributes
+                marks.add(f"{n}.{q}")
                 self.dotted[n] = q
         return marks
 
@@ -338,12 +341,18 @@ class ShadowPass(ImportPass):
         """Can visiting ``name.attr`` (``name`` bound to module ``q``, marked
         ``name.q``) change nothing? Yes when the attribute is no import binding or
         submodule of the module (no reach-through), is not interesting itself (no
-        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``),
-        and is no reflective name."""
+        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``; no
+        glob pattern can match under it: ``os.pa?h.join``, ``datetime.*.now``), and is no
+        reflective name."""
         if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
             return False
         qa = f"{q}.{attr}"
-        return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
+        return (
+            through(qa) == ((), ())
+            and module_file(qa) is None
+            and not self._interesting(qa)
+            and not self.matcher.glob_below(qa)
+        )
 
     def _marked_lines(self, marks: set[str]) -> list[int]:
         """The lines of ``marks``, as `_marks` made them (its `uncalled` and `dotted`).
