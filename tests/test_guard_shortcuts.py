@@ -718,6 +718,12 @@ def test_a_direct_attribute_call_searched_as_name_paren_finds_the_same(
         ("import os as zz\nzz.path.join(a)\n", ("os.pa?h.join",), 2),
         ("import datetime\ndatetime.datetime.now()\n", ("datetime.*.now",), 2),
         ("import os\nimport shutil\nshutil.copy(os.path.join(a), b)\n", ("o?.path.join",), 3),
+        # Under a glob, a name is interesting as far as the text before the glob goes
+        # (`CallMatcher.interesting`): bound by `from`, or a glob in the first part.
+        ("from os import path\npath.join(a)\n", ("os.pa?h.join",), 2),
+        ("from datetime import datetime\ndatetime.now()\n", ("datetime.*.now",), 2),
+        ("import os\nos.system(1)\n", ("*.system",), 2),
+        ("import os\nx = os.environ\n", ("[o]s.environ",), 2),
         # Searched whole in the first round (`import os.path` loads `os`), then bound to
         # another module by assignment: its use before that line is still `os.system`.
         ("import os.path\nimport datetime\nos.system(1)\nos = datetime\n", ("os.system",), 3),
@@ -727,9 +733,10 @@ def test_a_direct_attribute_call_searched_as_name_paren_finds_the_same(
 def test_a_module_name_searched_as_name_module_misses_no_use(
     source: str, patterns: tuple[str, ...], line: int
 ) -> None:
-    """The differential review's cases against the `name.module` search (0752a6b): each
-    was a finding before it and none after, until the glob test of `_quiet` and the
-    whole search of a name bound by assignment."""
+    """The differential review's cases against the `name.module` search (0752a6b), each a
+    finding before it and none after, and the same gap under a glob before it: what a
+    glob can match under is interesting, and a name bound by assignment is searched
+    whole."""
     policy = Policy(rules=(Rule(name="r", modules=("*",), forbid_calls=patterns),))
     found = check_source(source, policy, module="m")
     assert [(v.line, v.code) for v in found] == [(line, ViolationCode.FORBIDDEN_CALL)]

@@ -22,12 +22,7 @@ __all__ = ["discover_modules", "module_name"]
 def module_name(rel: Sequence[str]) -> tuple[str, bool]:
     """The module a ``*.py`` file's path (relative to the import root, as its names)
     names, and whether it is a package (``a/b/__init__.py`` is ``a.b``)."""
-    parts = list(rel)
-    last = parts[-1][:-3]
-    if last == "__init__":
-        return ".".join(parts[:-1]), True
-    parts[-1] = last
-    return ".".join(parts), False
+    return _module_of(".".join(rel[:-1]), rel[-1])
 
 
 def _module_of(dotted: str, name: str) -> tuple[str, bool]:

@@ -158,7 +158,7 @@ class CallMatcher:
         self._exact: dict[str, list[tuple[str, str]]] = {}
         self._star: dict[str, list[tuple[str, str]]] = {}
         self._globs: list[tuple[str, str, str]] = []
-        # Each glob pattern's text before its first glob character (`glob_below`).
+        # Each glob pattern's text before its first glob character (`interesting`).
         self._glob_literals: list[str] = []
         self._interesting: set[str] = set()
         # A file names the same few qualified names again and again, and so do the
@@ -198,20 +198,16 @@ class CallMatcher:
         is the name or a prefix of it, and a glob's literal first part must be its own)."""
         return self._any_head or head in self._heads
 
-    def glob_below(self, qualname: str) -> bool:
-        """Can a glob pattern match ``qualname`` or a name under it? A superset: yes when
-        the pattern's text before its first glob character and ``qualname`` agree as far
-        as both go (``os.pa?h.join`` and ``os.path``; ``datetime.*.now`` and
-        ``datetime.datetime``): what a glob matches there is not decided by `interesting`,
-        which knows only the text before the glob's part."""
-        return any(
-            qualname.startswith(lit) or lit.startswith(qualname) for lit in self._glob_literals
-        )
-
     def interesting(self, qualname: str) -> bool:
-        """Could ``qualname`` or something reached through it break a pattern?"""
+        """Could ``qualname`` or something reached through it break a pattern? For a
+        glob, a superset: yes when the pattern's text before its first glob character
+        and ``qualname`` agree as far as both go (``os.pa?h.join``: ``os``, ``os.path``,
+        ``os.pathlib``; ``*.system``: every name), whatever the glob matches there."""
         if qualname in self._interesting:
             return True
+        for literal in self._glob_literals:
+            if qualname.startswith(literal) or literal.startswith(qualname):
+                return True
         return bool(self.match(qualname))
 
     def match(self, qualname: str) -> list[tuple[str, str]]:

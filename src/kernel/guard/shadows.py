@@ -341,18 +341,12 @@ class ShadowPass(ImportPass):
         """Can visiting ``name.attr`` (``name`` bound to module ``q``, marked
         ``name.q``) change nothing? Yes when the attribute is no import binding or
         submodule of the module (no reach-through), is not interesting itself (no
-        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``; no
-        glob pattern can match under it: ``os.pa?h.join``, ``datetime.*.now``), and is no
-        reflective name."""
+        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``, nor
+        under ``os.pa?h.join``), and is no reflective name."""
         if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
             return False
         qa = f"{q}.{attr}"
-        return (
-            through(qa) == ((), ())
-            and module_file(qa) is None
-            and not self._interesting(qa)
-            and not self.matcher.glob_below(qa)
-        )
+        return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
 
     def _marked_lines(self, marks: set[str]) -> list[int]:
         """The lines of ``marks``, as `_marks` made them (its `uncalled` and `dotted`).
