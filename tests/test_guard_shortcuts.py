@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 
 from kernel.guard import Policy, Rule, check_source
 from kernel.guard.model import ViolationCode
-from kernel.guard.names import ImportPass
 from kernel.guard.patterns import CallMatcher, ModuleSet, twin_of
 from kernel.guard.problems import _find_import_problem
-from kernel.guard.scan import scan_source
+from kernel.guard.scan import _Scanner, scan_source
 from kernel.guard.shadows import _binds
 from kernel.guard.syntax import COMPREHENSIONS, scope_name
 
@@ -249,20 +248,28 @@ _STATEMENTS = st.sampled_from(
 )
 
 
+def _empty(
+    rules: tuple[Rule, ...], patterns: list[str], *, tree: ast.Module | None = None
+) -> _Scanner:
+    """A scanner of an empty module ``m`` under ``rules`` and a matcher of rule ``r``'s
+    ``patterns``: the per-name questions, asked without a file (or over ``tree``)."""
+    return _Scanner(
+        data=b"",
+        search=b"",
+        tree=ast.parse("") if tree is None else tree,
+        module="m",
+        is_package=False,
+        rules=rules,
+        matcher=CallMatcher(("r", p) for p in patterns),
+    )
+
+
 @given(st.lists(_STATEMENTS, max_size=12), st.lists(st.integers(1, 40), max_size=6))
 def test_the_statements_found_span_a_marked_line(parts: list[str], marked: list[int]) -> None:
     """`ImportPass._hits` (bisection over the statements' ends) finds every statement
     whose lines, decorators included, hold a marked line, and no other."""
     tree = ast.parse("\n".join(parts))
-    scanner = ImportPass(
-        data=b"",
-        search=b"",
-        tree=tree,
-        module="m",
-        is_package=False,
-        rules=(),
-        matcher=CallMatcher([]),
-    )
+    scanner = _empty((), [], tree=tree)
     lines = sorted(set(marked))
     expected = [
         i
@@ -291,7 +298,6 @@ _MATCHER = CallMatcher((r.name, p) for r in _RULES for p in r.forbid_calls)
 
 def _long_way(data: bytes) -> tuple[list[object], list[object]]:
     """`scan_source`'s passes, every one of them run, whatever the file holds."""
-    from kernel.guard.scan import _Scanner
     from kernel.guard.syntax import parse_module, prepare
 
     data, search, source = prepare(data)
@@ -381,20 +387,11 @@ def test_the_interesting_names_are_the_ones_asked_one_by_one(
     """`interesting_names` reads the run-wide memo itself but for a name `loaded`
     holds (``import a.b`` bound ``a``: this file's own answer): it finds what asking
     `_interesting` about every binding finds, whatever the memo already says."""
-    from kernel.guard.scan import _Scanner
 
     loaded = {head: [f"{head}.{sub}" for sub in subs] for head, subs in under.items()}
 
     def scanner() -> _Scanner:
-        made = _Scanner(
-            data=b"",
-            search=b"",
-            tree=ast.parse(""),
-            module="m",
-            is_package=False,
-            rules=(),
-            matcher=CallMatcher([("r", "a.b.c")]),
-        )
+        made = _empty((), ["a.b.c"])
         made.bindings, made.loaded, made.interesting_memo = dict(bindings), loaded, dict(memo)
         return made
 
@@ -486,29 +483,12 @@ def test_a_name_under_a_dead_head_is_the_one_found_the_long_way(
     """`ShadowPass._interesting_name` answers no for every name under a top-level name
     `_dead` rules out (no pattern, twin, `_ALWAYS` name or source under it) only when
     asking the long way (`_interest_of`) answers no too."""
-    from kernel.guard.scan import _Scanner
 
     rule = Rule(name="r", modules=("m",), forbid_calls=tuple(patterns), forbid_imports=("socket",))
-    scanner = _Scanner(
-        data=b"",
-        search=b"",
-        tree=ast.parse(""),
-        module="m",
-        is_package=False,
-        rules=(rule,),
-        matcher=CallMatcher(("r", p) for p in patterns),
-    )
+    scanner = _empty((rule,), patterns)
     assert scanner._interesting_name(q) == scanner._interest_of(q)
     # Nothing installed: only the patterns, the twins and `_ALWAYS` names decide.
-    bare = _Scanner(
-        data=b"",
-        search=b"",
-        tree=ast.parse(""),
-        module="m",
-        is_package=False,
-        rules=(rule,),
-        matcher=CallMatcher(("r", p) for p in patterns),
-    )
+    bare = _empty((rule,), patterns)
     with mock.patch("kernel.guard.shadows.module_file", return_value=None):
         assert bare._interesting_name(q) == bare._interest_of(q)
 
@@ -539,15 +519,7 @@ def test_an_import_under_no_ruled_head_breaks_no_rule(
         allow_imports=None if allow is None else tuple(allow),
         forbid_calls=("eval",),
     )
-    scanner = ImportPass(
-        data=b"",
-        search=b"",
-        tree=ast.parse(""),
-        module="m",
-        is_package=False,
-        rules=(rule,),
-        matcher=CallMatcher([("r", "eval")]),
-    )
+    scanner = _empty((rule,), ["eval"])
     if not _ruled_under((rule,), module.split(".", 1)[0]):
         assert scanner._import_findings(module, name, kind) == ()
 
@@ -558,8 +530,6 @@ def test_an_import_under_no_ruled_head_breaks_no_rule(
 def test_a_use_under_a_dead_head_is_the_long_way_s(patterns: list[str], q: str) -> None:
     """`_Scanner._use` stops at once for a name under a `_dead` top-level name only
     where the long way reports nothing and records no reach-through either."""
-    from kernel.guard.scan import _Scanner
-
     rule = Rule(
         name="r",
         modules=("m",),
@@ -570,15 +540,7 @@ def test_a_use_under_a_dead_head_is_the_long_way_s(patterns: list[str], q: str) 
     node = ast.parse("x", mode="eval").body
 
     def use() -> tuple[bool, Sequence[object], Sequence[object]]:
-        scanner = _Scanner(
-            data=b"",
-            search=b"",
-            tree=ast.parse(""),
-            module="m",
-            is_package=False,
-            rules=(rule,),
-            matcher=CallMatcher(("r", p) for p in patterns),
-        )
+        scanner = _empty((rule,), patterns)
         return scanner._use(q, node, None), scanner.findings, scanner.imports
 
     short = use()
@@ -630,7 +592,6 @@ def _interesting_module_only_through_imports(scanner: object, q: str) -> bool:
     """`ShadowPass._module_name` before the seventh round: a module interesting only
     through what it imports (`shutil`), not one interesting itself (`os`)."""
     from kernel.guard.names import _ALWAYS
-    from kernel.guard.scan import _Scanner
 
     assert isinstance(scanner, _Scanner)
     return (
@@ -652,8 +613,6 @@ def test_a_module_searched_as_name_module_finds_what_the_whole_name_finds(
     it (`ShadowPass._module_name`, `_quiet`), and the pass starts over with it searched
     whole when a walk binds it to something else (`_rebound`): the same findings and
     imports as searching a module interesting itself whole, on every line."""
-    from kernel.guard.scan import _Scanner
-
     rule = Rule(
         name="r",
         modules=("m",),
