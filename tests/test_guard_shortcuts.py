@@ -508,9 +508,9 @@ _IMPORT_PATTERNS = st.sampled_from(["subprocess", "os.path", "io", "o*", "*.c", 
 def test_an_import_under_no_ruled_head_breaks_no_rule(
     forbid: list[str], allow: list[str] | None, module: str, name: str, kind: str
 ) -> None:
-    """`names._ruled_under` rules a top-level name out (`import_rules` then skips
+    """`problems._ruled_under` rules a top-level name out (`import_rules` then skips
     `_import_findings`) only when the long way finds nothing either."""
-    from kernel.guard.names import _ruled_under
+    from kernel.guard.problems import _ruled_under
 
     rule = Rule(
         name="r",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import TWIN_HEADS, CallMatcher, module_set, twin_of
-from kernel.guard.problems import _import_problem
+from kernel.guard.problems import _import_problem, _ruled_under
 from kernel.guard.syntax import (
     FunctionInfo,
     Scope,
@@ -748,18 +748,6 @@ class ImportPass:
                 found.append(None)
         self.assigned[name] = found
         return found
-
-
-def _ruled_under(rules: Sequence[Rule], head: str) -> bool:
-    """Can an import under the top-level name ``head`` break one of ``rules``? Not when
-    none has an allow list and no forbid-imports pattern can match under it, nor a C
-    twin's (`kernel.guard.problems._find_import_problem` answers None for each rule)."""
-    return any(
-        r.allow_imports is not None
-        or head in TWIN_HEADS
-        or module_set(r.forbid_imports).may_match_under(head)
-        for r in rules
-    )
 
 
 def _merged(

@@ -7,6 +7,8 @@ name of a module (``_socket``, ``posix``) is the module it implements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kernel.guard.model import Rule, ViolationCode
 from kernel.guard.patterns import TWIN_HEADS, module_set, twin_of
 
@@ -30,15 +32,26 @@ def _import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode
     return found
 
 
+def _rules(rule: Rule, head: str) -> bool:
+    """Can an import under the top-level name ``head`` break ``rule``? Not when it has no
+    allow list and no forbid-imports pattern can match under ``head``, nor under a C
+    twin's (most imports of a project: no pattern under their package)."""
+    return (
+        rule.allow_imports is not None
+        or head in TWIN_HEADS
+        or module_set(rule.forbid_imports).may_match_under(head)
+    )
+
+
+def _ruled_under(rules: Sequence[Rule], head: str) -> bool:
+    """Can an import under the top-level name ``head`` break one of ``rules``?"""
+    return any(_rules(rule, head) for rule in rules)
+
+
 def _find_import_problem(rule: Rule, targets: tuple[str, ...]) -> tuple[ViolationCode, str] | None:
+    if not _rules(rule, targets[0].split(".", 1)[0]):  # every target is the first or under it
+        return None
     forbidden = module_set(rule.forbid_imports)
-    head = targets[0].split(".", 1)[0]  # every target is the first or under it
-    if (
-        rule.allow_imports is None
-        and head not in TWIN_HEADS
-        and not forbidden.may_match_under(head)
-    ):
-        return None  # most imports of a project: no pattern under their package
     # A C twin or real name (`_socket`, `posix`) is the module it implements.
     for t in (*targets, *(twin for name in targets for twin in twin_of(name))):
         pattern = forbidden.match(t)
