@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -172,3 +174,32 @@ def demo_workers() -> Iterator[DemoWorkers]:
         yield run
     finally:
         shutil.rmtree(base)
+
+
+ScriptRun = Callable[[list[str], str], tuple[subprocess.CompletedProcess[str], int]]
+
+
+@pytest.fixture
+def script_collections(tmp_path: Path) -> ScriptRun:
+    """Run the ``kernel`` console script with ``words`` in ``tmp_path``, in a fresh
+    interpreter whose cyclic collector has a probe: the finished process, and how many
+    collections started once the module ``after`` was imported (the probe's marks are
+    written beside ``tmp_path``, not in the tree the script reads)."""
+
+    def run(words: list[str], after: str) -> tuple[subprocess.CompletedProcess[str], int]:
+        marks = tmp_path.parent / f"{tmp_path.name}-collections"
+        probe = (
+            "import gc, sys\n"
+            f"sys.argv = ['kernel', *{words!r}]\n"
+            "def mark(phase, info):\n"
+            f"    if phase == 'start' and {after!r} in sys.modules:\n"
+            f"        open({str(marks)!r}, 'a').write('x')\n"
+            "gc.callbacks.append(mark)\n"
+            "from kernel.effects.entry import script\nsys.exit(script())\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        return proc, len(marks.read_text(encoding="utf-8")) if marks.exists() else 0
+
+    return run

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from kernel.effects.cli import main
 from kernel.guard.codemod import add_suppressions
+
+if TYPE_CHECKING:
+    from tests.conftest import ScriptRun
 
 REASON = "adopted before the guard"
 _TRAILING = re.compile(r"  # kernel-guard: ignore\[[A-Z0-9,]+\] adopted before the guard$")
@@ -112,7 +114,9 @@ def test_add_suppressions_needs_a_reason(
 
 
 @pytest.mark.processes
-def test_console_script_collects_cycles_during_the_codemod(tmp_path: Path) -> None:
+def test_console_script_collects_cycles_during_the_codemod(
+    tmp_path: Path, script_collections: ScriptRun
+) -> None:
     """The console script runs a guard check without the cyclic collector, but the
     codemod runs with it (libcst's trees hold reference cycles: without it, every file's
     would stay until the process ends): a probe hooked on the collector sees collections
@@ -122,20 +126,8 @@ def test_console_script_collects_cycles_during_the_codemod(tmp_path: Path) -> No
     (tmp_path / "lib" / "__init__.py").write_text("", encoding="utf-8")
     body = "".join(f"def f{i}(x):\n    return sys.exit(x + {i})\n" for i in range(60))
     (tmp_path / "lib" / "m.py").write_text(f"import sys\n\n{body}", encoding="utf-8")
-    marks = tmp_path.parent / f"{tmp_path.name}-collections"
     words = ["guard", "--no-cache", "--add-suppressions", "--reason", REASON]
-    probe = (
-        "import gc, sys\n"
-        f"sys.argv = ['kernel', *{words!r}]\n"
-        "def mark(phase, info):\n"
-        "    if phase == 'start' and 'kernel.guard.codemod' in sys.modules:\n"
-        f"        open({str(marks)!r}, 'a').write('x')\n"
-        "gc.callbacks.append(mark)\n"
-        "from kernel.effects.entry import script\nsys.exit(script())\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    proc, collections = script_collections(words, "kernel.guard.codemod")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "added 60 suppressions in 1 files"
-    assert marks.read_text(encoding="utf-8")
+    assert collections > 0

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
@@ -24,6 +25,9 @@ from kernel.guard.names import ImportPass
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
 from test_guard import POLICY_MD, _age, _tree  # type: ignore[import-not-found]  # sibling test module
+
+if TYPE_CHECKING:
+    from tests.conftest import ScriptRun
 
 LIB = """\
 import time as _t
@@ -501,31 +505,19 @@ def test_console_script_leaves_a_replayed_run_at_once(tmp_path: Path) -> None:
 
 @pytest.mark.processes
 def test_console_script_runs_a_full_check_without_cyclic_collection(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script_collections: ScriptRun
 ) -> None:
     """The console script's full `kernel guard` run, whose process ends with it, runs no
-    cyclic collection once it has decided to run (a probe hooked on the collector writes
-    a mark at each one); `kernel.effects.cli.main` called in a process that goes on
-    leaves the collector as it found it."""
+    cyclic collection once it has decided to run (a probe hooked on the collector counts
+    them); `kernel.effects.cli.main` called in a process that goes on leaves the
+    collector as it found it."""
     _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "import os\nos.system('x')\n"})
     (tmp_path / "adr.md").write_text(POLICY_MD, encoding="utf-8")
-    marks = tmp_path.parent / f"{tmp_path.name}-collections"
     words = ["guard", "--config", "adr.md", "--no-cache"]
-    probe = (
-        "import gc, sys\n"
-        f"sys.argv = ['kernel', *{words!r}]\n"
-        "def mark(phase, info):\n"
-        "    if phase == 'start' and 'kernel.effects.cli' in sys.modules:\n"
-        f"        open({str(marks)!r}, 'a').write('x')\n"
-        "gc.callbacks.append(mark)\n"
-        "from kernel.effects.entry import script\nsys.exit(script())\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    proc, collections = script_collections(words, "kernel.effects.cli")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("1 finding")
-    assert not marks.exists()
+    assert collections == 0
     assert gc.isenabled()
     monkeypatch.chdir(tmp_path)
     assert main(words) == 1
