@@ -457,6 +457,17 @@ def scratch_location(
     if request.param == "system":
         yield scratch_root()
         return
+    yield from _scratch_elsewhere(monkeypatch)
+
+
+@pytest.fixture
+def own_scratch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`scratch_root` (``$TMPDIR`` elsewhere) in a folder of this test's own in /var/tmp:
+    removing what is in it touches no other test's runs."""
+    yield from _scratch_elsewhere(monkeypatch)
+
+
+def _scratch_elsewhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="kernel-test-", dir="/var/tmp"))
     try:
         monkeypatch.setattr(tempfile, "tempdir", str(base))
@@ -464,6 +475,8 @@ def scratch_location(
         yield scratch_root()
     finally:
         monkeypatch.undo()
+        # The sandboxes prepared meanwhile may still be building on it: removing it
+        # must neither fail nor let them write on it (`nshelper._enter_points`).
         shutil.rmtree(base)
 
 
@@ -485,6 +498,46 @@ def test_scratch_root_is_hidden(spill: Path, scratch_location: Path, level: Isol
         assert read_output(capture) == b"done\n"
         assert sorted(p.name for p in private.iterdir()) == [".lock", "secret.txt"]
     assert not (scratch_location / "x.txt").exists()
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_mount_points_folder_removed_between_runs(
+    spill: Path, own_scratch: Path, level: Isolation
+) -> None:
+    """A temp cleaner removes the mount points folder between runs: the next run holds
+    (no sandbox prepared on the old folder takes it) and no view is built on the new
+    folder, which stays empty on the host."""
+    points = own_scratch / MOUNT_POINTS
+    for _ in range(3):
+        capture = sh(spill, "echo ok", isolation=level)
+        assert capture.status is CaptureStatus.OK, capture.error
+        assert read_output(capture) == b"ok\n"
+        assert sandbox_server.prepared_sandboxes()  # waiting, on the folder removed now
+        assert list(points.iterdir()) == []
+        shutil.rmtree(points)
+
+
+@pytest.mark.parametrize("level", NAMESPACED)
+def test_sandbox_on_a_removed_mount_points_folder_writes_nothing_there(
+    spill: Path, own_scratch: Path, level: Isolation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were a sandbox prepared on a removed folder handed a run (its key told apart from
+    the request's by nothing), it works through the tmpfs it mounted, never the folder's
+    path: the run is a sandbox error and the folder made again stays empty."""
+    from kernel.effects.sandbox import nshelper
+
+    blind = tuple(name for name in nshelper.WARM_KEY if name != "points_folder")
+    assert len(blind) == len(nshelper.WARM_KEY) - 1
+    monkeypatch.setattr(nshelper, "WARM_KEY", blind)
+    points = own_scratch / MOUNT_POINTS
+    assert sh(spill, "true", isolation=level).status is CaptureStatus.OK
+    assert sandbox_server.prepared_sandboxes()
+    shutil.rmtree(points)
+    capture = sh(spill, "echo ran", isolation=level)
+    assert capture.status is CaptureStatus.SANDBOX_ERROR
+    assert capture.error is not None
+    assert capture.error.startswith("mount ")
+    assert list(points.iterdir()) == []
 
 
 def test_private_tempdir_is_locked_removed_and_swept(spill: Path) -> None:

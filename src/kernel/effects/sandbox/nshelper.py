@@ -155,9 +155,9 @@ def parse(message: bytes) -> tuple[dict[str, str], list[str], dict[str, str]]:
 
 
 WARM_KEY: Final = (
-    "ppid", "runner", "mode", "net", "points", "plan", "uid", "gid", "outer_uid",
-    "outer_gid", "sub_uid", "sub_gid", "newuidmap", "newgidmap", "mem", "nproc", "cpu",
-    "writable", "tmp", "output",
+    "ppid", "runner", "mode", "net", "points", "points_folder", "plan", "uid", "gid",
+    "outer_uid", "outer_gid", "sub_uid", "sub_gid", "newuidmap", "newgidmap", "mem", "nproc",
+    "cpu", "writable", "tmp", "output",
 )  # fmt: skip
 """The options that shape a prepared sandbox (its namespaces, maps, view, memory group)
 or its limits: a request takes a prepared sandbox only when all of them are equal."""
@@ -429,14 +429,30 @@ def _ns(
     _init(opts, report, chan, privileged=privileged)
 
 
+def _enter_points(report: _Report, points: str) -> str:
+    """Mount the tmpfs that holds every mount point (the host folder ``points`` holds
+    none: its removal never waits on mounts torn down) and enter it; the path that names
+    it from now on. A removal (a temp cleaner) detaches it: a path through the folder
+    (made again) would build the view on the host's disk, but through the working
+    directory every step stays on the tmpfs, and a mount on a detached one fails."""
+    nsview.mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
+    try:
+        os.chdir(points)
+        mounted = os.stat(".").st_dev != os.stat("..").st_dev
+    except OSError as e:
+        report(f"error enter the mount points: {e.strerror}")
+        _exit(1)
+    if not mounted:
+        report("error enter the mount points: the folder was replaced on the host")
+        _exit(1)
+    return "."
+
+
 def _init(opts: dict[str, str], report: _Report, chan: int, *, privileged: bool) -> NoReturn:
     """PID 1: build the view and join the memory group (the prepared part), tell the
     helper it is ready, then run the request it sends (`_run`)."""
-    # Every mount point lives on a tmpfs of this namespace: the host folder holds none,
-    # so removing it after the run never waits on mounts being torn down.
-    points = opts["points"]
     nsview.mount(report, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
-    nsview.mount(report, "tmpfs", points, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700,size=64k")
+    points = _enter_points(report, opts["points"])
     for name in ("/root", "/lower", "/upper", "/diff"):
         os.mkdir(points + name, 0o700)
     ctypes.set_errno(0)

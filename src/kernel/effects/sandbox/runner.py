@@ -512,6 +512,7 @@ def _helper_options(
     limits = spec.limits
     # An unprivileged runner's subordinate ids (ADR-0005 §1).
     sub = None if os.geteuid() == 0 else subordinate_ids()
+    points, points_folder = mount_points(scratch.parent)
     return {
         "sub_uid": "" if sub is None else str(sub[0]),
         "sub_gid": "" if sub is None else str(sub[1]),
@@ -520,7 +521,8 @@ def _helper_options(
         "mode": "overlay" if level is Isolation.OVERLAY else "bind",
         "scratch": str(scratch),
         "baseline": "" if baseline is None else str(baseline),
-        "points": mount_points(scratch.parent),
+        "points": points,
+        "points_folder": points_folder,
         "workdir": SANDBOX_WORKDIR,
         "net": "1" if spec.network else "0",
         "preload": spec.preload or "",

@@ -24,6 +24,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,8 +109,12 @@ folder that was a mount point in a namespace being torn down took 3-20 ms, on th
 critical path). Never swept: it has no lock."""
 
 
-def mount_points(root: Path) -> str:
-    """`MOUNT_POINTS` of the (checked) scratch ``root``, made on first use.
+def mount_points(root: Path) -> tuple[str, str]:
+    """`MOUNT_POINTS` of the (checked) scratch ``root``, made on first use, and which
+    folder it is (``<dev>:<inode>``). A sandbox prepared on a folder since removed (a
+    temp cleaner's work) can take no run: a request names the folder it found, and a
+    prepared sandbox is taken only by a request that agrees with it (`WARM_KEY`). The
+    folder is held open so its inode is not reused by the one made after it.
 
     Raises:
         EffectError: it is not a folder of this user.
@@ -120,7 +125,32 @@ def mount_points(root: Path) -> str:
     info = points.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
         raise EffectError(f"{points}: not a folder of this user")
-    return str(points)
+    which = f"{info.st_dev}:{info.st_ino}"
+    with _HELD_LOCK:
+        held = _HELD_POINTS.get(str(points))
+        if held is None or held[1] != which:
+            try:
+                fd = os.open(points, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+            except OSError as e:
+                raise EffectError(f"{points}: cannot open: {e.strerror}") from e
+            if held is not None:
+                os.close(held[0])
+            _HELD_POINTS[str(points)] = (fd, which)
+    return str(points), which
+
+
+_HELD_POINTS: dict[str, tuple[int, str]] = {}
+"""The mount points folders in use, by path: an open descriptor and ``<dev>:<inode>``."""
+_HELD_LOCK = threading.Lock()
+
+
+def _new_lock_in_fork() -> None:
+    """A forked child's own lock: another thread of the parent may have held it."""
+    global _HELD_LOCK  # noqa: PLW0603 - the child's own lock, made once at the fork
+    _HELD_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_fork)
 
 
 class Scratch:
