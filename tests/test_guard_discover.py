@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.guard.discover import _Ignore, _module_of, discover_modules, module_name
+from kernel.guard.discover import _Ignore, _module_of, discover_modules, module_name, pure_path
+from kernel.guard.policy import find_project_root, markdown_files
 
 _DIRS = st.sampled_from(["a", "b", ".h", "__pycache__", "env", "p.x"])
 _FILES = st.sampled_from(
@@ -149,3 +150,30 @@ def test_no_rule_and_no_pattern_ignore_nothing(tmp_path: Path) -> None:
     ignore.read(str(tmp_path))
     assert ignore.active
     assert _Ignore(["x"]).active
+
+
+@given(st.lists(st.sampled_from(["/", ".", "..", "a", "b.c", " "]), max_size=12).map("".join))
+def test_pure_path_writes_a_path_as_pathlib_does(raw: str) -> None:
+    """Paths from the command line are shown as `pathlib` shows them (repeated and
+    trailing separators and ``.`` parts dropped, ``..`` kept, two leading separators
+    kept), though a cold run never imports `pathlib`."""
+    assert pure_path(raw) == str(Path(raw))
+    assert pure_path(Path(raw)) == str(Path(raw))
+
+
+def test_markdown_files_and_the_project_root_are_pathlibs(tmp_path: Path) -> None:
+    """`markdown_files` lists what ``sorted(Path(folder).glob("*.md"))`` does (hidden
+    files and a folder named ``*.md`` too, nothing for a missing folder), and
+    `find_project_root` answers ``Path.resolve`` of the folder, as a string."""
+    adr = tmp_path / "proj" / "docs" / "adr"
+    (adr / "x.md").mkdir(parents=True)
+    for name in ["b.md", ".h.md", "a.md", "c.txt", ".md", "d.mdx"]:
+        (adr / name).write_text("text\n", encoding="utf-8")
+    want = [str(p) for p in sorted(adr.glob("*.md"))]
+    assert markdown_files(str(adr)) == want
+    assert markdown_files(str(adr / "missing")) == []
+    (adr / "z.md").write_text("```guard\n[[rules]]\n```\n", encoding="utf-8")
+    inner = tmp_path / "proj" / "src" / "pkg"
+    inner.mkdir(parents=True)
+    assert find_project_root(inner) == str((tmp_path / "proj").resolve())
+    assert find_project_root(str(inner / "missing.py")) == str((tmp_path / "proj").resolve())

@@ -12,7 +12,8 @@ Rules enforced:
   writer (its pid is in the name) is swept by the next write to that folder; where
   ``O_TMPFILE`` is unsupported a named ``O_EXCL | O_NOFOLLOW`` file is used instead;
 - inputs are regular files: a FIFO, device or socket is refused before it is read
-  (opened non-blocking, checked with ``fstat``), so an input never blocks;
+  (opened non-blocking, checked with ``fstat``), so an input never blocks (the readers
+  live in `kernel.effects.inputs`, which imports no `pathlib`, and are re-exported here);
 - outputs are confined to an output root (``results/`` by default): a path that
   escapes it through ``..``, an absolute path elsewhere, or a symlink anywhere on the
   way is refused before anything is written, and so is a path the filesystem cannot
@@ -35,8 +36,9 @@ import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO, Literal, overload
 
+from kernel.effects.inputs import KINDS as _KINDS
+from kernel.effects.inputs import check_input, open_input, read_input
 from kernel.errors import ConfigError, EffectError, KernelError
 
 # The JSON reader and writer (orjson, json, `kernel.records.identity`) are imported by the
@@ -66,59 +68,6 @@ _TMP_SUFFIX = ".tmp"
 _TMP_NAME = re.compile(r"\.kernel-(\d{10})-[0-9a-f]{8}\.tmp")
 _LEGACY_TMP_NAME = re.compile(r"\.kernel-[A-Za-z0-9_]{8}\.tmp")
 _LEGACY_STALE_S = 3600.0
-_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a directory",
-}
-
-
-def open_input(path: Path | str, *, what: str = "input") -> BinaryIO:
-    """Open an input file for reading; refuse anything but a regular file.
-
-    Opened non-blocking (a FIFO with no writer would block ``open`` itself), checked
-    with ``fstat`` on the open descriptor (no race with a swapped path), then put
-    back in blocking mode.
-
-    Raises:
-        EffectError: missing, unreadable, or not a regular file (message names it).
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError as e:
-        raise EffectError(f"{path}: {what} not found") from e
-    except OSError as e:
-        raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise EffectError(f"{path}: {what} is {kind}, not a regular file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def check_input(path: Path | str, *, what: str = "input") -> None:
-    """Refuse ``path`` unless it is a readable regular file (see `open_input`)."""
-    open_input(path, what=what).close()
-
-
-@overload
-def read_input(path: Path | str, *, what: str = ..., missing_ok: Literal[False] = ...) -> bytes: ...
-@overload
-def read_input(path: Path | str, *, what: str = ..., missing_ok: bool) -> bytes | None: ...
-def read_input(path: Path | str, *, what: str = "input", missing_ok: bool = False) -> bytes | None:
-    """The bytes of a regular input file (see `open_input`); None for a missing file
-    when ``missing_ok`` (an optional input such as a signature)."""
-    if missing_ok and not os.path.lexists(path):
-        return None
-    with open_input(path, what=what) as handle:
-        try:
-            return handle.read()
-        except OSError as e:
-            raise EffectError(f"{path}: cannot read {what}: {e.strerror}") from e
 
 
 def load_json(path: Path | str, *, what: str = "JSON document") -> object:

@@ -22,7 +22,6 @@ import marshal
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from kernel.guard import effects, installed
@@ -66,7 +65,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _load(file: Path | None, magic: str) -> tuple[object, ...] | None:
+def _load(file: str | None, magic: str) -> tuple[object, ...] | None:
     if file is None:
         return None
     try:
@@ -81,14 +80,18 @@ def _load(file: Path | None, magic: str) -> tuple[object, ...] | None:
     return got
 
 
-def _store(file: Path, payload: Any) -> None:
+def _store(file: str, payload: Any) -> None:
+    # Paths as strings and `os` calls: a cold run never imports `pathlib` (with
+    # `urllib.parse` and `ipaddress`, about 3 ms).
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        marker = file.parent / ".gitignore"
-        if not marker.exists():
+        folder = os.path.dirname(file)
+        os.makedirs(folder, exist_ok=True)
+        marker = os.path.join(folder, ".gitignore")
+        if not os.path.exists(marker):
             # The cache ignores itself, as ruff's and pytest's do.
-            marker.write_text("# created by kernel guard\n*\n", encoding="utf-8")
-        tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+            with open(marker, "w", encoding="utf-8") as fh:
+                fh.write("# created by kernel guard\n*\n")
+        tmp = f"{file}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             marshal.dump(payload, fh)
         os.replace(tmp, file)
@@ -99,8 +102,8 @@ def _store(file: Path, payload: Any) -> None:
 class FileCache:
     """One marshal file per (policy hash, tool version, environment): path -> `Entry`."""
 
-    def __init__(self, directory: Path | None, key: str) -> None:
-        self.file = None if directory is None else directory / f"{key}.marshal"
+    def __init__(self, directory: str | None, key: str) -> None:
+        self.file = None if directory is None else os.path.join(directory, f"{key}.marshal")
         self.entries: dict[str, Entry] = {}
         self.derived: tuple[Fingerprint, list[Derived]] = (((), ()), [])
         self.saved_ns = 0
@@ -115,7 +118,7 @@ class FileCache:
             return
         entries = {k: v for k, v in self.entries.items() if k in keep}
         _store(self.file, (_CACHE_MAGIC, time.time_ns(), entries, self.derived))
-        _prune(self.file.parent, False, KEEP_CACHE_FILES)
+        _prune(os.path.dirname(self.file), False, KEEP_CACHE_FILES)
 
 
 class EffectCache:
@@ -123,8 +126,10 @@ class EffectCache:
     their import tables (`kernel.guard.installed`), loaded at the start of a check and
     written back if either grew."""
 
-    def __init__(self, directory: Path | None, version: str) -> None:
-        self.file = None if directory is None else directory / f"effects-{version}.marshal"
+    def __init__(self, directory: str | None, version: str) -> None:
+        self.file = (
+            None if directory is None else os.path.join(directory, f"effects-{version}.marshal")
+        )
         got = _load(self.file, _EFFECTS_MAGIC)
         if got is not None and len(got) == 4 and isinstance(got[1], int):
             saved = got[2] if isinstance(got[2], dict) else {}
@@ -142,20 +147,22 @@ class EffectCache:
         if self.file is not None and grew:
             saved = (effects.export_summaries(), installed.export_tables())
             _store(self.file, (_EFFECTS_MAGIC, time.time_ns(), *saved))
-            _prune(self.file.parent, True, KEEP_EFFECT_MAPS)
+            _prune(os.path.dirname(self.file), True, KEEP_EFFECT_MAPS)
 
 
-def _prune(folder: Path, effect_maps: bool, keep: int) -> None:
+def _prune(folder: str, effect_maps: bool, keep: int) -> None:
     """Remove all but the ``keep`` most recent effect maps, or per-file caches (each
     tool version writes its own: an edited guard leaves the old ones behind)."""
     with contextlib.suppress(OSError):
-        files = sorted(
-            (
-                p
-                for p in folder.glob("*.marshal")
-                if p.name != _RUNS_FILE and p.name.startswith("effects-") == effect_maps
-            ),
-            key=lambda p: p.stat().st_mtime_ns,
-        )
-        for stale in files[:-keep]:
-            stale.unlink(missing_ok=True)
+        with os.scandir(folder) as entries:
+            found = [
+                (entry.stat().st_mtime_ns, entry.path)
+                for entry in entries
+                if entry.name.endswith(".marshal")
+                and entry.name != _RUNS_FILE
+                and entry.name.startswith("effects-") == effect_maps
+            ]
+        # Oldest first (ties by name, as the listing order is no order).
+        for _mtime, stale in sorted(found)[:-keep]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)

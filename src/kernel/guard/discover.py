@@ -14,9 +14,27 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["discover_modules", "module_name"]
+if TYPE_CHECKING:  # paths are strings at run time (no `pathlib` on a cold run's way)
+    from pathlib import Path
+
+__all__ = ["discover_modules", "module_name", "pure_path"]
+
+
+def pure_path(path: Path | str) -> str:
+    """``str(Path(path))`` (repeated and trailing separators and ``.`` parts dropped,
+    ``..`` kept), without importing `pathlib` on POSIX: paths given on the command line
+    are shown in messages, rule sources and findings as the library always wrote them."""
+    raw = os.fspath(path)
+    if os.sep != "/":  # pragma: no cover - POSIX here
+        from pathlib import Path
+
+        return str(Path(raw))
+    lead = ""
+    if raw.startswith("/"):  # POSIX keeps exactly two leading separators
+        lead = "//" if raw.startswith("//") and not raw.startswith("///") else "/"
+    return lead + "/".join(p for p in raw.split("/") if p and p != ".") or "."
 
 
 def module_name(rel: Sequence[str]) -> tuple[str, bool]:
@@ -147,16 +165,17 @@ def discover_modules(
     ignore = _Ignore(exclude)
     if gitignore_from is not None:
         chain = []
-        here = Path(top).resolve()
-        stop = Path(gitignore_from).resolve()
+        here = os.path.realpath(top)  # `Path.resolve`, without `pathlib`
+        stop = os.path.realpath(gitignore_from)
         while True:
             chain.append(here)
-            if here in (stop, here.parent):
+            parent = os.path.dirname(here)
+            if here in (stop, parent):
                 break
-            here = here.parent
+            here = parent
         if stop in chain:
             for above in reversed(chain[1:]):
-                ignore.read(str(above))
+                ignore.read(above)
                 if visited is not None:
                     visited.append(os.path.join(above, ".gitignore"))
     out: list[tuple[str, str, bool]] = []

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel.errors import ConfigError
 from kernel.guard.cache import RACY_NS, EffectCache, FileCache, Fingerprint, gc_paused
@@ -36,6 +36,9 @@ from kernel.guard.patterns import CallMatcher, covers, module_matches
 from kernel.guard.pool import PARALLEL_MIN_FILES, Job, scan_all
 from kernel.guard.scan import ImportFact, RawFinding, scan_source
 from kernel.records.digest import sha256_bytes
+
+if TYPE_CHECKING:  # paths are strings at run time (no `pathlib` on a cold run's way)
+    from pathlib import Path
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -63,9 +66,12 @@ Seen = dict[str, tuple[int, int, int]]
 @lru_cache(maxsize=1)
 def tool_version() -> str:
     """``GUARD_VERSION`` plus a hash of the guard package's own source files."""
-    here = Path(__file__).parent
-    blob = b"".join(p.read_bytes() for p in sorted(here.glob("*.py")))
-    return f"{GUARD_VERSION}+{sha256_bytes(blob)[:16]}"
+    here = os.path.dirname(__file__)
+    parts = []
+    for name in sorted(n for n in os.listdir(here) if n.endswith(".py")):
+        with open(os.path.join(here, name), "rb") as fh:
+            parts.append(fh.read())
+    return f"{GUARD_VERSION}+{sha256_bytes(b''.join(parts))[:16]}"
 
 
 class _Context:
@@ -140,7 +146,7 @@ def check_paths(
         raise ConfigError("no Python files to check")
     check_coverage(files, policy, excluded=excluded)
     ctx = _Context(policy)
-    directory = None if cache_dir is None else Path(cache_dir)
+    directory = None if cache_dir is None else os.fspath(cache_dir)
     version = tool_version().replace("+", "-")
     cache = FileCache(directory, f"{_policy_key(policy)}-{version}-{_environment_key()}")
     effect_cache = EffectCache(directory, version)
@@ -403,7 +409,7 @@ def check_tree(
     Raises:
         ConfigError: ``src`` is not a directory or holds no Python file.
     """
-    if not Path(src).is_dir():
+    if not os.path.isdir(src):
         raise ConfigError(f"--src {src}: not a directory")
     excluded: list[str] = []
     files = discover_modules(
@@ -430,6 +436,8 @@ def check_tree(
     )
     if only is None:
         return report
+    from pathlib import Path  # only for a report limited to some files
+
     wanted = [Path(p).resolve() for p in only]
     selected = {
         display[path]

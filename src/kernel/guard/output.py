@@ -13,10 +13,14 @@ Rules this module enforces:
 
 from __future__ import annotations
 
-from pathlib import Path, PurePath
-from urllib.parse import quote
+from typing import TYPE_CHECKING
 
 from kernel.guard.model import GuardReport, ViolationCode
+
+# `pathlib` and `urllib.parse` are imported by the SARIF and GitHub renderers that use
+# them: a text or JSON run loads neither (with `ipaddress`, about 3 ms of a cold run).
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "FORMATS",
@@ -37,6 +41,8 @@ _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 def _docs() -> Path | None:
     """docs/guard.md of the checkout or sdist this guard runs from (an installed wheel
     has no docs: then SARIF carries the help text without a ``helpUri``)."""
+    from pathlib import Path
+
     candidate = Path(__file__).resolve().parents[3] / "docs" / "guard.md"
     return candidate if candidate.is_file() else None
 
@@ -84,19 +90,26 @@ def render_json(report: GuardReport, version: str) -> str:
 def _uri(path: str) -> str:
     """A relative path as a percent-encoded URI reference (RFC 3986): spaces, ``#``,
     ``%`` and non-ASCII characters are encoded, ``/`` separates segments."""
+    from pathlib import PurePath
+    from urllib.parse import quote
+
     return quote(PurePath(path).as_posix(), safe="/")
 
 
 def _location(path: str) -> dict[str, object]:
+    from pathlib import PurePath
+
     pure = PurePath(path)
     if pure.is_absolute():
         return {"uri": pure.as_uri()}
     return {"uri": _uri(path), "uriBaseId": "SRCROOT"}
 
 
-def render_sarif(report: GuardReport, version: str, root: Path | None = None) -> str:
+def render_sarif(report: GuardReport, version: str, root: Path | str | None = None) -> str:
     """The report as a SARIF 2.1.0 log with one run; ``SRCROOT`` is the project root
     (the working directory when not given), which every relative path is under."""
+    from pathlib import Path
+
     codes = list(ViolationCode)
     index = {code: i for i, code in enumerate(codes)}
     results = []
@@ -145,7 +158,7 @@ def render_sarif(report: GuardReport, version: str, root: Path | None = None) ->
             {
                 "tool": {"driver": driver},
                 "originalUriBaseIds": {
-                    "SRCROOT": {"uri": (root or Path.cwd()).resolve().as_uri() + "/"}
+                    "SRCROOT": {"uri": Path(root or Path.cwd()).resolve().as_uri() + "/"}
                 },
                 "columnKind": "unicodeCodePoints",
                 "results": results,
@@ -216,7 +229,7 @@ def _sarif_rule(code: ViolationCode, docs: Path | None) -> dict[str, object]:
     return rule
 
 
-def render(report: GuardReport, fmt: str, version: str, root: Path | None = None) -> str:
+def render(report: GuardReport, fmt: str, version: str, root: Path | str | None = None) -> str:
     """Dispatch on ``fmt`` (one of `FORMATS`); ``root``: the project root that relative
     paths are under (SARIF's ``SRCROOT``; default the working directory).
 

@@ -19,19 +19,25 @@ Rules this module enforces:
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel.errors import ConfigError
+from kernel.guard.discover import pure_path
 from kernel.guard.model import Policy, Rule
 from kernel.guard.patterns import PATTERN_RE, module_set
+
+if TYPE_CHECKING:  # paths are strings at run time (no `pathlib` on a cold run's way)
+    from pathlib import Path
 
 __all__ = [
     "discover_policy",
     "find_project_root",
     "load_policy",
+    "markdown_files",
     "markdown_guard_blocks",
     "parse_rules",
     "policy_hash",
@@ -250,10 +256,10 @@ def _toml(text: str, where: str) -> dict[str, object]:
         raise ConfigError(f"{where}: nesting too deep; refused") from e
 
 
-def _read(path: Path) -> str:
+def _read(path: str) -> str:
     """The text of a policy file; a FIFO, a device or a folder is refused before it is
-    read (`kernel.effects.files.read_input`), so ``--config /dev/urandom`` never hangs."""
-    from kernel.effects.files import read_input  # the one reader of regular inputs
+    read (`kernel.effects.inputs.read_input`), so ``--config /dev/urandom`` never hangs."""
+    from kernel.effects.inputs import read_input  # the one reader of regular inputs
     from kernel.errors import EffectError
 
     try:
@@ -315,9 +321,12 @@ def _policy_table(data: dict[str, object], prefix: str, source: str) -> _Found:
     return parse_rules(data["rules"], f"{prefix}rules", source), unguarded
 
 
-def _rules_from_file(path: Path, *, explicit: bool) -> _Found:
+def _rules_from_file(path: str, *, explicit: bool) -> _Found:
+    """``path`` is written as `pathlib` writes it (`kernel.guard.discover.pure_path`)."""
     text = _read(path)
-    if path.name == "pyproject.toml" or path.suffix == ".toml":
+    name = os.path.basename(path)
+    # `Path.suffix == ".toml"`: a name that only is ".toml" has no suffix.
+    if name == "pyproject.toml" or (name.endswith(".toml") and name != ".toml"):
         data = _toml(text, str(path))
         tool = data.get("tool", {})
         kernel = tool.get("kernel", {}) if isinstance(tool, dict) else {}
@@ -374,7 +383,7 @@ def load_policy(paths: Sequence[Path | str]) -> Policy:
     """
     if not paths:
         raise ConfigError("no policy file given")
-    found = [_rules_from_file(Path(raw), explicit=True) for raw in paths]
+    found = [_rules_from_file(pure_path(raw), explicit=True) for raw in paths]
     return _assemble(found, [str(p) for p in paths], ", ".join(str(p) for p in paths))
 
 
@@ -384,47 +393,74 @@ def discover_policy(root: Path | str = ".") -> Policy:
     Raises:
         ConfigError: an invalid policy, or none at all under ``root``.
     """
-    base = Path(root)
+    base = pure_path(root)
     found: list[_Found] = []
     sources: list[str] = []
-    pyproject = base / "pyproject.toml"
-    candidates = [pyproject] if pyproject.is_file() else []
-    candidates += sorted((base / "docs" / "adr").glob("*.md"))
+    pyproject = _join(base, "pyproject.toml")
+    candidates = [pyproject] if os.path.isfile(pyproject) else []
+    candidates += markdown_files(_join(base, "docs/adr"))
     for path in candidates:
         got = _rules_from_file(path, explicit=False)
         if got[0] or got[1]:
-            sources.append(str(path))
+            sources.append(path)
         found.append(got)
-    return _assemble(found, sources, f"{base / 'pyproject.toml'} or {base / 'docs/adr/*.md'}")
+    return _assemble(found, sources, f"{pyproject} or {_join(base, 'docs/adr/*.md')}")
 
 
-def _holds_policy(folder: Path) -> bool:
-    pyproject = folder / "pyproject.toml"
+def _join(base: str, name: str) -> str:
+    """``str(Path(base) / name)`` for a `pure_path` ``base`` and a relative ``name``."""
+    if base == ".":
+        return name
+    return base + name if base.endswith("/") else f"{base}/{name}"
+
+
+def markdown_files(folder: str) -> list[str]:
+    """``sorted(Path(folder).glob("*.md"))``, as strings: none when it cannot be listed."""
     try:
-        if pyproject.is_file() and "kernel.guard" in pyproject.read_text(encoding="utf-8"):
-            return True
-        adr = folder / "docs" / "adr"
-        return adr.is_dir() and any(
-            markdown_guard_blocks(md.read_text(encoding="utf-8")) for md in adr.glob("*.md")
-        )
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [_join(folder, name) for name in sorted(names) if name.endswith(".md")]
+
+
+def _holds_policy(folder: str) -> bool:
+    pyproject = _join(folder, "pyproject.toml")
+    try:
+        if os.path.isfile(pyproject):
+            with open(pyproject, encoding="utf-8") as fh:
+                if "kernel.guard" in fh.read():
+                    return True
+        adr = _join(folder, "docs/adr")
+        if not os.path.isdir(adr):
+            return False
+        # In listing order, as `Path.glob` yields them: an unreadable one ends the search.
+        for name in os.listdir(adr):
+            if name.endswith(".md"):
+                with open(_join(adr, name), encoding="utf-8") as fh:
+                    if markdown_guard_blocks(fh.read()):
+                        return True
     except (OSError, UnicodeDecodeError):
         return False
+    return False
 
 
-def find_project_root(start: Path | str = ".") -> Path:
+def find_project_root(start: Path | str = ".") -> str:
     """The project a path belongs to: the nearest folder at or above ``start`` whose
     ``pyproject.toml`` holds ``[tool.kernel.guard]`` or whose ``docs/adr/*.md`` hold a
     guard block (as ruff finds its configuration); else the nearest one holding a
     ``pyproject.toml`` or ``.git``; else the working directory. Findings, baselines
-    and the cache are anchored there, so they hold from any folder of the project."""
-    here = Path(start).resolve()
-    if not here.is_dir():
-        here = here.parent
-    chain = [here, *here.parents]
+    and the cache are anchored there, so they hold from any folder of the project.
+    An absolute path without a final separator (``Path.resolve`` as a string)."""
+    here = os.path.realpath(start)
+    if not os.path.isdir(here):
+        here = os.path.dirname(here)
+    chain = [here]
+    while (parent := os.path.dirname(chain[-1])) != chain[-1]:
+        chain.append(parent)
     for folder in chain:
         if _holds_policy(folder):
             return folder
     for folder in chain:
-        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+        if os.path.isfile(_join(folder, "pyproject.toml")) or os.path.exists(_join(folder, ".git")):
             return folder
-    return Path.cwd().resolve()
+    return os.path.realpath(os.getcwd())

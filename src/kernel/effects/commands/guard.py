@@ -28,12 +28,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.effects.exit_status import ExitStatus
+
+# Paths are strings on a check's way: `pathlib` (with `urllib.parse` and `ipaddress`,
+# about 3 ms) is imported only by the trace and the codemod, which use it.
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["register", "run"]
 
@@ -172,9 +177,9 @@ def run(args: argparse.Namespace) -> int:
     started_ns = fastpath.now_ns()
     read: list[str] = []
     seen: dict[str, tuple[int, int, int]] = {}
-    groups: dict[Path, list[str]] = {}
+    groups: dict[str, list[str]] = {}
     try:
-        for path in args.paths or [str(Path.cwd())]:
+        for path in args.paths or [os.getcwd()]:
             groups.setdefault(find_project_root(path), []).append(path)
         report = _check_groups(args, groups, read, seen)
         if args.add_suppressions or args.write_baseline:
@@ -198,13 +203,15 @@ def run(args: argparse.Namespace) -> int:
         # the policy files, the tree, the baseline and the guard's own source.
         present = _read_for_root(args, groups, read)
         read += [str(p) for p in args.config]
-        guard_dir = Path(fastpath.__file__).parent
-        read += [*(str(p) for p in sorted(guard_dir.glob("*.py")))]
+        guard_dir = os.path.dirname(fastpath.__file__)
+        read += [
+            os.path.join(guard_dir, n) for n in sorted(os.listdir(guard_dir)) if n.endswith(".py")
+        ]
         if args.baseline:
             read.append(args.baseline)
         fastpath.record(
             _cache_dir(args, roots[0]),
-            fastpath.run_key(words, str(Path.cwd())),
+            fastpath.run_key(words, os.getcwd()),
             read,
             output,
             int(code),  # the cache is marshalled: a plain int
@@ -216,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_for_root(
-    args: argparse.Namespace, groups: dict[Path, list[str]], read: list[str]
+    args: argparse.Namespace, groups: dict[str, list[str]], read: list[str]
 ) -> list[str]:
     """What finding each project root read (`kernel.guard.policy.find_project_root`),
     added to ``read``: every folder's ``pyproject.toml``, ``docs/adr`` and its Markdown
@@ -225,29 +232,36 @@ def _read_for_root(
     Returns the ``.git`` markers, which count by existing only (git writes inside
     ``.git`` all the time). Not the folders themselves: a file created in one (a log,
     an editor's swap file) changes nothing."""
+    from kernel.guard.policy import markdown_files
+
     present: list[str] = []
-    read += [str(root / "src") for root in groups]
-    for start in [Path.cwd(), *(Path(p).resolve() for p in args.paths)]:
-        for folder in [start, *start.parents]:
-            read += [str(folder / "pyproject.toml"), str(folder / "docs/adr")]
-            read += [str(p) for p in sorted((folder / "docs/adr").glob("*.md"))]
-            present.append(str(folder / ".git"))
+    read += [os.path.join(root, "src") for root in groups]
+    for start in [os.getcwd(), *(os.path.realpath(p) for p in args.paths)]:
+        folder, parent = start, os.path.dirname(start)
+        while True:
+            adr = os.path.join(folder, "docs/adr")
+            read += [os.path.join(folder, "pyproject.toml"), adr, *markdown_files(adr)]
+            present.append(os.path.join(folder, ".git"))
+            if parent == folder:
+                break
+            folder, parent = parent, os.path.dirname(parent)
     return present
 
 
-def _cache_dir(args: argparse.Namespace, root: Path) -> str:
+def _cache_dir(args: argparse.Namespace, root: str) -> str:
     """``--cache-dir`` as given, else the cache folder at the project root."""
-    return str(args.cache_dir) if args.cache_dir else str(root / _CACHE_DIR)
+    return str(args.cache_dir) if args.cache_dir else os.path.join(root, _CACHE_DIR)
 
 
 def _check_groups(
     args: argparse.Namespace,
-    groups: dict[Path, list[str]],
+    groups: dict[str, list[str]],
     read: list[str],
     seen: dict[str, tuple[int, int, int]],
 ) -> Any:
     """One check per project root; the findings of all of them, in one report. What
     each read goes to ``read``, with its stat as read in ``seen`` (`check_tree`)."""
+    from kernel.guard.discover import pure_path
     from kernel.guard.engine import check_tree
     from kernel.guard.model import GuardReport
     from kernel.guard.policy import discover_policy, load_policy
@@ -257,9 +271,10 @@ def _check_groups(
     for root, paths in groups.items():
         policy = load_policy(args.config) if args.config else discover_policy(root)
         if args.src is not None:
-            src: Path = Path(args.src)
+            src = pure_path(args.src)  # as `Path(args.src)` would show it
         else:
-            src = root / "src" if (root / "src").is_dir() else root
+            src = os.path.join(root, "src")
+            src = src if os.path.isdir(src) else root
         report = check_tree(
             src,
             policy,
@@ -292,9 +307,9 @@ def _trace(args: argparse.Namespace) -> int:
     """``kernel guard --trace -- CMD``: run CMD with the audit hook in every Python
     process it starts (through ``sitecustomize``) and report what they recorded."""
     import json
-    import os
     import subprocess
     import tempfile
+    from pathlib import Path
 
     from kernel.errors import ConfigError
     from kernel.guard.engine import tool_version
@@ -335,7 +350,7 @@ def trace_child() -> None:
     project's policy and write what it records when the process exits."""
     import atexit
     import json
-    import os
+    from pathlib import Path
 
     from kernel.guard.policy import discover_policy, load_policy
     from kernel.guard.trace import Tracer
@@ -355,7 +370,7 @@ def trace_child() -> None:
     atexit.register(dump)
 
 
-def _rewrite(args: argparse.Namespace, report: Any, roots: list[Path]) -> int:
+def _rewrite(args: argparse.Namespace, report: Any, roots: list[str]) -> int:
     """``--add-suppressions`` or ``--write-baseline``: record today's findings."""
     from kernel.guard.baseline import write_baseline
 
@@ -366,9 +381,11 @@ def _rewrite(args: argparse.Namespace, report: Any, roots: list[Path]) -> int:
     return ExitStatus.OK
 
 
-def _add_suppressions(args: argparse.Namespace, report: Any, roots: list[Path]) -> int:
+def _add_suppressions(args: argparse.Namespace, report: Any, roots: list[str]) -> int:
     """Write a suppression with ``--reason`` at every finding (through libcst, so every
     other byte stays); exit 0 when every finding took one, 1 when some could not."""
+    from pathlib import Path
+
     from kernel.errors import ConfigError
     from kernel.guard.model import ViolationCode
 
@@ -382,7 +399,7 @@ def _add_suppressions(args: argparse.Namespace, report: Any, roots: list[Path]) 
     for v in report.violations:
         if not v.rule or v.code is ViolationCode.BAD_SUPPRESSION:
             continue  # an unparseable file or a bad suppression cannot be suppressed
-        target = next((r / v.path for r in roots if (r / v.path).is_file()), Path(v.path))
+        target = next((Path(r, v.path) for r in roots if Path(r, v.path).is_file()), Path(v.path))
         wanted.setdefault(target, {}).setdefault(v.line, set()).add(v.code.value)
     with _collecting():
         added, left = _suppress_each(wanted, args.reason)
