@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.effects.cli import main
-from kernel.guard import Policy, Rule, check_tree, effects, installed, pool, scan
+from kernel.guard import Policy, Rule, check_tree, effects, engine, installed, pool, scan
 from kernel.guard.names import ImportPass
 from kernel.guard.patterns import CallMatcher
 from kernel.guard.pool import PARALLEL_MIN_FILES, split_by_size
@@ -336,6 +336,27 @@ def test_a_file_is_read_whole_with_the_stat_of_what_was_opened(data: bytes) -> N
         got, stat = pool._read(fh.name)
         assert got == data
         assert (stat.st_size, stat.st_ino) == (len(data), os.fstat(fh.fileno()).st_ino)
+
+
+@given(
+    top=st.sampled_from(["src", "./src", "src/", "src//", "a/../src", "/", "/tmp/x/"]),
+    root=st.sampled_from([None, ".", "src", "a/b", "/", "/tmp"]),
+    names=st.lists(
+        st.lists(st.sampled_from(["p", "q.py", "...", ".h", "r r"]), min_size=1, max_size=3),
+        max_size=5,
+    ),
+)
+def test_a_walked_path_is_shown_as_its_relpath_from_the_root(
+    top: str, root: str | None, names: list[list[str]]
+) -> None:
+    """For all tops, roots and paths the walk builds below a top (its path, one
+    separator, listed names): the shown path is `os.path.relpath` of the file from the
+    root, though no path is normalised one by one."""
+    below = os.path.join(top, "")
+    paths = [below + "/".join(parts) for parts in names]
+    base = os.path.abspath(root if root is not None else os.curdir)
+    want = {p: os.path.relpath(os.path.abspath(p), base) for p in paths}
+    assert engine._displayed(top, paths, root) == want
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

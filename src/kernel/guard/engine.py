@@ -464,9 +464,13 @@ def _displayed(top: str, paths: list[str], root: Path | str | None) -> dict[str,
     below = os.path.join(top, "")
     strip = len(below)
     out: dict[str, str] = {}
+    # The walk builds a path as ``below`` plus listed names (never ``.`` or ``..``)
+    # joined by one separator each: below ``top`` it is normal already, as ``head``
+    # (from `os.path.relpath`) is, and joining them needs no `os.path.normpath`.
     for path in paths:
         if path.startswith(below):
-            shown = os.path.normpath(os.path.join(head, path[strip:]))
+            rest = path[strip:]
+            shown = rest if head == os.curdir else f"{head}{os.sep}{rest}"
         else:  # not found by walking ``top``: the long way
             shown = os.path.relpath(os.path.abspath(path), base)
         # `PurePath(shown).as_posix()`, without building a path object per file.

@@ -72,14 +72,20 @@ def _read(path: str) -> tuple[bytes, os.stat_result]:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        chunks = []
-        # Until the end of the file, whatever its size was at the stat (it may grow,
-        # and a read may return less than asked for).
-        while chunk := os.read(fd, st.st_size + 1):
-            chunks.append(chunk)
+        size = st.st_size
+        data = os.read(fd, size + 1)
+        if len(data) != size:
+            # It grew since the stat, or a read returned less than asked for: on until
+            # the end of the file. Exactly the stat's size, one byte less than asked
+            # for, is the whole file as stat'ed (no second read to see the end: one
+            # system call less per file of a cold run).
+            chunks = [data]
+            while chunk := os.read(fd, size + 1):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     finally:
         os.close(fd)
-    return b"".join(chunks), st
+    return data, st
 
 
 def split_by_size(sizes: Sequence[int], shares: int) -> list[list[int]]:
