@@ -699,3 +699,81 @@ def test_a_module_name_searched_as_name_module_misses_no_use(
     policy = Policy(rules=(Rule(name="r", modules=("*",), forbid_calls=patterns),))
     found = check_source(source, policy, module="m")
     assert [(v.line, v.code) for v in found] == [(line, ViolationCode.FORBIDDEN_CALL)]
+
+
+_FROM_IMPORTS = st.tuples(
+    st.sampled_from(["os", "posix", "_io", "io", "json", "a.b", "zz", "builtins", "_datetime"]),
+    st.sampled_from(["system", "open", "loads", "c", "datetime", "environ", "path"]),
+)
+
+
+@given(st.lists(_CALL_PATTERNS, min_size=1, max_size=3), st.lists(_FROM_IMPORTS, max_size=4))
+@example(["os.system"], [("posix", "system")])
+@example(["eval", "io.open"], [("_io", "open"), ("builtins", "open")])
+def test_a_name_bound_by_from_import_is_reported_as_the_long_way_does(
+    patterns: list[str], pairs: list[tuple[str, str]]
+) -> None:
+    """`_import_from` keeps a bound name for `bound_object_rules` only under a package a
+    pattern may match under, or a C twin's: the findings are those of keeping every one."""
+    rule = Rule(name="r", modules=("m",), forbid_calls=tuple(patterns))
+    data = "\n".join(f"from {m} import {n}" for m, n in pairs).encode()
+
+    def scan() -> object:
+        matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+        return scan_source(data, module="m", rules=(rule,), matcher=matcher)
+
+    got = scan()
+    with mock.patch.object(CallMatcher, "may_match_under", return_value=True):
+        assert scan() == got
+
+
+def _module_file_long_way(module: str) -> str | None:
+    """`installed.module_file` before its top-level name was kept apart: every part
+    searched in the folders of `sys.path`, then in the package found."""
+    import os
+
+    from kernel.guard.installed import _is_package, _listing
+
+    if module.split(".", 1)[0] in sys.builtin_module_names:
+        return None
+    directories = [d or "." for d in sys.path]
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        found = None
+        for directory in directories:
+            candidate = _listing(directory).get(part)
+            if candidate is not None and (candidate.endswith(".py") or _is_package(candidate)):
+                found = candidate
+                break
+        if found is None:
+            return None
+        if found.endswith(".py"):
+            return found if i == len(parts) - 1 else None
+        if i == len(parts) - 1:
+            return os.path.join(found, "__init__.py")
+        directories = [found]
+    return None
+
+
+_MODULE_PARTS = st.lists(
+    st.sampled_from(
+        ["os", "path", "json", "decoder", "email", "mime", "text", "xml", "etree",
+         "ElementTree", "importlib", "metadata", "sys", "_io", "posix", "hypothesis",
+         "strategies", "kernel", "guard", "scan", "__init__", "nope", "x"]
+    ),
+    min_size=1,
+    max_size=4,
+)  # fmt: skip
+
+
+@given(_MODULE_PARTS)
+@example(["email", "mime", "text"])
+@example(["sys", "path"])
+@example(["json", "decoder", "x"])
+def test_a_module_file_is_the_one_found_the_long_way(parts: list[str]) -> None:
+    """`module_file` finds a module's top-level name once (`_top_level`) and the rest
+    in the package found: the file the path finder's order gives, part by part."""
+    from kernel.guard.installed import module_file
+
+    name = ".".join(parts)
+    assert module_file(name) == _module_file_long_way(name)

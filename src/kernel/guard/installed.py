@@ -73,30 +73,42 @@ def _is_package(folder: str) -> bool:
 
 
 @cache
+def _top_level(name: str) -> str | None:
+    """Where the top-level module ``name`` is: the first ``.py`` file or package folder
+    of that name in the directories of `sys.path`; None for a builtin module. Asked
+    once per name: `module_file` is asked about many names under the same few."""
+    if name in NO_SOURCE:
+        return None
+    for directory in sys.path:
+        candidate = _listing(directory or ".").get(name)
+        if candidate is not None and (candidate.endswith(".py") or _is_package(candidate)):
+            return candidate
+    return None
+
+
+@cache
 def module_file(module: str) -> str | None:
     """The source file of an installed module, found without importing anything.
 
     Searched like the path finder does, in the directories of `sys.path` (one listing
     per directory, memoised): a package is a folder with ``__init__.py``.
     """
-    if module.split(".", 1)[0] in sys.builtin_module_names:
-        return None
-    directories = [d or "." for d in sys.path]
     parts = module.split(".")
-    for i, part in enumerate(parts):
-        found = None
-        for directory in directories:
-            candidate = _listing(directory).get(part)
-            if candidate is not None and (candidate.endswith(".py") or _is_package(candidate)):
-                found = candidate
-                break
+    found = _top_level(parts[0])
+    last = len(parts) - 1
+    for i in range(last + 1):
         if found is None:
             return None
         if found.endswith(".py"):
-            return found if i == len(parts) - 1 else None
-        if i == len(parts) - 1:
+            return found if i == last else None
+        if i == last:
             return os.path.join(found, "__init__.py")
-        directories = [found]
+        candidate = _listing(found).get(parts[i + 1])
+        found = (
+            candidate
+            if candidate is not None and (candidate.endswith(".py") or _is_package(candidate))
+            else None
+        )
     return None
 
 

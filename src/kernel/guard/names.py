@@ -114,6 +114,7 @@ class Run:
     run (`run_for`), where building it per file cost more than some files' scan."""
 
     __slots__ = (
+        "bound_heads",
         "bound_hits",
         "builtins",
         "dead_heads",
@@ -150,6 +151,9 @@ class Run:
         self.import_heads: dict[str, bool] = {}
         # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
         self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
+        # Top-level name -> can a name under it break a forbid-calls pattern (a pattern
+        # may match under it, or it is a C twin's): `ImportPass._import_from`.
+        self.bound_heads: dict[str, bool] = {}
         # Per top package of the file scanned: is a qualified name of interest
         # (`ShadowPass._interesting`, but a name `loaded` holds).
         self.interesting: dict[str, dict[str, bool]] = {}
@@ -408,6 +412,13 @@ class ImportPass:
         # `_record_import` and `_bind_import` inlined: a project's files bind thousands
         # of names this way, and the calls cost as much as the work.
         imports, sites, line, col = self.imports, self.import_sites, stmt.lineno, stmt.col_offset
+        # Only a name under a package a pattern can match under (or a C twin's) can
+        # break a forbid-calls pattern (`bound_object_rules`): asked once per package.
+        head = base.split(".", 1)[0]
+        live = self.run.bound_heads.get(head)
+        if live is None:
+            live = head in TWIN_HEADS or self.matcher.may_match_under(head)
+            self.run.bound_heads[head] = live
         for alias in stmt.names:
             name = alias.name
             if name == "*":
@@ -433,25 +444,23 @@ class ImportPass:
                 sites[bound] = [index]
             else:
                 at.append(index)
-            self.bound_objects.append((stmt, qual, index))
+            if live:
+                self.bound_objects.append((stmt, qual, index))
 
     def bound_object_rules(self) -> None:
         """KG004: binding a forbidden object by a runtime import is a reference to it.
-        A typing-only import never runs, so it binds nothing (see `prune_typing`)."""
+        A typing-only import never runs, so it binds nothing (see `prune_typing`).
+        `_import_from` kept only the names under a package a pattern can match under
+        or with a C twin (most of a project's: none)."""
         memo, matcher = self.run.bound_hits, self.matcher
         for stmt, qual, index in self.bound_objects:
             hits = memo.get(qual)
             if hits is None:
                 if len(memo) > 65536:
                     memo.clear()
-                head = qual.split(".", 1)[0]
-                hits = memo[qual] = (
-                    tuple(
-                        matcher.match(qual)
-                        or [hit for twin in twin_of(qual) for hit in matcher.match(twin)]
-                    )
-                    if head in TWIN_HEADS or matcher.may_match_under(head)
-                    else ()  # no pattern under its package, no C twin
+                hits = memo[qual] = tuple(
+                    matcher.match(qual)
+                    or [hit for twin in twin_of(qual) for hit in matcher.match(twin)]
                 )
             if not hits or self.imports[index][4] == "typing":
                 continue
