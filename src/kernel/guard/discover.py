@@ -187,37 +187,56 @@ def discover_modules(
         if listed is None:
             continue
         dirs, modules, links, marks = listed
+        if visited is not None:
+            visited.append(folder)
+        if not (dirs or modules or marks):
+            continue  # nothing to walk, match or read (most of a tree's data folders)
         # `os.path.join(folder, name)` is `base + name` for a name read from a listing
         # (only the top may end with a separator already).
         base = folder + os.sep if rel else os.path.join(folder, "")
-        if rel and "pyvenv.cfg" in marks and os.path.isfile(base + "pyvenv.cfg"):
-            # A virtual environment, found in its own listing (a stat of `pyvenv.cfg`
-            # in every folder from its parent cost more than the rest of the walk).
-            # Not walked, but a warm replay must see `pyvenv.cfg` go: then the folder's
-            # modules count (its mtime changes; its parent's does not).
-            if visited is not None:
-                visited.append(folder)
+        if marks and _venv_or_ignore(
+            folder, base, rel, marks, ignore=ignore, visited=visited, gitignore_from=gitignore_from
+        ):
             continue
-        # A `.gitignore` added later changes the folder's mtime: only one that exists
-        # is read, and stat-checked by a warm replay.
-        here_ignore = ".gitignore" in marks
-        if visited is not None:
-            visited.append(folder)
-            if here_ignore:
-                visited.append(base + ".gitignore")
-        if gitignore_from is not None and here_ignore:
-            ignore.read(folder)
         kept = _kept(base, rel, dirs, ignore=ignore, visited=visited, excluded=excluded)
         if modules:
             _modules(base, rel, modules, ignore=ignore, out=out, excluded=excluded)
         if kept:
             # Pushed last first: the first folder's whole tree is walked before the second.
-            stack.extend(
+            stack += [
                 (base + name, f"{rel}/{name}" if rel else name)
                 for name in reversed(kept)
                 if name not in links
-            )
+            ]
     return out
+
+
+def _venv_or_ignore(
+    folder: str,
+    base: str,
+    rel: str,
+    marks: list[str],
+    *,
+    ignore: _Ignore,
+    visited: list[str] | None,
+    gitignore_from: Path | str | None,
+) -> bool:
+    """Whether the folder below the top is a virtual environment (not walked); else
+    reads its ``.gitignore`` if it holds one."""
+    if rel and "pyvenv.cfg" in marks and os.path.isfile(base + "pyvenv.cfg"):
+        # A virtual environment, found in its own listing (a stat of `pyvenv.cfg`
+        # in every folder from its parent cost more than the rest of the walk).
+        # Not walked, but a warm replay must see `pyvenv.cfg` go: then the folder's
+        # modules count (its mtime changes; its parent's does not).
+        return True
+    # A `.gitignore` added later changes the folder's mtime: only one that exists
+    # is read, and stat-checked by a warm replay.
+    if ".gitignore" in marks:
+        if visited is not None:
+            visited.append(base + ".gitignore")
+        if gitignore_from is not None:
+            ignore.read(folder)
+    return False
 
 
 def _modules(
