@@ -243,6 +243,34 @@ def test_forked_parsing_gives_the_report_of_one_process(tmp_path: Path) -> None:
     assert check_tree(src, policy, jobs=2, cache_dir=cache).violations == serial.violations
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_imports_are_kept_only_when_a_rule_reads_the_import_graph(
+    tmp_path: Path, jobs: int
+) -> None:
+    """Without a transitive or layers rule no file's imports are kept (none is cached,
+    from one process or forked ones); a policy with one, over the same cache folder,
+    still reaches through them: the report of an uncached run."""
+    import marshal
+
+    src, _policy_of_project = _project(tmp_path)
+    plain = _policy(forbid_imports=("os",))
+    graph = _policy(forbid_imports=("os",), transitive=True)  # pkg.z reaches os
+    cache = tmp_path / "cache"
+    assert check_tree(src, plain, jobs=jobs, cache_dir=cache) == check_tree(src, plain, jobs=1)
+    (saved,) = [
+        marshal.loads(f.read_bytes())
+        for f in cache.glob("*.marshal")
+        if not f.name.startswith(("effects-", "last-runs"))
+    ]
+    assert len(saved[2]) == PARALLEL_MIN_FILES + 9
+    assert all(entry[4] == [] for entry in saved[2].values())
+    reach = check_tree(src, graph, jobs=jobs, cache_dir=cache)
+    assert any(v.code.value == "KG007" for v in reach.violations)
+    assert reach == check_tree(src, graph, jobs=1)
+    again = check_tree(src, graph, jobs=jobs, cache_dir=cache)
+    assert again.violations == reach.violations
+
+
 _CHILD_PROBE = """
 import sys
 from pathlib import Path
@@ -285,10 +313,10 @@ def test_a_failing_child_costs_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     parent = os.getpid()
     real = pool._scan_one
 
-    def dies_in_child(job: pool.Job, matcher: object) -> pool.Done:
+    def dies_in_child(job: pool.Job, matcher: object, keep_imports: bool) -> pool.Done:
         if os.getpid() != parent:
             raise RuntimeError("the child fails")
-        return real(job, matcher)  # type: ignore[arg-type]
+        return real(job, matcher, keep_imports)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pool, "_scan_one", dies_in_child)
     assert check_tree(src, policy, jobs=2) == serial

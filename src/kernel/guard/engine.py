@@ -5,7 +5,8 @@ Rules this module enforces:
 - the modules are those `kernel.guard.discover` finds under the import root;
 - a file is scanned in full when a rule covers its module, for imports only when a
   ``transitive`` or ``layers`` rule needs the import graph, and not at all otherwise;
-- per-file results (imports and findings) are cached by SHA-256 of the file's content
+- per-file results (findings, and imports when a ``transitive`` or ``layers`` rule
+  reads the import graph) are cached by SHA-256 of the file's content
   (`kernel.records.digest.sha256_bytes`) in a cache file keyed by a digest of the policy's
   rules and the tool version (a hash of the guard's own source); a file whose size, mtime and inode
   are unchanged since an entry older than the racy window is not re-read, as git does
@@ -80,6 +81,9 @@ class _Context:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self.transitive = tuple(r for r in policy.rules if r.transitive)
+        # Whether a `transitive` or `layers` rule reads the import graph: else no file's
+        # imports are ever read, and none is kept (in the results or the cache).
+        self.graph = bool(self.transitive) or any(r.layers for r in policy.rules)
         self._matchers: dict[tuple[Rule, ...], CallMatcher] = {}
 
     def rules_for(self, module: str) -> tuple[Rule, ...]:
@@ -158,7 +162,7 @@ def check_paths(
         results, modules, todo, checked, cached = _plan(
             files, ctx, cache, show, seen=seen, sized=sized
         )
-        done = scan_all(todo, ctx.matcher_for, jobs)
+        done = scan_all(todo, ctx.matcher_for, jobs, imports=ctx.graph)
         cached += _merge(todo, done, cache, show, results, seen=seen)
     keys = [show.get(path, path) for path in results]
     derived = _whole_tree(ctx, files, results, modules=modules, show=show, cache=cache, keys=keys)
@@ -197,11 +201,10 @@ def _plan(
     modules: dict[str, str] = {}
     todo: list[Job] = []
     cached = checked = 0
-    need_graph = bool(ctx.transitive) or any(r.layers for r in ctx.policy.rules)
     for path, module, is_package in files:
         modules.setdefault(module, path)
         rules = ctx.rules_for(module)
-        if not rules and not need_graph:
+        if not rules and not ctx.graph:
             continue
         checked += 1
         # Keyed by the displayed (project-relative) path: the same from any folder.

@@ -13,7 +13,10 @@ Rules this module enforces:
   index, so the report is the one a single job gives whatever order the children
   finish in;
 - a child that fails (killed, crashed, damaged output) has its share parsed here: a
-  file is never lost and a failing child is never an error.
+  file is never lost and a failing child is never an error;
+- a file's imports are returned only when the check reads the import graph (a
+  ``transitive`` or ``layers`` rule): else nothing reads them, and they are neither
+  sent back by a child nor kept in the results and the cache.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ MatcherFor = Callable[[tuple[Rule, ...]], CallMatcher]
 _TRUST = 1 << 62  # a worker's summaries were read just now: trusted as this process's
 
 
-def _scan_one(job: Job, matcher: CallMatcher | None) -> Done:
+def _scan_one(job: Job, matcher: CallMatcher | None, keep_imports: bool) -> Done:
     path, module, is_package, rules, known, _size = job
     try:
         data, st = _read(path)
@@ -59,7 +62,7 @@ def _scan_one(job: Job, matcher: CallMatcher | None) -> Done:
     imports, findings = scan_source(
         data, module=module, is_package=is_package, rules=rules, matcher=matcher, filename=path
     )
-    return digest, stat, imports, findings
+    return digest, stat, imports if keep_imports else [], findings
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
@@ -100,29 +103,34 @@ def split_by_size(sizes: Sequence[int], shares: int) -> list[list[int]]:
     return [sorted(group) for group in groups]
 
 
-def scan_all(todo: Sequence[Job], matcher_for: MatcherFor, jobs: int | None) -> list[Done]:
-    """The result of every job of ``todo``, in order (see the module's rules)."""
+def scan_all(
+    todo: Sequence[Job], matcher_for: MatcherFor, jobs: int | None, *, imports: bool = True
+) -> list[Done]:
+    """The result of every job of ``todo``, in order (see the module's rules); without
+    ``imports`` (no rule reads the import graph) each file's imports are left out."""
     workers = jobs if jobs is not None else len(os.sched_getaffinity(0))
     if workers <= 1 or len(todo) < PARALLEL_MIN_FILES or threads_running():
         with gc_paused():
-            return [_scan_one(job, matcher_for(job[3])) for job in todo]
+            return [_scan_one(job, matcher_for(job[3]), imports) for job in todo]
     shares = split_by_size([job[5] for job in todo], workers)
-    children = [_fork(todo, share, matcher_for) for share in shares[1:]]
+    children = [_fork(todo, share, matcher_for, imports) for share in shares[1:]]
     out: list[Done | None] = [None] * len(todo)
     with gc_paused():
         for index in shares[0]:
-            out[index] = _scan_one(todo[index], matcher_for(todo[index][3]))
+            out[index] = _scan_one(todo[index], matcher_for(todo[index][3]), imports)
     for share, (pid, reader) in zip(shares[1:], children, strict=True):
         got = _collect(pid, reader, len(share))
         if got is None:  # the child failed: its share is parsed here
             with gc_paused():
-                got = [_scan_one(todo[i], matcher_for(todo[i][3])) for i in share]
+                got = [_scan_one(todo[i], matcher_for(todo[i][3]), imports) for i in share]
         for index, done in zip(share, got, strict=True):
             out[index] = done
     return [done for done in out if done is not None]
 
 
-def _fork(todo: Sequence[Job], share: list[int], matcher_for: MatcherFor) -> tuple[int, int]:
+def _fork(
+    todo: Sequence[Job], share: list[int], matcher_for: MatcherFor, imports: bool
+) -> tuple[int, int]:
     """Start a child that parses ``share`` and writes its results to a pipe."""
     reader, writer = os.pipe()
     pid = os.fork()
@@ -133,7 +141,7 @@ def _fork(todo: Sequence[Job], share: list[int], matcher_for: MatcherFor) -> tup
     try:  # the child: never returns into the caller's code
         os.close(reader)
         gc.disable()
-        done = [_scan_one(todo[i], matcher_for(todo[i][3])) for i in share]
+        done = [_scan_one(todo[i], matcher_for(todo[i][3]), imports) for i in share]
         with os.fdopen(writer, "wb") as fh:
             marshal.dump((done, effects.take_new(), installed.take_new_tables()), fh)
         code = 0
