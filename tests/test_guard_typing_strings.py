@@ -404,6 +404,33 @@ def test_a_join_with_no_join_nor_identifier_before_it_answers_as_the_follower() 
                 assert seam_lines(text) == _seam_lines_before(text), text
 
 
+def test_a_join_after_an_identifier_and_before_none_answers_as_the_follower() -> None:
+    """A join with an identifier byte before it and none after it (no quote either),
+    no other join in the longest join's length before that byte, answers no at once
+    where a docstring's pairs there cannot pass the budget (joins up to `_SHORT_JOINS`
+    - 2 long): the same lines as the follower's, with runs of three quotes packed
+    before the join and the longest join's length on both sides of the bound; at the
+    text's end, before a quote or an identifier byte, or with a join next to it, the
+    follower answers."""
+    from kernel.guard.syntax import _SHORT_JOINS, _joins, seam_lines
+
+    for length in range(_SHORT_JOINS - 12, _SHORT_JOINS + 24):
+        comment = b'x = ("o"  # ' + b"." * (length - 8) + b'\n "o")\n'
+        assert max(e - s for s, e in _joins(comment)) == length, length
+        for runs in (b'"""x', b"'''x", b"\"\"\"x'''x", b"\"\"\"'''x", b"'''"):
+            for cut in range(4):
+                for join, after in (
+                    (b'o" "', b"%"),
+                    (b'o"\n  "', b")"),
+                    (b"o' '", b""),
+                    (b'o" "', b"'"),
+                    (b'o" "', b"p"),
+                    (b'o" ""', b" "),
+                ):
+                    text = comment + b"(" + (runs * 40)[cut:] + join + after
+                    assert seam_lines(text) == _seam_lines_before(text), text
+
+
 def test_strings_are_checked_again_in_a_later_round() -> None:
     """A re-binding of a module (`x = os`) starts another round of the scan, which
     drops the first round's findings: a typing string must be parsed again."""

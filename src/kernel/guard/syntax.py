@@ -317,9 +317,13 @@ _IDENTIFIER_BYTES: Final = WORD | frozenset(range(0x80, 0x100))
 def _joins(data: bytes) -> list[tuple[int, int]]:
     """The spans of `_JOINS`' matches in ``data`` (the quote, the end of group 1), in
     order of their start: every join but a docstring's quote pairs."""
-    spans = [(m.start(), m.end(1)) for m in _JOINS[0].finditer(data)]
-    if b"'" in data:
-        more = [(m.start(), m.end(1)) for m in _JOINS[1].finditer(data)]
+    # Each search starts at its quote's first place (`bytes.find`, at memchr speed,
+    # where `re` tests byte by byte); its lookbehinds still see the text before it.
+    first = data.find(b'"')
+    spans = [(m.start(), m.end(1)) for m in _JOINS[0].finditer(data, first)] if first >= 0 else []
+    first = data.find(b"'")
+    if first >= 0:
+        more = [(m.start(), m.end(1)) for m in _JOINS[1].finditer(data, first)]
         if more:
             spans += more
             spans.sort()
@@ -340,15 +344,25 @@ def seam_lines(data: bytes) -> list[int]:
     A docstring's ``\"\"\"`` (a run of exactly three quotes) is no seam: it opens or closes
     one string, and a string joined to it is joined across a separator or a longer run.
     """
-    positions = [m.start() for m in _ESCAPE.finditer(data)]
+    first = data.find(b"\\")  # most files have no backslash at all
+    positions = [m.start() for m in _ESCAPE.finditer(data, first)] if first >= 0 else []
     spans = _joins(data)  # a docstring's quote pairs are left out by the patterns
     longest = -1  # computed when a join's neighbour is no identifier byte (few are)
     size = len(data)
     ident = _IDENTIFIER_BYTES
     for index, (start, end) in enumerate(spans):
-        # An identifier byte right next to the join answers at once, as
-        # `_identifier_next` would on its first step.
-        if start and data[start - 1] in ident and end < size and data[end] in ident:
+        if start and data[start - 1] in ident:
+            # The side before answers yes at once, as `_identifier_next` would on its
+            # first step; so does the side after on an identifier byte.
+            if end < size and data[end] in ident:
+                positions.append(start)
+                continue
+            if longest < 0:
+                longest = max(e - s for s, e in spans)
+            if _no_identifier_after(data, spans, longest, index) or not _identifier_next(
+                data, spans, longest, end, 1
+            ):
+                continue
             positions.append(start)
             continue
         if longest < 0:
@@ -361,7 +375,6 @@ def seam_lines(data: bytes) -> list[int]:
         if (
             start
             and longest <= _SHORT_JOINS
-            and data[start - 1] not in ident
             and data[start - 1] not in _QUOTE_BYTES
             and (not index or start - 1 - spans[index - 1][0] >= longest)
         ):
@@ -372,6 +385,31 @@ def seam_lines(data: bytes) -> list[int]:
             positions.append(start)
     positions.sort()
     return _line_numbers(positions, data)
+
+
+def _no_identifier_after(
+    data: bytes, spans: list[tuple[int, int]], longest: int, index: int
+) -> bool:
+    """Does `_identifier_next` surely answer no after join ``index`` (``step`` 1)? Yes
+    at the text's end, and where the byte after the join is no quote and no identifier
+    byte, no other join starts in the `longest` bytes up to it (this one, the only
+    one there, ends at it: not followed, one step), and joins are at most
+    `_SHORT_JOINS` - 2 long: a docstring's quote pairs in the ``longest - 1`` bytes
+    before that byte are then at most 31 (`_SHORT_JOINS`' count with 47 bytes:
+    1 + 2 * ((47 - 2) // 3) or 2 * (47 // 3)), not past the budget left.
+
+    Most joins past an identifier byte end before ``%``, a space or a bracket (the
+    pieces of a message split over lines): this answers them without the follower."""
+    end = spans[index][1]
+    if end >= len(data):
+        return True
+    return (
+        longest <= _SHORT_JOINS - 2
+        and data[end] not in _IDENTIFIER_BYTES
+        and data[end] not in _QUOTE_BYTES
+        and (index + 1 == len(spans) or spans[index + 1][0] > end)
+        and (not index or end - spans[index - 1][0] >= longest)
+    )
 
 
 _FOLLOW_BUDGET: Final = 32
