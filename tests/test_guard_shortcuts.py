@@ -777,3 +777,52 @@ def test_a_module_file_is_the_one_found_the_long_way(parts: list[str]) -> None:
 
     name = ".".join(parts)
     assert module_file(name) == _module_file_long_way(name)
+
+
+_IMPORT_LINES = st.sampled_from(
+    [
+        "import os",
+        "import os.path as p",
+        "import subprocess",
+        "import _socket",
+        "from socket import socket",
+        "from a.b import c",
+        "from . import x",
+        "from .io import y",
+        "import json.codecs",
+        "json.codecs.open(f)",
+        "__import__('subprocess')",
+        "import importlib\nimportlib.import_module('socket')",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import io",
+    ]
+)
+
+
+@given(
+    st.lists(_IMPORT_LINES, max_size=5),
+    st.lists(_IMPORT_PATTERNS, max_size=3),
+    st.none() | st.lists(_IMPORT_PATTERNS, max_size=2),
+)
+@example(["import _socket"], ["s?cket"], None)
+@example(["import json.codecs", "json.codecs.open(f)"], ["codecs"], None)
+def test_imports_no_rule_can_rule_on_are_passed_over_as_the_long_way_does(
+    lines: list[str], forbid: list[str], allow: list[str] | None
+) -> None:
+    """`import_rules` passes over an import whose module's top-level name no rule can
+    rule on (`_ruled_under`, asked once per module): the findings of asking every one."""
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=tuple(forbid),
+        allow_imports=None if allow is None else tuple(allow),
+        forbid_calls=("os.system",),
+    )
+    data = "\n".join(lines).encode()
+
+    def scan() -> object:
+        matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+        return scan_source(data, module="m.n", is_package=True, rules=(rule,), matcher=matcher)
+
+    got = scan()
+    with mock.patch("kernel.guard.names._ruled_under", return_value=True):
+        assert scan() == got

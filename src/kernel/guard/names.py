@@ -121,11 +121,11 @@ class Run:
         "effect_matcher",
         "guarded",
         "import_findings",
-        "import_heads",
         "interesting",
         "matcher",
         "reaches",
         "reflection",
+        "ruled_modules",
         "rules",
         "rules_key",
         "uncalled",
@@ -147,8 +147,8 @@ class Run:
         # (module, name, kind) -> the import rules' findings of such an import, but
         # its place (`ImportPass.import_rules`).
         self.import_findings: dict[tuple[str, str, str], tuple[tuple[str, str, str], ...]] = {}
-        # Top-level name -> can an import under it break an import rule (`_ruled_under`).
-        self.import_heads: dict[str, bool] = {}
+        # Module -> can an import of it or under it break an import rule (`_ruled_under`).
+        self.ruled_modules: dict[str, bool] = {}
         # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
         self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
         # Top-level name -> can a name under it break a forbid-calls pattern (a pattern
@@ -573,18 +573,21 @@ class ImportPass:
     def import_rules(self) -> None:
         # A project imports the same names in many files: their findings are worked out
         # once per run, and only placed per import.
-        memo, live = self.run.import_findings, self.run.import_heads
+        # Most are under a package no rule can rule on: passed over by the module alone.
+        memo, ruled_modules = self.run.import_findings, self.run.ruled_modules
         for module, name, line, col, kind in self.imports:
+            ruled = ruled_modules.get(module)
+            if ruled is None:
+                ruled = _ruled_under(self.rules, module.split(".", 1)[0])
+                ruled_modules[module] = ruled
+            if not ruled:
+                continue
             key = (module, name, kind)
             found = memo.get(key)
             if found is None:
                 if len(memo) > 65536:
                     memo.clear()
-                head = module.split(".", 1)[0]
-                ruled = live.get(head)
-                if ruled is None:
-                    ruled = live[head] = _ruled_under(self.rules, head)
-                found = memo[key] = self._import_findings(module, name, kind) if ruled else ()
+                found = memo[key] = self._import_findings(module, name, kind)
             for code, rule, message in found:
                 self.findings.append((line, col, code, rule, message))
 
