@@ -219,6 +219,37 @@ def test_the_search_text_is_the_file_nfkc_folded_whole(
     assert search.count(b"\n") == data.count(b"\n"), raw
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_FOLD_PIECES),
+            st.integers(0, 1100).map("x".__mul__),
+            st.integers(0, 600).map("ab\n".__mul__),
+        ),
+        max_size=12,
+    ),
+    st.sampled_from(_BAD_BYTES),
+    st.integers(0, 12),
+)
+def test_every_line_of_a_long_text_is_folded_wherever_its_letter_is(
+    pieces: list[str], bad: bytes, at: int
+) -> None:
+    """The lines to fold are found a run of ASCII at a time (`syntax._ASCII_RUN` bytes,
+    then a search in the run that is not ASCII): a non-ASCII letter or a bad byte at
+    any place of a long text, at a run's first or last byte, on a long line or on one
+    after many, is folded as the whole text is."""
+    import unicodedata
+
+    raw = b"".join([*map(str.encode, pieces[:at]), bad, *map(str.encode, pieces[at:])])
+    edges = [b"x" * offset + letter for offset in (syntax._ASCII_RUN - 1, 2 * syntax._ASCII_RUN - 1)
+             for letter in ("\ufb00\n".encode(), b"\xff\n")]  # fmt: skip
+    for text in (raw, *(edge + raw for edge in edges)):
+        data, search, _source = prepare(text)
+        folded = unicodedata.normalize("NFKC", data.decode("utf-8", "replace")).encode("utf-8")
+        assert search == folded, text
+
+
 def test_a_quiet_attribute_is_asked_about_once_per_search() -> None:
     """``quiet`` is asked once per attribute word in a search (a module's ``os.path``
     recurs), and each use is kept or dropped by its own attribute's answer."""
