@@ -170,6 +170,28 @@ def test_the_words_of_a_text_are_its_tokens_or_more_never_fewer(
             assert words.starts(raw), (search, raw)
 
 
+def test_a_text_marks_as_looked_up_only_the_names_its_tokens_were_looked_up_for() -> None:
+    """The run's names a text's tokens were looked up for are a copy, shared by the
+    texts while no name is added: a name another text adds later (asked late there)
+    is looked for in an earlier text too, never taken as looked up; and a copy of the
+    names before they were forgotten (past 4096) is never another text's."""
+    syntax._ASKED[0] = (set(), set())
+    first = _Text(b"zt_a zt_b\n")
+    assert first.words(["zt_a"]) == [b"zt_a"]
+    second = _Text(b"zt_b zt_c\n")
+    assert second.words(["zt_a"]) == []
+    assert second.checked is first.checked  # nothing added: one copy
+    assert second.words(["zt_b"]) == [b"zt_b"]  # late: added to the run's names
+    assert first.words(["zt_b"]) == [b"zt_b"]
+    third = _Text(b"zt_b\n")
+    assert third.words(["zt_a"]) == []
+    assert "zt_b" in third.checked
+    syntax._ASKED[0] = (set(), set())  # forgotten: as many names again, others
+    fourth = _Text(b"zt_r zt_a zt_b\n")
+    assert fourth.words(["zt_r", "zt_s"]) == [b"zt_r"]
+    assert set(fourth.words(["zt_a", "zt_b"])) == {b"zt_a", b"zt_b"}
+
+
 def test_a_name_first_asked_late_is_found_by_its_own_search() -> None:
     """A text's tokens are looked up once; a name asked after that is searched for in
     the text: found as a word (as a token is), not inside a longer word, and next to a
