@@ -22,11 +22,13 @@ import marshal
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.guard import effects, installed
-from kernel.guard.graph import Derived
 from kernel.guard.scan import ImportFact, RawFinding
+
+if TYPE_CHECKING:  # `kernel.guard.graph` is loaded only by a check that reads the graph
+    from kernel.guard.graph import Derived
 
 __all__ = [
     "KEEP_CACHE_FILES",

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 from kernel.errors import ConfigError
 from kernel.guard.cache import RACY_NS, EffectCache, FileCache, Fingerprint, gc_paused
 from kernel.guard.discover import discover_modules
-from kernel.guard.graph import from_cached, layer_breaks, to_cached, transitive
 from kernel.guard.model import GuardReport, Policy, Rule, Violation, ViolationCode
 from kernel.guard.patterns import CallMatcher, covers, module_matches
 from kernel.guard.pool import PARALLEL_MIN_FILES, Job, scan_all
@@ -273,7 +272,14 @@ def _whole_tree(
     cache: FileCache,
     keys: list[str],
 ) -> list[Violation]:
-    """Transitive reach and layers, from the cache while no file's digest changed."""
+    """Transitive reach and layers, from the cache while no file's digest changed;
+    none (and no fingerprint) when no rule reads the import graph."""
+    if not ctx.graph:
+        return []
+    # Imported here: a check under a policy with no transitive or layers rule never
+    # loads the graph.
+    from kernel.guard.graph import from_cached, layer_breaks, to_cached, transitive
+
     fingerprint: Fingerprint = (
         tuple((key, cache.entries[key][3] if key in cache.entries else "") for key in keys),
         tuple(sorted(show.items())),
