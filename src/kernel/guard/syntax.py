@@ -310,7 +310,7 @@ def _join_at(quote: bytes) -> re.Pattern[bytes]:
     quotes after it, or its first before it and its third after)."""
     q = re.escape(quote)
     triple = rb"(?!(?<!%s)(?<=%s)%s(?!%s)|(?<!%s)%s(?!%s))" % (q * 3, q * 2, q, q, q * 2, q * 2, q)
-    return re.compile(q + _JOIN_START + triple + _JOIN_REST)
+    return re.compile(q + _JOIN_START + _JOIN_REST + triple)
 
 
 _JOINS: Final = (_join_at(b'"'), _join_at(b"'"))
@@ -326,7 +326,9 @@ two thirds of the seam search). The first lookahead only fails fast where no joi
 can start (most quotes are followed by ``)``, ``,``, ``:`` or a letter), and a quote
 right after the quote ends the join as the separators' empty match would. A
 docstring's pairs were most of a file's joins, each made a match and a span only to
-be dropped in Python (`seam_lines`): the pattern drops them after the fast test."""
+be dropped in Python (`seam_lines`): the pattern drops them, last (the lookarounds
+are atomic, so their order changes no match): most quotes that pass the first byte
+fail the rest (a string that ends a line), a docstring's pass it at once."""
 _QUOTE_BYTES: Final = frozenset(b"\"'")
 _IDENTIFIER_BYTES: Final = WORD | frozenset(range(0x80, 0x100))
 
