@@ -826,3 +826,74 @@ def test_imports_no_rule_can_rule_on_are_passed_over_as_the_long_way_does(
     got = scan()
     with mock.patch("kernel.guard.names._ruled_under", return_value=True):
         assert scan() == got
+
+
+_BOUND_ATTR_USES = st.sampled_from(
+    [
+        "import warnings",
+        "import json",
+        "import pickle",
+        "import shutil",
+        "warnings.warn('x')",
+        "w = warnings.warn\nw('x')",
+        "warnings.warn.x",
+        "json.JSONDecodeError(m, d, 1)",
+        "class E(json.JSONDecodeError):\n    pass\nE.x()",
+        "json.codecs.open(f)",
+        "pickle.dumps(x)",
+        "d = pickle.dumps(x)\nd.now()",
+        "shutil.os.system(1)",
+    ]
+)
+_BOUND_ATTR_PATTERNS = st.sampled_from(
+    [
+        "_warnings.warn",
+        "_warnings.*",
+        "*.warn",
+        "json.decoder.JSONDecodeError",
+        "json.decoder.*",
+        "_pickle.dumps",
+        "pickle.dumps",
+        "os.system",
+        "codecs.open",
+    ]
+)
+
+
+def _quiet_before(self: _Scanner, q: str, attr: str) -> bool:
+    """`ShadowPass._quiet` before an attribute bound by import could be quiet: only one
+    bound to nothing (no other name, no module reached)."""
+    from kernel.guard.names import _REFLECTIVE_ATTRS
+    from kernel.guard.installed import module_file, through
+
+    if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
+        return False
+    qa = f"{q}.{attr}"
+    return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
+
+
+@given(st.lists(_BOUND_ATTR_USES, max_size=5), st.lists(_BOUND_ATTR_PATTERNS, max_size=3))
+@example(["import warnings", "warnings.warn('x')"], ["_warnings.warn"])
+@example(["import warnings", "w = warnings.warn\nw('x')"], ["*.warn"])
+@example(["import json", "json.JSONDecodeError(m, d, 1)"], ["json.decoder.*"])
+def test_an_attribute_bound_by_import_is_quiet_only_where_a_visit_finds_nothing(
+    parts: list[str], patterns: list[str]
+) -> None:
+    """`_quiet` leaves out ``warnings.warn`` (an import binds it to ``_warnings.warn``)
+    only where neither name is interesting and no module is reached: the findings and
+    imports of visiting every such attribute."""
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=("subprocess",),
+        forbid_calls=("os.environ", *patterns),
+    )
+    data = "\n".join(parts).encode()
+
+    def scan() -> object:
+        matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+        return scan_source(data, module="m", rules=(rule,), matcher=matcher)
+
+    got = scan()
+    with mock.patch.object(_Scanner, "_quiet", _quiet_before):
+        assert scan() == got

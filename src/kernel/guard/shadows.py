@@ -339,14 +339,22 @@ class ShadowPass(ImportPass):
 
     def _quiet(self, q: str, attr: str) -> bool:
         """Can visiting ``name.attr`` (``name`` bound to module ``q``, marked
-        ``name.q``) change nothing? Yes when the attribute is no import binding or
-        submodule of the module (no reach-through), is not interesting itself (no
-        pattern is it or under it, nor its twin's: ``os.path``, not ``os.environ``, nor
-        under ``os.pa?h.join``), and is no reflective name."""
+        ``name.q``) change nothing? Yes when the attribute is no submodule of the module
+        and reaches no module through its import bindings (no reach-through), is not
+        interesting itself (no pattern is it or under it, nor its twin's: ``os.path``,
+        not ``os.environ``, nor under ``os.pa?h.join``), nor is what an import binds it
+        to (``warnings.warn`` is ``_warnings.warn``: `_Scanner._use` matches those
+        names too; one with no source reaches nothing more), and is no reflective name."""
         if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
             return False
         qa = f"{q}.{attr}"
-        return through(qa) == ((), ()) and module_file(qa) is None and not self._interesting(qa)
+        names, reached = through(qa)
+        return (
+            not reached
+            and module_file(qa) is None
+            and not self._interesting(qa)
+            and not any(map(self.matcher.interesting, names))
+        )
 
     def _marked_lines(self, marks: set[str]) -> list[int]:
         """The lines of ``marks``, as `_marks` made them (its `uncalled` and `dotted`).
