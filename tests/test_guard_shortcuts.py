@@ -863,8 +863,8 @@ _BOUND_ATTR_PATTERNS = st.sampled_from(
 def _quiet_before(self: _Scanner, q: str, attr: str) -> bool:
     """`ShadowPass._quiet` before an attribute bound by import could be quiet: only one
     bound to nothing (no other name, no module reached)."""
-    from kernel.guard.names import _REFLECTIVE_ATTRS
     from kernel.guard.installed import module_file, through
+    from kernel.guard.names import _REFLECTIVE_ATTRS
 
     if attr.startswith("__") or attr == "TYPE_CHECKING" or attr in _REFLECTIVE_ATTRS:
         return False
