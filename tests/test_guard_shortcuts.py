@@ -897,3 +897,53 @@ def test_an_attribute_bound_by_import_is_quiet_only_where_a_visit_finds_nothing(
     got = scan()
     with mock.patch.object(_Scanner, "_quiet", _quiet_before):
         assert scan() == got
+
+
+def _binding_positions_long_way(search: bytes, name: bytes) -> list[int]:
+    """`shadows._binding_positions` before it asked the word starts: every occurrence
+    of ``name`` found by substring search, tested in place."""
+    import re
+
+    from kernel.guard.shadows import _BOUND_AFTER
+    from kernel.guard.syntax import WORD
+
+    positions: list[int] = []
+    size = len(name)
+    at = search.find(name)
+    while at >= 0:
+        got = _BOUND_AFTER.match(search, at + size)
+        if got is not None and (not at or (search[at - 1] not in WORD and search[at - 1] != 0x2E)):
+            positions.append(at)
+        at = search.find(name, got.end() if got is not None else at + 1)
+    at = search.find(name)
+    while at >= 0:
+        if re.compile(rb"\b").match(search, at + size):
+            head = at
+            while head and search[head - 1] in b" \t":
+                head -= 1
+            if head < at and search.endswith((b"def", b"class"), 0, head):
+                positions.append(head)
+        at = search.find(name, at + 1)
+    positions.sort()
+    return positions
+
+
+_TEXT_PIECES = st.sampled_from(
+    [b"vars", b"int", b"id", b" ", b"\t", b"=", b".", b"def", b"class", b"x", b"in", b"\xc3\xa9",
+     b"\n", b"(", b")", b":", b",", b"#", b"+=", b"_", b"]", b";", b"undef", b"=="]
+)  # fmt: skip
+
+
+@given(st.lists(_TEXT_PIECES, max_size=24), st.sampled_from([b"vars", b"int", b"id"]))
+@example([b"def", b" ", b"vars", b"(", b")"], b"vars")
+@example([b"x", b".", b"vars", b" ", b"="], b"vars")
+@example([b"for", b" ", b"int", b" ", b"in", b" ", b"int", b":"], b"int")
+def test_binding_positions_are_those_of_a_search_of_every_occurrence(
+    pieces: list[bytes], name: bytes
+) -> None:
+    """`_binding_positions` looks only where the name is a word (`_Text.starts`): the
+    places a substring search of every occurrence finds."""
+    from kernel.guard.shadows import _binding_positions
+
+    text = b"".join(pieces)
+    assert _binding_positions(text, name) == _binding_positions_long_way(text, name)

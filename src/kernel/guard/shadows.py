@@ -28,8 +28,8 @@ from kernel.guard.patterns import TWIN_HEADS, twin_of
 from kernel.guard.problems import _import_problem
 from kernel.guard.syntax import (
     COMPREHENSIONS,
-    WORD,
     Scope,
+    _text,
     eager_nodes,
     lines_of,
     module_deletes,
@@ -52,33 +52,26 @@ forbid-reflection). Any other use (``g = getattr``) is marked."""
 _ALWAYS_HEADS: Final = frozenset(n.split(".", 1)[0] for n in _ALWAYS)
 _BOUND_AFTER: Final = re.compile(rb"\b[ \t]*(?:[=:,)\];#\n\r]|[-+*/%&|^@<>]+=|in\b|\Z)")
 """What follows a name where it may be bound (`ShadowPass._bound_lines`)."""
-_BOUNDARY: Final = re.compile(rb"\b")
 
 
 def _binding_positions(search: bytes, name: bytes) -> list[int]:
     """Sorted offsets where ``name`` may be bound: followed by `_BOUND_AFTER` (not
-    after a word character or a dot), or preceded by ``def``/``class`` and blanks.
+    after a dot), or preceded by ``def``/``class`` and blanks.
 
-    A substring search with two patterns fixed once: a pattern per name would cost a
-    `re.compile` for every builtin name asked about in a cold process.
+    Only where ``name`` is a word (`_Text.starts`, kept per text: the line search has
+    most often found it already), which both forms are: `_BOUND_AFTER` starts with
+    the word's end, and blanks before it are no word byte.
     """
     positions: list[int] = []
     size = len(name)
-    at = search.find(name)
-    while at >= 0:  # as `finditer` of name + `_BOUND_AFTER`: resumes after a match
-        got = _BOUND_AFTER.match(search, at + size)
-        if got is not None and (not at or (search[at - 1] not in WORD and search[at - 1] != 0x2E)):
+    for at in _text(search).starts(name):
+        if _BOUND_AFTER.match(search, at + size) and (not at or search[at - 1] != 0x2E):
             positions.append(at)
-        at = search.find(name, got.end() if got is not None else at + 1)
-    at = search.find(name)
-    while at >= 0:
-        if _BOUNDARY.match(search, at + size):
-            head = at
-            while head and search[head - 1] in b" \t":
-                head -= 1
-            if head < at and search.endswith((b"def", b"class"), 0, head):
-                positions.append(head)  # on the name's line: no line break between
-        at = search.find(name, at + 1)
+        head = at
+        while head and search[head - 1] in b" \t":
+            head -= 1
+        if head < at and search.endswith((b"def", b"class"), 0, head):
+            positions.append(head)  # on the name's line: no line break between
     positions.sort()
     return positions
 
