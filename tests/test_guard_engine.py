@@ -580,10 +580,13 @@ from kernel.effects.entry import _keep_freed_heap
 
 if sys.argv[1:] == ["keep"]:
     _keep_freed_heap()
+slots = [None] * 20  # no list grows (and stays) among the blocks
 start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(30):  # as a check's files: blocks written, then all of them freed
-    blocks = [bytearray(8192) for _ in range(100)]
-    del blocks
+for _ in range(30):  # as a check's files: 1.25 MB of blocks written, then all freed
+    for i in range(20):
+        slots[i] = bytearray(65536)  # below the first mmap threshold: from the heap
+    for i in range(20):
+        slots[i] = None
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
 """
 
@@ -592,7 +595,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc thresholds")
 def test_a_guard_runs_heap_keeps_what_it_freed_for_the_next_file() -> None:
     """Memory freed between two files is not handed back to the system to be faulted
-    in again (page by page) for the next: after `_keep_freed_heap`, 30 rounds of 800 kB
+    in again (page by page) for the next: after `_keep_freed_heap`, 30 rounds of 1.25 MB
     written and freed cost about one round's page faults, not thirty."""
 
     def faults(*words: str) -> int:
