@@ -947,3 +947,77 @@ def test_binding_positions_are_those_of_a_search_of_every_occurrence(
 
     text = b"".join(pieces)
     assert _binding_positions(text, name) == _binding_positions_long_way(text, name)
+
+
+_PARAM_USES = st.sampled_from(
+    [
+        "import os, datetime",
+        "value = datetime.datetime(1, 1, 1)",
+        "def f(value):\n    return value.now()",
+        "def f(self, value):\n    x = value\n    x.now()\n    os.system(value)",
+        "def f(value):\n    def g():\n        return value.now()\n    return g",
+        "def f(value):\n    def g(value=value.now()):\n        return value\n    return g",
+        "def f(value=value.now()):\n    return value",
+        "def f(os):\n    os.system(1)\n    return os.environ",
+        "def f(getattr):\n    getattr(os, 'system')",
+        "def f(getattr):\n    g = getattr\n    g(os, 'system')",
+        "def f(vars):\n    vars()['x']",
+        "def f(value):\n    value.f_globals\n    value.__dict__['x']",
+        "def f(value):\n    value.TYPE_CHECKING = True",
+        "def f(value):\n    return [value.now() for value in x]",
+        "def f(value):\n    global now\n    now = value",
+        "def f(value):\n    return lambda: value.now()",
+        "def f(value: 'os.environ'):\n    return value",
+        "def f(value):\n    return '\\x76alue'",
+        "class C:\n    def m(self, value):\n        return value.now()\n    x = value.now()",
+        "value.now()",
+        "now = value",
+        "def h():\n    return value.now()",
+        "def h(x):\n    y = now\n    return now.now(), y.now()",
+    ]
+)
+
+
+@given(st.lists(_PARAM_USES, max_size=6))
+@example(
+    [
+        "import os, datetime",
+        "value = datetime.datetime(1, 1, 1)",
+        "def f(value):\n    return value.now()",
+        "value.now()",
+    ]
+)
+@example(["import os", "def f(os):\n    os.system(1)\n    return os.environ"])
+@example(
+    ["import datetime", "value = datetime.datetime(1, 1, 1)", "def h():\n    return value.now()"]
+)
+@example(
+    [
+        "import datetime",
+        "value = datetime.datetime(1, 1, 1)",
+        "now = value",
+        "def h(x):\n    y = now\n    return now.now(), y.now()",
+    ]
+)
+def test_a_line_marked_only_by_a_parameter_s_name_is_left_as_the_long_way_finds(
+    parts: list[str],
+) -> None:
+    """`_body_lines` leaves out of a function body the lines marked only by names one
+    of its scopes takes as parameters (`_name` resolves them to nothing): the findings
+    and imports of visiting every marked line."""
+    rule = Rule(
+        name="r",
+        modules=("m",),
+        forbid_imports=("subprocess",),
+        forbid_calls=("os.system", "os.environ", "datetime.datetime.now", "getattr"),
+        forbid_reflection=False,
+    )
+    data = "\n".join(parts).encode()
+
+    def scan() -> object:
+        matcher = CallMatcher((rule.name, p) for p in rule.forbid_calls)
+        return scan_source(data, module="m", rules=(rule,), matcher=matcher)
+
+    got = scan()
+    with mock.patch.object(_Scanner, "_body_lines", lambda self, scope: self.round_lines):
+        assert scan() == got

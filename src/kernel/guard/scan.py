@@ -145,7 +145,12 @@ class _Scanner(ShadowPass):
             info = self.functions.get(id(stmt))
             if info is None:
                 info = self.functions[id(stmt)] = FunctionInfo(stmt)
-            self._stmts(stmt.body, ((stmt, info), *scope))
+            inner, lines = ((stmt, info), *scope), self.lines
+            self.lines = self._body_lines(inner)
+            try:
+                self._stmts(stmt.body, inner)
+            finally:
+                self.lines = lines
         elif isinstance(stmt, ast.ClassDef):
             self._class(stmt, scope)
         elif isinstance(stmt, ast.If):

@@ -115,6 +115,14 @@ def _inert(stmt: ast.stmt) -> bool:
 class ShadowPass(ImportPass):
     """Shadowing and interest: which names resolve to what, where."""
 
+    # Set by each round (`_rounds`): its marks, seam lines and marked lines, the names a
+    # parameter can shadow, and the lines left in a function body (`_body_lines`).
+    marks: set[str]
+    seams: list[int]
+    round_lines: list[int]
+    shadowable: set[str]
+    body_lines: dict[frozenset[str], list[int]]
+
     if TYPE_CHECKING:
         # The reference pass (`kernel.guard.scan`) defines it.
         def _installed(self, q: str) -> bool: ...
@@ -149,7 +157,8 @@ class ShadowPass(ImportPass):
     ) -> None:
         searched: set[str] = set()
         for _ in range(_MAX_ROUNDS):
-            names = self._marks(self.interesting_names())
+            interesting = self.interesting_names()
+            names = self._marks(interesting)
             if names <= searched:
                 break
             searched = names
@@ -163,6 +172,9 @@ class ShadowPass(ImportPass):
                 self.lines = sorted({*self.lines, *seams})
             if not self.lines:
                 break
+            self.marks, self.seams, self.round_lines = names, seams, self.lines
+            self.shadowable = interesting - _REFLECTIVE_ATTRS - {"TYPE_CHECKING"}
+            self.body_lines = {}
             self.new_names = False
             for index in self._hits(body):
                 self.top_index = index
@@ -170,6 +182,36 @@ class ShadowPass(ImportPass):
             self.top_index = 1 << 30
             if not self.new_names:
                 break
+
+    def _body_lines(self, scope: Scope) -> list[int]:
+        """The marked lines to visit in the body of the function ``scope`` opens: a
+        name it or a scope around it takes as a parameter resolves to nothing there
+        (`_name`), so a line marked only by such names (a method's ``value`` after
+        ``value = datetime.datetime(...)`` elsewhere) holds nothing to visit. Reflective
+        names and ``TYPE_CHECKING`` are never left out (an attribute is one whatever
+        its base), nor seam lines."""
+        shadowed: frozenset[str] = frozenset()
+        for _fn, info in scope:
+            if info.params:
+                shadowed |= info.params & self.shadowable
+        if not shadowed:
+            return self.round_lines
+        lines = self.body_lines.get(shadowed)
+        if lines is None:
+            dotted = {n: q for n, q in self.dotted.items() if n not in shadowed}
+            gone = {*shadowed, *(f"{n}(" for n in shadowed)}
+            gone.update(f"{n}.{q}" for n, q in self.dotted.items() if n in shadowed)
+            lines = lines_of(
+                self.search,
+                self.marks - gone,
+                [n for n in self.uncalled if n not in shadowed],
+                dotted,
+                lambda n, attr: self._quiet(dotted[n], attr),
+            )
+            if self.seams:
+                lines = sorted({*lines, *self.seams})
+            self.body_lines[shadowed] = lines
+        return lines
 
     def module_level_shadows(self) -> dict[str, int]:
         """Builtin names the module binds unconditionally, with the first such statement.
