@@ -151,8 +151,7 @@ class Run:
         self.ruled_modules: dict[str, bool] = {}
         # A name bound by ``from m import name``: the forbid-calls patterns it breaks.
         self.bound_hits: dict[str, tuple[tuple[str, str], ...]] = {}
-        # Top-level name -> can a name under it break a forbid-calls pattern (a pattern
-        # may match under it, or it is a C twin's): `ImportPass._import_from`.
+        # Top-level name -> may a name under it break a forbid-calls pattern (`_import_from`).
         self.bound_heads: dict[str, bool] = {}
         # Per top package of the file scanned: is a qualified name of interest
         # (`ShadowPass._interesting`, but a name `loaded` holds).
@@ -199,22 +198,20 @@ def _interesting_builtins(matcher: CallMatcher) -> frozenset[str]:
 class ImportPass:
     """State of one file's scan, its import pass and its import rules."""
 
-    # Set per file when they change (fewer stores per file than in `__init__`).
-    future_annotations = False
-    tc_stored: bool | None = None
-    typing_only = False  # some import is typing-only
-    site_counts: collections.Counter[str] | None = None
-    module_shadows: dict[str, int] | None = None  # `module_level_shadows`
-    local_call: int | None = None
-    in_annotation = False
-    in_text = False  # visiting code parsed from a string: its lines are its own
-    interesting_memo: dict[str, bool] | None = None
-    deleted: set[str] | None = None
-    top_index = 1 << 30
-    symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
-    new_names = False
-    generic_open = 0  # classes (or type aliases) with type parameters being visited
-    restart = False  # `ShadowPass._rebound`
+    # Slots: past 30 attributes an instance dictionary shares no keys (each read a lookup,
+    # each store a resize), and the passes read these thousands of times per file.
+    __slots__ = (
+        "aliases", "assigned", "bindings", "binds_memo", "body_lines", "bound_objects",
+        "builtins_of_interest", "class_bound", "data", "deleted", "dotted",
+        "effect_matcher", "findings", "functions", "future_annotations", "generic_open",
+        "guarded", "import_names", "import_sites", "imports", "in_annotation", "in_text",
+        "interesting_memo", "is_package", "lines", "loaded", "local_call", "marks",
+        "matcher", "maybe_bound", "module", "module_shadows", "new_names", "parsed_texts",
+        "reach_seen", "reflection", "reflective_seen", "restart", "round_lines", "rules",
+        "rules_key", "run", "seams", "search", "shadowable", "site_counts", "symtables",
+        "tc_guards", "tc_stored", "text_calls", "top_index", "tree", "typed_strings",
+        "typing_only", "uncalled", "whole", "widened",
+    )  # fmt: skip
 
     if TYPE_CHECKING:
         # The reference pass (`kernel.guard.scan`) defines it.
@@ -268,6 +265,18 @@ class ImportPass:
         self.assigned: dict[str, list[ast.expr | None]] = {}
         self.maybe_bound: dict[str, list[int]] = {}
         self.builtins_of_interest = run.builtins
+        # `in_text`: visiting code parsed from a string (its lines are its own).
+        self.future_annotations = self.typing_only = self.in_annotation = False
+        self.in_text = self.new_names = self.restart = False
+        self.tc_stored: bool | None = None
+        self.site_counts: collections.Counter[str] | None = None
+        self.module_shadows: dict[str, int] | None = None  # `module_level_shadows`
+        self.local_call: int | None = None
+        self.interesting_memo: dict[str, bool] | None = None
+        self.deleted: set[str] | None = None  # `ShadowPass._deleted`
+        self.symtables: dict[tuple[str, int], list[symtable.SymbolTable]] | None = None
+        self.top_index = 1 << 30
+        self.generic_open = 0  # classes (or type aliases) with type parameters being visited
 
     # ---------------------------------------------------------------- import pass
     def import_pass(self) -> None:
@@ -449,9 +458,8 @@ class ImportPass:
 
     def bound_object_rules(self) -> None:
         """KG004: binding a forbidden object by a runtime import is a reference to it.
-        A typing-only import never runs, so it binds nothing (see `prune_typing`).
-        `_import_from` kept only the names under a package a pattern can match under
-        or with a C twin (most of a project's: none)."""
+        A typing-only import never runs, so it binds nothing (see `prune_typing`). Only
+        names a pattern may match under, or a C twin's, are kept (`_import_from`)."""
         memo, matcher = self.run.bound_hits, self.matcher
         for stmt, qual, index in self.bound_objects:
             hits = memo.get(qual)

@@ -118,6 +118,8 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 class _Scanner(ShadowPass):
     """The reference pass of one file's scan; see the module docstring for the rules."""
 
+    __slots__ = ()
+
     def _stmts(self, body: Sequence[ast.stmt], scope: Scope) -> None:
         for index in self._hits(body) if body else ():
             self._stmt(body[index], scope)

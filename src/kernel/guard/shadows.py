@@ -115,6 +115,7 @@ def _inert(stmt: ast.stmt) -> bool:
 class ShadowPass(ImportPass):
     """Shadowing and interest: which names resolve to what, where."""
 
+    __slots__ = ()
     # Set by each round (`_rounds`): its marks, seam lines and marked lines, the names a
     # parameter can shadow, and the lines left in a function body (`_body_lines`).
     marks: set[str]
