@@ -576,6 +576,7 @@ def test_console_script_runs_a_full_check_without_cyclic_collection(
 
 _HEAP_PROBE = """
 import resource, sys
+sys.path.insert(0, sys.argv.pop(1))
 from kernel.effects.entry import _keep_freed_heap
 
 if sys.argv[1:] == ["keep"]:
@@ -598,15 +599,23 @@ def test_a_guard_runs_heap_keeps_what_it_freed_for_the_next_file() -> None:
     in again (page by page) for the next: after `_keep_freed_heap`, 30 rounds of 1.25 MB
     written and freed cost about one round's page faults, not thirty."""
 
-    def faults(*words: str) -> int:
-        proc = subprocess.run(
-            [sys.executable, "-c", _HEAP_PROBE, *words], capture_output=True, text=True, check=True
-        )
-        return int(proc.stdout)
+    import kernel
 
-    plain, kept = faults(), faults("keep")
-    assert plain > 2000  # the heap was trimmed and grown again, round after round
-    assert kept * 4 < plain
+    source = str(Path(kernel.__file__).parent.parent)
+
+    def faults(*words: str) -> int:
+        # No site, no environment: the heap of a bare interpreter, whatever the test
+        # run's .pth hooks or variables (one full-suite run saw no effect at all).
+        argv = [sys.executable, "-S", "-E", "-c", _HEAP_PROBE, source, *words]
+        return int(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+    pairs = []
+    for _ in range(3):  # counts of the operating system's: a pair may be retried, twice
+        plain, kept = faults(), faults("keep")
+        pairs.append((plain, kept))
+        if plain > 2000 and kept * 4 < plain:  # trimmed and grown again; kept
+            return
+    pytest.fail(f"(faults without, with) over three pairs: {pairs}")
 
 
 def test_replay_stops_when_a_skipped_virtual_environment_stops_being_one(
